@@ -1,0 +1,98 @@
+//! File-system abstraction for Mezzanine.
+//!
+//! Owns: the [`FileSystem`] trait through which the engine does *all* file I/O, and its
+//! implementations:
+//! - [`PosixFs`]: the real file system (std::fs, `pread`, `fsync`, `flock` via std).
+//! - [`MemFs`]: an in-memory file system that remembers what was synced and can simulate a
+//!   crash (power cut): unsynced bytes are dropped (optionally keeping a random part), and
+//!   files created or renamed since the last directory sync vanish or revert.
+//! - [`FaultFs`]: a wrapper that injects I/O errors on read / write / sync / rename / create
+//!   by countdown or probability.
+//!
+//! Invariants: a byte is durable only after `WritableFile::sync` on its file returned Ok;
+//! a file's existence (create, rename, remove) is durable only after `FileSystem::sync_dir`
+//! on its parent directory returned Ok.
+//!
+//! Thread-safety: every `FileSystem` is `Send + Sync` and may be used from many threads at
+//! once. A `WritableFile` is owned by one writer at a time (`&mut self`); a
+//! `RandomAccessFile` is shared (`&self`, positional reads).
+
+use std::fmt::Debug;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+mod fault;
+mod mem;
+mod posix;
+
+pub use fault::{FaultFs, FaultOp, FaultRule};
+pub use mem::{CrashOptions, MemFs};
+pub use posix::PosixFs;
+
+/// A file opened for appending. Writes may be buffered until `flush` or `sync`.
+pub trait WritableFile: Send + Sync + Debug {
+    /// Appends `data` at the end of the file.
+    fn append(&mut self, data: &[u8]) -> io::Result<()>;
+    /// Pushes buffered bytes to the operating system (not necessarily to stable storage).
+    fn flush(&mut self) -> io::Result<()>;
+    /// Makes every byte appended so far durable (flush + fdatasync).
+    fn sync(&mut self) -> io::Result<()>;
+    /// Bytes appended so far (including buffered ones).
+    fn size(&self) -> u64;
+}
+
+/// A file opened for positional reads, shareable between threads.
+pub trait RandomAccessFile: Send + Sync + Debug {
+    /// Reads exactly `buf.len()` bytes at `offset`; fails with `UnexpectedEof` if the file is
+    /// shorter.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// The file's size in bytes when it was opened.
+    fn size(&self) -> u64;
+}
+
+/// A held lock on a file; released when dropped.
+pub trait FileLock: Send + Sync + Debug {}
+
+/// The file-system operations the engine uses. Paths are absolute or relative to the process'
+/// working directory; the engine always passes paths inside its DB directory.
+pub trait FileSystem: Send + Sync + Debug {
+    /// Creates (or truncates) a file for appending.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for appending at its end (used to reuse a WAL).
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file into memory.
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let f = self.open_read(path)?;
+        let len = usize::try_from(f.size())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large"))?;
+        let mut buf = vec![0u8; len];
+        f.read_exact_at(0, &mut buf)?;
+        Ok(buf)
+    }
+    /// Whether a file or directory exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// The size of a file in bytes.
+    fn file_size(&self, path: &Path) -> io::Result<u64>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Atomically renames `from` to `to`, replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Creates a directory and its parents; Ok if it exists.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Names (not paths) of the entries of a directory, in no particular order.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on `path` (created if missing). Fails with
+    /// `io::ErrorKind::WouldBlock` if another holder, in this process or another, has it.
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+}
+
+/// Joins a directory and a file name.
+#[must_use]
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}

@@ -1,0 +1,26 @@
+//! Pure encodings of Mezzanine's persisted and in-memory structures.
+//!
+//! Owns: little-endian coding, checksums, the internal key, the unified KeySet block
+//! (JigsawDB) and LevelDB's prefix-compressed block, bloom filters, the SST builder and
+//! reader, and the log framing shared by the WAL and the MANIFEST.
+//!
+//! Layering: this crate knows nothing of versions, levels, compaction or the engine's
+//! options. It depends on `mezz-env` only for file handles. Every decoder returns a typed
+//! [`Error`] on bad input — never a panic, never an unbounded allocation (lengths are checked
+//! against the bytes actually present).
+//!
+//! Format specs: `docs/formats/keyset.md`, `docs/formats/sst.md`, `docs/formats/wal.md`.
+
+pub mod block;
+pub mod checksum;
+pub mod coding;
+pub mod error;
+pub mod filter;
+pub mod ikey;
+pub mod iter;
+pub mod log;
+pub mod sst;
+
+pub use error::{Error, Result};
+pub use ikey::{SeqNo, ValueKind};
+pub use iter::InternalIterator;
