@@ -33,11 +33,13 @@ pub mod batch;
 pub mod compaction;
 pub mod db;
 pub mod error;
+pub mod filename;
 pub mod iter;
 pub mod memtable;
 pub mod options;
 pub mod sst;
 pub mod stats;
+pub mod table;
 pub mod version;
 pub mod wal;
 

@@ -152,3 +152,157 @@ impl Stats {
         (self.flush_bytes_written + self.compaction_bytes_written) as f64 / self.user_bytes_written as f64
     }
 }
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+
+/// A latency histogram (nanoseconds, 3 significant digits, 1 ns .. 1 hour).
+#[derive(Debug)]
+pub struct LatencyHistogram {
+    h: Mutex<Histogram<u64>>,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        #[allow(clippy::expect_used)] // constant, valid bounds
+        let h = Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+        Self { h: Mutex::new(h) }
+    }
+}
+
+impl LatencyHistogram {
+    /// Records one latency in nanoseconds (clamped to the histogram's range).
+    pub fn record(&self, nanos: u64) {
+        self.h.lock().saturating_record(nanos.max(1));
+    }
+
+    /// Summarises the recorded latencies.
+    #[must_use]
+    pub fn summary(&self) -> LatencySummary {
+        let h = self.h.lock();
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            mean_nanos: h.mean() as u64,
+            p50_nanos: h.value_at_quantile(0.50),
+            p99_nanos: h.value_at_quantile(0.99),
+            p999_nanos: h.value_at_quantile(0.999),
+            max_nanos: h.max(),
+        }
+    }
+}
+
+/// The live counters of one open DB, updated with relaxed atomics from any thread.
+/// `Db::stats()` turns them, plus the current version's shape, into a [`Stats`].
+#[derive(Debug, Default)]
+#[allow(missing_docs)] // each field mirrors the `Stats` field of the same name
+pub struct StatsCollector {
+    pub user_bytes_written: AtomicU64,
+    pub wal_bytes_written: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub write_groups: AtomicU64,
+    pub flush_bytes_written: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_micros: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub compactions: AtomicU64,
+    pub trivial_moves: AtomicU64,
+    pub compaction_micros: AtomicU64,
+    pub l0_slowdown_micros: AtomicU64,
+    pub l0_stop_micros: AtomicU64,
+    pub memtable_stop_micros: AtomicU64,
+    pub pending_bytes_slowdown_micros: AtomicU64,
+    pub pending_bytes_stop_micros: AtomicU64,
+    pub delayed_writes: AtomicU64,
+    pub stopped_writes: AtomicU64,
+    pub encode_bytes: AtomicU64,
+    pub encode_micros: AtomicU64,
+    pub decode_bytes: AtomicU64,
+    pub decode_micros: AtomicU64,
+    pub block_cache_hits: AtomicU64,
+    pub block_cache_misses: AtomicU64,
+    pub bloom_negatives: AtomicU64,
+    /// Per output level: (compactions, bytes read, bytes written).
+    pub level_compactions: Mutex<Vec<(u64, u64, u64)>>,
+    pub get_latency: LatencyHistogram,
+    pub write_latency: LatencyHistogram,
+}
+
+impl StatsCollector {
+    /// Adds `v` to a counter.
+    #[inline]
+    pub fn add(counter: &AtomicU64, v: u64) {
+        counter.fetch_add(v, Ordering::Relaxed);
+    }
+
+    /// Records a compaction (or flush, for level 0) into `level`.
+    pub fn record_level_io(&self, level: usize, bytes_read: u64, bytes_written: u64) {
+        let mut v = self.level_compactions.lock();
+        if v.len() <= level {
+            v.resize(level + 1, (0, 0, 0));
+        }
+        if let Some(e) = v.get_mut(level) {
+            e.0 += 1;
+            e.1 += bytes_read;
+            e.2 += bytes_written;
+        }
+    }
+
+    /// Fills every counter-derived field of a `Stats` (levels' files/bytes, memtable and
+    /// snapshot fields are left for the caller).
+    #[must_use]
+    pub fn snapshot(&self) -> Stats {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let level_io = self.level_compactions.lock().clone();
+        Stats {
+            levels: level_io
+                .iter()
+                .enumerate()
+                .map(|(level, &(compactions, bytes_read, bytes_written))| LevelStats {
+                    level,
+                    files: 0,
+                    bytes: 0,
+                    compactions,
+                    bytes_read,
+                    bytes_written,
+                })
+                .collect(),
+            user_bytes_written: g(&self.user_bytes_written),
+            wal_bytes_written: g(&self.wal_bytes_written),
+            wal_syncs: g(&self.wal_syncs),
+            write_groups: g(&self.write_groups),
+            flush_bytes_written: g(&self.flush_bytes_written),
+            flushes: g(&self.flushes),
+            flush_micros: g(&self.flush_micros),
+            compaction_bytes_read: g(&self.compaction_bytes_read),
+            compaction_bytes_written: g(&self.compaction_bytes_written),
+            compactions: g(&self.compactions),
+            trivial_moves: g(&self.trivial_moves),
+            compaction_micros: g(&self.compaction_micros),
+            stalls: StallStats {
+                l0_slowdown_micros: g(&self.l0_slowdown_micros),
+                l0_stop_micros: g(&self.l0_stop_micros),
+                memtable_stop_micros: g(&self.memtable_stop_micros),
+                pending_bytes_slowdown_micros: g(&self.pending_bytes_slowdown_micros),
+                pending_bytes_stop_micros: g(&self.pending_bytes_stop_micros),
+                delayed_writes: g(&self.delayed_writes),
+                stopped_writes: g(&self.stopped_writes),
+            },
+            get_latency: self.get_latency.summary(),
+            write_latency: self.write_latency.summary(),
+            encode_bytes: g(&self.encode_bytes),
+            encode_micros: g(&self.encode_micros),
+            decode_bytes: g(&self.decode_bytes),
+            decode_micros: g(&self.decode_micros),
+            block_cache_hits: g(&self.block_cache_hits),
+            block_cache_misses: g(&self.block_cache_misses),
+            bloom_negatives: g(&self.bloom_negatives),
+            ..Stats::default()
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The one table abstraction every tier plugs into.
+//!
+//! Owns: [`TableMeta`] (what the version set records about a table: identity, tier,
+//! location, key range, sequence range, size) and the [`Table`] trait (point lookup,
+//! iterator, verification). Reads and compaction reach every table — an SST file today, NVM
+//! tables and matrix rows later — only through `Table`, so a new tier plugs in without
+//! touching them.
+//!
+//! Thread-safety: `Table` objects are shared (`Arc<dyn Table>`) and used from many threads.
+
+use std::fmt::Debug;
+
+use mezz_format::{InternalIterator, SeqNo};
+
+use crate::error::Result;
+
+/// The storage tier a table lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Tier {
+    /// Files on an SSD directory (a parallel unit).
+    Ssd,
+    /// Byte-addressable persistent memory.
+    Nvm,
+}
+
+/// Where a table's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TableLocation {
+    /// An SST file `<number>.sst` in the SSD directory with index `path_id` (0 = the DB
+    /// directory).
+    Sst {
+        /// Index of the directory (parallel unit) holding the file.
+        path_id: u32,
+    },
+}
+
+/// What the version set records about one table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableMeta {
+    /// Unique identity (the file number for SSTs); never reused within a DB.
+    pub id: u64,
+    /// Tier.
+    pub tier: Tier,
+    /// Location of the bytes.
+    pub location: TableLocation,
+    /// Size in bytes.
+    pub size: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Smallest sequence number of any entry.
+    pub smallest_seq: SeqNo,
+    /// Largest sequence number of any entry.
+    pub largest_seq: SeqNo,
+    /// Number of entries.
+    pub num_entries: u64,
+    /// Number of deletion entries.
+    pub num_deletions: u64,
+}
+
+impl TableMeta {
+    /// The smallest user key.
+    #[must_use]
+    pub fn smallest_user_key(&self) -> &[u8] {
+        mezz_format::ikey::user_key(&self.smallest)
+    }
+    /// The largest user key.
+    #[must_use]
+    pub fn largest_user_key(&self) -> &[u8] {
+        mezz_format::ikey::user_key(&self.largest)
+    }
+}
+
+/// Result of a point lookup in a memtable or table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupResult {
+    /// The newest visible version is a value.
+    Value(Vec<u8>),
+    /// The newest visible version is a deletion.
+    Deleted,
+}
+
+/// Options of a read from a table.
+#[derive(Debug, Clone, Copy)]
+pub struct TableReadOptions {
+    /// Put blocks read into the block cache.
+    pub fill_cache: bool,
+    /// Re-verify checksums of cached blocks too.
+    pub verify_checksums: bool,
+}
+
+impl Default for TableReadOptions {
+    fn default() -> Self {
+        Self { fill_cache: true, verify_checksums: false }
+    }
+}
+
+/// A sorted, immutable run of entries in some tier.
+pub trait Table: Send + Sync + Debug {
+    /// The table's metadata.
+    fn meta(&self) -> &TableMeta;
+    /// The newest entry for `user_key` with sequence number <= `seq`, if the table has one.
+    ///
+    /// # Errors
+    /// `Corruption` / `Io` from reading the table.
+    fn get(&self, user_key: &[u8], seq: SeqNo, opts: &TableReadOptions) -> Result<Option<LookupResult>>;
+    /// An iterator over every entry (internal keys), starting unpositioned.
+    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator>;
+    /// Reads every block and verifies every checksum and the key order; returns the number
+    /// of entries.
+    ///
+    /// # Errors
+    /// The first `Corruption` found.
+    fn verify(&self) -> Result<u64>;
+}
