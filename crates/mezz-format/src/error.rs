@@ -61,7 +61,11 @@ impl Error {
     /// with [`Error::in_file`]).
     #[must_use]
     pub fn corruption(offset: u64, detail: impl Into<String>) -> Self {
-        Self::Corruption { file: None, offset, detail: detail.into() }
+        Self::Corruption {
+            file: None,
+            offset,
+            detail: detail.into(),
+        }
     }
 
     /// Attaches a file path to a `Corruption` or `Io` error that has none; other errors
@@ -69,10 +73,19 @@ impl Error {
     #[must_use]
     pub fn in_file(self, path: impl Into<PathBuf>) -> Self {
         match self {
-            Self::Corruption { file: None, offset, detail } => {
-                Self::Corruption { file: Some(path.into()), offset, detail }
-            }
-            Self::Io { path: None, source } => Self::Io { path: Some(path.into()), source },
+            Self::Corruption {
+                file: None,
+                offset,
+                detail,
+            } => Self::Corruption {
+                file: Some(path.into()),
+                offset,
+                detail,
+            },
+            Self::Io { path: None, source } => Self::Io {
+                path: Some(path.into()),
+                source,
+            },
             other => other,
         }
     }

@@ -81,13 +81,18 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
     let (user_key, trailer) = ikey.split_at(split);
     let t = u64::from_le_bytes(trailer.try_into().ok()?);
     let kind = ValueKind::from_u8((t & 0xff) as u8)?;
-    Some(ParsedInternalKey { user_key, seq: t >> 8, kind })
+    Some(ParsedInternalKey {
+        user_key,
+        seq: t >> 8,
+        kind,
+    })
 }
 
 /// The user-key part of an internal key (the whole slice if it is too short).
 #[must_use]
 pub fn user_key(ikey: &[u8]) -> &[u8] {
-    ikey.get(..ikey.len().saturating_sub(TRAILER_LEN)).unwrap_or(ikey)
+    ikey.get(..ikey.len().saturating_sub(TRAILER_LEN))
+        .unwrap_or(ikey)
 }
 
 /// The trailer of an internal key (0 if it is too short).

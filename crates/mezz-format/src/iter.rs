@@ -41,7 +41,9 @@ impl EmptyIterator {
     /// An empty iterator whose `status` is the given error (as a corruption message).
     #[must_use]
     pub fn with_error(msg: impl Into<String>) -> Self {
-        Self { err: Some(msg.into()) }
+        Self {
+            err: Some(msg.into()),
+        }
     }
 }
 

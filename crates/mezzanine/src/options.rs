@@ -9,8 +9,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use mezz_env::{FileSystem, PosixFs};
-pub use mezz_format::block::BlockFormat;
 use mezz_format::SeqNo;
+pub use mezz_format::block::BlockFormat;
 
 use crate::error::{Error, Result};
 
@@ -45,7 +45,16 @@ impl Preset {
             .iter()
             .copied()
             .find(|p| p.name() == s)
-            .ok_or_else(|| Error::InvalidArgument(format!("unknown preset {s:?} (known: {})", Self::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "))))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown preset {s:?} (known: {})",
+                    Self::ALL
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
     }
 }
 
@@ -77,7 +86,9 @@ impl RecoveryMode {
         match s {
             "tolerate_corrupt_tail" => Ok(Self::TolerateCorruptTail),
             "absolute_consistency" => Ok(Self::AbsoluteConsistency),
-            _ => Err(Error::InvalidArgument(format!("unknown recovery_mode {s:?}"))),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown recovery_mode {s:?}"
+            ))),
         }
     }
 }
@@ -93,7 +104,9 @@ fn parse_block_format(s: &str) -> Result<BlockFormat> {
     match s {
         "keyset" => Ok(BlockFormat::KeySet),
         "prefix" => Ok(BlockFormat::Prefix),
-        _ => Err(Error::InvalidArgument(format!("unknown block_format {s:?} (keyset|prefix)"))),
+        _ => Err(Error::InvalidArgument(format!(
+            "unknown block_format {s:?} (keyset|prefix)"
+        ))),
     }
 }
 
@@ -229,7 +242,10 @@ impl Options {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
         if self.write_buffer_size < 4096 {
-            return bad(format!("write_buffer_size {} < 4096", self.write_buffer_size));
+            return bad(format!(
+                "write_buffer_size {} < 4096",
+                self.write_buffer_size
+            ));
         }
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be >= 2".into());
@@ -241,7 +257,10 @@ impl Options {
             return bad("block_restart_interval must be >= 1".into());
         }
         if self.bloom_bits_per_key > 64 {
-            return bad(format!("bloom_bits_per_key {} > 64", self.bloom_bits_per_key));
+            return bad(format!(
+                "bloom_bits_per_key {} > 64",
+                self.bloom_bits_per_key
+            ));
         }
         if self.max_open_files < 16 {
             return bad(format!("max_open_files {} < 16", self.max_open_files));
@@ -264,17 +283,27 @@ impl Options {
         if self.max_bytes_for_level_base < 4096 {
             return bad("max_bytes_for_level_base must be >= 4096".into());
         }
-        if !(self.max_bytes_for_level_multiplier >= 2.0 && self.max_bytes_for_level_multiplier <= 1000.0) {
-            return bad(format!("max_bytes_for_level_multiplier {} not in 2..=1000", self.max_bytes_for_level_multiplier));
+        if !(self.max_bytes_for_level_multiplier >= 2.0
+            && self.max_bytes_for_level_multiplier <= 1000.0)
+        {
+            return bad(format!(
+                "max_bytes_for_level_multiplier {} not in 2..=1000",
+                self.max_bytes_for_level_multiplier
+            ));
         }
         if self.hard_pending_compaction_bytes < self.soft_pending_compaction_bytes {
-            return bad("hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes".into());
+            return bad(
+                "hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes".into(),
+            );
         }
         if self.delayed_write_rate == 0 {
             return bad("delayed_write_rate must be > 0".into());
         }
         if !(1..=64).contains(&self.max_background_jobs) {
-            return bad(format!("max_background_jobs {} not in 1..=64", self.max_background_jobs));
+            return bad(format!(
+                "max_background_jobs {} not in 1..=64",
+                self.max_background_jobs
+            ));
         }
         Ok(())
     }
@@ -377,19 +406,23 @@ impl Options {
             "level0_stop_trigger" => self.level0_stop_trigger = parse_size(name, v)?,
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = parse_size(name, v)?,
             "max_bytes_for_level_multiplier" => {
-                self.max_bytes_for_level_multiplier = v
-                    .parse()
-                    .map_err(|_| Error::InvalidArgument(format!("{name}: {v:?} is not a number")))?;
+                self.max_bytes_for_level_multiplier = v.parse().map_err(|_| {
+                    Error::InvalidArgument(format!("{name}: {v:?} is not a number"))
+                })?;
             }
-            "soft_pending_compaction_bytes" => self.soft_pending_compaction_bytes = parse_size(name, v)?,
-            "hard_pending_compaction_bytes" => self.hard_pending_compaction_bytes = parse_size(name, v)?,
+            "soft_pending_compaction_bytes" => {
+                self.soft_pending_compaction_bytes = parse_size(name, v)?
+            }
+            "hard_pending_compaction_bytes" => {
+                self.hard_pending_compaction_bytes = parse_size(name, v)?
+            }
             "delayed_write_rate" => self.delayed_write_rate = parse_size(name, v)?,
             "max_background_jobs" => self.max_background_jobs = parse_size(name, v)?,
             _ => {
                 return Err(Error::InvalidArgument(format!(
                     "unknown option {name:?} (known: {})",
                     Self::FIELDS.join(", ")
-                )))
+                )));
             }
         }
         Ok(())
@@ -422,9 +455,9 @@ impl Options {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (k, v) = line
-                .split_once('=')
-                .ok_or_else(|| Error::InvalidArgument(format!("malformed options line {line:?}")))?;
+            let (k, v) = line.split_once('=').ok_or_else(|| {
+                Error::InvalidArgument(format!("malformed options line {line:?}"))
+            })?;
             o.set(k.trim(), v)?;
         }
         Ok(o)
@@ -445,7 +478,9 @@ fn parse_bool(name: &str, v: &str) -> Result<bool> {
     match v {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(Error::InvalidArgument(format!("{name}: {v:?} is not a boolean"))),
+        _ => Err(Error::InvalidArgument(format!(
+            "{name}: {v:?} is not a boolean"
+        ))),
     }
 }
 
@@ -503,7 +538,13 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        Self { snapshot: None, lower_bound: None, upper_bound: None, fill_cache: true, verify_checksums: false }
+        Self {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+            fill_cache: true,
+            verify_checksums: false,
+        }
     }
 }
 

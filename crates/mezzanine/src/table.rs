@@ -94,7 +94,10 @@ pub struct TableReadOptions {
 
 impl Default for TableReadOptions {
     fn default() -> Self {
-        Self { fill_cache: true, verify_checksums: false }
+        Self {
+            fill_cache: true,
+            verify_checksums: false,
+        }
     }
 }
 
@@ -106,7 +109,12 @@ pub trait Table: Send + Sync + Debug {
     ///
     /// # Errors
     /// `Corruption` / `Io` from reading the table.
-    fn get(&self, user_key: &[u8], seq: SeqNo, opts: &TableReadOptions) -> Result<Option<LookupResult>>;
+    fn get(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        opts: &TableReadOptions,
+    ) -> Result<Option<LookupResult>>;
     /// An iterator over every entry (internal keys), starting unpositioned.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator>;
     /// Reads every block and verifies every checksum and the key order; returns the number
