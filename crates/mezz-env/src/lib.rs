@@ -27,7 +27,7 @@ mod mem;
 mod posix;
 
 pub use fault::{FaultFs, FaultOp, FaultRule};
-pub use mem::{CrashOptions, MemFs};
+pub use mem::{CrashOptions, KeepUnsynced, MemFs};
 pub use posix::PosixFs;
 
 /// A file opened for appending. Writes may be buffered until `flush` or `sync`.
