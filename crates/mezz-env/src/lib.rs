@@ -26,7 +26,7 @@ mod fault;
 mod mem;
 mod posix;
 
-pub use fault::{FaultFs, FaultOp, FaultRule};
+pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};
 pub use posix::PosixFs;
 
