@@ -9,6 +9,26 @@
 //! - [`FaultFs`]: a wrapper that injects I/O errors on read / write / sync / rename / create
 //!   by countdown or probability.
 //!
+//! A crash test writes through a [`MemFs`], takes [`MemFs::crash_clone`] and reopens the
+//! database on the clone:
+//!
+//! ```
+//! use std::path::Path;
+//! use mezz_env::{CrashOptions, FileSystem, KeepUnsynced, MemFs};
+//!
+//! let fs = MemFs::new();
+//! fs.create_dir_all(Path::new("/db"))?;
+//! let mut wal = fs.create(Path::new("/db/000001.log"))?;
+//! wal.append(b"synced")?;
+//! wal.sync()?;
+//! fs.sync_dir(Path::new("/db"))?;
+//! wal.append(b" and lost")?;
+//!
+//! let after = fs.crash_clone(&CrashOptions { keep_unsynced: KeepUnsynced::None, seed: 1 });
+//! assert_eq!(after.read_all(Path::new("/db/000001.log"))?, b"synced");
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! Invariants: a byte is durable only after `WritableFile::sync` on its file returned Ok;
 //! a file's existence (create, rename, remove) is durable only after `FileSystem::sync_dir`
 //! on its parent directory returned Ok.
