@@ -1,4 +1,47 @@
-//! (module being written)
+//! Data blocks: the unified KeySet block (JigsawDB) and LevelDB's prefix-compressed block,
+//! their builders, a validated owned [`Block`] and its [`BlockIter`].
+//!
+//! Spec: `docs/formats/keyset.md` (KeySet) and `docs/formats/sst.md` (how blocks sit in a
+//! table). All integers little-endian.
+//!
+//! KeySet layout (every area starts 8-byte aligned; `n` entries):
+//! ```text
+//! +-----------------------------------------+  offset 0
+//! | key area: key 0 | pad | key 1 | pad ... |  each key starts 8-byte aligned
+//! +-----------------------------------------+  key_area_len (multiple of 8)
+//! | value area: value 0 value 1 ... | pad   |  values contiguous
+//! +-----------------------------------------+  + value_area_len (multiple of 8)
+//! | entry array: n x 16 bytes               |
+//! |   key_offset u32 | key_len u32 | index u64                |
+//! +-----------------------------------------+
+//! | trailer 16 bytes: n u32 | key_area_len u32 |              |
+//! |   value_area_len u32 | 'K' 'S' version u8 index_kind u8 |
+//! +-----------------------------------------+
+//! ```
+//! `key_offset` is relative to the block start; for [`IndexKind::ValueRef`] (SST blocks) the
+//! index field is `value_offset << 32 | value_len`, relative to the value area. Entries are
+//! sorted by [`crate::ikey::compare_internal_keys`], so a reader binary-searches the entry
+//! array in place ([`KeySetRef::find`]) with no decode step.
+//!
+//! Prefix layout (LevelDB): entries `varint32 shared | varint32 non_shared |
+//! varint32 value_len | key[shared..] | value`, then `restarts: u32 x num_restarts`, then
+//! `num_restarts u32`. Every `restart_interval`-th entry stores its whole key.
+//!
+//! Invariants: [`Block::new`] validates the structure (trailer, every offset and length in
+//! range, restart array in order), so a [`BlockIter`] cannot read out of range; a prefix
+//! entry that is malformed inside the validated frame makes the iterator invalid with a
+//! `Corruption` status. Nothing here panics on bad bytes.
+//!
+//! Thread-safety: a `Block` is immutable and shared as `Arc<Block>` (the block cache);
+//! builders and iterators are single-owner values.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::coding::{get_fixed32, get_fixed64, get_varint32, put_fixed32, put_varint32};
+use crate::ikey::compare_internal_keys;
+use crate::iter::InternalIterator;
+use crate::{Error, Result};
 
 /// Data-block layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -7,4 +50,1345 @@ pub enum BlockFormat {
     KeySet,
     /// LevelDB's prefix-compressed block with restart points.
     Prefix,
+}
+
+impl BlockFormat {
+    /// The persisted code: 0 = KeySet, 1 = Prefix.
+    #[must_use]
+    pub fn to_u8(self) -> u8 {
+        match self {
+            Self::KeySet => 0,
+            Self::Prefix => 1,
+        }
+    }
+
+    /// Decodes a persisted code.
+    #[must_use]
+    pub fn from_u8(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(Self::KeySet),
+            1 => Some(Self::Prefix),
+            _ => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// KeySet
+// ---------------------------------------------------------------------------------------
+
+/// Alignment of every area and key in a KeySet run.
+pub const KEYSET_ALIGN: usize = 8;
+/// Size of one entry record.
+pub const KEYSET_ENTRY_LEN: usize = 16;
+/// Size of the KeySet trailer.
+pub const KEYSET_TRAILER_LEN: usize = 16;
+/// The KeySet layout version this build writes and reads.
+pub const KEYSET_VERSION: u8 = 1;
+
+/// What the 8-byte index field of a KeySet entry means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum IndexKind {
+    /// `value_offset << 32 | value_len`, relative to the run's own value area (SST blocks).
+    ValueRef = 0,
+    /// Meaning defined by the owner of the run (e.g. an offset into an NVM segment); not
+    /// interpreted or checked here.
+    Opaque = 1,
+}
+
+impl IndexKind {
+    /// Decodes a persisted code.
+    #[must_use]
+    pub fn from_u8(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(Self::ValueRef),
+            1 => Some(Self::Opaque),
+            _ => None,
+        }
+    }
+}
+
+#[inline]
+fn pad_len(len: usize) -> usize {
+    (KEYSET_ALIGN - len % KEYSET_ALIGN) % KEYSET_ALIGN
+}
+
+/// Packs a value reference into an index field.
+#[must_use]
+#[inline]
+pub fn pack_value_ref(offset: u32, len: u32) -> u64 {
+    (u64::from(offset) << 32) | u64::from(len)
+}
+
+/// Splits an index field into (value offset, value length).
+#[must_use]
+#[inline]
+pub fn unpack_value_ref(index: u64) -> (u32, u32) {
+    ((index >> 32) as u32, index as u32)
+}
+
+/// Builds a KeySet run. Keys must be added in strictly increasing internal-key order.
+///
+/// REQUIRES: the finished run stays below 4 GiB (offsets are u32); callers bound entry
+/// sizes and flush runs at a target size.
+#[derive(Debug, Clone)]
+pub struct KeySetWriter {
+    keys: Vec<u8>,
+    values: Vec<u8>,
+    entries: Vec<u8>,
+    count: usize,
+    kind: IndexKind,
+    out: Vec<u8>,
+}
+
+impl KeySetWriter {
+    /// An empty writer whose index fields have the given meaning.
+    #[must_use]
+    pub fn new(kind: IndexKind) -> Self {
+        Self {
+            keys: Vec::new(),
+            values: Vec::new(),
+            entries: Vec::new(),
+            count: 0,
+            kind,
+            out: Vec::new(),
+        }
+    }
+
+    fn push_entry(&mut self, key: &[u8], index: u64) {
+        let key_off = self.keys.len();
+        self.keys.extend_from_slice(key);
+        let pad = pad_len(key.len());
+        self.keys.resize(self.keys.len() + pad, 0);
+        self.entries
+            .extend_from_slice(&(key_off as u32).to_le_bytes());
+        self.entries
+            .extend_from_slice(&(key.len() as u32).to_le_bytes());
+        self.entries.extend_from_slice(&index.to_le_bytes());
+        self.count += 1;
+    }
+
+    /// Adds an entry whose value is stored in this run's value area
+    /// ([`IndexKind::ValueRef`]).
+    pub fn add_with_value(&mut self, key: &[u8], value: &[u8]) {
+        debug_assert_eq!(self.kind, IndexKind::ValueRef);
+        let index = pack_value_ref(self.values.len() as u32, value.len() as u32);
+        self.values.extend_from_slice(value);
+        self.push_entry(key, index);
+    }
+
+    /// Adds an entry with a caller-defined index field ([`IndexKind::Opaque`]).
+    pub fn add_with_index(&mut self, key: &[u8], index: u64) {
+        self.push_entry(key, index);
+    }
+
+    /// Size of the run if finished now.
+    #[must_use]
+    pub fn estimated_size(&self) -> usize {
+        self.keys.len()
+            + self.values.len()
+            + pad_len(self.values.len())
+            + self.entries.len()
+            + KEYSET_TRAILER_LEN
+    }
+
+    /// Number of entries added.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether no entry was added.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Lays out the run and returns its bytes (valid until the next call on `self`).
+    pub fn finish(&mut self) -> &[u8] {
+        self.out.clear();
+        self.out.reserve(self.estimated_size());
+        self.out.extend_from_slice(&self.keys);
+        self.out.extend_from_slice(&self.values);
+        let pad = pad_len(self.values.len());
+        self.out.resize(self.out.len() + pad, 0);
+        self.out.extend_from_slice(&self.entries);
+        put_fixed32(&mut self.out, self.count as u32);
+        put_fixed32(&mut self.out, self.keys.len() as u32);
+        put_fixed32(&mut self.out, (self.values.len() + pad) as u32);
+        self.out
+            .extend_from_slice(&[b'K', b'S', KEYSET_VERSION, self.kind as u8]);
+        &self.out
+    }
+
+    /// Clears the writer for a new run (keeps its allocations).
+    pub fn reset(&mut self) {
+        self.keys.clear();
+        self.values.clear();
+        self.entries.clear();
+        self.out.clear();
+        self.count = 0;
+    }
+}
+
+/// A zero-copy view of a KeySet run.
+///
+/// Built by [`KeySetRef::parse`] (validates every entry, so every accessor returns `Some`
+/// for `i < num_entries()`) or [`KeySetRef::parse_trailer`] (O(1); entries are checked on
+/// access and a bad one reads as `None`).
+#[derive(Debug, Clone, Copy)]
+pub struct KeySetRef<'a> {
+    data: &'a [u8],
+    n: usize,
+    key_area_len: usize,
+    value_start: usize,
+    value_area_len: usize,
+    entries_start: usize,
+    kind: IndexKind,
+}
+
+impl<'a> KeySetRef<'a> {
+    /// Parses and checks the trailer and the area sizes only. `base_offset` is where `data`
+    /// starts in its file (for error offsets).
+    ///
+    /// # Errors
+    /// `Corruption` if the trailer is malformed or the areas do not add up to `data.len()`;
+    /// `UnsupportedVersion` for an unknown layout version.
+    pub fn parse_trailer(data: &'a [u8], base_offset: u64) -> Result<Self> {
+        let corrupt = |off: usize, what: &str| {
+            Error::corruption(
+                base_offset.saturating_add(off as u64),
+                format!("KeySet block: {what}"),
+            )
+        };
+        let t = data
+            .len()
+            .checked_sub(KEYSET_TRAILER_LEN)
+            .ok_or_else(|| corrupt(0, "shorter than its trailer"))?;
+        let n = get_fixed32(data, t).ok_or_else(|| corrupt(t, "trailer"))? as usize;
+        let key_area_len = get_fixed32(data, t + 4).ok_or_else(|| corrupt(t, "trailer"))? as usize;
+        let value_area_len =
+            get_fixed32(data, t + 8).ok_or_else(|| corrupt(t, "trailer"))? as usize;
+        let word = get_fixed32(data, t + 12).ok_or_else(|| corrupt(t, "trailer"))?;
+        let [m0, m1, version, kind] = word.to_le_bytes();
+        if m0 != b'K' || m1 != b'S' {
+            return Err(corrupt(t + 12, "bad magic in trailer"));
+        }
+        if version != KEYSET_VERSION {
+            if version > KEYSET_VERSION {
+                return Err(Error::UnsupportedVersion {
+                    what: "KeySet block",
+                    found: u32::from(version),
+                    supported: u32::from(KEYSET_VERSION),
+                });
+            }
+            return Err(corrupt(t + 14, "bad version"));
+        }
+        let kind = IndexKind::from_u8(kind).ok_or_else(|| corrupt(t + 15, "unknown index kind"))?;
+        if !key_area_len.is_multiple_of(KEYSET_ALIGN)
+            || !value_area_len.is_multiple_of(KEYSET_ALIGN)
+        {
+            return Err(corrupt(t, "area length not 8-byte aligned"));
+        }
+        let total = n
+            .checked_mul(KEYSET_ENTRY_LEN)
+            .and_then(|e| e.checked_add(key_area_len))
+            .and_then(|e| e.checked_add(value_area_len))
+            .and_then(|e| e.checked_add(KEYSET_TRAILER_LEN));
+        if total != Some(data.len()) {
+            return Err(corrupt(
+                t,
+                &format!(
+                    "areas do not add up: {n} entries, keys {key_area_len}, values \
+                     {value_area_len}, block {}",
+                    data.len()
+                ),
+            ));
+        }
+        Ok(Self {
+            data,
+            n,
+            key_area_len,
+            value_start: key_area_len,
+            value_area_len,
+            entries_start: key_area_len + value_area_len,
+            kind,
+        })
+    }
+
+    /// Parses the trailer and checks every entry (key inside the key area and 8-byte
+    /// aligned; for [`IndexKind::ValueRef`], value inside the value area).
+    ///
+    /// # Errors
+    /// `Corruption` naming the offset of the first bad field.
+    pub fn parse(data: &'a [u8], base_offset: u64) -> Result<Self> {
+        let r = Self::parse_trailer(data, base_offset)?;
+        for i in 0..r.n {
+            let e = r.entries_start + i * KEYSET_ENTRY_LEN;
+            let bad = |what: &str| {
+                Error::corruption(
+                    base_offset.saturating_add(e as u64),
+                    format!("KeySet block: entry {i}: {what}"),
+                )
+            };
+            let ko = get_fixed32(data, e).ok_or_else(|| bad("truncated"))? as usize;
+            let kl = get_fixed32(data, e + 4).ok_or_else(|| bad("truncated"))? as usize;
+            if !ko.is_multiple_of(KEYSET_ALIGN)
+                || ko.checked_add(kl).is_none_or(|end| end > r.key_area_len)
+            {
+                return Err(bad("key outside the key area"));
+            }
+            if r.kind == IndexKind::ValueRef {
+                let idx = get_fixed64(data, e + 8).ok_or_else(|| bad("truncated"))?;
+                let (vo, vl) = unpack_value_ref(idx);
+                if (vo as usize)
+                    .checked_add(vl as usize)
+                    .is_none_or(|end| end > r.value_area_len)
+                {
+                    return Err(bad("value outside the value area"));
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// Number of entries.
+    #[must_use]
+    #[inline]
+    pub fn num_entries(&self) -> usize {
+        self.n
+    }
+
+    /// What the index fields mean.
+    #[must_use]
+    pub fn index_kind(&self) -> IndexKind {
+        self.kind
+    }
+
+    /// The whole run.
+    #[must_use]
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.data
+    }
+
+    #[inline]
+    fn entry(&self, i: usize) -> Option<(usize, usize, u64)> {
+        if i >= self.n {
+            return None;
+        }
+        let e = self.entries_start + i * KEYSET_ENTRY_LEN;
+        let ko = get_fixed32(self.data, e)? as usize;
+        let kl = get_fixed32(self.data, e + 4)? as usize;
+        let idx = get_fixed64(self.data, e + 8)?;
+        Some((ko, kl, idx))
+    }
+
+    /// Byte range of key `i` inside the run.
+    #[inline]
+    fn key_range(&self, i: usize) -> Option<(usize, usize)> {
+        let (ko, kl, _) = self.entry(i)?;
+        let end = ko.checked_add(kl)?;
+        (end <= self.key_area_len).then_some((ko, end))
+    }
+
+    /// Byte range of value `i` inside the run ([`IndexKind::ValueRef`] only).
+    #[inline]
+    fn value_range(&self, i: usize) -> Option<(usize, usize)> {
+        if self.kind != IndexKind::ValueRef {
+            return None;
+        }
+        let (vo, vl) = unpack_value_ref(self.entry(i)?.2);
+        let end = (vo as usize).checked_add(vl as usize)?;
+        (end <= self.value_area_len)
+            .then_some((self.value_start + vo as usize, self.value_start + end))
+    }
+
+    /// Key `i`.
+    #[must_use]
+    #[inline]
+    pub fn key(&self, i: usize) -> Option<&'a [u8]> {
+        let (s, e) = self.key_range(i)?;
+        self.data.get(s..e)
+    }
+
+    /// Index field `i`.
+    #[must_use]
+    #[inline]
+    pub fn index_field(&self, i: usize) -> Option<u64> {
+        Some(self.entry(i)?.2)
+    }
+
+    /// Value `i` ([`IndexKind::ValueRef`] runs only).
+    #[must_use]
+    #[inline]
+    pub fn value(&self, i: usize) -> Option<&'a [u8]> {
+        let (s, e) = self.value_range(i)?;
+        self.data.get(s..e)
+    }
+
+    /// Lower bound: the index of the first entry whose key is >= `ikey` in internal-key
+    /// order (`num_entries()` if none). An unreadable entry compares as greater.
+    #[must_use]
+    pub fn find(&self, ikey: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.key(mid) {
+                Some(k) if compare_internal_keys(k, ikey) == Ordering::Less => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Prefix (LevelDB) block builder
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct PrefixBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    counter: usize,
+    restart_interval: usize,
+    last_key: Vec<u8>,
+    count: usize,
+    finished: bool,
+}
+
+impl PrefixBuilder {
+    fn new(restart_interval: usize) -> Self {
+        Self {
+            buf: Vec::new(),
+            restarts: vec![0],
+            counter: 0,
+            restart_interval: restart_interval.max(1),
+            last_key: Vec::new(),
+            count: 0,
+            finished: false,
+        }
+    }
+
+    fn add(&mut self, key: &[u8], value: &[u8]) {
+        let mut shared = 0;
+        if self.counter < self.restart_interval {
+            shared = self
+                .last_key
+                .iter()
+                .zip(key)
+                .take_while(|(a, b)| a == b)
+                .count();
+        } else {
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+        }
+        let unshared = key.get(shared..).unwrap_or_default();
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, unshared.len() as u32);
+        put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(unshared);
+        self.buf.extend_from_slice(value);
+        self.last_key.truncate(shared);
+        self.last_key.extend_from_slice(unshared);
+        self.counter += 1;
+        self.count += 1;
+    }
+
+    fn estimated_size(&self) -> usize {
+        self.buf.len() + self.restarts.len() * 4 + 4
+    }
+
+    fn finish(&mut self) -> &[u8] {
+        if !self.finished {
+            for &r in &self.restarts {
+                put_fixed32(&mut self.buf, r);
+            }
+            put_fixed32(&mut self.buf, self.restarts.len() as u32);
+            self.finished = true;
+        }
+        &self.buf
+    }
+
+    fn reset(&mut self) {
+        self.buf.clear();
+        self.restarts.clear();
+        self.restarts.push(0);
+        self.counter = 0;
+        self.last_key.clear();
+        self.count = 0;
+        self.finished = false;
+    }
+}
+
+#[derive(Debug, Clone)]
+enum BuilderInner {
+    KeySet(KeySetWriter),
+    Prefix(PrefixBuilder),
+}
+
+/// Builds one data block in either format.
+#[derive(Debug, Clone)]
+pub struct BlockBuilder {
+    inner: BuilderInner,
+}
+
+impl BlockBuilder {
+    /// A builder for `format`; `restart_interval` is used by the Prefix format only.
+    #[must_use]
+    pub fn new(format: BlockFormat, restart_interval: usize) -> Self {
+        let inner = match format {
+            BlockFormat::KeySet => BuilderInner::KeySet(KeySetWriter::new(IndexKind::ValueRef)),
+            BlockFormat::Prefix => BuilderInner::Prefix(PrefixBuilder::new(restart_interval)),
+        };
+        Self { inner }
+    }
+
+    /// The format being built.
+    #[must_use]
+    pub fn format(&self) -> BlockFormat {
+        match self.inner {
+            BuilderInner::KeySet(_) => BlockFormat::KeySet,
+            BuilderInner::Prefix(_) => BlockFormat::Prefix,
+        }
+    }
+
+    /// Appends an entry.
+    ///
+    /// REQUIRES: `ikey` is greater than every key added since the last `reset` (internal-key
+    /// order); `finish` has not been called since the last `reset`; key and value are each
+    /// below 4 GiB.
+    #[inline]
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) {
+        match &mut self.inner {
+            BuilderInner::KeySet(w) => w.add_with_value(ikey, value),
+            BuilderInner::Prefix(p) => p.add(ikey, value),
+        }
+    }
+
+    /// Size of the block if finished now.
+    #[must_use]
+    #[inline]
+    pub fn estimated_size(&self) -> usize {
+        match &self.inner {
+            BuilderInner::KeySet(w) => w.estimated_size(),
+            BuilderInner::Prefix(p) => p.estimated_size(),
+        }
+    }
+
+    /// Whether no entry was added since the last reset.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of entries added since the last reset.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match &self.inner {
+            BuilderInner::KeySet(w) => w.len(),
+            BuilderInner::Prefix(p) => p.count,
+        }
+    }
+
+    /// Finishes the block and returns its contents (valid until the next call on `self`).
+    pub fn finish(&mut self) -> &[u8] {
+        match &mut self.inner {
+            BuilderInner::KeySet(w) => w.finish(),
+            BuilderInner::Prefix(p) => p.finish(),
+        }
+    }
+
+    /// Clears the builder for the next block (keeps its allocations).
+    pub fn reset(&mut self) {
+        match &mut self.inner {
+            BuilderInner::KeySet(w) => w.reset(),
+            BuilderInner::Prefix(p) => p.reset(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Block and iterator
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    KeySet {
+        n: usize,
+        key_area_len: usize,
+        value_area_len: usize,
+        kind: IndexKind,
+    },
+    Prefix {
+        restarts_offset: usize,
+        num_restarts: usize,
+    },
+}
+
+/// An immutable, validated block that owns its bytes.
+#[derive(Debug)]
+pub struct Block {
+    data: Vec<u8>,
+    file_offset: u64,
+    layout: Layout,
+}
+
+impl Block {
+    /// Validates `contents` as a block of `format`.
+    ///
+    /// # Errors
+    /// `Corruption` (offsets relative to the block) if the structure is inconsistent.
+    pub fn new(contents: Vec<u8>, format: BlockFormat) -> Result<Block> {
+        Self::new_at(contents, format, 0)
+    }
+
+    /// As [`Block::new`], for a block that starts at `file_offset` in its file (errors then
+    /// name absolute offsets).
+    ///
+    /// # Errors
+    /// `Corruption` if the structure is inconsistent.
+    pub fn new_at(contents: Vec<u8>, format: BlockFormat, file_offset: u64) -> Result<Block> {
+        let layout = match format {
+            BlockFormat::KeySet => {
+                let r = KeySetRef::parse(&contents, file_offset)?;
+                Layout::KeySet {
+                    n: r.n,
+                    key_area_len: r.key_area_len,
+                    value_area_len: r.value_area_len,
+                    kind: r.kind,
+                }
+            }
+            BlockFormat::Prefix => Self::validate_prefix(&contents, file_offset)?,
+        };
+        Ok(Block {
+            data: contents,
+            file_offset,
+            layout,
+        })
+    }
+
+    fn validate_prefix(data: &[u8], base: u64) -> Result<Layout> {
+        let corrupt = |off: usize, what: &str| {
+            Error::corruption(
+                base.saturating_add(off as u64),
+                format!("prefix block: {what}"),
+            )
+        };
+        let t = data
+            .len()
+            .checked_sub(4)
+            .ok_or_else(|| corrupt(0, "shorter than 4 bytes"))?;
+        let num = get_fixed32(data, t).ok_or_else(|| corrupt(t, "truncated"))? as usize;
+        let restarts_offset = num
+            .checked_mul(4)
+            .and_then(|r| t.checked_sub(r))
+            .ok_or_else(|| corrupt(t, &format!("restart count {num} too large")))?;
+        if num == 0 && restarts_offset > 0 {
+            return Err(corrupt(t, "entries but no restart point"));
+        }
+        let mut prev = 0usize;
+        for i in 0..num {
+            let p = restarts_offset + 4 * i;
+            let r = get_fixed32(data, p).ok_or_else(|| corrupt(p, "truncated"))? as usize;
+            let ok = if i == 0 {
+                r == 0
+            } else {
+                r > prev && r < restarts_offset
+            };
+            if !ok {
+                return Err(corrupt(p, &format!("restart point {i} = {r} out of order")));
+            }
+            prev = r;
+        }
+        Ok(Layout::Prefix {
+            restarts_offset,
+            num_restarts: num,
+        })
+    }
+
+    /// The block's format.
+    #[must_use]
+    pub fn format(&self) -> BlockFormat {
+        match self.layout {
+            Layout::KeySet { .. } => BlockFormat::KeySet,
+            Layout::Prefix { .. } => BlockFormat::Prefix,
+        }
+    }
+
+    /// Size of the contents in bytes.
+    #[must_use]
+    pub fn len_bytes(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The raw contents.
+    #[must_use]
+    pub fn contents(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Where the block starts in its file (0 if unknown).
+    #[must_use]
+    pub fn file_offset(&self) -> u64 {
+        self.file_offset
+    }
+
+    /// A zero-copy view for KeySet blocks (`None` for Prefix blocks).
+    #[must_use]
+    pub fn keyset(&self) -> Option<KeySetRef<'_>> {
+        match self.layout {
+            Layout::KeySet {
+                n,
+                key_area_len,
+                value_area_len,
+                kind,
+            } => Some(KeySetRef {
+                data: &self.data,
+                n,
+                key_area_len,
+                value_start: key_area_len,
+                value_area_len,
+                entries_start: key_area_len + value_area_len,
+                kind,
+            }),
+            Layout::Prefix { .. } => None,
+        }
+    }
+
+    /// Number of entries. O(1) for KeySet; for a Prefix block this walks the entries (and
+    /// counts up to the first malformed one).
+    #[must_use]
+    pub fn num_entries(&self) -> usize {
+        match self.layout {
+            Layout::KeySet { n, .. } => n,
+            Layout::Prefix {
+                restarts_offset, ..
+            } => {
+                let mut off = 0;
+                let mut count = 0;
+                while off < restarts_offset {
+                    match decode_prefix_entry(&self.data, off, restarts_offset) {
+                        Some(e) => {
+                            off = e.end;
+                            count += 1;
+                        }
+                        None => break,
+                    }
+                }
+                count
+            }
+        }
+    }
+
+    /// An iterator over the block, initially unpositioned.
+    #[must_use]
+    pub fn iter(self: &Arc<Self>) -> BlockIter {
+        BlockIter::new(Arc::clone(self))
+    }
+}
+
+/// A decoded prefix entry header.
+#[derive(Debug, Clone, Copy)]
+struct PrefixEntry {
+    shared: usize,
+    delta_start: usize,
+    delta_end: usize,
+    value_end: usize,
+    end: usize,
+}
+
+#[inline]
+fn decode_prefix_entry(data: &[u8], off: usize, limit: usize) -> Option<PrefixEntry> {
+    let (shared, p) = get_varint32(data, off)?;
+    let (non_shared, p) = get_varint32(data, p)?;
+    let (value_len, p) = get_varint32(data, p)?;
+    let delta_end = p.checked_add(non_shared as usize)?;
+    let value_end = delta_end.checked_add(value_len as usize)?;
+    if value_end > limit {
+        return None;
+    }
+    Some(PrefixEntry {
+        shared: shared as usize,
+        delta_start: p,
+        delta_end,
+        value_end,
+        end: value_end,
+    })
+}
+
+/// An iterator over one block, holding the block alive.
+#[derive(Debug)]
+pub struct BlockIter {
+    block: Arc<Block>,
+    valid: bool,
+    /// KeySet: current entry index. Prefix: current restart region.
+    idx: usize,
+    /// KeySet: byte range of the current key. Prefix: unused (key in `key_buf`).
+    key_range: (usize, usize),
+    value_range: (usize, usize),
+    /// Prefix: offset of the current entry and of the next one.
+    cur: usize,
+    next: usize,
+    key_buf: Vec<u8>,
+    err: Option<(u64, String)>,
+}
+
+impl BlockIter {
+    fn new(block: Arc<Block>) -> Self {
+        Self {
+            block,
+            valid: false,
+            idx: 0,
+            key_range: (0, 0),
+            value_range: (0, 0),
+            cur: 0,
+            next: 0,
+            key_buf: Vec::new(),
+            err: None,
+        }
+    }
+
+    /// The block being iterated.
+    #[must_use]
+    pub fn block(&self) -> &Arc<Block> {
+        &self.block
+    }
+
+    // ---- KeySet ----
+
+    fn ks_set(&mut self, i: usize) {
+        let Some(ks) = self.block.keyset() else {
+            self.valid = false;
+            return;
+        };
+        match (ks.key_range(i), ks.value_range(i)) {
+            (Some(k), Some(v)) => {
+                self.idx = i;
+                self.key_range = k;
+                self.value_range = v;
+                self.valid = true;
+            }
+            (Some(k), None) if ks.kind == IndexKind::Opaque => {
+                self.idx = i;
+                self.key_range = k;
+                self.value_range = (0, 0);
+                self.valid = true;
+            }
+            _ => self.valid = false,
+        }
+    }
+
+    // ---- Prefix ----
+
+    fn prefix_layout(&self) -> (usize, usize) {
+        match self.block.layout {
+            Layout::Prefix {
+                restarts_offset,
+                num_restarts,
+            } => (restarts_offset, num_restarts),
+            Layout::KeySet { .. } => (0, 0),
+        }
+    }
+
+    fn restart_point(&self, i: usize) -> usize {
+        let (ro, _) = self.prefix_layout();
+        get_fixed32(&self.block.data, ro + 4 * i).map_or(ro, |r| r as usize)
+    }
+
+    fn corrupt(&mut self, off: usize, what: &str) {
+        self.valid = false;
+        self.err = Some((
+            self.block.file_offset.saturating_add(off as u64),
+            format!("prefix block: {what}"),
+        ));
+    }
+
+    fn seek_to_restart(&mut self, i: usize) {
+        self.key_buf.clear();
+        self.idx = i;
+        self.next = self.restart_point(i);
+    }
+
+    /// Decodes the entry at `self.next`; invalid at the end of the entries.
+    fn parse_next(&mut self) -> bool {
+        let (ro, num) = self.prefix_layout();
+        self.cur = self.next;
+        if self.cur >= ro {
+            self.valid = false;
+            self.idx = num;
+            return false;
+        }
+        let Some(e) = decode_prefix_entry(&self.block.data, self.cur, ro) else {
+            self.corrupt(self.cur, "malformed entry");
+            return false;
+        };
+        if e.shared > self.key_buf.len() {
+            self.corrupt(self.cur, "shared prefix longer than the previous key");
+            return false;
+        }
+        let Some(delta) = self.block.data.get(e.delta_start..e.delta_end) else {
+            self.corrupt(self.cur, "malformed entry");
+            return false;
+        };
+        self.key_buf.truncate(e.shared);
+        self.key_buf.extend_from_slice(delta);
+        self.value_range = (e.delta_end, e.value_end);
+        self.next = e.end;
+        while self.idx + 1 < num && self.restart_point(self.idx + 1) <= self.cur {
+            self.idx += 1;
+        }
+        self.valid = true;
+        true
+    }
+
+    /// The full key stored at restart point `i` (its `shared` must be 0).
+    fn restart_key(&self, i: usize) -> Option<&[u8]> {
+        let (ro, _) = self.prefix_layout();
+        let off = self.restart_point(i);
+        let e = decode_prefix_entry(&self.block.data, off, ro)?;
+        if e.shared != 0 {
+            return None;
+        }
+        self.block.data.get(e.delta_start..e.delta_end)
+    }
+
+    fn prefix_seek(&mut self, target: &[u8]) {
+        let (_, num) = self.prefix_layout();
+        if num == 0 {
+            self.valid = false;
+            return;
+        }
+        // Last restart point whose key is < target.
+        let (mut left, mut right) = (0usize, num - 1);
+        while left < right {
+            let mid = left + (right - left).div_ceil(2);
+            match self.restart_key(mid) {
+                Some(k) => {
+                    if compare_internal_keys(k, target) == Ordering::Less {
+                        left = mid;
+                    } else {
+                        right = mid - 1;
+                    }
+                }
+                None => {
+                    let off = self.restart_point(mid);
+                    self.corrupt(off, "malformed restart entry");
+                    return;
+                }
+            }
+        }
+        self.seek_to_restart(left);
+        while self.parse_next() {
+            if compare_internal_keys(&self.key_buf, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
+    fn prefix_prev(&mut self) {
+        let original = self.cur;
+        let (_, num) = self.prefix_layout();
+        while self.restart_point(self.idx) >= original {
+            if self.idx == 0 {
+                self.valid = false;
+                self.idx = num;
+                self.cur = self.prefix_layout().0;
+                return;
+            }
+            self.idx -= 1;
+        }
+        let start = self.idx;
+        self.seek_to_restart(start);
+        while self.parse_next() && self.next < original {}
+    }
+
+    fn prefix_seek_to_last(&mut self) {
+        let (ro, num) = self.prefix_layout();
+        if num == 0 {
+            self.valid = false;
+            return;
+        }
+        self.seek_to_restart(num - 1);
+        while self.parse_next() && self.next < ro {}
+    }
+
+    fn is_keyset(&self) -> bool {
+        matches!(self.block.layout, Layout::KeySet { .. })
+    }
+
+    fn ks_len(&self) -> usize {
+        match self.block.layout {
+            Layout::KeySet { n, .. } => n,
+            Layout::Prefix { .. } => 0,
+        }
+    }
+}
+
+impl InternalIterator for BlockIter {
+    #[inline]
+    fn valid(&self) -> bool {
+        self.valid
+    }
+
+    fn seek_to_first(&mut self) {
+        self.err = None;
+        if self.is_keyset() {
+            self.ks_set(0);
+        } else {
+            self.seek_to_restart(0);
+            self.parse_next();
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        self.err = None;
+        if self.is_keyset() {
+            match self.ks_len().checked_sub(1) {
+                Some(last) => self.ks_set(last),
+                None => self.valid = false,
+            }
+        } else {
+            self.prefix_seek_to_last();
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.err = None;
+        if let Some(ks) = self.block.keyset() {
+            let i = ks.find(target);
+            self.ks_set(i);
+        } else {
+            self.prefix_seek(target);
+        }
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.err = None;
+        if let Some(ks) = self.block.keyset() {
+            let i = ks.find(target);
+            let exact = ks
+                .key(i)
+                .is_some_and(|k| compare_internal_keys(k, target) == Ordering::Equal);
+            if exact {
+                self.ks_set(i);
+            } else if let Some(p) = i.checked_sub(1) {
+                self.ks_set(p);
+            } else {
+                self.valid = false;
+            }
+        } else {
+            self.prefix_seek(target);
+            if self.valid {
+                if compare_internal_keys(&self.key_buf, target) == Ordering::Greater {
+                    self.prefix_prev();
+                }
+            } else if self.err.is_none() {
+                self.prefix_seek_to_last();
+            }
+        }
+    }
+
+    fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.is_keyset() {
+            self.ks_set(self.idx + 1);
+        } else {
+            self.parse_next();
+        }
+    }
+
+    fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.is_keyset() {
+            match self.idx.checked_sub(1) {
+                Some(p) => self.ks_set(p),
+                None => self.valid = false,
+            }
+        } else {
+            self.prefix_prev();
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        if self.is_keyset() {
+            self.block
+                .data
+                .get(self.key_range.0..self.key_range.1)
+                .unwrap_or_default()
+        } else {
+            &self.key_buf
+        }
+    }
+
+    #[inline]
+    fn value(&self) -> &[u8] {
+        self.block
+            .data
+            .get(self.value_range.0..self.value_range.1)
+            .unwrap_or_default()
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            None => Ok(()),
+            Some((off, d)) => Err(Error::corruption(*off, d.clone())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ikey::{ValueKind, make_internal_key};
+    use rand::{RngExt, SeedableRng, rngs::StdRng};
+
+    fn random_entries(rng: &mut StdRng, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut keys = std::collections::BTreeSet::new();
+        while keys.len() < n {
+            let klen = rng.random_range(0..12);
+            let uk: Vec<u8> = (0..klen).map(|_| rng.random_range(b'a'..=b'e')).collect();
+            let seq = rng.random_range(0..1000u64);
+            keys.insert((uk, seq));
+        }
+        let mut v: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .into_iter()
+            .map(|(uk, seq)| {
+                let kind = if seq % 5 == 0 {
+                    ValueKind::Deletion
+                } else {
+                    ValueKind::Value
+                };
+                let vlen = rng.random_range(0..20);
+                let val: Vec<u8> = (0..vlen).map(|_| rng.random()).collect();
+                (make_internal_key(&uk, seq, kind), val)
+            })
+            .collect();
+        v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        v
+    }
+
+    fn build(format: BlockFormat, entries: &[(Vec<u8>, Vec<u8>)]) -> Arc<Block> {
+        let mut b = BlockBuilder::new(format, 4);
+        for (k, v) in entries {
+            b.add(k, v);
+        }
+        assert_eq!(b.len(), entries.len());
+        let est = b.estimated_size();
+        let contents = b.finish().to_vec();
+        assert_eq!(contents.len(), est, "estimate is exact at finish");
+        Arc::new(Block::new(contents, format).unwrap())
+    }
+
+    /// Index of the first entry >= target.
+    fn lower_bound(entries: &[(Vec<u8>, Vec<u8>)], target: &[u8]) -> usize {
+        entries.partition_point(|(k, _)| compare_internal_keys(k, target) == Ordering::Less)
+    }
+
+    fn check_at(it: &BlockIter, entries: &[(Vec<u8>, Vec<u8>)], want: Option<usize>) {
+        match want {
+            Some(i) => {
+                assert!(it.valid(), "expected entry {i}");
+                assert_eq!(it.key(), &entries[i].0[..]);
+                assert_eq!(it.value(), &entries[i].1[..]);
+            }
+            None => assert!(!it.valid()),
+        }
+        it.status().unwrap();
+    }
+
+    fn roundtrip(format: BlockFormat, seed: u64) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        for &n in &[0usize, 1, 2, 5, 17, 200] {
+            let entries = random_entries(&mut rng, n);
+            let block = build(format, &entries);
+            assert_eq!(block.num_entries(), n);
+            assert_eq!(block.format(), format);
+            let mut it = block.iter();
+            // Forward.
+            it.seek_to_first();
+            for i in 0..n {
+                check_at(&it, &entries, Some(i));
+                it.next();
+            }
+            check_at(&it, &entries, None);
+            // Backward.
+            it.seek_to_last();
+            for i in (0..n).rev() {
+                check_at(&it, &entries, Some(i));
+                it.prev();
+            }
+            check_at(&it, &entries, None);
+            // Seeks at existing and random targets.
+            for _ in 0..100 {
+                let target = if n > 0 && rng.random_bool(0.5) {
+                    entries[rng.random_range(0..n)].0.clone()
+                } else {
+                    let uk: Vec<u8> = (0..rng.random_range(0..12))
+                        .map(|_| rng.random_range(b'a'..=b'f'))
+                        .collect();
+                    make_internal_key(&uk, rng.random_range(0..1000), ValueKind::Value)
+                };
+                let lb = lower_bound(&entries, &target);
+                it.seek(&target);
+                check_at(&it, &entries, (lb < n).then_some(lb));
+                if lb < n {
+                    // Walk one step each way from the seek position.
+                    it.prev();
+                    check_at(&it, &entries, lb.checked_sub(1));
+                    it.seek(&target);
+                    it.next();
+                    check_at(&it, &entries, (lb + 1 < n).then_some(lb + 1));
+                }
+                let want = if lb < n && compare_internal_keys(&entries[lb].0, &target).is_eq() {
+                    Some(lb)
+                } else {
+                    lb.checked_sub(1)
+                };
+                it.seek_for_prev(&target);
+                check_at(&it, &entries, want);
+                if let Some(w) = want {
+                    it.next();
+                    check_at(&it, &entries, (w + 1 < n).then_some(w + 1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn keyset_roundtrip() {
+        roundtrip(BlockFormat::KeySet, 1);
+    }
+
+    #[test]
+    fn prefix_roundtrip() {
+        roundtrip(BlockFormat::Prefix, 2);
+    }
+
+    #[test]
+    fn keyset_layout_is_aligned_and_searchable_in_place() {
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        let keys = [
+            make_internal_key(b"a", 1, ValueKind::Value),
+            make_internal_key(b"bbb", 1, ValueKind::Value),
+            make_internal_key(b"cc", 1, ValueKind::Value),
+        ];
+        for (i, k) in keys.iter().enumerate() {
+            w.add_with_value(k, &vec![i as u8; i * 3]);
+        }
+        let bytes = w.finish().to_vec();
+        assert_eq!(bytes.len() % KEYSET_ALIGN, 0);
+        let r = KeySetRef::parse(&bytes, 0).unwrap();
+        assert_eq!(r.num_entries(), 3);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(r.key(i).unwrap(), &k[..]);
+            assert_eq!(r.value(i).unwrap(), &vec![i as u8; i * 3][..]);
+            let off = get_fixed32(&bytes, bytes.len() - 16 - 16 * (3 - i)).unwrap();
+            assert_eq!(off as usize % KEYSET_ALIGN, 0);
+        }
+        assert_eq!(r.key(3), None);
+        assert_eq!(r.find(&keys[1]), 1);
+        assert_eq!(r.find(&make_internal_key(b"b", 0, ValueKind::Value)), 1);
+        assert_eq!(r.find(&make_internal_key(b"z", 0, ValueKind::Value)), 3);
+        assert_eq!(r.find(b""), 0);
+    }
+
+    #[test]
+    fn keyset_opaque_index_fields() {
+        let mut w = KeySetWriter::new(IndexKind::Opaque);
+        w.add_with_index(b"k1xxxxxxxx", 0xdead_beef_0000_0001);
+        w.add_with_index(b"k2xxxxxxxx", u64::MAX);
+        let bytes = w.finish().to_vec();
+        let r = KeySetRef::parse(&bytes, 0).unwrap();
+        assert_eq!(r.index_kind(), IndexKind::Opaque);
+        assert_eq!(r.index_field(0), Some(0xdead_beef_0000_0001));
+        assert_eq!(r.index_field(1), Some(u64::MAX));
+        assert_eq!(r.value(0), None);
+        w.reset();
+        assert!(w.is_empty());
+        let empty = w.finish().to_vec();
+        assert_eq!(KeySetRef::parse(&empty, 0).unwrap().num_entries(), 0);
+    }
+
+    fn mutate_never_panics(format: BlockFormat) {
+        let mut rng = StdRng::seed_from_u64(3);
+        let entries = random_entries(&mut rng, 12);
+        let good = build(format, &entries).contents().to_vec();
+        let exercise = |bytes: Vec<u8>| {
+            if let Ok(b) = Block::new(bytes, format) {
+                let b = Arc::new(b);
+                let _ = b.num_entries();
+                let mut it = b.iter();
+                let mut steps = 0;
+                it.seek_to_first();
+                while it.valid() && steps < 1000 {
+                    let _ = (it.key(), it.value());
+                    it.next();
+                    steps += 1;
+                }
+                it.seek_to_last();
+                while it.valid() && steps < 2000 {
+                    it.prev();
+                    steps += 1;
+                }
+                for (k, _) in &entries {
+                    it.seek(k);
+                    it.seek_for_prev(k);
+                    if it.valid() {
+                        it.prev();
+                    }
+                }
+                let _ = it.status();
+            }
+        };
+        for i in 0..good.len() {
+            for x in [0x01u8, 0x80, 0xff] {
+                let mut bad = good.clone();
+                bad[i] ^= x;
+                exercise(bad);
+            }
+        }
+        for len in 0..good.len() {
+            exercise(good[..len].to_vec());
+        }
+    }
+
+    #[test]
+    fn keyset_corruption_never_panics() {
+        mutate_never_panics(BlockFormat::KeySet);
+    }
+
+    #[test]
+    fn prefix_corruption_never_panics() {
+        mutate_never_panics(BlockFormat::Prefix);
+    }
+
+    #[test]
+    fn bad_structures_are_rejected() {
+        assert!(Block::new(vec![], BlockFormat::KeySet).is_err());
+        assert!(Block::new(vec![0; 15], BlockFormat::KeySet).is_err());
+        assert!(Block::new(vec![1, 2, 3], BlockFormat::Prefix).is_err());
+        // Prefix: restart count larger than the block.
+        assert!(Block::new(vec![0, 0, 0, 0, 9, 0, 0, 0], BlockFormat::Prefix).is_err());
+        // KeySet: future version.
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        let mut bytes = w.finish().to_vec();
+        let n = bytes.len();
+        bytes[n - 2] = KEYSET_VERSION + 1;
+        assert!(matches!(
+            Block::new(bytes, BlockFormat::KeySet),
+            Err(Error::UnsupportedVersion { .. })
+        ));
+        assert_eq!(
+            BlockFormat::from_u8(BlockFormat::Prefix.to_u8()),
+            Some(BlockFormat::Prefix)
+        );
+        assert_eq!(BlockFormat::from_u8(7), None);
+    }
 }
