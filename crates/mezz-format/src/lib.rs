@@ -20,6 +20,8 @@ pub mod ikey;
 pub mod iter;
 pub mod log;
 pub mod sst;
+#[cfg(test)]
+mod testfile;
 
 pub use error::{Error, Result};
 pub use ikey::{SeqNo, ValueKind};

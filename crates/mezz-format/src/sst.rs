@@ -1,1 +1,1580 @@
-//! (module being written)
+//! SST files: [`TableBuilder`] writes one, [`TableReader`] reads it, [`TableIter`] walks it.
+//!
+//! Spec: `docs/formats/sst.md`. All integers little-endian. Layout:
+//! ```text
+//! data block 0 | pad | block trailer     block trailer (8 bytes): masked crc32c u32 over
+//! data block 1 | pad | block trailer       (contents ++ type byte) | type u8 (0 = raw) |
+//! ...                                      3 zero bytes; pad = zero bytes up to 8-alignment,
+//! filter block | pad | block trailer       so every block starts 8-byte aligned
+//! properties block | pad | block trailer
+//! index block | pad | block trailer
+//! footer (72 bytes):
+//!   index    offset u64 | size u64
+//!   filter   offset u64 | size u64   (size 0 = no filter)
+//!   props    offset u64 | size u64
+//!   block_format u32 | format_version u32 (= 1) | reserved u32 (= 0) |
+//!   footer crc u32 (masked crc32c of footer bytes 0..60) | magic u64
+//! ```
+//! Data blocks are KeySet or Prefix blocks ([`crate::block`]); the index block is always a
+//! KeySet block whose key for each data block is a separator `S` with
+//! `last key of the block <= S < first key of the next block` (a shortened user key with
+//! trailer `(MAX_SEQ, SEEK)` when possible) and whose value is the 16-byte handle
+//! `offset u64 | size u64`. The filter is a bloom filter over every user key
+//! ([`crate::filter`]); the properties block holds [`TableProperties`] as varints.
+//!
+//! Invariants: keys strictly increase across the file; the reader verifies the footer, the
+//! index, the filter and the properties at open, and every data block's checksum when it
+//! reads it; every error names a byte offset (the engine adds the path with
+//! [`Error::in_file`]).
+//!
+//! Thread-safety: a [`TableReader`] is shared (`Arc`) by many readers; its counters are
+//! relaxed atomics ([`ReadCounters`], optionally shared between tables). A [`TableBuilder`]
+//! and a [`TableIter`] are single-owner values.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::time::Instant;
+
+use mezz_env::{RandomAccessFile, WritableFile};
+
+use crate::block::{Block, BlockBuilder, BlockFormat, BlockIter, IndexKind, KeySetWriter};
+use crate::checksum::{crc32c, crc32c_extend, mask, unmask};
+use crate::coding::{Decoder, get_fixed32, get_fixed64, put_length_prefixed, put_varint64};
+use crate::filter::{BloomBuilder, BloomFilter};
+use crate::ikey::{
+    MAX_SEQ, SeqNo, ValueKind, compare_internal_keys, pack_trailer, parse_internal_key, user_key,
+};
+use crate::iter::InternalIterator;
+use crate::{Error, Result};
+
+/// The magic number ending every table file.
+pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"MezzSST\x01");
+/// The newest table format version this build writes and reads.
+pub const TABLE_FORMAT_VERSION: u32 = 1;
+/// Size of the footer.
+pub const FOOTER_LEN: usize = 72;
+/// Size of the trailer after each block (after its padding).
+pub const BLOCK_TRAILER_LEN: usize = 8;
+/// Block type byte: raw, uncompressed contents.
+pub const BLOCK_TYPE_RAW: u8 = 0;
+/// Largest internal key accepted by the builder.
+pub const MAX_KEY_LEN: usize = 1 << 28;
+/// Largest value accepted by the builder.
+pub const MAX_VALUE_LEN: usize = 1 << 30;
+
+#[inline]
+fn pad_len(len: u64) -> u64 {
+    (8 - len % 8) % 8
+}
+
+/// Where a block is: offset and size of its contents (padding and trailer excluded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockHandle {
+    /// Offset of the first byte of the contents.
+    pub offset: u64,
+    /// Length of the contents.
+    pub size: u64,
+}
+
+impl BlockHandle {
+    /// Offset just past this block's trailer (the next block's offset).
+    #[must_use]
+    pub fn end(&self) -> u64 {
+        self.offset
+            .saturating_add(self.size)
+            .saturating_add(pad_len(self.size))
+            .saturating_add(BLOCK_TRAILER_LEN as u64)
+    }
+
+    fn encode(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        let (lo, hi) = b.split_at_mut(8);
+        lo.copy_from_slice(&self.offset.to_le_bytes());
+        hi.copy_from_slice(&self.size.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Self> {
+        if b.len() != 16 {
+            return None;
+        }
+        Some(Self {
+            offset: get_fixed64(b, 0)?,
+            size: get_fixed64(b, 8)?,
+        })
+    }
+}
+
+/// Options of a [`TableBuilder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableBuilderOptions {
+    /// Target size of a data block's contents; a block is cut once it reaches this.
+    /// Default 4096.
+    pub block_size: usize,
+    /// Layout of data blocks. Default [`BlockFormat::KeySet`].
+    pub block_format: BlockFormat,
+    /// Entries between restart points (Prefix blocks only). Default 16.
+    pub restart_interval: usize,
+    /// Bloom filter bits per user key; 0 = no filter. Default 10.
+    pub bloom_bits_per_key: u32,
+}
+
+impl Default for TableBuilderOptions {
+    fn default() -> Self {
+        Self {
+            block_size: 4096,
+            block_format: BlockFormat::KeySet,
+            restart_interval: 16,
+            bloom_bits_per_key: 10,
+        }
+    }
+}
+
+/// What a table records about itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableProperties {
+    /// Entries (values and deletions).
+    pub num_entries: u64,
+    /// Deletion entries.
+    pub num_deletions: u64,
+    /// Data blocks.
+    pub num_data_blocks: u64,
+    /// Bytes of the data section (blocks, padding, trailers).
+    pub data_size: u64,
+    /// Bytes of the index block contents.
+    pub index_size: u64,
+    /// Bytes of the filter block contents (0 = no filter).
+    pub filter_size: u64,
+    /// Size of the whole file.
+    pub file_size: u64,
+    /// Sum of internal key lengths.
+    pub raw_key_size: u64,
+    /// Sum of value lengths.
+    pub raw_value_size: u64,
+    /// Smallest internal key (empty if the table is empty).
+    pub smallest_key: Vec<u8>,
+    /// Largest internal key (empty if the table is empty).
+    pub largest_key: Vec<u8>,
+    /// Smallest sequence number (0 if empty).
+    pub smallest_seq: SeqNo,
+    /// Largest sequence number (0 if empty).
+    pub largest_seq: SeqNo,
+    /// Layout of the data blocks.
+    pub block_format: BlockFormat,
+}
+
+impl TableProperties {
+    fn empty(block_format: BlockFormat) -> Self {
+        Self {
+            num_entries: 0,
+            num_deletions: 0,
+            num_data_blocks: 0,
+            data_size: 0,
+            index_size: 0,
+            filter_size: 0,
+            file_size: 0,
+            raw_key_size: 0,
+            raw_value_size: 0,
+            smallest_key: Vec::new(),
+            largest_key: Vec::new(),
+            smallest_seq: 0,
+            largest_seq: 0,
+            block_format,
+        }
+    }
+
+    /// Encodes the persisted fields (sizes known only from the footer are not stored).
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(64 + self.smallest_key.len() + self.largest_key.len());
+        for v in [
+            self.num_entries,
+            self.num_deletions,
+            self.num_data_blocks,
+            self.data_size,
+            self.raw_key_size,
+            self.raw_value_size,
+            self.smallest_seq,
+            self.largest_seq,
+        ] {
+            put_varint64(&mut b, v);
+        }
+        put_length_prefixed(&mut b, &self.smallest_key);
+        put_length_prefixed(&mut b, &self.largest_key);
+        b
+    }
+
+    fn decode(data: &[u8], offset: u64, block_format: BlockFormat) -> Result<Self> {
+        let mut d = Decoder::new(data, offset);
+        let mut p = Self::empty(block_format);
+        p.num_entries = d.varint64()?;
+        p.num_deletions = d.varint64()?;
+        p.num_data_blocks = d.varint64()?;
+        p.data_size = d.varint64()?;
+        p.raw_key_size = d.varint64()?;
+        p.raw_value_size = d.varint64()?;
+        p.smallest_seq = d.varint64()?;
+        p.largest_seq = d.varint64()?;
+        p.smallest_key = d.length_prefixed()?.to_vec();
+        p.largest_key = d.length_prefixed()?.to_vec();
+        if d.remaining() != 0 {
+            return Err(Error::corruption(
+                d.offset(),
+                "properties block: trailing bytes",
+            ));
+        }
+        Ok(p)
+    }
+}
+
+/// Writes `contents`, its padding and trailer; returns its handle.
+fn write_block(
+    file: &mut dyn WritableFile,
+    offset: &mut u64,
+    contents: &[u8],
+) -> std::io::Result<BlockHandle> {
+    let size = contents.len() as u64;
+    let pad = pad_len(size) as usize;
+    let crc = mask(crc32c_extend(crc32c(contents), &[BLOCK_TYPE_RAW]));
+    let mut tail = [0u8; 8 + BLOCK_TRAILER_LEN];
+    let (_, t) = tail.split_at_mut(pad);
+    if let Some(c) = t.get_mut(..4) {
+        c.copy_from_slice(&crc.to_le_bytes());
+    }
+    if let Some(ty) = t.get_mut(4) {
+        *ty = BLOCK_TYPE_RAW;
+    }
+    file.append(contents)?;
+    file.append(tail.get(..pad + BLOCK_TRAILER_LEN).unwrap_or(&tail))?;
+    let h = BlockHandle {
+        offset: *offset,
+        size,
+    };
+    *offset = h.end();
+    Ok(h)
+}
+
+/// Appends to `out` an internal key `S` with `start <= S < limit`, as short as possible.
+fn separator(start: &[u8], limit: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let (su, lu) = (user_key(start), user_key(limit));
+    let n = su.iter().zip(lu).take_while(|(a, b)| a == b).count();
+    if let (Some(&b), Some(&l)) = (su.get(n), lu.get(n))
+        && b < 0xff
+        && b + 1 < l
+        && let Some(prefix) = su.get(..n)
+    {
+        out.extend_from_slice(prefix);
+        out.push(b + 1);
+        out.extend_from_slice(&pack_trailer(MAX_SEQ, ValueKind::SEEK).to_le_bytes());
+        if compare_internal_keys(start, out) == Ordering::Less
+            && compare_internal_keys(out, limit) == Ordering::Less
+        {
+            return;
+        }
+        out.clear();
+    }
+    out.extend_from_slice(start);
+}
+
+/// Appends to `out` a short internal key `S >= key`.
+fn successor(key: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let uk = user_key(key);
+    if let Some(i) = uk.iter().position(|&b| b != 0xff)
+        && let (Some(prefix), Some(&b)) = (uk.get(..i), uk.get(i))
+    {
+        out.extend_from_slice(prefix);
+        out.push(b + 1);
+        out.extend_from_slice(&pack_trailer(MAX_SEQ, ValueKind::SEEK).to_le_bytes());
+        return;
+    }
+    out.extend_from_slice(key);
+}
+
+/// Writes one SST file.
+///
+/// Thread-safety: single owner.
+#[derive(Debug)]
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    opts: TableBuilderOptions,
+    data_block: BlockBuilder,
+    index: KeySetWriter,
+    bloom: Option<BloomBuilder>,
+    last_key: Vec<u8>,
+    pending: Option<BlockHandle>,
+    offset: u64,
+    props: TableProperties,
+    encode_nanos: u64,
+    failed: bool,
+    scratch: Vec<u8>,
+}
+
+impl TableBuilder {
+    /// A builder writing to `file` (which should be empty).
+    #[must_use]
+    pub fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
+        let opts = TableBuilderOptions {
+            block_size: opts.block_size.clamp(64, 1 << 30),
+            restart_interval: opts.restart_interval.max(1),
+            ..opts
+        };
+        Self {
+            offset: file.size(),
+            file,
+            data_block: BlockBuilder::new(opts.block_format, opts.restart_interval),
+            index: KeySetWriter::new(IndexKind::ValueRef),
+            bloom: (opts.bloom_bits_per_key > 0)
+                .then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
+            last_key: Vec::new(),
+            pending: None,
+            props: TableProperties {
+                smallest_seq: SeqNo::MAX,
+                ..TableProperties::empty(opts.block_format)
+            },
+            encode_nanos: 0,
+            failed: false,
+            scratch: Vec::new(),
+            opts,
+        }
+    }
+
+    fn fail<T>(&mut self, e: std::io::Error) -> Result<T> {
+        self.failed = true;
+        Err(e.into())
+    }
+
+    /// Adds an entry.
+    ///
+    /// REQUIRES: `ikey` is greater (internal-key order) than every key added before.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `ikey` is not an internal key, is out of order, or the entry is
+    /// too large, or if an earlier write failed; `Io` if writing a block fails.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        if self.failed {
+            return Err(Error::InvalidArgument(
+                "table builder: an earlier write failed".into(),
+            ));
+        }
+        let Some(parsed) = parse_internal_key(ikey) else {
+            return Err(Error::InvalidArgument(format!(
+                "table builder: not an internal key ({} bytes)",
+                ikey.len()
+            )));
+        };
+        if ikey.len() > MAX_KEY_LEN || value.len() > MAX_VALUE_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "table builder: entry too large (key {} bytes, value {} bytes)",
+                ikey.len(),
+                value.len()
+            )));
+        }
+        if self.props.num_entries > 0
+            && compare_internal_keys(&self.last_key, ikey) != Ordering::Less
+        {
+            return Err(Error::InvalidArgument(
+                "table builder: keys not strictly increasing".into(),
+            ));
+        }
+        let start = Instant::now();
+        if let Some(h) = self.pending.take() {
+            separator(&self.last_key, ikey, &mut self.scratch);
+            self.index.add_with_value(&self.scratch, &h.encode());
+        }
+        if let Some(b) = &mut self.bloom {
+            b.add_key(parsed.user_key);
+        }
+        self.data_block.add(ikey, value);
+        let p = &mut self.props;
+        if p.num_entries == 0 {
+            p.smallest_key = ikey.to_vec();
+        }
+        p.num_entries += 1;
+        if parsed.kind == ValueKind::Deletion {
+            p.num_deletions += 1;
+        }
+        p.raw_key_size += ikey.len() as u64;
+        p.raw_value_size += value.len() as u64;
+        p.smallest_seq = p.smallest_seq.min(parsed.seq);
+        p.largest_seq = p.largest_seq.max(parsed.seq);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        self.encode_nanos += start.elapsed().as_nanos() as u64;
+        if self.data_block.estimated_size() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let contents = self.data_block.finish();
+        self.encode_nanos += start.elapsed().as_nanos() as u64;
+        match write_block(self.file.as_mut(), &mut self.offset, contents) {
+            Ok(h) => {
+                self.pending = Some(h);
+                self.props.num_data_blocks += 1;
+                self.data_block.reset();
+                Ok(())
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Entries added so far.
+    #[must_use]
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Bytes written so far plus the size of the pending block.
+    #[must_use]
+    pub fn file_size(&self) -> u64 {
+        let pending = if self.data_block.is_empty() {
+            0
+        } else {
+            self.data_block.estimated_size() as u64
+        };
+        self.offset + pending
+    }
+
+    /// Nanoseconds spent encoding entries into data blocks (the engine's "encode cost").
+    #[must_use]
+    pub fn encode_nanos(&self) -> u64 {
+        self.encode_nanos
+    }
+
+    /// Writes the last data block, the filter, properties, index and footer, then syncs.
+    ///
+    /// # Errors
+    /// `Io` if a write or the sync fails; `InvalidArgument` if an earlier write failed.
+    pub fn finish(mut self) -> Result<TableProperties> {
+        if self.failed {
+            return Err(Error::InvalidArgument(
+                "table builder: an earlier write failed".into(),
+            ));
+        }
+        self.flush_data_block()?;
+        if let Some(h) = self.pending.take() {
+            successor(&self.last_key, &mut self.scratch);
+            self.index.add_with_value(&self.scratch, &h.encode());
+        }
+        if self.props.num_entries == 0 {
+            self.props.smallest_seq = 0;
+        }
+        self.props.largest_key = self.last_key.clone();
+        self.props.data_size = self.offset;
+        match self.write_tail() {
+            Ok(()) => Ok(self.props),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn write_tail(&mut self) -> std::io::Result<()> {
+        let file = self.file.as_mut();
+        let filter = match &mut self.bloom {
+            Some(b) => {
+                let bytes = b.finish();
+                write_block(file, &mut self.offset, &bytes)?
+            }
+            None => BlockHandle::default(),
+        };
+        let props = write_block(file, &mut self.offset, &self.props.encode())?;
+        let index = write_block(file, &mut self.offset, self.index.finish())?;
+        let mut footer = Vec::with_capacity(FOOTER_LEN);
+        for h in [index, filter, props] {
+            footer.extend_from_slice(&h.encode());
+        }
+        footer.extend_from_slice(&u32::from(self.opts.block_format.to_u8()).to_le_bytes());
+        footer.extend_from_slice(&TABLE_FORMAT_VERSION.to_le_bytes());
+        footer.extend_from_slice(&0u32.to_le_bytes());
+        let crc = mask(crc32c(&footer));
+        footer.extend_from_slice(&crc.to_le_bytes());
+        footer.extend_from_slice(&TABLE_MAGIC.to_le_bytes());
+        file.append(&footer)?;
+        self.offset += footer.len() as u64;
+        file.sync()?;
+        self.props.filter_size = filter.size;
+        self.props.index_size = index.size;
+        self.props.file_size = self.offset;
+        Ok(())
+    }
+
+    /// Gives up on the table; the caller deletes the file.
+    pub fn abandon(self) {}
+}
+
+/// A block cache shared by tables; keyed by `(cache_id, block offset)`.
+pub trait BlockCache: Send + Sync + std::fmt::Debug {
+    /// The cached block, if any.
+    fn get(&self, cache_id: u64, offset: u64) -> Option<Arc<Block>>;
+    /// Caches a block.
+    fn insert(&self, cache_id: u64, offset: u64, block: Arc<Block>);
+}
+
+/// Read statistics of one table or, when shared through
+/// [`TableReader::open_with_counters`], of many. Relaxed atomics.
+#[derive(Debug, Default)]
+pub struct ReadCounters {
+    /// Blocks read from the file (data, index, filter, properties).
+    pub blocks_read: AtomicU64,
+    /// Bytes read from the file (including trailers and the footer).
+    pub bytes_read: AtomicU64,
+    /// Nanoseconds spent verifying checksums and validating data blocks.
+    pub decode_nanos: AtomicU64,
+    /// Data-block lookups served by the block cache.
+    pub cache_hits: AtomicU64,
+    /// Data-block lookups that went to the file while a cache was configured.
+    pub cache_misses: AtomicU64,
+}
+
+impl ReadCounters {
+    /// `(blocks_read, bytes_read, decode_nanos, cache_hits, cache_misses)`.
+    #[must_use]
+    pub fn snapshot(&self) -> (u64, u64, u64, u64, u64) {
+        let l = |a: &AtomicU64| a.load(AtomicOrdering::Relaxed);
+        (
+            l(&self.blocks_read),
+            l(&self.bytes_read),
+            l(&self.decode_nanos),
+            l(&self.cache_hits),
+            l(&self.cache_misses),
+        )
+    }
+
+    fn add(a: &AtomicU64, v: u64) {
+        a.fetch_add(v, AtomicOrdering::Relaxed);
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Footer {
+    index: BlockHandle,
+    filter: BlockHandle,
+    props: BlockHandle,
+    block_format: BlockFormat,
+}
+
+impl Footer {
+    fn decode(b: &[u8], offset: u64) -> Result<Self> {
+        let at = |rel: usize, what: &str| Error::corruption(offset + rel as u64, what.to_string());
+        let magic = get_fixed64(b, 64).ok_or_else(|| at(0, "footer: truncated"))?;
+        if magic != TABLE_MAGIC {
+            return Err(at(64, &format!("footer: bad magic {magic:#018x}")));
+        }
+        let stored = get_fixed32(b, 60).ok_or_else(|| at(0, "footer: truncated"))?;
+        let actual = crc32c(b.get(..60).ok_or_else(|| at(0, "footer: truncated"))?);
+        if unmask(stored) != actual {
+            return Err(at(
+                60,
+                &format!(
+                    "footer checksum mismatch: got {:#010x}, expected {actual:#010x}",
+                    unmask(stored)
+                ),
+            ));
+        }
+        let version = get_fixed32(b, 52).ok_or_else(|| at(0, "footer: truncated"))?;
+        if version != TABLE_FORMAT_VERSION {
+            return Err(Error::UnsupportedVersion {
+                what: "SST file",
+                found: version,
+                supported: TABLE_FORMAT_VERSION,
+            });
+        }
+        let fmt = get_fixed32(b, 48).ok_or_else(|| at(0, "footer: truncated"))?;
+        let block_format = u8::try_from(fmt)
+            .ok()
+            .and_then(BlockFormat::from_u8)
+            .ok_or_else(|| at(48, &format!("footer: unknown block format {fmt}")))?;
+        if get_fixed32(b, 56) != Some(0) {
+            return Err(at(56, "footer: reserved field not zero"));
+        }
+        let h = |rel: usize| {
+            b.get(rel..rel + 16)
+                .and_then(BlockHandle::decode)
+                .ok_or_else(|| at(rel, "footer: truncated handle"))
+        };
+        Ok(Self {
+            index: h(0)?,
+            filter: h(16)?,
+            props: h(32)?,
+            block_format,
+        })
+    }
+}
+
+/// An open SST file. Footer, index, filter and properties stay in memory; data blocks are
+/// read on demand through the optional block cache.
+///
+/// Thread-safety: `Send + Sync`; share it as `Arc<TableReader>`.
+#[derive(Debug)]
+pub struct TableReader {
+    file: Arc<dyn RandomAccessFile>,
+    file_size: u64,
+    cache_id: u64,
+    cache: Option<Arc<dyn BlockCache>>,
+    footer: Footer,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    props: TableProperties,
+    counters: Arc<ReadCounters>,
+}
+
+impl TableReader {
+    /// Opens a table of `file_size` bytes, with its own [`ReadCounters`].
+    ///
+    /// # Errors
+    /// `Corruption` naming the offset for any bad footer, checksum or structure;
+    /// `UnsupportedVersion` for a newer format; `Io` if reading fails.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_size: u64,
+        cache_id: u64,
+        cache: Option<Arc<dyn BlockCache>>,
+    ) -> Result<TableReader> {
+        Self::open_with_counters(file, file_size, cache_id, cache, Arc::default())
+    }
+
+    /// As [`TableReader::open`], counting reads into `counters` (which may be shared).
+    ///
+    /// # Errors
+    /// As [`TableReader::open`].
+    pub fn open_with_counters(
+        file: Arc<dyn RandomAccessFile>,
+        file_size: u64,
+        cache_id: u64,
+        cache: Option<Arc<dyn BlockCache>>,
+        counters: Arc<ReadCounters>,
+    ) -> Result<TableReader> {
+        let footer_off = file_size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
+            Error::corruption(
+                0,
+                format!("file of {file_size} bytes is too short for a table"),
+            )
+        })?;
+        let mut fb = [0u8; FOOTER_LEN];
+        file.read_exact_at(footer_off, &mut fb)?;
+        ReadCounters::add(&counters.bytes_read, FOOTER_LEN as u64);
+        let footer = Footer::decode(&fb, footer_off)?;
+        let index_raw = read_raw(file.as_ref(), &counters, footer.index, footer_off)?;
+        let index = Block::new_at(index_raw, BlockFormat::KeySet, footer.index.offset)?;
+        if index.keyset().map(|k| k.index_kind()) != Some(IndexKind::ValueRef) {
+            return Err(Error::corruption(
+                footer.index.offset,
+                "index block: wrong index kind",
+            ));
+        }
+        let filter = if footer.filter.size > 0 {
+            let raw = read_raw(file.as_ref(), &counters, footer.filter, footer_off)?;
+            Some(BloomFilter::from_bytes_at(raw, footer.filter.offset)?)
+        } else {
+            None
+        };
+        let raw = read_raw(file.as_ref(), &counters, footer.props, footer_off)?;
+        let mut props = TableProperties::decode(&raw, footer.props.offset, footer.block_format)?;
+        props.index_size = footer.index.size;
+        props.filter_size = footer.filter.size;
+        props.file_size = file_size;
+        // The data section ends where the first meta block starts.
+        let data_end = if footer.filter.size > 0 {
+            footer.filter.offset
+        } else {
+            footer.props.offset
+        };
+        if props.data_size > data_end {
+            return Err(Error::corruption(
+                footer.props.offset,
+                format!(
+                    "properties: data size {} overlaps the meta blocks at {data_end}",
+                    props.data_size
+                ),
+            ));
+        }
+        Ok(TableReader {
+            file,
+            file_size,
+            cache_id,
+            cache,
+            footer,
+            index: Arc::new(index),
+            filter,
+            props,
+            counters,
+        })
+    }
+
+    fn read_raw(&self, h: BlockHandle, limit: u64) -> Result<Vec<u8>> {
+        read_raw(self.file.as_ref(), &self.counters, h, limit)
+    }
+
+    /// Reads a data block, through the cache when one is configured.
+    fn data_block(&self, h: BlockHandle, fill_cache: bool) -> Result<Arc<Block>> {
+        if let Some(c) = &self.cache {
+            if let Some(b) = c.get(self.cache_id, h.offset) {
+                ReadCounters::add(&self.counters.cache_hits, 1);
+                return Ok(b);
+            }
+            ReadCounters::add(&self.counters.cache_misses, 1);
+        }
+        let b = self.read_data_block_uncached(h)?;
+        if fill_cache && let Some(c) = &self.cache {
+            c.insert(self.cache_id, h.offset, Arc::clone(&b));
+        }
+        Ok(b)
+    }
+
+    fn read_data_block_uncached(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        if h.end() > self.props.data_size {
+            return Err(Error::corruption(
+                h.offset,
+                "index: data block handle beyond the data section",
+            ));
+        }
+        let raw = self.read_raw(h, self.props.data_size)?;
+        let start = Instant::now();
+        let b = Block::new_at(raw, self.footer.block_format, h.offset)?;
+        ReadCounters::add(
+            &self.counters.decode_nanos,
+            start.elapsed().as_nanos() as u64,
+        );
+        Ok(Arc::new(b))
+    }
+
+    fn handle_at(&self, i: usize) -> Result<BlockHandle> {
+        self.index
+            .keyset()
+            .and_then(|k| k.value(i))
+            .and_then(BlockHandle::decode)
+            .ok_or_else(|| {
+                Error::corruption(
+                    self.footer.index.offset,
+                    format!("index entry {i}: bad handle"),
+                )
+            })
+    }
+
+    fn index_len(&self) -> usize {
+        self.index.keyset().map_or(0, |k| k.num_entries())
+    }
+
+    /// The table's properties.
+    #[must_use]
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// The cache identity given at open.
+    #[must_use]
+    pub fn cache_id(&self) -> u64 {
+        self.cache_id
+    }
+
+    /// The file size given at open.
+    #[must_use]
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The counters this table updates.
+    #[must_use]
+    pub fn counters(&self) -> &Arc<ReadCounters> {
+        &self.counters
+    }
+
+    /// `(blocks_read_from_file, bytes_read_from_file, decode_nanos, cache_hits,
+    /// cache_misses)` so far (shared totals if the counters are shared).
+    #[must_use]
+    pub fn read_counters(&self) -> (u64, u64, u64, u64, u64) {
+        self.counters.snapshot()
+    }
+
+    /// False only if the filter proves `user_key` is absent; true without a filter.
+    #[must_use]
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The first entry whose internal key is >= `lookup`, if its user key equals `lookup`'s
+    /// (consults the filter first). Returns `(internal key, value)`.
+    ///
+    /// # Errors
+    /// `Corruption` / `Io` from reading a block.
+    pub fn get(&self, lookup: &[u8], fill_cache: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let uk = user_key(lookup);
+        if !self.may_contain(uk) {
+            return Ok(None);
+        }
+        let Some(ks) = self.index.keyset() else {
+            return Ok(None);
+        };
+        let mut i = ks.find(lookup);
+        while i < ks.num_entries() {
+            let h = self.handle_at(i)?;
+            let block = self.data_block(h, fill_cache)?;
+            let mut it = block.iter();
+            it.seek(lookup);
+            if it.valid() {
+                if user_key(it.key()) == uk {
+                    return Ok(Some((it.key().to_vec(), it.value().to_vec())));
+                }
+                return Ok(None);
+            }
+            it.status()?;
+            i += 1;
+        }
+        Ok(None)
+    }
+
+    /// A two-level iterator over the table, initially unpositioned.
+    #[must_use]
+    pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
+        TableIter {
+            index: self.index.iter(),
+            table: Arc::clone(self),
+            data: None,
+            data_offset: u64::MAX,
+            fill_cache,
+            err: None,
+        }
+    }
+
+    /// Reads every block (bypassing the cache), verifies every checksum, that keys are valid
+    /// internal keys strictly increasing across the table, consistent with the index, the
+    /// filter and the properties. Returns the number of entries.
+    ///
+    /// # Errors
+    /// The first `Corruption` (or `Io`) found.
+    pub fn verify(&self) -> Result<u64> {
+        let n = self.index_len();
+        let ks = self.index.keyset();
+        let mut prev: Option<Vec<u8>> = None;
+        let mut prev_sep: Option<&[u8]> = None;
+        let mut count = 0u64;
+        let mut expect_offset = 0u64;
+        for i in 0..n {
+            let sep = ks.and_then(|k| k.key(i)).unwrap_or_default();
+            let h = self.handle_at(i)?;
+            let bad = |what: String| Err(Error::corruption(h.offset, what));
+            if h.offset != expect_offset {
+                return bad(format!(
+                    "data block {i} at {} expected at {expect_offset}",
+                    h.offset
+                ));
+            }
+            if let Some(p) = prev_sep
+                && compare_internal_keys(p, sep) != Ordering::Less
+            {
+                return bad(format!("index key {i} not increasing"));
+            }
+            let block = Arc::new(self.read_data_block_uncached(h)?);
+            let mut it = block.iter();
+            it.seek_to_first();
+            let mut in_block = 0u64;
+            while it.valid() {
+                let k = it.key();
+                let Some(p) = parse_internal_key(k) else {
+                    return bad(format!("data block {i}: malformed internal key"));
+                };
+                if let Some(pk) = &prev
+                    && compare_internal_keys(pk, k) != Ordering::Less
+                {
+                    return bad(format!("data block {i}: keys not strictly increasing"));
+                }
+                if compare_internal_keys(k, sep) == Ordering::Greater {
+                    return bad(format!("data block {i}: key beyond its index separator"));
+                }
+                if !self.may_contain(p.user_key) {
+                    return bad(format!("data block {i}: filter does not contain a key"));
+                }
+                prev = Some(k.to_vec());
+                in_block += 1;
+                it.next();
+            }
+            it.status()?;
+            if in_block == 0 {
+                return bad(format!("data block {i} is empty"));
+            }
+            count += in_block;
+            expect_offset = h.end();
+            prev_sep = Some(sep);
+        }
+        let p = &self.props;
+        if expect_offset != p.data_size || count != p.num_entries || n as u64 != p.num_data_blocks {
+            return Err(Error::corruption(
+                self.footer.props.offset,
+                format!(
+                    "properties disagree with the data: {count} entries in {n} blocks ending \
+                     at {expect_offset}; properties say {} entries in {} blocks ending at {}",
+                    p.num_entries, p.num_data_blocks, p.data_size
+                ),
+            ));
+        }
+        Ok(count)
+    }
+
+    /// Approximate file offset where `ikey` would be: the offset of the data block that
+    /// would hold it, or the end of the data section.
+    #[must_use]
+    pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+        let Some(ks) = self.index.keyset() else {
+            return self.props.data_size;
+        };
+        let i = ks.find(ikey);
+        match self.handle_at(i) {
+            Ok(h) if i < ks.num_entries() => h.offset,
+            _ => self.props.data_size,
+        }
+    }
+}
+
+/// Reads and verifies the block at `h`, which must end at or before `limit`.
+fn read_raw(
+    file: &dyn RandomAccessFile,
+    counters: &ReadCounters,
+    h: BlockHandle,
+    limit: u64,
+) -> Result<Vec<u8>> {
+    let end = h.end();
+    if end > limit || end < h.offset {
+        return Err(Error::corruption(
+            h.offset,
+            format!(
+                "block handle (offset {}, size {}) out of range",
+                h.offset, h.size
+            ),
+        ));
+    }
+    let total = usize::try_from(end - h.offset)
+        .map_err(|_| Error::corruption(h.offset, "block too large"))?;
+    let size = h.size as usize;
+    let mut buf = vec![0u8; total];
+    file.read_exact_at(h.offset, &mut buf)?;
+    ReadCounters::add(&counters.blocks_read, 1);
+    ReadCounters::add(&counters.bytes_read, total as u64);
+    let start = Instant::now();
+    let (contents, tail) = buf.split_at(size);
+    let pad = pad_len(h.size) as usize;
+    let (padding, trailer) = tail.split_at(pad.min(tail.len()));
+    let stored = get_fixed32(trailer, 0).map(unmask);
+    let ty = trailer.get(4).copied();
+    if padding
+        .iter()
+        .chain(trailer.get(5..).unwrap_or_default())
+        .any(|&b| b != 0)
+    {
+        return Err(Error::corruption(
+            h.offset + h.size,
+            "block padding or trailer bytes not zero",
+        ));
+    }
+    let Some(ty) = ty else {
+        return Err(Error::corruption(h.offset, "truncated block trailer"));
+    };
+    let actual = crc32c_extend(crc32c(contents), &[ty]);
+    if stored != Some(actual) {
+        return Err(Error::corruption(
+            h.offset,
+            format!(
+                "block checksum mismatch: got {:#010x}, expected {:#010x}",
+                actual,
+                stored.unwrap_or_default()
+            ),
+        ));
+    }
+    if ty != BLOCK_TYPE_RAW {
+        return Err(Error::corruption(
+            h.offset + h.size + pad as u64 + 4,
+            format!("unknown block type {ty}"),
+        ));
+    }
+    buf.truncate(size);
+    ReadCounters::add(&counters.decode_nanos, start.elapsed().as_nanos() as u64);
+    Ok(buf)
+}
+
+fn duplicate_error(e: &Error) -> Error {
+    match e {
+        Error::Corruption {
+            file,
+            offset,
+            detail,
+        } => Error::Corruption {
+            file: file.clone(),
+            offset: *offset,
+            detail: detail.clone(),
+        },
+        Error::Io { path, source } => Error::Io {
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        other => Error::corruption(0, other.to_string()),
+    }
+}
+
+/// A two-level iterator over a table: the index block selects data blocks, which are loaded
+/// lazily through the block cache. A read error stops the iteration (`valid()` false) and
+/// is reported by `status()` until the next seek.
+#[derive(Debug)]
+pub struct TableIter {
+    table: Arc<TableReader>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    data_offset: u64,
+    fill_cache: bool,
+    err: Option<Error>,
+}
+
+impl TableIter {
+    /// Loads the data block the index iterator points at (if not already loaded).
+    fn init_data_block(&mut self) {
+        if !self.index.valid() {
+            self.data = None;
+            return;
+        }
+        let Some(h) = BlockHandle::decode(self.index.value()) else {
+            self.err = Some(Error::corruption(
+                self.table.footer.index.offset,
+                "index: bad block handle",
+            ));
+            self.data = None;
+            return;
+        };
+        if self.data.is_some() && self.data_offset == h.offset {
+            return;
+        }
+        match self.table.data_block(h, self.fill_cache) {
+            Ok(b) => {
+                self.data = Some(b.iter());
+                self.data_offset = h.offset;
+            }
+            Err(e) => {
+                self.err = Some(e);
+                self.data = None;
+            }
+        }
+    }
+
+    fn data_failed(&mut self) -> bool {
+        if self.err.is_some() {
+            self.data = None;
+            return true;
+        }
+        if let Some(d) = &self.data
+            && let Err(e) = d.status()
+        {
+            self.err = Some(e);
+            self.data = None;
+            return true;
+        }
+        false
+    }
+
+    fn skip_forward(&mut self) {
+        while self.data.as_ref().is_none_or(|d| !d.valid()) {
+            if self.data_failed() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.next();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_backward(&mut self) {
+        while self.data.as_ref().is_none_or(|d| !d.valid()) {
+            if self.data_failed() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.prev();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.data.as_ref().is_some_and(BlockIter::valid)
+    }
+
+    fn seek_to_first(&mut self) {
+        self.err = None;
+        self.index.seek_to_first();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_first();
+        }
+        self.skip_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.err = None;
+        self.index.seek_to_last();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_last();
+        }
+        self.skip_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.err = None;
+        self.index.seek(target);
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek(target);
+        }
+        self.skip_forward();
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.err = None;
+        self.index.seek(target);
+        if !self.index.valid() {
+            self.index.seek_to_last();
+        }
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_for_prev(target);
+        }
+        self.skip_backward();
+    }
+
+    fn next(&mut self) {
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.skip_forward();
+    }
+
+    fn prev(&mut self) {
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.skip_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], BlockIter::key)
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], BlockIter::value)
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.err {
+            return Err(duplicate_error(e));
+        }
+        self.index.status()?;
+        self.data.as_ref().map_or(Ok(()), BlockIter::status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ikey::make_internal_key;
+    use crate::testfile::{SharedBuf, VecFile};
+    use rand::{RngExt, SeedableRng, rngs::StdRng};
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// `n` sorted entries: user keys `k{i:06}` (some with two versions), mixed kinds.
+    fn entries(n: usize, seed: u64) -> Entries {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut v = Vec::new();
+        let mut i = 0;
+        while v.len() < n {
+            let uk = format!("k{:06}", i * 2);
+            let versions = if rng.random_bool(0.2) { 2 } else { 1 };
+            for s in 0..versions {
+                if v.len() == n {
+                    break;
+                }
+                let seq = 1000 - s as u64 * 10 + (i as u64 % 7);
+                let kind = if rng.random_bool(0.1) {
+                    ValueKind::Deletion
+                } else {
+                    ValueKind::Value
+                };
+                let vlen = rng.random_range(0..64);
+                let val: Vec<u8> = (0..vlen).map(|_| rng.random()).collect();
+                v.push((make_internal_key(uk.as_bytes(), seq, kind), val));
+            }
+            i += 1;
+        }
+        v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        v
+    }
+
+    fn build(e: &Entries, opts: TableBuilderOptions) -> (Vec<u8>, TableProperties, usize) {
+        let buf = SharedBuf::default();
+        let mut b = TableBuilder::new(buf.writer(), opts);
+        for (k, v) in e {
+            b.add(k, v).unwrap();
+        }
+        assert_eq!(b.num_entries(), e.len() as u64);
+        let props = b.finish().unwrap();
+        (buf.bytes(), props, buf.syncs())
+    }
+
+    fn open(bytes: Vec<u8>, cache: Option<Arc<dyn BlockCache>>) -> Result<Arc<TableReader>> {
+        let len = bytes.len() as u64;
+        TableReader::open(VecFile::shared(bytes), len, 7, cache).map(Arc::new)
+    }
+
+    fn lower_bound(e: &Entries, t: &[u8]) -> usize {
+        e.partition_point(|(k, _)| compare_internal_keys(k, t) == Ordering::Less)
+    }
+
+    fn at(it: &TableIter, e: &Entries, want: Option<usize>) {
+        it.status().unwrap();
+        match want {
+            Some(i) => {
+                assert!(it.valid(), "expected entry {i}");
+                assert_eq!(it.key(), &e[i].0[..]);
+                assert_eq!(it.value(), &e[i].1[..]);
+            }
+            None => assert!(!it.valid()),
+        }
+    }
+
+    fn full_roundtrip(opts: TableBuilderOptions) {
+        let n = 10_000;
+        let e = entries(n, 11);
+        let (bytes, props, syncs) = build(&e, opts);
+        assert_eq!(syncs, 1, "finish syncs the file");
+        assert_eq!(props.file_size, bytes.len() as u64);
+        assert_eq!(props.num_entries, n as u64);
+        assert_eq!(props.smallest_key, e[0].0);
+        assert_eq!(props.largest_key, e[n - 1].0);
+        assert!(props.num_data_blocks > 10);
+        let t = open(bytes, None).unwrap();
+        assert_eq!(t.properties(), &props);
+        assert_eq!(t.verify().unwrap(), n as u64);
+
+        let mut it = t.iter(true);
+        it.seek_to_first();
+        for i in 0..n {
+            at(&it, &e, Some(i));
+            it.next();
+        }
+        at(&it, &e, None);
+        it.seek_to_last();
+        for i in (0..n).rev() {
+            at(&it, &e, Some(i));
+            it.prev();
+        }
+        at(&it, &e, None);
+
+        let mut rng = StdRng::seed_from_u64(5);
+        for _ in 0..2000 {
+            let uk = format!("k{:06}", rng.random_range(0..(n as u64) * 2 + 10));
+            let target =
+                make_internal_key(uk.as_bytes(), rng.random_range(990..1010), ValueKind::SEEK);
+            let lb = lower_bound(&e, &target);
+            it.seek(&target);
+            at(&it, &e, (lb < n).then_some(lb));
+            if lb < n {
+                it.prev();
+                at(&it, &e, lb.checked_sub(1));
+            }
+            let want = if lb < n && compare_internal_keys(&e[lb].0, &target).is_eq() {
+                Some(lb)
+            } else {
+                lb.checked_sub(1)
+            };
+            it.seek_for_prev(&target);
+            at(&it, &e, want);
+            if let Some(w) = want {
+                it.next();
+                at(&it, &e, (w + 1 < n).then_some(w + 1));
+            }
+            // Point lookup.
+            let got = t.get(&target, true).unwrap();
+            let expect = (lb < n && user_key(&e[lb].0) == uk.as_bytes()).then(|| e[lb].clone());
+            assert_eq!(got, expect, "get {uk}");
+        }
+        // Every stored key is found exactly.
+        for (k, v) in e.iter().step_by(7) {
+            assert_eq!(t.get(k, false).unwrap(), Some((k.clone(), v.clone())));
+        }
+        // Offsets are monotone and bounded by the data section.
+        let mut last = 0;
+        for (k, _) in e.iter().step_by(97) {
+            let o = t.approximate_offset_of(k);
+            assert!(o >= last && o <= props.data_size);
+            last = o;
+        }
+        assert_eq!(t.approximate_offset_of(&e[0].0), 0);
+        assert_eq!(
+            t.approximate_offset_of(&make_internal_key(b"z", 0, ValueKind::Value)),
+            props.data_size
+        );
+        let (blocks, bytes_read, _, hits, misses) = t.read_counters();
+        assert!(blocks > 0 && bytes_read > 0);
+        assert_eq!((hits, misses), (0, 0), "no cache configured");
+    }
+
+    #[test]
+    fn roundtrip_keyset() {
+        full_roundtrip(TableBuilderOptions::default());
+    }
+
+    #[test]
+    fn roundtrip_prefix() {
+        full_roundtrip(TableBuilderOptions {
+            block_format: BlockFormat::Prefix,
+            ..TableBuilderOptions::default()
+        });
+    }
+
+    #[test]
+    fn roundtrip_without_filter_small_blocks() {
+        full_roundtrip(TableBuilderOptions {
+            block_size: 256,
+            bloom_bits_per_key: 0,
+            ..TableBuilderOptions::default()
+        });
+    }
+
+    #[test]
+    fn filter_skips_absent_keys() {
+        let e = entries(1000, 3);
+        let (bytes, props, _) = build(&e, TableBuilderOptions::default());
+        assert!(props.filter_size > 0);
+        let t = open(bytes, None).unwrap();
+        let absent = (0..1000)
+            .filter(|i| !t.may_contain(format!("k{:06}", i * 2 + 1).as_bytes()))
+            .count();
+        assert!(
+            absent > 950,
+            "filter rejected only {absent} of 1000 absent keys"
+        );
+        for (k, _) in &e {
+            assert!(t.may_contain(user_key(k)));
+        }
+    }
+
+    #[test]
+    fn empty_table() {
+        let (bytes, props, _) = build(&Vec::new(), TableBuilderOptions::default());
+        assert_eq!(props.num_entries, 0);
+        let t = open(bytes, None).unwrap();
+        assert_eq!(t.verify().unwrap(), 0);
+        let mut it = t.iter(true);
+        it.seek_to_first();
+        assert!(!it.valid());
+        it.seek_for_prev(b"anything");
+        assert!(!it.valid());
+        it.status().unwrap();
+        assert_eq!(
+            t.get(&make_internal_key(b"a", 1, ValueKind::SEEK), true)
+                .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn builder_rejects_bad_input() {
+        let buf = SharedBuf::default();
+        let mut b = TableBuilder::new(buf.writer(), TableBuilderOptions::default());
+        let k1 = make_internal_key(b"b", 5, ValueKind::Value);
+        b.add(&k1, b"v").unwrap();
+        let same = b.add(&k1, b"v");
+        assert!(matches!(same, Err(Error::InvalidArgument(_))));
+        let older = make_internal_key(b"a", 9, ValueKind::Value);
+        assert!(matches!(
+            b.add(&older, b"v"),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            b.add(b"short", b"v"),
+            Err(Error::InvalidArgument(_))
+        ));
+        // Still usable after rejected input.
+        b.add(&make_internal_key(b"b", 4, ValueKind::Deletion), b"")
+            .unwrap();
+        let p = b.finish().unwrap();
+        assert_eq!((p.num_entries, p.num_deletions), (2, 1));
+        assert_eq!((p.smallest_seq, p.largest_seq), (4, 5));
+    }
+
+    #[derive(Debug, Default)]
+    struct MapCache(Mutex<HashMap<(u64, u64), Arc<Block>>>);
+
+    impl BlockCache for MapCache {
+        fn get(&self, id: u64, off: u64) -> Option<Arc<Block>> {
+            self.0.lock().unwrap().get(&(id, off)).cloned()
+        }
+        fn insert(&self, id: u64, off: u64, b: Arc<Block>) {
+            self.0.lock().unwrap().insert((id, off), b);
+        }
+    }
+
+    #[test]
+    fn block_cache_is_used_and_filled_on_request() {
+        let e = entries(2000, 4);
+        let (bytes, props, _) = build(&e, TableBuilderOptions::default());
+        let cache = Arc::new(MapCache::default());
+        let t = open(bytes, Some(cache.clone() as Arc<dyn BlockCache>)).unwrap();
+        let scan = |fill| {
+            let mut it = t.iter(fill);
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() {
+                n += 1;
+                it.next();
+            }
+            it.status().unwrap();
+            n
+        };
+        assert_eq!(scan(false), e.len());
+        assert!(
+            cache.0.lock().unwrap().is_empty(),
+            "fill_cache=false leaves the cache alone"
+        );
+        let (_, _, _, hits0, _) = t.read_counters();
+        assert_eq!(scan(true), e.len());
+        assert_eq!(cache.0.lock().unwrap().len() as u64, props.num_data_blocks);
+        assert_eq!(scan(true), e.len());
+        let (_, _, _, hits, misses) = t.read_counters();
+        assert_eq!(hits - hits0, props.num_data_blocks);
+        assert_eq!(misses, 2 * props.num_data_blocks);
+    }
+
+    fn small_table() -> (Entries, Vec<u8>) {
+        let e = entries(60, 9);
+        let (bytes, _, _) = build(
+            &e,
+            TableBuilderOptions {
+                block_size: 256,
+                ..TableBuilderOptions::default()
+            },
+        );
+        (e, bytes)
+    }
+
+    /// Opens and uses a possibly damaged table; returns whether any error was reported.
+    fn exercise(bytes: Vec<u8>, e: &Entries) -> bool {
+        let Ok(t) = open(bytes, None) else {
+            return true;
+        };
+        let mut failed = t.verify().is_err();
+        let mut it = t.iter(false);
+        it.seek_to_first();
+        let mut steps = 0;
+        while it.valid() && steps < 500 {
+            let _ = (it.key(), it.value());
+            it.next();
+            steps += 1;
+        }
+        failed |= it.status().is_err();
+        it.seek_to_last();
+        while it.valid() && steps < 1000 {
+            it.prev();
+            steps += 1;
+        }
+        for (k, _) in e.iter().step_by(5) {
+            failed |= t.get(k, false).is_err();
+            it.seek(k);
+            it.seek_for_prev(k);
+        }
+        let _ = t.approximate_offset_of(&e[0].0);
+        failed
+    }
+
+    #[test]
+    fn every_flipped_byte_is_detected_without_panic() {
+        let (e, good) = small_table();
+        assert!(!exercise(good.clone(), &e));
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x01;
+            assert!(
+                exercise(bad, &e),
+                "flip at byte {i} of {} went unnoticed",
+                good.len()
+            );
+        }
+    }
+
+    #[test]
+    fn truncations_are_rejected() {
+        let (e, good) = small_table();
+        for len in 0..good.len() {
+            assert!(exercise(good[..len].to_vec(), &e), "truncation to {len}");
+        }
+    }
+
+    #[test]
+    fn footer_errors_name_offsets_and_versions() {
+        let (_, good) = small_table();
+        let len = good.len();
+        let mut bad = good.clone();
+        bad[len - 1] ^= 0xff;
+        match open(bad, None) {
+            Err(Error::Corruption { offset, .. }) => assert_eq!(offset, len as u64 - 8),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        // A newer version with a valid checksum.
+        let mut newer = good.clone();
+        let f = len - FOOTER_LEN;
+        newer[f + 52..f + 56].copy_from_slice(&2u32.to_le_bytes());
+        let crc = mask(crc32c(&newer[f..f + 60]));
+        newer[f + 60..f + 64].copy_from_slice(&crc.to_le_bytes());
+        assert!(matches!(
+            open(newer, None),
+            Err(Error::UnsupportedVersion { found: 2, .. })
+        ));
+        // A damaged data block names its own offset.
+        let mut bad = good;
+        bad[3] ^= 0x40;
+        let t = open(bad, None).unwrap();
+        match t.verify() {
+            Err(Error::Corruption { offset, detail, .. }) => {
+                assert_eq!(offset, 0);
+                assert!(detail.contains("checksum"), "{detail}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn separators_are_short_and_ordered() {
+        let mut out = Vec::new();
+        let a = make_internal_key(b"abcdef", 5, ValueKind::Value);
+        let b = make_internal_key(b"abzz", 5, ValueKind::Value);
+        separator(&a, &b, &mut out);
+        assert_eq!(user_key(&out), b"abd");
+        assert_eq!(compare_internal_keys(&a, &out), Ordering::Less);
+        assert_eq!(compare_internal_keys(&out, &b), Ordering::Less);
+        // Adjacent user keys cannot be shortened.
+        let c = make_internal_key(b"abcdeg", 5, ValueKind::Value);
+        separator(&a, &c, &mut out);
+        assert_eq!(out, a);
+        // Same user key.
+        let d = make_internal_key(b"abcdef", 4, ValueKind::Value);
+        separator(&a, &d, &mut out);
+        assert_eq!(out, a);
+        successor(&a, &mut out);
+        assert_eq!(user_key(&out), b"b");
+        let ff = make_internal_key(&[0xff, 0xff], 1, ValueKind::Value);
+        successor(&ff, &mut out);
+        assert_eq!(out, ff);
+    }
+}
