@@ -1,0 +1,177 @@
+//! The option sets a log is run under: every preset, and variations that make flushes,
+//! compactions, multi-level trees and unusual block layouts happen with little data.
+//!
+//! Owns: [`NamedOptions`], [`OptionSets`], [`tiny_options`].
+//!
+//! Invariants: every set validates (`Options::validate`); presets come from `Preset::ALL`,
+//! so a new preset joins every metamorphic run without a change here.
+//!
+//! Thread-safety: plain data.
+
+use mezzanine::{BlockFormat, Options, Preset};
+
+/// An option set with a name for reports (`<preset>/<variation>`).
+#[derive(Debug, Clone)]
+pub struct NamedOptions {
+    /// `<preset>/<variation>`, e.g. `leveldb/tiny-sst`.
+    pub name: String,
+    /// The options (their `fs` is replaced by the runner).
+    pub options: Options,
+}
+
+/// Small memtable and tables so that a few thousand ops flush and compact many times.
+/// `write_buffer_size` 8 KiB, `target_file_size` 8 KiB, `max_bytes_for_level_base`
+/// 32 KiB, `block_size` 1 KiB, L0 trigger 2.
+#[must_use]
+pub fn tiny_options(preset: Preset) -> Options {
+    let mut o = Options::preset(preset);
+    o.write_buffer_size = 8 * 1024;
+    o.target_file_size = 8 * 1024;
+    o.max_bytes_for_level_base = 32 * 1024;
+    o.block_size = 1024;
+    o.level0_compaction_trigger = 2;
+    o
+}
+
+type Variation = (&'static str, fn(&mut Options));
+
+fn tiny_memtable(o: &mut Options) {
+    o.write_buffer_size = 8 * 1024;
+}
+
+fn tiny_sst(o: &mut Options) {
+    o.write_buffer_size = 16 * 1024;
+    o.target_file_size = 8 * 1024;
+    o.max_bytes_for_level_base = 32 * 1024;
+}
+
+/// The variations applied to every preset. Each one keeps the preset's other choices.
+const VARIATIONS: &[Variation] = &[
+    ("default", |_| {}),
+    ("tiny-memtable", tiny_memtable),
+    ("tiny-sst", tiny_sst),
+    ("l0-trigger-1", |o| {
+        tiny_sst(o);
+        o.level0_compaction_trigger = 1;
+    }),
+    ("l0-trigger-2", |o| {
+        tiny_sst(o);
+        o.write_buffer_size = 4 * 1024;
+        o.level0_compaction_trigger = 2;
+    }),
+    ("l0-trigger-3", |o| {
+        tiny_sst(o);
+        o.level0_compaction_trigger = 3;
+    }),
+    ("prefix-blocks", |o| {
+        tiny_sst(o);
+        o.block_format = BlockFormat::Prefix;
+        o.block_restart_interval = 4;
+    }),
+    ("keyset-blocks", |o| {
+        tiny_sst(o);
+        o.block_format = BlockFormat::KeySet;
+    }),
+    ("block-256", |o| {
+        tiny_sst(o);
+        o.block_size = 256;
+    }),
+    ("no-bloom", |o| {
+        tiny_sst(o);
+        o.bloom_bits_per_key = 0;
+    }),
+    ("no-cache", |o| {
+        tiny_sst(o);
+        o.block_cache_capacity = 0;
+    }),
+    ("one-background-job", |o| {
+        tiny_memtable(o);
+        o.max_background_jobs = 1;
+        o.num_levels = 3;
+    }),
+];
+
+/// A list of named option sets.
+#[derive(Debug, Clone)]
+pub struct OptionSets(pub Vec<NamedOptions>);
+
+impl OptionSets {
+    /// Every preset in `Preset::ALL` crossed with every variation.
+    #[must_use]
+    pub fn standard() -> Self {
+        let mut v = Vec::new();
+        for &p in Preset::ALL {
+            for (name, f) in VARIATIONS {
+                let mut o = Options::preset(p);
+                f(&mut o);
+                v.push(NamedOptions {
+                    name: format!("{}/{name}", p.name()),
+                    options: o,
+                });
+            }
+        }
+        Self(v)
+    }
+
+    /// [`OptionSets::standard`], narrowed to the names listed (comma-separated, matched as
+    /// substrings) in the environment variable `MEZZ_OPTION_SETS` when it is set.
+    #[must_use]
+    pub fn from_env() -> Self {
+        let all = Self::standard();
+        match std::env::var("MEZZ_OPTION_SETS") {
+            Ok(filter) if !filter.trim().is_empty() => {
+                let pats: Vec<&str> = filter.split(',').map(str::trim).collect();
+                Self(
+                    all.0
+                        .into_iter()
+                        .filter(|n| pats.iter().any(|p| n.name.contains(p)))
+                        .collect(),
+                )
+            }
+            _ => all,
+        }
+    }
+
+    /// The set named `name`.
+    #[must_use]
+    pub fn find(&self, name: &str) -> Option<&NamedOptions> {
+        self.0.iter().find(|n| n.name == name)
+    }
+
+    /// Number of sets.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is no set.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The sets in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, NamedOptions> {
+        self.0.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_set_validates_and_names_are_unique() {
+        let sets = OptionSets::standard();
+        assert_eq!(sets.len(), Preset::ALL.len() * VARIATIONS.len());
+        let mut names = std::collections::BTreeSet::new();
+        for s in sets.iter() {
+            s.options
+                .validate()
+                .unwrap_or_else(|e| panic!("{}: {e}", s.name));
+            assert!(names.insert(s.name.clone()), "duplicate {}", s.name);
+        }
+        tiny_options(Preset::ALL[0]).validate().unwrap();
+        assert!(sets.find("leveldb/block-256").is_some());
+    }
+}

@@ -1,0 +1,439 @@
+//! Runs an op log against a real database and the model side by side.
+//!
+//! Owns: [`Harness`] (one open database, its model and their paired snapshots),
+//! [`run_log`], [`History`] and [`Failure`].
+//!
+//! Invariants: the harness checks every observable result against the model as it goes and
+//! stops at the first difference, so a returned [`History`] is also the model's history.
+//! After the last op, [`Harness::final_check`] compares a full scan with the model and runs
+//! `Db::verify`.
+//!
+//! Thread-safety: a harness is driven by one thread (the database itself may run background
+//! threads).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mezz_env::FileSystem;
+use mezzanine::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+
+use crate::model::{Entry, Map, Model, View};
+use crate::op::{BatchOp, Op, Output, SeekStart, Step, op_to_rust};
+
+/// The outputs of a log, one per op.
+pub type History = Vec<Output>;
+
+/// Where and how a log run went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// Index of the failing op; `None` for the open before the first op or the final check.
+    pub op_index: Option<usize>,
+    /// The failing op, when an op failed.
+    pub op: Option<Op>,
+    /// What the model (or the reference run) says.
+    pub expected: String,
+    /// What the database did.
+    pub found: String,
+}
+
+impl Failure {
+    fn at(i: usize, op: &Op, expected: impl fmt::Display, found: impl fmt::Display) -> Self {
+        Self {
+            op_index: Some(i),
+            op: Some(op.clone()),
+            expected: expected.to_string(),
+            found: found.to_string(),
+        }
+    }
+
+    fn general(what: &str, expected: impl fmt::Display, found: impl fmt::Display) -> Self {
+        Self {
+            op_index: None,
+            op: None,
+            expected: format!("{what}: {expected}"),
+            found: found.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.op_index, &self.op) {
+            (Some(i), Some(op)) => writeln!(f, "op #{i}: {}", op_to_rust(op))?,
+            _ => writeln!(f, "outside any op")?,
+        }
+        writeln!(f, "  expected: {}", self.expected)?;
+        write!(f, "  found:    {}", self.found)
+    }
+}
+
+/// One open database driven in step with a [`Model`].
+#[derive(Debug)]
+pub struct Harness {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    options: Options,
+    db: Option<Db>,
+    model: Model,
+    /// Live snapshots: the database's and the model's frozen copy, in the order taken.
+    snapshots: Vec<(Snapshot, Arc<Map>)>,
+}
+
+fn err(e: &mezzanine::Error) -> String {
+    format!("error: {e}")
+}
+
+fn scan(it: &mut DbIterator, reverse: bool, limit: usize) -> mezzanine::Result<Vec<Entry>> {
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    let mut out = Vec::new();
+    while it.valid() && out.len() < limit {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status()?;
+    Ok(out)
+}
+
+fn walk(
+    it: &mut DbIterator,
+    start: &SeekStart,
+    steps: &[Step],
+) -> mezzanine::Result<Vec<Option<Entry>>> {
+    match start {
+        SeekStart::First => it.seek_to_first(),
+        SeekStart::Last => it.seek_to_last(),
+        SeekStart::Seek(k) => it.seek(k),
+        SeekStart::SeekForPrev(k) => it.seek_for_prev(k),
+    }
+    let pos = |it: &DbIterator| it.valid().then(|| (it.key().to_vec(), it.value().to_vec()));
+    let mut out = vec![pos(it)];
+    for step in steps {
+        if !it.valid() {
+            break;
+        }
+        match step {
+            Step::Next => it.next(),
+            Step::Prev => it.prev(),
+        }
+        out.push(pos(it));
+    }
+    it.status()?;
+    Ok(out)
+}
+
+fn read_opts(lower: Option<&Vec<u8>>, upper: Option<&Vec<u8>>) -> ReadOptions {
+    ReadOptions {
+        lower_bound: lower.cloned(),
+        upper_bound: upper.cloned(),
+        ..ReadOptions::default()
+    }
+}
+
+impl Harness {
+    /// Opens the database in `dir` on `fs` with `options` (whose `fs` is replaced by `fs`).
+    ///
+    /// # Errors
+    /// A [`Failure`] if the open fails.
+    pub fn open(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        mut options: Options,
+    ) -> Result<Self, Failure> {
+        options.fs = Arc::clone(&fs);
+        let db =
+            Db::open(dir, options.clone()).map_err(|e| Failure::general("open", "Ok", err(&e)))?;
+        Ok(Self {
+            fs,
+            dir: dir.to_path_buf(),
+            options,
+            db: Some(db),
+            model: Model::new(),
+            snapshots: Vec::new(),
+        })
+    }
+
+    /// The open database.
+    ///
+    /// # Panics
+    /// Never in practice: the handle is only absent while a reopen is in progress.
+    #[must_use]
+    pub fn db(&self) -> &Db {
+        #[allow(clippy::expect_used)] // every path that takes the handle puts one back or fails
+        self.db.as_ref().expect("database is open")
+    }
+
+    /// The model.
+    #[must_use]
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The file system the database runs on.
+    #[must_use]
+    pub fn fs(&self) -> &Arc<dyn FileSystem> {
+        &self.fs
+    }
+
+    fn snapshot_slot(&self, slot: usize) -> Option<usize> {
+        (!self.snapshots.is_empty()).then(|| slot % self.snapshots.len())
+    }
+
+    /// Closes the database and opens it again; live snapshots are dropped first.
+    ///
+    /// # Errors
+    /// A description of the close or open error.
+    pub fn reopen(&mut self) -> Result<(), String> {
+        self.snapshots.clear();
+        if let Some(db) = self.db.take() {
+            db.close().map_err(|e| format!("close: {}", err(&e)))?;
+        }
+        let db =
+            Db::open(&self.dir, self.options.clone()).map_err(|e| format!("open: {}", err(&e)))?;
+        self.db = Some(db);
+        Ok(())
+    }
+
+    /// Applies op number `i` to the database and the model and compares what they show.
+    ///
+    /// # Errors
+    /// A [`Failure`] at the first difference or database error.
+    pub fn apply(&mut self, i: usize, op: &Op) -> Result<Output, Failure> {
+        let fail = |expected: &dyn fmt::Display, found: &dyn fmt::Display| {
+            Failure::at(i, op, expected, found)
+        };
+        let wo = WriteOptions::default();
+        let expected = match op {
+            Op::Put { key, value } => {
+                self.db()
+                    .put(key, value)
+                    .map_err(|e| fail(&"Ok", &err(&e)))?;
+                self.model.put(key, value);
+                Output::Done
+            }
+            Op::Delete { key } => {
+                self.db().delete(key).map_err(|e| fail(&"Ok", &err(&e)))?;
+                self.model.delete(key);
+                Output::Done
+            }
+            Op::Batch(items) => {
+                let mut b = WriteBatch::new();
+                for item in items {
+                    match item {
+                        BatchOp::Put { key, value } => b.put(key, value),
+                        BatchOp::Delete { key } => b.delete(key),
+                    }
+                }
+                self.db().write(&wo, b).map_err(|e| fail(&"Ok", &err(&e)))?;
+                self.model.apply_batch(items);
+                Output::Done
+            }
+            Op::Get { key } => {
+                let want = Output::Value(self.model.view().get(key));
+                let got = self.db().get(key).map_err(|e| fail(&want, &err(&e)))?;
+                Self::compare(Output::Value(got), want, &fail)?
+            }
+            Op::Iterate {
+                lower,
+                upper,
+                reverse,
+                limit,
+            } => {
+                let want = Output::Entries(self.model.view().scan(
+                    lower.as_deref(),
+                    upper.as_deref(),
+                    *reverse,
+                    *limit,
+                ));
+                let got = self
+                    .db()
+                    .iter(&read_opts(lower.as_ref(), upper.as_ref()))
+                    .and_then(|mut it| scan(&mut it, *reverse, *limit))
+                    .map_err(|e| fail(&want, &err(&e)))?;
+                Self::compare(Output::Entries(got), want, &fail)?
+            }
+            Op::Walk {
+                lower,
+                upper,
+                start,
+                steps,
+            } => {
+                let want = Output::Walk(self.model.view().walk(
+                    lower.as_deref(),
+                    upper.as_deref(),
+                    start,
+                    steps,
+                ));
+                let got = self
+                    .db()
+                    .iter(&read_opts(lower.as_ref(), upper.as_ref()))
+                    .and_then(|mut it| walk(&mut it, start, steps))
+                    .map_err(|e| fail(&want, &err(&e)))?;
+                Self::compare(Output::Walk(got), want, &fail)?
+            }
+            Op::TakeSnapshot => {
+                let s = self.db().snapshot();
+                self.snapshots.push((s, self.model.snapshot()));
+                Output::Done
+            }
+            Op::ReadAtSnapshot {
+                snapshot,
+                key,
+                lower,
+                upper,
+                reverse,
+                limit,
+            } => match self.snapshot_slot(*snapshot) {
+                None => Output::NoSnapshot,
+                Some(slot) => {
+                    let Some((snap, map)) = self.snapshots.get(slot) else {
+                        return Err(fail(&"a live snapshot", &"none"));
+                    };
+                    let view = View(map);
+                    let want = Output::SnapshotRead {
+                        value: view.get(key),
+                        entries: view.scan(lower.as_deref(), upper.as_deref(), *reverse, *limit),
+                    };
+                    let mut ro = read_opts(lower.as_ref(), upper.as_ref());
+                    ro.snapshot = Some(snap.clone());
+                    let db = self.db();
+                    let got = db
+                        .get_opt(&ro, key)
+                        .and_then(|value| {
+                            let mut it = db.iter(&ro)?;
+                            let entries = scan(&mut it, *reverse, *limit)?;
+                            Ok(Output::SnapshotRead { value, entries })
+                        })
+                        .map_err(|e| fail(&want, &err(&e)))?;
+                    Self::compare(got, want, &fail)?
+                }
+            },
+            Op::ReleaseSnapshot { snapshot } => match self.snapshot_slot(*snapshot) {
+                None => Output::NoSnapshot,
+                Some(slot) => {
+                    self.snapshots.remove(slot);
+                    Output::Done
+                }
+            },
+            Op::Flush => {
+                self.db().flush().map_err(|e| fail(&"Ok", &err(&e)))?;
+                Output::Done
+            }
+            Op::CompactRange { begin, end } => {
+                self.db()
+                    .compact_range(begin.as_deref(), end.as_deref())
+                    .map_err(|e| fail(&"Ok", &err(&e)))?;
+                Output::Done
+            }
+            Op::Reopen => {
+                self.reopen().map_err(|e| fail(&"Ok", &e))?;
+                Output::Done
+            }
+        };
+        Ok(expected)
+    }
+
+    fn compare(
+        got: Output,
+        want: Output,
+        fail: &dyn Fn(&dyn fmt::Display, &dyn fmt::Display) -> Failure,
+    ) -> Result<Output, Failure> {
+        if got == want {
+            Ok(got)
+        } else {
+            Err(fail(&want, &got))
+        }
+    }
+
+    /// Compares a full forward and backward scan with the model and runs `Db::verify`.
+    ///
+    /// # Errors
+    /// A [`Failure`] naming the first difference or error.
+    pub fn final_check(&self) -> Result<(), Failure> {
+        let want = self.model.view().scan(None, None, false, usize::MAX);
+        for reverse in [false, true] {
+            let got = self
+                .db()
+                .iter(&ReadOptions::default())
+                .and_then(|mut it| scan(&mut it, reverse, usize::MAX))
+                .map_err(|e| Failure::general("final scan", "Ok", err(&e)))?;
+            let mut want = want.clone();
+            if reverse {
+                want.reverse();
+            }
+            if got != want {
+                let what = if reverse {
+                    "final reverse scan"
+                } else {
+                    "final scan"
+                };
+                return Err(first_difference(what, &want, &got));
+            }
+        }
+        self.db()
+            .verify()
+            .map_err(|e| Failure::general("verify", "Ok", err(&e)))?;
+        Ok(())
+    }
+
+    /// Closes the database.
+    ///
+    /// # Errors
+    /// A [`Failure`] if `close` fails.
+    pub fn close(mut self) -> Result<(), Failure> {
+        self.snapshots.clear();
+        if let Some(db) = self.db.take() {
+            db.close()
+                .map_err(|e| Failure::general("close", "Ok", err(&e)))?;
+        }
+        Ok(())
+    }
+}
+
+/// A failure describing where two entry lists first differ.
+fn first_difference(what: &str, want: &[Entry], got: &[Entry]) -> Failure {
+    let i = want
+        .iter()
+        .zip(got)
+        .position(|(a, b)| a != b)
+        .unwrap_or(want.len().min(got.len()));
+    let show = |e: Option<&Entry>| match e {
+        None => "<end>".to_string(),
+        Some((k, v)) => format!("{} => {}", crate::op::Abbrev(k), crate::op::Abbrev(v)),
+    };
+    Failure::general(
+        what,
+        format!("{} entries, entry {i} = {}", want.len(), show(want.get(i))),
+        format!("{} entries, entry {i} = {}", got.len(), show(got.get(i))),
+    )
+}
+
+/// Runs `ops` against a database created in `dir` on `fs` with `options` (whose `fs` field
+/// is replaced by `fs`) and against the model; checks every output, then a final full scan
+/// and `Db::verify`, then closes the database.
+///
+/// # Errors
+/// The first [`Failure`].
+pub fn run_log(
+    ops: &[Op],
+    fs: Arc<dyn FileSystem>,
+    dir: &Path,
+    options: &Options,
+) -> Result<History, Failure> {
+    let mut h = Harness::open(fs, dir, options.clone())?;
+    let mut history = Vec::with_capacity(ops.len());
+    for (i, op) in ops.iter().enumerate() {
+        history.push(h.apply(i, op)?);
+    }
+    h.final_check()?;
+    h.close()?;
+    Ok(history)
+}
