@@ -1,1 +1,43 @@
-//! Benchmark harness (being written).
+//! # mezz-bench
+//!
+//! Mezzanine's benchmark harness, in the style of LevelDB's `db_bench`: named workloads
+//! (see [`workloads`] for the list), run by several threads against one engine, measured
+//! per benchmark (throughput, latency percentiles per operation kind, a per-second
+//! throughput timeline, engine-reported write amplification and stall time, CPU time, peak
+//! RSS, bytes written to storage), reported as one human line and one JSON line each.
+//!
+//! ```no_run
+//! use mezz_bench::{BenchConfig, Benchmark, MezzFactory, build_options, run};
+//! let factory = MezzFactory::new(build_options(Some("leveldb"), &[])?);
+//! let cfg = BenchConfig {
+//!     benchmarks: Benchmark::parse_list("fillrandom,readrandom")?,
+//!     num: 100_000,
+//!     ..BenchConfig::default()
+//! };
+//! let results = run(&cfg, &factory, &mut std::io::stdout())?;
+//! println!("{}", results[0].ops_per_sec);
+//! # Ok::<(), mezz_bench::BenchError>(())
+//! ```
+//!
+//! Layout: [`engine`] (the `KvEngine` / `EngineFactory` seam every engine adapter
+//! implements), [`mezz_engine`] (the Mezzanine adapter), [`workloads`] (benchmark names and
+//! the per-thread loops), [`keygen`] (keys and values), [`metrics`] (histograms, timeline,
+//! stall seconds), [`sysinfo`] (`/proc` readers, machine facts), [`report`] (result record,
+//! human line, JSON), [`runner`] (directory handling, threads, measurement).
+
+pub mod engine;
+pub mod error;
+pub mod keygen;
+pub mod metrics;
+pub mod mezz_engine;
+pub mod report;
+pub mod runner;
+pub mod sysinfo;
+pub mod workloads;
+
+pub use engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult};
+pub use error::{BenchError, Result};
+pub use mezz_engine::{MezzEngine, MezzFactory, build_options, options_json, parse_opt};
+pub use report::BenchResult;
+pub use runner::{BenchConfig, run};
+pub use workloads::Benchmark;

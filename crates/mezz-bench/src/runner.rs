@@ -1,0 +1,468 @@
+//! The driver: prepares the database directory, runs each benchmark's worker threads,
+//! measures around them, and writes the report lines and JSON lines.
+//!
+//! Directory rules (like db_bench's `--use_existing_db`): without `--db`, a fresh temporary
+//! directory is used and deleted at the end. With `--db DIR` and no `--use-existing`, `DIR`
+//! must be absent, empty, or hold a database of the engine (which is destroyed); anything
+//! else is refused, so the harness never deletes files it did not create. With
+//! `--use-existing` the data is kept and the `fill*` benchmarks are skipped.
+//!
+//! Thread-safety: `run` is called from one thread; it spawns scoped workers per benchmark
+//! and joins them before measuring.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::engine::{EngineFactory, KvEngine};
+use crate::error::{BenchError, Result};
+use crate::keygen::ValueGenerator;
+use crate::metrics::{ThreadMetrics, stall_seconds};
+use crate::report::{BenchResult, EngineInterval, ProcessMetrics};
+use crate::sysinfo::{MachineInfo, ProcSnapshot, peak_rss_bytes};
+use crate::workloads::{Benchmark, WorkerCtx, run_worker};
+
+/// Runs shorter than this get no progress bar.
+const PROGRESS_DELAY: Duration = Duration::from_secs(2);
+/// How often the driver looks at its workers.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What to run and how (everything but the engine's own options, which live in the
+/// [`EngineFactory`]).
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Benchmarks, run in order.
+    pub benchmarks: Vec<Benchmark>,
+    /// Number of keys (`--num`). Default: 1,000,000.
+    pub num: u64,
+    /// Number of reads (`--reads`); `None` = `num`.
+    pub reads: Option<u64>,
+    /// Key size in bytes. Default: 16.
+    pub key_size: usize,
+    /// Value size in bytes. Default: 100.
+    pub value_size: usize,
+    /// Worker threads. Default: 1.
+    pub threads: usize,
+    /// Make every write synchronous. Default: false.
+    pub sync: bool,
+    /// Database directory; `None` = a temporary directory deleted at the end.
+    pub db: Option<PathBuf>,
+    /// Keep the data already in `db` (and skip the `fill*` benchmarks). Default: false.
+    pub use_existing: bool,
+    /// Append one JSON object per benchmark to this file. Default: none.
+    pub json: Option<PathBuf>,
+    /// Base seed of the workers' random number generators. Default: 301.
+    pub seed: u64,
+    /// Show a progress bar on stderr for long runs (only if stderr is a terminal).
+    /// Default: true.
+    pub progress: bool,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        Self {
+            benchmarks: vec![Benchmark::FillRandom, Benchmark::ReadRandom],
+            num: 1_000_000,
+            reads: None,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            sync: false,
+            db: None,
+            use_existing: false,
+            json: None,
+            seed: 301,
+            progress: true,
+        }
+    }
+}
+
+impl BenchConfig {
+    /// Reads to do: `reads`, or `num` when unset.
+    #[must_use]
+    pub fn effective_reads(&self) -> u64 {
+        self.reads.unwrap_or(self.num)
+    }
+
+    /// Checks the configuration.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(BenchError::InvalidArgument(m.to_string()));
+        if self.benchmarks.is_empty() {
+            return bad("no benchmark given");
+        }
+        if self.num == 0 {
+            return bad("--num must be at least 1");
+        }
+        if !(1..=4096).contains(&self.key_size) {
+            return bad("--key-size must be in 1..=4096");
+        }
+        if self.value_size > (64 << 20) {
+            return bad("--value-size must be at most 64 MiB");
+        }
+        if !(1..=1024).contains(&self.threads) {
+            return bad("--threads must be in 1..=1024");
+        }
+        Ok(())
+    }
+
+    /// The configuration as JSON, merged with the engine's (`engine`, `preset`, `options`).
+    #[must_use]
+    pub fn to_json(&self, factory: &dyn EngineFactory) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert("engine".into(), factory.name().into());
+        if let serde_json::Value::Object(engine) = factory.config_json() {
+            m.extend(engine);
+        }
+        let benchmarks: Vec<&str> = self.benchmarks.iter().map(|b| b.name()).collect();
+        let rest = serde_json::json!({
+            "benchmarks": benchmarks,
+            "num": self.num,
+            "reads": self.effective_reads(),
+            "key_size": self.key_size,
+            "value_size": self.value_size,
+            "threads": self.threads,
+            "sync": self.sync,
+            "seed": self.seed,
+            "use_existing": self.use_existing,
+            "db": self.db.as_ref().map(|p| p.display().to_string()),
+        });
+        if let serde_json::Value::Object(rest) = rest {
+            m.extend(rest);
+        }
+        serde_json::Value::Object(m)
+    }
+}
+
+/// Where the database lives for the run.
+enum DbDir {
+    Temp(tempfile::TempDir),
+    Given(PathBuf),
+}
+
+impl DbDir {
+    fn path(&self) -> &Path {
+        match self {
+            DbDir::Temp(t) => t.path(),
+            DbDir::Given(p) => p,
+        }
+    }
+}
+
+/// Resolves and prepares the database directory. Returns it and whether it may hold data.
+fn prepare_dir(cfg: &BenchConfig, factory: &dyn EngineFactory) -> Result<(DbDir, bool)> {
+    let Some(dir) = &cfg.db else {
+        let t = tempfile::Builder::new()
+            .prefix("mezz-bench-")
+            .tempdir()
+            .map_err(|e| BenchError::io(std::env::temp_dir(), e))?;
+        return Ok((DbDir::Temp(t), false));
+    };
+    let mut has_data = false;
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(BenchError::InvalidArgument(format!(
+                "--db {} exists and is not a directory",
+                dir.display()
+            )));
+        }
+        let non_empty = std::fs::read_dir(dir)
+            .map_err(|e| BenchError::io(dir, e))?
+            .next()
+            .is_some();
+        if non_empty {
+            if cfg.use_existing {
+                has_data = true;
+            } else if factory.is_engine_dir(dir) {
+                factory.destroy(dir)?;
+            } else {
+                return Err(BenchError::InvalidArgument(format!(
+                    "--db {} is not empty and does not hold a {} database: refusing to \
+                     delete it (pass --use-existing to benchmark the data in it)",
+                    dir.display(),
+                    factory.name()
+                )));
+            }
+        }
+    } else {
+        std::fs::create_dir_all(dir).map_err(|e| BenchError::io(dir, e))?;
+    }
+    Ok((DbDir::Given(dir.clone()), has_data))
+}
+
+/// The db_bench-style header: sizes, entries, raw data size.
+fn header(cfg: &BenchConfig, factory: &dyn EngineFactory, dir: &Path) -> String {
+    let entry = (cfg.key_size + cfg.value_size) as f64;
+    let n = cfg.num as f64;
+    format!(
+        "Engine:     {}\nDirectory:  {}\nKeys:       {} bytes each\nValues:     {} bytes \
+         each ({} bytes after compression)\nEntries:    {}\nReads:      {}\nThreads:    {}\n\
+         RawSize:    {:.1} MB (estimated)\n{}",
+        factory.name(),
+        dir.display(),
+        cfg.key_size,
+        cfg.value_size,
+        cfg.value_size / 2,
+        cfg.num,
+        cfg.effective_reads(),
+        cfg.threads,
+        entry * n / 1_048_576.0,
+        "-".repeat(48)
+    )
+}
+
+/// Runs every benchmark of `cfg` on the engine `factory` opens, printing the header and one
+/// line per benchmark to `out`, appending JSON lines to `cfg.json`. Returns the results.
+///
+/// # Errors
+/// A bad configuration or directory, the first engine error, or an I/O error on the JSON
+/// file.
+pub fn run(
+    cfg: &BenchConfig,
+    factory: &dyn EngineFactory,
+    out: &mut dyn Write,
+) -> Result<Vec<BenchResult>> {
+    cfg.validate()?;
+    let out_err = |e: std::io::Error| BenchError::io("<stdout>", e);
+    let mut json = match &cfg.json {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| BenchError::io(p, e))?,
+        ),
+        None => None,
+    };
+    let (dir, mut has_data) = prepare_dir(cfg, factory)?;
+    let machine = MachineInfo::collect();
+    let config_json = cfg.to_json(factory);
+    let values = ValueGenerator::new(cfg.value_size);
+    writeln!(out, "{}", header(cfg, factory, dir.path())).map_err(out_err)?;
+
+    let mut engine = factory.open(dir.path())?;
+    let mut results = Vec::new();
+    for (index, &bench) in cfg.benchmarks.iter().enumerate() {
+        if bench == Benchmark::Stats {
+            let text = engine
+                .stats_text()
+                .unwrap_or_else(|| engine.stats_json().to_string());
+            writeln!(out, "{text}").map_err(out_err)?;
+            continue;
+        }
+        if bench.needs_fresh_db() {
+            if cfg.use_existing {
+                writeln!(
+                    out,
+                    "{:<12} : skipped (--use-existing keeps the existing data)",
+                    bench.name()
+                )
+                .map_err(out_err)?;
+                continue;
+            }
+            if has_data {
+                engine.close()?;
+                drop(engine);
+                factory.destroy(dir.path())?;
+                engine = factory.open(dir.path())?;
+            }
+        }
+        let seed = cfg.seed.wrapping_add((index as u64) << 32);
+        let r = run_one(cfg, bench, &engine, &values, seed, &config_json, &machine)?;
+        has_data = true;
+        writeln!(out, "{}", r.human_line()).map_err(out_err)?;
+        if let (Some(f), Some(p)) = (json.as_mut(), cfg.json.as_ref()) {
+            let line = r
+                .to_json_line()
+                .map_err(|e| BenchError::InvalidArgument(format!("JSON: {e}")))?;
+            writeln!(f, "{line}")
+                .and_then(|()| f.flush())
+                .map_err(|e| BenchError::io(p, e))?;
+        }
+        results.push(r);
+    }
+    engine.close()?;
+    drop(engine);
+    if let DbDir::Temp(t) = dir {
+        let p = t.path().to_path_buf();
+        t.close().map_err(|e| BenchError::io(p, e))?;
+    }
+    Ok(results)
+}
+
+/// Counts a worker as finished when dropped, even if it panics.
+struct FinishGuard<'a>(&'a AtomicUsize);
+
+impl Drop for FinishGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
+fn new_progress_bar(bench: Benchmark, total: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{msg:>12} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, eta {eta})",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_message(bench.name());
+    bar
+}
+
+/// Runs one benchmark and measures it.
+fn run_one(
+    cfg: &BenchConfig,
+    bench: Benchmark,
+    engine: &Arc<dyn KvEngine>,
+    values: &ValueGenerator,
+    seed: u64,
+    config_json: &serde_json::Value,
+    machine: &MachineInfo,
+) -> Result<BenchResult> {
+    let counted = cfg.threads;
+    let workers = bench.worker_threads(cfg.threads);
+    let total = bench.total_ops(cfg.num, cfg.effective_reads());
+    let progress = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let counted_done = AtomicUsize::new(0);
+    let others_done = AtomicUsize::new(0);
+    let show_progress = cfg.progress && std::io::stderr().is_terminal();
+
+    let counters_before = engine.counters();
+    let proc_before = ProcSnapshot::now();
+    let start = Instant::now();
+    let ctx = WorkerCtx {
+        bench,
+        engine: engine.as_ref(),
+        num: cfg.num,
+        reads: cfg.effective_reads(),
+        key_size: cfg.key_size,
+        value_size: cfg.value_size,
+        threads: counted,
+        sync: cfg.sync,
+        seed,
+        start,
+        values,
+        progress: &progress,
+        stop: &stop,
+    };
+
+    let outcomes: Vec<std::thread::Result<Result<(ThreadMetrics, Instant)>>> =
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|t| {
+                    let ctx = &ctx;
+                    let done = if t < counted {
+                        &counted_done
+                    } else {
+                        &others_done
+                    };
+                    s.spawn(move || {
+                        let _guard = FinishGuard(done);
+                        let r = run_worker(ctx, t).map(|m| (m, Instant::now()));
+                        if r.is_err() {
+                            ctx.stop.store(true, Ordering::Relaxed);
+                        }
+                        r
+                    })
+                })
+                .collect();
+            let mut bar: Option<ProgressBar> = None;
+            while counted_done.load(Ordering::Acquire) < counted
+                && others_done.load(Ordering::Acquire) + counted_done.load(Ordering::Acquire)
+                    < workers
+            {
+                std::thread::sleep(POLL);
+                if show_progress && bar.is_none() && start.elapsed() >= PROGRESS_DELAY {
+                    bar = Some(new_progress_bar(bench, total));
+                }
+                if let Some(b) = &bar {
+                    b.set_position(progress.load(Ordering::Relaxed));
+                }
+            }
+            // The counted workers are done (or one failed): stop the writer, if any.
+            stop.store(true, Ordering::Relaxed);
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+
+    let mut merged = ThreadMetrics::new()?;
+    let mut end = start;
+    for (t, o) in outcomes.into_iter().enumerate() {
+        let (m, finished) = o.map_err(|p| {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            BenchError::ThreadPanic(msg)
+        })??;
+        if t < counted {
+            end = end.max(finished);
+        }
+        merged.merge(&m);
+    }
+    let elapsed = end.duration_since(start);
+    let proc_delta = ProcSnapshot::now().since(&proc_before);
+    let engine_interval = engine
+        .counters()
+        .zip(counters_before)
+        .map(|(after, before)| {
+            let d = after.since(&before);
+            EngineInterval {
+                write_amplification: d.write_amplification(),
+                stall_micros: d.stall_micros,
+                user_bytes_written: d.user_bytes_written,
+                storage_bytes_written: d.storage_bytes_written,
+            }
+        });
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let ops = merged.ops;
+    let timeline = merged.timeline(elapsed);
+    Ok(BenchResult {
+        benchmark: bench.name().to_string(),
+        engine: engine.name(),
+        config: config_json.clone(),
+        machine: machine.clone(),
+        timestamp_unix: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        ops,
+        elapsed_secs: elapsed.as_secs_f64(),
+        micros_per_op: if ops == 0 {
+            0.0
+        } else {
+            secs * 1e6 * counted as f64 / ops as f64
+        },
+        ops_per_sec: ops as f64 / secs,
+        mb_per_sec: merged.bytes as f64 / 1_048_576.0 / secs,
+        bytes: merged.bytes,
+        found: merged.found,
+        not_found: merged.not_found,
+        primary_op: bench.primary_op().name().to_string(),
+        latency: merged
+            .latencies()
+            .into_iter()
+            .map(|(k, s)| (k.name().to_string(), s))
+            .collect(),
+        stall_seconds: stall_seconds(&timeline, elapsed),
+        timeline_ops_per_sec: timeline,
+        engine_interval,
+        process: ProcessMetrics {
+            cpu_user_secs: proc_delta.cpu_user_secs,
+            cpu_sys_secs: proc_delta.cpu_sys_secs,
+            peak_rss_bytes: peak_rss_bytes(),
+            storage_write_bytes: proc_delta.storage_write_bytes,
+        },
+        engine_stats: engine.stats_json(),
+    })
+}

@@ -1,0 +1,222 @@
+//! Process and machine facts read from `/proc` (Linux): CPU time, peak RSS, bytes written
+//! to storage, cores, memory, kernel, CPU model, and the git commit being measured.
+//!
+//! Every reader returns `None` (or `"unknown"`) when the file is missing or unparsable, so
+//! the harness runs, with fewer facts, where `/proc` is absent. The parsers are pure
+//! functions over the files' text. Thread-safety: stateless.
+
+use std::process::Command;
+
+use serde::Serialize;
+
+/// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, fixed at 100 in the Linux
+/// user-space ABI on the platforms we run on).
+const CLOCK_TICKS_PER_SEC: f64 = 100.0;
+
+/// Process counters at one instant; subtract two with [`ProcSnapshot::since`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ProcSnapshot {
+    /// User CPU seconds of the whole process (every thread, including finished ones).
+    pub cpu_user_secs: Option<f64>,
+    /// System CPU seconds of the whole process.
+    pub cpu_sys_secs: Option<f64>,
+    /// Bytes the process caused to be written to storage (`write_bytes` of `/proc/self/io`).
+    pub storage_write_bytes: Option<u64>,
+}
+
+impl ProcSnapshot {
+    /// Reads the current process's counters.
+    #[must_use]
+    pub fn now() -> Self {
+        let (user, sys) = std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .and_then(|s| parse_stat_cpu_ticks(&s))
+            .map_or((None, None), |(u, s)| {
+                (
+                    Some(u as f64 / CLOCK_TICKS_PER_SEC),
+                    Some(s as f64 / CLOCK_TICKS_PER_SEC),
+                )
+            });
+        Self {
+            cpu_user_secs: user,
+            cpu_sys_secs: sys,
+            storage_write_bytes: std::fs::read_to_string("/proc/self/io")
+                .ok()
+                .and_then(|s| parse_io_write_bytes(&s)),
+        }
+    }
+
+    /// The counters accumulated between `earlier` and `self`.
+    #[must_use]
+    pub fn since(&self, earlier: &ProcSnapshot) -> ProcSnapshot {
+        ProcSnapshot {
+            cpu_user_secs: self
+                .cpu_user_secs
+                .zip(earlier.cpu_user_secs)
+                .map(|(a, b)| (a - b).max(0.0)),
+            cpu_sys_secs: self
+                .cpu_sys_secs
+                .zip(earlier.cpu_sys_secs)
+                .map(|(a, b)| (a - b).max(0.0)),
+            storage_write_bytes: self
+                .storage_write_bytes
+                .zip(earlier.storage_write_bytes)
+                .map(|(a, b)| a.saturating_sub(b)),
+        }
+    }
+}
+
+/// `(utime, stime)` in clock ticks from the text of `/proc/<pid>/stat`.
+///
+/// The command name (field 2) is in parentheses and may itself hold spaces or parentheses,
+/// so fields are counted from the last `)`.
+#[must_use]
+pub fn parse_stat_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    // After ")" come field 3 (state) onwards; utime and stime are fields 14 and 15.
+    let utime = fields.nth(11)?.parse().ok()?;
+    let stime = fields.next()?.parse().ok()?;
+    Some((utime, stime))
+}
+
+/// The value in bytes of a `Name:   123 kB` line of `/proc/self/status` or `/proc/meminfo`.
+#[must_use]
+pub fn parse_kb_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix(name)?.strip_prefix(':')?.trim();
+        let kb: u64 = v.strip_suffix("kB").unwrap_or(v).trim().parse().ok()?;
+        kb.checked_mul(1024)
+    })
+}
+
+/// `write_bytes` from the text of `/proc/self/io`.
+#[must_use]
+pub fn parse_io_write_bytes(io: &str) -> Option<u64> {
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:")?.trim().parse().ok())
+}
+
+/// The process's peak resident set size so far (`VmHWM`), in bytes.
+#[must_use]
+pub fn peak_rss_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| parse_kb_field(&s, "VmHWM"))
+}
+
+/// The machine a benchmark ran on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MachineInfo {
+    /// Hardware threads available to the process.
+    pub cores: usize,
+    /// Total memory in bytes (`MemTotal`), if known.
+    pub mem_total_bytes: Option<u64>,
+    /// The CPU model, if known.
+    pub cpu_model: Option<String>,
+    /// The kernel release, if known.
+    pub kernel: Option<String>,
+    /// `git rev-parse HEAD` of the working directory, or `"unknown"`.
+    pub git_commit: String,
+}
+
+impl MachineInfo {
+    /// Collects the facts about this machine.
+    #[must_use]
+    pub fn collect() -> Self {
+        Self {
+            cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            mem_total_bytes: std::fs::read_to_string("/proc/meminfo")
+                .ok()
+                .and_then(|s| parse_kb_field(&s, "MemTotal")),
+            cpu_model: std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|s| parse_cpu_model(&s)),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
+            git_commit: git_commit(),
+        }
+    }
+}
+
+/// The first `model name` of `/proc/cpuinfo`.
+#[must_use]
+pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "model name").then(|| v.trim().to_string())
+    })
+}
+
+/// The commit checked out in the current directory, or `"unknown"`.
+#[must_use]
+pub fn git_commit() -> String {
+    Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_cpu_ticks_are_fields_14_and_15() {
+        let stat = "4242 (my (weird) prog) S 1 4242 4242 0 -1 4194560 1234 0 0 0 \
+                    517 83 0 0 20 0 3 0 12345 1000000 500 18446744073709551615";
+        assert_eq!(parse_stat_cpu_ticks(stat), Some((517, 83)));
+        assert_eq!(parse_stat_cpu_ticks("garbage"), None);
+        assert_eq!(parse_stat_cpu_ticks("1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn kb_fields_are_converted_to_bytes() {
+        let status = "Name:\tmezz\nVmPeak:\t  20000 kB\nVmHWM:\t    1536 kB\nVmRSS:\t 1000 kB\n";
+        assert_eq!(parse_kb_field(status, "VmHWM"), Some(1536 * 1024));
+        assert_eq!(parse_kb_field(status, "VmSwap"), None);
+        let meminfo = "MemTotal:       24576000 kB\nMemFree:         1000 kB\n";
+        assert_eq!(parse_kb_field(meminfo, "MemTotal"), Some(24_576_000 * 1024));
+    }
+
+    #[test]
+    fn io_write_bytes_is_parsed() {
+        let io = "rchar: 10\nwchar: 20\nread_bytes: 4096\nwrite_bytes: 81920\n\
+                  cancelled_write_bytes: 0\n";
+        assert_eq!(parse_io_write_bytes(io), Some(81920));
+        assert_eq!(parse_io_write_bytes("rchar: 1\n"), None);
+    }
+
+    #[test]
+    fn cpu_model_is_the_first_model_name() {
+        let c =
+            "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nprocessor\t: 1\nmodel name\t: other\n";
+        assert_eq!(parse_cpu_model(c).as_deref(), Some("AMD EPYC 7B13"));
+    }
+
+    #[test]
+    fn snapshot_difference_saturates() {
+        let a = ProcSnapshot {
+            cpu_user_secs: Some(1.0),
+            cpu_sys_secs: Some(0.5),
+            storage_write_bytes: Some(100),
+        };
+        let b = ProcSnapshot {
+            cpu_user_secs: Some(3.0),
+            cpu_sys_secs: None,
+            storage_write_bytes: Some(50),
+        };
+        let d = b.since(&a);
+        assert_eq!(d.cpu_user_secs, Some(2.0));
+        assert_eq!(d.cpu_sys_secs, None);
+        assert_eq!(d.storage_write_bytes, Some(0));
+    }
+}
