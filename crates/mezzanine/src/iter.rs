@@ -1,61 +1,1345 @@
-//! Iterators: merging iterator over internal iterators, and the user-facing `DbIterator`.
+//! Iterators over the engine's sorted sources.
 //!
-//! (API skeleton: bodies are being filled in.)
+//! Owns:
+//! - [`merging_iterator`]: merges several [`InternalIterator`]s (memtables, L0 tables, one
+//!   [`LevelIterator`] per deeper level) into one sorted stream, in both directions.
+//! - [`LevelIterator`]: concatenates the non-overlapping, sorted tables of one level (L1+),
+//!   opening each table lazily through the [`TableCache`].
+//! - [`DbIterator`]: the user-facing iterator. It turns internal entries into user keys as
+//!   of one sequence number: the newest version with `seq' <= seq` wins, deletions and
+//!   older versions are hidden, and bounds (lower inclusive, upper exclusive) are applied
+//!   in every direction.
+//!
+//! Invariants (the merging iterator): entries equal in internal key order (which the
+//! engine never produces: sequence numbers are unique) are ordered by child index, the
+//! lower index first, so a reverse scan is exactly the mirror of a forward scan. When the
+//! iterator moves forward every child is positioned at its first entry after the current
+//! one; when it moves backward every child is at its last entry before it; switching
+//! direction re-seeks the other children (as LevelDB's `MergingIterator`).
+//!
+//! Invariants (`DbIterator`, as LevelDB's `DBIter`): moving forward, the inner iterator sits
+//! on the entry being yielded; moving backward it sits just before every entry of the
+//! current user key, whose key and value are then copied into the iterator.
+//!
+//! Errors: a child that fails becomes invalid and drops out of the merge; `status()` then
+//! reports the first child error (and `DbIterator::status()` reports it too).
+//!
+//! Thread-safety: iterators are `Send` and used by one thread at a time.
 
-use crate::error::Result;
+use std::any::Any;
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+use mezz_format::ikey::{self, MAX_SEQ, compare_internal_keys, parse_internal_key};
+use mezz_format::{InternalIterator, SeqNo, ValueKind};
+
+use crate::error::{Error, Result};
+use crate::sst::TableCache;
+use crate::table::{TableMeta, TableReadOptions};
+
+/// A copy of an error, for `status()` methods that must report a stored error again.
+/// `Io` errors keep their kind and message (the source chain is flattened into the text).
+#[must_use]
+pub(crate) fn clone_error(e: &Error) -> Error {
+    match e {
+        Error::Corruption {
+            file,
+            offset,
+            detail,
+        } => Error::Corruption {
+            file: file.clone(),
+            offset: *offset,
+            detail: detail.clone(),
+        },
+        Error::Io { path, source } => Error::Io {
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+        Error::UnsupportedVersion {
+            what,
+            found,
+            supported,
+        } => Error::UnsupportedVersion {
+            what,
+            found: *found,
+            supported: *supported,
+        },
+        Error::Locked(p) => Error::Locked(p.clone()),
+        Error::Background(m) => Error::Background(m.clone()),
+        Error::Closed => Error::Closed,
+        other => Error::Background(other.to_string()),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+// ---------------------------------------------------------------------------------------
+// Merging iterator
+// ---------------------------------------------------------------------------------------
+
+/// Merges `children` (each sorted by internal key) into one sorted iterator. With no child
+/// it is always invalid; with one it behaves as that child.
+#[must_use]
+pub fn merging_iterator(children: Vec<Box<dyn InternalIterator>>) -> Box<dyn InternalIterator> {
+    Box::new(MergingIterator {
+        heap: Vec::with_capacity(children.len()),
+        children,
+        direction: Direction::Forward,
+        scratch: Vec::new(),
+    })
+}
+
+/// A binary heap of child indices: a min-heap by (key, index) moving forward, a max-heap
+/// moving backward. The top (`heap[0]`) is the current child.
+struct MergingIterator {
+    children: Vec<Box<dyn InternalIterator>>,
+    heap: Vec<usize>,
+    direction: Direction,
+    /// The current key, copied while the other children are re-seeked.
+    scratch: Vec<u8>,
+}
+
+impl fmt::Debug for MergingIterator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MergingIterator")
+            .field("children", &self.children.len())
+            .field("live", &self.heap.len())
+            .field("direction", &self.direction)
+            .finish()
+    }
+}
+
+impl MergingIterator {
+    /// Whether child `a` comes before child `b` in the current direction's order.
+    #[inline]
+    fn before(&self, a: usize, b: usize) -> bool {
+        let (Some(ca), Some(cb)) = (self.children.get(a), self.children.get(b)) else {
+            return false;
+        };
+        let o = compare_internal_keys(ca.key(), cb.key()).then(a.cmp(&b));
+        match self.direction {
+            Direction::Forward => o == Ordering::Less,
+            Direction::Reverse => o == Ordering::Greater,
+        }
+    }
+
+    fn sift_down(&mut self, mut pos: usize) {
+        let n = self.heap.len();
+        loop {
+            let l = 2 * pos + 1;
+            if l >= n {
+                return;
+            }
+            let r = l + 1;
+            let (Some(&hl), Some(&hp)) = (self.heap.get(l), self.heap.get(pos)) else {
+                return;
+            };
+            let mut best = l;
+            let mut hb = hl;
+            if let Some(&hr) = self.heap.get(r)
+                && self.before(hr, hl)
+            {
+                best = r;
+                hb = hr;
+            }
+            if !self.before(hb, hp) {
+                return;
+            }
+            self.heap.swap(pos, best);
+            pos = best;
+        }
+    }
+
+    /// Rebuilds the heap from every valid child.
+    fn rebuild(&mut self) {
+        self.heap.clear();
+        for (i, c) in self.children.iter().enumerate() {
+            if c.valid() {
+                self.heap.push(i);
+            }
+        }
+        for i in (0..self.heap.len() / 2).rev() {
+            self.sift_down(i);
+        }
+    }
+
+    /// After the top child moved: restore the heap (dropping the child if exhausted).
+    fn fix_top(&mut self) {
+        let Some(&top) = self.heap.first() else {
+            return;
+        };
+        if self.children.get(top).is_some_and(|c| c.valid()) {
+            self.sift_down(0);
+        } else {
+            self.heap.swap_remove(0);
+            self.sift_down(0);
+        }
+    }
+
+    fn current(&self) -> Option<&dyn InternalIterator> {
+        self.heap
+            .first()
+            .and_then(|&i| self.children.get(i))
+            .map(|c| &**c)
+    }
+
+    /// Re-positions every child but the current one for a scan in direction `dir`.
+    fn switch_direction(&mut self, dir: Direction) {
+        let Some(&cur) = self.heap.first() else {
+            return;
+        };
+        self.scratch.clear();
+        if let Some(c) = self.children.get(cur) {
+            self.scratch.extend_from_slice(c.key());
+        }
+        let key = &self.scratch;
+        for (j, child) in self.children.iter_mut().enumerate() {
+            if j == cur {
+                continue;
+            }
+            match dir {
+                Direction::Forward => {
+                    // Children before `cur` must skip an entry equal to the current key.
+                    child.seek(key);
+                    if j < cur
+                        && child.valid()
+                        && compare_internal_keys(child.key(), key) == Ordering::Equal
+                    {
+                        child.next();
+                    }
+                }
+                Direction::Reverse => {
+                    // Children after `cur` must skip an entry equal to the current key.
+                    child.seek_for_prev(key);
+                    if j > cur
+                        && child.valid()
+                        && compare_internal_keys(child.key(), key) == Ordering::Equal
+                    {
+                        child.prev();
+                    }
+                }
+            }
+        }
+        self.direction = dir;
+        self.rebuild();
+    }
+}
+
+impl InternalIterator for MergingIterator {
+    fn valid(&self) -> bool {
+        !self.heap.is_empty()
+    }
+
+    fn seek_to_first(&mut self) {
+        for c in &mut self.children {
+            c.seek_to_first();
+        }
+        self.direction = Direction::Forward;
+        self.rebuild();
+    }
+
+    fn seek_to_last(&mut self) {
+        for c in &mut self.children {
+            c.seek_to_last();
+        }
+        self.direction = Direction::Reverse;
+        self.rebuild();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        for c in &mut self.children {
+            c.seek(target);
+        }
+        self.direction = Direction::Forward;
+        self.rebuild();
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        for c in &mut self.children {
+            c.seek_for_prev(target);
+        }
+        self.direction = Direction::Reverse;
+        self.rebuild();
+    }
+
+    fn next(&mut self) {
+        if self.direction != Direction::Forward {
+            self.switch_direction(Direction::Forward);
+        }
+        let Some(&top) = self.heap.first() else {
+            return;
+        };
+        if let Some(c) = self.children.get_mut(top) {
+            c.next();
+        }
+        self.fix_top();
+    }
+
+    fn prev(&mut self) {
+        if self.direction != Direction::Reverse {
+            self.switch_direction(Direction::Reverse);
+        }
+        let Some(&top) = self.heap.first() else {
+            return;
+        };
+        if let Some(c) = self.children.get_mut(top) {
+            c.prev();
+        }
+        self.fix_top();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current().map_or(&[], |c| c.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current().map_or(&[], |c| c.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        for c in &self.children {
+            c.status()?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Level iterator
+// ---------------------------------------------------------------------------------------
+
+/// Iterates one level (L1+) whose tables are sorted and do not overlap, opening each
+/// table through the table cache only when the iteration reaches it.
+///
+/// A table that cannot be opened (or whose iterator fails) is skipped; the first such
+/// error is kept and reported by `status()`.
+pub struct LevelIterator {
+    tables: Vec<Arc<TableMeta>>,
+    cache: Arc<TableCache>,
+    opts: TableReadOptions,
+    /// Index of the table `iter` belongs to (meaningless when `iter` is `None`).
+    index: usize,
+    iter: Option<Box<dyn InternalIterator>>,
+    err: Option<Error>,
+}
+
+impl fmt::Debug for LevelIterator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LevelIterator")
+            .field("tables", &self.tables.len())
+            .field("index", &self.index)
+            .field("open", &self.iter.is_some())
+            .field("err", &self.err)
+            .finish()
+    }
+}
+
+impl LevelIterator {
+    /// An unpositioned iterator over `tables`. REQUIRES: `tables` sorted by key and not
+    /// overlapping (every table's `largest` < the next one's `smallest`).
+    #[must_use]
+    pub fn new(
+        tables: Vec<Arc<TableMeta>>,
+        cache: Arc<TableCache>,
+        opts: TableReadOptions,
+    ) -> Self {
+        Self {
+            tables,
+            cache,
+            opts,
+            index: 0,
+            iter: None,
+            err: None,
+        }
+    }
+
+    fn save_error(&mut self, e: Error) {
+        if self.err.is_none() {
+            self.err = Some(e);
+        }
+    }
+
+    /// Drops the current table iterator, keeping its error if it has one.
+    fn close_current(&mut self) {
+        if let Some(it) = self.iter.take()
+            && let Err(e) = it.status()
+        {
+            self.save_error(e);
+        }
+    }
+
+    /// Makes `iter` an (unpositioned) iterator over table `i`, reusing the open one.
+    /// Leaves `iter` as `None` if the table cannot be opened.
+    fn open(&mut self, i: usize) {
+        if self.iter.is_some() && self.index == i {
+            return;
+        }
+        self.close_current();
+        self.index = i;
+        let Some(meta) = self.tables.get(i) else {
+            return;
+        };
+        match self.cache.open(meta) {
+            Ok(t) => self.iter = Some(t.iter(&self.opts)),
+            Err(e) => self.save_error(e),
+        }
+    }
+
+    /// Moves forward through following tables until positioned or past the last one.
+    fn skip_forward(&mut self) {
+        while !self.iter.as_ref().is_some_and(|it| it.valid()) {
+            let next = if self.iter.is_some() || self.index < self.tables.len() {
+                self.index + 1
+            } else {
+                return;
+            };
+            self.close_current();
+            if next >= self.tables.len() {
+                self.index = self.tables.len();
+                return;
+            }
+            self.open(next);
+            if let Some(it) = self.iter.as_mut() {
+                it.seek_to_first();
+            }
+        }
+    }
+
+    /// Moves backward through preceding tables until positioned or before the first one.
+    fn skip_backward(&mut self) {
+        while !self.iter.as_ref().is_some_and(|it| it.valid()) {
+            self.close_current();
+            if self.index == 0 || self.index > self.tables.len() {
+                self.index = self.tables.len();
+                return;
+            }
+            let prev = self.index - 1;
+            self.open(prev);
+            if let Some(it) = self.iter.as_mut() {
+                it.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for LevelIterator {
+    fn valid(&self) -> bool {
+        self.iter.as_ref().is_some_and(|it| it.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.tables.is_empty() {
+            self.close_current();
+            return;
+        }
+        self.open(0);
+        if let Some(it) = self.iter.as_mut() {
+            it.seek_to_first();
+        }
+        self.skip_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        let Some(last) = self.tables.len().checked_sub(1) else {
+            self.close_current();
+            return;
+        };
+        self.open(last);
+        if let Some(it) = self.iter.as_mut() {
+            it.seek_to_last();
+        }
+        self.skip_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        let i = self
+            .tables
+            .partition_point(|t| compare_internal_keys(&t.largest, target) == Ordering::Less);
+        if i >= self.tables.len() {
+            self.close_current();
+            self.index = self.tables.len();
+            return;
+        }
+        self.open(i);
+        if let Some(it) = self.iter.as_mut() {
+            it.seek(target);
+        }
+        self.skip_forward();
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let i = self
+            .tables
+            .partition_point(|t| compare_internal_keys(&t.smallest, target) != Ordering::Greater);
+        let Some(i) = i.checked_sub(1) else {
+            self.close_current();
+            self.index = self.tables.len();
+            return;
+        };
+        self.open(i);
+        if let Some(it) = self.iter.as_mut() {
+            it.seek_for_prev(target);
+        }
+        self.skip_backward();
+    }
+
+    fn next(&mut self) {
+        if let Some(it) = self.iter.as_mut() {
+            it.next();
+        }
+        self.skip_forward();
+    }
+
+    fn prev(&mut self) {
+        if let Some(it) = self.iter.as_mut() {
+            it.prev();
+        }
+        self.skip_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.iter.as_ref().map_or(&[], |it| it.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.iter.as_ref().map_or(&[], |it| it.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.err {
+            return Err(clone_error(e));
+        }
+        self.iter.as_ref().map_or(Ok(()), |it| it.status())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// DbIterator
+// ---------------------------------------------------------------------------------------
 
 /// The user-facing iterator: user keys, newest visible version at its snapshot, deletions
 /// hidden, bounds applied. Starts unpositioned.
-#[derive(Debug)]
-pub struct DbIterator {}
+///
+/// It keeps the memtables and tables it reads (its "pin") alive until dropped.
+pub struct DbIterator {
+    inner: Box<dyn InternalIterator>,
+    seq: SeqNo,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    _pin: Box<dyn Any + Send + Sync>,
+    direction: Direction,
+    valid: bool,
+    /// Moving backward: the current user key. Moving forward: the user key being skipped.
+    saved_key: Vec<u8>,
+    /// Moving backward: the current value.
+    saved_value: Vec<u8>,
+    /// Scratch space for seek targets.
+    target: Vec<u8>,
+    /// An undecodable internal key met (the entry is skipped).
+    err: Option<Error>,
+}
+
+impl fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("seq", &self.seq)
+            .field("lower", &self.lower)
+            .field("upper", &self.upper)
+            .field("direction", &self.direction)
+            .field("valid", &self.valid)
+            .finish_non_exhaustive()
+    }
+}
 
 impl DbIterator {
+    /// Wraps `inner` (usually a merging iterator over every source of one super version).
+    /// Yields user keys whose newest version with sequence number <= `seq` is a value, with
+    /// `lower <= key < upper`. `pin` is dropped with the iterator.
+    #[must_use]
+    pub(crate) fn new(
+        inner: Box<dyn InternalIterator>,
+        seq: SeqNo,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+        pin: Box<dyn Any + Send + Sync>,
+    ) -> DbIterator {
+        DbIterator {
+            inner,
+            seq: seq.min(MAX_SEQ),
+            lower,
+            upper,
+            _pin: pin,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            target: Vec::new(),
+            err: None,
+        }
+    }
+
     /// Whether positioned at an entry.
     #[must_use]
     pub fn valid(&self) -> bool {
-        todo!()
+        self.valid
     }
+
+    fn above_upper(&self, user_key: &[u8]) -> bool {
+        self.upper.as_deref().is_some_and(|u| user_key >= u)
+    }
+
+    fn corrupt_key(err: &mut Option<Error>, key: &[u8]) {
+        if err.is_none() {
+            *err = Some(Error::corruption(
+                0,
+                format!("undecodable internal key {key:02x?} during iteration"),
+            ));
+        }
+    }
+
+    /// Positions the inner iterator at the first entry >= `(user_key, seq)` and yields.
+    fn seek_forward_from(&mut self, user_key_opt: Option<&[u8]>) {
+        self.direction = Direction::Forward;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        let start: Option<&[u8]> = match (user_key_opt, self.lower.as_deref()) {
+            (Some(k), Some(l)) => Some(if k < l { l } else { k }),
+            (Some(k), None) => Some(k),
+            (None, l) => l,
+        };
+        match start {
+            Some(k) => {
+                self.target.clear();
+                ikey::append_internal_key(&mut self.target, k, self.seq, ValueKind::SEEK);
+                self.inner.seek(&self.target);
+            }
+            None => self.inner.seek_to_first(),
+        }
+        self.find_next_user_entry(false);
+    }
+
     /// First key (>= lower bound).
     pub fn seek_to_first(&mut self) {
-        todo!()
+        self.seek_forward_from(None);
     }
+
     /// Last key (< upper bound).
     pub fn seek_to_last(&mut self) {
-        todo!()
+        self.direction = Direction::Reverse;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        match self.upper.as_deref() {
+            Some(u) => {
+                // The smallest internal key of `u`: everything before it is < `u`.
+                self.target.clear();
+                ikey::append_internal_key(&mut self.target, u, MAX_SEQ, ValueKind::SEEK);
+                self.inner.seek_for_prev(&self.target);
+            }
+            None => self.inner.seek_to_last(),
+        }
+        self.find_prev_user_entry();
     }
-    /// First key >= `key`.
+
+    /// First key >= `key` (and >= the lower bound).
     pub fn seek(&mut self, key: &[u8]) {
-        let _ = key;
-        todo!()
+        self.seek_forward_from(Some(key));
     }
-    /// Last key <= `key`.
+
+    /// Last key <= `key` (and < the upper bound).
     pub fn seek_for_prev(&mut self, key: &[u8]) {
-        let _ = key;
-        todo!()
+        if self.above_upper(key) {
+            self.seek_to_last();
+            return;
+        }
+        self.direction = Direction::Reverse;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        // The largest internal key of `key`: every version of `key` is <= it.
+        self.target.clear();
+        ikey::append_internal_key(&mut self.target, key, 0, ValueKind::Deletion);
+        self.inner.seek_for_prev(&self.target);
+        self.find_prev_user_entry();
     }
+
     /// Next key. REQUIRES: `valid()`.
     pub fn next(&mut self) {
-        todo!()
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Reverse {
+            // The inner iterator is just before the entries of the current key (or off the
+            // front): step into them; `saved_key` already names the key to skip.
+            self.direction = Direction::Forward;
+            if self.inner.valid() {
+                self.inner.next();
+            } else {
+                self.target.clear();
+                ikey::append_internal_key(
+                    &mut self.target,
+                    &self.saved_key,
+                    MAX_SEQ,
+                    ValueKind::SEEK,
+                );
+                self.inner.seek(&self.target);
+            }
+        } else {
+            // Skip the rest of the current key's versions.
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(ikey::user_key(self.inner.key()));
+            self.inner.next();
+        }
+        self.find_next_user_entry(true);
     }
+
     /// Previous key. REQUIRES: `valid()`.
     pub fn prev(&mut self) {
-        todo!()
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Forward {
+            // The inner iterator is on the current entry: move before every entry of the
+            // current key (newer, invisible versions included).
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(ikey::user_key(self.inner.key()));
+            loop {
+                self.inner.prev();
+                if !self.inner.valid() {
+                    self.valid = false;
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                    return;
+                }
+                if ikey::user_key(self.inner.key()) < self.saved_key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
     }
+
+    /// Moving forward from the inner position, finds the first visible value (skipping
+    /// versions of `saved_key` when `skipping`).
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        while self.inner.valid() {
+            let k = self.inner.key();
+            match parse_internal_key(k) {
+                None => Self::corrupt_key(&mut self.err, k),
+                Some(p) => {
+                    if self.upper.as_deref().is_some_and(|u| p.user_key >= u) {
+                        break;
+                    }
+                    if p.seq <= self.seq {
+                        match p.kind {
+                            ValueKind::Deletion => {
+                                // Hides every older version of this key.
+                                self.saved_key.clear();
+                                self.saved_key.extend_from_slice(p.user_key);
+                                skipping = true;
+                            }
+                            ValueKind::Value => {
+                                if !(skipping && p.user_key <= self.saved_key.as_slice()) {
+                                    self.valid = true;
+                                    self.saved_key.clear();
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            self.inner.next();
+        }
+        self.valid = false;
+        self.saved_key.clear();
+    }
+
+    /// Moving backward from the inner position, finds the previous user key whose newest
+    /// visible version is a value; leaves the inner iterator just before its entries.
+    fn find_prev_user_entry(&mut self) {
+        let mut kind = ValueKind::Deletion;
+        while self.inner.valid() {
+            let k = self.inner.key();
+            match parse_internal_key(k) {
+                None => Self::corrupt_key(&mut self.err, k),
+                Some(p) => {
+                    if self.lower.as_deref().is_some_and(|l| p.user_key < l) {
+                        break;
+                    }
+                    let in_range = self.upper.as_deref().is_none_or(|u| p.user_key < u);
+                    if in_range && p.seq <= self.seq {
+                        if kind != ValueKind::Deletion && p.user_key < self.saved_key.as_slice() {
+                            // A visible value of a previous key: the saved key is complete.
+                            break;
+                        }
+                        kind = p.kind;
+                        self.saved_key.clear();
+                        self.saved_value.clear();
+                        if kind == ValueKind::Value {
+                            self.saved_key.extend_from_slice(p.user_key);
+                            self.saved_value.extend_from_slice(self.inner.value());
+                        }
+                    }
+                }
+            }
+            self.inner.prev();
+        }
+        if kind == ValueKind::Deletion {
+            self.valid = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+            self.direction = Direction::Forward;
+        } else {
+            self.valid = true;
+        }
+    }
+
     /// Current user key. REQUIRES: `valid()`.
     #[must_use]
     pub fn key(&self) -> &[u8] {
-        todo!()
+        if !self.valid {
+            return &[];
+        }
+        match self.direction {
+            Direction::Forward => ikey::user_key(self.inner.key()),
+            Direction::Reverse => &self.saved_key,
+        }
     }
+
     /// Current value. REQUIRES: `valid()`.
     #[must_use]
     pub fn value(&self) -> &[u8] {
-        todo!()
+        if !self.valid {
+            return &[];
+        }
+        match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => &self.saved_value,
+        }
     }
+
     /// The first error met, if any.
     ///
     /// # Errors
     /// `Corruption` or `Io` from the tables read.
     pub fn status(&self) -> Result<()> {
-        todo!()
+        if let Some(e) = &self.err {
+            return Err(clone_error(e));
+        }
+        self.inner.status()
+    }
+
+    /// Every (key, value) from the first key to the end, in order.
+    ///
+    /// # Errors
+    /// The first error met while iterating.
+    pub fn collect_all(mut self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        self.seek_to_first();
+        while self.valid() {
+            out.push((self.key().to_vec(), self.value().to_vec()));
+            self.next();
+        }
+        self.status()?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::memtable::MemTable;
+    use mezz_format::ikey::make_internal_key;
+    use mezz_format::iter::EmptyIterator;
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
+    use std::collections::BTreeMap;
+
+    /// A sorted, Vec-backed internal iterator for tests.
+    #[derive(Debug)]
+    pub(crate) struct VecIter {
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        pos: Option<usize>,
+    }
+
+    impl VecIter {
+        /// REQUIRES: nothing; the entries are sorted here.
+        pub(crate) fn new(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+            entries.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            Self { entries, pos: None }
+        }
+    }
+
+    impl InternalIterator for VecIter {
+        fn valid(&self) -> bool {
+            self.pos.is_some()
+        }
+        fn seek_to_first(&mut self) {
+            self.pos = if self.entries.is_empty() {
+                None
+            } else {
+                Some(0)
+            };
+        }
+        fn seek_to_last(&mut self) {
+            self.pos = self.entries.len().checked_sub(1);
+        }
+        fn seek(&mut self, target: &[u8]) {
+            let i = self
+                .entries
+                .partition_point(|e| compare_internal_keys(&e.0, target) == Ordering::Less);
+            self.pos = (i < self.entries.len()).then_some(i);
+        }
+        fn seek_for_prev(&mut self, target: &[u8]) {
+            let i = self
+                .entries
+                .partition_point(|e| compare_internal_keys(&e.0, target) != Ordering::Greater);
+            self.pos = i.checked_sub(1);
+        }
+        fn next(&mut self) {
+            let p = self.pos.expect("valid");
+            self.pos = (p + 1 < self.entries.len()).then_some(p + 1);
+        }
+        fn prev(&mut self) {
+            let p = self.pos.expect("valid");
+            self.pos = p.checked_sub(1);
+        }
+        fn key(&self) -> &[u8] {
+            &self.entries[self.pos.expect("valid")].0
+        }
+        fn value(&self) -> &[u8] {
+            &self.entries[self.pos.expect("valid")].1
+        }
+        fn status(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Random user keys over a tiny alphabet, so prefixes of each other are common.
+    fn random_user_key(rng: &mut StdRng) -> Vec<u8> {
+        let len = rng.random_range(0..=3);
+        (0..len).map(|_| b"abc"[rng.random_range(0..3)]).collect()
+    }
+
+    struct Case {
+        children: Vec<Box<dyn InternalIterator>>,
+        /// Every entry (internal key, value), sorted.
+        all: Vec<(Vec<u8>, Vec<u8>)>,
+        max_seq: SeqNo,
+    }
+
+    /// Random entries spread over 1..=5 children; one child may be a memtable. Some
+    /// entries are copied into a second child (which the engine never does, but the merge
+    /// must still order them by child index); with `distinct_copies` the copy's value names
+    /// its child, so the order is visible.
+    fn random_case(rng: &mut StdRng, distinct_copies: bool) -> Case {
+        let n_children = rng.random_range(1..=5);
+        let n_entries = rng.random_range(0..60);
+        let mut parts: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); n_children];
+        let mut all = Vec::new();
+        for seq in 1..=n_entries as u64 {
+            let uk = random_user_key(rng);
+            let kind = if rng.random_bool(0.3) {
+                ValueKind::Deletion
+            } else {
+                ValueKind::Value
+            };
+            let ik = make_internal_key(&uk, seq, kind);
+            let first = rng.random_range(0..n_children);
+            let mut owners = vec![first];
+            if rng.random_bool(0.1) {
+                let second = rng.random_range(0..n_children);
+                if second != first {
+                    owners.push(second);
+                }
+            }
+            for c in owners {
+                let value = match (kind, distinct_copies) {
+                    (ValueKind::Deletion, _) => Vec::new(),
+                    (ValueKind::Value, true) => format!("v{seq}c{c}").into_bytes(),
+                    (ValueKind::Value, false) => format!("v{seq}").into_bytes(),
+                };
+                parts[c].push((ik.clone(), value.clone()));
+                all.push((ik.clone(), value, c));
+            }
+        }
+        all.sort_by(|a, b| compare_internal_keys(&a.0, &b.0).then(a.2.cmp(&b.2)));
+        let all = all.into_iter().map(|(k, v, _)| (k, v)).collect();
+        let use_mem = rng.random_bool(0.3);
+        let children = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| -> Box<dyn InternalIterator> {
+                if i == 0 && use_mem {
+                    let m = Arc::new(MemTable::new(0));
+                    for (k, v) in &p {
+                        let pk = parse_internal_key(k).unwrap();
+                        m.add(pk.seq, pk.kind, pk.user_key, v);
+                    }
+                    m.iter()
+                } else {
+                    Box::new(VecIter::new(p))
+                }
+            })
+            .collect();
+        Case {
+            children,
+            all,
+            max_seq: n_entries as u64,
+        }
+    }
+
+    /// The visible (key, value) pairs at `seq` within the bounds.
+    fn model(
+        all: &[(Vec<u8>, Vec<u8>)],
+        seq: SeqNo,
+        lower: &Option<Vec<u8>>,
+        upper: &Option<Vec<u8>>,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut newest: BTreeMap<Vec<u8>, (SeqNo, ValueKind, Vec<u8>)> = BTreeMap::new();
+        for (k, v) in all {
+            let p = parse_internal_key(k).unwrap();
+            if p.seq > seq {
+                continue;
+            }
+            let e = newest
+                .entry(p.user_key.to_vec())
+                .or_insert((p.seq, p.kind, v.clone()));
+            if p.seq >= e.0 {
+                *e = (p.seq, p.kind, v.clone());
+            }
+        }
+        newest
+            .into_iter()
+            .filter(|(k, (_, kind, _))| {
+                *kind == ValueKind::Value
+                    && lower.as_ref().is_none_or(|l| k >= l)
+                    && upper.as_ref().is_none_or(|u| k < u)
+            })
+            .map(|(k, (_, _, v))| (k, v))
+            .collect()
+    }
+
+    fn check_merging(rng: &mut StdRng, case: Case) {
+        let Case { children, all, .. } = case;
+        let mut it = merging_iterator(children);
+        // Forward and reverse scans.
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        assert_eq!(got, all);
+        it.seek_to_last();
+        got.clear();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        got.reverse();
+        assert_eq!(got, all);
+        // Random positioning followed by mixed steps.
+        let mut pos: Option<usize> = None;
+        for _ in 0..40 {
+            match rng.random_range(0..10) {
+                0 => {
+                    it.seek_to_first();
+                    pos = (!all.is_empty()).then_some(0);
+                }
+                1 => {
+                    it.seek_to_last();
+                    pos = all.len().checked_sub(1);
+                }
+                2 | 3 => {
+                    let t = make_internal_key(
+                        &random_user_key(rng),
+                        rng.random_range(0..70),
+                        ValueKind::SEEK,
+                    );
+                    it.seek(&t);
+                    let i =
+                        all.partition_point(|e| compare_internal_keys(&e.0, &t) == Ordering::Less);
+                    pos = (i < all.len()).then_some(i);
+                }
+                4 | 5 => {
+                    let t = make_internal_key(
+                        &random_user_key(rng),
+                        rng.random_range(0..70),
+                        ValueKind::Deletion,
+                    );
+                    it.seek_for_prev(&t);
+                    let i = all
+                        .partition_point(|e| compare_internal_keys(&e.0, &t) != Ordering::Greater);
+                    pos = i.checked_sub(1);
+                }
+                6 | 7 => {
+                    if let Some(p) = pos {
+                        it.next();
+                        pos = (p + 1 < all.len()).then_some(p + 1);
+                    }
+                }
+                _ => {
+                    if let Some(p) = pos {
+                        it.prev();
+                        pos = p.checked_sub(1);
+                    }
+                }
+            }
+            assert_eq!(it.valid(), pos.is_some());
+            if let Some(p) = pos {
+                assert_eq!(it.key(), &all[p].0[..]);
+                assert_eq!(it.value(), &all[p].1[..]);
+            }
+        }
+        it.status().unwrap();
+    }
+
+    #[test]
+    fn merging_iterator_matches_sorted_union() {
+        let mut rng = StdRng::seed_from_u64(0x5eed_0001);
+        for _ in 0..3000 {
+            let case = random_case(&mut rng, true);
+            check_merging(&mut rng, case);
+        }
+    }
+
+    fn random_bound(rng: &mut StdRng) -> Option<Vec<u8>> {
+        rng.random_bool(0.4).then(|| random_user_key(rng))
+    }
+
+    fn scan_forward(it: &mut DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    fn scan_reverse(it: &mut DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        out.reverse();
+        out
+    }
+
+    fn check_db_iterator(rng: &mut StdRng, case: Case) {
+        let Case {
+            children,
+            all,
+            max_seq,
+        } = case;
+        let seq = rng.random_range(0..=max_seq + 1);
+        let lower = random_bound(rng);
+        let upper = random_bound(rng);
+        let expect = model(&all, seq, &lower, &upper);
+        let ctx = format!("seq {seq} lower {lower:?} upper {upper:?} all {all:?}");
+        let mut it = DbIterator::new(
+            merging_iterator(children),
+            seq,
+            lower.clone(),
+            upper.clone(),
+            Box::new(()),
+        );
+        assert!(!it.valid());
+        assert_eq!(scan_forward(&mut it), expect, "forward: {ctx}");
+        assert_eq!(scan_reverse(&mut it), expect, "reverse: {ctx}");
+
+        // Random seeks followed by mixed next/prev, checked step by step.
+        let mut pos: Option<usize> = None;
+        let mut log = Vec::new();
+        for _ in 0..40 {
+            let op = rng.random_range(0..10);
+            match op {
+                0 => {
+                    it.seek_to_first();
+                    pos = (!expect.is_empty()).then_some(0);
+                    log.push("seek_to_first".to_string());
+                }
+                1 => {
+                    it.seek_to_last();
+                    pos = expect.len().checked_sub(1);
+                    log.push("seek_to_last".to_string());
+                }
+                2 | 3 => {
+                    let k = random_user_key(rng);
+                    it.seek(&k);
+                    let i = expect.partition_point(|e| e.0 < k);
+                    pos = (i < expect.len()).then_some(i);
+                    log.push(format!("seek {k:?}"));
+                }
+                4 | 5 => {
+                    let k = random_user_key(rng);
+                    it.seek_for_prev(&k);
+                    let i = expect.partition_point(|e| e.0 <= k);
+                    pos = i.checked_sub(1);
+                    log.push(format!("seek_for_prev {k:?}"));
+                }
+                6 | 7 => {
+                    if let Some(p) = pos {
+                        it.next();
+                        pos = (p + 1 < expect.len()).then_some(p + 1);
+                        log.push("next".to_string());
+                    }
+                }
+                _ => {
+                    if let Some(p) = pos {
+                        it.prev();
+                        pos = p.checked_sub(1);
+                        log.push("prev".to_string());
+                    }
+                }
+            }
+            assert_eq!(it.valid(), pos.is_some(), "{log:?} {ctx}");
+            if let Some(p) = pos {
+                assert_eq!(it.key(), &expect[p].0[..], "{log:?} {ctx}");
+                assert_eq!(it.value(), &expect[p].1[..], "{log:?} {ctx}");
+            }
+        }
+        it.status().unwrap();
+    }
+
+    #[test]
+    fn db_iterator_matches_model() {
+        let mut rng = StdRng::seed_from_u64(0x5eed_0002);
+        for _ in 0..5000 {
+            let case = random_case(&mut rng, false);
+            check_db_iterator(&mut rng, case);
+        }
+    }
+
+    #[test]
+    fn db_iterator_many_versions_of_few_keys() {
+        // Long runs of versions per key stress the skipping and the reverse scan.
+        let mut rng = StdRng::seed_from_u64(0x5eed_0003);
+        for _ in 0..500 {
+            let mut all = Vec::new();
+            let mut parts = vec![Vec::new(); 3];
+            for seq in 1..=200u64 {
+                let uk = vec![b'k', rng.random_range(b'a'..=b'e')];
+                let kind = if rng.random_bool(0.5) {
+                    ValueKind::Deletion
+                } else {
+                    ValueKind::Value
+                };
+                let v = if kind == ValueKind::Value {
+                    seq.to_le_bytes().to_vec()
+                } else {
+                    Vec::new()
+                };
+                let e = (make_internal_key(&uk, seq, kind), v);
+                parts[rng.random_range(0..3)].push(e.clone());
+                all.push(e);
+            }
+            all.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            let children = parts
+                .into_iter()
+                .map(|p| Box::new(VecIter::new(p)) as Box<dyn InternalIterator>)
+                .collect();
+            check_db_iterator(
+                &mut rng,
+                Case {
+                    children,
+                    all,
+                    max_seq: 200,
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn db_iterator_basic_and_collect_all() {
+        let m = Arc::new(MemTable::new(1));
+        m.add(1, ValueKind::Value, b"a", b"1");
+        m.add(2, ValueKind::Value, b"b", b"2");
+        m.add(3, ValueKind::Deletion, b"a", b"");
+        m.add(4, ValueKind::Value, b"c", b"3");
+        let pin = Arc::clone(&m);
+        let it = DbIterator::new(m.iter(), 10, None, None, Box::new(pin));
+        assert_eq!(
+            it.collect_all().unwrap(),
+            vec![
+                (b"b".to_vec(), b"2".to_vec()),
+                (b"c".to_vec(), b"3".to_vec())
+            ]
+        );
+        let it = DbIterator::new(m.iter(), 2, None, Some(b"b".to_vec()), Box::new(()));
+        assert_eq!(
+            it.collect_all().unwrap(),
+            vec![(b"a".to_vec(), b"1".to_vec())]
+        );
+    }
+
+    #[test]
+    fn errors_propagate_through_status() {
+        let ok: Box<dyn InternalIterator> = Box::new(VecIter::new(vec![(
+            make_internal_key(b"a", 1, ValueKind::Value),
+            b"x".to_vec(),
+        )]));
+        let bad: Box<dyn InternalIterator> = Box::new(EmptyIterator::with_error("bad block"));
+        let mut m = merging_iterator(vec![ok, bad]);
+        m.seek_to_first();
+        assert!(m.valid());
+        assert!(m.status().unwrap_err().is_corruption());
+
+        let ok: Box<dyn InternalIterator> = Box::new(VecIter::new(vec![]));
+        let bad: Box<dyn InternalIterator> = Box::new(EmptyIterator::with_error("bad block"));
+        let mut it = DbIterator::new(
+            merging_iterator(vec![ok, bad]),
+            MAX_SEQ,
+            None,
+            None,
+            Box::new(()),
+        );
+        it.seek_to_first();
+        assert!(!it.valid());
+        assert!(it.status().unwrap_err().is_corruption());
+        assert!(it.collect_all().is_err());
+
+        // An undecodable internal key is skipped and reported.
+        let junk: Box<dyn InternalIterator> = Box::new(VecIter::new(vec![
+            (b"short".to_vec(), b"?".to_vec()),
+            (make_internal_key(b"z", 1, ValueKind::Value), b"v".to_vec()),
+        ]));
+        let mut it = DbIterator::new(junk, MAX_SEQ, None, None, Box::new(()));
+        it.seek_to_first();
+        assert_eq!(it.key(), b"z");
+        assert!(it.status().unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn clone_error_keeps_details() {
+        let e = Error::corruption(42, "bad").in_file("x.sst");
+        match clone_error(&e) {
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => {
+                assert_eq!(file.as_deref(), Some(std::path::Path::new("x.sst")));
+                assert_eq!(offset, 42);
+                assert_eq!(detail, "bad");
+            }
+            other => panic!("{other:?}"),
+        }
+        let io = Error::from(std::io::Error::new(std::io::ErrorKind::NotFound, "gone"));
+        match clone_error(&io) {
+            Error::Io { source, .. } => assert_eq!(source.kind(), std::io::ErrorKind::NotFound),
+            other => panic!("{other:?}"),
+        }
     }
 }

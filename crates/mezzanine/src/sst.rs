@@ -1,1 +1,1004 @@
-//! (module being written)
+//! Reading SST files: the [`Table`] implementation over `mezz_format::sst::TableReader`,
+//! the shared block cache, and the table cache of open files.
+//!
+//! Owns:
+//! - [`SstTable`]: one open SST file behind the engine's [`Table`] trait. Point lookups
+//!   consult the bloom filter first (counting `bloom_negatives`), then the index and one
+//!   data block.
+//! - [`BlockCacheImpl`]: the block cache shared by every table of a DB, over `quick_cache`,
+//!   weighted by block size in bytes, keyed by (table id, block offset).
+//! - [`TableCache`]: open tables by id, at most `max_open` (least recently used evicted
+//!   first, approximately), opened from `<dir>/<id>.sst` through the DB's file system.
+//!
+//! Building SSTs is not here: flush and compaction write them with
+//! `mezz_format::sst::TableBuilder`.
+//!
+//! Statistics: every table of one `TableCache` counts its reads into one shared
+//! `ReadCounters` (blocks and bytes read, decode time, block cache hits and misses). Those
+//! totals are published into the DB's [`StatsCollector`] (`decode_bytes`, `decode_micros`,
+//! `block_cache_hits`, `block_cache_misses`) after every lookup, when a table iterator is
+//! dropped, on every `TableCache::open`, and on [`TableCache::publish_stats`]. Each publish
+//! adds only the part not yet published (claimed with `fetch_max`), so concurrent publishes
+//! never double-count.
+//!
+//! Errors: every error from reading a table names the file (`Error::in_file`).
+//!
+//! Thread-safety: all three types are `Send + Sync` and shared through `Arc`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mezz_env::FileSystem;
+use mezz_format::block::Block;
+use mezz_format::ikey::{ValueKind, make_internal_key, parse_internal_key};
+use mezz_format::sst::{BlockCache, ReadCounters, TableIter, TableReader};
+use mezz_format::{InternalIterator, SeqNo};
+
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::stats::StatsCollector;
+use crate::table::{LookupResult, Table, TableMeta, TableReadOptions};
+
+// ---------------------------------------------------------------------------------------
+// Statistics publishing
+// ---------------------------------------------------------------------------------------
+
+/// Moves the shared read counters of one table cache into the DB's statistics.
+#[derive(Debug)]
+struct StatsPublisher {
+    counters: Arc<ReadCounters>,
+    stats: Arc<StatsCollector>,
+    /// Totals already added to `stats`: bytes read, decode nanos, hits, misses.
+    published: [AtomicU64; 4],
+}
+
+impl StatsPublisher {
+    fn new(stats: Arc<StatsCollector>) -> Self {
+        Self {
+            counters: Arc::default(),
+            stats,
+            published: Default::default(),
+        }
+    }
+
+    /// Adds to `stats` whatever the counters gained since the last publish.
+    fn publish(&self) {
+        let c = &self.counters;
+        let s = &self.stats;
+        let [bytes, nanos, hits, misses] = &self.published;
+        let delta = |total: &AtomicU64, published: &AtomicU64| -> u64 {
+            let now = total.load(Ordering::Relaxed);
+            let before = published.fetch_max(now, Ordering::Relaxed);
+            now.saturating_sub(before)
+        };
+        let d = delta(&c.bytes_read, bytes);
+        if d > 0 {
+            StatsCollector::add(&s.decode_bytes, d);
+        }
+        // Nanoseconds are published as whole microseconds: the remainder stays pending.
+        let now = c.decode_nanos.load(Ordering::Relaxed) / 1000 * 1000;
+        let before = nanos.fetch_max(now, Ordering::Relaxed);
+        if now > before {
+            StatsCollector::add(&s.decode_micros, (now - before) / 1000);
+        }
+        let d = delta(&c.cache_hits, hits);
+        if d > 0 {
+            StatsCollector::add(&s.block_cache_hits, d);
+        }
+        let d = delta(&c.cache_misses, misses);
+        if d > 0 {
+            StatsCollector::add(&s.block_cache_misses, d);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Block cache
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, Default)]
+struct BlockWeighter;
+
+impl quick_cache::Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
+    fn weight(&self, _key: &(u64, u64), block: &Arc<Block>) -> u64 {
+        // Never 0: zero-weight items are never evicted.
+        block.len_bytes().max(1) as u64
+    }
+}
+
+/// The block cache shared by every table of a DB: at most `capacity` bytes of blocks.
+pub struct BlockCacheImpl {
+    cache: quick_cache::sync::Cache<(u64, u64), Arc<Block>, BlockWeighter>,
+    capacity: u64,
+}
+
+impl std::fmt::Debug for BlockCacheImpl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockCacheImpl")
+            .field("capacity", &self.capacity)
+            .field("blocks", &self.cache.len())
+            .field("bytes", &self.cache.weight())
+            .finish()
+    }
+}
+
+impl BlockCacheImpl {
+    /// A cache of `capacity` bytes. REQUIRES: `capacity > 0` (a DB with capacity 0 uses no
+    /// cache at all).
+    #[must_use]
+    pub fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1) as u64;
+        // Estimated item count: blocks of about 4 KiB.
+        let items = usize::try_from(capacity / 4096)
+            .unwrap_or(usize::MAX)
+            .max(16);
+        Self {
+            cache: quick_cache::sync::Cache::with_weighter(items, capacity, BlockWeighter),
+            capacity,
+        }
+    }
+
+    /// Bytes of blocks currently cached.
+    #[must_use]
+    pub fn used_bytes(&self) -> u64 {
+        self.cache.weight()
+    }
+
+    /// Blocks currently cached.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Whether no block is cached.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.cache.len() == 0
+    }
+
+    /// The capacity in bytes.
+    #[must_use]
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+}
+
+impl BlockCache for BlockCacheImpl {
+    fn get(&self, cache_id: u64, offset: u64) -> Option<Arc<Block>> {
+        self.cache.get(&(cache_id, offset))
+    }
+
+    fn insert(&self, cache_id: u64, offset: u64, block: Arc<Block>) {
+        self.cache.insert((cache_id, offset), block);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// SstTable
+// ---------------------------------------------------------------------------------------
+
+/// One open SST file.
+#[derive(Debug)]
+pub struct SstTable {
+    meta: TableMeta,
+    path: PathBuf,
+    reader: Arc<TableReader>,
+    publisher: Arc<StatsPublisher>,
+}
+
+impl SstTable {
+    /// The underlying reader (properties, counters, offsets).
+    #[must_use]
+    pub fn reader(&self) -> &Arc<TableReader> {
+        &self.reader
+    }
+
+    /// The file's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lookup(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        opts: &TableReadOptions,
+    ) -> Result<Option<LookupResult>> {
+        if !self.reader.may_contain(user_key) {
+            StatsCollector::add(&self.publisher.stats.bloom_negatives, 1);
+            return Ok(None);
+        }
+        let lookup = make_internal_key(user_key, seq, ValueKind::SEEK);
+        let Some((ikey, value)) = self.reader.get(&lookup, opts.fill_cache)? else {
+            return Ok(None);
+        };
+        let p = parse_internal_key(&ikey)
+            .ok_or_else(|| Error::corruption(0, format!("undecodable internal key {ikey:02x?}")))?;
+        Ok(Some(match p.kind {
+            ValueKind::Value => LookupResult::Value(value),
+            ValueKind::Deletion => LookupResult::Deleted,
+        }))
+    }
+}
+
+impl Table for SstTable {
+    fn meta(&self) -> &TableMeta {
+        &self.meta
+    }
+
+    fn get(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        opts: &TableReadOptions,
+    ) -> Result<Option<LookupResult>> {
+        let r = self.lookup(user_key, seq, opts);
+        self.publisher.publish();
+        r.map_err(|e| e.in_file(&self.path))
+    }
+
+    /// `opts.verify_checksums` has no effect yet: blocks are verified when read from the
+    /// file, and cached blocks are trusted.
+    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator> {
+        Box::new(SstIter {
+            inner: self.reader.iter(opts.fill_cache),
+            path: self.path.clone(),
+            publisher: Arc::clone(&self.publisher),
+        })
+    }
+
+    fn verify(&self) -> Result<u64> {
+        let r = self.reader.verify();
+        self.publisher.publish();
+        r.map_err(|e| e.in_file(&self.path))
+    }
+}
+
+/// A table iterator that names its file in errors and publishes statistics when dropped.
+struct SstIter {
+    inner: TableIter,
+    path: PathBuf,
+    publisher: Arc<StatsPublisher>,
+}
+
+impl std::fmt::Debug for SstIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstIter").field("path", &self.path).finish()
+    }
+}
+
+impl Drop for SstIter {
+    fn drop(&mut self) {
+        self.publisher.publish();
+    }
+}
+
+impl InternalIterator for SstIter {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        self.inner.seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.inner.seek_for_prev(target);
+    }
+    fn next(&mut self) {
+        self.inner.next();
+    }
+    fn prev(&mut self) {
+        self.inner.prev();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status().map_err(|e| e.in_file(&self.path))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// TableCache
+// ---------------------------------------------------------------------------------------
+
+/// The open tables of one DB directory, by id, plus the block cache they share.
+pub struct TableCache {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    tables: quick_cache::sync::Cache<u64, Arc<SstTable>>,
+    block_cache: Option<Arc<BlockCacheImpl>>,
+    publisher: Arc<StatsPublisher>,
+    max_open: usize,
+}
+
+impl std::fmt::Debug for TableCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableCache")
+            .field("dir", &self.dir)
+            .field("open", &self.tables.len())
+            .field("max_open", &self.max_open)
+            .field("block_cache", &self.block_cache)
+            .finish()
+    }
+}
+
+impl TableCache {
+    /// A cache of at most `max_open` open tables of directory `dir`, sharing a block cache
+    /// of `block_cache_capacity` bytes (0 = no block cache), publishing read statistics
+    /// into `stats`.
+    #[must_use]
+    pub fn new(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        max_open: usize,
+        block_cache_capacity: usize,
+        stats: Arc<StatsCollector>,
+    ) -> Self {
+        let max_open = max_open.max(1);
+        Self {
+            fs,
+            dir,
+            tables: quick_cache::sync::Cache::new(max_open),
+            block_cache: (block_cache_capacity > 0)
+                .then(|| Arc::new(BlockCacheImpl::new(block_cache_capacity))),
+            publisher: Arc::new(StatsPublisher::new(stats)),
+            max_open,
+        }
+    }
+
+    /// The open table for `meta` (opening `<dir>/<meta.id>.sst` if it is not cached).
+    ///
+    /// # Errors
+    /// `Io` / `Corruption` / `UnsupportedVersion` from opening the file, naming its path.
+    pub fn open(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
+        let t = self.open_sst(meta)?;
+        Ok(t)
+    }
+
+    /// As [`TableCache::open`], returning the concrete type.
+    ///
+    /// # Errors
+    /// As [`TableCache::open`].
+    pub fn open_sst(&self, meta: &TableMeta) -> Result<Arc<SstTable>> {
+        let r = self.tables.get_or_insert_with(&meta.id, || self.load(meta));
+        self.publisher.publish();
+        r
+    }
+
+    fn load(&self, meta: &TableMeta) -> Result<Arc<SstTable>> {
+        let path = filename::sst_file(&self.dir, meta.id);
+        let open = || -> Result<TableReader> {
+            let file = self.fs.open_read(&path)?;
+            let size = file.size();
+            let cache = self
+                .block_cache
+                .as_ref()
+                .map(|c| Arc::clone(c) as Arc<dyn BlockCache>);
+            TableReader::open_with_counters(
+                file,
+                size,
+                meta.id,
+                cache,
+                Arc::clone(&self.publisher.counters),
+            )
+        };
+        let reader = open().map_err(|e| e.in_file(&path))?;
+        Ok(Arc::new(SstTable {
+            meta: meta.clone(),
+            path,
+            reader: Arc::new(reader),
+            publisher: Arc::clone(&self.publisher),
+        }))
+    }
+
+    /// Forgets the open table `id` (after its file was deleted). Iterators and lookups
+    /// holding it keep working; its cached blocks age out of the block cache.
+    pub fn evict(&self, id: u64) {
+        self.tables.remove(&id);
+    }
+
+    /// Number of tables currently open in the cache.
+    #[must_use]
+    pub fn open_tables(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// The shared block cache, if configured.
+    #[must_use]
+    pub fn block_cache(&self) -> Option<&Arc<BlockCacheImpl>> {
+        self.block_cache.as_ref()
+    }
+
+    /// The read counters shared by every table of this cache.
+    #[must_use]
+    pub fn read_counters(&self) -> &Arc<ReadCounters> {
+        &self.publisher.counters
+    }
+
+    /// Publishes pending read statistics into the `StatsCollector` now (call before taking
+    /// a stats snapshot).
+    pub fn publish_stats(&self) {
+        self.publisher.publish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iter::LevelIterator;
+    use crate::table::{TableLocation, Tier};
+    use mezz_env::PosixFs;
+    use mezz_format::block::BlockFormat;
+    use mezz_format::ikey::{MAX_SEQ, compare_internal_keys};
+    use mezz_format::sst::{TableBuilder, TableBuilderOptions};
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
+    use std::cmp::Ordering as CmpOrdering;
+    use std::collections::BTreeMap;
+
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// Writes `entries` (sorted internal keys) as table `id` in `dir`.
+    fn write_table(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        id: u64,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        format: BlockFormat,
+    ) -> TableMeta {
+        let file = fs.create(&filename::sst_file(dir, id)).unwrap();
+        let opts = TableBuilderOptions {
+            block_size: 512,
+            block_format: format,
+            ..TableBuilderOptions::default()
+        };
+        let mut b = TableBuilder::new(file, opts);
+        for (k, v) in entries {
+            b.add(k, v).unwrap();
+        }
+        let p = b.finish().unwrap();
+        TableMeta {
+            id,
+            tier: Tier::Ssd,
+            location: TableLocation::Sst { path_id: 0 },
+            size: p.file_size,
+            smallest: p.smallest_key,
+            largest: p.largest_key,
+            smallest_seq: p.smallest_seq,
+            largest_seq: p.largest_seq,
+            num_entries: p.num_entries,
+            num_deletions: p.num_deletions,
+        }
+    }
+
+    /// Keys `key00000..` with 1-3 versions each (some deletions); sorted.
+    fn versioned_entries(rng: &mut StdRng, n_keys: usize, key_step: usize) -> Entries {
+        let mut out = Vec::new();
+        let mut seq = 1u64;
+        for i in 0..n_keys {
+            let uk = format!("key{:05}", i * key_step).into_bytes();
+            for _ in 0..rng.random_range(1..=3) {
+                let kind = if rng.random_bool(0.25) {
+                    ValueKind::Deletion
+                } else {
+                    ValueKind::Value
+                };
+                let v = if kind == ValueKind::Value {
+                    format!("value-{seq}-{}", "x".repeat(rng.random_range(0..40))).into_bytes()
+                } else {
+                    Vec::new()
+                };
+                out.push((make_internal_key(&uk, seq, kind), v));
+                seq += rng.random_range(1..4);
+            }
+        }
+        out.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        out
+    }
+
+    /// The expected lookup result for `user_key` at `seq`.
+    fn model_get(
+        entries: &[(Vec<u8>, Vec<u8>)],
+        user_key: &[u8],
+        seq: SeqNo,
+    ) -> Option<LookupResult> {
+        entries
+            .iter()
+            .filter_map(|(k, v)| {
+                let p = parse_internal_key(k).unwrap();
+                (p.user_key == user_key && p.seq <= seq).then_some((p.seq, p.kind, v))
+            })
+            .max_by_key(|e| e.0)
+            .map(|(_, kind, v)| match kind {
+                ValueKind::Value => LookupResult::Value(v.clone()),
+                ValueKind::Deletion => LookupResult::Deleted,
+            })
+    }
+
+    fn setup(
+        max_open: usize,
+        block_cache: usize,
+    ) -> (
+        tempfile::TempDir,
+        Arc<dyn FileSystem>,
+        Arc<StatsCollector>,
+        TableCache,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(PosixFs::new());
+        let stats = Arc::new(StatsCollector::default());
+        let tc = TableCache::new(
+            Arc::clone(&fs),
+            dir.path().to_path_buf(),
+            max_open,
+            block_cache,
+            Arc::clone(&stats),
+        );
+        (dir, fs, stats, tc)
+    }
+
+    fn load(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn get_and_iter_match_written_data() {
+        for format in [BlockFormat::KeySet, BlockFormat::Prefix] {
+            let mut rng = StdRng::seed_from_u64(11);
+            let (dir, fs, stats, tc) = setup(100, 1 << 20);
+            let entries = versioned_entries(&mut rng, 800, 2);
+            let max_seq = entries
+                .iter()
+                .map(|(k, _)| parse_internal_key(k).unwrap().seq)
+                .max()
+                .unwrap();
+            let meta = write_table(fs.as_ref(), dir.path(), 7, &entries, format);
+            assert_eq!(meta.num_entries, entries.len() as u64);
+            let t = tc.open(&meta).unwrap();
+            assert_eq!(t.meta(), &meta);
+            assert_eq!(t.verify().unwrap(), entries.len() as u64);
+            let ro = TableReadOptions::default();
+
+            // Point lookups: present keys at random snapshots, and absent keys (odd numbers
+            // fall between the written even ones).
+            for _ in 0..2000 {
+                let i = rng.random_range(0..1600);
+                let uk = format!("key{i:05}").into_bytes();
+                let seq = rng.random_range(0..=max_seq + 1);
+                assert_eq!(
+                    t.get(&uk, seq, &ro).unwrap(),
+                    model_get(&entries, &uk, seq),
+                    "{format:?} key {i} seq {seq}"
+                );
+            }
+            assert!(t.get(b"aaa", MAX_SEQ, &ro).unwrap().is_none());
+            assert!(t.get(b"zzz", MAX_SEQ, &ro).unwrap().is_none());
+            // Most absent keys are stopped by the bloom filter.
+            assert!(
+                load(&stats.bloom_negatives) > 500,
+                "{}",
+                load(&stats.bloom_negatives)
+            );
+
+            // Forward and reverse iteration return exactly the entries.
+            let mut it = t.iter(&ro);
+            it.seek_to_first();
+            let mut got = Vec::new();
+            while it.valid() {
+                got.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            assert_eq!(got, entries);
+            it.seek_to_last();
+            got.clear();
+            while it.valid() {
+                got.push((it.key().to_vec(), it.value().to_vec()));
+                it.prev();
+            }
+            got.reverse();
+            assert_eq!(got, entries);
+            it.status().unwrap();
+            drop(it);
+            assert!(load(&stats.decode_bytes) > 0);
+        }
+    }
+
+    #[test]
+    fn block_cache_hits_are_counted() {
+        let mut rng = StdRng::seed_from_u64(12);
+        let (dir, fs, stats, tc) = setup(100, 1 << 20);
+        let entries = versioned_entries(&mut rng, 300, 1);
+        let meta = write_table(fs.as_ref(), dir.path(), 1, &entries, BlockFormat::KeySet);
+        let t = tc.open(&meta).unwrap();
+        let ro = TableReadOptions::default();
+        let uk = b"key00100";
+        t.get(uk, MAX_SEQ, &ro).unwrap().unwrap();
+        assert_eq!(load(&stats.block_cache_hits), 0);
+        assert_eq!(load(&stats.block_cache_misses), 1);
+        t.get(uk, MAX_SEQ, &ro).unwrap().unwrap();
+        assert_eq!(load(&stats.block_cache_hits), 1);
+        assert_eq!(load(&stats.block_cache_misses), 1);
+        let cache = tc.block_cache().unwrap();
+        assert_eq!(cache.len(), 1);
+        assert!(cache.used_bytes() > 0);
+
+        // fill_cache = false reads the block but does not keep it.
+        let no_fill = TableReadOptions {
+            fill_cache: false,
+            ..TableReadOptions::default()
+        };
+        t.get(b"key00250", MAX_SEQ, &no_fill).unwrap().unwrap();
+        t.get(b"key00250", MAX_SEQ, &no_fill).unwrap().unwrap();
+        assert_eq!(load(&stats.block_cache_misses), 3);
+        assert_eq!(cache.len(), 1);
+
+        // A full scan caches every data block; a second scan hits them all.
+        let scan = |t: &Arc<dyn Table>| {
+            let mut it = t.iter(&ro);
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() {
+                n += 1;
+                it.next();
+            }
+            n
+        };
+        assert_eq!(scan(&t), entries.len());
+        let hits = load(&stats.block_cache_hits);
+        let misses = load(&stats.block_cache_misses);
+        assert_eq!(scan(&t), entries.len());
+        let blocks = t_num_blocks(&t, &tc, &meta);
+        assert_eq!(load(&stats.block_cache_hits) - hits, blocks);
+        assert_eq!(load(&stats.block_cache_misses), misses);
+    }
+
+    fn t_num_blocks(_t: &Arc<dyn Table>, tc: &TableCache, meta: &TableMeta) -> u64 {
+        tc.open_sst(meta)
+            .unwrap()
+            .reader()
+            .properties()
+            .num_data_blocks
+    }
+
+    #[test]
+    fn no_block_cache_when_capacity_is_zero() {
+        let mut rng = StdRng::seed_from_u64(13);
+        let (dir, fs, stats, tc) = setup(100, 0);
+        assert!(tc.block_cache().is_none());
+        let entries = versioned_entries(&mut rng, 100, 1);
+        let meta = write_table(fs.as_ref(), dir.path(), 1, &entries, BlockFormat::KeySet);
+        let t = tc.open(&meta).unwrap();
+        for _ in 0..3 {
+            t.get(b"key00050", MAX_SEQ, &TableReadOptions::default())
+                .unwrap();
+        }
+        assert_eq!(load(&stats.block_cache_hits), 0);
+        assert!(load(&stats.decode_bytes) > 0);
+    }
+
+    #[test]
+    fn block_cache_respects_capacity() {
+        let c = BlockCacheImpl::new(64 * 1024);
+        for i in 0..200u64 {
+            let mut w = mezz_format::block::BlockBuilder::new(BlockFormat::KeySet, 16);
+            w.add(
+                &make_internal_key(&i.to_be_bytes(), 1, ValueKind::Value),
+                &[0u8; 1000],
+            );
+            let b = Block::new(w.finish().to_vec(), BlockFormat::KeySet).unwrap();
+            c.insert(1, i * 4096, Arc::new(b));
+        }
+        assert!(c.used_bytes() <= 64 * 1024, "{}", c.used_bytes());
+        assert!(c.len() < 200);
+        assert!(c.len() >= 10);
+    }
+
+    #[test]
+    fn table_cache_evicts_and_reports_paths() {
+        let mut rng = StdRng::seed_from_u64(14);
+        let (dir, fs, _stats, tc) = setup(16, 1 << 20);
+        let mut metas = Vec::new();
+        for id in 1..=40u64 {
+            let entries = versioned_entries(&mut rng, 10, 1);
+            metas.push(write_table(
+                fs.as_ref(),
+                dir.path(),
+                id,
+                &entries,
+                BlockFormat::KeySet,
+            ));
+        }
+        for m in &metas {
+            tc.open(m).unwrap();
+        }
+        assert!(tc.open_tables() <= 16, "{}", tc.open_tables());
+        assert!(tc.open_tables() > 0);
+
+        // A cached table survives the removal of its file; an evicted one does not.
+        let m = &metas[39];
+        let t = tc.open(m).unwrap();
+        fs.remove_file(&filename::sst_file(dir.path(), m.id))
+            .unwrap();
+        let again = tc.open(m).unwrap();
+        assert!(Arc::ptr_eq(&t, &again));
+        assert!(
+            again
+                .get(b"key00005", MAX_SEQ, &TableReadOptions::default())
+                .is_ok()
+        );
+        tc.evict(m.id);
+        let err = tc.open(m).unwrap_err();
+        match err {
+            Error::Io { path, .. } => {
+                assert_eq!(path.unwrap(), filename::sst_file(dir.path(), m.id));
+            }
+            e => panic!("unexpected {e:?}"),
+        }
+        // The table handed out earlier keeps working.
+        assert!(
+            t.get(b"key00005", MAX_SEQ, &TableReadOptions::default())
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn corrupt_table_error_names_file() {
+        let mut rng = StdRng::seed_from_u64(15);
+        let (dir, fs, _stats, tc) = setup(100, 0);
+        let entries = versioned_entries(&mut rng, 200, 1);
+        let meta = write_table(fs.as_ref(), dir.path(), 3, &entries, BlockFormat::KeySet);
+        let path = filename::sst_file(dir.path(), 3);
+        let mut bytes = std::fs::read(&path).unwrap();
+
+        // A damaged data block: open works, the lookup that reads it fails.
+        bytes[10] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let t = tc.open(&meta).unwrap();
+        let first_user_key = mezz_format::ikey::user_key(&entries[0].0).to_vec();
+        match t.get(&first_user_key, MAX_SEQ, &TableReadOptions::default()) {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file.unwrap(), path),
+            r => panic!("unexpected {r:?}"),
+        }
+        let mut it = t.iter(&TableReadOptions::default());
+        it.seek_to_first();
+        match it.status() {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file.unwrap(), path),
+            r => panic!("unexpected {r:?}"),
+        }
+        assert!(t.verify().unwrap_err().is_corruption());
+
+        // A damaged footer: open fails.
+        tc.evict(3);
+        let n = bytes.len();
+        bytes[n - 1] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        match tc.open(&meta) {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file.unwrap(), path),
+            r => panic!("unexpected {r:?}"),
+        }
+    }
+
+    /// Splits sorted entries into tables of random sizes (never splitting a user key).
+    fn write_level(
+        rng: &mut StdRng,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        entries: &[(Vec<u8>, Vec<u8>)],
+    ) -> Vec<Arc<TableMeta>> {
+        let mut metas = Vec::new();
+        let mut start = 0;
+        let mut id = 100;
+        while start < entries.len() {
+            let mut end = (start + rng.random_range(1..60)).min(entries.len());
+            while end < entries.len()
+                && mezz_format::ikey::user_key(&entries[end].0)
+                    == mezz_format::ikey::user_key(&entries[end - 1].0)
+            {
+                end += 1;
+            }
+            let format = if rng.random_bool(0.5) {
+                BlockFormat::KeySet
+            } else {
+                BlockFormat::Prefix
+            };
+            metas.push(Arc::new(write_table(
+                fs,
+                dir,
+                id,
+                &entries[start..end],
+                format,
+            )));
+            id += 1;
+            start = end;
+        }
+        metas
+    }
+
+    #[test]
+    fn level_iterator_concatenates_tables() {
+        let mut rng = StdRng::seed_from_u64(16);
+        let (dir, fs, _stats, tc) = setup(20, 1 << 20);
+        let tc = Arc::new(tc);
+        let entries = versioned_entries(&mut rng, 400, 3);
+        let metas = write_level(&mut rng, fs.as_ref(), dir.path(), &entries);
+        assert!(metas.len() > 5);
+        let mut it =
+            LevelIterator::new(metas.clone(), Arc::clone(&tc), TableReadOptions::default());
+        assert!(!it.valid());
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        assert_eq!(got, entries);
+        it.seek_to_last();
+        got.clear();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        got.reverse();
+        assert_eq!(got, entries);
+
+        // Random seeks (inside tables, between them, before and after all) and mixed steps.
+        let mut pos: Option<usize> = None;
+        for _ in 0..3000 {
+            match rng.random_range(0..8) {
+                0 | 1 => {
+                    let t = make_internal_key(
+                        format!("key{:05}", rng.random_range(0..1250)).as_bytes(),
+                        rng.random_range(0..2000),
+                        ValueKind::SEEK,
+                    );
+                    it.seek(&t);
+                    let i = entries
+                        .partition_point(|e| compare_internal_keys(&e.0, &t) == CmpOrdering::Less);
+                    pos = (i < entries.len()).then_some(i);
+                }
+                2 | 3 => {
+                    let t = make_internal_key(
+                        format!("key{:05}", rng.random_range(0..1250)).as_bytes(),
+                        rng.random_range(0..2000),
+                        ValueKind::Deletion,
+                    );
+                    it.seek_for_prev(&t);
+                    let i = entries.partition_point(|e| {
+                        compare_internal_keys(&e.0, &t) != CmpOrdering::Greater
+                    });
+                    pos = i.checked_sub(1);
+                }
+                4 | 5 => {
+                    if let Some(p) = pos {
+                        it.next();
+                        pos = (p + 1 < entries.len()).then_some(p + 1);
+                    }
+                }
+                _ => {
+                    if let Some(p) = pos {
+                        it.prev();
+                        pos = p.checked_sub(1);
+                    }
+                }
+            }
+            assert_eq!(it.valid(), pos.is_some());
+            if let Some(p) = pos {
+                assert_eq!(it.key(), &entries[p].0[..]);
+                assert_eq!(it.value(), &entries[p].1[..]);
+            }
+        }
+        it.status().unwrap();
+        assert!(tc.open_tables() <= 20);
+    }
+
+    #[test]
+    fn level_iterator_skips_and_reports_missing_table() {
+        let mut rng = StdRng::seed_from_u64(17);
+        let (dir, fs, _stats, tc) = setup(100, 0);
+        let entries = versioned_entries(&mut rng, 200, 1);
+        let metas = write_level(&mut rng, fs.as_ref(), dir.path(), &entries);
+        assert!(metas.len() >= 3);
+        let gone = &metas[1];
+        let gone_path = filename::sst_file(dir.path(), gone.id);
+        fs.remove_file(&gone_path).unwrap();
+        let mut it = LevelIterator::new(metas.clone(), Arc::new(tc), TableReadOptions::default());
+        it.seek_to_first();
+        let mut n = 0u64;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        assert_eq!(n, entries.len() as u64 - gone.num_entries);
+        match it.status() {
+            Err(Error::Io { path, .. }) => assert_eq!(path.unwrap(), gone_path),
+            r => panic!("unexpected {r:?}"),
+        }
+    }
+
+    #[test]
+    fn db_iterator_over_memtable_and_tables() {
+        // End to end over every source kind: memtable, an L0 table, and a level.
+        use crate::iter::{DbIterator, merging_iterator};
+        use crate::memtable::MemTable;
+        let mut rng = StdRng::seed_from_u64(18);
+        let (dir, fs, _stats, tc) = setup(100, 1 << 20);
+        let tc = Arc::new(tc);
+        let mut model: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+        let mut seq = 0u64;
+        let mut gen_run = |n: usize, model: &mut BTreeMap<Vec<u8>, Option<Vec<u8>>>| {
+            let mut run = Vec::new();
+            for _ in 0..n {
+                seq += 1;
+                let uk = format!("k{:04}", rng.random_range(0..500)).into_bytes();
+                if rng.random_bool(0.2) {
+                    run.push((make_internal_key(&uk, seq, ValueKind::Deletion), Vec::new()));
+                    model.insert(uk, None);
+                } else {
+                    let v = format!("v{seq}").into_bytes();
+                    run.push((make_internal_key(&uk, seq, ValueKind::Value), v.clone()));
+                    model.insert(uk, Some(v));
+                }
+            }
+            run.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            run
+        };
+        let oldest = gen_run(1500, &mut model);
+        let level = write_level(
+            &mut StdRng::seed_from_u64(1),
+            fs.as_ref(),
+            dir.path(),
+            &oldest,
+        );
+        let l0_entries = gen_run(500, &mut model);
+        let l0 = write_table(fs.as_ref(), dir.path(), 9, &l0_entries, BlockFormat::Prefix);
+        let mem = Arc::new(MemTable::new(1));
+        for (k, v) in gen_run(300, &mut model) {
+            let p = parse_internal_key(&k).unwrap();
+            mem.add(p.seq, p.kind, p.user_key, &v);
+        }
+        let ro = TableReadOptions::default();
+        let children: Vec<Box<dyn InternalIterator>> = vec![
+            mem.iter(),
+            tc.open(&l0).unwrap().iter(&ro),
+            Box::new(LevelIterator::new(level, Arc::clone(&tc), ro)),
+        ];
+        let mut it = DbIterator::new(
+            merging_iterator(children),
+            MAX_SEQ,
+            None,
+            None,
+            Box::new(Arc::clone(&mem)),
+        );
+        let expect: Vec<(Vec<u8>, Vec<u8>)> = model
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        assert_eq!(got, expect);
+        it.seek_to_last();
+        got.clear();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        got.reverse();
+        assert_eq!(got, expect);
+        it.status().unwrap();
+    }
+}
