@@ -2,7 +2,7 @@
 //!
 //! `Stats` is a plain snapshot struct for programs; `Display` renders it as the text of
 //! `property("mezz.stats")`. The live counters are owned by the engine (see `StatsCollector`
-//! below when implemented) and are updated with relaxed atomics: a `Stats` snapshot is
+//! below) and are updated with relaxed atomics: a `Stats` snapshot is
 //! consistent per field, not across fields.
 
 use serde::Serialize;
@@ -149,7 +149,8 @@ impl Stats {
         if self.user_bytes_written == 0 {
             return 0.0;
         }
-        (self.flush_bytes_written + self.compaction_bytes_written) as f64 / self.user_bytes_written as f64
+        (self.flush_bytes_written + self.compaction_bytes_written) as f64
+            / self.user_bytes_written as f64
     }
 }
 
@@ -167,7 +168,8 @@ pub struct LatencyHistogram {
 impl Default for LatencyHistogram {
     fn default() -> Self {
         #[allow(clippy::expect_used)] // constant, valid bounds
-        let h = Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+        let h =
+            Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
         Self { h: Mutex::new(h) }
     }
 }
@@ -263,14 +265,16 @@ impl StatsCollector {
             levels: level_io
                 .iter()
                 .enumerate()
-                .map(|(level, &(compactions, bytes_read, bytes_written))| LevelStats {
-                    level,
-                    files: 0,
-                    bytes: 0,
-                    compactions,
-                    bytes_read,
-                    bytes_written,
-                })
+                .map(
+                    |(level, &(compactions, bytes_read, bytes_written))| LevelStats {
+                        level,
+                        files: 0,
+                        bytes: 0,
+                        compactions,
+                        bytes_read,
+                        bytes_written,
+                    },
+                )
                 .collect(),
             user_bytes_written: g(&self.user_bytes_written),
             wal_bytes_written: g(&self.wal_bytes_written),
@@ -303,6 +307,179 @@ impl StatsCollector {
             block_cache_misses: g(&self.block_cache_misses),
             bloom_negatives: g(&self.bloom_negatives),
             ..Stats::default()
+        }
+    }
+}
+
+fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS.get(u).copied().unwrap_or("B"))
+    }
+}
+
+fn fmt_latency(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    l: &LatencySummary,
+) -> std::fmt::Result {
+    let us = |n: u64| n as f64 / 1000.0;
+    writeln!(
+        f,
+        "{name:<6} count {} mean {:.1} us  p50 {:.1} us  p99 {:.1} us  p99.9 {:.1} us  max {:.1} us",
+        l.count,
+        us(l.mean_nanos),
+        us(l.p50_nanos),
+        us(l.p99_nanos),
+        us(l.p999_nanos),
+        us(l.max_nanos)
+    )
+}
+
+impl std::fmt::Display for Stats {
+    /// The text of `property("mezz.stats")`: per-level shape and compaction IO, write
+    /// amplification, stalls by cause, background work, latency percentiles, encode/decode
+    /// cost and cache behaviour.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "** Levels **")?;
+        writeln!(
+            f,
+            "{:<5} {:>6} {:>12} {:>11} {:>12} {:>12}",
+            "level", "files", "size", "compactions", "read", "written"
+        )?;
+        for l in &self.levels {
+            writeln!(
+                f,
+                "L{:<4} {:>6} {:>12} {:>11} {:>12} {:>12}",
+                l.level,
+                l.files,
+                fmt_bytes(l.bytes),
+                l.compactions,
+                fmt_bytes(l.bytes_read),
+                fmt_bytes(l.bytes_written)
+            )?;
+        }
+        writeln!(f, "** Writes **")?;
+        writeln!(
+            f,
+            "user bytes {}  WAL bytes {}  WAL syncs {}  write groups {}  last sequence {}",
+            fmt_bytes(self.user_bytes_written),
+            fmt_bytes(self.wal_bytes_written),
+            self.wal_syncs,
+            self.write_groups,
+            self.last_sequence
+        )?;
+        writeln!(
+            f,
+            "write amplification {:.2} (SST only {:.2})",
+            self.write_amplification(),
+            self.sst_write_amplification()
+        )?;
+        writeln!(
+            f,
+            "memtable {}  immutable memtables {}  snapshots {}",
+            fmt_bytes(self.memtable_bytes),
+            self.immutable_memtables,
+            self.snapshots
+        )?;
+        writeln!(f, "** Background **")?;
+        writeln!(
+            f,
+            "flushes {}  flush written {}  flush time {:.3} s",
+            self.flushes,
+            fmt_bytes(self.flush_bytes_written),
+            self.flush_micros as f64 / 1e6
+        )?;
+        writeln!(
+            f,
+            "compactions {} (trivial moves {})  read {}  written {}  time {:.3} s",
+            self.compactions,
+            self.trivial_moves,
+            fmt_bytes(self.compaction_bytes_read),
+            fmt_bytes(self.compaction_bytes_written),
+            self.compaction_micros as f64 / 1e6
+        )?;
+        let s = &self.stalls;
+        writeln!(f, "** Stalls **")?;
+        writeln!(
+            f,
+            "total {:.3} s  delayed groups {}  stopped groups {}",
+            s.total_micros() as f64 / 1e6,
+            s.delayed_writes,
+            s.stopped_writes
+        )?;
+        writeln!(
+            f,
+            "L0 slowdown {:.3} s  L0 stop {:.3} s  memtable stop {:.3} s  pending-bytes slowdown {:.3} s  pending-bytes stop {:.3} s",
+            s.l0_slowdown_micros as f64 / 1e6,
+            s.l0_stop_micros as f64 / 1e6,
+            s.memtable_stop_micros as f64 / 1e6,
+            s.pending_bytes_slowdown_micros as f64 / 1e6,
+            s.pending_bytes_stop_micros as f64 / 1e6
+        )?;
+        writeln!(f, "** Latency **")?;
+        fmt_latency(f, "get", &self.get_latency)?;
+        fmt_latency(f, "write", &self.write_latency)?;
+        writeln!(f, "** Encode / decode **")?;
+        writeln!(
+            f,
+            "encode {} in {:.3} s  decode {} in {:.3} s",
+            fmt_bytes(self.encode_bytes),
+            self.encode_micros as f64 / 1e6,
+            fmt_bytes(self.decode_bytes),
+            self.decode_micros as f64 / 1e6
+        )?;
+        let lookups = self.block_cache_hits + self.block_cache_misses;
+        let hit_rate = if lookups == 0 {
+            0.0
+        } else {
+            self.block_cache_hits as f64 * 100.0 / lookups as f64
+        };
+        writeln!(
+            f,
+            "block cache hits {}  misses {} ({hit_rate:.1} % hits)  bloom negatives {}",
+            self.block_cache_hits, self.block_cache_misses, self.bloom_negatives
+        )
+    }
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    #[test]
+    fn display_names_every_section() {
+        let s = Stats {
+            levels: vec![LevelStats {
+                level: 0,
+                files: 3,
+                bytes: 3 << 20,
+                ..LevelStats::default()
+            }],
+            user_bytes_written: 100,
+            wal_bytes_written: 120,
+            flush_bytes_written: 80,
+            ..Stats::default()
+        };
+        let t = s.to_string();
+        for needle in [
+            "L0",
+            "3.0 MiB",
+            "write amplification 2.00",
+            "Stalls",
+            "p99",
+            "block cache",
+            "encode",
+        ] {
+            assert!(t.contains(needle), "missing {needle:?} in\n{t}");
         }
     }
 }

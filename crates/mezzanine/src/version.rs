@@ -1,1 +1,825 @@
-//! (module being written)
+//! Versions: which tables make up the database at one moment, the edits between them, and
+//! the MANIFEST that records those edits durably.
+//!
+//! Owns: [`VersionEdit`] and its encoding (spec: `docs/formats/manifest.md`), the immutable
+//! [`Version`] (tables per level), [`SuperVersion`] (memtables + version, what a reader
+//! pins), and the manifest file helpers ([`Manifest`], [`recover_manifest`],
+//! [`write_new_manifest`], [`set_current`]).
+//!
+//! Invariants of a `Version`:
+//! - L0 is sorted newest first (by `largest_seq`, then id, descending); its tables may
+//!   overlap.
+//! - Every level >= 1 is sorted by smallest internal key and its tables do not overlap in
+//!   user keys (one user key's versions never span two tables of a level).
+//! - A `Version` is never mutated after construction; `Version::apply` builds a new one that
+//!   shares the unchanged `Arc<TableMeta>`s. A table file may be deleted only once no live
+//!   `Version` holds its `Arc<TableMeta>` (the engine watches the `Arc`'s strong count).
+//!
+//! Thread-safety: `Version`, `VersionEdit` and `SuperVersion` are immutable and shared
+//! through `Arc`. `Manifest` is owned by one writer at a time (the engine serialises version
+//! changes with a lock).
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mezz_env::FileSystem;
+use mezz_format::SeqNo;
+use mezz_format::coding::{Decoder, put_length_prefixed, put_varint32, put_varint64};
+use mezz_format::ikey::compare_internal_keys;
+use mezz_format::log::{LogRead, LogReader, LogWriter};
+
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::memtable::MemTable;
+use crate::options::RecoveryMode;
+use crate::table::{TableLocation, TableMeta, Tier};
+
+/// The manifest format version this build writes and the newest it reads.
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
+/// The name of the key ordering, recorded in the manifest and checked on open.
+pub const COMPARATOR_NAME: &str = "mezz.bytewise";
+
+// Record tags. New object kinds (NVM tables, NVM segments, matrix rows) get new tags; an
+// unknown tag is a corruption error, so an old build never silently ignores them (a newer
+// format version announces them first).
+const TAG_COMPARATOR: u32 = 1;
+const TAG_LOG_NUMBER: u32 = 2;
+const TAG_NEXT_FILE_NUMBER: u32 = 3;
+const TAG_LAST_SEQUENCE: u32 = 4;
+const TAG_COMPACT_POINTER: u32 = 5;
+const TAG_DELETED_TABLE: u32 = 6;
+const TAG_NEW_TABLE: u32 = 7;
+const TAG_FORMAT_VERSION: u32 = 8;
+
+const TIER_SSD: u8 = 0;
+const LOCATION_SST: u8 = 0;
+
+/// A change from one version to the next, as recorded in the MANIFEST.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Manifest format version (written in the first edit of each manifest).
+    pub format_version: Option<u32>,
+    /// Key ordering name (written in the first edit of each manifest).
+    pub comparator: Option<String>,
+    /// WALs with a number below this are no longer needed for recovery.
+    pub log_number: Option<u64>,
+    /// The next unused file number.
+    pub next_file_number: Option<u64>,
+    /// The last sequence number used.
+    pub last_sequence: Option<SeqNo>,
+    /// Per level: the largest internal key of the last compaction's input (round robin).
+    pub compact_pointers: Vec<(usize, Vec<u8>)>,
+    /// Tables removed: (level, table id).
+    pub deleted_tables: Vec<(usize, u64)>,
+    /// Tables added: (level, metadata).
+    pub new_tables: Vec<(usize, TableMeta)>,
+}
+
+fn put_usize(buf: &mut Vec<u8>, v: usize) {
+    put_varint64(buf, v as u64);
+}
+
+fn encode_table(buf: &mut Vec<u8>, t: &TableMeta) {
+    put_varint64(buf, t.id);
+    buf.push(match t.tier {
+        Tier::Ssd | Tier::Nvm => TIER_SSD,
+    });
+    match &t.location {
+        TableLocation::Sst { path_id } => {
+            buf.push(LOCATION_SST);
+            put_varint32(buf, *path_id);
+        }
+    }
+    put_varint64(buf, t.size);
+    put_length_prefixed(buf, &t.smallest);
+    put_length_prefixed(buf, &t.largest);
+    put_varint64(buf, t.smallest_seq);
+    put_varint64(buf, t.largest_seq);
+    put_varint64(buf, t.num_entries);
+    put_varint64(buf, t.num_deletions);
+}
+
+fn decode_level(d: &mut Decoder<'_>) -> Result<usize> {
+    let off = d.offset();
+    let l = d.varint32()?;
+    if l >= 64 {
+        return Err(Error::corruption(off, format!("level {l} out of range")));
+    }
+    Ok(l as usize)
+}
+
+fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
+    let id = d.varint64()?;
+    let off = d.offset();
+    let tier = match d.u8()? {
+        TIER_SSD => Tier::Ssd,
+        t => return Err(Error::corruption(off, format!("unknown table tier {t}"))),
+    };
+    let off = d.offset();
+    let location = match d.u8()? {
+        LOCATION_SST => TableLocation::Sst {
+            path_id: d.varint32()?,
+        },
+        l => {
+            return Err(Error::corruption(
+                off,
+                format!("unknown table location {l}"),
+            ));
+        }
+    };
+    let size = d.varint64()?;
+    let smallest = d.length_prefixed()?.to_vec();
+    let largest = d.length_prefixed()?.to_vec();
+    Ok(TableMeta {
+        id,
+        tier,
+        location,
+        size,
+        smallest,
+        largest,
+        smallest_seq: d.varint64()?,
+        largest_seq: d.varint64()?,
+        num_entries: d.varint64()?,
+        num_deletions: d.varint64()?,
+    })
+}
+
+impl VersionEdit {
+    /// Appends the encoding of this edit to `buf`.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        if let Some(v) = self.format_version {
+            put_varint32(buf, TAG_FORMAT_VERSION);
+            put_varint32(buf, v);
+        }
+        if let Some(c) = &self.comparator {
+            put_varint32(buf, TAG_COMPARATOR);
+            put_length_prefixed(buf, c.as_bytes());
+        }
+        if let Some(n) = self.log_number {
+            put_varint32(buf, TAG_LOG_NUMBER);
+            put_varint64(buf, n);
+        }
+        if let Some(n) = self.next_file_number {
+            put_varint32(buf, TAG_NEXT_FILE_NUMBER);
+            put_varint64(buf, n);
+        }
+        if let Some(n) = self.last_sequence {
+            put_varint32(buf, TAG_LAST_SEQUENCE);
+            put_varint64(buf, n);
+        }
+        for (level, key) in &self.compact_pointers {
+            put_varint32(buf, TAG_COMPACT_POINTER);
+            put_usize(buf, *level);
+            put_length_prefixed(buf, key);
+        }
+        for (level, id) in &self.deleted_tables {
+            put_varint32(buf, TAG_DELETED_TABLE);
+            put_usize(buf, *level);
+            put_varint64(buf, *id);
+        }
+        for (level, t) in &self.new_tables {
+            put_varint32(buf, TAG_NEW_TABLE);
+            put_usize(buf, *level);
+            let mut body = Vec::with_capacity(64 + t.smallest.len() + t.largest.len());
+            encode_table(&mut body, t);
+            put_length_prefixed(buf, &body);
+        }
+    }
+
+    /// Decodes an edit; `base_offset` is the record's offset in the manifest (for errors).
+    ///
+    /// # Errors
+    /// `Corruption` naming the offset for truncated fields, unknown tags or unknown table
+    /// kinds; `UnsupportedVersion` for a newer manifest format.
+    pub fn decode(data: &[u8], base_offset: u64) -> Result<Self> {
+        let mut e = VersionEdit::default();
+        let mut d = Decoder::new(data, base_offset);
+        while d.remaining() > 0 {
+            let tag_off = d.offset();
+            match d.varint32()? {
+                TAG_FORMAT_VERSION => {
+                    let v = d.varint32()?;
+                    if v > MANIFEST_FORMAT_VERSION || v == 0 {
+                        return Err(Error::UnsupportedVersion {
+                            what: "manifest",
+                            found: v,
+                            supported: MANIFEST_FORMAT_VERSION,
+                        });
+                    }
+                    e.format_version = Some(v);
+                }
+                TAG_COMPARATOR => {
+                    let off = d.offset();
+                    let c = d.length_prefixed()?;
+                    let c = std::str::from_utf8(c)
+                        .map_err(|_| Error::corruption(off, "comparator name is not UTF-8"))?;
+                    e.comparator = Some(c.to_string());
+                }
+                TAG_LOG_NUMBER => e.log_number = Some(d.varint64()?),
+                TAG_NEXT_FILE_NUMBER => e.next_file_number = Some(d.varint64()?),
+                TAG_LAST_SEQUENCE => e.last_sequence = Some(d.varint64()?),
+                TAG_COMPACT_POINTER => {
+                    let level = decode_level(&mut d)?;
+                    e.compact_pointers
+                        .push((level, d.length_prefixed()?.to_vec()));
+                }
+                TAG_DELETED_TABLE => {
+                    let level = decode_level(&mut d)?;
+                    e.deleted_tables.push((level, d.varint64()?));
+                }
+                TAG_NEW_TABLE => {
+                    let level = decode_level(&mut d)?;
+                    let body_off = d.offset();
+                    let body = d.length_prefixed()?;
+                    // The body's own length prefix is at most 10 bytes before the body.
+                    let body_base = body_off + (d.offset() - body_off - body.len() as u64);
+                    let mut bd = Decoder::new(body, body_base);
+                    let t = decode_table(&mut bd)?;
+                    if bd.remaining() > 0 {
+                        return Err(Error::corruption(
+                            bd.offset(),
+                            "trailing bytes in new-table record",
+                        ));
+                    }
+                    e.new_tables.push((level, t));
+                }
+                tag => {
+                    return Err(Error::corruption(
+                        tag_off,
+                        format!("unknown manifest record tag {tag}"),
+                    ));
+                }
+            }
+        }
+        Ok(e)
+    }
+}
+
+/// The tables of the database at one moment. Immutable; see the module invariants.
+#[derive(Debug, Clone)]
+pub struct Version {
+    /// Tables per level (index 0 = L0).
+    pub levels: Vec<Vec<Arc<TableMeta>>>,
+    /// Per level: where the next round-robin compaction starts (an internal key; empty =
+    /// from the beginning).
+    pub compact_pointers: Vec<Vec<u8>>,
+}
+
+fn l0_order(a: &Arc<TableMeta>, b: &Arc<TableMeta>) -> Ordering {
+    b.largest_seq.cmp(&a.largest_seq).then(b.id.cmp(&a.id))
+}
+
+impl Version {
+    /// An empty version with `num_levels` levels.
+    #[must_use]
+    pub fn new(num_levels: usize) -> Self {
+        Self {
+            levels: vec![Vec::new(); num_levels],
+            compact_pointers: vec![Vec::new(); num_levels],
+        }
+    }
+
+    /// Number of levels.
+    #[must_use]
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Tables at `level` (empty for a level out of range).
+    #[must_use]
+    pub fn tables(&self, level: usize) -> &[Arc<TableMeta>] {
+        self.levels.get(level).map_or(&[], Vec::as_slice)
+    }
+
+    /// Number of tables at `level`.
+    #[must_use]
+    pub fn num_files(&self, level: usize) -> usize {
+        self.tables(level).len()
+    }
+
+    /// Bytes of the tables at `level`.
+    #[must_use]
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.tables(level).iter().map(|t| t.size).sum()
+    }
+
+    /// Every table, with its level.
+    pub fn all_tables(&self) -> impl Iterator<Item = (usize, &Arc<TableMeta>)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, ts)| ts.iter().map(move |t| (l, t)))
+    }
+
+    /// The deepest level holding a table, if any.
+    #[must_use]
+    pub fn deepest_nonempty_level(&self) -> Option<usize> {
+        self.levels.iter().rposition(|l| !l.is_empty())
+    }
+
+    /// Tables of `level` whose user-key range intersects `[begin, end]` (`None` =
+    /// unbounded).
+    #[must_use]
+    pub fn overlapping(
+        &self,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Vec<Arc<TableMeta>> {
+        self.tables(level)
+            .iter()
+            .filter(|t| {
+                begin.is_none_or(|b| t.largest_user_key() >= b)
+                    && end.is_none_or(|e| t.smallest_user_key() <= e)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// For a level >= 1: the one table whose range may hold `user_key`.
+    #[must_use]
+    pub fn find_table(&self, level: usize, user_key: &[u8]) -> Option<&Arc<TableMeta>> {
+        let ts = self.tables(level);
+        let i = ts.partition_point(|t| t.largest_user_key() < user_key);
+        ts.get(i).filter(|t| t.smallest_user_key() <= user_key)
+    }
+
+    /// A new version with `edit` applied (compact pointers, deletions, then additions).
+    ///
+    /// # Errors
+    /// `Corruption` if the edit names a level out of range, deletes a table that is not
+    /// there or adds one twice.
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
+        let mut v = self.clone();
+        let n = v.levels.len();
+        let bad = |m: String| Error::corruption(0, m);
+        for (level, key) in &edit.compact_pointers {
+            let p = v
+                .compact_pointers
+                .get_mut(*level)
+                .ok_or_else(|| bad(format!("compact pointer for level {level} >= {n}")))?;
+            p.clone_from(key);
+        }
+        for (level, id) in &edit.deleted_tables {
+            let l = v
+                .levels
+                .get_mut(*level)
+                .ok_or_else(|| bad(format!("deleted table {id} at level {level} >= {n}")))?;
+            let before = l.len();
+            l.retain(|t| t.id != *id);
+            if l.len() == before {
+                return Err(bad(format!("deleted table {id} is not at level {level}")));
+            }
+        }
+        for (level, meta) in &edit.new_tables {
+            let l = v
+                .levels
+                .get_mut(*level)
+                .ok_or_else(|| bad(format!("new table {} at level {level} >= {n}", meta.id)))?;
+            if l.iter().any(|t| t.id == meta.id) {
+                return Err(bad(format!(
+                    "table {} added twice at level {level}",
+                    meta.id
+                )));
+            }
+            l.push(Arc::new(meta.clone()));
+        }
+        v.sort_levels();
+        Ok(v)
+    }
+
+    /// Like [`Version::apply`] but reuses the caller's `Arc`s for moved tables (a trivial
+    /// move keeps the same `Arc<TableMeta>`, so the file is never seen as obsolete).
+    ///
+    /// # Errors
+    /// As [`Version::apply`].
+    pub fn apply_with(&self, edit: &VersionEdit, moved: &[Arc<TableMeta>]) -> Result<Version> {
+        let mut v = self.apply(edit)?;
+        for level in &mut v.levels {
+            for t in level.iter_mut() {
+                if let Some(m) = moved.iter().find(|m| m.id == t.id) {
+                    *t = Arc::clone(m);
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    fn sort_levels(&mut self) {
+        for (i, l) in self.levels.iter_mut().enumerate() {
+            if i == 0 {
+                l.sort_by(l0_order);
+            } else {
+                l.sort_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
+            }
+        }
+    }
+
+    /// Checks the ordering invariants of levels >= 1.
+    ///
+    /// # Errors
+    /// `Corruption` naming the two overlapping tables.
+    pub fn check_invariants(&self) -> Result<()> {
+        for (level, ts) in self.levels.iter().enumerate().skip(1) {
+            for w in ts.windows(2) {
+                if let [a, b] = w
+                    && a.largest_user_key() >= b.smallest_user_key()
+                {
+                    return Err(Error::corruption(
+                        0,
+                        format!(
+                            "level {level}: tables {} and {} overlap or are out of order",
+                            a.id, b.id
+                        ),
+                    ));
+                }
+            }
+        }
+        for (level, t) in self.all_tables() {
+            if compare_internal_keys(&t.smallest, &t.largest) == Ordering::Greater {
+                return Err(Error::corruption(
+                    0,
+                    format!("level {level}: table {} has smallest > largest", t.id),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// An edit that recreates this version from nothing (the first record of a new
+    /// manifest).
+    #[must_use]
+    pub fn snapshot_edit(&self) -> VersionEdit {
+        VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION),
+            comparator: Some(COMPARATOR_NAME.to_string()),
+            compact_pointers: self
+                .compact_pointers
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| !k.is_empty())
+                .map(|(l, k)| (l, k.clone()))
+                .collect(),
+            new_tables: self
+                .all_tables()
+                .map(|(l, t)| (l, TableMeta::clone(t)))
+                .collect(),
+            ..VersionEdit::default()
+        }
+    }
+}
+
+/// What a reader pins: the memtables and the version, consistent with each other.
+#[derive(Debug)]
+pub struct SuperVersion {
+    /// The active memtable.
+    pub mem: Arc<MemTable>,
+    /// Immutable memtables waiting for a flush, newest first.
+    pub imms: Vec<Arc<MemTable>>,
+    /// The tables.
+    pub version: Arc<Version>,
+}
+
+/// An open manifest being appended to.
+#[derive(Debug)]
+pub struct Manifest {
+    writer: LogWriter,
+    number: u64,
+    path: PathBuf,
+}
+
+impl Manifest {
+    /// The manifest's file number.
+    #[must_use]
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Bytes written to this manifest.
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.writer.size()
+    }
+
+    /// Appends one edit and syncs it.
+    ///
+    /// # Errors
+    /// I/O errors (with the manifest's path).
+    pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
+        let mut buf = Vec::with_capacity(256);
+        edit.encode(&mut buf);
+        self.writer
+            .add_record(&buf)
+            .and_then(|()| self.writer.sync())
+            .map_err(|e| e.in_file(&self.path))
+    }
+}
+
+/// What replaying a manifest produced.
+#[derive(Debug)]
+pub struct RecoveredManifest {
+    /// The version.
+    pub version: Version,
+    /// WALs below this number are obsolete.
+    pub log_number: u64,
+    /// The next unused file number recorded.
+    pub next_file_number: u64,
+    /// The last sequence number recorded.
+    pub last_sequence: SeqNo,
+    /// The manifest's own file number.
+    pub manifest_number: u64,
+}
+
+/// Reads `CURRENT` and replays the manifest it names.
+///
+/// A torn last record (what a crash during a manifest append leaves: an edit that was never
+/// acknowledged) is ignored unless `mode` is `AbsoluteConsistency`.
+///
+/// # Errors
+/// `Corruption` (with file and offset) for a bad CURRENT, a damaged manifest, a comparator
+/// mismatch or an edit that does not apply; `Io` errors.
+pub fn recover_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    num_levels: usize,
+    mode: RecoveryMode,
+) -> Result<RecoveredManifest> {
+    let cur_path = filename::current_file(dir);
+    let cur = fs
+        .read_all(&cur_path)
+        .map_err(|e| Error::from(e).in_file(&cur_path))?;
+    let name = std::str::from_utf8(&cur)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .ok_or_else(|| Error::corruption(0, "CURRENT is not a file name ending in a newline"))
+        .map_err(|e| e.in_file(&cur_path))?;
+    let manifest_number = match filename::parse_file_name(name) {
+        Some((filename::FileType::Manifest, n)) => n,
+        _ => {
+            return Err(
+                Error::corruption(0, format!("CURRENT names {name:?}, not a manifest"))
+                    .in_file(&cur_path),
+            );
+        }
+    };
+    let path = filename::manifest_file(dir, manifest_number);
+    let file = fs
+        .open_read(&path)
+        .map_err(|e| Error::from(e).in_file(&path))?;
+    let mut reader = LogReader::new(file);
+    let mut version = Version::new(num_levels);
+    let mut log_number = None;
+    let mut next_file_number = None;
+    let mut last_sequence = None;
+    let mut first = true;
+    loop {
+        match reader.read_record() {
+            LogRead::Eof => break,
+            LogRead::Corrupt {
+                offset,
+                detail,
+                at_tail,
+            } => {
+                if at_tail && mode == RecoveryMode::TolerateCorruptTail {
+                    break;
+                }
+                return Err(Error::corruption(offset, detail).in_file(&path));
+            }
+            LogRead::Record { data, offset } => {
+                let edit = VersionEdit::decode(&data, offset).map_err(|e| e.in_file(&path))?;
+                if first && edit.format_version.is_none() {
+                    return Err(Error::corruption(
+                        offset,
+                        "first manifest record has no format version",
+                    )
+                    .in_file(&path));
+                }
+                first = false;
+                if let Some(c) = &edit.comparator
+                    && c != COMPARATOR_NAME
+                {
+                    return Err(Error::corruption(
+                        offset,
+                        format!("comparator {c:?} does not match {COMPARATOR_NAME:?}"),
+                    )
+                    .in_file(&path));
+                }
+                version = version.apply(&edit).map_err(|e| match e {
+                    Error::Corruption { detail, .. } => Error::Corruption {
+                        file: Some(path.clone()),
+                        offset,
+                        detail,
+                    },
+                    other => other,
+                })?;
+                log_number = edit.log_number.or(log_number);
+                next_file_number = edit.next_file_number.or(next_file_number);
+                last_sequence = edit.last_sequence.or(last_sequence);
+            }
+        }
+    }
+    let missing =
+        |what: &str| Error::corruption(0, format!("manifest has no {what}")).in_file(&path);
+    Ok(RecoveredManifest {
+        version,
+        log_number: log_number.ok_or_else(|| missing("log number"))?,
+        next_file_number: next_file_number.ok_or_else(|| missing("next file number"))?,
+        last_sequence: last_sequence.ok_or_else(|| missing("last sequence"))?,
+        manifest_number,
+    })
+}
+
+/// Creates manifest `number` holding a snapshot of `version` plus the given counters, and
+/// syncs it. The caller then points `CURRENT` at it with [`set_current`].
+///
+/// # Errors
+/// I/O errors.
+pub fn write_new_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    version: &Version,
+    log_number: u64,
+    next_file_number: u64,
+    last_sequence: SeqNo,
+) -> Result<Manifest> {
+    let path = filename::manifest_file(dir, number);
+    let file = fs
+        .create(&path)
+        .map_err(|e| Error::from(e).in_file(&path))?;
+    let mut m = Manifest {
+        writer: LogWriter::new(file),
+        number,
+        path,
+    };
+    let mut edit = version.snapshot_edit();
+    edit.log_number = Some(log_number);
+    edit.next_file_number = Some(next_file_number);
+    edit.last_sequence = Some(last_sequence);
+    m.append(&edit)?;
+    Ok(m)
+}
+
+/// Points `CURRENT` at manifest `manifest_number`: writes a temp file, syncs it, renames it
+/// over `CURRENT` and syncs the directory.
+///
+/// # Errors
+/// I/O errors.
+pub fn set_current(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    manifest_number: u64,
+    temp_number: u64,
+) -> Result<()> {
+    let contents = format!("MANIFEST-{manifest_number:06}\n");
+    write_file_atomically(
+        fs,
+        dir,
+        &filename::current_file(dir),
+        contents.as_bytes(),
+        temp_number,
+    )
+}
+
+/// Writes `data` to `path` through a temp file: write, sync, rename, sync the directory.
+///
+/// # Errors
+/// I/O errors (with the path involved).
+pub fn write_file_atomically(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    path: &Path,
+    data: &[u8],
+    temp_number: u64,
+) -> Result<()> {
+    let tmp = filename::temp_file(dir, temp_number);
+    let res = (|| -> std::io::Result<()> {
+        let mut f = fs.create(&tmp)?;
+        f.append(data)?;
+        f.sync()?;
+        drop(f);
+        fs.rename(&tmp, path)?;
+        fs.sync_dir(dir)
+    })();
+    res.map_err(|e| {
+        let _ = fs.remove_file(&tmp);
+        Error::from(e).in_file(path)
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use mezz_format::ValueKind;
+    use mezz_format::ikey::make_internal_key;
+
+    pub(crate) fn meta(id: u64, lo: &str, hi: &str, seq: (u64, u64), size: u64) -> TableMeta {
+        TableMeta {
+            id,
+            tier: Tier::Ssd,
+            location: TableLocation::Sst { path_id: 0 },
+            size,
+            smallest: make_internal_key(lo.as_bytes(), seq.1, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), seq.0, ValueKind::Value),
+            smallest_seq: seq.0,
+            largest_seq: seq.1,
+            num_entries: 10,
+            num_deletions: 1,
+        }
+    }
+
+    #[test]
+    fn edit_roundtrips() {
+        let e = VersionEdit {
+            format_version: Some(1),
+            comparator: Some(COMPARATOR_NAME.into()),
+            log_number: Some(7),
+            next_file_number: Some(300),
+            last_sequence: Some(1 << 40),
+            compact_pointers: vec![(2, b"k\x01\x00\x00\x00\x00\x00\x00\x00".to_vec())],
+            deleted_tables: vec![(1, 12), (3, 99_999_999_999)],
+            new_tables: vec![
+                (0, meta(13, "a", "zz", (5, 9), 4096)),
+                (4, meta(14, "b", "c", (1, 1), 1)),
+            ],
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(VersionEdit::decode(&buf, 0).unwrap(), e);
+        // Every strict prefix fails cleanly (no panic), except the empty one and cut points
+        // that fall exactly between records.
+        for cut in 1..buf.len() {
+            let _ = VersionEdit::decode(&buf[..cut], 0);
+        }
+    }
+
+    #[test]
+    fn unknown_tag_is_corruption_naming_the_tag() {
+        let mut buf = Vec::new();
+        VersionEdit {
+            log_number: Some(3),
+            ..VersionEdit::default()
+        }
+        .encode(&mut buf);
+        let tag_offset = buf.len() as u64;
+        put_varint32(&mut buf, 42);
+        put_varint64(&mut buf, 1);
+        match VersionEdit::decode(&buf, 100) {
+            Err(Error::Corruption { offset, detail, .. }) => {
+                assert_eq!(offset, 100 + tag_offset);
+                assert!(detail.contains("42"), "{detail}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn newer_format_version_is_rejected() {
+        let mut buf = Vec::new();
+        VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION + 1),
+            ..VersionEdit::default()
+        }
+        .encode(&mut buf);
+        assert!(matches!(
+            VersionEdit::decode(&buf, 0),
+            Err(Error::UnsupportedVersion { .. })
+        ));
+    }
+
+    #[test]
+    fn apply_sorts_levels_and_checks_deletions() {
+        let v = Version::new(4);
+        let e = VersionEdit {
+            new_tables: vec![
+                (0, meta(1, "a", "z", (1, 10), 1)),
+                (0, meta(2, "a", "z", (11, 20), 1)),
+                (1, meta(4, "m", "p", (1, 1), 1)),
+                (1, meta(3, "a", "c", (1, 1), 1)),
+            ],
+            ..VersionEdit::default()
+        };
+        let v = v.apply(&e).unwrap();
+        let ids = |l: usize| v.tables(l).iter().map(|t| t.id).collect::<Vec<_>>();
+        assert_eq!(ids(0), vec![2, 1], "L0 newest first");
+        assert_eq!(ids(1), vec![3, 4], "L1 by smallest key");
+        v.check_invariants().unwrap();
+        assert_eq!(v.find_table(1, b"b").map(|t| t.id), Some(3));
+        assert_eq!(v.find_table(1, b"d").map(|t| t.id), None);
+        assert_eq!(v.find_table(1, b"p").map(|t| t.id), Some(4));
+        assert_eq!(v.overlapping(1, Some(b"c"), Some(b"m")).len(), 2);
+        assert_eq!(v.overlapping(1, Some(b"d"), Some(b"l")).len(), 0);
+        let del_missing = VersionEdit {
+            deleted_tables: vec![(2, 1)],
+            ..VersionEdit::default()
+        };
+        assert!(v.apply(&del_missing).is_err());
+        let overlap = VersionEdit {
+            new_tables: vec![(1, meta(5, "b", "d", (1, 1), 1))],
+            ..VersionEdit::default()
+        };
+        assert!(v.apply(&overlap).unwrap().check_invariants().is_err());
+    }
+}

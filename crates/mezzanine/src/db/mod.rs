@@ -1,15 +1,52 @@
 //! The database handle: open/recovery, the write path with group commit, reads, snapshots,
 //! flush and compaction scheduling, properties, close.
 //!
-//! (API skeleton: bodies are being filled in.)
+//! Layout: `mod.rs` (the public `Db`, reads, snapshots, properties, verify), `write.rs`
+//! (group commit, back-pressure, memtable switch), `background.rs` (flush and compaction
+//! threads, version installation, obsolete-file GC), `open.rs` (recovery). The
+//! implementation guide is `docs/impl.md`.
+//!
+//! Locks (never taken in the reverse order):
+//! 1. `write` — held by the write-group leader (and by `flush`/`close`): owns the WAL and
+//!    the active memtable pointer. Memtable switches happen only under it.
+//! 2. `manifest` — serialises version changes (manifest append + install).
+//! 3. `state` — short critical sections only, never held across I/O: memtable lists, the
+//!    current version, background bookkeeping, the sticky background error.
+//!
+//! `queue` (pending writers) and `snapshots` are leaf locks. Readers take neither `write`
+//! nor `manifest`: they load the current `SuperVersion` from an `ArcSwap` and never block
+//! writers.
+//!
+//! Thread-safety: `Db` is `Send + Sync`; every method may be called from many threads.
 
-use std::path::Path;
+mod background;
+mod open;
+mod write;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use mezz_env::{FileLock, FileSystem};
+use mezz_format::SeqNo;
+use mezz_format::iter::InternalIterator;
+use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
-use crate::error::Result;
-use crate::iter::DbIterator;
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::iter::{DbIterator, LevelIterator, merging_iterator};
+use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
-use crate::stats::Stats;
+use crate::sst::TableCache;
+use crate::stats::{LevelStats, Stats, StatsCollector};
+use crate::table::{LookupResult, TableMeta, TableReadOptions};
+use crate::version::{Manifest, SuperVersion, Version};
+use crate::wal::WalWriter;
 
 /// What `Db::verify` checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,13 +59,404 @@ pub struct VerifyReport {
     pub bytes: u64,
 }
 
+/// The registry of live snapshots: sequence number -> number of live handles.
+#[derive(Debug, Default)]
+pub(crate) struct SnapshotList {
+    seqs: Mutex<BTreeMap<SeqNo, usize>>,
+}
+
+impl SnapshotList {
+    /// Live snapshot sequence numbers, ascending.
+    pub(crate) fn list(&self) -> Vec<SeqNo> {
+        self.seqs.lock().keys().copied().collect()
+    }
+
+    fn count(&self) -> usize {
+        self.seqs.lock().values().sum()
+    }
+}
+
 /// Keeps a snapshot's sequence number registered while any clone of the snapshot lives.
 #[derive(Debug)]
-pub struct SnapshotGuard {}
+pub struct SnapshotGuard {
+    list: Arc<SnapshotList>,
+    seq: SeqNo,
+}
+
+impl Drop for SnapshotGuard {
+    fn drop(&mut self) {
+        let mut m = self.list.seqs.lock();
+        if let Some(n) = m.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.seq);
+            }
+        }
+    }
+}
+
+/// The state the write-group leader owns (behind `DbInner::write`).
+#[derive(Debug)]
+pub(crate) struct WriteState {
+    /// The active memtable (also in `State::mem`).
+    mem: Arc<MemTable>,
+    /// The WAL feeding `mem` (`None` when `use_wal` is off).
+    wal: Option<WalWriter>,
+    /// Nanoseconds of write delay owed but not yet slept (delays are slept in chunks).
+    delay_debt_nanos: u64,
+}
+
+/// Background bookkeeping behind `DbInner::state`.
+#[derive(Debug)]
+pub(crate) struct State {
+    mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+    /// WALs below this number are obsolete (recorded in the manifest).
+    log_number: u64,
+    flush_running: bool,
+    compactions_running: usize,
+    /// Levels in use by a running compaction (input or output).
+    busy_levels: Vec<bool>,
+    /// The sticky background error.
+    bg_error: Option<String>,
+    shutting_down: bool,
+    pending_compaction_bytes: u64,
+    /// Tables removed from the current version, deleted once nothing holds them.
+    obsolete: Vec<(u64, Weak<TableMeta>)>,
+}
+
+/// A writer waiting in the group-commit queue.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    batch: WriteBatch,
+    sync: bool,
+    slot: Arc<Slot>,
+}
+
+/// Where a queued writer waits for its result (or to be told to try to lead).
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    m: Mutex<SlotState>,
+    cv: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    result: Option<Result<()>>,
+    wake: bool,
+}
+
+/// Everything an open database shares between the handle and its background threads.
+#[derive(Debug)]
+pub(crate) struct DbInner {
+    path: PathBuf,
+    opts: Options,
+    fs: Arc<dyn FileSystem>,
+    stats: Arc<StatsCollector>,
+    table_cache: Arc<TableCache>,
+    super_version: ArcSwap<SuperVersion>,
+    /// The last sequence number visible to readers.
+    last_seq: AtomicU64,
+    next_file: AtomicU64,
+    snapshots: Arc<SnapshotList>,
+    write: Mutex<WriteState>,
+    queue: Mutex<VecDeque<Pending>>,
+    manifest: Mutex<Manifest>,
+    state: Mutex<State>,
+    /// Background threads wait here for work.
+    bg_cv: Condvar,
+    /// Signalled whenever a background job finishes (stalled writers, `flush`, waits).
+    done_cv: Condvar,
+    closed: AtomicBool,
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
 
 /// An open database. `Send + Sync`: share it between threads with `Arc<Db>`.
 #[derive(Debug)]
-pub struct Db {}
+pub struct Db {
+    inner: Arc<DbInner>,
+}
+
+fn clone_error(e: &Error) -> Error {
+    match e {
+        Error::Corruption {
+            file,
+            offset,
+            detail,
+        } => Error::Corruption {
+            file: file.clone(),
+            offset: *offset,
+            detail: detail.clone(),
+        },
+        Error::Io { path, source } => Error::Io {
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+        Error::Locked(p) => Error::Locked(p.clone()),
+        Error::Background(s) => Error::Background(s.clone()),
+        Error::Closed => Error::Closed,
+        other => Error::Background(other.to_string()),
+    }
+}
+
+fn elapsed_nanos(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl DbInner {
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn new_file_number(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Publishes a new super version built from `st`.
+    fn install_super_version(&self, st: &State) {
+        self.super_version.store(Arc::new(SuperVersion {
+            mem: Arc::clone(&st.mem),
+            imms: st.imms.clone(),
+            version: Arc::clone(&st.version),
+        }));
+    }
+
+    fn table_read_options(opts: &ReadOptions) -> TableReadOptions {
+        TableReadOptions {
+            fill_cache: opts.fill_cache,
+            verify_checksums: opts.verify_checksums,
+        }
+    }
+
+    fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        // The sequence first, then the super version: everything at or below `seq` is in
+        // that super version (a later switch only adds newer data).
+        let seq = opts
+            .snapshot
+            .as_ref()
+            .map_or_else(|| self.last_seq.load(Ordering::Acquire), Snapshot::sequence);
+        let sv = self.super_version.load_full();
+        let found = |r: LookupResult| match r {
+            LookupResult::Value(v) => Some(v),
+            LookupResult::Deleted => None,
+        };
+        if let Some(r) = sv.mem.get(key, seq) {
+            return Ok(found(r));
+        }
+        for m in &sv.imms {
+            if let Some(r) = m.get(key, seq) {
+                return Ok(found(r));
+            }
+        }
+        let topts = Self::table_read_options(opts);
+        let v = &sv.version;
+        for t in v.tables(0) {
+            if key < t.smallest_user_key() || key > t.largest_user_key() {
+                continue;
+            }
+            if let Some(r) = self.table_get(t, key, seq, &topts)? {
+                return Ok(found(r));
+            }
+        }
+        for level in 1..v.num_levels() {
+            if let Some(t) = v.find_table(level, key)
+                && let Some(r) = self.table_get(t, key, seq, &topts)?
+            {
+                return Ok(found(r));
+            }
+        }
+        Ok(None)
+    }
+
+    fn table_get(
+        &self,
+        t: &TableMeta,
+        key: &[u8],
+        seq: SeqNo,
+        topts: &TableReadOptions,
+    ) -> Result<Option<LookupResult>> {
+        let path = || filename::sst_file(&self.path, t.id);
+        let table = self.table_cache.open(t).map_err(|e| e.in_file(path()))?;
+        table.get(key, seq, topts).map_err(|e| e.in_file(path()))
+    }
+
+    fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        self.check_open()?;
+        let seq = opts
+            .snapshot
+            .as_ref()
+            .map_or_else(|| self.last_seq.load(Ordering::Acquire), Snapshot::sequence);
+        let sv = self.super_version.load_full();
+        let topts = Self::table_read_options(opts);
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(sv.mem.iter());
+        for m in &sv.imms {
+            children.push(m.iter());
+        }
+        for t in sv.version.tables(0) {
+            let table = self
+                .table_cache
+                .open(t)
+                .map_err(|e| e.in_file(filename::sst_file(&self.path, t.id)))?;
+            children.push(table.iter(&topts));
+        }
+        for level in 1..sv.version.num_levels() {
+            let ts = sv.version.tables(level);
+            if !ts.is_empty() {
+                children.push(Box::new(LevelIterator::new(
+                    ts.to_vec(),
+                    Arc::clone(&self.table_cache),
+                    topts,
+                )));
+            }
+        }
+        let pin: Box<dyn std::any::Any + Send + Sync> = Box::new((sv, opts.snapshot.clone()));
+        Ok(DbIterator::new(
+            merging_iterator(children),
+            seq,
+            opts.lower_bound.clone(),
+            opts.upper_bound.clone(),
+            pin,
+        ))
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let mut m = self.snapshots.seqs.lock();
+        // Read the sequence under the registry lock: a compaction reads the registry under
+        // the same lock after picking its inputs, so it either sees this snapshot or only
+        // compacts entries at or below its sequence.
+        let seq = self.last_seq.load(Ordering::Acquire);
+        *m.entry(seq).or_insert(0) += 1;
+        drop(m);
+        Snapshot {
+            seq,
+            _guard: Arc::new(SnapshotGuard {
+                list: Arc::clone(&self.snapshots),
+                seq,
+            }),
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        let mut s = self.stats.snapshot();
+        let sv = self.super_version.load_full();
+        let n = sv.version.num_levels();
+        if s.levels.len() < n {
+            let start = s.levels.len();
+            s.levels.extend((start..n).map(|level| LevelStats {
+                level,
+                ..LevelStats::default()
+            }));
+        }
+        for (level, ls) in s.levels.iter_mut().enumerate() {
+            ls.files = sv.version.num_files(level);
+            ls.bytes = sv.version.level_bytes(level);
+        }
+        s.last_sequence = self.last_seq.load(Ordering::Acquire);
+        s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;
+        s.immutable_memtables = sv.imms.len();
+        s.snapshots = self.snapshots.count();
+        s
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        match name {
+            "mezz.stats" => Some(self.stats().to_string()),
+            "mezz.options" => Some(self.opts.to_text()),
+            "mezz.levels" => {
+                let v = Arc::clone(&self.super_version.load().version);
+                let mut s = String::from("level files bytes\n");
+                for level in 0..v.num_levels() {
+                    s.push_str(&format!(
+                        "L{level} {} {}\n",
+                        v.num_files(level),
+                        v.level_bytes(level)
+                    ));
+                }
+                Some(s)
+            }
+            _ => {
+                let n: usize = name.strip_prefix("mezz.num-files-at-level")?.parse().ok()?;
+                let v = Arc::clone(&self.super_version.load().version);
+                (n < v.num_levels()).then(|| v.num_files(n).to_string())
+            }
+        }
+    }
+
+    fn verify(&self) -> Result<VerifyReport> {
+        self.check_open()?;
+        let sv = self.super_version.load_full();
+        let v = &sv.version;
+        v.check_invariants()?;
+        let mut report = VerifyReport::default();
+        let topts = TableReadOptions {
+            fill_cache: false,
+            verify_checksums: true,
+        };
+        for (level, t) in v.all_tables() {
+            let path = filename::sst_file(&self.path, t.id);
+            let bad = |offset: u64, detail: String| Error::Corruption {
+                file: Some(path.clone()),
+                offset,
+                detail,
+            };
+            let size = self
+                .fs
+                .file_size(&path)
+                .map_err(|e| Error::from(e).in_file(&path))?;
+            if size != t.size {
+                return Err(bad(
+                    0,
+                    format!(
+                        "L{level} table {}: file size {size}, manifest says {}",
+                        t.id, t.size
+                    ),
+                ));
+            }
+            let table = self.table_cache.open(t).map_err(|e| e.in_file(&path))?;
+            let entries = table.verify().map_err(|e| e.in_file(&path))?;
+            if entries != t.num_entries {
+                return Err(bad(
+                    0,
+                    format!(
+                        "L{level} table {}: {entries} entries, manifest says {}",
+                        t.id, t.num_entries
+                    ),
+                ));
+            }
+            let mut it = table.iter(&topts);
+            it.seek_to_first();
+            let first = it.valid().then(|| it.key().to_vec());
+            it.seek_to_last();
+            let last = it.valid().then(|| it.key().to_vec());
+            it.status().map_err(|e| e.in_file(&path))?;
+            if first.as_deref() != Some(t.smallest.as_slice())
+                || last.as_deref() != Some(t.largest.as_slice())
+            {
+                return Err(bad(
+                    0,
+                    format!(
+                        "L{level} table {}: key range differs from the manifest's",
+                        t.id
+                    ),
+                ));
+            }
+            report.tables += 1;
+            report.entries += entries;
+            report.bytes += size;
+        }
+        Ok(report)
+    }
+}
 
 impl Db {
     /// Opens (or creates, per `options.create_if_missing`) the database in directory `path`.
@@ -37,8 +465,8 @@ impl Db {
     /// `InvalidArgument` for bad options, `Locked` if another handle has the DB open,
     /// `Corruption` / `Io` if recovery fails.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let _ = (path, options);
-        todo!()
+        let inner = open::open(path.as_ref(), options)?;
+        Ok(Db { inner })
     }
 
     /// Sets `key` to `value` (default write options).
@@ -82,8 +510,10 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        let _ = (opts, batch);
-        todo!()
+        let start = Instant::now();
+        let r = self.inner.write(opts.sync, batch);
+        self.inner.stats.write_latency.record(elapsed_nanos(start));
+        r
     }
 
     /// The value of `key` in the latest state.
@@ -99,24 +529,25 @@ impl Db {
     /// # Errors
     /// As [`Db::get`].
     pub fn get_opt(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let _ = (opts, key);
-        todo!()
+        let start = Instant::now();
+        let r = self.inner.get(opts, key);
+        self.inner.stats.get_latency.record(elapsed_nanos(start));
+        r
     }
 
     /// An iterator over a consistent snapshot, honouring `opts.lower_bound` /
     /// `opts.upper_bound`. It starts unpositioned: call a seek method first.
     ///
     /// # Errors
-    /// `Closed`.
+    /// `Closed`, or an error opening a table.
     pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
-        let _ = opts;
-        todo!()
+        self.inner.iter(opts)
     }
 
     /// Pins the current state for consistent reads.
     #[must_use]
     pub fn snapshot(&self) -> Snapshot {
-        todo!()
+        self.inner.snapshot()
     }
 
     /// Flushes the memtable to an SST and waits until it is durable.
@@ -124,7 +555,7 @@ impl Db {
     /// # Errors
     /// I/O errors, `Closed`.
     pub fn flush(&self) -> Result<()> {
-        todo!()
+        self.inner.flush()
     }
 
     /// Compacts every table overlapping `[begin, end]` (`None` = unbounded) down to the
@@ -133,8 +564,7 @@ impl Db {
     /// # Errors
     /// I/O errors, `Closed`.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        let _ = (begin, end);
-        todo!()
+        self.inner.compact_range(begin, end)
     }
 
     /// Waits until no flush or compaction is pending or running.
@@ -142,30 +572,32 @@ impl Db {
     /// # Errors
     /// A background error, `Closed`.
     pub fn wait_for_background(&self) -> Result<()> {
-        todo!()
+        self.inner.wait_for_background()
     }
 
     /// A named property: `mezz.stats` (the statistics as text), `mezz.levels` (files and
     /// bytes per level), `mezz.num-files-at-level<N>`, `mezz.options`.
     #[must_use]
     pub fn property(&self, name: &str) -> Option<String> {
-        let _ = name;
-        todo!()
+        self.inner.property(name)
     }
 
     /// The statistics as a struct.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        todo!()
+        self.inner.stats()
     }
 
     /// Waits for running background work, syncs the WAL and releases the LOCK. Later calls
     /// on this handle return `Closed`. Dropping the handle closes it too.
     ///
     /// # Errors
-    /// The first error met while closing.
+    /// The first error met while closing; `Closed` if already closed.
     pub fn close(&self) -> Result<()> {
-        todo!()
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Err(Error::Closed);
+        }
+        self.inner.shutdown()
     }
 
     /// Reads every table and verifies every checksum and the version's invariants (key
@@ -175,13 +607,21 @@ impl Db {
     /// # Errors
     /// The first `Corruption` found, naming the file and offset.
     pub fn verify(&self) -> Result<VerifyReport> {
-        todo!()
+        self.inner.verify()
     }
 
     /// The database directory.
     #[must_use]
     pub fn path(&self) -> &Path {
-        todo!()
+        &self.inner.path
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if !self.inner.closed.swap(true, Ordering::AcqRel) {
+            let _ = self.inner.shutdown();
+        }
     }
 }
 

@@ -1,0 +1,402 @@
+//! Background work: flush and compaction threads, version installation, obsolete-file
+//! deletion, manual compaction, waiting and shutdown.
+//!
+//! Scheduling: `max_background_jobs` threads share one loop. A flush (oldest immutable
+//! memtable first, one at a time so L0 stays ordered by sequence) has priority over
+//! compaction; compactions run concurrently only on disjoint levels (`busy_levels`).
+//!
+//! Version changes go through [`DbInner::log_and_apply`]: under the `manifest` lock it
+//! builds the new version, appends the edit to the MANIFEST and syncs it, and only then
+//! installs the version (and a new super version) under the `state` lock.
+//!
+//! A failed flush, compaction or manifest write sets the sticky background error: writes
+//! then fail with `Error::Background`, reads go on.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::compaction::{
+    CompactionContext, CompactionPlan, estimate_pending_compaction_bytes, manual_plan,
+    pick_compaction, run_compaction, trivial_move_edit, write_table,
+};
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::memtable::MemTable;
+use crate::stats::StatsCollector;
+use crate::table::TableMeta;
+use crate::version::{VersionEdit, set_current, write_new_manifest};
+
+use super::DbInner;
+
+/// Switch to a new manifest once the current one is larger than this.
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+impl DbInner {
+    /// The loop of one background thread.
+    pub(super) fn background_loop(self: &Arc<Self>) {
+        let mut st = self.state.lock();
+        loop {
+            if st.shutting_down {
+                return;
+            }
+            if st.bg_error.is_none() {
+                if !st.flush_running
+                    && let Some(imm) = st.imms.last().cloned()
+                {
+                    st.flush_running = true;
+                    let r =
+                        parking_lot::MutexGuard::unlocked(&mut st, || self.flush_memtable(&imm));
+                    st.flush_running = false;
+                    if let Err(e) = r
+                        && st.bg_error.is_none()
+                    {
+                        st.bg_error = Some(format!("flush failed: {e}"));
+                    }
+                    self.done_cv.notify_all();
+                    self.bg_cv.notify_all();
+                    continue;
+                }
+                if let Some(plan) = pick_compaction(&st.version, &self.opts, &st.busy_levels) {
+                    self.mark_busy(&mut st.busy_levels, &plan, true);
+                    st.compactions_running += 1;
+                    let r = parking_lot::MutexGuard::unlocked(&mut st, || self.run_plan(&plan));
+                    self.mark_busy(&mut st.busy_levels, &plan, false);
+                    st.compactions_running -= 1;
+                    if let Err(e) = r
+                        && st.bg_error.is_none()
+                    {
+                        st.bg_error = Some(format!("compaction failed: {e}"));
+                    }
+                    self.done_cv.notify_all();
+                    self.bg_cv.notify_all();
+                    continue;
+                }
+            }
+            self.bg_cv.wait_for(&mut st, Duration::from_secs(1));
+        }
+    }
+
+    fn mark_busy(&self, busy: &mut Vec<bool>, plan: &CompactionPlan, v: bool) {
+        let n = plan.output_level + 1;
+        if busy.len() < n {
+            busy.resize(n, false);
+        }
+        for l in [plan.level, plan.output_level] {
+            if let Some(b) = busy.get_mut(l) {
+                *b = v;
+            }
+        }
+    }
+
+    fn sync_dir(&self) -> Result<()> {
+        self.fs
+            .sync_dir(&self.path)
+            .map_err(|e| Error::from(e).in_file(&self.path))
+    }
+
+    /// Writes `imm` to one L0 table, records it (and the new log number) in the manifest,
+    /// drops the memtable and deletes its WAL.
+    fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
+        let start = Instant::now();
+        let id = self.new_file_number();
+        let mut iter = imm.iter();
+        let written = write_table(self.fs.as_ref(), &self.path, &self.opts, id, iter.as_mut())?;
+        drop(iter);
+        let mut edit = VersionEdit::default();
+        if let Some(w) = &written {
+            self.sync_dir()?;
+            edit.new_tables.push((0, w.meta.clone()));
+        }
+        self.log_and_apply(edit, Some(imm.id()), &[])?;
+        if self.opts.use_wal {
+            let _ = self
+                .fs
+                .remove_file(&filename::wal_file(&self.path, imm.id()));
+        }
+        let s = &self.stats;
+        let bytes = written.as_ref().map_or(0, |w| w.meta.size);
+        StatsCollector::add(&s.flushes, 1);
+        StatsCollector::add(&s.flush_bytes_written, bytes);
+        StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
+        if let Some(w) = &written {
+            StatsCollector::add(&s.encode_bytes, w.data_bytes);
+            StatsCollector::add(&s.encode_micros, w.encode_nanos / 1000);
+        }
+        s.record_level_io(0, 0, bytes);
+        self.purge_obsolete();
+        Ok(())
+    }
+
+    /// Executes a compaction plan (trivial move or merge) and installs its result.
+    fn run_plan(&self, plan: &CompactionPlan) -> Result<()> {
+        let start = Instant::now();
+        let s = &self.stats;
+        if plan.trivial_move {
+            self.log_and_apply(trivial_move_edit(plan), None, &plan.inputs)?;
+            StatsCollector::add(&s.trivial_moves, 1);
+        } else {
+            let version = Arc::clone(&self.state.lock().version);
+            let snapshots = self.snapshots.list();
+            let new_file = || self.new_file_number();
+            let ctx = CompactionContext {
+                fs: self.fs.as_ref(),
+                dir: &self.path,
+                opts: &self.opts,
+                table_cache: &self.table_cache,
+                new_file_number: &new_file,
+                snapshots: &snapshots,
+            };
+            let result = run_compaction(&ctx, &version, plan)?;
+            if !result.outputs.is_empty() {
+                self.sync_dir()?;
+            }
+            if let Err(e) = self.log_and_apply(result.edit.clone(), None, &[]) {
+                for w in &result.outputs {
+                    let _ = self
+                        .fs
+                        .remove_file(&filename::sst_file(&self.path, w.meta.id));
+                }
+                return Err(e);
+            }
+            StatsCollector::add(&s.compaction_bytes_read, result.bytes_read);
+            StatsCollector::add(&s.compaction_bytes_written, result.bytes_written);
+            for w in &result.outputs {
+                StatsCollector::add(&s.encode_bytes, w.data_bytes);
+                StatsCollector::add(&s.encode_micros, w.encode_nanos / 1000);
+            }
+            s.record_level_io(plan.output_level, result.bytes_read, result.bytes_written);
+        }
+        StatsCollector::add(&s.compactions, 1);
+        StatsCollector::add(&s.compaction_micros, start.elapsed().as_micros() as u64);
+        self.purge_obsolete();
+        Ok(())
+    }
+
+    /// Appends `edit` to the manifest (synced) and installs the resulting version.
+    /// `flushed`: the id of the immutable memtable this edit flushed (it is removed, and the
+    /// log number moves to the oldest memtable left). `moved`: tables kept by identity.
+    pub(super) fn log_and_apply(
+        &self,
+        mut edit: VersionEdit,
+        flushed: Option<u64>,
+        moved: &[Arc<TableMeta>],
+    ) -> Result<()> {
+        let mut manifest = self.manifest.lock();
+        let (base, log_number) = {
+            let st = self.state.lock();
+            let ln = match flushed {
+                Some(id) => st
+                    .imms
+                    .iter()
+                    .map(|m| m.id())
+                    .filter(|&m| m != id)
+                    .chain(std::iter::once(st.mem.id()))
+                    .min()
+                    .unwrap_or(st.log_number),
+                None => st.log_number,
+            };
+            (Arc::clone(&st.version), ln)
+        };
+        if flushed.is_some() {
+            edit.log_number = Some(log_number);
+        }
+        edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
+        edit.last_sequence = Some(self.last_seq.load(Ordering::Acquire));
+        let new_version = base.apply_with(&edit, moved).map_err(|e| {
+            let msg = format!("version edit does not apply: {e}");
+            self.set_bg_error(&msg);
+            Error::Background(msg)
+        })?;
+        let res = if manifest.size() > MAX_MANIFEST_BYTES {
+            let number = self.new_file_number();
+            let old = manifest.number();
+            write_new_manifest(
+                self.fs.as_ref(),
+                &self.path,
+                number,
+                &new_version,
+                log_number,
+                self.next_file.load(Ordering::Relaxed),
+                self.last_seq.load(Ordering::Acquire),
+            )
+            .and_then(|m| {
+                set_current(self.fs.as_ref(), &self.path, number, self.new_file_number())?;
+                *manifest = m;
+                let _ = self
+                    .fs
+                    .remove_file(&filename::manifest_file(&self.path, old));
+                Ok(())
+            })
+        } else {
+            manifest.append(&edit)
+        };
+        if let Err(e) = res {
+            self.set_bg_error(&format!("manifest write failed: {e}"));
+            return Err(e);
+        }
+        let new_version = Arc::new(new_version);
+        let mut st = self.state.lock();
+        for (_, id) in &edit.deleted_tables {
+            if new_version.all_tables().any(|(_, t)| t.id == *id) {
+                continue;
+            }
+            if let Some((_, t)) = base.all_tables().find(|(_, t)| t.id == *id) {
+                st.obsolete.push((*id, Arc::downgrade(t)));
+            }
+        }
+        st.pending_compaction_bytes = estimate_pending_compaction_bytes(&new_version, &self.opts);
+        st.version = new_version;
+        st.log_number = log_number;
+        if let Some(id) = flushed {
+            st.imms.retain(|m| m.id() != id);
+        }
+        self.install_super_version(&st);
+        drop(st);
+        drop(manifest);
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    /// Deletes the files of obsolete tables that no live version (reader, iterator,
+    /// compaction) holds any more.
+    pub(super) fn purge_obsolete(&self) {
+        let dead: Vec<u64> = {
+            let mut st = self.state.lock();
+            let mut dead = Vec::new();
+            st.obsolete.retain(|(id, w)| {
+                if w.strong_count() == 0 {
+                    dead.push(*id);
+                    false
+                } else {
+                    true
+                }
+            });
+            dead
+        };
+        for id in dead {
+            self.table_cache.evict(id);
+            let _ = self.fs.remove_file(&filename::sst_file(&self.path, id));
+        }
+    }
+
+    /// `Db::compact_range`.
+    pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        let deepest = {
+            let st = self.state.lock();
+            let v = &st.version;
+            (0..v.num_levels())
+                .filter(|&l| !v.overlapping(l, begin, end).is_empty())
+                .max()
+        };
+        let Some(deepest) = deepest else {
+            return Ok(());
+        };
+        let last = deepest.max(1).min(self.opts.num_levels - 1);
+        for level in 0..last {
+            self.manual_compact_level(level, begin, end)?;
+        }
+        self.purge_obsolete();
+        Ok(())
+    }
+
+    fn manual_compact_level(
+        &self,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        let mut st = self.state.lock();
+        let plan = loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            let busy = |l: usize| st.busy_levels.get(l).copied().unwrap_or(false);
+            if !busy(level) && !busy(level + 1) {
+                match manual_plan(&st.version, &self.opts, level, begin, end) {
+                    Some(p) => break p,
+                    None => return Ok(()),
+                }
+            }
+            self.done_cv.wait_for(&mut st, Duration::from_millis(50));
+        };
+        self.mark_busy(&mut st.busy_levels, &plan, true);
+        st.compactions_running += 1;
+        drop(st);
+        let r = self.run_plan(&plan);
+        let mut st = self.state.lock();
+        self.mark_busy(&mut st.busy_levels, &plan, false);
+        st.compactions_running -= 1;
+        if let Err(e) = &r
+            && st.bg_error.is_none()
+        {
+            st.bg_error = Some(format!("manual compaction failed: {e}"));
+        }
+        drop(st);
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
+        r
+    }
+
+    /// `Db::wait_for_background`.
+    pub(super) fn wait_for_background(&self) -> Result<()> {
+        self.check_open()?;
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            let busy = st.flush_running
+                || st.compactions_running > 0
+                || !st.imms.is_empty()
+                || pick_compaction(&st.version, &self.opts, &st.busy_levels).is_some();
+            if !busy {
+                break;
+            }
+            self.bg_cv.notify_all();
+            self.done_cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+        drop(st);
+        self.purge_obsolete();
+        Ok(())
+    }
+
+    /// Stops the background threads (after their current job), syncs the WAL, deletes
+    /// obsolete files and releases the LOCK. REQUIRES: `closed` was just set.
+    pub(super) fn shutdown(&self) -> Result<()> {
+        {
+            let mut st = self.state.lock();
+            st.shutting_down = true;
+        }
+        self.bg_cv.notify_all();
+        self.done_cv.notify_all();
+        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        let mut first_err = None;
+        {
+            let mut ws = self.write.lock();
+            if let Some(w) = ws.wal.as_mut()
+                && let Err(e) = w.sync()
+            {
+                first_err = Some(e);
+            }
+        }
+        self.wake_next_writer();
+        self.purge_obsolete();
+        self.lock.lock().take();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

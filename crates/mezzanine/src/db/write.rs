@@ -1,0 +1,381 @@
+//! The write path: group commit, back-pressure and memtable switches.
+//!
+//! A writer queues its batch, then tries to take the `write` lock. Whoever holds it is the
+//! leader: it takes a group from the front of the queue (at most `MAX_GROUP_BYTES`, always
+//! at least one batch), waits for room (stalls), assigns sequence numbers, appends one WAL
+//! record for the whole group (synced if any member asked for `sync`), inserts the group
+//! into the memtable, publishes the last sequence and hands every member its result. On
+//! release it wakes the writer now at the front of the queue, which tries to lead next.
+//!
+//! Invariants: sequence numbers are assigned, logged and published in queue order, only
+//! under the `write` lock; the active memtable and its WAL change only under that lock.
+//! The `state` lock is never held while writing the WAL or the memtable.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::stats::StatsCollector;
+use crate::wal::WalWriter;
+
+use super::{DbInner, Pending, Slot, State, WriteState, clone_error};
+
+/// The most bytes of batches one group commit takes.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+/// Write delays are slept in chunks of at least this many nanoseconds.
+const MIN_SLEEP_NANOS: u64 = 1_000_000;
+/// The delayed write rate never falls below this fraction of `delayed_write_rate`.
+const MIN_RATE_FRACTION: f64 = 0.05;
+/// Stalled writers re-check their condition at least this often.
+const STALL_POLL: Duration = Duration::from_millis(50);
+
+impl Slot {
+    fn finish(&self, r: Result<()>) {
+        let mut s = self.m.lock();
+        s.result = Some(r);
+        self.cv.notify_one();
+    }
+
+    fn wake(&self) {
+        let mut s = self.m.lock();
+        s.wake = true;
+        self.cv.notify_one();
+    }
+
+    /// Waits until this writer has a result or is told to try to lead.
+    fn wait(&self) -> Option<Result<()>> {
+        let mut s = self.m.lock();
+        while s.result.is_none() && !s.wake {
+            self.cv.wait(&mut s);
+        }
+        s.wake = false;
+        s.result.take()
+    }
+
+    fn take_result(&self) -> Option<Result<()>> {
+        self.m.lock().result.take()
+    }
+}
+
+/// Why a write group is slowed down or stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StallCause {
+    L0,
+    PendingBytes,
+    Memtables,
+}
+
+fn progress(value: f64, start: f64, stop: f64) -> f64 {
+    if stop <= start {
+        1.0
+    } else {
+        ((value - start) / (stop - start)).clamp(0.0, 1.0)
+    }
+}
+
+impl DbInner {
+    /// Queues `batch` and returns once it is applied (or failed).
+    pub(super) fn write(&self, sync: bool, batch: WriteBatch) -> Result<()> {
+        self.check_open()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let slot = Arc::new(Slot::default());
+        self.queue.lock().push_back(Pending {
+            batch,
+            sync,
+            slot: Arc::clone(&slot),
+        });
+        loop {
+            if let Some(mut ws) = self.write.try_lock() {
+                if let Some(r) = slot.take_result() {
+                    drop(ws);
+                    self.wake_next_writer();
+                    return r;
+                }
+                self.lead_group(&mut ws);
+                drop(ws);
+                self.wake_next_writer();
+                if let Some(r) = slot.take_result() {
+                    return r;
+                }
+                continue;
+            }
+            if let Some(r) = slot.wait() {
+                return r;
+            }
+        }
+    }
+
+    /// Tells the writer at the front of the queue to try to lead. Call after releasing
+    /// the `write` lock.
+    pub(super) fn wake_next_writer(&self) {
+        if let Some(p) = self.queue.lock().front() {
+            p.slot.wake();
+        }
+    }
+
+    fn take_group(&self) -> Vec<Pending> {
+        let mut q = self.queue.lock();
+        let mut group = Vec::new();
+        let mut bytes = 0usize;
+        while let Some(p) = q.front() {
+            let size = p.batch.approximate_size();
+            if !group.is_empty() && bytes + size > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += size;
+            if let Some(p) = q.pop_front() {
+                group.push(p);
+            }
+        }
+        group
+    }
+
+    /// Commits one group. REQUIRES: the caller holds the `write` lock (`ws`).
+    fn lead_group(&self, ws: &mut WriteState) {
+        let group = self.take_group();
+        if group.is_empty() {
+            return;
+        }
+        let bytes: usize = group.iter().map(|p| p.batch.approximate_size()).sum();
+        let sync = group.iter().any(|p| p.sync);
+        let mut slots = Vec::with_capacity(group.len());
+        let mut combined: Option<WriteBatch> = None;
+        for p in group {
+            slots.push(p.slot);
+            match combined.as_mut() {
+                None => combined = Some(p.batch),
+                Some(c) => c.append(&p.batch),
+            }
+        }
+        let Some(mut batch) = combined else {
+            return;
+        };
+        let result = self
+            .make_room_for_write(ws, bytes)
+            .and_then(|()| self.commit(ws, &mut batch, sync));
+        match result {
+            Ok(()) => {
+                for s in &slots {
+                    s.finish(Ok(()));
+                }
+            }
+            Err(e) => {
+                for s in &slots {
+                    s.finish(Err(clone_error(&e)));
+                }
+            }
+        }
+    }
+
+    /// Logs and applies one group. REQUIRES: the `write` lock.
+    fn commit(&self, ws: &mut WriteState, batch: &mut WriteBatch, sync: bool) -> Result<()> {
+        let first = self.last_seq.load(Ordering::Relaxed) + 1;
+        let count = batch.len() as u64;
+        batch.set_sequence(first);
+        let stats = &self.stats;
+        if let Some(wal) = ws.wal.as_mut() {
+            let data = batch.data();
+            if let Err(e) = wal.append(data, sync) {
+                self.set_bg_error(&format!("WAL append failed: {e}"));
+                return Err(e);
+            }
+            StatsCollector::add(&stats.wal_bytes_written, data.len() as u64);
+            if sync {
+                StatsCollector::add(&stats.wal_syncs, 1);
+            }
+        }
+        ws.mem.insert_batch(batch);
+        StatsCollector::add(&stats.write_groups, 1);
+        StatsCollector::add(&stats.user_bytes_written, batch.user_bytes());
+        self.last_seq.store(first + count - 1, Ordering::Release);
+        Ok(())
+    }
+
+    pub(super) fn set_bg_error(&self, msg: &str) {
+        let mut st = self.state.lock();
+        if st.bg_error.is_none() {
+            st.bg_error = Some(msg.to_string());
+        }
+        drop(st);
+        self.done_cv.notify_all();
+    }
+
+    fn check_writable(&self, st: &State) -> Result<()> {
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(e.clone()));
+        }
+        if st.shutting_down || self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Waits until the group of `bytes` may be written: hard stops wait for background
+    /// work, slowdowns sleep to follow the delayed write rate, and a full memtable is
+    /// switched. REQUIRES: the `write` lock (`ws`).
+    fn make_room_for_write(&self, ws: &mut WriteState, bytes: usize) -> Result<()> {
+        let o = &self.opts;
+        let mut stopped = false;
+        loop {
+            let mut st = self.state.lock();
+            self.check_writable(&st)?;
+            let l0 = st.version.num_files(0);
+            let pending = st.pending_compaction_bytes;
+            let mem_full = ws.mem.approximate_memory_usage() >= o.write_buffer_size;
+            let stop = if l0 >= o.level0_stop_trigger {
+                Some(StallCause::L0)
+            } else if pending >= o.hard_pending_compaction_bytes {
+                Some(StallCause::PendingBytes)
+            } else if mem_full && st.imms.len() + 1 >= o.max_write_buffer_number {
+                Some(StallCause::Memtables)
+            } else {
+                None
+            };
+            if let Some(cause) = stop {
+                if !stopped {
+                    stopped = true;
+                    StatsCollector::add(&self.stats.stopped_writes, 1);
+                }
+                self.bg_cv.notify_all();
+                let t = Instant::now();
+                self.done_cv.wait_for(&mut st, STALL_POLL);
+                let micros = t.elapsed().as_micros() as u64;
+                let c = match cause {
+                    StallCause::L0 => &self.stats.l0_stop_micros,
+                    StallCause::PendingBytes => &self.stats.pending_bytes_stop_micros,
+                    StallCause::Memtables => &self.stats.memtable_stop_micros,
+                };
+                StatsCollector::add(c, micros);
+                continue;
+            }
+            if mem_full {
+                drop(st);
+                self.switch_memtable(ws)?;
+                continue;
+            }
+            // Gradual slowdown: the allowed rate falls as the debt approaches the stop.
+            let l0_p = (l0 >= o.level0_slowdown_trigger).then(|| {
+                progress(
+                    l0 as f64,
+                    o.level0_slowdown_trigger as f64,
+                    o.level0_stop_trigger as f64,
+                )
+            });
+            let bytes_p = (pending >= o.soft_pending_compaction_bytes).then(|| {
+                progress(
+                    pending as f64,
+                    o.soft_pending_compaction_bytes as f64,
+                    o.hard_pending_compaction_bytes as f64,
+                )
+            });
+            drop(st);
+            let (cause, p) = match (l0_p, bytes_p) {
+                (Some(a), Some(b)) if b > a => (StallCause::PendingBytes, b),
+                (Some(a), _) => (StallCause::L0, a),
+                (None, Some(b)) => (StallCause::PendingBytes, b),
+                (None, None) => {
+                    ws.delay_debt_nanos = 0;
+                    return Ok(());
+                }
+            };
+            let rate = (o.delayed_write_rate as f64 * (1.0 - p).max(MIN_RATE_FRACTION)).max(1.0);
+            ws.delay_debt_nanos += (bytes as f64 * 1e9 / rate) as u64;
+            if ws.delay_debt_nanos >= MIN_SLEEP_NANOS {
+                let nanos = std::mem::take(&mut ws.delay_debt_nanos);
+                std::thread::sleep(Duration::from_nanos(nanos));
+                StatsCollector::add(&self.stats.delayed_writes, 1);
+                let c = match cause {
+                    StallCause::PendingBytes => &self.stats.pending_bytes_slowdown_micros,
+                    _ => &self.stats.l0_slowdown_micros,
+                };
+                StatsCollector::add(c, nanos / 1000);
+            }
+            return Ok(());
+        }
+    }
+
+    /// Makes the active memtable immutable and starts a new one with a new WAL.
+    /// REQUIRES: the `write` lock (`ws`), room for one more immutable memtable.
+    pub(super) fn switch_memtable(&self, ws: &mut WriteState) -> Result<()> {
+        let number = self.new_file_number();
+        let wal = if self.opts.use_wal {
+            let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?;
+            self.fs
+                .sync_dir(&self.path)
+                .map_err(|e| Error::from(e).in_file(&self.path))?;
+            Some(w)
+        } else {
+            None
+        };
+        let mem = Arc::new(MemTable::new(number));
+        let old = std::mem::replace(&mut ws.mem, Arc::clone(&mem));
+        if let Some(mut w) = std::mem::replace(&mut ws.wal, wal) {
+            // Everything in it was already pushed to the OS; a sync here makes the old
+            // memtable's writes as durable as the new ones' (they precede them).
+            let _ = w.sync();
+        }
+        let mut st = self.state.lock();
+        st.imms.insert(0, old);
+        st.mem = mem;
+        self.install_super_version(&st);
+        drop(st);
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    /// `Db::flush`: switches a non-empty memtable and waits until it (and every older
+    /// immutable memtable) is flushed.
+    pub(super) fn flush(&self) -> Result<()> {
+        self.check_open()?;
+        let target = {
+            let mut ws = self.write.lock();
+            let r = (|| -> Result<Option<u64>> {
+                if ws.mem.is_empty() {
+                    return Ok(None);
+                }
+                let mut st = self.state.lock();
+                loop {
+                    self.check_writable(&st)?;
+                    if st.imms.len() + 1 < self.opts.max_write_buffer_number {
+                        break;
+                    }
+                    self.bg_cv.notify_all();
+                    self.done_cv.wait_for(&mut st, STALL_POLL);
+                }
+                drop(st);
+                let id = ws.mem.id();
+                self.switch_memtable(&mut ws)?;
+                Ok(Some(id))
+            })();
+            drop(ws);
+            self.wake_next_writer();
+            r?
+        };
+        let mut st = self.state.lock();
+        let target = match target {
+            Some(t) => t,
+            None => match st.imms.first() {
+                Some(m) => m.id(),
+                None => return Ok(()),
+            },
+        };
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if !st.imms.iter().any(|m| m.id() <= target) {
+                return Ok(());
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            self.bg_cv.notify_all();
+            self.done_cv.wait_for(&mut st, STALL_POLL);
+        }
+    }
+}
