@@ -43,13 +43,13 @@ impl KeySpace {
             return make_value(1_000_000 + i as u64, len);
         }
         let mut k = format!("k{i}").into_bytes();
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             k.push(0x00);
         }
-        if i % 7 == 0 {
+        if i.is_multiple_of(7) {
             k.extend_from_slice(&[0xff, 0xff]);
         }
-        if i % 11 == 0 {
+        if i.is_multiple_of(11) {
             k.extend_from_slice(b"/suffix-of-medium-length");
         }
         k

@@ -8,6 +8,10 @@
 //!
 //! Thread-safety: runs are sequential on the calling thread.
 
+// A failure is returned once per run and carries the op and both outputs: its size does
+// not matter.
+#![allow(clippy::result_large_err)]
+
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -149,10 +153,10 @@ pub fn check_seed(seed: u64, n_ops: usize, cfg: &GenConfig, sets: &OptionSets) {
     };
     // The failing set, plus the reference set when the failure is a divergence from it.
     let mut narrowed = Vec::new();
-    if let Some(reference) = sets.0.first() {
-        if reference.name != first.option_set {
-            narrowed.push(reference.clone());
-        }
+    if let Some(reference) = sets.0.first()
+        && reference.name != first.option_set
+    {
+        narrowed.push(reference.clone());
     }
     if let Some(failing) = sets.find(&first.option_set) {
         narrowed.push(failing.clone());

@@ -79,15 +79,15 @@ impl Model {
 #[derive(Debug, Clone, Copy)]
 pub struct View<'a>(pub &'a Map);
 
-/// The bounds of one iterator, as `BTreeMap` range bounds.
-fn range_bounds<'b>(
-    lower: Option<&'b [u8]>,
-    upper: Option<&'b [u8]>,
-) -> Option<(Bound<&'b [u8]>, Bound<&'b [u8]>)> {
-    if let (Some(l), Some(u)) = (lower, upper) {
-        if l >= u {
-            return None;
-        }
+/// A pair of `BTreeMap` range bounds over byte-string keys.
+type Range<'b> = (Bound<&'b [u8]>, Bound<&'b [u8]>);
+
+/// The bounds of one iterator, as `BTreeMap` range bounds; `None` for an empty range.
+fn range_bounds<'b>(lower: Option<&'b [u8]>, upper: Option<&'b [u8]>) -> Option<Range<'b>> {
+    if let (Some(l), Some(u)) = (lower, upper)
+        && l >= u
+    {
+        return None;
     }
     Some((
         lower.map_or(Bound::Unbounded, Bound::Included),

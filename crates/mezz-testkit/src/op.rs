@@ -270,10 +270,10 @@ fn as_made_value(bytes: &[u8]) -> Option<u64> {
 /// Rust source for a byte string: a literal when short, `make_value(..)` when it is one.
 #[must_use]
 pub fn bytes_to_rust(bytes: &[u8]) -> String {
-    if bytes.len() > 64 {
-        if let Some(tag) = as_made_value(bytes) {
-            return format!("make_value({tag}, {})", bytes.len());
-        }
+    if bytes.len() > 64
+        && let Some(tag) = as_made_value(bytes)
+    {
+        return format!("make_value({tag}, {})", bytes.len());
     }
     format!("b\"{}\".to_vec()", escape(bytes))
 }

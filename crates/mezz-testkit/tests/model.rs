@@ -1,0 +1,103 @@
+//! Model-based test: random op logs (puts, deletes, batches, gets, scans, iterator walks,
+//! snapshots, flushes, range compactions, reopens) applied to the database and to a
+//! `BTreeMap` model, with tiny options so flushes and compactions happen all the time.
+//!
+//! CI runs a fixed seed set of 2,000 ops per seed on `MemFs`, plus one seed on the real file
+//! system. `MEZZ_MODEL_LONG=<n>` adds a run of `n` seeds of 20,000 ops each
+//! (`MEZZ_MODEL_SEED=<s>` picks the first seed of that run). A failing seed is shrunk and
+//! printed as a regression test.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::field_reassign_with_default
+)]
+
+use std::sync::Arc;
+
+use mezz_env::PosixFs;
+use mezz_testkit::{GenConfig, NamedOptions, OptionSets, check_seed, run_log, tiny_options};
+use mezzanine::Preset;
+
+const CI_OPS: usize = 2_000;
+const LONG_OPS: usize = 20_000;
+
+/// One option set per preset: the preset with tiny sizes.
+fn tiny_sets() -> Vec<NamedOptions> {
+    Preset::ALL
+        .iter()
+        .map(|&p| NamedOptions {
+            name: format!("{}/tiny", p.name()),
+            options: tiny_options(p),
+        })
+        .collect()
+}
+
+/// Runs `seeds` on `MemFs`, each under one tiny preset chosen round-robin.
+fn run_seeds(seeds: &[u64], ops: usize) {
+    let sets = tiny_sets();
+    for &seed in seeds {
+        let set = sets[seed as usize % sets.len()].clone();
+        eprintln!("model: seed {seed}, {ops} ops, {}", set.name);
+        check_seed(seed, ops, &GenConfig::default(), &OptionSets(vec![set]));
+    }
+}
+
+// Eight CI seeds split over two tests so they run on both cores.
+#[test]
+fn model_memfs_seeds_1_to_4() {
+    run_seeds(&[1, 2, 3, 4], CI_OPS);
+}
+
+#[test]
+fn model_memfs_seeds_5_to_8() {
+    run_seeds(&[5, 6, 7, 8], CI_OPS);
+}
+
+/// A small key space and many deletes: deep version chains and many tombstones that
+/// compaction must drop only when no snapshot and no lower level still needs them.
+#[test]
+fn model_memfs_hot_keys_and_deletes() {
+    let mut cfg = GenConfig {
+        num_keys: 24,
+        hot_percent: 60,
+        ..GenConfig::default()
+    };
+    cfg.mix.delete = 250;
+    cfg.mix.take_snapshot = 40;
+    cfg.mix.compact_range = 20;
+    let set = tiny_sets().remove(0);
+    for seed in [101, 102] {
+        eprintln!("model (hot keys): seed {seed}");
+        check_seed(seed, CI_OPS, &cfg, &OptionSets(vec![set.clone()]));
+    }
+}
+
+/// The same kind of log on the real file system (a temporary directory).
+#[test]
+fn model_posix_one_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let ops = mezz_testkit::OpGenerator::new(11, GenConfig::default()).generate(CI_OPS);
+    let options = tiny_options(Preset::ALL[0]);
+    if let Err(f) = run_log(&ops, Arc::new(PosixFs::new()), &path, &options) {
+        panic!("model on PosixFs, seed 11: {f}");
+    }
+}
+
+/// The long mode: `MEZZ_MODEL_LONG=<n>` seeds of 20,000 ops (skipped when unset).
+#[test]
+fn model_long() {
+    let Some(n) = std::env::var("MEZZ_MODEL_LONG")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        return;
+    };
+    let first = std::env::var("MEZZ_MODEL_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(1_000);
+    let seeds: Vec<u64> = (first..first + n).collect();
+    run_seeds(&seeds, LONG_OPS);
+}
