@@ -738,6 +738,14 @@ impl TableReader {
         let raw = self.read_raw(h, self.props.data_size)?;
         let start = Instant::now();
         let b = Block::new_at(raw, self.footer.block_format, h.offset)?;
+        if b.keyset()
+            .is_some_and(|k| k.index_kind() != IndexKind::ValueRef)
+        {
+            return Err(Error::corruption(
+                h.offset,
+                "data block: KeySet run without value references",
+            ));
+        }
         ReadCounters::add(
             &self.counters.decode_nanos,
             start.elapsed().as_nanos() as u64,
