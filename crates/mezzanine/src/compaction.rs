@@ -45,12 +45,13 @@ pub enum CompactionReason {
     Manual,
 }
 
-/// One planned compaction: inputs from `level` and `level + 1`, output to `level + 1`.
+/// One planned compaction: inputs from `level` and `level + 1`, output to `level + 1` (or,
+/// for a manual rewrite of the bottom-most level, inputs and output both at `level`).
 #[derive(Debug, Clone)]
 pub struct CompactionPlan {
     /// The input level.
     pub level: usize,
-    /// The output level (`level + 1`).
+    /// The output level (`level + 1`, or `level` for an in-place bottom-level rewrite).
     pub output_level: usize,
     /// Tables taken from `level`.
     pub inputs: Vec<Arc<TableMeta>>,
@@ -221,6 +222,33 @@ pub fn manual_plan(
 ) -> Option<CompactionPlan> {
     let inputs = version.overlapping(level, begin, end);
     complete_plan(version, opts, level, inputs, 0.0, CompactionReason::Manual)
+}
+
+/// A manual rewrite in place of every table of `level` (the bottom-most level holding
+/// data in the range) overlapping `[begin, end]`: it drops shadowed versions and
+/// deletion markers that no compaction from above would ever reach.
+#[must_use]
+pub fn bottom_plan(
+    version: &Version,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Option<CompactionPlan> {
+    let inputs = version.overlapping(level, begin, end);
+    if level == 0 || inputs.is_empty() {
+        return None;
+    }
+    let (lo, hi) = user_range(&inputs)?;
+    Some(CompactionPlan {
+        level,
+        output_level: level,
+        grandparents: version.overlapping(level + 1, Some(&lo), Some(&hi)),
+        inputs,
+        next_inputs: Vec::new(),
+        trivial_move: false,
+        score: 0.0,
+        reason: CompactionReason::Manual,
+    })
 }
 
 /// Estimated bytes compaction must still rewrite to bring every level under its target,
@@ -781,6 +809,14 @@ mod tests {
         assert!(!p.trivial_move);
         assert_eq!(ids(&p.inputs), vec![1]);
         assert!(manual_plan(&v, &opts(), 1, None, None).is_none());
+        let v = version(&[
+            &[],
+            &[(1, "a", "c", 10), (2, "d", "f", 10), (3, "g", "h", 10)],
+        ]);
+        let p = bottom_plan(&v, 1, Some(b"b"), Some(b"e")).unwrap();
+        assert_eq!((p.level, p.output_level), (1, 1));
+        assert_eq!(ids(&p.inputs), vec![1, 2]);
+        assert!(bottom_plan(&v, 0, None, None).is_none());
     }
 
     #[test]

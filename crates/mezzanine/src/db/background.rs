@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::compaction::{
-    CompactionContext, CompactionPlan, estimate_pending_compaction_bytes, manual_plan,
+    CompactionContext, CompactionPlan, bottom_plan, estimate_pending_compaction_bytes, manual_plan,
     pick_compaction, run_compaction, trivial_move_edit, write_table,
 };
 use crate::error::{Error, Result};
@@ -296,17 +296,24 @@ impl DbInner {
         };
         let last = deepest.max(1).min(self.opts.num_levels - 1);
         for level in 0..last {
-            self.manual_compact_level(level, begin, end)?;
+            self.manual_compact_level(level, begin, end, false)?;
+        }
+        if deepest >= 1 {
+            // Data already at the bottom only loses its garbage if rewritten in place.
+            self.manual_compact_level(deepest, begin, end, true)?;
         }
         self.purge_obsolete();
         Ok(())
     }
 
+    /// Compacts the tables of `level` overlapping the range into `level + 1` (or rewrites
+    /// them in place, `in_place`), waiting until no other compaction uses those levels.
     fn manual_compact_level(
         &self,
         level: usize,
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
+        in_place: bool,
     ) -> Result<()> {
         let mut st = self.state.lock();
         let plan = loop {
@@ -318,7 +325,12 @@ impl DbInner {
             }
             let busy = |l: usize| st.busy_levels.get(l).copied().unwrap_or(false);
             if !busy(level) && !busy(level + 1) {
-                match manual_plan(&st.version, &self.opts, level, begin, end) {
+                let plan = if in_place {
+                    bottom_plan(&st.version, level, begin, end)
+                } else {
+                    manual_plan(&st.version, &self.opts, level, begin, end)
+                };
+                match plan {
                     Some(p) => break p,
                     None => return Ok(()),
                 }

@@ -1,0 +1,76 @@
+//! A snapshot keeps seeing the state it was taken at, through flushes and compactions
+//! that would otherwise drop the old versions and deletion markers.
+
+use mezzanine::{Db, Options, ReadOptions};
+
+fn small_options() -> Options {
+    let mut o = Options::default();
+    o.write_buffer_size = 64 << 10;
+    o.level0_compaction_trigger = 2;
+    o.target_file_size = 64 << 10;
+    o.max_bytes_for_level_base = 256 << 10;
+    o
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("k{i:05}").into_bytes()
+}
+
+#[test]
+fn snapshot_survives_flush_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    for i in 0..2000 {
+        db.put(&key(i), b"old").unwrap();
+    }
+    let snap = db.snapshot();
+    for i in 0..2000 {
+        if i % 2 == 0 {
+            db.delete(&key(i)).unwrap();
+        } else {
+            db.put(&key(i), b"new").unwrap();
+        }
+    }
+    db.put(b"only-new", b"1").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_background().unwrap();
+    assert_eq!(db.stats().levels[0].files, 0, "compact_range empties L0");
+
+    let at_snap = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    for i in (0..2000).step_by(97) {
+        assert_eq!(db.get_opt(&at_snap, &key(i)).unwrap().as_deref(), Some(&b"old"[..]));
+        let latest = db.get(&key(i)).unwrap();
+        if i % 2 == 0 {
+            assert_eq!(latest, None);
+        } else {
+            assert_eq!(latest.as_deref(), Some(&b"new"[..]));
+        }
+    }
+    assert_eq!(db.get_opt(&at_snap, b"only-new").unwrap(), None);
+
+    let mut it = db.iter(&at_snap).unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        assert_eq!(it.value(), b"old");
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, 2000);
+    assert_eq!(db.stats().snapshots, 1);
+
+    // Once the snapshot is gone, a full compaction drops the old versions and the
+    // deletion markers: only the 1000 live keys plus "only-new" remain.
+    drop(it);
+    drop(at_snap);
+    drop(snap);
+    assert_eq!(db.stats().snapshots, 0);
+    db.compact_range(None, None).unwrap();
+    let report = db.verify().unwrap();
+    assert_eq!(report.entries, 1001);
+}
