@@ -999,6 +999,39 @@ mod tests {
         }
         got.reverse();
         assert_eq!(got, expect);
+
+        // Seeks and direction changes across every source.
+        let mut pos: Option<usize> = None;
+        for _ in 0..3000 {
+            let k = format!("k{:04}", rng.random_range(0..520)).into_bytes();
+            match rng.random_range(0..8) {
+                0 | 1 => {
+                    it.seek(&k);
+                    let i = expect.partition_point(|e| e.0 < k);
+                    pos = (i < expect.len()).then_some(i);
+                }
+                2 | 3 => {
+                    it.seek_for_prev(&k);
+                    pos = expect.partition_point(|e| e.0 <= k).checked_sub(1);
+                }
+                4 | 5 => {
+                    if let Some(p) = pos {
+                        it.next();
+                        pos = (p + 1 < expect.len()).then_some(p + 1);
+                    }
+                }
+                _ => {
+                    if let Some(p) = pos {
+                        it.prev();
+                        pos = p.checked_sub(1);
+                    }
+                }
+            }
+            assert_eq!(it.valid(), pos.is_some());
+            if let Some(p) = pos {
+                assert_eq!((it.key(), it.value()), (&expect[p].0[..], &expect[p].1[..]));
+            }
+        }
         it.status().unwrap();
     }
 }
