@@ -17,7 +17,7 @@
 //! `ReadCounters` (blocks and bytes read, decode time, block cache hits and misses). Those
 //! totals are published into the DB's [`StatsCollector`] (`decode_bytes`, `decode_micros`,
 //! `block_cache_hits`, `block_cache_misses`) after every lookup, when a table iterator is
-//! dropped, on every `TableCache::open`, and on [`TableCache::publish_stats`]. Each publish
+//! dropped, when a table is opened, and on [`TableCache::publish_stats`]. Each publish
 //! adds only the part not yet published (claimed with `fetch_max`), so concurrent publishes
 //! never double-count.
 //!
@@ -371,9 +371,7 @@ impl TableCache {
     /// # Errors
     /// As [`TableCache::open`].
     pub fn open_sst(&self, meta: &TableMeta) -> Result<Arc<SstTable>> {
-        let r = self.tables.get_or_insert_with(&meta.id, || self.load(meta));
-        self.publisher.publish();
-        r
+        self.tables.get_or_insert_with(&meta.id, || self.load(meta))
     }
 
     fn load(&self, meta: &TableMeta) -> Result<Arc<SstTable>> {
@@ -393,7 +391,10 @@ impl TableCache {
                 Arc::clone(&self.publisher.counters),
             )
         };
-        let reader = open().map_err(|e| e.in_file(&path))?;
+        let reader = open();
+        // Opening read the footer, index, filter and properties.
+        self.publisher.publish();
+        let reader = reader.map_err(|e| e.in_file(&path))?;
         Ok(Arc::new(SstTable {
             meta: meta.clone(),
             path,
