@@ -1,1 +1,74 @@
-fn main() {}
+//! `mezz`: the Mezzanine command-line tool.
+//!
+//! One module per subcommand (`put`, `get`, `delete`, `scan`, `stats`, `check`, `bench`);
+//! `common` holds what they share: the database arguments (`DB`, `--preset`, `--opt k=v`),
+//! opening the database, byte escaping, and the error type. A new subcommand is one more
+//! module plus one variant of [`Command`].
+//!
+//! Exit codes: 0 on success, 1 when `get` finds no value, 2 on any error (a one-line
+//! message on stderr) and on usage errors.
+
+mod bench;
+mod check;
+mod common;
+mod delete;
+mod get;
+mod put;
+mod scan;
+mod stats;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::common::CliError;
+
+/// The Mezzanine key-value store: inspect, modify, check and benchmark databases.
+#[derive(Debug, Parser)]
+#[command(name = "mezz", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Set KEY to VALUE (creates the database if missing).
+    Put(put::Args),
+    /// Print the value of KEY (exit code 1 if absent).
+    Get(get::Args),
+    /// Delete KEY.
+    Delete(delete::Args),
+    /// Print `key<TAB>value` lines of a key range.
+    Scan(scan::Args),
+    /// Print the database's statistics.
+    Stats(stats::Args),
+    /// Verify every table and checksum; non-zero exit on corruption.
+    Check(check::Args),
+    /// Run db_bench-style benchmarks.
+    Bench(bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Put(a) => put::run(&a),
+        Command::Get(a) => get::run(&a),
+        Command::Delete(a) => delete::run(&a),
+        Command::Scan(a) => scan::run(&a),
+        Command::Stats(a) => stats::run(&a),
+        Command::Check(a) => check::run(&a),
+        Command::Bench(a) => bench::run(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::NotFound) => {
+            eprintln!("mezz: not found");
+            ExitCode::from(1)
+        }
+        Err(CliError::Failed(msg)) => {
+            eprintln!("mezz: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
