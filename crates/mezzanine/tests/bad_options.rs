@@ -24,7 +24,10 @@ fn bad_options_are_invalid_arguments() {
     let mut o = Options::default();
     o.max_background_jobs = 0;
     assert_invalid(Db::open(&path, o), "max_background_jobs");
-    assert!(!path.exists(), "a refused open must not create the directory");
+    assert!(
+        !path.exists(),
+        "a refused open must not create the directory"
+    );
 }
 
 #[test]
@@ -34,7 +37,10 @@ fn open_modes_are_checked() {
     let mut o = Options::default();
     o.create_if_missing = false;
     assert_invalid(Db::open(&path, o.clone()), "create_if_missing");
-    Db::open(&path, Options::default()).unwrap().close().unwrap();
+    Db::open(&path, Options::default())
+        .unwrap()
+        .close()
+        .unwrap();
     let mut o = Options::default();
     o.error_if_exists = true;
     assert_invalid(Db::open(&path, o), "error_if_exists");

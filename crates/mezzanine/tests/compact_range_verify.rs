@@ -27,7 +27,10 @@ fn compact_range_then_verify() {
     assert_eq!(report.entries, n);
     assert!(report.tables >= 2, "outputs are cut at target_file_size");
     for i in (0..n).step_by(13) {
-        assert!(db.get(format!("{i:08}").as_bytes()).unwrap().is_some(), "{i}");
+        assert!(
+            db.get(format!("{i:08}").as_bytes()).unwrap().is_some(),
+            "{i}"
+        );
     }
     let mut it = db.iter(&ReadOptions::default()).unwrap();
     it.seek_to_first();
@@ -44,5 +47,8 @@ fn compact_range_then_verify() {
     assert_eq!(count, n);
     let text = db.property("mezz.stats").unwrap();
     assert!(text.contains("write amplification"), "{text}");
-    assert_eq!(db.property("mezz.num-files-at-level0").as_deref(), Some("0"));
+    assert_eq!(
+        db.property("mezz.num-files-at-level0").as_deref(),
+        Some("0")
+    );
 }

@@ -42,7 +42,10 @@ fn snapshot_survives_flush_and_compaction() {
         ..ReadOptions::default()
     };
     for i in (0..2000).step_by(97) {
-        assert_eq!(db.get_opt(&at_snap, &key(i)).unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(
+            db.get_opt(&at_snap, &key(i)).unwrap().as_deref(),
+            Some(&b"old"[..])
+        );
         let latest = db.get(&key(i)).unwrap();
         if i % 2 == 0 {
             assert_eq!(latest, None);
