@@ -346,6 +346,57 @@ fn current_pointing_nowhere_is_a_clear_error() {
     }
 }
 
+/// A damaged block in a newer table must not let a scan fall back to the older versions of
+/// its keys held by a lower level: the scan stops with Corruption instead.
+#[test]
+fn scan_never_shows_older_versions_behind_a_damaged_block() {
+    let fs = MemFs::new();
+    let db = open(&fs).unwrap();
+    let n = 200;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 40)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let old: Vec<PathBuf> = files(&fs, FileType::Sst);
+    for i in 0..n {
+        db.put(&key(i), &value(1_000 + i, 40)).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    drop(db);
+    let newest = files(&fs, FileType::Sst)
+        .into_iter()
+        .find(|p| !old.contains(p))
+        .expect("the table of the second flush");
+    fs.corrupt(&newest, 64, 0x20).unwrap();
+
+    let db = open(&fs).unwrap();
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    while it.valid() {
+        let i: usize = std::str::from_utf8(&it.key()[3..])
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            it.value(),
+            value(1_000 + i, 40).as_slice(),
+            "scan returned an overwritten value of key {i}"
+        );
+        it.next();
+    }
+    assert_corruption_in(&it.status().unwrap_err(), &newest);
+    // Point reads of the damaged block's keys fail the same way.
+    match db.get(&key(0)) {
+        Err(e) => assert_corruption_in(&e, &newest),
+        Ok(v) => panic!(
+            "key 0 lives in the damaged block, got {:?}",
+            v.map(|v| v.len())
+        ),
+    }
+}
+
 /// The sweep: a small DB with data in several SSTs (L0 and L1) and in the WAL; flip random
 /// bytes of every kind of file, one at a time on a fresh copy, and require: no panic, every
 /// value read is right or an error, no key appears that was never written, and keys lost
@@ -394,6 +445,7 @@ fn random_byte_flips_never_give_wrong_values() {
     ];
     let flips_per_kind = 24;
     let mut cases = 0;
+    let mut problems = Vec::new();
     for kind in kinds {
         let targets: Vec<PathBuf> = files(&base, kind)
             .into_iter()
@@ -413,66 +465,82 @@ fn random_byte_flips_never_give_wrong_values() {
             let mut o = o.clone();
             o.fs = Arc::new(fs.clone());
             let Ok(db) = Db::open(DIR, o) else { continue };
-            check_flipped(&db, &expected, &wal_keys, kind == FileType::Wal, &case);
+            let found = check_flipped(&db, &expected, &wal_keys, kind == FileType::Wal, &case);
+            if let Some(first) = found.first() {
+                problems.push(format!("{first} (+{} more)", found.len() - 1));
+            }
             let _ = db.verify();
             let _ = db.close();
         }
     }
     assert!(cases >= 3 * flips_per_kind, "too few files to damage");
+    assert!(
+        problems.is_empty(),
+        "{} of {cases} damaged copies read wrong:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
+/// Checks one damaged copy; returns what went wrong (empty when all is well).
 fn check_flipped(
     db: &Db,
     expected: &BTreeMap<Vec<u8>, Vec<u8>>,
     wal_keys: &[Vec<u8>],
     wal_damaged: bool,
     case: &str,
-) {
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let show = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
     // Gets.
     let mut lost = Vec::new();
     for (k, v) in expected {
         match db.get(k) {
-            Ok(Some(got)) => assert_eq!(&got, v, "{case}: wrong value for {k:?}"),
+            Ok(Some(got)) if &got != v => {
+                problems.push(format!("{case}: get {} returned a wrong value", show(k)));
+            }
+            Ok(Some(_)) | Err(_) => {}
             Ok(None) => lost.push(k.clone()),
-            Err(_) => {}
         }
     }
     for k in &lost {
-        assert!(
-            wal_damaged && wal_keys.contains(k),
-            "{case}: key {:?} vanished",
-            String::from_utf8_lossy(k)
-        );
+        if !(wal_damaged && wal_keys.contains(k)) {
+            problems.push(format!("{case}: get {} found nothing", show(k)));
+        }
     }
     if let Some(first_lost) = wal_keys.iter().position(|k| lost.contains(k)) {
         // Only a suffix of the WAL's writes may be lost (a tolerated torn tail).
         for k in &wal_keys[first_lost..] {
-            assert!(
-                lost.contains(k) || db.get(k).is_err(),
-                "{case}: key {:?} survived after a lost earlier write",
-                String::from_utf8_lossy(k)
-            );
+            if !(lost.contains(k) || db.get(k).is_err()) {
+                problems.push(format!(
+                    "{case}: {} survived although an earlier write was lost",
+                    show(k)
+                ));
+            }
         }
     }
     // A full scan: only written keys with their right values, ascending.
     let Ok(mut it) = db.iter(&ReadOptions::default()) else {
-        return;
+        return problems;
     };
     it.seek_to_first();
     let mut prev: Option<Vec<u8>> = None;
     while it.valid() {
         let k = it.key().to_vec();
-        assert_eq!(
-            expected.get(&k).map(Vec::as_slice),
-            Some(it.value()),
-            "{case}: scan returned a wrong entry for {:?}",
-            String::from_utf8_lossy(&k)
-        );
-        if let Some(p) = &prev {
-            assert!(p < &k, "{case}: scan out of order");
+        if expected.get(&k).map(Vec::as_slice) != Some(it.value()) {
+            problems.push(format!(
+                "{case}: scan returned a wrong value for {}",
+                show(&k)
+            ));
+            break;
+        }
+        if prev.as_ref().is_some_and(|p| p >= &k) {
+            problems.push(format!("{case}: scan out of order at {}", show(&k)));
+            break;
         }
         prev = Some(k);
         it.next();
     }
     let _ = it.status();
+    problems
 }
