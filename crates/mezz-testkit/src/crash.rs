@@ -637,7 +637,8 @@ fn check_point(
             }
         }
     }
-    db.close().map_err(|e| format!("close after recovery: {e}"))?;
+    db.close()
+        .map_err(|e| format!("close after recovery: {e}"))?;
     drop(db);
     let db = Db::open(CRASH_DB, o).map_err(|e| format!("second reopen: {e}"))?;
     let again = read_state(&db, keys).map_err(|e| format!("after second reopen: {e}"))?;
@@ -946,8 +947,7 @@ fn crasher(
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut out = Vec::new();
     for (n, &t) in targets.iter().enumerate() {
-        while progress.issued.load(Ordering::SeqCst) < t && !progress.done.load(Ordering::SeqCst)
-        {
+        while progress.issued.load(Ordering::SeqCst) < t && !progress.done.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_micros(20));
         }
         if progress.done.load(Ordering::SeqCst) {

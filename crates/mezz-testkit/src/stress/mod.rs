@@ -141,7 +141,8 @@ impl ChildConfig {
                 "--seed" => c.seed = num(&v)?,
                 "--ops-per-round" => c.ops = num(&v)?,
                 "--keys" => {
-                    c.keys = u32::try_from(num(&v)?).map_err(|_| format!("--keys {v} too large"))?;
+                    c.keys =
+                        u32::try_from(num(&v)?).map_err(|_| format!("--keys {v} too large"))?;
                 }
                 "--preset" => c.preset = v,
                 "--opt" => c.opts.push(v),
@@ -382,7 +383,10 @@ impl fmt::Display for StressFailure {
                 seed,
                 batch,
                 detail,
-            } => write!(f, "round {round} seed {seed} batch {batch}: torn batch: {detail}"),
+            } => write!(
+                f,
+                "round {round} seed {seed} batch {batch}: torn batch: {detail}"
+            ),
             StressFailure::Db {
                 round,
                 seed,
@@ -623,7 +627,11 @@ impl ChildRun<'_> {
         let v = self.st.begin_put(k, 0).map_err(|e| self.ioerr(&e))?;
         let len = self.value_len();
         self.db
-            .put_opt(&WriteOptions { sync }, &key_bytes(k), &encode_value(k, v, len))
+            .put_opt(
+                &WriteOptions { sync },
+                &key_bytes(k),
+                &encode_value(k, v, len),
+            )
             .map_err(|e| self.dberr(format!("put key {k}"), &e))?;
         self.st.commit(k).map_err(|e| self.ioerr(&e))
     }
@@ -735,7 +743,9 @@ impl ChildRun<'_> {
         if !forward {
             seen.reverse();
         }
-        if let Some(w) = seen.windows(2).find(|w| w.first().map(|a| a.0) >= w.get(1).map(|b| b.0))
+        if let Some(w) = seen
+            .windows(2)
+            .find(|w| w.first().map(|a| a.0) >= w.get(1).map(|b| b.0))
         {
             let k = w.get(1).map_or(0, |b| b.0);
             return Err(self.violation(k, Found::Bad("out of order".into()), ctx));

@@ -221,7 +221,8 @@ impl ExpectedState {
         let mut slots = Vec::with_capacity(keys as usize);
         for (k, chunk) in all.chunks_exact(SLOT_LEN).enumerate() {
             slots.push(
-                Slot::decode(chunk).map_err(|e| bad(format!("{}: key {k}: {e}", path.display())))?,
+                Slot::decode(chunk)
+                    .map_err(|e| bad(format!("{}: key {k}: {e}", path.display())))?,
             );
         }
         Ok(Self {

@@ -121,7 +121,9 @@ pub fn decode_value(v: &[u8]) -> Result<(u32, u64), BadValue> {
         ));
     }
     if encode_value(key, version, v.len()) != v {
-        return bad(format!("value payload differs (key {key}, version {version})"));
+        return bad(format!(
+            "value payload differs (key {key}, version {version})"
+        ));
     }
     Ok((key, version))
 }
