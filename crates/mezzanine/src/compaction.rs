@@ -667,12 +667,13 @@ mod tests {
     }
 
     fn opts() -> Options {
-        let mut o = Options::default();
-        o.level0_compaction_trigger = 4;
-        o.max_bytes_for_level_base = 1000;
-        o.max_bytes_for_level_multiplier = 10.0;
-        o.target_file_size = 100;
-        o
+        Options {
+            level0_compaction_trigger: 4,
+            max_bytes_for_level_base: 1000,
+            max_bytes_for_level_multiplier: 10.0,
+            target_file_size: 100,
+            ..Options::default()
+        }
     }
 
     fn ids(ts: &[Arc<TableMeta>]) -> Vec<u64> {

@@ -10,13 +10,15 @@ use mezzanine::{Db, Options, ReadOptions};
 #[test]
 fn back_pressure_engages_and_data_stays_correct() {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = Options::default();
-    o.write_buffer_size = 64 << 10;
-    o.level0_compaction_trigger = 2;
-    o.level0_slowdown_trigger = 3;
-    o.level0_stop_trigger = 4;
-    o.target_file_size = 64 << 10;
-    o.delayed_write_rate = 4 << 20;
+    let o = Options {
+        write_buffer_size: 64 << 10,
+        level0_compaction_trigger: 2,
+        level0_slowdown_trigger: 3,
+        level0_stop_trigger: 4,
+        target_file_size: 64 << 10,
+        delayed_write_rate: 4 << 20,
+        ..Options::default()
+    };
     let db = Arc::new(Db::open(dir.path(), o).unwrap());
     let threads = 2u32;
     let per_thread = 15_000u32;

@@ -14,15 +14,21 @@ fn assert_invalid(r: mezzanine::Result<Db>, what: &str) {
 fn bad_options_are_invalid_arguments() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let mut o = Options::default();
-    o.write_buffer_size = 10;
+    let o = Options {
+        write_buffer_size: 10,
+        ..Options::default()
+    };
     assert_invalid(Db::open(&path, o), "write_buffer_size");
-    let mut o = Options::default();
-    o.level0_slowdown_trigger = 2;
-    o.level0_stop_trigger = 1;
+    let o = Options {
+        level0_slowdown_trigger: 2,
+        level0_stop_trigger: 1,
+        ..Options::default()
+    };
     assert_invalid(Db::open(&path, o), "level0");
-    let mut o = Options::default();
-    o.max_background_jobs = 0;
+    let o = Options {
+        max_background_jobs: 0,
+        ..Options::default()
+    };
     assert_invalid(Db::open(&path, o), "max_background_jobs");
     assert!(
         !path.exists(),
@@ -34,17 +40,23 @@ fn bad_options_are_invalid_arguments() {
 fn open_modes_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let mut o = Options::default();
-    o.create_if_missing = false;
+    let o = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
     assert_invalid(Db::open(&path, o.clone()), "create_if_missing");
     Db::open(&path, Options::default())
         .unwrap()
         .close()
         .unwrap();
-    let mut o = Options::default();
-    o.error_if_exists = true;
+    let o = Options {
+        error_if_exists: true,
+        ..Options::default()
+    };
     assert_invalid(Db::open(&path, o), "error_if_exists");
-    let mut o = Options::default();
-    o.create_if_missing = false;
+    let o = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
     Db::open(&path, o).unwrap();
 }

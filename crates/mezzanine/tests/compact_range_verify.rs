@@ -6,11 +6,13 @@ use mezzanine::{Db, Options, ReadOptions};
 #[test]
 fn compact_range_then_verify() {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = Options::default();
-    o.write_buffer_size = 64 << 10;
-    o.target_file_size = 32 << 10;
-    o.level0_compaction_trigger = 2;
-    o.max_bytes_for_level_base = 128 << 10;
+    let o = Options {
+        write_buffer_size: 64 << 10,
+        target_file_size: 32 << 10,
+        level0_compaction_trigger: 2,
+        max_bytes_for_level_base: 128 << 10,
+        ..Options::default()
+    };
     let db = Db::open(dir.path(), o).unwrap();
     // A scrambled key order so tables overlap.
     let n: u64 = 5000;

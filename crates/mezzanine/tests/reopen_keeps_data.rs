@@ -14,16 +14,16 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 fn check(db: &Db, n: u32, round: u32) {
     for i in 0..n {
         let want = (i % 7 != 0).then(|| value(i, round));
-        assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+        assert_eq!(db.get(&key(i)).expect("get"), want, "key {i}");
     }
 }
 
 fn write(db: &Db, n: u32, round: u32) {
     for i in 0..n {
-        db.put(&key(i), &value(i, round)).unwrap();
+        db.put(&key(i), &value(i, round)).expect("put");
     }
     for i in (0..n).step_by(7) {
-        db.delete(&key(i)).unwrap();
+        db.delete(&key(i)).expect("delete");
     }
 }
 

@@ -4,12 +4,13 @@
 use mezzanine::{Db, Options, ReadOptions};
 
 fn small_options() -> Options {
-    let mut o = Options::default();
-    o.write_buffer_size = 64 << 10;
-    o.level0_compaction_trigger = 2;
-    o.target_file_size = 64 << 10;
-    o.max_bytes_for_level_base = 256 << 10;
-    o
+    Options {
+        write_buffer_size: 64 << 10,
+        level0_compaction_trigger: 2,
+        target_file_size: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        ..Options::default()
+    }
 }
 
 fn key(i: u32) -> Vec<u8> {

@@ -16,7 +16,7 @@ fn key(i: u32) -> Vec<u8> {
 
 fn wal_count(fs: &dyn FileSystem, dir: &Path) -> usize {
     fs.list_dir(dir)
-        .unwrap()
+        .expect("list the DB directory")
         .iter()
         .filter(|n| n.ends_with(".log"))
         .count()
@@ -27,10 +27,12 @@ fn wals_left_by_failed_flushes_are_replayed() {
     let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let fault = Arc::new(FaultFs::new(Arc::clone(&mem)));
     let dir = Path::new("/db");
-    let mut o = Options::default();
-    o.fs = fault.clone();
-    o.write_buffer_size = 64 << 10;
-    o.max_write_buffer_number = 4;
+    let o = Options {
+        fs: fault.clone(),
+        write_buffer_size: 64 << 10,
+        max_write_buffer_number: 4,
+        ..Options::default()
+    };
     let db = Db::open(dir, o.clone()).unwrap();
     // From now on the manifest cannot be synced: every flush fails and its WAL stays.
     fault.add_rule(FaultRule::new(Some(FaultOp::Sync), Trigger::After(0)).on_path("MANIFEST"));
@@ -95,8 +97,10 @@ fn batch_record(seq: u64, ops: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
 fn three_wals_are_replayed_oldest_first() {
     let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let dir = Path::new("/db");
-    let mut o = Options::default();
-    o.fs = Arc::clone(&mem);
+    let o = Options {
+        fs: Arc::clone(&mem),
+        ..Options::default()
+    };
     let db = Db::open(dir, o.clone()).unwrap();
     db.put(b"a", b"from-first-wal").unwrap();
     db.put(b"b", b"from-first-wal").unwrap();
