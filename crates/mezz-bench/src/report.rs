@@ -85,6 +85,17 @@ pub struct BenchResult {
     pub engine_stats: serde_json::Value,
 }
 
+/// Microseconds with three significant figures or so: `0.42`, `12.3`, `8561`.
+fn fmt_us(us: f64) -> String {
+    if us < 10.0 {
+        format!("{us:.2}")
+    } else if us < 1000.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.0}")
+    }
+}
+
 impl BenchResult {
     /// The result as one line of JSON.
     ///
@@ -95,8 +106,10 @@ impl BenchResult {
     }
 
     /// The db_bench-style report line, e.g.
-    /// `fillrandom   :       5.123 micros/op;   195187 ops/sec;   21.6 MB/s; p50 4.10 p99
-    /// 12.00 p99.9 80.20 us; WA 3.41; stall 0.0 s`.
+    /// `fillrandom   :       5.123 micros/op;    195187 ops/sec;    21.6 MB/s; p50 4.10 p90
+    /// 5.02 p99 12.0 p99.9 80.2 max 8561 us; WA 3.41; stall 0.0 s`, followed for reads by
+    /// `; 990 of 1000 found` and for any other operation kind measured by its count and
+    /// percentiles.
     #[must_use]
     pub fn human_line(&self) -> String {
         let mut s = format!(
@@ -106,8 +119,12 @@ impl BenchResult {
         if let Some(l) = self.latency.get(&self.primary_op) {
             let _ = write!(
                 s,
-                "; p50 {:.2} p90 {:.2} p99 {:.2} p99.9 {:.2} max {:.0} us",
-                l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
+                "; p50 {} p90 {} p99 {} p99.9 {} max {} us",
+                fmt_us(l.p50_us),
+                fmt_us(l.p90_us),
+                fmt_us(l.p99_us),
+                fmt_us(l.p999_us),
+                fmt_us(l.max_us)
             );
         }
         if let Some(e) = &self.engine_interval {
@@ -125,7 +142,7 @@ impl BenchResult {
         if self.found + self.not_found > 0 {
             let _ = write!(
                 s,
-                "; ({} of {} found)",
+                "; {} of {} found",
                 self.found,
                 self.found + self.not_found
             );
@@ -134,11 +151,95 @@ impl BenchResult {
             if *kind != self.primary_op {
                 let _ = write!(
                     s,
-                    "; {kind} {} ops p50 {:.2} p99 {:.2} us",
-                    l.count, l.p50_us, l.p99_us
+                    "; {kind} {} ops p50 {} p99 {} us",
+                    l.count,
+                    fmt_us(l.p50_us),
+                    fmt_us(l.p99_us)
                 );
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result() -> BenchResult {
+        let lat = LatencySummary {
+            count: 1000,
+            mean_us: 5.0,
+            p50_us: 4.1,
+            p90_us: 5.02,
+            p99_us: 12.0,
+            p999_us: 80.2,
+            max_us: 8561.3,
+        };
+        BenchResult {
+            benchmark: "readrandom".into(),
+            engine: "mezzanine".into(),
+            config: serde_json::json!({}),
+            machine: MachineInfo {
+                cores: 2,
+                mem_total_bytes: None,
+                cpu_model: None,
+                kernel: None,
+                git_commit: "unknown".into(),
+            },
+            timestamp_unix: 0,
+            ops: 1000,
+            elapsed_secs: 0.005,
+            micros_per_op: 5.0,
+            ops_per_sec: 200_000.0,
+            mb_per_sec: 22.1,
+            bytes: 116_000,
+            found: 990,
+            not_found: 10,
+            primary_op: "read".into(),
+            latency: [("read".to_string(), lat), ("write".to_string(), lat)]
+                .into_iter()
+                .collect(),
+            timeline_ops_per_sec: vec![1000],
+            stall_seconds: 0,
+            engine_interval: Some(EngineInterval {
+                write_amplification: Some(3.414),
+                stall_micros: 1_500_000,
+                user_bytes_written: 10,
+                storage_bytes_written: 34,
+            }),
+            process: ProcessMetrics::default(),
+            engine_stats: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn human_line_has_db_bench_fields_and_percentiles() {
+        let l = result().human_line();
+        assert!(
+            l.starts_with("readrandom   :       5.000 micros/op;"),
+            "{l}"
+        );
+        for part in [
+            "200000 ops/sec",
+            "22.1 MB/s",
+            "p50 4.10 p90 5.02 p99 12.0 p99.9 80.2 max 8561 us",
+            "WA 3.41",
+            "stall 1.5 s",
+            "990 of 1000 found",
+            "write 1000 ops p50 4.10 p99 12.0 us",
+        ] {
+            assert!(l.contains(part), "{part:?} missing from {l}");
+        }
+    }
+
+    #[test]
+    fn json_line_is_one_line_with_the_metrics() {
+        let j = result().to_json_line().unwrap();
+        assert!(!j.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(v["latency"]["read"]["p999_us"], 80.2);
+        assert_eq!(v["engine_interval"]["write_amplification"], 3.414);
+        assert_eq!(v["found"], 990);
     }
 }

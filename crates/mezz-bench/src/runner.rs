@@ -466,3 +466,288 @@ fn run_one(
         engine_stats: engine.stats_json(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::RwLock;
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+    use crate::engine::{Direction, EngineCounters, ScanResult};
+
+    /// A `BTreeMap` engine: exercises the harness without the real engine. It reports
+    /// twice the user bytes as storage bytes (write amplification 2).
+    #[derive(Default)]
+    struct MapEngine {
+        map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+        user_bytes: AtomicU64,
+    }
+
+    impl KvEngine for MapEngine {
+        fn name(&self) -> String {
+            "map".into()
+        }
+        fn put(&self, k: &[u8], v: &[u8], _sync: bool) -> Result<()> {
+            self.user_bytes
+                .fetch_add((k.len() + v.len()) as u64, Ordering::Relaxed);
+            self.map.write().unwrap().insert(k.to_vec(), v.to_vec());
+            Ok(())
+        }
+        fn get(&self, k: &[u8]) -> Result<Option<Vec<u8>>> {
+            Ok(self.map.read().unwrap().get(k).cloned())
+        }
+        fn delete(&self, k: &[u8], _sync: bool) -> Result<()> {
+            self.user_bytes.fetch_add(k.len() as u64, Ordering::Relaxed);
+            self.map.write().unwrap().remove(k);
+            Ok(())
+        }
+        fn scan(&self, start: Option<&[u8]>, n: usize, d: Direction) -> Result<ScanResult> {
+            let map = self.map.read().unwrap();
+            let entries: Vec<(&Vec<u8>, &Vec<u8>)> = match (d, start) {
+                (Direction::Forward, Some(s)) => map.range(s.to_vec()..).take(n).collect(),
+                (Direction::Forward, None) => map.iter().take(n).collect(),
+                (Direction::Reverse, Some(s)) => map.range(..=s.to_vec()).rev().take(n).collect(),
+                (Direction::Reverse, None) => map.iter().rev().take(n).collect(),
+            };
+            Ok(ScanResult {
+                entries: entries.len(),
+                bytes: entries
+                    .iter()
+                    .map(|(k, v)| (k.len() + v.len()) as u64)
+                    .sum(),
+                last_key: entries.last().map(|(k, _)| (*k).clone()),
+            })
+        }
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+        fn wait_for_background(&self) -> Result<()> {
+            Ok(())
+        }
+        fn stats_json(&self) -> serde_json::Value {
+            serde_json::json!({ "entries": self.map.read().unwrap().len() })
+        }
+        fn counters(&self) -> Option<EngineCounters> {
+            let u = self.user_bytes.load(Ordering::Relaxed);
+            Some(EngineCounters {
+                user_bytes_written: u,
+                storage_bytes_written: 2 * u,
+                stall_micros: 0,
+            })
+        }
+        fn close(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Databases are directories holding a `MAPDB` marker; contents live in memory and
+    /// survive a reopen of the same directory (so `--use-existing` can be tested).
+    #[derive(Default)]
+    struct MapFactory {
+        dbs: std::sync::Mutex<BTreeMap<PathBuf, Arc<MapEngine>>>,
+    }
+
+    impl EngineFactory for MapFactory {
+        fn name(&self) -> String {
+            "map".into()
+        }
+        fn config_json(&self) -> serde_json::Value {
+            serde_json::json!({ "preset": "none", "options": { "x": "1" } })
+        }
+        fn open(&self, dir: &Path) -> Result<Arc<dyn KvEngine>> {
+            std::fs::write(dir.join("MAPDB"), b"").map_err(|e| BenchError::io(dir, e))?;
+            let mut dbs = self.dbs.lock().unwrap();
+            let e = dbs.entry(dir.to_path_buf()).or_default();
+            Ok(Arc::clone(e) as Arc<dyn KvEngine>)
+        }
+        fn is_engine_dir(&self, dir: &Path) -> bool {
+            let names: Vec<_> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            names == ["MAPDB"]
+        }
+        fn destroy(&self, dir: &Path) -> Result<()> {
+            self.dbs.lock().unwrap().remove(dir);
+            std::fs::remove_file(dir.join("MAPDB")).map_err(|e| BenchError::io(dir, e))
+        }
+    }
+
+    fn cfg(list: &str, num: u64, threads: usize) -> BenchConfig {
+        BenchConfig {
+            benchmarks: Benchmark::parse_list(list).unwrap(),
+            num,
+            threads,
+            progress: false,
+            ..BenchConfig::default()
+        }
+    }
+
+    fn by_name<'a>(rs: &'a [BenchResult], name: &str) -> &'a BenchResult {
+        rs.iter().find(|r| r.benchmark == name).unwrap()
+    }
+
+    #[test]
+    fn every_benchmark_runs_and_counts_what_it_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("out.jsonl");
+        let mut c = cfg(
+            "fillseq,readrandom,readseq,readreverse,seekrandom,overwrite,readwhilewriting,\
+             deleterandom,stats,fillsync",
+            2000,
+            2,
+        );
+        c.json = Some(json.clone());
+        let mut out = Vec::new();
+        let rs = run(&c, &MapFactory::default(), &mut out).unwrap();
+        assert_eq!(rs.len(), 9, "stats measures nothing");
+
+        let fill = by_name(&rs, "fillseq");
+        assert_eq!(fill.ops, 2000);
+        assert_eq!(fill.bytes, 2000 * 116);
+        assert_eq!(fill.latency["write"].count, 2000);
+        let wa = fill.engine_interval.unwrap().write_amplification.unwrap();
+        assert!((wa - 2.0).abs() < 1e-9, "{wa}");
+
+        // After fillseq every key exists.
+        let rr = by_name(&rs, "readrandom");
+        assert_eq!((rr.ops, rr.found, rr.not_found), (2000, 2000, 0));
+        assert!(rr.engine_interval.unwrap().write_amplification.is_none());
+        for name in ["readseq", "readreverse"] {
+            let r = by_name(&rs, name);
+            assert_eq!(r.ops, 2000, "{name}");
+            assert_eq!(r.latency["scan"].count, 2000, "{name}");
+        }
+        let sr = by_name(&rs, "seekrandom");
+        assert_eq!((sr.found, sr.not_found), (2000, 0));
+
+        let rww = by_name(&rs, "readwhilewriting");
+        assert_eq!(rww.ops, 2000, "only the reads count");
+        assert_eq!(rww.latency["read"].count, 2000);
+        assert!(
+            rww.latency.contains_key("write"),
+            "the writer is measured too"
+        );
+
+        let del = by_name(&rs, "deleterandom");
+        assert_eq!(del.ops, 2000);
+        assert_eq!(by_name(&rs, "fillsync").ops, 20);
+
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("readrandom   :"), "{text}");
+        assert!(text.contains("micros/op"), "{text}");
+        assert!(
+            text.contains("\"entries\""),
+            "stats prints the engine's stats: {text}"
+        );
+
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 9);
+        let first = &lines[0];
+        assert_eq!(first["benchmark"], "fillseq");
+        assert_eq!(first["config"]["engine"], "map");
+        assert_eq!(first["config"]["num"], 2000);
+        assert_eq!(first["config"]["threads"], 2);
+        assert_eq!(first["config"]["options"]["x"], "1");
+        assert!(first["machine"]["cores"].as_u64().unwrap() >= 1);
+        assert!(first["machine"]["git_commit"].is_string());
+        assert!(first["latency"]["write"]["p99_us"].is_number());
+        assert!(first["timeline_ops_per_sec"].is_array());
+    }
+
+    #[test]
+    fn fill_benchmarks_start_from_an_empty_database() {
+        let mut out = Vec::new();
+        let rs = run(
+            &cfg("fillseq,fillrandom,readrandom", 1000, 1),
+            &MapFactory::default(),
+            &mut out,
+        )
+        .unwrap();
+        // fillrandom's random keys cover only part of the key space: had fillseq's data
+        // been kept, every read would find its key.
+        let rr = by_name(&rs, "readrandom");
+        assert!(rr.not_found > 0, "{:?}", (rr.found, rr.not_found));
+    }
+
+    #[test]
+    fn a_foreign_non_empty_directory_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let precious = dir.path().join("precious.txt");
+        std::fs::write(&precious, b"keep me").unwrap();
+        let mut c = cfg("fillseq", 10, 1);
+        c.db = Some(dir.path().to_path_buf());
+        let e = run(&c, &MapFactory::default(), &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("refusing"), "{e}");
+        assert_eq!(std::fs::read(&precious).unwrap(), b"keep me");
+    }
+
+    #[test]
+    fn use_existing_keeps_the_data_and_skips_fills() {
+        let dir = tempfile::tempdir().unwrap();
+        let factory = MapFactory::default();
+        let mut c = cfg("fillseq", 500, 1);
+        c.db = Some(dir.path().join("db"));
+        run(&c, &factory, &mut Vec::new()).unwrap();
+
+        let mut again = cfg("fillrandom,readrandom", 500, 1);
+        again.db = c.db.clone();
+        again.use_existing = true;
+        let mut out = Vec::new();
+        let rs = run(&again, &factory, &mut out).unwrap();
+        assert_eq!(rs.len(), 1);
+        assert_eq!(rs[0].found, 500);
+        assert!(String::from_utf8(out).unwrap().contains("skipped"));
+
+        // Without --use-existing, an engine directory is destroyed and starts empty.
+        let mut fresh = cfg("readrandom", 500, 1);
+        fresh.db = c.db.clone();
+        let rs = run(&fresh, &factory, &mut Vec::new()).unwrap();
+        assert_eq!(rs[0].found, 0);
+    }
+
+    #[test]
+    fn bad_configurations_are_rejected() {
+        let f = MapFactory::default();
+        for c in [
+            cfg("fillseq", 0, 1),
+            cfg("fillseq", 10, 0),
+            BenchConfig {
+                key_size: 0,
+                ..cfg("fillseq", 10, 1)
+            },
+        ] {
+            assert!(matches!(
+                run(&c, &f, &mut Vec::new()),
+                Err(BenchError::InvalidArgument(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn config_json_lists_the_run_and_every_engine_option() {
+        let factory = crate::MezzFactory::new(crate::build_options(None, &[]).unwrap());
+        let c = cfg("fillrandom,readrandom", 1234, 3);
+        let j = c.to_json(&factory);
+        assert_eq!(j["engine"], "mezzanine");
+        assert_eq!(j["preset"], "leveldb");
+        for f in mezzanine::Options::FIELDS {
+            assert!(j["options"][f].is_string(), "option {f} missing from {j}");
+        }
+        assert_eq!(j["num"], 1234);
+        assert_eq!(j["reads"], 1234);
+        assert_eq!(j["key_size"], 16);
+        assert_eq!(j["value_size"], 100);
+        assert_eq!(j["threads"], 3);
+        assert_eq!(j["sync"], false);
+        assert_eq!(
+            j["benchmarks"],
+            serde_json::json!(["fillrandom", "readrandom"])
+        );
+    }
+}

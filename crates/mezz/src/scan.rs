@@ -37,35 +37,36 @@ pub fn run(a: &Args) -> Result<()> {
         fill_cache: false,
         ..ReadOptions::default()
     };
-    let mut it = db.iter(&opts)?;
-    if a.reverse {
-        it.seek_to_last();
-    } else {
-        it.seek_to_first();
-    }
-    let mut out = BufWriter::new(std::io::stdout().lock());
-    let mut printed = 0u64;
-    let mut write_result = Ok(());
-    while it.valid() && a.limit.is_none_or(|l| printed < l) {
-        write_result = writeln!(
-            out,
-            "{}\t{}",
-            escape_bytes(it.key()),
-            escape_bytes(it.value())
-        );
-        if write_result.is_err() {
-            break;
-        }
-        printed += 1;
+    // The iterator lives in this block so that it is gone before the database closes.
+    let (status, write_result) = {
+        let mut it = db.iter(&opts)?;
         if a.reverse {
-            it.prev();
+            it.seek_to_last();
         } else {
-            it.next();
+            it.seek_to_first();
         }
-    }
-    let status = it.status();
-    drop(it);
-    let write_result = write_result.and_then(|()| out.flush());
+        let mut out = BufWriter::new(std::io::stdout().lock());
+        let mut printed = 0u64;
+        let mut write_result = Ok(());
+        while it.valid() && a.limit.is_none_or(|l| printed < l) {
+            write_result = writeln!(
+                out,
+                "{}\t{}",
+                escape_bytes(it.key()),
+                escape_bytes(it.value())
+            );
+            if write_result.is_err() {
+                break;
+            }
+            printed += 1;
+            if a.reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        (it.status(), write_result.and_then(|()| out.flush()))
+    };
     status?;
     close(&db)?;
     match write_result {
