@@ -92,12 +92,15 @@ pub struct OpMix {
     pub flush: u32,
     pub compact_range: u32,
     pub reopen: u32,
+    pub iter_open: u32,
+    pub iter_step: u32,
+    pub iter_close: u32,
 }
 
 impl Default for OpMix {
     /// Write-heavy with frequent reads: per 1,000 ops about 300 puts, 80 deletes, 60
     /// batches, 200 gets, 70 scans, 80 walks, 20/50/20 snapshot take/read/release, 10
-    /// flushes, 5 range compactions and 5 reopens.
+    /// flushes, 5 range compactions, 5 reopens and 10/40/8 held-iterator open/step/close.
     fn default() -> Self {
         Self {
             put: 300,
@@ -112,6 +115,9 @@ impl Default for OpMix {
             flush: 10,
             compact_range: 5,
             reopen: 5,
+            iter_open: 10,
+            iter_step: 40,
+            iter_close: 8,
         }
     }
 }
@@ -133,10 +139,13 @@ impl OpMix {
             flush: 0,
             compact_range: 0,
             reopen: 0,
+            iter_open: 0,
+            iter_step: 0,
+            iter_close: 0,
         }
     }
 
-    fn weights(&self) -> [u32; 12] {
+    fn weights(&self) -> [u32; 15] {
         [
             self.put,
             self.delete,
@@ -150,6 +159,9 @@ impl OpMix {
             self.flush,
             self.compact_range,
             self.reopen,
+            self.iter_open,
+            self.iter_step,
+            self.iter_close,
         ]
     }
 }
@@ -335,22 +347,8 @@ impl OpGenerator {
             }
             5 => {
                 let (lower, upper) = self.bounds();
-                let start = match self.rng.random_range(0..6) {
-                    0 => SeekStart::First,
-                    1 => SeekStart::Last,
-                    2 | 3 => SeekStart::Seek(self.probe_key()),
-                    _ => SeekStart::SeekForPrev(self.probe_key()),
-                };
-                let n = self.rng.random_range(0..=self.cfg.max_steps);
-                let steps = (0..n)
-                    .map(|_| {
-                        if self.rng.random_bool(0.5) {
-                            Step::Next
-                        } else {
-                            Step::Prev
-                        }
-                    })
-                    .collect();
+                let start = self.start();
+                let steps = self.steps();
                 Op::Walk {
                     lower,
                     upper,
@@ -378,8 +376,46 @@ impl OpGenerator {
                 let (begin, end) = self.bounds();
                 Op::CompactRange { begin, end }
             }
-            _ => Op::Reopen,
+            11 => Op::Reopen,
+            12 => {
+                let (lower, upper) = self.bounds();
+                Op::IterOpen {
+                    lower,
+                    upper,
+                    start: self.start(),
+                }
+            }
+            13 => Op::IterStep {
+                iter: self.rng.random_range(0..64),
+                steps: self.steps(),
+            },
+            _ => Op::IterClose {
+                iter: self.rng.random_range(0..64),
+            },
         }
+    }
+
+    fn start(&mut self) -> SeekStart {
+        match self.rng.random_range(0..6) {
+            0 => SeekStart::First,
+            1 => SeekStart::Last,
+            2 | 3 => SeekStart::Seek(self.probe_key()),
+            _ => SeekStart::SeekForPrev(self.probe_key()),
+        }
+    }
+
+    fn steps(&mut self) -> Vec<Step> {
+        let n = self.rng.random_range(0..=self.cfg.max_steps);
+        (0..n)
+            .map(|_| {
+                // Mostly forward runs with some direction changes.
+                if self.rng.random_bool(0.6) {
+                    Step::Next
+                } else {
+                    Step::Prev
+                }
+            })
+            .collect()
     }
 }
 
@@ -414,6 +450,7 @@ mod tests {
         assert!(count(|o| matches!(o, Op::Reopen)) > 5);
         assert!(count(|o| matches!(o, Op::CompactRange { .. })) > 5);
         assert!(count(|o| matches!(o, Op::Walk { .. })) > 100);
+        assert!(count(|o| matches!(o, Op::IterStep { .. })) > 100);
         assert!(count(|o| matches!(o, Op::Put { value, .. } if value.len() >= 10 * 1024)) > 10);
         assert!(count(|o| matches!(o, Op::Put { value, .. } if value.is_empty())) > 10);
         let w = OpGenerator::new(

@@ -204,8 +204,50 @@ impl<'a> View<'a> {
         start: &SeekStart,
         steps: &[Step],
     ) -> Vec<Option<Entry>> {
-        let mut out = Vec::with_capacity(steps.len() + 1);
-        let mut pos = if range_bounds(lower, upper).is_none() {
+        let pos = self.position(lower, upper, start);
+        let mut out = vec![self.record(pos)];
+        out.extend(self.steps_from(lower, upper, pos, steps));
+        out
+    }
+
+    /// The entry at key `pos`, if any.
+    #[must_use]
+    pub fn record(&self, pos: Option<&[u8]>) -> Option<Entry> {
+        pos.and_then(|k| self.entry(k))
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+    }
+
+    /// The positions after each of `steps` taken from key `pos` (nothing when `pos` is
+    /// `None`), stopping at the first invalid position (recorded as `None`).
+    #[must_use]
+    pub fn steps_from(
+        &self,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+        mut pos: Option<&'a [u8]>,
+        steps: &[Step],
+    ) -> Vec<Option<Entry>> {
+        let mut out = Vec::with_capacity(steps.len());
+        for step in steps {
+            let Some(cur) = pos else { break };
+            pos = match step {
+                Step::Next => self.next_after(upper, cur),
+                Step::Prev => self.prev_before(lower, cur),
+            };
+            out.push(self.record(pos));
+        }
+        out
+    }
+
+    /// The key an iterator with these bounds is at after `start`.
+    #[must_use]
+    pub fn position(
+        &self,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+        start: &SeekStart,
+    ) -> Option<&'a [u8]> {
+        if range_bounds(lower, upper).is_none() {
             None
         } else {
             match start {
@@ -222,21 +264,7 @@ impl<'a> View<'a> {
                 SeekStart::Seek(t) => self.seek(lower, upper, t),
                 SeekStart::SeekForPrev(t) => self.seek_for_prev(lower, upper, t),
             }
-        };
-        let record = |pos: Option<&[u8]>| {
-            pos.and_then(|k| self.entry(k))
-                .map(|(k, v)| (k.to_vec(), v.to_vec()))
-        };
-        out.push(record(pos));
-        for step in steps {
-            let Some(cur) = pos else { break };
-            pos = match step {
-                Step::Next => self.next_after(upper, cur),
-                Step::Prev => self.prev_before(lower, cur),
-            };
-            out.push(record(pos));
         }
-        out
     }
 }
 

@@ -130,9 +130,33 @@ pub enum Op {
         /// Last key of the range (`None` = unbounded).
         end: Option<Vec<u8>>,
     },
-    /// `Db::close` then `Db::open` with the same options; every live snapshot is dropped
-    /// first (snapshots do not survive a reopen).
+    /// `Db::close` then `Db::open` with the same options; every live snapshot and held
+    /// iterator is dropped first (they do not survive a reopen).
     Reopen,
+    /// Creates an iterator, positions it with `start` and keeps it: it must go on showing
+    /// the state of this moment while later ops write, flush and compact. The output
+    /// records its first position.
+    IterOpen {
+        /// Inclusive lower bound.
+        lower: Option<Vec<u8>>,
+        /// Exclusive upper bound.
+        upper: Option<Vec<u8>>,
+        /// The first positioning call.
+        start: SeekStart,
+    },
+    /// Moves a held iterator (slot `iter % held`; output [`Output::NoIterator`] when none
+    /// is held) and records its positions, stopping when it becomes invalid.
+    IterStep {
+        /// Which held iterator (reduced modulo the number held).
+        iter: usize,
+        /// The moves.
+        steps: Vec<Step>,
+    },
+    /// Drops a held iterator (slot `iter % held`).
+    IterClose {
+        /// Which held iterator.
+        iter: usize,
+    },
 }
 
 impl Op {
@@ -163,6 +187,8 @@ pub enum Output {
     },
     /// A snapshot op found no live snapshot.
     NoSnapshot,
+    /// An iterator op found no held iterator.
+    NoIterator,
 }
 
 impl fmt::Display for Output {
@@ -203,6 +229,7 @@ impl fmt::Display for Output {
                 entries(f, e)
             }
             Output::NoSnapshot => write!(f, "no live snapshot"),
+            Output::NoIterator => write!(f, "no held iterator"),
         }
     }
 }
@@ -285,6 +312,26 @@ fn opt_to_rust(b: Option<&Vec<u8>>) -> String {
     }
 }
 
+fn start_to_rust(start: &SeekStart) -> String {
+    match start {
+        SeekStart::First => "SeekStart::First".to_string(),
+        SeekStart::Last => "SeekStart::Last".to_string(),
+        SeekStart::Seek(k) => format!("SeekStart::Seek({})", bytes_to_rust(k)),
+        SeekStart::SeekForPrev(k) => format!("SeekStart::SeekForPrev({})", bytes_to_rust(k)),
+    }
+}
+
+fn steps_to_rust(steps: &[Step]) -> String {
+    let steps: Vec<&str> = steps
+        .iter()
+        .map(|s| match s {
+            Step::Next => "Step::Next",
+            Step::Prev => "Step::Prev",
+        })
+        .collect();
+    format!("vec![{}]", steps.join(", "))
+}
+
 /// Rust source for one op (an expression of type `Op`, assuming `use mezz_testkit::op::*`).
 #[must_use]
 pub fn op_to_rust(op: &Op) -> String {
@@ -320,27 +367,28 @@ pub fn op_to_rust(op: &Op) -> String {
             upper,
             start,
             steps,
-        } => {
-            let start = match start {
-                SeekStart::First => "SeekStart::First".to_string(),
-                SeekStart::Last => "SeekStart::Last".to_string(),
-                SeekStart::Seek(k) => format!("SeekStart::Seek({})", b(k)),
-                SeekStart::SeekForPrev(k) => format!("SeekStart::SeekForPrev({})", b(k)),
-            };
-            let steps: Vec<&str> = steps
-                .iter()
-                .map(|s| match s {
-                    Step::Next => "Step::Next",
-                    Step::Prev => "Step::Prev",
-                })
-                .collect();
-            format!(
-                "Op::Walk {{ lower: {}, upper: {}, start: {start}, steps: vec![{}] }}",
-                opt_to_rust(lower.as_ref()),
-                opt_to_rust(upper.as_ref()),
-                steps.join(", ")
-            )
-        }
+        } => format!(
+            "Op::Walk {{ lower: {}, upper: {}, start: {}, steps: {} }}",
+            opt_to_rust(lower.as_ref()),
+            opt_to_rust(upper.as_ref()),
+            start_to_rust(start),
+            steps_to_rust(steps)
+        ),
+        Op::IterOpen {
+            lower,
+            upper,
+            start,
+        } => format!(
+            "Op::IterOpen {{ lower: {}, upper: {}, start: {} }}",
+            opt_to_rust(lower.as_ref()),
+            opt_to_rust(upper.as_ref()),
+            start_to_rust(start)
+        ),
+        Op::IterStep { iter, steps } => format!(
+            "Op::IterStep {{ iter: {iter}, steps: {} }}",
+            steps_to_rust(steps)
+        ),
+        Op::IterClose { iter } => format!("Op::IterClose {{ iter: {iter} }}"),
         Op::TakeSnapshot => "Op::TakeSnapshot".to_string(),
         Op::ReadAtSnapshot {
             snapshot,

@@ -89,6 +89,30 @@ const VARIATIONS: &[Variation] = &[
         o.max_background_jobs = 1;
         o.num_levels = 3;
     }),
+    ("two-levels", |o| {
+        tiny_sst(o);
+        o.num_levels = 2;
+    }),
+    ("stall-prone", |o| {
+        tiny_sst(o);
+        o.write_buffer_size = 4 * 1024;
+        o.level0_compaction_trigger = 1;
+        o.level0_slowdown_trigger = 2;
+        o.level0_stop_trigger = 3;
+        o.delayed_write_rate = 64 * 1024 * 1024;
+    }),
+    ("small-table-cache", |o| {
+        tiny_sst(o);
+        o.block_size = 256;
+        o.max_open_files = 16;
+        o.block_cache_capacity = 4 * 1024;
+    }),
+    ("paranoid-restart-1", |o| {
+        tiny_sst(o);
+        o.paranoid_checks = true;
+        o.block_format = BlockFormat::Prefix;
+        o.block_restart_interval = 1;
+    }),
 ];
 
 /// A list of named option sets.

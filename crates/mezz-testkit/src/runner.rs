@@ -82,6 +82,48 @@ pub struct Harness {
     model: Model,
     /// Live snapshots: the database's and the model's frozen copy, in the order taken.
     snapshots: Vec<(Snapshot, Arc<Map>)>,
+    /// Held iterators, in the order opened.
+    iters: Vec<HeldIter>,
+}
+
+/// An iterator kept across ops, with the model state it must keep showing.
+#[derive(Debug)]
+struct HeldIter {
+    it: DbIterator,
+    map: Arc<Map>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    /// The model's position (`None` = invalid).
+    pos: Option<Vec<u8>>,
+}
+
+fn position(it: &DbIterator) -> Option<Entry> {
+    it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
+}
+
+fn seek(it: &mut DbIterator, start: &SeekStart) {
+    match start {
+        SeekStart::First => it.seek_to_first(),
+        SeekStart::Last => it.seek_to_last(),
+        SeekStart::Seek(k) => it.seek(k),
+        SeekStart::SeekForPrev(k) => it.seek_for_prev(k),
+    }
+}
+
+/// Takes `steps` from the current position, recording each, stopping when invalid.
+fn step(it: &mut DbIterator, steps: &[Step]) -> Vec<Option<Entry>> {
+    let mut out = Vec::with_capacity(steps.len());
+    for s in steps {
+        if !it.valid() {
+            break;
+        }
+        match s {
+            Step::Next => it.next(),
+            Step::Prev => it.prev(),
+        }
+        out.push(position(it));
+    }
+    out
 }
 
 fn err(e: &mezzanine::Error) -> String {
@@ -112,24 +154,9 @@ fn walk(
     start: &SeekStart,
     steps: &[Step],
 ) -> mezzanine::Result<Vec<Option<Entry>>> {
-    match start {
-        SeekStart::First => it.seek_to_first(),
-        SeekStart::Last => it.seek_to_last(),
-        SeekStart::Seek(k) => it.seek(k),
-        SeekStart::SeekForPrev(k) => it.seek_for_prev(k),
-    }
-    let pos = |it: &DbIterator| it.valid().then(|| (it.key().to_vec(), it.value().to_vec()));
-    let mut out = vec![pos(it)];
-    for step in steps {
-        if !it.valid() {
-            break;
-        }
-        match step {
-            Step::Next => it.next(),
-            Step::Prev => it.prev(),
-        }
-        out.push(pos(it));
-    }
+    seek(it, start);
+    let mut out = vec![position(it)];
+    out.extend(step(it, steps));
     it.status()?;
     Ok(out)
 }
@@ -162,6 +189,7 @@ impl Harness {
             db: Some(db),
             model: Model::new(),
             snapshots: Vec::new(),
+            iters: Vec::new(),
         })
     }
 
@@ -197,6 +225,7 @@ impl Harness {
     /// A description of the close or open error.
     pub fn reopen(&mut self) -> Result<(), String> {
         self.snapshots.clear();
+        self.iters.clear();
         if let Some(db) = self.db.take() {
             db.close().map_err(|e| format!("close: {}", err(&e)))?;
         }
@@ -341,6 +370,65 @@ impl Harness {
                 self.reopen().map_err(|e| fail(&"Ok", &e))?;
                 Output::Done
             }
+            Op::IterOpen {
+                lower,
+                upper,
+                start,
+            } => {
+                let map = self.model.snapshot();
+                let view = View(&map);
+                let model_pos = view.position(lower.as_deref(), upper.as_deref(), start);
+                let want = Output::Walk(vec![view.record(model_pos)]);
+                let pos = model_pos.map(<[u8]>::to_vec);
+                let mut it = self
+                    .db()
+                    .iter(&read_opts(lower.as_ref(), upper.as_ref()))
+                    .map_err(|e| fail(&want, &err(&e)))?;
+                seek(&mut it, start);
+                it.status().map_err(|e| fail(&want, &err(&e)))?;
+                let got = Self::compare(Output::Walk(vec![position(&it)]), want, &fail)?;
+                self.iters.push(HeldIter {
+                    it,
+                    map,
+                    lower: lower.clone(),
+                    upper: upper.clone(),
+                    pos,
+                });
+                got
+            }
+            Op::IterStep { iter, steps } => {
+                if self.iters.is_empty() {
+                    Output::NoIterator
+                } else {
+                    let slot = iter % self.iters.len();
+                    let Some(held) = self.iters.get_mut(slot) else {
+                        return Err(fail(&"a held iterator", &"none"));
+                    };
+                    let view = View(&held.map);
+                    let want_steps = view.steps_from(
+                        held.lower.as_deref(),
+                        held.upper.as_deref(),
+                        held.pos.as_deref(),
+                        steps,
+                    );
+                    if let Some(last) = want_steps.last() {
+                        held.pos = last.as_ref().map(|(k, _)| k.clone());
+                    }
+                    let want = Output::Walk(want_steps);
+                    let got = step(&mut held.it, steps);
+                    held.it.status().map_err(|e| fail(&want, &err(&e)))?;
+                    Self::compare(Output::Walk(got), want, &fail)?
+                }
+            }
+            Op::IterClose { iter } => {
+                if self.iters.is_empty() {
+                    Output::NoIterator
+                } else {
+                    let slot = iter % self.iters.len();
+                    self.iters.remove(slot);
+                    Output::Done
+                }
+            }
         };
         Ok(expected)
     }
@@ -394,6 +482,7 @@ impl Harness {
     /// A [`Failure`] if `close` fails.
     pub fn close(mut self) -> Result<(), Failure> {
         self.snapshots.clear();
+        self.iters.clear();
         if let Some(db) = self.db.take() {
             db.close()
                 .map_err(|e| Failure::general("close", "Ok", err(&e)))?;

@@ -15,8 +15,13 @@
 
 use std::sync::Arc;
 
-use mezz_env::PosixFs;
-use mezz_testkit::{GenConfig, NamedOptions, OptionSets, check_seed, run_log, tiny_options};
+use std::path::Path;
+
+use mezz_env::{MemFs, PosixFs};
+use mezz_testkit::{
+    GenConfig, Harness, NamedOptions, Op, OptionSets, SeekStart, Step, check_seed, run_log,
+    tiny_options,
+};
 use mezzanine::Preset;
 
 const CI_OPS: usize = 2_000;
@@ -100,4 +105,52 @@ fn model_long() {
         .unwrap_or(1_000);
     let seeds: Vec<u64> = (first..first + n).collect();
     run_seeds(&seeds, LONG_OPS);
+}
+
+/// The harness itself: a database that differs from the model is caught at the op that
+/// shows it, by gets, scans, held iterators and the final check alike.
+#[test]
+fn harness_catches_a_divergence() {
+    let fs = Arc::new(MemFs::new());
+    let mut h = Harness::open(fs, Path::new("db"), tiny_options(Preset::ALL[0])).unwrap();
+    let put = |k: &[u8], v: &[u8]| Op::Put {
+        key: k.to_vec(),
+        value: v.to_vec(),
+    };
+    h.apply(0, &put(b"a", b"1")).unwrap();
+    h.apply(1, &put(b"b", b"1")).unwrap();
+    h.apply(
+        2,
+        &Op::IterOpen {
+            lower: None,
+            upper: None,
+            start: SeekStart::First,
+        },
+    )
+    .unwrap();
+    // Behind the model's back.
+    h.db().put(b"a", b"2").unwrap();
+    let f = h.apply(3, &Op::Get { key: b"a".to_vec() }).unwrap_err();
+    assert_eq!(f.op_index, Some(3));
+    assert!(
+        f.expected.contains("\"1\"") && f.found.contains("\"2\""),
+        "{f}"
+    );
+    let scan = Op::Iterate {
+        lower: None,
+        upper: None,
+        reverse: false,
+        limit: 10,
+    };
+    assert!(h.apply(4, &scan).is_err());
+    // The iterator opened before the stray write still agrees with the model.
+    h.apply(
+        5,
+        &Op::IterStep {
+            iter: 0,
+            steps: vec![Step::Next, Step::Prev],
+        },
+    )
+    .unwrap();
+    assert!(h.final_check().is_err());
 }
