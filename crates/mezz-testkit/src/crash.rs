@@ -608,6 +608,27 @@ fn check_point(
     keys: u32,
     rng: &mut Xoshiro256PlusPlus,
 ) -> Result<(), String> {
+    check_point_inner(p, history, opts, keys, rng).map_err(|d| {
+        let files: Vec<String> =
+            p.fs.file_names()
+                .iter()
+                .map(|f| {
+                    let size = p.fs.file_size(f).unwrap_or(0);
+                    let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+                    format!("{} ({size} B)", name.unwrap_or_default())
+                })
+                .collect();
+        format!("{d}\nfiles after the crash: {}", files.join(", "))
+    })
+}
+
+fn check_point_inner(
+    p: &Point,
+    history: &History,
+    opts: &Options,
+    keys: u32,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Result<(), String> {
     let fs: Arc<dyn FileSystem> = Arc::new(p.fs.clone());
     let o = with_fs(opts, Arc::clone(&fs));
     let db = Db::open(CRASH_DB, o.clone()).map_err(|e| format!("reopen after crash: {e}"))?;
@@ -704,14 +725,42 @@ struct Workload<'a> {
     report: CrashReport,
     /// Writes after the first injected fault.
     after_fault: usize,
+    /// The first error an op returned (after an injected fault), for failure messages.
+    first_error: Option<String>,
+    /// What each op did, with the history length when it finished, for failure messages.
+    events: Vec<(usize, String)>,
 }
 
 impl Workload<'_> {
     fn fail(&self, at: String, detail: String) -> CrashFailure {
-        let fault = self
-            .fault_text
-            .as_ref()
-            .map_or_else(String::new, |f| format!(" [fault {f}]"));
+        self.fail_upto(at, detail, usize::MAX)
+    }
+
+    /// A failure showing the last ops that finished with at most `upto` history entries.
+    fn fail_upto(&self, at: String, detail: String, upto: usize) -> CrashFailure {
+        let recent: Vec<&str> = self
+            .events
+            .iter()
+            .filter(|(n, _)| *n <= upto)
+            .rev()
+            .take(12)
+            .map(|(_, e)| e.as_str())
+            .collect();
+        let mut detail = detail;
+        if !recent.is_empty() {
+            detail.push_str("\nlast ops before the crash point (newest first):");
+            for e in recent {
+                detail.push_str("\n  ");
+                detail.push_str(e);
+            }
+        }
+        let fault = self.fault_text.as_ref().map_or_else(String::new, |f| {
+            let first = self
+                .first_error
+                .as_ref()
+                .map_or_else(String::new, |e| format!("; first error: {e}"));
+            format!(" [fault {f}{first}]")
+        });
         CrashFailure {
             seed: self.cfg.seed,
             at: format!("{at}{fault}"),
@@ -730,8 +779,11 @@ impl Workload<'_> {
     }
 
     /// An error from a non-write op: tolerated only after an injected fault.
-    fn tolerate(&self, i: usize, what: &str, e: &mezzanine::Error) -> Result<(), CrashFailure> {
+    fn tolerate(&mut self, i: usize, what: &str, e: &mezzanine::Error) -> Result<(), CrashFailure> {
         if self.injected() > 0 {
+            if self.first_error.is_none() {
+                self.first_error = Some(format!("op {i} {what}: {e}"));
+            }
             Ok(())
         } else {
             Err(self.fail(format!("op {i}"), format!("{what}: unexpected error: {e}")))
@@ -739,6 +791,10 @@ impl Workload<'_> {
     }
 
     /// Issues one write entry and records its outcome.
+    fn event(&mut self, text: String) {
+        self.events.push((self.history.len(), text));
+    }
+
     fn write(&mut self, i: usize, entry: Entry) -> Result<(), CrashFailure> {
         let mut batch = WriteBatch::new();
         for &(k, v) in &entry.writes {
@@ -752,6 +808,11 @@ impl Workload<'_> {
         }
         let sync = entry.sync;
         let index = self.history.len();
+        let what = match entry.writes.as_slice() {
+            [(k, Some(_))] => format!("put key {k}"),
+            [(k, None)] => format!("delete key {k}"),
+            w => format!("batch of {}", w.len()),
+        };
         self.history.push(entry);
         self.progress.issued.store(index + 1, Ordering::SeqCst);
         let result = self.db()?.write(&WriteOptions { sync }, batch);
@@ -768,6 +829,11 @@ impl Workload<'_> {
                         p.clear();
                     }
                 }
+                self.event(format!(
+                    "op {i}: {what} (entry {index}, v{}{}): ok",
+                    index + 1,
+                    if sync { ", sync" } else { "" }
+                ));
                 self.report.acked += 1;
                 self.progress.acked.store(index + 1, Ordering::SeqCst);
                 if sync {
@@ -776,6 +842,11 @@ impl Workload<'_> {
             }
             Err(e) => {
                 self.tolerate(i, "write", &e)?;
+                self.event(format!(
+                    "op {i}: {what} (entry {index}, v{}{}): FAILED: {e}",
+                    index + 1,
+                    if sync { ", sync" } else { "" }
+                ));
                 self.history.set_maybe(index);
                 for (k, v) in writes {
                     if let Some(p) = self.pending.get_mut(k as usize) {
@@ -838,19 +909,27 @@ impl Workload<'_> {
         }
     }
 
+    /// Closes and reopens the database. If an injected fault makes either fail, the
+    /// workload stops with no database open.
     fn reopen(&mut self, i: usize) -> Result<(), CrashFailure> {
         if let Some(db) = self.db.take() {
-            db.close()
-                .map_err(|e| self.fail(format!("op {i}"), format!("close: {e}")))?;
+            match db.close() {
+                Ok(()) => self.barrier(),
+                Err(e) => return self.tolerate(i, "close", &e),
+            }
         }
-        self.barrier();
         let fs: Arc<dyn FileSystem> = match &self.fault {
             Some(f) => Arc::new(f.clone()),
             None => Arc::new(self.mem.clone()),
         };
-        let db = Db::open(CRASH_DB, with_fs(&self.opts, fs))
-            .map_err(|e| self.fail(format!("op {i}"), format!("reopen: {e}")))?;
-        self.db = Some(db);
+        match Db::open(CRASH_DB, with_fs(&self.opts, fs)) {
+            Ok(db) => self.db = Some(db),
+            Err(e) => {
+                self.event(format!("op {i}: reopen: FAILED: {e}"));
+                return self.tolerate(i, "reopen", &e);
+            }
+        }
+        self.event(format!("op {i}: close and reopen: ok"));
         self.report.reopens += 1;
         Ok(())
     }
@@ -904,8 +983,14 @@ impl Workload<'_> {
                 self.check_read(i, k)?;
             }
             900..930 => match self.db()?.flush() {
-                Ok(()) => self.barrier(),
-                Err(e) => self.tolerate(i, "flush", &e)?,
+                Ok(()) => {
+                    self.barrier();
+                    self.event(format!("op {i}: flush: ok"));
+                }
+                Err(e) => {
+                    self.tolerate(i, "flush", &e)?;
+                    self.event(format!("op {i}: flush: FAILED: {e}"));
+                }
             },
             930..945 => {
                 let a = self.rng.random_range(0..keys);
@@ -917,8 +1002,12 @@ impl Workload<'_> {
                 } else {
                     self.db()?.compact_range(Some(&ka), Some(&kb))
                 };
-                if let Err(e) = res {
-                    self.tolerate(i, "compact_range", &e)?;
+                match res {
+                    Ok(()) => self.event(format!("op {i}: compact_range {a}..{b}: ok")),
+                    Err(e) => {
+                        self.tolerate(i, "compact_range", &e)?;
+                        self.event(format!("op {i}: compact_range {a}..{b}: FAILED: {e}"));
+                    }
                 }
             }
             945..950 if !faulted => self.reopen(i)?,
@@ -1029,6 +1118,8 @@ pub fn run_one(cfg: &CrashConfig) -> Result<CrashReport, CrashFailure> {
             ..CrashReport::default()
         },
         after_fault: 0,
+        first_error: None,
+        events: Vec::new(),
     };
     let mut check_rng = Xoshiro256PlusPlus::seed_from_u64(crasher_seed ^ 0x5eed);
 
@@ -1059,17 +1150,18 @@ pub fn run_one(cfg: &CrashConfig) -> Result<CrashReport, CrashFailure> {
                     let keep = pick_mode(&mut w.rng, &cfg.modes);
                     let p = take_point(&mem, &progress, point_index, kind, keep, w.rng.random());
                     point_index += 1;
-                    check_point(&p, &w.history, &opts, cfg.keys, &mut check_rng)
-                        .map_err(|d| w.fail(format!("{} before op {i}", p.describe()), d))?;
+                    check_point(&p, &w.history, &opts, cfg.keys, &mut check_rng).map_err(|d| {
+                        w.fail_upto(format!("{} before op {i}", p.describe()), d, p.issued)
+                    })?;
                     w.report.count(kind);
                 }
                 w.step(i)?;
-                if w.injected() > 0 && fault_done(&w) {
+                if w.db.is_none() || (w.injected() > 0 && fault_done(&w)) {
                     break;
                 }
             }
             // Reads are still served after an injected fault.
-            if w.injected() > 0 {
+            if w.injected() > 0 && w.db.is_some() {
                 for _ in 0..8 {
                     let k = w.rng.random_range(0..cfg.keys);
                     w.check_read(cfg.ops, k)?;
@@ -1085,7 +1177,7 @@ pub fn run_one(cfg: &CrashConfig) -> Result<CrashReport, CrashFailure> {
                 w.rng.random(),
             );
             check_point(&p, &w.history, &opts, cfg.keys, &mut check_rng)
-                .map_err(|d| w.fail(p.describe(), d))?;
+                .map_err(|d| w.fail_upto(p.describe(), d, p.issued))?;
             w.report.count(PointKind::End);
             Ok(())
         })();
@@ -1098,7 +1190,7 @@ pub fn run_one(cfg: &CrashConfig) -> Result<CrashReport, CrashFailure> {
     result?;
     for p in &concurrent {
         check_point(p, &w.history, &opts, cfg.keys, &mut check_rng)
-            .map_err(|d| w.fail(p.describe(), d))?;
+            .map_err(|d| w.fail_upto(p.describe(), d, p.issued))?;
         w.report.count(PointKind::Concurrent);
     }
     w.report.faults_injected = w.injected();
