@@ -16,6 +16,8 @@ pub mod checksum;
 pub mod coding;
 pub mod error;
 pub mod filter;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ikey;
 pub mod iter;
 pub mod log;
