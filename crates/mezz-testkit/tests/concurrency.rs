@@ -7,7 +7,8 @@
 //! Readers check:
 //! - monotonic reads: a key that is never deleted never shows an older version than the
 //!   same reader saw before;
-//! - atomic batches: an iterator, or two gets at one snapshot, see both keys of a pair with
+//! - atomic batches: an iterator (including one held open and walked slowly while tables
+//!   are compacted away under it), or two gets at one snapshot, see both keys of a pair with
 //!   the same version, or neither;
 //!
 //! and at the end every last acknowledged write is present, before and after a reopen.
@@ -33,7 +34,7 @@ const READERS: usize = 4;
 const SLOTS: usize = 32;
 /// Slots `>= STABLE_SLOTS` are sometimes deleted; the others only ever grow in version.
 const STABLE_SLOTS: usize = 24;
-const BATCHES_PER_WRITER: u64 = 1_500;
+const BATCHES_PER_WRITER: u64 = 5_000;
 const DIR: &str = "db";
 
 fn options(fs: &MemFs) -> Options {
@@ -179,6 +180,46 @@ fn scan_reader(db: &Db, r: usize, done: &AtomicBool, checks: &AtomicUsize) {
     }
 }
 
+/// One iterator over everything, walked slowly while writers, flushes and compactions go
+/// on (its tables must stay readable): pairs always agree; then a fresh one.
+fn slow_iterator_reader(db: &Db, r: usize, done: &AtomicBool, checks: &AtomicUsize) {
+    while !done.load(Ordering::Acquire) {
+        let mut it = db.iter(&ReadOptions::default()).unwrap();
+        it.seek_to_first();
+        let mut pending: Option<(Vec<u8>, u64)> = None;
+        let mut n = 0;
+        while it.valid() {
+            let k = it.key().to_vec();
+            let version = version_of(it.value());
+            match pending.take() {
+                Some((a, va)) if a[..a.len() - 1] == k[..k.len() - 1] => assert_eq!(
+                    va,
+                    version,
+                    "reader {r}: held iterator saw a torn batch at {}",
+                    String::from_utf8_lossy(&k)
+                ),
+                Some((a, _)) => panic!(
+                    "reader {r}: held iterator saw half a pair at {}",
+                    String::from_utf8_lossy(&a)
+                ),
+                None => pending = Some((k, version)),
+            }
+            n += 1;
+            if n % 8 == 0 {
+                thread::yield_now();
+            }
+            it.next();
+        }
+        it.status()
+            .unwrap_or_else(|e| panic!("reader {r}: held iterator: {e}"));
+        assert!(
+            pending.is_none(),
+            "reader {r}: held iterator ended on half a pair"
+        );
+        checks.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Two gets at one snapshot: pairs always agree.
 fn snapshot_reader(db: &Db, r: usize, done: &AtomicBool, checks: &AtomicUsize) {
     let mut rng = StdRng::seed_from_u64(300 + r as u64);
@@ -229,7 +270,8 @@ fn writers_and_readers_with_background_compaction() {
         .map(|r| {
             let (db, done, checks) = (Arc::clone(&db), Arc::clone(&done), Arc::clone(&checks));
             thread::spawn(move || match r % 4 {
-                0 | 1 => get_reader(&db, r, &done, &checks),
+                0 => get_reader(&db, r, &done, &checks),
+                1 => slow_iterator_reader(&db, r, &done, &checks),
                 2 => scan_reader(&db, r, &done, &checks),
                 _ => snapshot_reader(&db, r, &done, &checks),
             })
@@ -252,6 +294,7 @@ fn writers_and_readers_with_background_compaction() {
     db.wait_for_background().unwrap();
     let stats = db.stats();
     assert!(stats.flushes > 0, "tiny options should have flushed");
+    assert!(stats.compactions > 0, "tiny options should have compacted");
     db.verify().unwrap();
     db.close().unwrap();
     drop(db);

@@ -3,7 +3,7 @@
 //! 1/2/3, prefix and KeySet blocks, 256-byte blocks, no bloom filter, no block cache); every
 //! history must equal the model's and each other's.
 //!
-//! CI: 4 seeds of 1,000 ops. `MEZZ_META_LONG=<n>` runs `n` more seeds of 5,000 ops;
+//! CI: 6 seeds of 1,500 ops. `MEZZ_META_LONG=<n>` runs `n` more seeds of 5,000 ops;
 //! `MEZZ_OPTION_SETS=a,b` narrows the sets (substring match), e.g. to chase one failure.
 
 #![allow(
@@ -14,13 +14,12 @@
 
 use mezz_testkit::{GenConfig, OptionSets, check_seed};
 
-const CI_OPS: usize = 1_000;
+const CI_OPS: usize = 1_500;
 const LONG_OPS: usize = 5_000;
 
-#[test]
-fn metamorphic_seeds_1_2() {
+fn run_seeds(seeds: &[u64]) {
     let sets = OptionSets::from_env();
-    for seed in [1, 2] {
+    for &seed in seeds {
         eprintln!(
             "metamorphic: seed {seed}, {CI_OPS} ops, {} option sets",
             sets.len()
@@ -30,15 +29,13 @@ fn metamorphic_seeds_1_2() {
 }
 
 #[test]
-fn metamorphic_seeds_3_4() {
-    let sets = OptionSets::from_env();
-    for seed in [3, 4] {
-        eprintln!(
-            "metamorphic: seed {seed}, {CI_OPS} ops, {} option sets",
-            sets.len()
-        );
-        check_seed(seed, CI_OPS, &GenConfig::default(), &sets);
-    }
+fn metamorphic_seeds_1_to_3() {
+    run_seeds(&[1, 2, 3]);
+}
+
+#[test]
+fn metamorphic_seeds_4_to_6() {
+    run_seeds(&[4, 5, 6]);
 }
 
 #[test]

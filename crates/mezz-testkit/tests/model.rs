@@ -2,7 +2,7 @@
 //! snapshots, flushes, range compactions, reopens) applied to the database and to a
 //! `BTreeMap` model, with tiny options so flushes and compactions happen all the time.
 //!
-//! CI runs a fixed seed set of 2,000 ops per seed on `MemFs`, plus one seed on the real file
+//! CI runs a fixed seed set of 3,000 ops per seed on `MemFs`, plus one seed on the real file
 //! system. `MEZZ_MODEL_LONG=<n>` adds a run of `n` seeds of 20,000 ops each
 //! (`MEZZ_MODEL_SEED=<s>` picks the first seed of that run). A failing seed is shrunk and
 //! printed as a regression test.
@@ -24,7 +24,7 @@ use mezz_testkit::{
 };
 use mezzanine::Preset;
 
-const CI_OPS: usize = 2_000;
+const CI_OPS: usize = 3_000;
 const LONG_OPS: usize = 20_000;
 
 /// One option set per preset: the preset with tiny sizes.
