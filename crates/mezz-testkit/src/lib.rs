@@ -29,7 +29,8 @@ pub mod stress;
 
 pub use generator::{GenConfig, KeySpace, OpGenerator, OpMix};
 pub use meta::{
-    MEM_DIR, MetaFailure, check_log, check_seed, run_metamorphic, run_on_memfs, shrink,
+    MEM_DIR, MetaFailure, ShrunkFailure, check_log, check_seed, find_failure, run_metamorphic,
+    run_on_memfs, shrink,
 };
 pub use model::{Model, View};
 pub use op::{BatchOp, Op, Output, SeekStart, Step, make_value, ops_to_rust};

@@ -140,18 +140,54 @@ pub fn check_log(ops: &[Op]) {
     }
 }
 
-/// Generates `n_ops` ops from `seed` and runs them under `sets`. On failure it shrinks the
-/// log against the failing set (plus the reference set), prints the seed, the failure and a
-/// ready-to-paste regression test to stderr, and panics.
-///
-/// # Panics
-/// On any failure.
-pub fn check_seed(seed: u64, n_ops: usize, cfg: &GenConfig, sets: &OptionSets) {
+/// A failing generated log, shrunk.
+#[derive(Debug, Clone)]
+pub struct ShrunkFailure {
+    /// The generator seed.
+    pub seed: u64,
+    /// Ops generated.
+    pub n_ops: usize,
+    /// The failure of the full log.
+    pub first: MetaFailure,
+    /// The shrunk log.
+    pub ops: Vec<Op>,
+    /// The failure of the shrunk log (`None` if it stopped failing: not deterministic).
+    pub last: Option<MetaFailure>,
+}
+
+impl ShrunkFailure {
+    /// The seed, both failures and the shrunk log as a ready-to-paste regression test.
+    #[must_use]
+    pub fn report(&self) -> String {
+        let mut report = format!(
+            "metamorphic failure: seed {}, {} ops\n{}\n\nshrunk to {} ops",
+            self.seed,
+            self.n_ops,
+            self.first,
+            self.ops.len()
+        );
+        match &self.last {
+            Some(f) => report.push_str(&format!(" which fail with:\n{f}\n")),
+            None => report.push_str(" (no longer failing: the failure is not deterministic)\n"),
+        }
+        report.push_str("\nregression test for tests/regressions.rs:\n\n");
+        report.push_str(&ops_to_rust(&format!("seed_{}", self.seed), &self.ops));
+        report
+    }
+}
+
+/// Generates `n_ops` ops from `seed` and runs them under `sets`; on failure, shrinks the
+/// log against the failing set (plus the reference set, for a divergence) within the
+/// `MEZZ_SHRINK_RUNS` budget.
+#[must_use]
+pub fn find_failure(
+    seed: u64,
+    n_ops: usize,
+    cfg: &GenConfig,
+    sets: &OptionSets,
+) -> Option<ShrunkFailure> {
     let ops = OpGenerator::new(seed, cfg.clone()).generate(n_ops);
-    let Err(first) = run_metamorphic(&ops, sets) else {
-        return;
-    };
-    // The failing set, plus the reference set when the failure is a divergence from it.
+    let first = run_metamorphic(&ops, sets).err()?;
     let mut narrowed = Vec::new();
     if let Some(reference) = sets.0.first()
         && reference.name != first.option_set
@@ -162,28 +198,36 @@ pub fn check_seed(seed: u64, n_ops: usize, cfg: &GenConfig, sets: &OptionSets) {
         narrowed.push(failing.clone());
     }
     let narrowed = OptionSets(narrowed);
+    // Ops after the failing one only matter to the final check; try without them first.
     let mut prefix = ops.clone();
     if let Some(i) = first.failure.op_index {
         prefix.truncate(i + 1);
         if run_metamorphic(&prefix, &narrowed).is_ok() {
-            prefix = ops.clone();
+            prefix = ops;
         }
     }
     let mut fails = |cand: &[Op]| run_metamorphic(cand, &narrowed).is_err();
     let small = shrink(&prefix, &mut fails, shrink_budget());
     let last = run_metamorphic(&small, &narrowed).err();
-    let mut report = format!(
-        "metamorphic failure: seed {seed}, {n_ops} ops\n{first}\n\nshrunk to {} ops",
-        small.len()
-    );
-    match &last {
-        Some(f) => report.push_str(&format!(" which fail with:\n{f}\n")),
-        None => report.push_str(" (no longer failing: the failure is not deterministic)\n"),
+    Some(ShrunkFailure {
+        seed,
+        n_ops,
+        first,
+        ops: small,
+        last,
+    })
+}
+
+/// [`find_failure`], printing the report to stderr and panicking on failure.
+///
+/// # Panics
+/// On any failure.
+pub fn check_seed(seed: u64, n_ops: usize, cfg: &GenConfig, sets: &OptionSets) {
+    if let Some(f) = find_failure(seed, n_ops, cfg, sets) {
+        let report = f.report();
+        eprintln!("{report}");
+        panic!("{report}");
     }
-    report.push_str("\nregression test for tests/regressions.rs:\n\n");
-    report.push_str(&ops_to_rust(&format!("seed_{seed}"), &small));
-    eprintln!("{report}");
-    panic!("{report}");
 }
 
 #[cfg(test)]

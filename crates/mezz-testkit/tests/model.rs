@@ -154,3 +154,34 @@ fn harness_catches_a_divergence() {
     .unwrap();
     assert!(h.final_check().is_err());
 }
+
+/// The failure pipeline end to end: a real, deterministic failure (options that refuse to
+/// reopen an existing database make the first `Reopen` fail) is found, shrunk to the one op
+/// that shows it, and printed as a regression test.
+#[test]
+fn failures_are_shrunk_and_printed_as_tests() {
+    let mut options = tiny_options(Preset::ALL[0]);
+    options.error_if_exists = true;
+    let sets = OptionSets(vec![NamedOptions {
+        name: "refuses-reopen".into(),
+        options,
+    }]);
+    let mut cfg = GenConfig::default();
+    cfg.mix.reopen = 40;
+    let f = mezz_testkit::find_failure(3, 400, &cfg, &sets)
+        .expect("the log holds a reopen, which must fail");
+    assert_eq!(f.first.option_set, "refuses-reopen");
+    assert!(
+        matches!(f.first.failure.op, Some(Op::Reopen)),
+        "{}",
+        f.first
+    );
+    assert_eq!(f.ops, vec![Op::Reopen]);
+    assert!(f.last.is_some());
+    let report = f.report();
+    assert!(report.contains("seed 3"), "{report}");
+    assert!(
+        report.contains("fn seed_3()") && report.contains("Op::Reopen,"),
+        "{report}"
+    );
+}
