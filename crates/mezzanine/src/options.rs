@@ -575,8 +575,10 @@ mod tests {
 
     #[test]
     fn validate_rejects_inconsistent_triggers() {
-        let mut o = Options::default();
-        o.level0_stop_trigger = 2;
+        let o = Options {
+            level0_stop_trigger: 2,
+            ..Options::default()
+        };
         let e = o.validate().unwrap_err();
         assert!(e.to_string().contains("level0_stop_trigger"), "{e}");
     }
