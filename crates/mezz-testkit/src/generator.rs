@@ -182,8 +182,11 @@ pub struct GenConfig {
     pub max_steps: usize,
     /// Most entries read by one scan. Default: 40.
     pub max_scan: usize,
-    /// Share of values (in percent) that are 10-12 KiB, larger than any block. Default: 4.
+    /// Share of values (in percent) that are big (see `big_value_len`). Default: 4.
     pub big_value_percent: u32,
+    /// Length range of big values. Default: 10 KiB..12 KiB, larger than a block and than
+    /// the tiny option sets' memtables.
+    pub big_value_len: std::ops::Range<usize>,
 }
 
 impl Default for GenConfig {
@@ -196,6 +199,7 @@ impl Default for GenConfig {
             max_steps: 12,
             max_scan: 40,
             big_value_percent: 4,
+            big_value_len: 10 * 1024..12 * 1024,
         }
     }
 }
@@ -281,7 +285,12 @@ impl OpGenerator {
         self.next_tag += 1;
         let roll = self.rng.random_range(0..100u32);
         let len = if roll < self.cfg.big_value_percent {
-            self.rng.random_range(10 * 1024..12 * 1024)
+            let r = self.cfg.big_value_len.clone();
+            if r.is_empty() {
+                r.start
+            } else {
+                self.rng.random_range(r)
+            }
         } else {
             match self.rng.random_range(0..100) {
                 0..5 => 0,

@@ -78,6 +78,23 @@ fn model_memfs_hot_keys_and_deletes() {
     }
 }
 
+/// Values up to 300 KiB (WAL records spanning many 32 KiB log blocks, tables larger than
+/// their target size) and a larger key space (deeper trees).
+#[test]
+fn model_memfs_huge_values_and_many_keys() {
+    let cfg = GenConfig {
+        num_keys: 3_000,
+        big_value_percent: 2,
+        big_value_len: 100 * 1024..300 * 1024,
+        ..GenConfig::default()
+    };
+    let set = tiny_sets().remove(0);
+    for seed in [201, 202] {
+        eprintln!("model (huge values): seed {seed}");
+        check_seed(seed, CI_OPS, &cfg, &OptionSets(vec![set.clone()]));
+    }
+}
+
 /// The same kind of log on the real file system (a temporary directory).
 #[test]
 fn model_posix_one_seed() {
