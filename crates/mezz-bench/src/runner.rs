@@ -750,4 +750,46 @@ mod tests {
             serde_json::json!(["fillrandom", "readrandom"])
         );
     }
+
+    #[test]
+    fn tiny_run_on_mezzanine() {
+        let opts = crate::build_options(
+            None,
+            &[("write_buffer_size".to_string(), "64K".to_string())],
+        )
+        .unwrap();
+        let factory = crate::MezzFactory::new(opts);
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let mut c = cfg(
+            "fillseq,readrandom,readseq,readreverse,seekrandom,overwrite,deleterandom",
+            2000,
+            2,
+        );
+        c.db = Some(db.clone());
+        let rs = run(&c, &factory, &mut Vec::new()).unwrap();
+        let fill = by_name(&rs, "fillseq");
+        assert_eq!(fill.ops, 2000);
+        let e = fill.engine_interval.unwrap();
+        assert_eq!(e.user_bytes_written, 2000 * 116, "{e:?}");
+        assert!(
+            e.write_amplification.unwrap() >= 1.0,
+            "the WAL alone is >= 1: {e:?}"
+        );
+        let rr = by_name(&rs, "readrandom");
+        assert_eq!((rr.found, rr.not_found), (2000, 0));
+        assert_eq!(by_name(&rs, "readseq").ops, 2000);
+        assert_eq!(by_name(&rs, "readreverse").ops, 2000);
+        assert_eq!(by_name(&rs, "seekrandom").found, 2000);
+        assert!(rs.iter().all(|r| r.engine_stats.is_object()));
+
+        // What is left is a Mezzanine database, which the factory recognises and destroys.
+        assert!(factory.is_engine_dir(&db));
+        factory.destroy(&db).unwrap();
+        assert_eq!(std::fs::read_dir(&db).unwrap().count(), 0);
+        std::fs::write(db.join("other"), b"x").unwrap();
+        assert!(!factory.is_engine_dir(&db));
+        assert!(factory.destroy(&db).is_err());
+        assert!(db.join("other").exists());
+    }
 }

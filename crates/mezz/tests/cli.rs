@@ -1,0 +1,215 @@
+//! The `mezz` binary driven as a user would: exit codes, output formats, error messages.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mezz(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mezz"))
+        .args(args)
+        .output()
+        .expect("run mezz")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = mezz(args);
+    assert!(
+        o.status.success(),
+        "mezz {args:?} failed: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn put_get_delete_scan_check_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = path(&db);
+    for (k, v) in [("b", "2"), ("a", "1"), ("c", "three"), ("d", "4")] {
+        ok(&["put", db, k, v]);
+    }
+    assert_eq!(ok(&["get", db, "c"]), "three\n");
+
+    let o = mezz(&["get", db, "zz"]);
+    assert_eq!(o.status.code(), Some(1), "absent key exits 1");
+    assert_eq!(stdout(&o), "");
+
+    ok(&["delete", db, "b"]);
+    assert_eq!(mezz(&["get", db, "b"]).status.code(), Some(1));
+
+    assert_eq!(ok(&["scan", db]), "a\t1\nc\tthree\nd\t4\n");
+    assert_eq!(ok(&["scan", db, "--from", "b", "--to", "d"]), "c\tthree\n");
+    assert_eq!(
+        ok(&["scan", db, "--reverse", "--limit", "2"]),
+        "d\t4\nc\tthree\n"
+    );
+    assert_eq!(ok(&["scan", db, "--limit", "0"]), "");
+
+    let check = ok(&["check", db]);
+    assert!(check.starts_with("OK: "), "{check}");
+    assert!(!ok(&["stats", db]).trim().is_empty());
+
+    // Options are accepted by every subcommand that opens the database.
+    assert_eq!(
+        ok(&[
+            "get",
+            db,
+            "a",
+            "--preset",
+            "leveldb",
+            "--opt",
+            "block_cache_capacity=1M"
+        ]),
+        "1\n"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn bytes_that_are_not_text_are_escaped() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let st = Command::new(env!("CARGO_BIN_EXE_mezz"))
+        .arg("put")
+        .arg(&db)
+        .arg(OsStr::from_bytes(b"k\xff\x01"))
+        .arg("tab\there")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(ok(&["scan", path(&db)]), "k\\xff\\x01\ttab\\there\n");
+}
+
+#[test]
+fn errors_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    for args in [
+        vec!["get", path(&missing), "k"],
+        vec!["scan", path(&missing)],
+        vec!["check", path(&missing)],
+        vec!["put", path(&missing), "k", "v", "--opt", "no_such_option=1"],
+        vec!["put", path(&missing), "k", "v", "--opt", "block_size"],
+        vec!["put", path(&missing), "k", "v", "--preset", "nope"],
+        vec!["bench", "--benchmarks", "nope"],
+    ] {
+        let o = mezz(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.starts_with("mezz: "), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(
+        !missing.exists(),
+        "reading commands must not create a database"
+    );
+}
+
+#[test]
+fn check_reports_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let dbs = path(&db);
+    ok(&["put", dbs, "key", "value"]);
+    // Reopening the database recovers the WAL into a table.
+    assert_eq!(ok(&["get", dbs, "key"]), "value\n");
+    // Flip bytes at the start of every table so that verification has something to find.
+    let mut damaged = 0;
+    for e in std::fs::read_dir(&db).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "sst") {
+            let mut b = std::fs::read(&p).unwrap();
+            for byte in b.iter_mut().take(16) {
+                *byte ^= 0x5a;
+            }
+            std::fs::write(&p, b).unwrap();
+            damaged += 1;
+        }
+    }
+    assert!(damaged > 0, "recovery left no table to damage");
+    let o = mezz(&["check", dbs]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).starts_with("mezz: "), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_writes_a_table_and_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("results.jsonl");
+    let db = dir.path().join("benchdb");
+    let out = ok(&[
+        "bench",
+        "--num",
+        "1000",
+        "--benchmarks",
+        "fillseq,readrandom",
+        "--db",
+        path(&db),
+        "--json",
+        path(&json),
+        "--opt",
+        "write_buffer_size=64K",
+    ]);
+    assert!(out.contains("fillseq      :"), "{out}");
+    assert!(out.contains("ops/sec"), "{out}");
+    assert!(out.contains("1000 of 1000 found"), "{out}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["benchmark"], "fillseq");
+    assert_eq!(lines[0]["ops"], 1000);
+    assert_eq!(lines[0]["config"]["options"]["write_buffer_size"], "65536");
+    assert_eq!(lines[1]["found"], 1000);
+
+    // The directory now holds a Mezzanine database: a second run may replace it...
+    ok(&[
+        "bench",
+        "--num",
+        "100",
+        "--benchmarks",
+        "fillrandom",
+        "--db",
+        path(&db),
+    ]);
+    // ...and the data can be benchmarked in place.
+    let reuse = ok(&[
+        "bench",
+        "--num",
+        "100",
+        "--benchmarks",
+        "fillseq,readrandom",
+        "--db",
+        path(&db),
+        "--use-existing",
+    ]);
+    assert!(reuse.contains("skipped"), "{reuse}");
+
+    // A directory holding anything else is refused and left alone.
+    let foreign = dir.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), b"mine").unwrap();
+    let o = mezz(&["bench", "--num", "10", "--db", path(&foreign)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("refusing"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(foreign.join("notes.txt")).unwrap(), b"mine");
+}
