@@ -11,11 +11,11 @@ fn mezz(args: &[&str]) -> Output {
 }
 
 fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
 }
 
 fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
 }
 
 fn ok(args: &[&str]) -> String {
@@ -30,7 +30,7 @@ fn ok(args: &[&str]) -> String {
 }
 
 fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
+    p.to_str().expect("temporary paths are UTF-8")
 }
 
 #[test]
