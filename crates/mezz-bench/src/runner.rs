@@ -308,7 +308,7 @@ impl Drop for FinishGuard<'_> {
 fn new_progress_bar(bench: Benchmark, total: u64) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(
-        "{msg:>12} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, eta {eta})",
+        "{msg:>12} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} (eta {eta})",
     ) {
         bar.set_style(style);
     }
