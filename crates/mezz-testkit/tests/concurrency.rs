@@ -1,5 +1,6 @@
-//! Concurrency test: 4 writer threads and 4 reader threads on one database with tiny
-//! options, so flushes and compactions run in the background all along. The work is bounded
+//! Concurrency test: 4 writer threads, 4 reader threads and a thread issuing manual flushes
+//! and range compactions, on one database with tiny options, so flushes and compactions run
+//! in the background all along. The work is bounded
 //! by op counts, never by time.
 //!
 //! Writer `w` owns the keys `w<w>-<slot>-a` / `w<w>-<slot>-b` and writes each pair in one
@@ -277,6 +278,30 @@ fn writers_and_readers_with_background_compaction() {
             })
         })
         .collect();
+    // Manual flushes and range compactions racing the background ones.
+    let maintenance = {
+        let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+        thread::spawn(move || {
+            let mut rng = StdRng::seed_from_u64(999);
+            let mut rounds = 0u32;
+            while !done.load(Ordering::Acquire) {
+                if rng.random_bool(0.5) {
+                    db.flush().unwrap_or_else(|e| panic!("manual flush: {e}"));
+                } else {
+                    let w = rng.random_range(0..WRITERS);
+                    let (a, b) = (
+                        format!("w{w}-"),
+                        format!("w{w}-{:02}", rng.random_range(0..SLOTS)),
+                    );
+                    db.compact_range(Some(a.as_bytes()), Some(b.as_bytes()))
+                        .unwrap_or_else(|e| panic!("manual compaction: {e}"));
+                }
+                rounds += 1;
+                thread::yield_now();
+            }
+            rounds
+        })
+    };
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
             let (db, start) = (Arc::clone(&db), Arc::clone(&start));
@@ -288,6 +313,7 @@ fn writers_and_readers_with_background_compaction() {
     for h in readers {
         h.join().unwrap();
     }
+    assert!(maintenance.join().unwrap() > 0);
     assert!(checks.load(Ordering::Relaxed) > 0);
 
     check_final(&db, &acked, "after the writers");
