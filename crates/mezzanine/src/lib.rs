@@ -34,6 +34,8 @@ pub mod compaction;
 pub mod db;
 pub mod error;
 pub mod filename;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod iter;
 pub mod memtable;
 pub mod options;
