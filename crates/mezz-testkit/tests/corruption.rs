@@ -294,6 +294,50 @@ fn manifest_damage_fails_open_with_corruption() {
     }
 }
 
+/// Offsets of the records of a small log file (LevelDB framing: 7-byte headers
+/// `crc u32 | len u16 | type u8`, all within the first 32 KiB block).
+fn log_records(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off + 7 <= bytes.len().min(32 * 1024) {
+        let len = usize::from(u16::from_le_bytes([bytes[off + 4], bytes[off + 5]]));
+        if len == 0 || off + 7 + len > bytes.len() {
+            break;
+        }
+        out.push((off, len));
+        off += 7 + len;
+    }
+    out
+}
+
+/// Damage inside the last, complete MANIFEST edit is not a torn append: the edit was synced
+/// before the engine acted on it (deleted the WAL it made obsolete), so dropping it would
+/// serve stale data. The open must fail with Corruption, or else read every key right.
+#[test]
+fn damaged_last_manifest_edit_is_not_a_torn_tail() {
+    let fs = manifest_db();
+    let manifest = files(&fs, FileType::Manifest).last().unwrap().clone();
+    let records = log_records(&fs.read_all(&manifest).unwrap());
+    assert!(records.len() >= 2, "records: {records:?}");
+    for &(start, len) in records.iter().rev().take(2) {
+        let copy = process_crash(&fs);
+        copy.corrupt(&manifest, (start + 7 + len / 2) as u64, 0x04)
+            .unwrap();
+        match open_mode(&copy, RecoveryMode::TolerateCorruptTail) {
+            Err(e) => assert_corruption_in(&e, &manifest),
+            Ok(db) => {
+                for i in 0..150 {
+                    assert_eq!(
+                        db.get(&key(i)).unwrap(),
+                        Some(value(i, 30)),
+                        "edit at {start} damaged: key {i} reads wrong"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// A torn append at the end of the MANIFEST (a crash while writing an edit whose effects
 /// never happened) loses nothing: the DB opens with every acknowledged write.
 #[test]
