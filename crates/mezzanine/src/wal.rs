@@ -143,3 +143,72 @@ pub fn replay_wal(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mezz_env::MemFs;
+
+    fn write_three(fs: &MemFs, dir: &Path) -> PathBuf {
+        fs.create_dir_all(dir).unwrap();
+        let mut w = WalWriter::create(fs, dir, 7).unwrap();
+        for i in 0..3u64 {
+            let mut b = WriteBatch::new();
+            b.put(format!("k{i}").as_bytes(), &vec![b'v'; 100]);
+            b.set_sequence(10 + i);
+            w.append(b.data(), i == 2).unwrap();
+        }
+        filename::wal_file(dir, 7)
+    }
+
+    fn replay(fs: &MemFs, path: &Path, tolerate: bool) -> (Result<ReplayEnd>, Vec<u64>) {
+        let mut seqs = Vec::new();
+        let r = replay_wal(fs, path, tolerate, |b| {
+            seqs.push(b.sequence());
+            Ok(())
+        });
+        (r, seqs)
+    }
+
+    #[test]
+    fn replays_every_record_in_order() {
+        let fs = MemFs::new();
+        let path = write_three(&fs, Path::new("/db"));
+        let (r, seqs) = replay(&fs, &path, false);
+        assert_eq!(r.unwrap(), ReplayEnd::Complete);
+        assert_eq!(seqs, vec![10, 11, 12]);
+    }
+
+    #[test]
+    fn torn_tail_is_tolerated_only_when_asked() {
+        let fs = MemFs::new();
+        let path = write_three(&fs, Path::new("/db"));
+        let len = fs.file_size(&path).unwrap();
+        fs.truncate(&path, len - 20).unwrap();
+        let (r, seqs) = replay(&fs, &path, true);
+        assert!(matches!(r.unwrap(), ReplayEnd::TornTail { .. }));
+        assert_eq!(seqs, vec![10, 11]);
+        let (r, _) = replay(&fs, &path, false);
+        match r {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file.as_deref(), Some(&*path)),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn damage_followed_by_valid_records_is_an_error() {
+        let fs = MemFs::new();
+        let path = write_three(&fs, Path::new("/db"));
+        // A byte inside the first record's payload.
+        fs.corrupt(&path, 30, 0xff).unwrap();
+        let (r, seqs) = replay(&fs, &path, true);
+        assert!(seqs.is_empty());
+        match r {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file.as_deref(), Some(&*path));
+                assert_eq!(offset, 0);
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+}

@@ -21,7 +21,7 @@ fn back_pressure_engages_and_data_stays_correct() {
     };
     let db = Arc::new(Db::open(dir.path(), o).unwrap());
     let threads = 2u32;
-    let per_thread = 15_000u32;
+    let per_thread = 8_000u32;
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let db = Arc::clone(&db);

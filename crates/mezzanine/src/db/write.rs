@@ -1,6 +1,7 @@
 //! The write path: group commit, back-pressure and memtable switches.
 //!
-//! A writer queues its batch, then tries to take the `write` lock. Whoever holds it is the
+//! A writer that finds the `write` lock free and nobody queued commits its batch alone at
+//! once. Otherwise it queues its batch, then tries to take the `write` lock. Whoever holds it is the
 //! leader: it takes a group from the front of the queue (at most `MAX_GROUP_BYTES`, always
 //! at least one batch), waits for room (stalls), assigns sequence numbers, appends one WAL
 //! record for the whole group (synced if any member asked for `sync`), inserts the group
@@ -82,6 +83,19 @@ impl DbInner {
         self.check_open()?;
         if batch.is_empty() {
             return Ok(());
+        }
+        // Fast path: nobody is writing or waiting, so this batch is a group of one and
+        // needs no queue slot.
+        if let Some(mut ws) = self.write.try_lock()
+            && self.queue.lock().is_empty()
+        {
+            let mut batch = batch;
+            let r = self
+                .make_room_for_write(&mut ws, batch.approximate_size())
+                .and_then(|()| self.commit(&mut ws, &mut batch, sync));
+            drop(ws);
+            self.wake_next_writer();
+            return r;
         }
         let slot = Arc::new(Slot::default());
         self.queue.lock().push_back(Pending {
