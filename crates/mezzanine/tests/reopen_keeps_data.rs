@@ -71,3 +71,30 @@ fn reopen_after_flush_reads_tables() {
     let report = db.verify().unwrap();
     assert!(report.tables >= 1);
 }
+
+#[test]
+fn close_without_wal_flushes_the_memtable() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        use_wal: false,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        write(&db, 500, 1);
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), o).unwrap();
+    check(&db, 500, 1);
+    let logs = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "log")
+        })
+        .count();
+    assert_eq!(logs, 0, "no WAL is written when use_wal is false");
+}

@@ -588,16 +588,29 @@ impl Db {
         self.inner.stats()
     }
 
-    /// Waits for running background work, syncs the WAL and releases the LOCK. Later calls
-    /// on this handle return `Closed`. Dropping the handle closes it too.
+    /// Waits for running background work, syncs the WAL (without a WAL: flushes the
+    /// memtable) and releases the LOCK. Later calls on this handle return `Closed`.
+    /// Dropping the handle closes it too.
     ///
     /// # Errors
     /// The first error met while closing; `Closed` if already closed.
     pub fn close(&self) -> Result<()> {
+        self.close_handle()
+    }
+
+    /// Closes once: without a WAL the memtable is flushed first (its writes would be lost
+    /// otherwise), then the background threads are stopped and the LOCK released.
+    fn close_handle(&self) -> Result<()> {
+        let flushed = if self.inner.opts.use_wal || self.inner.closed.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            self.inner.flush()
+        };
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Err(Error::Closed);
         }
-        self.inner.shutdown()
+        let closed = self.inner.shutdown();
+        flushed.and(closed)
     }
 
     /// Reads every table and verifies every checksum and the version's invariants (key
@@ -619,8 +632,8 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        if !self.inner.closed.swap(true, Ordering::AcqRel) {
-            let _ = self.inner.shutdown();
+        if !self.inner.closed.load(Ordering::Acquire) {
+            let _ = self.close_handle();
         }
     }
 }
