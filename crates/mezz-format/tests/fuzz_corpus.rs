@@ -1,0 +1,76 @@
+//! Replays the checked-in fuzz corpus (`fuzz/corpus/<target>/`, seeds and regressions) through
+//! the fuzzing entry points on the stable toolchain, so every build checks that no decoder
+//! panics on an input that once made one fail. `generate_fuzz_seeds` (ignored) rewrites the
+//! seed files from the current encoders.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+
+use mezz_format::fuzzing;
+
+type Target = (&'static str, fn(&[u8]));
+
+const TARGETS: &[Target] = &[
+    ("keyset_block", fuzzing::fuzz_keyset_block),
+    ("prefix_block", fuzzing::fuzz_prefix_block),
+    ("sst_table", fuzzing::fuzz_sst_table),
+    ("bloom_filter", fuzzing::fuzz_bloom_filter),
+    ("log_record", fuzzing::fuzz_log_record),
+];
+
+fn corpus_dir(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target)
+}
+
+/// Runs every file of the target's corpus; returns how many ran and the names that panicked.
+fn replay(target: &str, f: fn(&[u8])) -> (usize, Vec<String>) {
+    let dir = corpus_dir(target);
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("corpus {} missing: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    entries.sort();
+    let mut failed = Vec::new();
+    for path in &entries {
+        let data = std::fs::read(path).unwrap();
+        if catch_unwind(AssertUnwindSafe(|| f(&data))).is_err() {
+            failed.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    (entries.len(), failed)
+}
+
+#[test]
+fn corpus_replays_without_panics() {
+    let mut failures = Vec::new();
+    for (target, f) in TARGETS {
+        let (n, failed) = replay(target, *f);
+        assert!(n > 0, "corpus of {target} is empty");
+        failures.extend(failed.into_iter().map(|name| format!("{target}/{name}")));
+    }
+    assert!(failures.is_empty(), "inputs that panic: {failures:?}");
+}
+
+#[test]
+fn every_target_has_its_seeds() {
+    for (target, name, _) in fuzzing::seed_corpus() {
+        assert!(
+            corpus_dir(target).join(&name).is_file(),
+            "seed {target}/{name} missing: run `cargo test -p mezz-format --test fuzz_corpus \
+             -- --ignored generate_fuzz_seeds`"
+        );
+    }
+}
+
+#[test]
+#[ignore = "rewrites the seed files under fuzz/corpus"]
+fn generate_fuzz_seeds() {
+    for (target, name, bytes) in fuzzing::seed_corpus() {
+        let dir = corpus_dir(target);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
