@@ -1,0 +1,6 @@
+//! Fuzz target `prefix_block`: see `mezz_format::fuzzing::fuzz_prefix_block`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| mezz_format::fuzzing::fuzz_prefix_block(data));
