@@ -219,6 +219,13 @@ impl Harness {
         (!self.snapshots.is_empty()).then(|| slot % self.snapshots.len())
     }
 
+    /// Replaces the options used by later reopens (their `fs` is kept): data written under
+    /// one option set must read the same under another.
+    pub fn set_options(&mut self, mut options: Options) {
+        options.fs = Arc::clone(&self.fs);
+        self.options = options;
+    }
+
     /// Closes the database and opens it again; live snapshots are dropped first.
     ///
     /// # Errors
