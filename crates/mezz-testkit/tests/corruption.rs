@@ -256,6 +256,43 @@ fn sst_footer_and_index_damage_is_corruption() {
     }
 }
 
+/// Damage inside the index, filter or properties block (located through the footer's
+/// handles: `offset u64 | size u64` each, in that order) is detected: a bad bloom filter
+/// must never turn a present key into "absent".
+#[test]
+fn sst_index_filter_and_properties_damage_is_detected() {
+    let (n, len) = (300, 100);
+    let (base, sst) = sst_db(n, len);
+    let bytes = base.read_all(&sst).unwrap();
+    let footer = &bytes[bytes.len() - FOOTER_LEN..];
+    let handle = |i: usize| {
+        let at = |o: usize| u64::from_le_bytes(footer[o..o + 8].try_into().unwrap());
+        (at(16 * i), at(16 * i + 8))
+    };
+    for (i, what) in ["index", "filter", "properties"].iter().enumerate() {
+        let (offset, size) = handle(i);
+        assert!(
+            size > 0 && offset + size <= bytes.len() as u64,
+            "{what} handle"
+        );
+        for at in [offset, offset + size / 2, offset + size - 1] {
+            let fs = process_crash(&base);
+            fs.corrupt(&sst, at, 0x02).unwrap();
+            match open(&fs) {
+                Err(e) => assert_corruption_in(&e, &sst),
+                Ok(db) => {
+                    let errors = gets_are_right_or_corruption(&db, n, len, &sst);
+                    assert_eq!(
+                        errors, n,
+                        "{what} byte {at}: the table was read despite damage"
+                    );
+                    assert_corruption_in(&db.verify().unwrap_err(), &sst);
+                }
+            }
+        }
+    }
+}
+
 /// A DB whose MANIFEST holds several edits (three flushes).
 fn manifest_db() -> MemFs {
     let fs = MemFs::new();
