@@ -610,7 +610,7 @@ fn sample_entries(n: usize, value_len: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
             ValueKind::Value
         };
         let seq = 100 + i as u64;
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             v.push((
                 make_internal_key(uk.as_bytes(), seq + 1000, ValueKind::Value),
                 vec![b'n'; value_len / 2],

@@ -129,42 +129,43 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
     }
     s.push(("write_batch", "seed-batch-64".into(), big.data().to_vec()));
 
-    let mut edits: Vec<(&str, VersionEdit)> = Vec::new();
-    edits.push((
-        "first",
-        VersionEdit {
-            format_version: Some(MANIFEST_FORMAT_VERSION),
-            comparator: Some(COMPARATOR_NAME.to_string()),
-            log_number: Some(3),
-            next_file_number: Some(9),
-            last_sequence: Some(1234),
-            ..VersionEdit::default()
-        },
-    ));
-    edits.push((
-        "flush",
-        VersionEdit {
-            log_number: Some(12),
-            last_sequence: Some(5000),
-            new_tables: vec![(0, sample_table(11, b"apple", b"mango"))],
-            ..VersionEdit::default()
-        },
-    ));
-    edits.push((
-        "compaction",
-        VersionEdit {
-            next_file_number: Some(30),
-            compact_pointers: vec![(1, sample_table(1, b"a", b"k").largest)],
-            deleted_tables: vec![(0, 11), (1, 7), (1, 8)],
-            new_tables: vec![
-                (1, sample_table(21, b"a", b"f")),
-                (1, sample_table(22, b"g", b"k")),
-                (2, sample_table(23, b"l", b"z\xff")),
-            ],
-            ..VersionEdit::default()
-        },
-    ));
-    edits.push(("empty", VersionEdit::default()));
+    let edits: Vec<(&str, VersionEdit)> = vec![
+        (
+            "first",
+            VersionEdit {
+                format_version: Some(MANIFEST_FORMAT_VERSION),
+                comparator: Some(COMPARATOR_NAME.to_string()),
+                log_number: Some(3),
+                next_file_number: Some(9),
+                last_sequence: Some(1234),
+                ..VersionEdit::default()
+            },
+        ),
+        (
+            "flush",
+            VersionEdit {
+                log_number: Some(12),
+                last_sequence: Some(5000),
+                new_tables: vec![(0, sample_table(11, b"apple", b"mango"))],
+                ..VersionEdit::default()
+            },
+        ),
+        (
+            "compaction",
+            VersionEdit {
+                next_file_number: Some(30),
+                compact_pointers: vec![(1, sample_table(1, b"a", b"k").largest)],
+                deleted_tables: vec![(0, 11), (1, 7), (1, 8)],
+                new_tables: vec![
+                    (1, sample_table(21, b"a", b"f")),
+                    (1, sample_table(22, b"g", b"k")),
+                    (2, sample_table(23, b"l", b"z\xff")),
+                ],
+                ..VersionEdit::default()
+            },
+        ),
+        ("empty", VersionEdit::default()),
+    ];
     for (name, e) in edits {
         let mut enc = Vec::new();
         e.encode(&mut enc);
