@@ -3,7 +3,7 @@
 //! 1/2/3, prefix and KeySet blocks, 256-byte blocks, no bloom filter, no block cache); every
 //! history must equal the model's and each other's.
 //!
-//! CI: 6 seeds of 1,500 ops. `MEZZ_META_LONG=<n>` runs `n` more seeds of 5,000 ops;
+//! CI: 8 seeds of 2,000 ops. `MEZZ_META_LONG=<n>` runs `n` more seeds of 5,000 ops;
 //! `MEZZ_OPTION_SETS=a,b` narrows the sets (substring match), e.g. to chase one failure.
 
 #![allow(
@@ -14,7 +14,7 @@
 
 use mezz_testkit::{GenConfig, OptionSets, check_seed};
 
-const CI_OPS: usize = 1_500;
+const CI_OPS: usize = 2_000;
 const LONG_OPS: usize = 5_000;
 
 fn run_seeds(seeds: &[u64]) {
@@ -29,13 +29,13 @@ fn run_seeds(seeds: &[u64]) {
 }
 
 #[test]
-fn metamorphic_seeds_1_to_3() {
-    run_seeds(&[1, 2, 3]);
+fn metamorphic_seeds_1_to_4() {
+    run_seeds(&[1, 2, 3, 4]);
 }
 
 #[test]
-fn metamorphic_seeds_4_to_6() {
-    run_seeds(&[4, 5, 6]);
+fn metamorphic_seeds_5_to_8() {
+    run_seeds(&[5, 6, 7, 8]);
 }
 
 #[test]

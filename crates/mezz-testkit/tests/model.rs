@@ -2,8 +2,8 @@
 //! snapshots, flushes, range compactions, reopens) applied to the database and to a
 //! `BTreeMap` model, with tiny options so flushes and compactions happen all the time.
 //!
-//! CI runs a fixed seed set of 3,000 ops per seed on `MemFs`, plus one seed on the real file
-//! system. `MEZZ_MODEL_LONG=<n>` adds a run of `n` seeds of 20,000 ops each
+//! CI runs 16 fixed seeds of 3,000 ops each on `MemFs` (and a few special mixes), plus one
+//! seed on the real file system. `MEZZ_MODEL_LONG=<n>` adds a run of `n` seeds of 20,000 ops each
 //! (`MEZZ_MODEL_SEED=<s>` picks the first seed of that run). A failing seed is shrunk and
 //! printed as a regression test.
 
@@ -48,15 +48,15 @@ fn run_seeds(seeds: &[u64], ops: usize) {
     }
 }
 
-// Eight CI seeds split over two tests so they run on both cores.
+// Sixteen CI seeds split over two tests so they run on both cores.
 #[test]
-fn model_memfs_seeds_1_to_4() {
-    run_seeds(&[1, 2, 3, 4], CI_OPS);
+fn model_memfs_seeds_1_to_8() {
+    run_seeds(&[1, 2, 3, 4, 5, 6, 7, 8], CI_OPS);
 }
 
 #[test]
-fn model_memfs_seeds_5_to_8() {
-    run_seeds(&[5, 6, 7, 8], CI_OPS);
+fn model_memfs_seeds_9_to_16() {
+    run_seeds(&[9, 10, 11, 12, 13, 14, 15, 16], CI_OPS);
 }
 
 /// A small key space and many deletes: deep version chains and many tombstones that
