@@ -535,7 +535,8 @@ pub struct RecoveredManifest {
 /// Reads `CURRENT` and replays the manifest it names.
 ///
 /// A torn last record (what a crash during a manifest append leaves: an edit that was never
-/// acknowledged) is ignored unless `mode` is `AbsoluteConsistency`.
+/// acknowledged — zeros, or a record cut short) is ignored unless `mode` is
+/// `AbsoluteConsistency`; a complete last record with a bad checksum is a `Corruption`.
 ///
 /// # Errors
 /// `Corruption` (with file and offset) for a bad CURRENT, a damaged manifest, a comparator
@@ -582,7 +583,10 @@ pub fn recover_manifest(
                 detail,
                 at_tail,
             } => {
-                if at_tail && mode == RecoveryMode::TolerateCorruptTail {
+                if at_tail
+                    && mode == RecoveryMode::TolerateCorruptTail
+                    && is_torn_append(fs, &path, offset)
+                {
                     break;
                 }
                 return Err(Error::corruption(offset, detail).in_file(&path));
@@ -629,6 +633,65 @@ pub fn recover_manifest(
         last_sequence: last_sequence.ok_or_else(|| missing("last sequence"))?,
         manifest_number,
     })
+}
+
+/// Whether the damage at `offset` is what an interrupted append leaves: the bytes from
+/// there to the end are zeros, or a record whose fragments all verify but whose end is
+/// missing. A complete fragment with a bad checksum is not a torn append: every manifest
+/// edit is synced before the engine acts on it, so dropping a complete edit could resurrect
+/// deleted data or lose flushed writes.
+fn is_torn_append(fs: &dyn FileSystem, path: &Path, offset: u64) -> bool {
+    use mezz_format::checksum::{crc32c, unmask};
+    use mezz_format::log::{FIRST, LOG_BLOCK_SIZE, LOG_HEADER_LEN, MIDDLE};
+    let Ok(bytes) = fs.read_all(path) else {
+        return false;
+    };
+    let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else {
+        return false;
+    };
+    if rest.iter().all(|&b| b == 0) {
+        return true;
+    }
+    let mut pos = offset as usize;
+    loop {
+        let left_in_block = LOG_BLOCK_SIZE - pos % LOG_BLOCK_SIZE;
+        if left_in_block < LOG_HEADER_LEN {
+            pos += left_in_block;
+        }
+        let Some(header) = bytes.get(pos..pos + LOG_HEADER_LEN) else {
+            // The file ends inside a header (or exactly here, mid-record).
+            return true;
+        };
+        let (Some(crc), Some(len), Some(&kind)) = (
+            header
+                .get(..4)
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_le_bytes),
+            header
+                .get(4..6)
+                .and_then(|b| b.try_into().ok())
+                .map(u16::from_le_bytes),
+            header.get(6),
+        ) else {
+            return false;
+        };
+        let end = pos + LOG_HEADER_LEN + usize::from(len);
+        let Some(payload) = bytes.get(pos + LOG_HEADER_LEN..end) else {
+            // The fragment runs past the end of the file: cut short by the crash.
+            return true;
+        };
+        let mut covered = Vec::with_capacity(payload.len() + 1);
+        covered.push(kind);
+        covered.extend_from_slice(payload);
+        if crc32c(&covered) != unmask(crc) {
+            return false;
+        }
+        if kind != FIRST && kind != MIDDLE {
+            // A complete, valid record: the damage was something else.
+            return false;
+        }
+        pos = end;
+    }
 }
 
 /// Creates manifest `number` holding a snapshot of `version` plus the given counters, and
@@ -821,5 +884,57 @@ pub(crate) mod tests {
             ..VersionEdit::default()
         };
         assert!(v.apply(&overlap).unwrap().check_invariants().is_err());
+    }
+    fn manifest_with_edits(fs: &mezz_env::MemFs, dir: &Path) -> PathBuf {
+        fs.create_dir_all(dir).unwrap();
+        let v = Version::new(4);
+        let mut m = write_new_manifest(fs, dir, 3, &v, 2, 10, 0).unwrap();
+        for id in 10..13 {
+            m.append(&VersionEdit {
+                new_tables: vec![(0, meta(id, "a", "b", (id, id), 100))],
+                last_sequence: Some(id),
+                ..VersionEdit::default()
+            })
+            .unwrap();
+        }
+        set_current(fs, dir, 3, 99).unwrap();
+        filename::manifest_file(dir, 3)
+    }
+
+    #[test]
+    fn manifest_recovery_replays_every_edit() {
+        let fs = mezz_env::MemFs::new();
+        let dir = Path::new("/db");
+        manifest_with_edits(&fs, dir);
+        let r = recover_manifest(&fs, dir, 4, RecoveryMode::AbsoluteConsistency).unwrap();
+        assert_eq!(r.version.num_files(0), 3);
+        assert_eq!(
+            (r.log_number, r.next_file_number, r.last_sequence),
+            (2, 10, 12)
+        );
+        assert_eq!(r.manifest_number, 3);
+    }
+
+    #[test]
+    fn torn_manifest_append_is_tolerated_but_a_bad_complete_edit_is_not() {
+        let fs = mezz_env::MemFs::new();
+        let dir = Path::new("/db");
+        let path = manifest_with_edits(&fs, dir);
+        let len = fs.file_size(&path).unwrap();
+        // Cut the last edit short: a torn append.
+        fs.truncate(&path, len - 5).unwrap();
+        let r = recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail).unwrap();
+        assert_eq!(r.version.num_files(0), 2);
+        assert!(recover_manifest(&fs, dir, 4, RecoveryMode::AbsoluteConsistency).is_err());
+
+        let fs = mezz_env::MemFs::new();
+        let path = manifest_with_edits(&fs, dir);
+        let len = fs.file_size(&path).unwrap();
+        // Flip a bit inside the last, complete edit.
+        fs.corrupt(&path, len - 5, 0x10).unwrap();
+        match recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail) {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file.as_deref(), Some(&*path)),
+            other => panic!("expected corruption, got {other:?}"),
+        }
     }
 }
