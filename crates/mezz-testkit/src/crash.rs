@@ -57,6 +57,8 @@ pub const CRASH_DB: &str = "/crash-db";
 pub const POINTS_ENV: &str = "MEZZ_CRASH_POINTS";
 /// Environment variable: run only this seed (see [`run_campaign`]).
 pub const SEED_ENV: &str = "MEZZ_CRASH_SEED";
+/// Environment variable: how many times to run the seed of `MEZZ_CRASH_SEED`.
+pub const REPEAT_ENV: &str = "MEZZ_CRASH_REPEAT";
 
 /// Cap on the branches [`History::find_prefix`] explores for pending entries.
 const MAX_BRANCHES: usize = 256;
@@ -426,7 +428,8 @@ impl fmt::Display for CrashFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "crash test failed: seed {} at {}: {}\n(reproduce with {SEED_ENV}={})",
+            "crash test failed: seed {} at {}: {}\n(rerun this seed with {SEED_ENV}={}; \
+             background timing varies, so it is repeated {REPEAT_ENV} times, default 20)",
             self.seed, self.at, self.detail, self.seed
         )
     }
@@ -608,18 +611,18 @@ fn check_point(
     keys: u32,
     rng: &mut Xoshiro256PlusPlus,
 ) -> Result<(), String> {
-    check_point_inner(p, history, opts, keys, rng).map_err(|d| {
-        let files: Vec<String> =
-            p.fs.file_names()
-                .iter()
-                .map(|f| {
-                    let size = p.fs.file_size(f).unwrap_or(0);
-                    let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
-                    format!("{} ({size} B)", name.unwrap_or_default())
-                })
-                .collect();
-        format!("{d}\nfiles after the crash: {}", files.join(", "))
-    })
+    // Listed before the database opens on the clone (recovery changes the files).
+    let files: Vec<String> =
+        p.fs.file_names()
+            .iter()
+            .map(|f| {
+                let size = p.fs.file_size(f).unwrap_or(0);
+                let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+                format!("{} ({size} B)", name.unwrap_or_default())
+            })
+            .collect();
+    check_point_inner(p, history, opts, keys, rng)
+        .map_err(|d| format!("{d}\nfiles left by the crash: {}", files.join(", ")))
 }
 
 fn check_point_inner(
@@ -1231,6 +1234,15 @@ pub fn seed_from_env() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// How many times a seed given in `MEZZ_CRASH_SEED` is run: `MEZZ_CRASH_REPEAT`, default 20.
+#[must_use]
+pub fn repeat_from_env() -> usize {
+    std::env::var(REPEAT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(20)
+}
+
 /// A well-mixed seed for run `i` of a campaign with base seed `base` (splitmix64).
 #[must_use]
 pub fn run_seed(base: u64, i: u64) -> u64 {
@@ -1243,7 +1255,8 @@ pub fn run_seed(base: u64, i: u64) -> u64 {
 }
 
 /// Runs seeded runs until `points` crash points were checked. With `MEZZ_CRASH_SEED` set,
-/// runs that one seed only. `make` builds a run's configuration from its seed.
+/// runs that one seed only, `MEZZ_CRASH_REPEAT` times (default 20) since background timing
+/// varies. `make` builds a run's configuration from its seed.
 ///
 /// # Errors
 /// The first failed check.
@@ -1254,7 +1267,11 @@ pub fn run_campaign(
 ) -> Result<CrashReport, CrashFailure> {
     let mut total = CrashReport::default();
     if let Some(seed) = seed_from_env() {
-        total.add(&run_one(&make(seed))?);
+        // Background jobs make the timing, and so some crash points, vary between runs of
+        // one seed: repeat it.
+        for _ in 0..repeat_from_env() {
+            total.add(&run_one(&make(seed))?);
+        }
         return Ok(total);
     }
     let mut i = 0u64;
