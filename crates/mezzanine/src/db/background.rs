@@ -151,14 +151,9 @@ impl DbInner {
             if !result.outputs.is_empty() {
                 self.sync_dir()?;
             }
-            if let Err(e) = self.log_and_apply(result.edit.clone(), None, &[]) {
-                for w in &result.outputs {
-                    let _ = self
-                        .fs
-                        .remove_file(&filename::sst_file(&self.path, w.meta.id));
-                }
-                return Err(e);
-            }
+            // On failure the outputs stay: the edit may have reached the manifest even
+            // though its sync failed, so only recovery (which knows) may delete them.
+            self.log_and_apply(result.edit.clone(), None, &[])?;
             StatsCollector::add(&s.compaction_bytes_read, result.bytes_read);
             StatsCollector::add(&s.compaction_bytes_written, result.bytes_written);
             for w in &result.outputs {

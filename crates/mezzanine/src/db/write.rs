@@ -316,6 +316,15 @@ impl DbInner {
     /// Makes the active memtable immutable and starts a new one with a new WAL.
     /// REQUIRES: the `write` lock (`ws`), room for one more immutable memtable.
     pub(super) fn switch_memtable(&self, ws: &mut WriteState) -> Result<()> {
+        // The old WAL becomes durable before the new one exists: a torn tail can then only
+        // be in the newest WAL, and a synced write in the new WAL never depends on unsynced
+        // writes in the old one.
+        if let Some(w) = ws.wal.as_mut()
+            && let Err(e) = w.sync()
+        {
+            self.set_bg_error(&format!("WAL sync failed: {e}"));
+            return Err(e);
+        }
         let number = self.new_file_number();
         let wal = if self.opts.use_wal {
             let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?;
@@ -328,11 +337,7 @@ impl DbInner {
         };
         let mem = Arc::new(MemTable::new(number));
         let old = std::mem::replace(&mut ws.mem, Arc::clone(&mem));
-        if let Some(mut w) = std::mem::replace(&mut ws.wal, wal) {
-            // Everything in it was already pushed to the OS; a sync here makes the old
-            // memtable's writes as durable as the new ones' (they precede them).
-            let _ = w.sync();
-        }
+        ws.wal = wal;
         let mut st = self.state.lock();
         st.imms.insert(0, old);
         st.mem = mem;
