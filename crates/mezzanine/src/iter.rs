@@ -21,8 +21,10 @@
 //! on the entry being yielded; moving backward it sits just before every entry of the
 //! current user key, whose key and value are then copied into the iterator.
 //!
-//! Errors: a child that fails becomes invalid and drops out of the merge; `status()` then
-//! reports the first child error (and `DbIterator::status()` reports it too).
+//! Errors are fail-stop: when a child fails, the merging iterator becomes invalid (rather
+//! than continuing without that child, which could surface older versions of its keys) and
+//! `status()` reports the first child error (`DbIterator::status()` reports it too). A level
+//! iterator likewise stops at the first table that cannot be opened or read.
 //!
 //! Thread-safety: iterators are `Send` and used by one thread at a time.
 
@@ -156,12 +158,16 @@ impl MergingIterator {
         }
     }
 
-    /// Rebuilds the heap from every valid child.
+    /// Rebuilds the heap from every valid child. If any child failed, the merge stops
+    /// (empty heap): skipping a failed child could surface older versions of its keys.
     fn rebuild(&mut self) {
         self.heap.clear();
         for (i, c) in self.children.iter().enumerate() {
             if c.valid() {
                 self.heap.push(i);
+            } else if c.status().is_err() {
+                self.heap.clear();
+                return;
             }
         }
         for i in (0..self.heap.len() / 2).rev() {
@@ -176,6 +182,9 @@ impl MergingIterator {
         };
         if self.children.get(top).is_some_and(|c| c.valid()) {
             self.sift_down(0);
+        } else if self.children.get(top).is_some_and(|c| c.status().is_err()) {
+            // Fail-stop: never continue the merge past a failed child.
+            self.heap.clear();
         } else {
             self.heap.swap_remove(0);
             self.sift_down(0);
@@ -317,8 +326,8 @@ impl InternalIterator for MergingIterator {
 /// Iterates one level (L1+) whose tables are sorted and do not overlap, opening each
 /// table through the table cache only when the iteration reaches it.
 ///
-/// A table that cannot be opened (or whose iterator fails) is skipped; the first such
-/// error is kept and reported by `status()`.
+/// A table that cannot be opened (or whose iterator fails) stops the iteration: the
+/// iterator becomes invalid and `status()` reports the error (sticky).
 pub struct LevelIterator {
     tables: Vec<Arc<TableMeta>>,
     cache: Arc<TableCache>,
@@ -394,6 +403,12 @@ impl LevelIterator {
     /// Moves forward through following tables until positioned or past the last one.
     fn skip_forward(&mut self) {
         while !self.iter.as_ref().is_some_and(|it| it.valid()) {
+            if self.iter.as_ref().is_some_and(|it| it.status().is_err()) {
+                self.close_current();
+            }
+            if self.err.is_some() {
+                return;
+            }
             let next = if self.iter.is_some() || self.index < self.tables.len() {
                 self.index + 1
             } else {
@@ -415,6 +430,9 @@ impl LevelIterator {
     fn skip_backward(&mut self) {
         while !self.iter.as_ref().is_some_and(|it| it.valid()) {
             self.close_current();
+            if self.err.is_some() {
+                return;
+            }
             if self.index == 0 || self.index > self.tables.len() {
                 self.index = self.tables.len();
                 return;
@@ -430,7 +448,7 @@ impl LevelIterator {
 
 impl InternalIterator for LevelIterator {
     fn valid(&self) -> bool {
-        self.iter.as_ref().is_some_and(|it| it.valid())
+        self.err.is_none() && self.iter.as_ref().is_some_and(|it| it.valid())
     }
 
     fn seek_to_first(&mut self) {
@@ -1293,7 +1311,8 @@ pub(crate) mod tests {
         let bad: Box<dyn InternalIterator> = Box::new(EmptyIterator::with_error("bad block"));
         let mut m = merging_iterator(vec![ok, bad]);
         m.seek_to_first();
-        assert!(m.valid());
+        // Fail-stop: a failed child stops the merge instead of being skipped.
+        assert!(!m.valid());
         assert!(m.status().unwrap_err().is_corruption());
 
         let ok: Box<dyn InternalIterator> = Box::new(VecIter::new(vec![]));

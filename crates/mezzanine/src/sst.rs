@@ -904,7 +904,7 @@ mod tests {
     }
 
     #[test]
-    fn level_iterator_skips_and_reports_missing_table() {
+    fn level_iterator_stops_at_and_reports_missing_table() {
         let mut rng = StdRng::seed_from_u64(17);
         let (dir, fs, _stats, tc) = setup(100, 0);
         let entries = versioned_entries(&mut rng, 200, 1);
@@ -920,7 +920,8 @@ mod tests {
             n += 1;
             it.next();
         }
-        assert_eq!(n, entries.len() as u64 - gone.num_entries);
+        // Fail-stop: the entries of the first table, then nothing past the missing one.
+        assert_eq!(n, metas[0].num_entries);
         match it.status() {
             Err(Error::Io { path, .. }) => assert_eq!(path.unwrap(), gone_path),
             r => panic!("unexpected {r:?}"),
