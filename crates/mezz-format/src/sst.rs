@@ -906,6 +906,16 @@ impl TableReader {
                 if compare_internal_keys(k, sep) == Ordering::Greater {
                     return bad(format!("data block {i}: key beyond its index separator"));
                 }
+                // The other half of the separator contract (`S < first key of the next
+                // block`): seeks trust it to pick the block that holds the target.
+                if in_block == 0
+                    && let Some(p) = prev_sep
+                    && compare_internal_keys(p, k) != Ordering::Less
+                {
+                    return bad(format!(
+                        "data block {i}: first key not above the previous index separator"
+                    ));
+                }
                 if !self.may_contain(p.user_key) {
                     return bad(format!("data block {i}: filter does not contain a key"));
                 }
