@@ -16,6 +16,7 @@ mod get;
 mod put;
 mod scan;
 mod stats;
+mod stress;
 
 use std::process::ExitCode;
 
@@ -47,6 +48,9 @@ enum Command {
     Check(check::Args),
     /// Run db_bench-style benchmarks.
     Bench(bench::Args),
+    /// Kill -9 crash test: a child runs a random workload and is killed at random moments;
+    /// after each kill the database is reopened and every key checked.
+    Stress(stress::StressArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Stats(a) => stats::run(&a),
         Command::Check(a) => check::run(&a),
         Command::Bench(a) => bench::run(&a),
+        Command::Stress(a) => return ExitCode::from(u8::try_from(stress::run(a)).unwrap_or(2)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,96 @@
+//! `mezz stress` end to end: the real executable starts itself as the child, kills it, and
+//! verifies; a second invocation continues on the same database; a tampered expected-state
+//! file is reported as a violation with exit code 1.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mezz_stress(db: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mezz"))
+        .arg("stress")
+        .arg("--db")
+        .arg(db)
+        .args(["--keys", "100", "--quiet"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn stress_rounds_pass_and_continue_on_the_same_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = mezz_stress(
+        &db,
+        &[
+            "--rounds",
+            "3",
+            "--seed",
+            "11",
+            "--max-kill-delay-ms",
+            "300",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("stress: 3 rounds"), "{stdout}");
+    assert!(dir.path().join("db.expected").exists());
+
+    let out = mezz_stress(
+        &db,
+        &[
+            "--rounds",
+            "2",
+            "--seed",
+            "12",
+            "--max-kill-delay-ms",
+            "300",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_tampered_expected_state_is_a_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = mezz_stress(&db, &["--rounds", "1", "--ops-per-round", "50"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Claim that key 5 holds a version that was never written.
+    let mut st =
+        mezz_testkit::stress::ExpectedState::open(&dir.path().join("db.expected")).unwrap();
+    let mut slot = st.slot(5);
+    slot.committed = Some(1_000_000);
+    slot.max_version = 1_000_000;
+    st.set(5, slot).unwrap();
+    drop(st);
+    let out = mezz_stress(&db, &["--rounds", "1", "--max-kill-delay-ms", "0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("key 5: expected version 1000000 (pending -), found"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_option_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = mezz_stress(&dir.path().join("db"), &["--opt", "no_such_option=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dir.path().join("db.expected").exists());
+}
