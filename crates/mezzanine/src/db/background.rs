@@ -29,9 +29,6 @@ use crate::version::{VersionEdit, set_current, write_new_manifest};
 
 use super::DbInner;
 
-/// Switch to a new manifest once the current one is larger than this.
-const MAX_MANIFEST_BYTES: u64 = 64 << 20;
-
 impl DbInner {
     /// The loop of one background thread.
     pub(super) fn background_loop(self: &Arc<Self>) {
@@ -203,7 +200,7 @@ impl DbInner {
             self.set_bg_error(&msg);
             Error::Background(msg)
         })?;
-        let res = if manifest.size() > MAX_MANIFEST_BYTES {
+        let res = if manifest.size() > self.max_manifest_bytes.load(Ordering::Relaxed) {
             let number = self.new_file_number();
             let old = manifest.number();
             write_new_manifest(

@@ -170,6 +170,8 @@ pub(crate) struct DbInner {
     /// Signalled whenever a background job finishes (stalled writers, `flush`, waits).
     done_cv: Condvar,
     closed: AtomicBool,
+    /// Switch to a new manifest once the current one is larger (64 MiB; tests lower it).
+    max_manifest_bytes: AtomicU64,
     lock: Mutex<Option<Box<dyn FileLock>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -179,6 +181,9 @@ pub(crate) struct DbInner {
 pub struct Db {
     inner: Arc<DbInner>,
 }
+
+/// Switch to a new manifest once the current one is larger than this.
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 fn clone_error(e: &Error) -> Error {
     match e {
@@ -646,5 +651,46 @@ mod tests {
     fn db_is_send_and_sync() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Db>();
+    }
+
+    fn manifests(fs: &dyn FileSystem, dir: &Path) -> Vec<u64> {
+        let mut v: Vec<u64> = fs
+            .list_dir(dir)
+            .unwrap()
+            .iter()
+            .filter_map(|n| match filename::parse_file_name(n) {
+                Some((filename::FileType::Manifest, n)) => Some(n),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn a_large_manifest_is_replaced_by_a_snapshot() {
+        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let dir = Path::new("/db");
+        let opts = Options {
+            fs: Arc::clone(&fs),
+            ..Options::default()
+        };
+        let db = Db::open(dir, opts.clone()).unwrap();
+        let first = manifests(fs.as_ref(), dir);
+        assert_eq!(first.len(), 1);
+        db.inner.max_manifest_bytes.store(1, Ordering::Relaxed);
+        for round in 0..3u8 {
+            db.put(&[b'k', round], &[round]).unwrap();
+            db.flush().unwrap();
+        }
+        let now = manifests(fs.as_ref(), dir);
+        assert_eq!(now.len(), 1, "the old manifest is deleted");
+        assert!(now[0] > first[0], "a new manifest took over");
+        drop(db);
+        let db = Db::open(dir, opts).unwrap();
+        for round in 0..3u8 {
+            assert_eq!(db.get(&[b'k', round]).unwrap(), Some(vec![round]));
+        }
+        assert_eq!(db.stats().levels[0].files, 3);
     }
 }

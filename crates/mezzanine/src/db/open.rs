@@ -37,7 +37,7 @@ use crate::version::{
 };
 use crate::wal::{WalWriter, replay_wal};
 
-use super::{DbInner, SnapshotList, State, WriteState};
+use super::{DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::from(e).in_file(path)
@@ -246,6 +246,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
         closed: AtomicBool::new(false),
+        max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
         lock: Mutex::new(Some(lock)),
         threads: Mutex::new(Vec::new()),
         opts,
