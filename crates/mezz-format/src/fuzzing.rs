@@ -25,7 +25,9 @@ use crate::block::{Block, BlockBuilder, BlockFormat, IndexKind, KeySetRef, KeySe
 use crate::checksum::{crc32c, crc32c_extend, mask};
 use crate::coding::{get_fixed32, get_fixed64, get_varint32};
 use crate::filter::{BloomBuilder, BloomFilter};
-use crate::ikey::{ValueKind, compare_internal_keys, make_internal_key, parse_internal_key};
+use crate::ikey::{
+    MAX_SEQ, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,
+};
 use crate::iter::InternalIterator;
 use crate::log::{LOG_BLOCK_SIZE, LogRead, LogReader, LogWriter};
 use crate::sst::{FOOTER_LEN, TableBuilder, TableBuilderOptions, TableReader};
@@ -189,16 +191,15 @@ fn seek_targets(keys: &[Vec<u8>], data: &[u8]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         vec![0xff; 16],
     ];
     for k in stored.iter().take(2) {
-        // Just after and just before a stored key in internal-key order.
-        let mut after = k.clone();
-        after.push(0);
-        synthetic.push(after);
-        if let Some(p) = parse_internal_key(k) {
-            synthetic.push(make_internal_key(
-                p.user_key,
-                p.seq.saturating_add(1),
-                p.kind,
-            ));
+        // Near a stored key: one byte longer, and the same user key one sequence newer
+        // (just before it in internal-key order).
+        let mut longer = k.clone();
+        longer.push(0);
+        synthetic.push(longer);
+        if let Some(p) = parse_internal_key(k)
+            && let Some(seq) = p.seq.checked_add(1).filter(|&s| s <= MAX_SEQ)
+        {
+            synthetic.push(make_internal_key(p.user_key, seq, p.kind));
         }
     }
     (stored, synthetic)
