@@ -154,7 +154,7 @@ mod tests {
         let mut w = WalWriter::create(fs, dir, 7).unwrap();
         for i in 0..3u64 {
             let mut b = WriteBatch::new();
-            b.put(format!("k{i}").as_bytes(), &vec![b'v'; 100]);
+            b.put(format!("k{i}").as_bytes(), &[b'v'; 100]);
             b.set_sequence(10 + i);
             w.append(b.data(), i == 2).unwrap();
         }
