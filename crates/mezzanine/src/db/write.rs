@@ -86,16 +86,19 @@ impl DbInner {
         }
         // Fast path: nobody is writing or waiting, so this batch is a group of one and
         // needs no queue slot.
-        if let Some(mut ws) = self.write.try_lock()
-            && self.queue.lock().is_empty()
-        {
-            let mut batch = batch;
-            let r = self
-                .make_room_for_write(&mut ws, batch.approximate_size())
-                .and_then(|()| self.commit(&mut ws, &mut batch, sync));
+        if let Some(mut ws) = self.write.try_lock() {
+            if self.queue.lock().is_empty() {
+                let mut batch = batch;
+                let r = self
+                    .make_room_for_write(&mut ws, batch.approximate_size())
+                    .and_then(|()| self.commit(&mut ws, &mut batch, sync));
+                drop(ws);
+                self.wake_next_writer();
+                return r;
+            }
+            // Others are queued: go behind them, and make sure one of them is awake to lead.
             drop(ws);
             self.wake_next_writer();
-            return r;
         }
         let slot = Arc::new(Slot::default());
         self.queue.lock().push_back(Pending {
