@@ -50,5 +50,7 @@ pub use db::Db;
 pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use mezz_format::{SeqNo, ValueKind};
-pub use options::{BlockFormat, Options, Preset, ReadOptions, RecoveryMode, Snapshot, WriteOptions};
+pub use options::{
+    BlockFormat, Options, Preset, ReadOptions, RecoveryMode, Snapshot, WriteOptions,
+};
 pub use stats::Stats;
