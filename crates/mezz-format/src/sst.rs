@@ -890,6 +890,7 @@ impl TableReader {
                 return bad(format!("index key {i} not increasing"));
             }
             let block = Arc::new(self.read_data_block_uncached(h)?);
+            block.check_entries()?;
             let mut it = block.iter();
             it.seek_to_first();
             let mut in_block = 0u64;
