@@ -1,0 +1,41 @@
+//! Mezzanine's persistent-memory layer, and the one crate of the workspace that holds
+//! `unsafe` code.
+//!
+//! Owns, for now:
+//! - [`arena`]: a fixed-capacity byte region addressed by `u32` offsets, with a lock-free
+//!   bump allocator (heap-backed, optionally pre-faulted);
+//! - [`skiplist`]: a concurrent, insert-only skip list whose nodes live in an arena and link
+//!   to each other by offsets — the DRAM memtable's index.
+//!
+//! Later: mapping an NVM region (or a file emulating one), persist/fence primitives,
+//! persistence modes and crash simulation, so that the same offset-linked skip list can
+//! serve as the persistent NVM memtable.
+//!
+//! Invariants: structures inside an arena hold offsets, never pointers, so they stay valid
+//! wherever the region is mapped. Every `unsafe` block carries a `// SAFETY:` comment; the
+//! crate's tests run under Miri (`cargo +nightly miri test -p mezz-pmem`).
+//!
+//! Thread-safety: [`Arena`] and [`SkipList`] are `Send + Sync` (the list when its comparator
+//! is); concurrent inserts and lock-free reads are allowed. See each module.
+//!
+//! ```
+//! use mezz_pmem::{Arena, Bytewise, InsertError, SkipList};
+//!
+//! let list = SkipList::new(Arena::new(1 << 16), Bytewise).unwrap();
+//! list.insert(b"b", b"2").unwrap();
+//! list.insert(b"a", b"1").unwrap();
+//! assert_eq!(list.insert(b"a", b"x"), Err(InsertError::Duplicate));
+//! assert_eq!(list.get(b"a"), Some(&b"1"[..]));
+//!
+//! let mut c = list.cursor();
+//! c.seek_ge(b"aa");
+//! assert_eq!(c.key(), b"b");
+//! c.prev();
+//! assert_eq!(c.key(), b"a");
+//! ```
+
+pub mod arena;
+pub mod skiplist;
+
+pub use arena::{Arena, Prefault};
+pub use skiplist::{Bytewise, Comparator, Cursor, InsertError, Iter, SkipList};
