@@ -241,15 +241,56 @@ impl DbInner {
         }
     }
 
-    fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_open()?;
-        // The sequence first, then the super version: everything at or below `seq` is in
-        // that super version (a later switch only adds newer data).
+    /// What a read looks at: the current super version and the sequence number it reads
+    /// at (the snapshot's, or the last published one).
+    ///
+    /// The super version is loaded **before** the sequence number. Every table it names
+    /// was installed before the sequence is loaded, and a compaction drops a version of a
+    /// key only when its own inputs hold a newer one (or, with live snapshots, a newer
+    /// one in the same snapshot stripe), all of which were published by then: so whatever
+    /// a compaction removed from this super version is shadowed by a version the read
+    /// sees. The other order is wrong: a flush plus a compaction installed between the two
+    /// loads could replace the version visible at the (older) sequence by one above it,
+    /// and the read would fall through to an even older version further down. Writes
+    /// published after the super version was loaded may land in a newer memtable that the
+    /// read does not see; those are newer than everything it does see (a memtable holds a
+    /// contiguous range of sequence numbers and a batch never spans two), so the read
+    /// still sees a prefix of the history, and every write acknowledged before the read
+    /// started is in it.
+    fn read_view(&self, opts: &ReadOptions) -> (Arc<SuperVersion>, SeqNo) {
+        self.read_view_with(opts, || ())
+    }
+
+    /// [`DbInner::read_view`], running `between` after loading the super version and
+    /// before loading the sequence number (tests force interleavings with it).
+    fn read_view_with(
+        &self,
+        opts: &ReadOptions,
+        between: impl FnOnce(),
+    ) -> (Arc<SuperVersion>, SeqNo) {
+        let sv = self.super_version.load_full();
+        between();
         let seq = opts
             .snapshot
             .as_ref()
             .map_or_else(|| self.last_seq.load(Ordering::Acquire), Snapshot::sequence);
-        let sv = self.super_version.load_full();
+        (sv, seq)
+    }
+
+    fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let (sv, seq) = self.read_view(opts);
+        self.get_in(&sv, seq, opts, key)
+    }
+
+    /// The newest value of `key` at `seq` in `sv`.
+    fn get_in(
+        &self,
+        sv: &SuperVersion,
+        seq: SeqNo,
+        opts: &ReadOptions,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
         let found = |r: LookupResult| match r {
             LookupResult::Value(v) => Some(v),
             LookupResult::Deleted => None,
@@ -296,11 +337,12 @@ impl DbInner {
 
     fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
         self.check_open()?;
-        let seq = opts
-            .snapshot
-            .as_ref()
-            .map_or_else(|| self.last_seq.load(Ordering::Acquire), Snapshot::sequence);
-        let sv = self.super_version.load_full();
+        let (sv, seq) = self.read_view(opts);
+        self.iter_in(sv, seq, opts)
+    }
+
+    /// An iterator over `sv` at `seq`; it keeps `sv` (and the snapshot) alive.
+    fn iter_in(&self, sv: Arc<SuperVersion>, seq: SeqNo, opts: &ReadOptions) -> Result<DbIterator> {
         let topts = Self::table_read_options(opts);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(sv.mem.iter());
@@ -665,6 +707,65 @@ mod tests {
             .collect();
         v.sort_unstable();
         v
+    }
+
+    fn mem_db() -> Db {
+        let opts = Options {
+            fs: Arc::new(mezz_env::MemFs::new()),
+            ..Options::default()
+        };
+        Db::open("/db", opts).unwrap()
+    }
+
+    /// Writes `k = v3`, flushes and compacts everything: `k = v2` (still in the memtable
+    /// before this) is then gone from every table, shadowed by `v3`.
+    fn overwrite_flush_and_compact(db: &Db) {
+        db.put(b"k", b"v3").unwrap();
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        let v = &db.inner.super_version.load().version;
+        assert_eq!(v.num_files(0), 0, "everything left L0");
+    }
+
+    /// A read loads its super version before its sequence number, so a flush and a
+    /// compaction that land between the two loads (here forced through the hook) cannot
+    /// hide the version the read must see: with the opposite order the read would run at
+    /// a sequence below `v3` against tables that no longer hold `v2` (dropped as shadowed
+    /// by `v3`) and fall through to `v1`, or to nothing.
+    #[test]
+    fn a_compaction_between_the_view_loads_hides_nothing_from_get() {
+        let db = mem_db();
+        db.put(b"k", b"v1").unwrap();
+        db.compact_range(None, None).unwrap();
+        db.put(b"k", b"v2").unwrap();
+        let ro = ReadOptions::default();
+        let (sv, seq) = db
+            .inner
+            .read_view_with(&ro, || overwrite_flush_and_compact(&db));
+        let got = db.inner.get_in(&sv, seq, &ro, b"k").unwrap();
+        assert_eq!(got.as_deref(), Some(&b"v3"[..]));
+        drop(sv);
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v3"[..]));
+    }
+
+    /// The same interleaving for an iterator.
+    #[test]
+    fn a_compaction_between_the_view_loads_hides_nothing_from_iterators() {
+        let db = mem_db();
+        db.put(b"k", b"v1").unwrap();
+        db.compact_range(None, None).unwrap();
+        db.put(b"k", b"v2").unwrap();
+        let ro = ReadOptions::default();
+        let (sv, seq) = db
+            .inner
+            .read_view_with(&ro, || overwrite_flush_and_compact(&db));
+        let mut it = db.inner.iter_in(sv, seq, &ro).unwrap();
+        it.seek_to_first();
+        assert!(it.valid());
+        assert_eq!((it.key(), it.value()), (&b"k"[..], &b"v3"[..]));
+        it.next();
+        assert!(!it.valid());
+        it.status().unwrap();
     }
 
     #[test]
