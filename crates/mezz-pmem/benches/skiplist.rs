@@ -1,1 +1,171 @@
-fn main() {}
+//! Inserts/s and gets/s of the arena skip list against `crossbeam_skiplist::SkipMap` (the
+//! memtable it is meant to replace), single-threaded and with two threads.
+//!
+//! Workload: N random 16-byte keys with 100-byte values (N = 1 M by default), inserted in
+//! random order into a fresh structure, then every key looked up once in another random
+//! order. With two threads, each inserts (then looks up) half of the keys concurrently.
+//! Variants: the arena list on a pre-faulted arena, on a lazily faulted arena (first touch
+//! of each page paid during the inserts), and crossbeam's `SkipMap<Vec<u8>, Vec<u8>>` with
+//! owned copies of each key and value (what the current memtable does).
+//!
+//! Run: `cargo bench -p mezz-pmem --bench skiplist` (release profile). Environment:
+//! `SKL_N` (number of keys), `SKL_REPS` (repetitions; the best run is printed).
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_skiplist::SkipMap;
+use mezz_pmem::arena::Prefault;
+use mezz_pmem::skiplist::{MAX_HEIGHT, node_size};
+use mezz_pmem::{Arena, Bytewise, SkipList};
+
+const KEY_LEN: usize = 16;
+const VALUE_LEN: usize = 100;
+
+struct Rng(u64);
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Arena bytes for `n` nodes: the expected tower is 4/3 links; leave room for tall towers.
+fn arena_capacity(n: usize) -> usize {
+    node_size(MAX_HEIGHT, 0, 0) + n * (node_size(2, KEY_LEN, VALUE_LEN) + 4)
+}
+
+/// Runs `f(part)` on `threads` threads over disjoint interleaved parts of `items`; returns
+/// the wall time.
+fn timed<T: Sync>(threads: usize, items: &[T], f: impl Fn(&[T], usize) + Sync) -> Duration {
+    let start = Instant::now();
+    if threads == 1 {
+        f(items, 0);
+    } else {
+        let chunk = items.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            for (t, part) in items.chunks(chunk).enumerate() {
+                let f = &f;
+                s.spawn(move || f(part, t));
+            }
+        });
+    }
+    start.elapsed()
+}
+
+fn mops(n: usize, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64() / 1e6
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; ignore arguments.
+    let n = env_usize("SKL_N", 1_000_000);
+    let reps = env_usize("SKL_REPS", 2).max(1);
+    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let keys: Vec<[u8; KEY_LEN]> = (0..n)
+        .map(|_| {
+            let mut k = [0u8; KEY_LEN];
+            k[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
+            k[8..].copy_from_slice(&rng.next_u64().to_le_bytes());
+            k
+        })
+        .collect();
+    let mut lookups = keys.clone();
+    for i in (1..lookups.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        lookups.swap(i, j);
+    }
+    let value = [0x5Au8; VALUE_LEN];
+
+    println!(
+        "{n} keys x ({KEY_LEN} B key + {VALUE_LEN} B value), best of {reps}; M ops/s (wall time)"
+    );
+    println!(
+        "{:<42} {:>7} {:>22} {:>22}",
+        "structure", "threads", "insert", "get"
+    );
+    for threads in [1, 2] {
+        for prefault in [Prefault::Yes, Prefault::No] {
+            let mut best = (Duration::MAX, Duration::MAX, Duration::MAX);
+            for _ in 0..reps {
+                let t0 = Instant::now();
+                let arena = Arena::with_prefault(arena_capacity(n), prefault);
+                let create = t0.elapsed();
+                let list = Arc::new(SkipList::new(arena, Bytewise).expect("arena holds the head"));
+                let ins = timed(threads, &keys, |part, _| {
+                    for k in part {
+                        list.insert(k, &value).expect("insert");
+                    }
+                });
+                assert_eq!(list.len(), n);
+                let get = timed(threads, &lookups, |part, _| {
+                    let mut found = 0usize;
+                    for k in part {
+                        found += list.get(k).map_or(0, <[u8]>::len);
+                    }
+                    assert_eq!(black_box(found), part.len() * VALUE_LEN);
+                });
+                best = (best.0.min(ins), best.1.min(get), best.2.min(create));
+            }
+            let name = match prefault {
+                Prefault::Yes => format!(
+                    "mezz-pmem arena list (prefault {:.0} ms)",
+                    best.2.as_secs_f64() * 1e3
+                ),
+                Prefault::No => "mezz-pmem arena list (lazy pages)".to_string(),
+            };
+            report(&name, threads, n, best.0, best.1);
+        }
+
+        let mut best = (Duration::MAX, Duration::MAX);
+        for _ in 0..reps {
+            let map: SkipMap<Vec<u8>, Vec<u8>> = SkipMap::new();
+            let ins = timed(threads, &keys, |part, _| {
+                for k in part {
+                    map.insert(k.to_vec(), value.to_vec());
+                }
+            });
+            assert_eq!(map.len(), n);
+            let get = timed(threads, &lookups, |part, _| {
+                let mut found = 0usize;
+                for k in part {
+                    found += map.get(&k[..]).map_or(0, |e| e.value().len());
+                }
+                assert_eq!(black_box(found), part.len() * VALUE_LEN);
+            });
+            best = (best.0.min(ins), best.1.min(get));
+            drop(map);
+        }
+        report(
+            "crossbeam SkipMap<Vec<u8>,Vec<u8>>",
+            threads,
+            n,
+            best.0,
+            best.1,
+        );
+    }
+}
+
+fn report(name: &str, threads: usize, n: usize, ins: Duration, get: Duration) {
+    println!(
+        "{:<42} {:>7} {:>9.2} ({:>8.0} ms) {:>9.2} ({:>8.0} ms)",
+        name,
+        threads,
+        mops(n, ins),
+        ins.as_secs_f64() * 1e3,
+        mops(n, get),
+        get.as_secs_f64() * 1e3
+    );
+}

@@ -225,7 +225,7 @@ impl Arena {
     /// Panics if `off` is not a multiple of 4 or the word is out of bounds.
     #[inline]
     pub fn atomic_u32(&self, off: u32) -> &AtomicU32 {
-        assert!(off % 4 == 0, "misaligned AtomicU32 offset {off}");
+        assert!(off.is_multiple_of(4), "misaligned AtomicU32 offset {off}");
         let ptr = self.ptr(off, 4);
         // SAFETY: the 4 bytes are in bounds, 4-aligned (the base is 8-aligned and `off` is a
         // multiple of 4), initialised, and live as long as `&self`. `AtomicU32` has the size
@@ -239,7 +239,7 @@ impl Arena {
     /// Panics if `off` is not a multiple of 8 or the word is out of bounds.
     #[inline]
     pub fn atomic_u64(&self, off: u32) -> &AtomicU64 {
-        assert!(off % 8 == 0, "misaligned AtomicU64 offset {off}");
+        assert!(off.is_multiple_of(8), "misaligned AtomicU64 offset {off}");
         let ptr = self.ptr(off, 8);
         // SAFETY: as in `atomic_u32`, with 8 bytes and 8-byte alignment (the base comes from
         // a `Box<[u64]>`, and `off` is a multiple of 8).
@@ -326,11 +326,8 @@ mod tests {
         // SAFETY: no concurrent writer.
         assert_eq!(unsafe { a.bytes(off, 12) }, b"hello arena!");
         // SAFETY: no concurrent writer.
-        assert_eq!(
-            unsafe { a.bytes(off + 12, 4) },
-            &[0, 0, 0, 0],
-            "fresh memory is zero"
-        );
+        let tail = unsafe { a.bytes(off + 12, 4) };
+        assert_eq!(tail, &[0, 0, 0, 0], "fresh memory is zero");
         let w = a.alloc(16, 8).unwrap();
         a.atomic_u64(w).store(u64::MAX - 1, Ordering::Relaxed);
         a.atomic_u32(w + 8).store(7, Ordering::Relaxed);

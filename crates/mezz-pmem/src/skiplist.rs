@@ -417,63 +417,58 @@ impl<C: Comparator> SkipList<C> {
         }
     }
 
-    /// The first node whose key is `>= key`, or NIL.
-    fn find_ge(&self, key: &[u8]) -> u32 {
+    /// Searches from the top for the boundary around `key`: returns `(x, n)` where `x` is
+    /// the last node whose key is `< key` (`inclusive` false) or `<= key` (`inclusive`
+    /// true), NIL if there is none, and `n` is the successor of `x` at level 0 as seen by
+    /// the last comparison, NIL at the end.
+    ///
+    /// `n` must be the link value that was compared, never a fresh load of `x`'s link: a
+    /// concurrent insert may have linked a node between `x` and `n` since then, and that
+    /// node may be on the wrong side of `key`.
+    fn find_boundary(&self, key: &[u8], inclusive: bool) -> (u32, u32) {
         let mut x = self.head;
-        let mut level = self.height.load(AtomicOrdering::Relaxed) as usize;
-        while level > 0 {
-            level -= 1;
-            x = self.find_splice(key, level, x).0;
-        }
-        self.next_of(x, 0)
-    }
-
-    /// The first node whose key is `> key`, or NIL.
-    fn find_gt(&self, key: &[u8]) -> u32 {
-        let n = self.find_le(key);
-        if n == NIL {
-            self.next_of(self.head, 0)
-        } else {
-            self.next_of(n, 0)
-        }
-    }
-
-    /// The last node whose key is `< key` (`strict`) or `<= key`, or NIL.
-    fn find_before(&self, key: &[u8], strict: bool) -> u32 {
-        let mut x = self.head;
+        let mut n = NIL;
         let mut level = self.height.load(AtomicOrdering::Relaxed) as usize;
         while level > 0 {
             level -= 1;
             loop {
-                let next = self.next_of(x, level);
-                if next == NIL {
+                n = self.next_of(x, level);
+                if n == NIL {
                     break;
                 }
-                let o = self.cmp.compare(key, self.key(next));
-                // strict: advance while next < key, i.e. key > next.
-                // not strict: advance while next <= key, i.e. key >= next.
-                let advance = if strict {
-                    o == Ordering::Greater
-                } else {
-                    o != Ordering::Less
+                // Advance while n < key (exclusive) or n <= key (inclusive).
+                let advance = match self.cmp.compare(self.key(n), key) {
+                    Ordering::Less => true,
+                    Ordering::Equal => inclusive,
+                    Ordering::Greater => false,
                 };
                 if !advance {
                     break;
                 }
-                x = next;
+                x = n;
             }
         }
-        if x == self.head { NIL } else { x }
+        (if x == self.head { NIL } else { x }, n)
+    }
+
+    /// The first node whose key is `>= key`, or NIL.
+    fn find_ge(&self, key: &[u8]) -> u32 {
+        self.find_boundary(key, false).1
+    }
+
+    /// The first node whose key is `> key`, or NIL.
+    fn find_gt(&self, key: &[u8]) -> u32 {
+        self.find_boundary(key, true).1
     }
 
     /// The last node whose key is `< key`, or NIL.
     fn find_lt(&self, key: &[u8]) -> u32 {
-        self.find_before(key, true)
+        self.find_boundary(key, false).0
     }
 
     /// The last node whose key is `<= key`, or NIL.
     fn find_le(&self, key: &[u8]) -> u32 {
-        self.find_before(key, false)
+        self.find_boundary(key, true).0
     }
 
     /// The last node of the list, or NIL.

@@ -5,6 +5,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -16,7 +17,8 @@ use mezz_pmem::{Arena, Bytewise, Comparator, Cursor, InsertError, SkipList};
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn new_list(capacity: usize) -> SkipList<Bytewise> {
-    SkipList::new(Arena::with_prefault(capacity, Prefault::No), Bytewise).unwrap()
+    SkipList::new(Arena::with_prefault(capacity, Prefault::No), Bytewise)
+        .expect("the arena holds the head node")
 }
 
 fn model_ge<'m>(m: &'m Model, k: &[u8]) -> Option<(&'m Vec<u8>, &'m Vec<u8>)> {
@@ -94,11 +96,14 @@ fn model_random_inserts_seeks_and_walks() {
             let vlen = rng.below(20);
             let value = rng.bytes(vlen);
             let got = list.insert(&key, &value);
-            if model.contains_key(&key) {
-                assert_eq!(got, Err(InsertError::Duplicate), "duplicate {key:?}");
-            } else {
-                assert_eq!(got, Ok(()), "insert {key:?}");
-                model.insert(key, value);
+            match model.entry(key) {
+                Entry::Occupied(e) => {
+                    assert_eq!(got, Err(InsertError::Duplicate), "duplicate {:?}", e.key());
+                }
+                Entry::Vacant(e) => {
+                    assert_eq!(got, Ok(()), "insert {:?}", e.key());
+                    e.insert(value);
+                }
             }
 
             // Point lookups and seeks for a random probe, present or not.
