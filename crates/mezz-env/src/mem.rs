@@ -295,13 +295,19 @@ impl FileSystem for MemFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let path = normalize(path);
         let inode = self.create_inode("create", &path)?;
-        Ok(Box::new(MemWritableFile { inode }))
+        Ok(Box::new(MemWritableFile {
+            inode,
+            fs: Arc::clone(&self.state),
+        }))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let path = normalize(path);
         let inode = self.state.lock().file_or_err("open for append", &path)?;
-        Ok(Box::new(MemWritableFile { inode }))
+        Ok(Box::new(MemWritableFile {
+            inode,
+            fs: Arc::clone(&self.state),
+        }))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
@@ -428,13 +434,20 @@ impl FileSystem for MemFs {
 }
 
 /// An appender on a [`MemFs`] file.
+///
+/// Appends and syncs take the file system's namespace lock too, so that
+/// [`MemFs::crash_clone`] (which holds it) sees one instant across all files: a power cut
+/// is instantaneous, and a clone that read one file before a sync and another after it
+/// would show an impossible state (a later file durable, an earlier one not).
 #[derive(Debug)]
 pub struct MemWritableFile {
     inode: InodeRef,
+    fs: Arc<Mutex<State>>,
 }
 
 impl WritableFile for MemWritableFile {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        let _instant = self.fs.lock();
         self.inode.write().data.extend_from_slice(data);
         Ok(())
     }
@@ -444,6 +457,7 @@ impl WritableFile for MemWritableFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        let _instant = self.fs.lock();
         let mut inode = self.inode.write();
         inode.synced_len = inode.data.len();
         Ok(())
