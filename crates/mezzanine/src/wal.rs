@@ -101,7 +101,8 @@ pub enum ReplayEnd {
 /// Reads WAL `path` and calls `apply` with each record's batch, in order.
 ///
 /// `tolerate_tail`: a damaged tail (`Corrupt { at_tail: true }`) ends the replay instead of
-/// failing it (only for the newest log under `TolerateCorruptTail`). Any other damage, and
+/// failing it (under `TolerateCorruptTail`; recovery then replays no later log). Any other
+/// damage, and
 /// any record that does not decode as a batch, is a `Corruption` naming the file and offset.
 ///
 /// # Errors

@@ -96,6 +96,8 @@ impl DbInner {
     /// drops the memtable and deletes its WAL.
     fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
         let start = Instant::now();
+        // The memtable's WAL (and older ones) become durable first, off the write path.
+        self.sync_closed_wals(imm.id())?;
         let id = self.new_file_number();
         let mut iter = imm.iter();
         let written = write_table(self.fs.as_ref(), &self.path, &self.opts, id, iter.as_mut())?;
@@ -386,13 +388,13 @@ impl DbInner {
         for t in threads {
             let _ = t.join();
         }
-        let mut first_err = None;
+        let mut first_err = self.sync_closed_wals(u64::MAX).err();
         {
             let mut ws = self.write.lock();
             if let Some(w) = ws.wal.as_mut()
                 && let Err(e) = w.sync()
             {
-                first_err = Some(e);
+                first_err.get_or_insert(e);
             }
         }
         self.wake_next_writer();

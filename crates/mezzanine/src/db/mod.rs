@@ -174,6 +174,18 @@ pub(crate) struct DbInner {
     max_manifest_bytes: AtomicU64,
     lock: Mutex<Option<Box<dyn FileLock>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// WALs of switched-out memtables whose tails may not be durable yet, oldest first.
+    closed_wals: Mutex<Vec<Arc<ClosedWal>>>,
+}
+
+/// The WAL of a memtable that was switched out. Its tail is synced off the write path: by
+/// the background flush of its memtable, or earlier by a `sync` write (which must not be
+/// acknowledged while an older WAL could still lose its tail). `writer` is `None` once
+/// synced.
+#[derive(Debug)]
+pub(crate) struct ClosedWal {
+    number: u64,
+    writer: Mutex<Option<WalWriter>>,
 }
 
 /// An open database. `Send + Sync`: share it between threads with `Arc<Db>`.

@@ -8,8 +8,11 @@
 //! 3. Replay every WAL numbered >= the log number, oldest first, into a memtable; a
 //!    memtable that fills is written to an L0 table; at the end the last memtable is
 //!    written too. So every replayed WAL becomes obsolete and the database starts with an
-//!    empty memtable and a new WAL. Damage: a torn tail of the newest WAL is dropped under
-//!    `TolerateCorruptTail`; anything else is a `Corruption` naming file and offset.
+//!    empty memtable and a new WAL. Damage: under `TolerateCorruptTail` a torn tail of any
+//!    WAL ends recovery there (point in time: later WALs are not replayed — a WAL switched
+//!    out is synced off the write path, and a `sync` write first syncs every older WAL, so
+//!    nothing acknowledged as durable lies beyond a tear); anything else is a `Corruption`
+//!    naming file and offset.
 //! 4. Write a new manifest holding the whole version, point `CURRENT` at it (temp file +
 //!    rename + directory sync).
 //! 5. Delete every file the new state does not use: SSTs not in the version, older WALs and
@@ -35,7 +38,7 @@ use crate::version::{
     SuperVersion, Version, VersionEdit, recover_manifest, set_current, write_file_atomically,
     write_new_manifest,
 };
-use crate::wal::{WalWriter, replay_wal};
+use crate::wal::{ReplayEnd, WalWriter, replay_wal};
 
 use super::{DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
 
@@ -124,10 +127,15 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
         Ok(())
     };
-    for (i, &number) in wals.iter().enumerate() {
+    // A torn tail ends recovery at that point (point in time), even in a WAL that is not
+    // the newest: a WAL switched out is synced off the write path, so a power cut can tear
+    // it while a newer WAL holds later (never synced) writes. Replaying those would leave a
+    // hole in the history; no acknowledged-durable write is among them, because a `sync`
+    // write first syncs every older WAL. Later WALs become obsolete with the new log number.
+    let tolerate = mode == RecoveryMode::TolerateCorruptTail;
+    for &number in &wals {
         let wal_path = filename::wal_file(&dir, number);
-        let tolerate = mode == RecoveryMode::TolerateCorruptTail && i + 1 == wals.len();
-        replay_wal(fs.as_ref(), &wal_path, tolerate, |batch| {
+        let end = replay_wal(fs.as_ref(), &wal_path, tolerate, |batch| {
             let n = batch.len() as u64;
             if n > 0 {
                 let seq: SeqNo = batch.sequence();
@@ -140,6 +148,9 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             }
             Ok(())
         })?;
+        if matches!(end, ReplayEnd::TornTail { .. }) {
+            break;
+        }
     }
     flush_mem(&mem, &mut edit)?;
     drop(mem);
@@ -249,6 +260,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
         lock: Mutex::new(Some(lock)),
         threads: Mutex::new(Vec::new()),
+        closed_wals: Mutex::new(Vec::new()),
         opts,
     });
     for i in 0..jobs {

@@ -197,6 +197,11 @@ impl DbInner {
         let stats = &self.stats;
         if let Some(wal) = ws.wal.as_mut() {
             let data = batch.data();
+            if sync {
+                // A synced write may not be acknowledged while an older WAL's tail is not
+                // durable (recovery stops at the first torn tail).
+                self.sync_closed_wals(u64::MAX)?;
+            }
             if let Err(e) = wal.append(data, sync) {
                 self.set_bg_error(&format!("WAL append failed: {e}"));
                 return Err(e);
@@ -316,18 +321,37 @@ impl DbInner {
         }
     }
 
+    /// Syncs every closed WAL numbered `up_to` or lower that is not synced yet, oldest
+    /// first. A failure is sticky (background error): the WAL's tail is then not durable.
+    pub(super) fn sync_closed_wals(&self, up_to: u64) -> Result<()> {
+        let pending: Vec<Arc<super::ClosedWal>> = {
+            let list = self.closed_wals.lock();
+            if list.is_empty() {
+                return Ok(());
+            }
+            list.iter().filter(|w| w.number <= up_to).cloned().collect()
+        };
+        for w in &pending {
+            let mut g = w.writer.lock();
+            if let Some(wal) = g.as_mut() {
+                if let Err(e) = wal.sync() {
+                    self.set_bg_error(&format!("WAL sync failed: {e}"));
+                    return Err(e);
+                }
+                *g = None;
+            }
+        }
+        self.closed_wals
+            .lock()
+            .retain(|w| w.writer.lock().is_some());
+        Ok(())
+    }
+
     /// Makes the active memtable immutable and starts a new one with a new WAL.
     /// REQUIRES: the `write` lock (`ws`), room for one more immutable memtable.
     pub(super) fn switch_memtable(&self, ws: &mut WriteState) -> Result<()> {
-        // The old WAL becomes durable before the new one exists: a torn tail can then only
-        // be in the newest WAL, and a synced write in the new WAL never depends on unsynced
-        // writes in the old one.
-        if let Some(w) = ws.wal.as_mut()
-            && let Err(e) = w.sync()
-        {
-            self.set_bg_error(&format!("WAL sync failed: {e}"));
-            return Err(e);
-        }
+        // The new WAL first: if creating it fails, nothing has changed (the old memtable
+        // and WAL stay active).
         let number = self.new_file_number();
         let wal = if self.opts.use_wal {
             let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?;
@@ -338,6 +362,17 @@ impl DbInner {
         } else {
             None
         };
+        // The old WAL is synced off the write path (by its memtable's flush, or sooner by a
+        // `sync` write): syncing up to a whole memtable's worth of log here would stall
+        // every writer for as long. Until then a power cut may tear its tail; recovery then
+        // stops at the tear (point in time), which loses no acknowledged-durable write
+        // because a `sync` write first syncs every older WAL.
+        if let Some(w) = ws.wal.take() {
+            self.closed_wals.lock().push(Arc::new(super::ClosedWal {
+                number: w.number(),
+                writer: parking_lot::Mutex::new(Some(w)),
+            }));
+        }
         let mem = Arc::new(MemTable::new(number));
         let old = std::mem::replace(&mut ws.mem, Arc::clone(&mem));
         ws.wal = wal;
