@@ -177,9 +177,11 @@ impl<C: Comparator> SkipList<C> {
         Ok(list)
     }
 
-    /// Number of entries.
+    /// Number of entries. Every entry counted is visible to searches and scans that start
+    /// after this call (the count is read with `Acquire`, and incremented with `Release`
+    /// after the entry is linked).
     pub fn len(&self) -> usize {
-        self.len.load(AtomicOrdering::Relaxed)
+        self.len.load(AtomicOrdering::Acquire)
     }
 
     /// Whether the list has no entries.
@@ -323,7 +325,7 @@ impl<C: Comparator> SkipList<C> {
                 }
             }
         }
-        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+        self.len.fetch_add(1, AtomicOrdering::Release);
         Ok(())
     }
 
@@ -369,24 +371,18 @@ impl<C: Comparator> SkipList<C> {
         self.link(node, level).load(AtomicOrdering::Acquire)
     }
 
+    /// A field of `node`'s header: 0 = key_len, 4 = value_len, 8 = height.
     #[inline]
-    fn header(&self, node: u32) -> (usize, usize, usize) {
-        let key_len = self.arena.atomic_u32(node).load(AtomicOrdering::Relaxed) as usize;
-        let value_len = self
-            .arena
-            .atomic_u32(node + 4)
-            .load(AtomicOrdering::Relaxed) as usize;
-        let height = self
-            .arena
-            .atomic_u32(node + 8)
-            .load(AtomicOrdering::Relaxed) as usize;
-        (key_len, value_len, height)
+    fn field(&self, node: u32, at: u32) -> usize {
+        self.arena
+            .atomic_u32(node + at)
+            .load(AtomicOrdering::Relaxed) as usize
     }
 
     /// The key of `node`.
     #[inline]
     fn key(&self, node: u32) -> &[u8] {
-        let (key_len, _, height) = self.header(node);
+        let (key_len, height) = (self.field(node, 0), self.field(node, 8));
         let off = node + (HEADER_SIZE + LINK_SIZE * height) as u32;
         // SAFETY: `node` is published or owned by this thread (see above), so its key bytes
         // were written before this read happens and are never written again.
@@ -396,7 +392,8 @@ impl<C: Comparator> SkipList<C> {
     /// The value of `node`.
     #[inline]
     fn value(&self, node: u32) -> &[u8] {
-        let (key_len, value_len, height) = self.header(node);
+        let (key_len, value_len) = (self.field(node, 0), self.field(node, 4));
+        let height = self.field(node, 8);
         let off = node + (HEADER_SIZE + LINK_SIZE * height + key_len) as u32;
         // SAFETY: as in `key`: the value bytes are written once, before publication.
         unsafe { self.arena.bytes(off, value_len) }
