@@ -131,7 +131,8 @@ impl Arena {
 
     /// Reserves `size` bytes aligned to `align` and returns their offset, or `None` when the
     /// region has not enough room left (then nothing is reserved). The bytes of a fresh
-    /// allocation are zero. Lock-free: concurrent callers get disjoint ranges.
+    /// allocation are zero unless they were written before through an offset outside any
+    /// allocation. Lock-free: concurrent callers get disjoint ranges.
     ///
     /// Panics if `align` is not a power of two or is greater than 8.
     pub fn alloc(&self, size: usize, align: usize) -> Option<u32> {

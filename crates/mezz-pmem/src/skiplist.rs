@@ -170,10 +170,20 @@ impl<C: Comparator> SkipList<C> {
             height: AtomicU32::new(1),
             len: AtomicUsize::new(0),
         };
-        // The fresh allocation is zero: key_len = value_len = 0 and all links are NIL.
+        // Initialise the whole head explicitly (the arena may have been written outside its
+        // allocations before the list took it): empty key and value, every link NIL.
+        list.arena
+            .atomic_u32(head)
+            .store(0, AtomicOrdering::Relaxed);
+        list.arena
+            .atomic_u32(head + 4)
+            .store(0, AtomicOrdering::Relaxed);
         list.arena
             .atomic_u32(head + 8)
             .store(MAX_HEIGHT as u32, AtomicOrdering::Relaxed);
+        for level in 0..MAX_HEIGHT {
+            list.link(head, level).store(NIL, AtomicOrdering::Relaxed);
+        }
         Ok(list)
     }
 
@@ -194,9 +204,11 @@ impl<C: Comparator> SkipList<C> {
         self.arena.used()
     }
 
-    /// The arena holding the nodes.
-    pub fn arena(&self) -> &Arena {
-        &self.arena
+    /// Size of the arena in bytes (the most [`SkipList::memory_usage`] can reach). The arena
+    /// itself is not exposed: only the list may write into it, which is what makes its
+    /// lock-free reads sound.
+    pub fn capacity(&self) -> usize {
+        self.arena.capacity()
     }
 
     /// The comparator ordering the keys.
@@ -216,8 +228,10 @@ impl<C: Comparator> SkipList<C> {
     }
 
     /// Inserts an entry whose key and value are written in place by `fill`, which receives
-    /// the zeroed key buffer (`key_len` bytes) and value buffer (`value_len` bytes) inside the
-    /// arena. Avoids building the key in a temporary buffer.
+    /// the key buffer (`key_len` bytes) and the value buffer (`value_len` bytes) inside the
+    /// arena, and must write all of both. Avoids building the key in a temporary buffer.
+    /// (The buffers are fresh arena memory: zero, unless the arena was written outside its
+    /// allocations before the list took it.)
     ///
     /// The node is allocated before the list is searched, so a [`InsertError::Duplicate`]
     /// leaves its arena space unused. Errors as in [`SkipList::insert`]; on `Full`, `fill`

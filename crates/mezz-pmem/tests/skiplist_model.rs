@@ -356,3 +356,22 @@ fn cursor_can_own_an_arc_of_the_list() {
     .unwrap();
     assert_eq!(got, (b"b".to_vec(), b"2".to_vec()));
 }
+
+/// The list initialises its head itself: bytes written into the arena before the list took
+/// it (outside any allocation) do not show up as links.
+#[test]
+fn dirty_arena_does_not_leak_into_the_list() {
+    let arena = Arena::new(4096);
+    for off in (8..256).step_by(4) {
+        arena
+            .atomic_u32(off)
+            .store(0xFFFF_FFF0, std::sync::atomic::Ordering::Relaxed);
+    }
+    let list = SkipList::new(arena, Bytewise).unwrap();
+    assert_eq!(list.capacity(), 4096);
+    assert_same(&list, &Model::new());
+    list.insert(b"k", b"v").unwrap();
+    let mut model = Model::new();
+    model.insert(b"k".to_vec(), b"v".to_vec());
+    assert_same(&list, &model);
+}
