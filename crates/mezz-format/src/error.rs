@@ -90,6 +90,41 @@ impl Error {
         }
     }
 
+    /// A copy of this error, for `status()` methods and group-commit members that must
+    /// report one stored error again. `Io` errors keep their kind and message (the source
+    /// chain is flattened into the text).
+    #[must_use]
+    pub fn duplicate(&self) -> Self {
+        match self {
+            Self::Corruption {
+                file,
+                offset,
+                detail,
+            } => Self::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                detail: detail.clone(),
+            },
+            Self::Io { path, source } => Self::Io {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Self::InvalidArgument(m) => Self::InvalidArgument(m.clone()),
+            Self::UnsupportedVersion {
+                what,
+                found,
+                supported,
+            } => Self::UnsupportedVersion {
+                what,
+                found: *found,
+                supported: *supported,
+            },
+            Self::Locked(p) => Self::Locked(p.clone()),
+            Self::Background(m) => Self::Background(m.clone()),
+            Self::Closed => Self::Closed,
+        }
+    }
+
     /// Whether this is a corruption error.
     #[must_use]
     pub fn is_corruption(&self) -> bool {

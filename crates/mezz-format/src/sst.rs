@@ -1045,25 +1045,6 @@ fn check_block(mut buf: Vec<u8>, h: BlockHandle, size: usize) -> Result<Vec<u8>>
     Ok(buf)
 }
 
-fn duplicate_error(e: &Error) -> Error {
-    match e {
-        Error::Corruption {
-            file,
-            offset,
-            detail,
-        } => Error::Corruption {
-            file: file.clone(),
-            offset: *offset,
-            detail: detail.clone(),
-        },
-        Error::Io { path, source } => Error::Io {
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        other => Error::corruption(0, other.to_string()),
-    }
-}
-
 /// A two-level iterator over a table: the index block selects data blocks, which are loaded
 /// lazily through the block cache. A read error stops the iteration (`valid()` false) and
 /// is reported by `status()` until the next seek.
@@ -1223,7 +1204,7 @@ impl InternalIterator for TableIter {
 
     fn status(&self) -> Result<()> {
         if let Some(e) = &self.err {
-            return Err(duplicate_error(e));
+            return Err(e.duplicate());
         }
         self.index.status()?;
         self.data.as_ref().map_or(Ok(()), BlockIter::status)

@@ -40,41 +40,6 @@ use crate::error::{Error, Result};
 use crate::sst::TableCache;
 use crate::table::{TableMeta, TableReadOptions};
 
-/// A copy of an error, for `status()` methods that must report a stored error again.
-/// `Io` errors keep their kind and message (the source chain is flattened into the text).
-#[must_use]
-pub(crate) fn clone_error(e: &Error) -> Error {
-    match e {
-        Error::Corruption {
-            file,
-            offset,
-            detail,
-        } => Error::Corruption {
-            file: file.clone(),
-            offset: *offset,
-            detail: detail.clone(),
-        },
-        Error::Io { path, source } => Error::Io {
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
-        Error::UnsupportedVersion {
-            what,
-            found,
-            supported,
-        } => Error::UnsupportedVersion {
-            what,
-            found: *found,
-            supported: *supported,
-        },
-        Error::Locked(p) => Error::Locked(p.clone()),
-        Error::Background(m) => Error::Background(m.clone()),
-        Error::Closed => Error::Closed,
-        other => Error::Background(other.to_string()),
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
     Forward,
@@ -531,7 +496,7 @@ impl InternalIterator for LevelIterator {
 
     fn status(&self) -> Result<()> {
         if let Some(e) = &self.err {
-            return Err(clone_error(e));
+            return Err(e.duplicate());
         }
         self.iter.as_ref().map_or(Ok(()), |it| it.status())
     }
@@ -850,7 +815,7 @@ impl DbIterator {
     /// `Corruption` or `Io` from the tables read.
     pub fn status(&self) -> Result<()> {
         if let Some(e) = &self.err {
-            return Err(clone_error(e));
+            return Err(e.duplicate());
         }
         self.inner.status()
     }
@@ -1341,9 +1306,9 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn clone_error_keeps_details() {
+    fn duplicate_error_keeps_details() {
         let e = Error::corruption(42, "bad").in_file("x.sst");
-        match clone_error(&e) {
+        match e.duplicate() {
             Error::Corruption {
                 file,
                 offset,
@@ -1356,7 +1321,7 @@ pub(crate) mod tests {
             other => panic!("{other:?}"),
         }
         let io = Error::from(std::io::Error::new(std::io::ErrorKind::NotFound, "gone"));
-        match clone_error(&io) {
+        match io.duplicate() {
             Error::Io { source, .. } => assert_eq!(source.kind(), std::io::ErrorKind::NotFound),
             other => panic!("{other:?}"),
         }

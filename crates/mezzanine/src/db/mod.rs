@@ -197,29 +197,6 @@ pub struct Db {
 /// Switch to a new manifest once the current one is larger than this.
 const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
-fn clone_error(e: &Error) -> Error {
-    match e {
-        Error::Corruption {
-            file,
-            offset,
-            detail,
-        } => Error::Corruption {
-            file: file.clone(),
-            offset: *offset,
-            detail: detail.clone(),
-        },
-        Error::Io { path, source } => Error::Io {
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
-        Error::Locked(p) => Error::Locked(p.clone()),
-        Error::Background(s) => Error::Background(s.clone()),
-        Error::Closed => Error::Closed,
-        other => Error::Background(other.to_string()),
-    }
-}
-
 fn elapsed_nanos(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }

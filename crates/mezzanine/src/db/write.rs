@@ -22,7 +22,7 @@ use crate::memtable::MemTable;
 use crate::stats::StatsCollector;
 use crate::wal::WalWriter;
 
-use super::{DbInner, Pending, Slot, State, WriteState, clone_error};
+use super::{DbInner, Pending, Slot, State, WriteState};
 
 /// The most bytes of batches one group commit takes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -183,7 +183,7 @@ impl DbInner {
             }
             Err(e) => {
                 for s in &slots {
-                    s.finish(Err(clone_error(&e)));
+                    s.finish(Err(e.duplicate()));
                 }
             }
         }
