@@ -4,8 +4,10 @@
 //! Workload: N random 16-byte keys with 100-byte values (N = 1 M by default), inserted in
 //! random order into a fresh structure, then every key looked up once in another random
 //! order. With two threads, each inserts (then looks up) half of the keys concurrently.
-//! Variants: the arena list on a pre-faulted arena, on a lazily faulted arena (first touch
-//! of each page paid during the inserts), and crossbeam's `SkipMap<Vec<u8>, Vec<u8>>` with
+//! Variants: the arena list on a pre-faulted arena with transparent huge pages (the
+//! default), on pre-faulted 4 KiB pages, on lazily faulted 4 KiB pages (first touch of each
+//! page paid during the inserts; the time to create a pre-faulted arena is printed in
+//! parentheses), and crossbeam's `SkipMap<Vec<u8>, Vec<u8>>` with
 //! owned copies of each key and value (what the current memtable does).
 //!
 //! Run: `cargo bench -p mezz-pmem --bench skiplist` (release profile). Environment:
@@ -16,9 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_skiplist::SkipMap;
-use mezz_pmem::arena::Prefault;
 use mezz_pmem::skiplist::{MAX_HEIGHT, node_size};
-use mezz_pmem::{Arena, Bytewise, SkipList};
+use mezz_pmem::{Arena, ArenaOptions, Bytewise, SkipList};
 
 const KEY_LEN: usize = 16;
 const VALUE_LEN: usize = 100;
@@ -93,15 +94,31 @@ fn main() {
         "{n} keys x ({KEY_LEN} B key + {VALUE_LEN} B value), best of {reps}; M ops/s (wall time)"
     );
     println!(
-        "{:<42} {:>7} {:>22} {:>22}",
+        "{:<46} {:>7} {:>22} {:>22}",
         "structure", "threads", "insert", "get"
     );
     for threads in [1, 2] {
-        for prefault in [Prefault::Yes, Prefault::No] {
+        for (label, options) in [
+            ("huge pages, prefault", ArenaOptions::default()),
+            (
+                "4 KiB pages, prefault",
+                ArenaOptions {
+                    prefault: true,
+                    huge_pages: false,
+                },
+            ),
+            (
+                "4 KiB pages, lazy",
+                ArenaOptions {
+                    prefault: false,
+                    huge_pages: false,
+                },
+            ),
+        ] {
             let mut best = (Duration::MAX, Duration::MAX, Duration::MAX);
             for _ in 0..reps {
                 let t0 = Instant::now();
-                let arena = Arena::with_prefault(arena_capacity(n), prefault);
+                let arena = Arena::with_options(arena_capacity(n), options);
                 let create = t0.elapsed();
                 let list = Arc::new(SkipList::new(arena, Bytewise).expect("arena holds the head"));
                 let ins = timed(threads, &keys, |part, _| {
@@ -119,12 +136,10 @@ fn main() {
                 });
                 best = (best.0.min(ins), best.1.min(get), best.2.min(create));
             }
-            let name = match prefault {
-                Prefault::Yes => format!(
-                    "mezz-pmem arena list (prefault {:.0} ms)",
-                    best.2.as_secs_f64() * 1e3
-                ),
-                Prefault::No => "mezz-pmem arena list (lazy pages)".to_string(),
+            let name = if options.prefault {
+                format!("arena list, {label} ({:.0} ms)", best.2.as_secs_f64() * 1e3)
+            } else {
+                format!("arena list, {label}")
             };
             report(&name, threads, n, best.0, best.1);
         }
@@ -160,7 +175,7 @@ fn main() {
 
 fn report(name: &str, threads: usize, n: usize, ins: Duration, get: Duration) {
     println!(
-        "{:<42} {:>7} {:>9.2} ({:>8.0} ms) {:>9.2} ({:>8.0} ms)",
+        "{:<46} {:>7} {:>9.2} ({:>8.0} ms) {:>9.2} ({:>8.0} ms)",
         name,
         threads,
         mops(n, ins),

@@ -3,7 +3,7 @@
 //!
 //! Owns, for now:
 //! - [`arena`]: a fixed-capacity byte region addressed by `u32` offsets, with a lock-free
-//!   bump allocator (heap-backed, optionally pre-faulted);
+//!   bump allocator (heap-backed, optionally pre-faulted and on huge pages);
 //! - [`skiplist`]: a concurrent, insert-only skip list whose nodes live in an arena and link
 //!   to each other by offsets — the DRAM memtable's index.
 //!
@@ -37,5 +37,5 @@
 pub mod arena;
 pub mod skiplist;
 
-pub use arena::{Arena, Prefault};
+pub use arena::{Arena, ArenaOptions};
 pub use skiplist::{Bytewise, Comparator, Cursor, InsertError, Iter, SkipList};

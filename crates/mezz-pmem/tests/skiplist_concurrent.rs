@@ -9,9 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::{Rng, scale};
-use mezz_pmem::arena::Prefault;
-use mezz_pmem::{Arena, Bytewise, InsertError, SkipList};
+use mezz_pmem::{Arena, ArenaOptions, Bytewise, InsertError, SkipList};
 
+const LAZY: ArenaOptions = ArenaOptions {
+    prefault: false,
+    huge_pages: true,
+};
 const WRITERS: usize = 4;
 
 /// Key `i` of writer `w`: interleaved across writers so that they insert next to each other.
@@ -42,8 +45,13 @@ fn check_scan(list: &SkipList<Bytewise>) -> usize {
 fn concurrent_writers_and_readers() {
     let per_writer = scale(20_000, 60);
     let shared = scale(500, 10);
-    let list =
-        Arc::new(SkipList::new(Arena::with_prefault(64 << 20, Prefault::No), Bytewise).unwrap());
+    let list = Arc::new(
+        SkipList::new(
+            Arena::with_options(scale(64 << 20, 1 << 20), LAZY),
+            Bytewise,
+        )
+        .unwrap(),
+    );
     // progress[w] = number of writer w's own keys known to be inserted.
     let progress: Arc<Vec<AtomicUsize>> =
         Arc::new((0..WRITERS).map(|_| AtomicUsize::new(0)).collect());

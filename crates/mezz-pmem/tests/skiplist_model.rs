@@ -10,14 +10,18 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use common::{Rng, scale};
-use mezz_pmem::arena::Prefault;
 use mezz_pmem::skiplist::node_size;
-use mezz_pmem::{Arena, Bytewise, Comparator, Cursor, InsertError, SkipList};
+use mezz_pmem::{Arena, ArenaOptions, Bytewise, Comparator, Cursor, InsertError, SkipList};
+
+const LAZY: ArenaOptions = ArenaOptions {
+    prefault: false,
+    huge_pages: true,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn new_list(capacity: usize) -> SkipList<Bytewise> {
-    SkipList::new(Arena::with_prefault(capacity, Prefault::No), Bytewise)
+    SkipList::new(Arena::with_options(capacity, LAZY), Bytewise)
         .expect("the arena holds the head node")
 }
 
