@@ -301,8 +301,10 @@ impl<C: Comparator> SkipList<C> {
         let mut prev = [self.head; MAX_HEIGHT];
         let mut next = [NIL; MAX_HEIGHT];
         let mut before = self.head;
+        let mut stop = NIL;
         for level in (0..list_height).rev() {
-            let (p, n) = self.find_splice(key, level, before);
+            let (p, n) = self.find_splice(key, level, before, stop);
+            stop = n;
             prev[level] = p;
             next[level] = n;
             before = p;
@@ -325,7 +327,7 @@ impl<C: Comparator> SkipList<C> {
                 ) {
                     Ok(_) => break,
                     Err(_) => {
-                        let (p, n) = self.find_splice(key, level, prev[level]);
+                        let (p, n) = self.find_splice(key, level, prev[level], NIL);
                         if level == 0
                             && n != NIL
                             && self.cmp.compare(key, self.key(n)) == Ordering::Equal
@@ -440,14 +442,18 @@ impl<C: Comparator> SkipList<C> {
 
     /// Starting from `before` (which precedes `key`, or is the head), the neighbours of `key`
     /// at `level`: `(p, n)` with `p < key <= n` and `n` the successor of `p` (NIL at end).
+    /// `stop` is a node already known to be `>= key` (or NIL): it is not compared again.
     #[inline]
-    fn find_splice(&self, key: &[u8], level: usize, mut before: u32) -> (u32, u32) {
+    fn find_splice(&self, key: &[u8], level: usize, mut before: u32, stop: u32) -> (u32, u32) {
         loop {
             let next = self.next_of(before, level);
             if level > 0 {
                 self.prefetch(self.next_of(before, level - 1));
             }
-            if next == NIL || self.cmp.compare(key, self.key(next)) != Ordering::Greater {
+            if next == NIL
+                || next == stop
+                || self.cmp.compare(key, self.key(next)) != Ordering::Greater
+            {
                 return (before, next);
             }
             before = next;
