@@ -200,3 +200,44 @@ fn concurrent_writers_racing_to_fill_the_arena() {
     assert_eq!(scanned, inserted);
     assert!(list.memory_usage() <= capacity);
 }
+
+/// All writers insert the same keys in the same order, so they collide on every key: each
+/// key must be inserted exactly once, whichever writer wins, and the list must stay strictly
+/// ordered (a lost race at level 0 is refused as a duplicate, never linked twice).
+#[test]
+fn writers_colliding_on_every_key() {
+    let keys = scale(20_000, 25);
+    let list = Arc::new(
+        SkipList::new(
+            Arena::with_options(scale(16 << 20, 1 << 20), LAZY),
+            Bytewise,
+        )
+        .unwrap(),
+    );
+    let barrier = Arc::new(std::sync::Barrier::new(WRITERS));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|_| {
+            let (list, barrier) = (Arc::clone(&list), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                let mut wins = 0;
+                for i in 0..keys {
+                    let k = key(0, i);
+                    match list.insert(&k, &value_of(&k)) {
+                        Ok(()) => wins += 1,
+                        Err(e) => assert_eq!(e, InsertError::Duplicate),
+                    }
+                }
+                wins
+            })
+        })
+        .collect();
+    let wins: usize = writers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(wins, keys);
+    assert_eq!(list.len(), keys);
+    assert_eq!(check_scan(&list), keys);
+    for i in 0..keys {
+        let k = key(0, i);
+        assert_eq!(list.get(&k), Some(&value_of(&k)[..]));
+    }
+}
