@@ -45,7 +45,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 
 /// Arena bytes for `n` nodes: the expected tower is 4/3 links; leave room for tall towers.
 fn arena_capacity(n: usize) -> usize {
-    node_size(MAX_HEIGHT, 0, 0) + n * (node_size(2, KEY_LEN, VALUE_LEN) + 4)
+    node_size(MAX_HEIGHT, 0, 0) + n * (node_size(2, KEY_LEN, VALUE_LEN) + 8)
 }
 
 /// Runs `f(part)` on `threads` threads over disjoint interleaved parts of `items`; returns
