@@ -3,7 +3,7 @@
 //!
 //! Workload: N random 16-byte keys with 100-byte values (N = 1 M by default), inserted in
 //! random order into a fresh structure, then every key looked up once in another random
-//! order. With two threads, each inserts (then looks up) half of the keys concurrently.
+//! order, then the structure is dropped (its drop time is printed too). With two threads, each inserts (then looks up) half of the keys concurrently.
 //! Variants: the arena list on a pre-faulted arena with transparent huge pages (the
 //! default), on pre-faulted 4 KiB pages, on lazily faulted 4 KiB pages (first touch of each
 //! page paid during the inserts; the time to create a pre-faulted arena is printed in
@@ -94,8 +94,8 @@ fn main() {
         "{n} keys x ({KEY_LEN} B key + {VALUE_LEN} B value), best of {reps}; M ops/s (wall time)"
     );
     println!(
-        "{:<46} {:>7} {:>22} {:>22}",
-        "structure", "threads", "insert", "get"
+        "{:<46} {:>7} {:>22} {:>22} {:>11}",
+        "structure", "threads", "insert", "get", "drop"
     );
     for threads in [1, 2] {
         for (label, options) in [
@@ -115,7 +115,7 @@ fn main() {
                 },
             ),
         ] {
-            let mut best = (Duration::MAX, Duration::MAX, Duration::MAX);
+            let mut best = (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
             for _ in 0..reps {
                 let t0 = Instant::now();
                 let arena = Arena::with_options(arena_capacity(n), options);
@@ -134,17 +134,25 @@ fn main() {
                     }
                     assert_eq!(black_box(found), part.len() * VALUE_LEN);
                 });
-                best = (best.0.min(ins), best.1.min(get), best.2.min(create));
+                let t0 = Instant::now();
+                drop(list);
+                let dropped = t0.elapsed();
+                best = (
+                    best.0.min(ins),
+                    best.1.min(get),
+                    best.2.min(create),
+                    best.3.min(dropped),
+                );
             }
             let name = if options.prefault {
                 format!("arena list, {label} ({:.0} ms)", best.2.as_secs_f64() * 1e3)
             } else {
                 format!("arena list, {label}")
             };
-            report(&name, threads, n, best.0, best.1);
+            report(&name, threads, n, best.0, best.1, best.3);
         }
 
-        let mut best = (Duration::MAX, Duration::MAX);
+        let mut best = (Duration::MAX, Duration::MAX, Duration::MAX);
         for _ in 0..reps {
             let map: SkipMap<Vec<u8>, Vec<u8>> = SkipMap::new();
             let ins = timed(threads, &keys, |part, _| {
@@ -160,8 +168,10 @@ fn main() {
                 }
                 assert_eq!(black_box(found), part.len() * VALUE_LEN);
             });
-            best = (best.0.min(ins), best.1.min(get));
+            let t0 = Instant::now();
             drop(map);
+            let dropped = t0.elapsed();
+            best = (best.0.min(ins), best.1.min(get), best.2.min(dropped));
         }
         report(
             "crossbeam SkipMap<Vec<u8>,Vec<u8>>",
@@ -169,18 +179,20 @@ fn main() {
             n,
             best.0,
             best.1,
+            best.2,
         );
     }
 }
 
-fn report(name: &str, threads: usize, n: usize, ins: Duration, get: Duration) {
+fn report(name: &str, threads: usize, n: usize, ins: Duration, get: Duration, dropped: Duration) {
     println!(
-        "{:<46} {:>7} {:>9.2} ({:>8.0} ms) {:>9.2} ({:>8.0} ms)",
+        "{:<46} {:>7} {:>9.2} ({:>8.0} ms) {:>9.2} ({:>8.0} ms) {:>8.1} ms",
         name,
         threads,
         mops(n, ins),
         ins.as_secs_f64() * 1e3,
         mops(n, get),
-        get.as_secs_f64() * 1e3
+        get.as_secs_f64() * 1e3,
+        dropped.as_secs_f64() * 1e3
     );
 }
