@@ -3,12 +3,14 @@
 //!
 //! Workload: N random 16-byte keys with 100-byte values (N = 1 M by default), inserted in
 //! random order into a fresh structure, then every key looked up once in another random
-//! order, then the structure is dropped (its drop time is printed too). With two threads, each inserts (then looks up) half of the keys concurrently.
+//! order, then the structure is dropped (its drop time is printed too). With two threads,
+//! each inserts (then looks up) half of the keys concurrently.
+//!
 //! Variants: the arena list on a pre-faulted arena with transparent huge pages (the
 //! default), on pre-faulted 4 KiB pages, on lazily faulted 4 KiB pages (first touch of each
 //! page paid during the inserts; the time to create a pre-faulted arena is printed in
-//! parentheses), and crossbeam's `SkipMap<Vec<u8>, Vec<u8>>` with
-//! owned copies of each key and value (what the current memtable does).
+//! parentheses), and crossbeam's `SkipMap<Vec<u8>, Vec<u8>>` with owned copies of each key
+//! and value (what the current memtable does).
 //!
 //! Run: `cargo bench -p mezz-pmem --bench skiplist` (release profile). Environment:
 //! `SKL_N` (number of keys), `SKL_REPS` (repetitions; the best run is printed).
