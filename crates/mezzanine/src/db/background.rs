@@ -179,6 +179,12 @@ impl DbInner {
         let mut manifest = self.manifest.lock();
         let (base, log_number) = {
             let st = self.state.lock();
+            // After a background error (a failed manifest write above all: the file may end
+            // in a partial record) nothing more is appended: a later edit would land behind
+            // the partial record and turn a torn tail into mid-file corruption.
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
             let ln = match flushed {
                 Some(id) => st
                     .imms
