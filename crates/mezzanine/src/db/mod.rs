@@ -706,6 +706,27 @@ mod tests {
         Db::open("/db", opts).unwrap()
     }
 
+    /// Regression: after a background error nothing more is appended to the manifest. A
+    /// failed manifest append can leave a partial record at the end; a later edit landing
+    /// behind it would turn that torn tail into mid-file corruption and fail the next open
+    /// (found by the fault-injection crash campaign, where a compaction finished after a
+    /// flush's manifest write had failed).
+    #[test]
+    fn no_manifest_edit_after_a_background_error() {
+        let db = mem_db();
+        db.put(b"a", b"1").unwrap();
+        db.flush().unwrap();
+        let before = db.inner.manifest.lock().size();
+        db.inner.set_bg_error("manifest write failed: injected");
+        let r = db
+            .inner
+            .log_and_apply(crate::version::VersionEdit::default(), None, &[]);
+        assert!(matches!(r, Err(Error::Background(_))), "{r:?}");
+        assert_eq!(db.inner.manifest.lock().size(), before);
+        assert!(matches!(db.put(b"b", b"2"), Err(Error::Background(_))));
+        assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    }
+
     /// Writes `k = v3`, flushes and compacts everything: `k = v2` (still in the memtable
     /// before this) is then gone from every table, shadowed by `v3`.
     fn overwrite_flush_and_compact(db: &Db) {
