@@ -17,7 +17,7 @@ fn spawn_holder(db: &str) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap()
+        .expect("spawn mezz bench")
 }
 
 #[test]
