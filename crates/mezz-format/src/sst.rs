@@ -823,10 +823,23 @@ impl TableReader {
     /// # Errors
     /// `Corruption` / `Io` from reading a block.
     pub fn get(&self, lookup: &[u8], fill_cache: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let uk = user_key(lookup);
-        if !self.may_contain(uk) {
+        if !self.may_contain(user_key(lookup)) {
             return Ok(None);
         }
+        self.get_unfiltered(lookup, fill_cache)
+    }
+
+    /// As [`TableReader::get`] without consulting the filter, for callers that already
+    /// asked [`TableReader::may_contain`] (e.g. to count filter negatives).
+    ///
+    /// # Errors
+    /// `Corruption` / `Io` from reading a block.
+    pub fn get_unfiltered(
+        &self,
+        lookup: &[u8],
+        fill_cache: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let uk = user_key(lookup);
         let Some(ks) = self.index.keyset() else {
             return Ok(None);
         };

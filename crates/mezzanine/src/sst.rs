@@ -211,7 +211,8 @@ impl SstTable {
             return Ok(None);
         }
         let lookup = make_internal_key(user_key, seq, ValueKind::SEEK);
-        let Some((ikey, value)) = self.reader.get(&lookup, opts.fill_cache)? else {
+        // The filter was consulted just above.
+        let Some((ikey, value)) = self.reader.get_unfiltered(&lookup, opts.fill_cache)? else {
             return Ok(None);
         };
         let p = parse_internal_key(&ikey)
