@@ -226,11 +226,15 @@ impl MemTable {
         self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
     }
 
-    /// Adds every update of `batch`, numbered from `batch.sequence()` up by one per update.
-    pub fn insert_batch(&self, batch: &WriteBatch) {
+    /// Adds every update of `batch`, numbered from `batch.sequence()` up by one per update;
+    /// returns the user bytes (keys + values) added.
+    pub fn insert_batch(&self, batch: &WriteBatch) -> u64 {
+        let mut user_bytes = 0;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
             self.add(seq, op.kind, op.key, op.value);
+            user_bytes += (op.key.len() + op.value.len()) as u64;
         }
+        user_bytes
     }
 
     /// The newest entry for `user_key` with sequence number <= `seq`, if any.

@@ -211,9 +211,9 @@ impl DbInner {
                 StatsCollector::add(&stats.wal_syncs, 1);
             }
         }
-        ws.mem.insert_batch(batch);
+        let user_bytes = ws.mem.insert_batch(batch);
         StatsCollector::add(&stats.write_groups, 1);
-        StatsCollector::add(&stats.user_bytes_written, batch.user_bytes());
+        StatsCollector::add(&stats.user_bytes_written, user_bytes);
         self.last_seq.store(first + count - 1, Ordering::Release);
         Ok(())
     }
