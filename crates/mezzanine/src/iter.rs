@@ -836,6 +836,98 @@ impl DbIterator {
     }
 }
 
+/// Checks shared by the iterator tests of this crate: an `InternalIterator` against the
+/// sorted entries it must produce.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::cmp::Ordering;
+
+    use mezz_format::SeqNo;
+    use mezz_format::ikey::{ValueKind, compare_internal_keys, make_internal_key};
+    use rand::RngExt;
+    use rand::rngs::StdRng;
+
+    use super::InternalIterator;
+
+    /// A full forward scan and a full backward scan both yield exactly `all`.
+    pub(crate) fn assert_scans(it: &mut dyn InternalIterator, all: &[(Vec<u8>, Vec<u8>)]) {
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        assert_eq!(got, all);
+        it.seek_to_last();
+        got.clear();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        got.reverse();
+        assert_eq!(got, all);
+    }
+
+    /// `steps` random moves (seek_to_first/last, seek and seek_for_prev to targets drawn
+    /// by `target` as (user key, sequence), next, prev), each checked against the position
+    /// the same move has in `all`; no error at the end.
+    pub(crate) fn assert_random_walk(
+        it: &mut dyn InternalIterator,
+        all: &[(Vec<u8>, Vec<u8>)],
+        rng: &mut StdRng,
+        steps: usize,
+        mut target: impl FnMut(&mut StdRng) -> (Vec<u8>, SeqNo),
+    ) {
+        let mut pos: Option<usize> = None;
+        for _ in 0..steps {
+            match rng.random_range(0..10) {
+                0 => {
+                    it.seek_to_first();
+                    pos = (!all.is_empty()).then_some(0);
+                }
+                1 => {
+                    it.seek_to_last();
+                    pos = all.len().checked_sub(1);
+                }
+                2 | 3 => {
+                    let (uk, seq) = target(rng);
+                    let t = make_internal_key(&uk, seq, ValueKind::SEEK);
+                    it.seek(&t);
+                    let i =
+                        all.partition_point(|e| compare_internal_keys(&e.0, &t) == Ordering::Less);
+                    pos = (i < all.len()).then_some(i);
+                }
+                4 | 5 => {
+                    let (uk, seq) = target(rng);
+                    let t = make_internal_key(&uk, seq, ValueKind::Deletion);
+                    it.seek_for_prev(&t);
+                    let i = all
+                        .partition_point(|e| compare_internal_keys(&e.0, &t) != Ordering::Greater);
+                    pos = i.checked_sub(1);
+                }
+                6 | 7 => {
+                    if let Some(p) = pos {
+                        it.next();
+                        pos = (p + 1 < all.len()).then_some(p + 1);
+                    }
+                }
+                _ => {
+                    if let Some(p) = pos {
+                        it.prev();
+                        pos = p.checked_sub(1);
+                    }
+                }
+            }
+            assert_eq!(it.valid(), pos.is_some());
+            if let Some(p) = pos {
+                assert_eq!(it.key(), &all[p].0[..]);
+                assert_eq!(it.value(), &all[p].1[..]);
+            }
+        }
+        it.status().unwrap();
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1014,76 +1106,10 @@ pub(crate) mod tests {
     fn check_merging(rng: &mut StdRng, case: Case) {
         let Case { children, all, .. } = case;
         let mut it = merging_iterator(children);
-        // Forward and reverse scans.
-        it.seek_to_first();
-        let mut got = Vec::new();
-        while it.valid() {
-            got.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
-        }
-        assert_eq!(got, all);
-        it.seek_to_last();
-        got.clear();
-        while it.valid() {
-            got.push((it.key().to_vec(), it.value().to_vec()));
-            it.prev();
-        }
-        got.reverse();
-        assert_eq!(got, all);
-        // Random positioning followed by mixed steps.
-        let mut pos: Option<usize> = None;
-        for _ in 0..40 {
-            match rng.random_range(0..10) {
-                0 => {
-                    it.seek_to_first();
-                    pos = (!all.is_empty()).then_some(0);
-                }
-                1 => {
-                    it.seek_to_last();
-                    pos = all.len().checked_sub(1);
-                }
-                2 | 3 => {
-                    let t = make_internal_key(
-                        &random_user_key(rng),
-                        rng.random_range(0..70),
-                        ValueKind::SEEK,
-                    );
-                    it.seek(&t);
-                    let i =
-                        all.partition_point(|e| compare_internal_keys(&e.0, &t) == Ordering::Less);
-                    pos = (i < all.len()).then_some(i);
-                }
-                4 | 5 => {
-                    let t = make_internal_key(
-                        &random_user_key(rng),
-                        rng.random_range(0..70),
-                        ValueKind::Deletion,
-                    );
-                    it.seek_for_prev(&t);
-                    let i = all
-                        .partition_point(|e| compare_internal_keys(&e.0, &t) != Ordering::Greater);
-                    pos = i.checked_sub(1);
-                }
-                6 | 7 => {
-                    if let Some(p) = pos {
-                        it.next();
-                        pos = (p + 1 < all.len()).then_some(p + 1);
-                    }
-                }
-                _ => {
-                    if let Some(p) = pos {
-                        it.prev();
-                        pos = p.checked_sub(1);
-                    }
-                }
-            }
-            assert_eq!(it.valid(), pos.is_some());
-            if let Some(p) = pos {
-                assert_eq!(it.key(), &all[p].0[..]);
-                assert_eq!(it.value(), &all[p].1[..]);
-            }
-        }
-        it.status().unwrap();
+        testing::assert_scans(it.as_mut(), &all);
+        testing::assert_random_walk(it.as_mut(), &all, rng, 40, |rng| {
+            (random_user_key(rng), rng.random_range(0..70))
+        });
     }
 
     #[test]

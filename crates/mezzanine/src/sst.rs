@@ -438,7 +438,7 @@ impl TableCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iter::LevelIterator;
+    use crate::iter::{LevelIterator, testing};
     use crate::table::{TableLocation, Tier};
     use mezz_env::PosixFs;
     use mezz_format::block::BlockFormat;
@@ -446,7 +446,6 @@ mod tests {
     use mezz_format::sst::{TableBuilder, TableBuilderOptions};
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};
-    use std::cmp::Ordering as CmpOrdering;
     use std::collections::BTreeMap;
 
     type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -838,69 +837,14 @@ mod tests {
         let mut it =
             LevelIterator::new(metas.clone(), Arc::clone(&tc), TableReadOptions::default());
         assert!(!it.valid());
-        it.seek_to_first();
-        let mut got = Vec::new();
-        while it.valid() {
-            got.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
-        }
-        assert_eq!(got, entries);
-        it.seek_to_last();
-        got.clear();
-        while it.valid() {
-            got.push((it.key().to_vec(), it.value().to_vec()));
-            it.prev();
-        }
-        got.reverse();
-        assert_eq!(got, entries);
-
+        testing::assert_scans(&mut it, &entries);
         // Random seeks (inside tables, between them, before and after all) and mixed steps.
-        let mut pos: Option<usize> = None;
-        for _ in 0..3000 {
-            match rng.random_range(0..8) {
-                0 | 1 => {
-                    let t = make_internal_key(
-                        format!("key{:05}", rng.random_range(0..1250)).as_bytes(),
-                        rng.random_range(0..2000),
-                        ValueKind::SEEK,
-                    );
-                    it.seek(&t);
-                    let i = entries
-                        .partition_point(|e| compare_internal_keys(&e.0, &t) == CmpOrdering::Less);
-                    pos = (i < entries.len()).then_some(i);
-                }
-                2 | 3 => {
-                    let t = make_internal_key(
-                        format!("key{:05}", rng.random_range(0..1250)).as_bytes(),
-                        rng.random_range(0..2000),
-                        ValueKind::Deletion,
-                    );
-                    it.seek_for_prev(&t);
-                    let i = entries.partition_point(|e| {
-                        compare_internal_keys(&e.0, &t) != CmpOrdering::Greater
-                    });
-                    pos = i.checked_sub(1);
-                }
-                4 | 5 => {
-                    if let Some(p) = pos {
-                        it.next();
-                        pos = (p + 1 < entries.len()).then_some(p + 1);
-                    }
-                }
-                _ => {
-                    if let Some(p) = pos {
-                        it.prev();
-                        pos = p.checked_sub(1);
-                    }
-                }
-            }
-            assert_eq!(it.valid(), pos.is_some());
-            if let Some(p) = pos {
-                assert_eq!(it.key(), &entries[p].0[..]);
-                assert_eq!(it.value(), &entries[p].1[..]);
-            }
-        }
-        it.status().unwrap();
+        testing::assert_random_walk(&mut it, &entries, &mut rng, 3000, |rng| {
+            (
+                format!("key{:05}", rng.random_range(0..1250)).into_bytes(),
+                rng.random_range(0..2000),
+            )
+        });
         assert!(tc.open_tables() <= 20);
     }
 
