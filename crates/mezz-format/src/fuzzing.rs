@@ -718,6 +718,32 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
     s
 }
 
+/// Runs every file of the corpus directory `dir` through `f`, in name order, catching
+/// panics; returns how many files ran and the paths of those that panicked. The corpus
+/// replay tests of every crate with fuzz targets use it.
+///
+/// # Errors
+/// An I/O error listing or reading `dir`.
+pub fn replay_corpus(dir: &std::path::Path, f: fn(&[u8])) -> io::Result<(usize, Vec<String>)> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    let mut failed = Vec::new();
+    for path in &files {
+        let data = std::fs::read(path)?;
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&data)));
+        if run.is_err() {
+            failed.push(path.display().to_string());
+        }
+    }
+    Ok((files.len(), failed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

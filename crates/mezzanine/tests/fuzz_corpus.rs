@@ -4,7 +4,6 @@
 //! one fail. `generate_fuzz_seeds` (ignored) rewrites the seed files from the current
 //! encoders.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
 use mezzanine::fuzzing;
@@ -25,20 +24,8 @@ fn corpus_dir(target: &str) -> PathBuf {
 /// Runs every file of the target's corpus; returns how many ran and the paths that panicked.
 fn replay(target: &str, f: fn(&[u8])) -> (usize, Vec<String>) {
     let dir = corpus_dir(target);
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("corpus {} missing: {e}", dir.display()))
-        .map(|e| e.expect("corpus entry").path())
-        .filter(|p| p.is_file())
-        .collect();
-    entries.sort();
-    let mut failed = Vec::new();
-    for path in &entries {
-        let data = std::fs::read(path).expect("corpus file");
-        if catch_unwind(AssertUnwindSafe(|| f(&data))).is_err() {
-            failed.push(path.display().to_string());
-        }
-    }
-    (entries.len(), failed)
+    mezz_format::fuzzing::replay_corpus(&dir, f)
+        .unwrap_or_else(|e| panic!("corpus {} unreadable: {e}", dir.display()))
 }
 
 #[test]
