@@ -35,7 +35,9 @@
 //! ```
 
 pub mod arena;
+pub mod media;
 pub mod skiplist;
 
 pub use arena::{Arena, ArenaOptions};
+pub use media::Media;
 pub use skiplist::{Bytewise, Comparator, Cursor, InsertError, Iter, SkipList};
