@@ -41,6 +41,9 @@ pub struct EngineCounters {
     pub storage_bytes_written: u64,
     /// Microseconds writers spent slowed down or stopped by the engine.
     pub stall_micros: u64,
+    /// Bytes the engine made durable on its NVM tier (0 for engines without one; engines
+    /// whose files merely sit on an NVM path count those in `storage_bytes_written`).
+    pub nvm_bytes_written: u64,
 }
 
 impl EngineCounters {
@@ -56,6 +59,9 @@ impl EngineCounters {
                 .storage_bytes_written
                 .saturating_sub(earlier.storage_bytes_written),
             stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
+            nvm_bytes_written: self
+                .nvm_bytes_written
+                .saturating_sub(earlier.nvm_bytes_written),
         }
     }
 
@@ -154,6 +160,10 @@ pub trait EngineFactory: Send + Sync {
 
     /// The configuration as JSON (preset, every option): embedded in every result.
     fn config_json(&self) -> serde_json::Value;
+
+    /// The engine's version and build, e.g. `mezzanine 0.1.0` or
+    /// `rocksdb 7.8.3 (Debian library, assertions on)`: embedded in every result.
+    fn version(&self) -> String;
 
     /// Opens (creating if missing) the database in `dir`.
     ///

@@ -90,6 +90,10 @@ impl EngineFactory for MezzFactory {
         NAME.to_string()
     }
 
+    fn version(&self) -> String {
+        format!("mezzanine {}", env!("CARGO_PKG_VERSION"))
+    }
+
     fn config_json(&self) -> serde_json::Value {
         serde_json::json!({
             "preset": self.options.preset.name(),
@@ -232,6 +236,7 @@ impl KvEngine for MezzEngine {
                 + s.flush_bytes_written
                 + s.compaction_bytes_written,
             stall_micros: s.stalls.total_micros(),
+            nvm_bytes_written: s.nvm_bytes_written,
         })
     }
 

@@ -534,6 +534,7 @@ mod tests {
                 user_bytes_written: u,
                 storage_bytes_written: 2 * u,
                 stall_micros: 0,
+                nvm_bytes_written: 0,
             })
         }
         fn close(&self) -> Result<()> {
@@ -554,6 +555,9 @@ mod tests {
         }
         fn config_json(&self) -> serde_json::Value {
             serde_json::json!({ "preset": "none", "options": { "x": "1" } })
+        }
+        fn version(&self) -> String {
+            "map 1".into()
         }
         fn open(&self, dir: &Path) -> Result<Arc<dyn KvEngine>> {
             std::fs::write(dir.join("MAPDB"), b"").map_err(|e| BenchError::io(dir, e))?;

@@ -81,6 +81,9 @@ pub struct Stats {
     pub user_bytes_written: u64,
     /// Bytes appended to WAL files.
     pub wal_bytes_written: u64,
+    /// Bytes made durable on the NVM tier (persisted ranges: NVM WAL, NVM memtables, NVM
+    /// tables). Zero without an NVM tier.
+    pub nvm_bytes_written: u64,
     /// WAL syncs performed (one per synced write group).
     pub wal_syncs: u64,
     /// Write groups committed (group commit: one WAL append per group).
@@ -205,6 +208,7 @@ impl LatencyHistogram {
 pub struct StatsCollector {
     pub user_bytes_written: AtomicU64,
     pub wal_bytes_written: AtomicU64,
+    pub nvm_bytes_written: AtomicU64,
     pub wal_syncs: AtomicU64,
     pub write_groups: AtomicU64,
     pub flush_bytes_written: AtomicU64,
@@ -278,6 +282,7 @@ impl StatsCollector {
                 .collect(),
             user_bytes_written: g(&self.user_bytes_written),
             wal_bytes_written: g(&self.wal_bytes_written),
+            nvm_bytes_written: g(&self.nvm_bytes_written),
             wal_syncs: g(&self.wal_syncs),
             write_groups: g(&self.write_groups),
             flush_bytes_written: g(&self.flush_bytes_written),
