@@ -26,6 +26,7 @@
 //! human line, JSON), [`runner`] (directory handling, threads, measurement).
 
 pub mod engine;
+pub mod engines;
 pub mod error;
 pub mod keygen;
 pub mod metrics;
