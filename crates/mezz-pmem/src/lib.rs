@@ -36,8 +36,14 @@
 
 pub mod arena;
 pub mod media;
+pub mod region;
+pub mod sim;
 pub mod skiplist;
 
 pub use arena::{Arena, ArenaOptions};
 pub use media::Media;
+pub use region::{
+    Emulation, FlushInstruction, PersistMode, Region, RegionOptions, RegionStats,
+};
+pub use sim::{KeepLines, PowerCut, SimNvm};
 pub use skiplist::{Bytewise, Comparator, Cursor, InsertError, Iter, SkipList};
