@@ -34,14 +34,20 @@
 //! assert_eq!(c.key(), b"a");
 //! ```
 
+pub mod alloc;
 pub mod arena;
 pub mod media;
+pub mod nvmlog;
+pub mod pool;
 pub mod region;
 pub mod sim;
 pub mod skiplist;
 
+pub use alloc::{Extent, FreeList};
 pub use arena::{Arena, ArenaOptions};
 pub use media::Media;
+pub use nvmlog::{Appended, NvmLogReader, NvmLogWriter};
+pub use pool::Pool;
 pub use region::{
     Emulation, FlushInstruction, PersistMode, Region, RegionOptions, RegionStats,
 };

@@ -321,6 +321,8 @@ pub struct Region {
     fences: AtomicU64,
     bytes_persisted: AtomicU64,
     emulated_ns: AtomicU64,
+    /// Ranges `[start, end)` claimed exclusively by a writer (see [`Claim`]).
+    claims: Mutex<Vec<(usize, usize)>>,
 }
 
 // SAFETY: the region owns its mapping or buffer (or shares a simulated file that is itself
@@ -477,6 +479,7 @@ impl Region {
             fences: AtomicU64::new(0),
             bytes_persisted: AtomicU64::new(0),
             emulated_ns: AtomicU64::new(0),
+            claims: Mutex::new(Vec::new()),
         }
     }
 
@@ -788,6 +791,47 @@ impl Region {
                 }
             }
             off += LINE;
+        }
+    }
+}
+
+/// An exclusive claim of a writer on a byte range of a region, released on drop.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    region: Arc<Region>,
+    range: (usize, usize),
+}
+
+impl Claim {
+    /// Claims `[off, off + len)` of `region`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the range overlaps a range claimed by a live writer.
+    pub(crate) fn new(region: &Arc<Region>, off: usize, len: usize) -> Result<Claim> {
+        let range = (off, off.saturating_add(len));
+        let mut claims = region.claims.lock();
+        if let Some(&(lo, hi)) = claims
+            .iter()
+            .find(|&&(lo, hi)| lo < range.1 && range.0 < hi)
+        {
+            return Err(invalid(format!(
+                "NVM range [{}, {}) is already in use by a writer over [{lo}, {hi})",
+                range.0, range.1
+            )));
+        }
+        claims.push(range);
+        Ok(Claim {
+            region: Arc::clone(region),
+            range,
+        })
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut claims = self.region.claims.lock();
+        if let Some(i) = claims.iter().position(|&r| r == self.range) {
+            claims.swap_remove(i);
         }
     }
 }
