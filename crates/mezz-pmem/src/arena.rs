@@ -1,32 +1,49 @@
 //! A fixed-capacity byte region addressed by 32-bit offsets, with a lock-free bump allocator.
 //!
-//! Owns: one contiguous, 8-byte aligned, zero-initialised region (heap memory for now; an NVM
-//! mapping later) and the allocation cursor inside it.
+//! Owns: one contiguous, 8-byte aligned, initialised region and the allocation cursor inside
+//! it. The region is either heap memory owned by the arena (the DRAM memtable's case:
+//! zero-filled, optionally pre-faulted and on huge pages) or a sub-range
+//! `[start, start + len)` of a [`Media`] (an NVM extent), which the arena shares through an
+//! `Arc`. Offsets are relative to the arena's start in both cases.
 //!
 //! Invariants:
 //! 1. Offsets are `u32`; the capacity never exceeds [`MAX_CAPACITY`]. Offset 0 is reserved as
-//!    "null": the first [`RESERVED`] bytes are never handed out, so a valid allocation is
-//!    never at offset 0.
+//!    "null": the first [`RESERVED`] bytes (heap) or [`MEDIA_HEADER`] bytes (media) are never
+//!    handed out, so a valid allocation is never at offset 0. On media, the structure placed
+//!    in the arena may keep its own header in those bytes (the skip list does).
 //! 2. Allocations never overlap and are never freed or moved: the region lives, at the same
 //!    address, as long as the `Arena`.
 //! 3. An allocation is all or nothing: [`Arena::alloc`] either reserves `size` bytes entirely
 //!    inside the region or returns `None` and reserves nothing.
-//! 4. Every byte of the region is initialised (zero) from creation on, so reading any
-//!    in-bounds range never reads uninitialised memory.
+//! 4. Every byte of the region is initialised from creation on (heap: zero; media: whatever
+//!    the media holds, e.g. an earlier incarnation's bytes), so reading any in-bounds range
+//!    never reads uninitialised memory.
+//! 5. Durability: [`Arena::persist`] and [`Arena::fence`] forward to the media (offsets
+//!    translated); they are no-ops for heap arenas, which are never persistent.
 //!
 //! Thread-safety: `Arena` is `Send + Sync`. `alloc` and the atomic views may be used from any
 //! number of threads. Plain byte access ([`Arena::bytes`], [`Arena::write`]) is `unsafe`:
 //! the caller guarantees that no other thread writes a range while it is read or written
 //! (the usual protocol: write a fresh allocation, then publish its offset with a `Release`
-//! store that readers load with `Acquire`).
+//! store that readers load with `Acquire`). A media arena assumes that nothing outside it
+//! writes its sub-range of the media while it lives.
 
 use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 use std::fmt;
+use std::io;
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Bytes at the start of every arena that are never allocated, so that offset 0 means null.
+use crate::media::Media;
+
+/// Bytes at the start of every heap arena that are never allocated, so that offset 0 means
+/// null.
 pub const RESERVED: u32 = 8;
+
+/// Bytes at the start of every media arena that are never allocated: offset 0 is null, and
+/// the structure living in the arena keeps its header there (one cache line).
+pub const MEDIA_HEADER: u32 = 64;
 
 /// Largest capacity an arena can have: every offset must fit in a `u32`.
 pub const MAX_CAPACITY: usize = (u32::MAX as usize) & !7;
@@ -64,26 +81,92 @@ impl Default for ArenaOptions {
     }
 }
 
+/// Why an arena cannot be placed on a media range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArenaError {
+    /// `start` is not a multiple of 8.
+    Misaligned {
+        /// The requested start.
+        start: usize,
+    },
+    /// `[start, start + len)` does not lie inside the media.
+    OutOfBounds {
+        /// The requested start.
+        start: usize,
+        /// The requested length.
+        len: usize,
+        /// The media's length.
+        media_len: usize,
+    },
+    /// `len` is not a multiple of 8, is smaller than [`MEDIA_HEADER`] or larger than
+    /// [`MAX_CAPACITY`].
+    BadLength {
+        /// The requested length.
+        len: usize,
+    },
+}
+
+impl fmt::Display for ArenaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ArenaError::Misaligned { start } => {
+                write!(f, "arena start {start} is not 8-byte aligned")
+            }
+            ArenaError::OutOfBounds {
+                start,
+                len,
+                media_len,
+            } => write!(
+                f,
+                "arena range {start}+{len} exceeds the media ({media_len} bytes)"
+            ),
+            ArenaError::BadLength { len } => write!(
+                f,
+                "arena length {len} is not a multiple of 8 in {MEDIA_HEADER}..={MAX_CAPACITY}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ArenaError {}
+
+/// Where an arena's bytes live.
+enum Backing {
+    /// Heap memory from `alloc_zeroed(layout)`, owned by the arena.
+    Heap(Layout),
+    /// A sub-range of a media, starting `start` bytes into it.
+    Media {
+        /// The media (kept alive by the arena).
+        media: Arc<dyn Media>,
+        /// Offset of the arena's byte 0 in the media.
+        start: usize,
+    },
+}
+
 /// A fixed-capacity, 8-byte aligned byte region with a lock-free bump allocator.
 ///
 /// Addresses inside the region are `u32` offsets from its start; offset 0 is null. See the
 /// module documentation for the invariants and the thread-safety contract.
 pub struct Arena {
-    /// Start of the region, from `alloc_zeroed(layout)`.
+    /// Start of the region: heap memory from `alloc_zeroed`, or `media.base() + start`.
     base: NonNull<u8>,
-    /// Layout of the region: size = capacity (a multiple of 8), alignment >= 8.
-    layout: Layout,
-    /// Offset of the next free byte. Only grows; never exceeds the capacity.
+    /// Size of the region in bytes: a multiple of 8, at most [`MAX_CAPACITY`].
+    capacity: usize,
+    /// Offset of the next free byte. Only grows (except through `set_used` during
+    /// recovery, before the arena is shared); never exceeds the capacity.
     pos: AtomicU64,
+    /// Who owns the bytes.
+    backing: Backing,
 }
 
-// SAFETY: `Arena` owns its region exclusively (like a `Box<[u8]>`); the raw pointer is only
-// an address. Shared access from several threads is limited to atomic operations (the
-// allocation cursor and the atomic views) and to the `unsafe` byte accessors whose callers
-// promise the absence of data races.
+// SAFETY: a heap `Arena` owns its region exclusively (like a `Box<[u8]>`); a media arena
+// holds an `Arc<dyn Media>` (itself `Send + Sync`) that keeps the mapping alive, and uses
+// its sub-range exclusively. The raw pointer is only an address. Shared access from several
+// threads is limited to atomic operations (the allocation cursor and the atomic views) and
+// to the `unsafe` byte accessors whose callers promise the absence of data races.
 unsafe impl Send for Arena {}
-// SAFETY: see `Send` above: every `&self` method is either atomic or `unsafe` with a
-// no-concurrent-writer contract.
+// SAFETY: see `Send` above: every `&self` method is either atomic, forwards to the `Sync`
+// media, or is `unsafe` with a no-concurrent-writer contract.
 unsafe impl Sync for Arena {}
 
 impl Arena {
@@ -119,13 +202,72 @@ impl Arena {
         }
         let arena = Arena {
             base,
-            layout,
+            capacity,
             pos: AtomicU64::new(u64::from(RESERVED)),
+            backing: Backing::Heap(layout),
         };
         if options.prefault {
             arena.prefault();
         }
         arena
+    }
+
+    /// Places a fresh arena on `[start, start + len)` of `media`. Its allocation cursor
+    /// starts after the [`MEDIA_HEADER`] bytes; the bytes of the range are left as they are
+    /// (a structure created in the arena must initialise everything it later reads).
+    ///
+    /// # Errors
+    /// [`ArenaError`] when `start` is not 8-aligned, `len` is not a multiple of 8 in
+    /// `MEDIA_HEADER..=MAX_CAPACITY`, or the range exceeds the media.
+    pub fn on_media(media: Arc<dyn Media>, start: usize, len: usize) -> Result<Arena, ArenaError> {
+        Arena::place(media, start, len, u64::from(MEDIA_HEADER))
+    }
+
+    /// Reopens an arena that already holds a structure on `[start, start + len)` of
+    /// `media` (after a restart or a power cut). Nothing can be allocated until the
+    /// structure's recovery has found where its data ends and moved the cursor there
+    /// (crate-internal: [`SkipList::recover`](crate::SkipList::recover) does it).
+    ///
+    /// # Errors
+    /// As [`Arena::on_media`].
+    pub fn recover_on_media(
+        media: Arc<dyn Media>,
+        start: usize,
+        len: usize,
+    ) -> Result<Arena, ArenaError> {
+        Arena::place(media, start, len, len as u64)
+    }
+
+    fn place(
+        media: Arc<dyn Media>,
+        start: usize,
+        len: usize,
+        pos: u64,
+    ) -> Result<Arena, ArenaError> {
+        if !start.is_multiple_of(8) {
+            return Err(ArenaError::Misaligned { start });
+        }
+        if !len.is_multiple_of(8) || len < MEDIA_HEADER as usize || len > MAX_CAPACITY {
+            return Err(ArenaError::BadLength { len });
+        }
+        let media_len = media.len();
+        if start.checked_add(len).is_none_or(|end| end > media_len) {
+            return Err(ArenaError::OutOfBounds {
+                start,
+                len,
+                media_len,
+            });
+        }
+        // SAFETY: `start + len <= media.len()`, so `base + start` stays inside (or one past
+        // the end of) the media's region, which is valid for `len()` bytes (media invariant
+        // 1) and 8-aligned like `start`.
+        let base = unsafe { media.base().add(start) };
+        Ok(Arena {
+            base,
+            capacity: len,
+            pos: AtomicU64::new(pos),
+            backing: Backing::Media { media, start },
+        })
     }
 
     /// Writes a zero into every page of the region so the operating system maps them now
@@ -145,12 +287,13 @@ impl Arena {
         }
     }
 
-    /// Total size of the region in bytes, including the reserved null bytes.
+    /// Total size of the region in bytes, including the reserved bytes.
+    #[inline]
     pub fn capacity(&self) -> usize {
-        self.layout.size()
+        self.capacity
     }
 
-    /// Bytes handed out so far, including the reserved null bytes and alignment padding.
+    /// Bytes handed out so far, including the reserved bytes and alignment padding.
     pub fn used(&self) -> usize {
         // `pos` never exceeds the capacity, which fits in a usize.
         usize::try_from(self.pos.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
@@ -161,6 +304,92 @@ impl Arena {
         self.capacity().saturating_sub(self.used())
     }
 
+    /// Number of bytes at the start that are never allocated: [`RESERVED`] for heap arenas,
+    /// [`MEDIA_HEADER`] for media arenas.
+    pub fn reserved(&self) -> u32 {
+        match self.backing {
+            Backing::Heap(_) => RESERVED,
+            Backing::Media { .. } => MEDIA_HEADER,
+        }
+    }
+
+    /// Moves the allocation cursor to `pos` (clamped to `reserved()..=capacity`). For
+    /// recovery, before the arena is shared: bytes below `pos` are in use, bytes above it
+    /// are free again.
+    pub(crate) fn set_used(&self, pos: usize) {
+        let pos = pos.clamp(self.reserved() as usize, self.capacity);
+        self.pos.store(pos as u64, Ordering::Relaxed);
+    }
+
+    /// Whether the arena lives on a media (rather than on its own heap memory).
+    #[inline]
+    pub fn is_on_media(&self) -> bool {
+        matches!(self.backing, Backing::Media { .. })
+    }
+
+    /// The media the arena lives on and the arena's start offset in it, if any.
+    pub fn media(&self) -> Option<(&Arc<dyn Media>, usize)> {
+        match &self.backing {
+            Backing::Heap(_) => None,
+            Backing::Media { media, start } => Some((media, *start)),
+        }
+    }
+
+    /// Whether [`Arena::persist`] + [`Arena::fence`] make anything durable (false for heap
+    /// arenas and non-persistent media).
+    pub fn is_persistent(&self) -> bool {
+        match &self.backing {
+            Backing::Heap(_) => false,
+            Backing::Media { media, .. } => media.is_persistent(),
+        }
+    }
+
+    /// Starts making `[off, off + len)` of the arena durable (see [`Media::persist`]);
+    /// durable once a later [`Arena::fence`] returned `Ok`. A no-op for heap arenas. The
+    /// range is clipped to the arena.
+    ///
+    /// # Errors
+    /// The media's I/O error.
+    pub fn persist(&self, off: u32, len: usize) -> io::Result<()> {
+        match &self.backing {
+            Backing::Heap(_) => Ok(()),
+            Backing::Media { media, start } => {
+                let off = off as usize;
+                let len = len.min(self.capacity.saturating_sub(off));
+                media.persist(start + off, len)
+            }
+        }
+    }
+
+    /// Completes every earlier [`Arena::persist`] (see [`Media::fence`]). A no-op for heap
+    /// arenas.
+    ///
+    /// # Errors
+    /// The media's I/O error.
+    pub fn fence(&self) -> io::Result<()> {
+        match &self.backing {
+            Backing::Heap(_) => Ok(()),
+            Backing::Media { media, .. } => media.fence(),
+        }
+    }
+
+    /// Latency-emulation hook: `len` bytes of the arena were read. Forwards to
+    /// [`Media::on_read`]; nothing for heap arenas.
+    #[inline]
+    pub fn on_read(&self, len: usize) {
+        if let Backing::Media { media, .. } = &self.backing {
+            media.on_read(len);
+        }
+    }
+
+    /// Latency-emulation hook: `len` bytes of the arena were written. Forwards to
+    /// [`Media::on_write`]; nothing for heap arenas.
+    #[inline]
+    pub fn on_write(&self, len: usize) {
+        if let Backing::Media { media, .. } = &self.backing {
+            media.on_write(len);
+        }
+    }
     /// Reserves `size` bytes aligned to `align` and returns their offset, or `None` when the
     /// region has not enough room left (then nothing is reserved). The bytes of a fresh
     /// allocation are zero unless they were written before through an offset outside any
@@ -274,17 +503,20 @@ impl Arena {
     pub fn atomic_u64(&self, off: u32) -> &AtomicU64 {
         assert!(off.is_multiple_of(8), "misaligned AtomicU64 offset {off}");
         let ptr = self.ptr(off, 8);
-        // SAFETY: as in `atomic_u32`, with 8 bytes and 8-byte alignment (the base comes from
-        // a `Box<[u64]>`, and `off` is a multiple of 8).
+        // SAFETY: as in `atomic_u32`, with 8 bytes and 8-byte alignment (the base is 8-aligned
+        // for heap and media arenas alike, and `off` is a multiple of 8).
         unsafe { &*ptr.cast::<AtomicU64>() }
     }
 }
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        // SAFETY: `base` was returned by `alloc_zeroed(self.layout)` in the constructor and
-        // is freed only here, once. `&mut self` proves no reference into the region is alive.
-        unsafe { dealloc(self.base.as_ptr(), self.layout) }
+        if let Backing::Heap(layout) = self.backing {
+            // SAFETY: for a heap arena, `base` was returned by `alloc_zeroed(layout)` in the
+            // constructor and is freed only here, once. `&mut self` proves no reference into
+            // the region is alive. (A media arena frees nothing: dropping its `Arc` does.)
+            unsafe { dealloc(self.base.as_ptr(), layout) }
+        }
     }
 }
 
@@ -304,6 +536,7 @@ fn advise_huge_pages(_base: NonNull<u8>, _len: usize) {}
 impl fmt::Debug for Arena {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Arena")
+            .field("on_media", &self.is_on_media())
             .field("capacity", &self.capacity())
             .field("used", &self.used())
             .finish()

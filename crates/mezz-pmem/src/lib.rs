@@ -3,9 +3,14 @@
 //!
 //! Owns, for now:
 //! - [`arena`]: a fixed-capacity byte region addressed by `u32` offsets, with a lock-free
-//!   bump allocator (heap-backed, optionally pre-faulted and on huge pages);
+//!   bump allocator; on its own heap memory (optionally pre-faulted and on huge pages) or on
+//!   a sub-range of a [`Media`] (an NVM extent), with persist/fence/latency hooks forwarded
+//!   to the media;
 //! - [`skiplist`]: a concurrent, insert-only skip list whose nodes live in an arena and link
-//!   to each other by offsets — the DRAM memtable's index.
+//!   to each other by offsets — the DRAM memtable's index on a heap arena, and on a
+//!   persistent media arena the crash-consistent NVM memtable (checksummed nodes, a
+//!   persist-then-link insert protocol, [`SkipList::recover`] after a power cut; format in
+//!   `docs/formats/nvm-skiplist.md`).
 //!
 //! Later: mapping an NVM region (or a file emulating one), persist/fence primitives,
 //! persistence modes and crash simulation, so that the same offset-linked skip list can
@@ -44,7 +49,7 @@ pub mod sim;
 pub mod skiplist;
 
 pub use alloc::{Extent, FreeList};
-pub use arena::{Arena, ArenaOptions};
+pub use arena::{Arena, ArenaError, ArenaOptions};
 pub use media::Media;
 pub use nvmlog::{Appended, NvmLogReader, NvmLogWriter};
 pub use pool::Pool;
@@ -52,4 +57,6 @@ pub use region::{
     Emulation, FlushInstruction, PersistMode, Region, RegionOptions, RegionStats,
 };
 pub use sim::{KeepLines, PowerCut, SimNvm};
-pub use skiplist::{Bytewise, Comparator, Cursor, InsertError, Iter, SkipList};
+pub use skiplist::{
+    Bytewise, Comparator, Cursor, InsertError, Iter, RecoverError, RecoveryReport, SkipList,
+};

@@ -1,21 +1,28 @@
 //! A concurrent skip list whose nodes live in an [`Arena`] and link to each other by `u32`
 //! offsets (after LevelDB's `db/skiplist.h`, Pebble's `internal/arenaskl` and RocksDB's
-//! `InlineSkipList`).
+//! `InlineSkipList`), usable in DRAM (a heap arena: the DRAM memtable) and, opt-in, as a
+//! persistent skip list on NVM (an arena on a [`Media`](crate::Media): NoveLSM's NVM
+//! memtable) that survives power cuts and is recovered with [`SkipList::recover`].
 //!
 //! Owns: the entries (key bytes, value bytes) inserted into one arena, ordered by a
 //! [`Comparator`] fixed at construction, and the cursors over them.
 //!
 //! Node layout (native-endian `u32` fields, little-endian on the supported targets; every
-//! node 4-aligned):
+//! node 4-aligned; byte-by-byte description in `docs/formats/nvm-skiplist.md`):
 //! ```text
 //! +0   key_len   u32
 //! +4   value_len u32
 //! +8   height    u32          1..=MAX_HEIGHT
-//! +12  tower     [u32; height] offset of the next node at each level, 0 = end of list
+//! +12  checksum  u32          crc32c (media arenas only; 0 on the heap), see below
+//! +16  tower     [u32; height] offset of the next node at each level, 0 = end of list
 //! ...  key bytes, then value bytes
 //! ```
 //! The head node is the first allocation of the arena: it has `MAX_HEIGHT` links and an
-//! empty key that no comparison ever looks at.
+//! empty key that no comparison ever looks at. On a media arena, the arena's first
+//! [`MEDIA_HEADER`] bytes hold the list header (magic, format version, maximum height, head
+//! offset, arena length, list id, checksum), and every node's checksum covers the list id,
+//! the node's own offset, its height, key length, value length, key and value: everything
+//! but the links, which change after the node is written.
 //!
 //! Invariants:
 //! 1. Entries are never removed or modified; a node's header, key and value are written
@@ -25,41 +32,70 @@
 //! 3. A node is linked level 0 first, then upwards; so a node reached through a link at level
 //!    `i` already has its links at levels below `i` initialised and published.
 //! 4. Every link points at a node of the same arena (or is 0): nodes hold offsets, never
-//!    pointers, so the same structure can later live in a persistent mapping.
+//!    pointers, so the same structure can live in a persistent mapping.
+//! 5. Persistence (only when the arena [`is_persistent`](Arena::is_persistent)): a node is
+//!    durable (persisted and fenced) before any link to it is stored; the level-0 link that
+//!    publishes it is persisted and fenced before the insert returns. Upper-level links are
+//!    never persisted (recovery rebuilds them). Inserts into a persistent list are
+//!    serialized by an internal mutex, so every durable node is reachable from the head
+//!    through durable level-0 links only: a later insert can never be reachable solely
+//!    through a link that is not yet persisted. An insert is durable once it returned `Ok`.
 //!
 //! Thread-safety: [`SkipList`] is `Send + Sync` when its comparator is. Any number of
 //! threads may call [`SkipList::insert`] at the same time (each link is set with a
 //! compare-and-swap; a failed swap recomputes the neighbours at that level, starting from the
-//! known predecessor), concurrently with lock-free readers ([`SkipList::get`], [`Cursor`]). A
+//! known predecessor; on a persistent arena the inserts take turns on a mutex),
+//! concurrently with lock-free readers ([`SkipList::get`], [`Cursor`]). A
 //! node's contents are published by the `Release` swap that links it at level 0 and read by
 //! readers after an `Acquire` load of a link, so a reader that finds a node sees it whole. A
 //! reader sees every entry whose insert happened-before the read (returned earlier on the
 //! same thread, or was signalled to the reader through a `Release`/`Acquire` pair such as
-//! [`SkipList::len`]), and may or may not see entries inserted concurrently.
+//! [`SkipList::len`]), and may or may not see entries inserted concurrently (on a persistent
+//! arena: possibly before they are durable).
 //!
 //! Searches prefetch the successor one level down while comparing at the current level, so
 //! that the cache misses of a descent overlap (≈ 20 % more inserts and gets per second on a
-//! list far larger than the CPU caches, measured here).
+//! list far larger than the CPU caches, measured here). On a media arena, searches report
+//! the nodes they visit to [`Media::on_read`](crate::Media::on_read) (one call per search,
+//! [`NODE_READ_BYTES`] per node) and inserts report the node to
+//! [`Media::on_write`](crate::Media::on_write), for latency emulation.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
+use std::io;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Mutex, PoisonError};
 
-use crate::arena::Arena;
+use crate::arena::{Arena, MEDIA_HEADER};
 
 /// Maximum height of a node's tower. With a branching factor of 4, twelve levels index
 /// about 4^12 = 16 M entries efficiently.
 pub const MAX_HEIGHT: usize = 12;
 
-/// Bytes of a node's fixed header (`key_len`, `value_len`, `height`).
-const HEADER_SIZE: usize = 12;
+/// Bytes of a node's fixed header (`key_len`, `value_len`, `height`, `checksum`).
+const HEADER_SIZE: usize = 16;
+/// Offset of the checksum in a node.
+const CHECKSUM_AT: u32 = 12;
 /// Size of one link.
 const LINK_SIZE: usize = 4;
 /// The null offset: end of a list.
 const NIL: u32 = 0;
+
+/// Bytes a search reports to [`Media::on_read`](crate::Media::on_read) per node it visits
+/// (one cache line: the node's header and, usually, its key).
+pub const NODE_READ_BYTES: usize = 64;
+
+/// Magic number at offset 0 of a persistent list's arena (`"MEZZSKL"` and a 1).
+pub const LIST_MAGIC: u64 = u64::from_le_bytes(*b"MEZZSKL\x01");
+/// Format version of the persistent layout.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes of the list header that are written (the rest of [`MEDIA_HEADER`] is zero).
+const LIST_HEADER_SIZE: usize = 48;
+/// Offset of the header checksum (it covers the bytes before it).
+const LIST_HEADER_CRC_AT: usize = 40;
 
 /// Bytes of arena a node of `height` links with this key and value takes (before padding).
 pub fn node_size(height: usize, key_len: usize, value_len: usize) -> usize {
@@ -96,7 +132,7 @@ impl Comparator for Bytewise {
     }
 }
 
-/// Why an insert was refused. In both cases the list is unchanged.
+/// Why an insert was refused. For `Full` and `Duplicate` the list is unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InsertError {
     /// The arena has not enough room left for the node.
@@ -104,6 +140,9 @@ pub enum InsertError {
     /// An entry with an equal key is already in the list (some arena space may have been
     /// used by the refused node).
     Duplicate,
+    /// Persisting to the media failed (the media's I/O error kind). The entry may or may
+    /// not be linked in memory; it is not known to be durable. Treat the list as failed.
+    Persist(io::ErrorKind),
 }
 
 impl fmt::Display for InsertError {
@@ -111,6 +150,9 @@ impl fmt::Display for InsertError {
         match self {
             InsertError::Full => f.write_str("skip list arena is full"),
             InsertError::Duplicate => f.write_str("key already present in the skip list"),
+            InsertError::Persist(kind) => {
+                write!(f, "persisting to the skip list's media failed: {kind}")
+            }
         }
     }
 }
@@ -147,6 +189,115 @@ fn random_height() -> usize {
     h
 }
 
+/// Maps a media error to the insert error that carries it.
+fn persist_err(e: io::Error) -> InsertError {
+    InsertError::Persist(e.kind())
+}
+
+/// A random 64-bit list id (distinguishes a list from earlier lists in the same extent).
+fn random_list_id() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x6A09_E667_F3BC_C908);
+    h.finish()
+}
+
+/// The list header stored at offset 0 of a media arena (see `docs/formats/nvm-skiplist.md`).
+fn encode_list_header(head: u32, capacity: usize, list_id: u64) -> [u8; LIST_HEADER_SIZE] {
+    let mut h = [0u8; LIST_HEADER_SIZE];
+    h[0..8].copy_from_slice(&LIST_MAGIC.to_le_bytes());
+    h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    h[12..16].copy_from_slice(&(MAX_HEIGHT as u32).to_le_bytes());
+    h[16..20].copy_from_slice(&head.to_le_bytes());
+    // 20..24: flags, zero in version 1.
+    h[24..32].copy_from_slice(&(capacity as u64).to_le_bytes());
+    h[32..40].copy_from_slice(&list_id.to_le_bytes());
+    let crc = crc32c::crc32c(&h[..LIST_HEADER_CRC_AT]);
+    h[LIST_HEADER_CRC_AT..LIST_HEADER_CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// The little-endian `u32` at `at` of `b` (in bounds by construction of the callers).
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+/// The little-endian `u64` at `at` of `b`.
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// The seed of every node checksum of the list with this id.
+fn crc_seed(list_id: u64) -> u32 {
+    crc32c::crc32c(&list_id.to_le_bytes())
+}
+
+/// What [`SkipList::recover`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Entries recovered (reachable from the head at level 0, all checksums valid).
+    pub entries: usize,
+    /// Arena bytes in use after recovery: the header area, the head node, the recovered
+    /// nodes and whatever unreachable space lies between them. New nodes go after it.
+    pub bytes: usize,
+    /// Complete nodes (valid checksum) found right after the last recovered byte but not
+    /// linked: an insert that had not published its node at the power cut, or nodes refused
+    /// as duplicates. Their space is reused by later inserts. (Unlinked nodes between
+    /// recovered ones are not counted.)
+    pub nodes_rejected: usize,
+}
+
+/// Why a persistent skip list could not be recovered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecoverError {
+    /// The arena is heap memory: there is nothing to recover.
+    NotOnMedia,
+    /// The list header at offset 0 of the arena is missing or invalid (never created, torn,
+    /// corrupt, another format or another arena length).
+    Header {
+        /// What is wrong.
+        detail: String,
+    },
+    /// A node reachable from the head is invalid: out of bounds, misaligned, bad height,
+    /// checksum mismatch, key not greater than its predecessor's, or a cycle. The persist
+    /// protocol never links a node that is not durable, so this is media corruption.
+    Node {
+        /// Offset of the node in the arena.
+        offset: u32,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl fmt::Display for RecoverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecoverError::NotOnMedia => f.write_str("a heap arena holds no persistent skip list"),
+            RecoverError::Header { detail } => write!(f, "bad skip list header: {detail}"),
+            RecoverError::Node { offset, detail } => {
+                write!(
+                    f,
+                    "corrupt skip list node at arena offset {offset}: {detail}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for RecoverError {}
+
+/// A validated node: its height, key and value lengths and total size.
+#[derive(Clone, Copy, Debug)]
+struct NodeInfo {
+    height: usize,
+    key_len: usize,
+    value_len: usize,
+    size: usize,
+}
+
 /// A concurrent, insert-only skip list stored in an [`Arena`]. See the module
 /// documentation for the layout, the invariants and the thread-safety contract.
 pub struct SkipList<C> {
@@ -158,23 +309,41 @@ pub struct SkipList<C> {
     height: AtomicU32,
     /// Number of entries linked.
     len: AtomicUsize,
+    /// The arena is on a media: nodes carry checksums, the arena holds the list header.
+    on_media: bool,
+    /// The arena is persistent: inserts follow the persist protocol (invariant 5).
+    durable: bool,
+    /// Seed of the node checksums (from the list id); unused on the heap.
+    crc_seed: u32,
+    /// Serializes the inserts into a persistent list (untouched otherwise).
+    insert_turn: Mutex<()>,
 }
 
 impl<C: Comparator> SkipList<C> {
     /// Creates an empty list in `arena`, ordered by `cmp`.
     ///
+    /// On a media arena, also writes the list header and makes the head and the header
+    /// durable (persist + fence) before returning: the list is recoverable from then on.
+    ///
     /// Fails with [`InsertError::Full`] if the arena cannot hold the head node
-    /// (`node_size(MAX_HEIGHT, 0, 0)` bytes).
+    /// (`node_size(MAX_HEIGHT, 0, 0)` bytes), and with [`InsertError::Persist`] if the
+    /// media fails.
     pub fn new(arena: Arena, cmp: C) -> Result<Self, InsertError> {
         let head = arena
             .alloc(node_size(MAX_HEIGHT, 0, 0), 4)
             .ok_or(InsertError::Full)?;
+        let on_media = arena.is_on_media();
+        let list_id = if on_media { random_list_id() } else { 0 };
         let list = SkipList {
+            durable: arena.is_persistent(),
             arena,
             cmp,
             head,
             height: AtomicU32::new(1),
             len: AtomicUsize::new(0),
+            on_media,
+            crc_seed: crc_seed(list_id),
+            insert_turn: Mutex::new(()),
         };
         // Initialise the whole head explicitly (the arena may have been written outside its
         // allocations before the list took it): empty key and value, every link NIL.
@@ -189,6 +358,27 @@ impl<C: Comparator> SkipList<C> {
             .store(MAX_HEIGHT as u32, AtomicOrdering::Relaxed);
         for level in 0..MAX_HEIGHT {
             list.link(head, level).store(NIL, AtomicOrdering::Relaxed);
+        }
+        if on_media {
+            let crc = list.node_checksum(head, MAX_HEIGHT, 0, 0);
+            list.arena
+                .atomic_u32(head + CHECKSUM_AT)
+                .store(crc, AtomicOrdering::Relaxed);
+            // The head first, then the header that points at it: a header is never durable
+            // before the node it names.
+            list.arena
+                .persist(head, node_size(MAX_HEIGHT, 0, 0))
+                .map_err(persist_err)?;
+            list.arena.fence().map_err(persist_err)?;
+            let header = encode_list_header(head, list.arena.capacity(), list_id);
+            // SAFETY: the header lies in the arena's reserved first MEDIA_HEADER bytes
+            // (LIST_HEADER_SIZE < MEDIA_HEADER <= capacity), which no allocation covers, and
+            // the list is not shared yet: nothing else reads or writes them.
+            unsafe { list.arena.write(0, &header) };
+            list.arena
+                .persist(0, LIST_HEADER_SIZE)
+                .map_err(persist_err)?;
+            list.arena.fence().map_err(persist_err)?;
         }
         Ok(list)
     }
@@ -217,6 +407,11 @@ impl<C: Comparator> SkipList<C> {
         self.arena.capacity()
     }
 
+    /// Whether inserts are made durable (the arena is on a persistent media).
+    pub fn is_persistent(&self) -> bool {
+        self.durable
+    }
+
     /// The comparator ordering the keys.
     pub fn comparator(&self) -> &C {
         &self.cmp
@@ -225,7 +420,9 @@ impl<C: Comparator> SkipList<C> {
     /// Inserts a copy of `key` and `value`.
     ///
     /// Fails with [`InsertError::Full`] when the arena has no room for the node (nothing is
-    /// linked) and with [`InsertError::Duplicate`] when an equal key is present.
+    /// linked) and with [`InsertError::Duplicate`] when an equal key is present. On a
+    /// persistent arena, the entry is durable when this returns `Ok`; see
+    /// [`InsertError::Persist`] for media failures.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<(), InsertError> {
         self.insert_with(key.len(), value.len(), |k, v| {
             k.copy_from_slice(key);
@@ -236,8 +433,8 @@ impl<C: Comparator> SkipList<C> {
     /// Inserts an entry whose key and value are written in place by `fill`, which receives
     /// the key buffer (`key_len` bytes) and the value buffer (`value_len` bytes) inside the
     /// arena, and must write all of both. Avoids building the key in a temporary buffer.
-    /// (The buffers are fresh arena memory: zero, unless the arena was written outside its
-    /// allocations before the list took it.)
+    /// (The buffers are fresh arena memory: zero on a fresh heap arena, but arbitrary bytes
+    /// on a media arena or an arena written outside its allocations.)
     ///
     /// The node is allocated before the list is searched, so a [`InsertError::Duplicate`]
     /// leaves its arena space unused. Errors as in [`SkipList::insert`]; on `Full`, `fill`
@@ -251,57 +448,18 @@ impl<C: Comparator> SkipList<C> {
     where
         F: FnOnce(&mut [u8], &mut [u8]),
     {
-        let height = random_height();
-        let key_len32 = u32::try_from(key_len).map_err(|_| InsertError::Full)?;
-        let value_len32 = u32::try_from(value_len).map_err(|_| InsertError::Full)?;
-        let size = key_len
-            .checked_add(value_len)
-            .and_then(|kv| kv.checked_add(node_size(height, 0, 0)))
-            .ok_or(InsertError::Full)?;
-        let node = self.arena.alloc(size, 4).ok_or(InsertError::Full)?;
+        // Persistent inserts take turns (invariant 5); DRAM inserts never touch the mutex.
+        let _turn = self.durable.then(|| {
+            self.insert_turn
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        });
+        let (node, height, size) = self.alloc_node(key_len, value_len, fill)?;
+        // SAFETY: the key bytes were written by this thread in `alloc_node`; from here on
+        // they are never written again (invariant 1).
+        let key = unsafe { self.arena.bytes(self.key_offset(node, height), key_len) };
 
-        // Initialise the node before anyone can see it (it is published below).
-        self.arena
-            .atomic_u32(node)
-            .store(key_len32, AtomicOrdering::Relaxed);
-        self.arena
-            .atomic_u32(node + 4)
-            .store(value_len32, AtomicOrdering::Relaxed);
-        self.arena
-            .atomic_u32(node + 8)
-            .store(height as u32, AtomicOrdering::Relaxed);
-        let kv_off = node + (HEADER_SIZE + LINK_SIZE * height) as u32;
-        let kv = self.arena.ptr(kv_off, key_len + value_len);
-        {
-            // SAFETY: `kv..kv + key_len + value_len` is inside the arena (checked by `ptr`)
-            // and belongs to the allocation made above, which no other thread can reach:
-            // its offset has not been published yet. The two slices are disjoint halves of
-            // it and are dropped before the node is published.
-            let (k, v) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut(kv, key_len),
-                    std::slice::from_raw_parts_mut(kv.add(key_len), value_len),
-                )
-            };
-            fill(k, v);
-        }
-        // SAFETY: the key bytes were written by this thread above; from here on they are
-        // never written again (invariant 1).
-        let key = unsafe { self.arena.bytes(kv_off, key_len) };
-
-        // Raise the list height if this tower is taller.
-        let mut list_height = self.height.load(AtomicOrdering::Relaxed) as usize;
-        while height > list_height {
-            match self.height.compare_exchange_weak(
-                list_height as u32,
-                height as u32,
-                AtomicOrdering::Relaxed,
-                AtomicOrdering::Relaxed,
-            ) {
-                Ok(_) => list_height = height,
-                Err(h) => list_height = h as usize,
-            }
-        }
+        let list_height = self.raise_height(height);
 
         // Find the neighbours of `key` at every level, from the top.
         let mut prev = [self.head; MAX_HEIGHT];
@@ -319,6 +477,16 @@ impl<C: Comparator> SkipList<C> {
             return Err(InsertError::Duplicate);
         }
 
+        if self.durable {
+            // The node must be durable, level-0 link included, before anything links to it.
+            for level in 0..height {
+                self.link(node, level)
+                    .store(next[level], AtomicOrdering::Relaxed);
+            }
+            self.arena.persist(node, size).map_err(persist_err)?;
+            self.arena.fence().map_err(persist_err)?;
+        }
+
         // Link bottom-up. A failed swap means another node was linked between prev and next
         // at that level: search again from prev, which still precedes `key`.
         for level in 0..height {
@@ -331,7 +499,17 @@ impl<C: Comparator> SkipList<C> {
                     AtomicOrdering::Release,
                     AtomicOrdering::Acquire,
                 ) {
-                    Ok(_) => break,
+                    Ok(_) => {
+                        if level == 0 && self.durable {
+                            // Publish durably before returning (and before upper levels,
+                            // which are never persisted).
+                            if let Err(e) = self.persist_link(prev[0], 0) {
+                                self.len.fetch_add(1, AtomicOrdering::Release);
+                                return Err(e);
+                            }
+                        }
+                        break;
+                    }
                     Err(_) => {
                         let (p, n) = self.find_splice(key, level, prev[level], NIL);
                         if level == 0
@@ -343,12 +521,256 @@ impl<C: Comparator> SkipList<C> {
                         }
                         prev[level] = p;
                         next[level] = n;
+                        if level == 0 && self.durable {
+                            // The node's level-0 link changed: durable before the node is
+                            // linked.
+                            self.link(node, 0).store(n, AtomicOrdering::Relaxed);
+                            self.persist_link(node, 0)?;
+                        }
                     }
                 }
             }
         }
         self.len.fetch_add(1, AtomicOrdering::Release);
         Ok(())
+    }
+
+    /// Inserts every `(key, value)` of `entries`.
+    ///
+    /// On a persistent arena this is cheaper than one [`SkipList::insert`] per entry: all
+    /// nodes are written and persisted, one fence; then every new level-0 link is stored
+    /// and persisted, one more fence. It is all or nothing for errors: a duplicate (inside
+    /// the batch or with the list) or a full arena links nothing. Durability: every entry is
+    /// durable when it returns `Ok`; a power cut before that may leave any subset of the
+    /// batch (each recovered entry whole), not necessarily a prefix.
+    ///
+    /// On a DRAM arena it inserts the entries one by one, in order: on an error, the entries
+    /// before the failing one stay inserted.
+    pub fn insert_batch(&self, entries: &[(&[u8], &[u8])]) -> Result<(), InsertError> {
+        if !self.durable {
+            for (k, v) in entries {
+                self.insert(k, v)?;
+            }
+            return Ok(());
+        }
+        let _turn = self
+            .insert_turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // 1. Write every node (nothing is reachable yet).
+        let mut nodes = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            let (node, height, size) = self.alloc_node(k.len(), v.len(), |kb, vb| {
+                kb.copy_from_slice(k);
+                vb.copy_from_slice(v);
+            })?;
+            nodes.push((node, height, size));
+        }
+        // 2. Key order; refuse duplicates inside the batch.
+        nodes.sort_by(|a, b| self.cmp.compare(self.key(a.0), self.key(b.0)));
+        for w in nodes.windows(2) {
+            if self.cmp.compare(self.key(w[0].0), self.key(w[1].0)) == Ordering::Equal {
+                return Err(InsertError::Duplicate);
+            }
+        }
+        // 3. Level-0 neighbours in the current list (frozen: we hold the insert turn).
+        let mut splices = Vec::with_capacity(nodes.len());
+        for &(node, _, _) in &nodes {
+            let (p, n) = self.find_level0(self.key(node));
+            if n != NIL && self.cmp.compare(self.key(node), self.key(n)) == Ordering::Equal {
+                return Err(InsertError::Duplicate);
+            }
+            splices.push((p, n));
+        }
+        // 4. Each node's level-0 successor: the next batch node if it falls in the same gap
+        //    of the list, else the list node after the gap. Persist all nodes, one fence.
+        for (i, &(node, height, size)) in nodes.iter().enumerate() {
+            let succ = match nodes.get(i + 1) {
+                Some(&(next_node, _, _)) if splices[i + 1].0 == splices[i].0 => next_node,
+                _ => splices[i].1,
+            };
+            self.link(node, 0).store(succ, AtomicOrdering::Relaxed);
+            for level in 1..height {
+                self.link(node, level).store(NIL, AtomicOrdering::Relaxed);
+            }
+            self.arena.persist(node, size).map_err(persist_err)?;
+        }
+        self.arena.fence().map_err(persist_err)?;
+        // 5. Publish the first node of each gap; persist those links, one fence.
+        let mut result = Ok(());
+        for (i, &(node, _, _)) in nodes.iter().enumerate() {
+            if i == 0 || splices[i].0 != splices[i - 1].0 {
+                let p = splices[i].0;
+                self.link(p, 0).store(node, AtomicOrdering::Release);
+                if let Err(e) = self.arena.persist(self.link_offset(p, 0), LINK_SIZE) {
+                    result = Err(persist_err(e));
+                }
+            }
+        }
+        if result.is_ok() {
+            result = self.arena.fence().map_err(persist_err);
+        }
+        self.len.fetch_add(nodes.len(), AtomicOrdering::Release);
+        // 6. Upper levels, never persisted.
+        for &(node, height, _) in &nodes {
+            if height > 1 {
+                self.link_upper(node, height);
+            }
+        }
+        result
+    }
+
+    /// Allocates a node of a random height for `key_len + value_len` bytes, writes its
+    /// header, lets `fill` write the key and value, and (on a media arena) stores its
+    /// checksum. Returns `(offset, height, size)`. The node is not linked.
+    #[inline]
+    fn alloc_node<F>(
+        &self,
+        key_len: usize,
+        value_len: usize,
+        fill: F,
+    ) -> Result<(u32, usize, usize), InsertError>
+    where
+        F: FnOnce(&mut [u8], &mut [u8]),
+    {
+        let height = random_height();
+        let key_len32 = u32::try_from(key_len).map_err(|_| InsertError::Full)?;
+        let value_len32 = u32::try_from(value_len).map_err(|_| InsertError::Full)?;
+        let size = key_len
+            .checked_add(value_len)
+            .and_then(|kv| kv.checked_add(node_size(height, 0, 0)))
+            .ok_or(InsertError::Full)?;
+        let node = self.arena.alloc(size, 4).ok_or(InsertError::Full)?;
+
+        // Initialise the node before anyone can see it (it is published by the caller).
+        self.arena
+            .atomic_u32(node)
+            .store(key_len32, AtomicOrdering::Relaxed);
+        self.arena
+            .atomic_u32(node + 4)
+            .store(value_len32, AtomicOrdering::Relaxed);
+        self.arena
+            .atomic_u32(node + 8)
+            .store(height as u32, AtomicOrdering::Relaxed);
+        let kv_off = self.key_offset(node, height);
+        let kv = self.arena.ptr(kv_off, key_len + value_len);
+        {
+            // SAFETY: `kv..kv + key_len + value_len` is inside the arena (checked by `ptr`)
+            // and belongs to the allocation made above, which no other thread can reach:
+            // its offset has not been published yet. The two slices are disjoint halves of
+            // it and are dropped before the node is published.
+            let (k, v) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(kv, key_len),
+                    std::slice::from_raw_parts_mut(kv.add(key_len), value_len),
+                )
+            };
+            fill(k, v);
+        }
+        if self.on_media {
+            let crc = self.node_checksum(node, height, key_len, value_len);
+            self.arena
+                .atomic_u32(node + CHECKSUM_AT)
+                .store(crc, AtomicOrdering::Relaxed);
+            self.arena.on_write(size);
+        }
+        Ok((node, height, size))
+    }
+
+    /// Raises the list height to at least `height`; returns the list height.
+    #[inline]
+    fn raise_height(&self, height: usize) -> usize {
+        let mut list_height = self.height.load(AtomicOrdering::Relaxed) as usize;
+        while height > list_height {
+            match self.height.compare_exchange_weak(
+                list_height as u32,
+                height as u32,
+                AtomicOrdering::Relaxed,
+                AtomicOrdering::Relaxed,
+            ) {
+                Ok(_) => list_height = height,
+                Err(h) => list_height = h as usize,
+            }
+        }
+        list_height
+    }
+
+    /// The level-0 neighbours `(p, n)` of `key`: `p < key <= n` (head / NIL at the ends).
+    fn find_level0(&self, key: &[u8]) -> (u32, u32) {
+        let mut before = self.head;
+        let mut stop = NIL;
+        let mut n = NIL;
+        for level in (0..self.height.load(AtomicOrdering::Relaxed) as usize).rev() {
+            let (p, next) = self.find_splice(key, level, before, stop);
+            before = p;
+            stop = next;
+            n = next;
+        }
+        (before, n)
+    }
+
+    /// Links `node` (already linked at level 0, `height` links) at levels `1..height`.
+    fn link_upper(&self, node: u32, height: usize) {
+        let key = self.key(node);
+        let list_height = self.raise_height(height);
+        let mut prev = [self.head; MAX_HEIGHT];
+        let mut next = [NIL; MAX_HEIGHT];
+        let mut before = self.head;
+        let mut stop = NIL;
+        for level in (1..list_height).rev() {
+            let (p, n) = self.find_splice(key, level, before, stop);
+            stop = n;
+            prev[level] = p;
+            next[level] = n;
+            before = p;
+        }
+        for level in 1..height {
+            loop {
+                self.link(node, level)
+                    .store(next[level], AtomicOrdering::Relaxed);
+                match self.link(prev[level], level).compare_exchange(
+                    next[level],
+                    node,
+                    AtomicOrdering::Release,
+                    AtomicOrdering::Acquire,
+                ) {
+                    Ok(_) => break,
+                    Err(_) => {
+                        let (p, n) = self.find_splice(key, level, prev[level], NIL);
+                        prev[level] = p;
+                        next[level] = n;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Persists the link of `node` at `level` and fences.
+    fn persist_link(&self, node: u32, level: usize) -> Result<(), InsertError> {
+        self.arena
+            .persist(self.link_offset(node, level), LINK_SIZE)
+            .map_err(persist_err)?;
+        self.arena.fence().map_err(persist_err)
+    }
+
+    /// The checksum of a node whose header fields and key/value bytes are written: crc32c,
+    /// seeded by the list id, over the node's offset, height, key length and value length
+    /// (little-endian `u32`s), then the key and value bytes.
+    fn node_checksum(&self, node: u32, height: usize, key_len: usize, value_len: usize) -> u32 {
+        let mut fixed = [0u8; 16];
+        fixed[0..4].copy_from_slice(&node.to_le_bytes());
+        fixed[4..8].copy_from_slice(&(height as u32).to_le_bytes());
+        fixed[8..12].copy_from_slice(&(key_len as u32).to_le_bytes());
+        fixed[12..16].copy_from_slice(&(value_len as u32).to_le_bytes());
+        let crc = crc32c::crc32c_append(self.crc_seed, &fixed);
+        // SAFETY: the node's key and value were written before this call (by this thread,
+        // or before the node was published / the arena was handed to recovery) and are
+        // never written again; the caller checked that they lie inside the arena.
+        let kv = unsafe {
+            self.arena
+                .bytes(self.key_offset(node, height), key_len + value_len)
+        };
+        crc32c::crc32c_append(crc, kv)
     }
 
     /// The value stored under a key equal to `key`, if any.
@@ -380,11 +802,22 @@ impl<C: Comparator> SkipList<C> {
     // this list (with `Acquire`), or a node being inserted by the current thread: by
     // invariants 1 and 4, its header, key and value are initialised, published and immutable.
 
+    /// Offset of the link of `node` at `level`.
+    #[inline]
+    fn link_offset(&self, node: u32, level: usize) -> u32 {
+        node + (HEADER_SIZE + LINK_SIZE * level) as u32
+    }
+
+    /// Offset of the key of `node`, whose tower has `height` links (the value follows).
+    #[inline]
+    fn key_offset(&self, node: u32, height: usize) -> u32 {
+        node + (HEADER_SIZE + LINK_SIZE * height) as u32
+    }
+
     /// The link of `node` at `level`.
     #[inline]
     fn link(&self, node: u32, level: usize) -> &AtomicU32 {
-        self.arena
-            .atomic_u32(node + (HEADER_SIZE + LINK_SIZE * level) as u32)
+        self.arena.atomic_u32(self.link_offset(node, level))
     }
 
     /// The next node after `node` at `level` (NIL at the end).
@@ -393,7 +826,7 @@ impl<C: Comparator> SkipList<C> {
         self.link(node, level).load(AtomicOrdering::Acquire)
     }
 
-    /// A field of `node`'s header: 0 = key_len, 4 = value_len, 8 = height.
+    /// A field of `node`'s header: 0 = key_len, 4 = value_len, 8 = height, 12 = checksum.
     #[inline]
     fn field(&self, node: u32, at: u32) -> usize {
         self.arena
@@ -405,7 +838,7 @@ impl<C: Comparator> SkipList<C> {
     #[inline]
     fn key(&self, node: u32) -> &[u8] {
         let (key_len, height) = (self.field(node, 0), self.field(node, 8));
-        let off = node + (HEADER_SIZE + LINK_SIZE * height) as u32;
+        let off = self.key_offset(node, height);
         // SAFETY: `node` is published or owned by this thread (see above), so its key bytes
         // were written before this read happens and are never written again.
         unsafe { self.arena.bytes(off, key_len) }
@@ -416,7 +849,7 @@ impl<C: Comparator> SkipList<C> {
     fn value(&self, node: u32) -> &[u8] {
         let (key_len, value_len) = (self.field(node, 0), self.field(node, 4));
         let height = self.field(node, 8);
-        let off = node + (HEADER_SIZE + LINK_SIZE * height + key_len) as u32;
+        let off = self.key_offset(node, height) + key_len as u32;
         // SAFETY: as in `key`: the value bytes are written once, before publication.
         unsafe { self.arena.bytes(off, value_len) }
     }
@@ -451,15 +884,19 @@ impl<C: Comparator> SkipList<C> {
     /// `stop` is a node already known to be `>= key` (or NIL): it is not compared again.
     #[inline]
     fn find_splice(&self, key: &[u8], level: usize, mut before: u32, stop: u32) -> (u32, u32) {
+        let mut visits = 0;
         loop {
             let next = self.next_of(before, level);
             if level > 0 {
                 self.prefetch(self.next_of(before, level - 1));
             }
-            if next == NIL
-                || next == stop
-                || self.cmp.compare(key, self.key(next)) != Ordering::Greater
-            {
+            if next == NIL || next == stop {
+                self.arena.on_read(visits * NODE_READ_BYTES);
+                return (before, next);
+            }
+            visits += 1;
+            if self.cmp.compare(key, self.key(next)) != Ordering::Greater {
+                self.arena.on_read(visits * NODE_READ_BYTES);
                 return (before, next);
             }
             before = next;
@@ -480,6 +917,7 @@ impl<C: Comparator> SkipList<C> {
         // The node that ended the walk at the level above: known not to advance, so it is
         // not compared again when the walk below reaches it.
         let mut stop = NIL;
+        let mut visits = 0;
         let mut level = self.height.load(AtomicOrdering::Relaxed) as usize;
         while level > 0 {
             level -= 1;
@@ -491,6 +929,7 @@ impl<C: Comparator> SkipList<C> {
                 if n == NIL || n == stop {
                     break;
                 }
+                visits += 1;
                 // Advance while n < key (exclusive) or n <= key (inclusive).
                 let advance = match self.cmp.compare(self.key(n), key) {
                     Ordering::Less => true,
@@ -504,6 +943,7 @@ impl<C: Comparator> SkipList<C> {
                 x = n;
             }
         }
+        self.arena.on_read(visits * NODE_READ_BYTES);
         (if x == self.head { NIL } else { x }, n)
     }
 
@@ -530,6 +970,7 @@ impl<C: Comparator> SkipList<C> {
     /// The last node of the list, or NIL.
     fn find_last(&self) -> u32 {
         let mut x = self.head;
+        let mut visits = 0;
         let mut level = self.height.load(AtomicOrdering::Relaxed) as usize;
         while level > 0 {
             level -= 1;
@@ -538,10 +979,185 @@ impl<C: Comparator> SkipList<C> {
                 if next == NIL {
                     break;
                 }
+                visits += 1;
                 x = next;
             }
         }
+        self.arena.on_read(visits * NODE_READ_BYTES);
         if x == self.head { NIL } else { x }
+    }
+}
+
+impl<C: Comparator> SkipList<C> {
+    /// Reopens the persistent list held by `arena` (from
+    /// [`Arena::recover_on_media`](crate::Arena::recover_on_media)), ordered by `cmp` (the
+    /// comparator it was built with).
+    ///
+    /// Checks the header, walks level 0 from the head checking every node (bounds,
+    /// alignment, height, checksum, keys strictly increasing, at most as many nodes as fit
+    /// in the arena), rebuilds every upper-level link in place (they are never persisted),
+    /// and moves the arena's allocation cursor past the last byte of the furthest recovered
+    /// node, so later inserts reuse whatever lies after it. Never panics on bad bytes
+    /// (provided `cmp` does not panic on the keys that were inserted).
+    ///
+    /// # Errors
+    /// [`RecoverError::NotOnMedia`] for a heap arena, [`RecoverError::Header`] for a
+    /// missing or damaged header, [`RecoverError::Node`] (with the node's offset) for any
+    /// invalid node reachable from the head. A linked node is never silently dropped: the
+    /// persist protocol makes a node durable before it is linked, so a bad linked node is
+    /// corruption, not an interrupted insert.
+    pub fn recover(arena: Arena, cmp: C) -> Result<(Self, RecoveryReport), RecoverError> {
+        if !arena.is_on_media() {
+            return Err(RecoverError::NotOnMedia);
+        }
+        let header_err = |detail: String| RecoverError::Header { detail };
+        // SAFETY: the header lies in the reserved first MEDIA_HEADER bytes of the arena
+        // (LIST_HEADER_SIZE < MEDIA_HEADER <= capacity); the arena was handed over by value,
+        // so nothing else writes them while the copy is taken.
+        let header: [u8; LIST_HEADER_SIZE] = {
+            let mut h = [0u8; LIST_HEADER_SIZE];
+            h.copy_from_slice(unsafe { arena.bytes(0, LIST_HEADER_SIZE) });
+            h
+        };
+        if le_u64(&header, 0) != LIST_MAGIC {
+            return Err(header_err("no skip list magic".to_owned()));
+        }
+        let stored_crc = le_u32(&header, LIST_HEADER_CRC_AT);
+        if crc32c::crc32c(&header[..LIST_HEADER_CRC_AT]) != stored_crc {
+            return Err(header_err("header checksum mismatch".to_owned()));
+        }
+        let version = le_u32(&header, 8);
+        if version != FORMAT_VERSION {
+            return Err(header_err(format!("unknown format version {version}")));
+        }
+        let max_height = le_u32(&header, 12);
+        if max_height as usize != MAX_HEIGHT {
+            return Err(header_err(format!(
+                "maximum height {max_height}, this build uses {MAX_HEIGHT}"
+            )));
+        }
+        let capacity = le_u64(&header, 24);
+        if capacity != arena.capacity() as u64 {
+            return Err(header_err(format!(
+                "list was created in a {capacity}-byte arena, reopened in {} bytes",
+                arena.capacity()
+            )));
+        }
+        let head = le_u32(&header, 16);
+        let list_id = le_u64(&header, 32);
+        let list = SkipList {
+            durable: arena.is_persistent(),
+            arena,
+            cmp,
+            head,
+            height: AtomicU32::new(1),
+            len: AtomicUsize::new(0),
+            on_media: true,
+            crc_seed: crc_seed(list_id),
+            insert_turn: Mutex::new(()),
+        };
+        let head_info = list.check_node(head).map_err(|detail| RecoverError::Node {
+            offset: head,
+            detail: format!("head node: {detail}"),
+        })?;
+        if head_info.height != MAX_HEIGHT || head_info.key_len != 0 || head_info.value_len != 0 {
+            return Err(RecoverError::Node {
+                offset: head,
+                detail: "head node with a key, a value or a short tower".to_owned(),
+            });
+        }
+
+        // Walk level 0; relink the upper levels behind the walk.
+        let mut last = [head; MAX_HEIGHT];
+        let mut end = head as usize + head_info.size;
+        let mut tallest = 1;
+        let mut entries = 0usize;
+        let max_entries = list.arena.capacity() / node_size(1, 0, 0);
+        let mut prev = NIL;
+        let mut node = list.next_of(head, 0);
+        while node != NIL {
+            let node_err = |detail: String| RecoverError::Node {
+                offset: node,
+                detail,
+            };
+            if entries >= max_entries {
+                return Err(node_err(
+                    "more nodes than the arena can hold: a cycle".to_owned(),
+                ));
+            }
+            let info = list.check_node(node).map_err(node_err)?;
+            if prev != NIL && list.cmp.compare(list.key(prev), list.key(node)) != Ordering::Less {
+                return Err(node_err(format!(
+                    "key not greater than the key of its predecessor at {prev}"
+                )));
+            }
+            for (level, from) in last.iter_mut().enumerate().take(info.height).skip(1) {
+                list.link(*from, level).store(node, AtomicOrdering::Relaxed);
+                *from = node;
+            }
+            tallest = tallest.max(info.height);
+            end = end.max(node as usize + info.size);
+            entries += 1;
+            prev = node;
+            node = list.next_of(node, 0);
+        }
+        for (level, from) in last.iter().enumerate().skip(1) {
+            list.link(*from, level).store(NIL, AtomicOrdering::Relaxed);
+        }
+        list.height.store(tallest as u32, AtomicOrdering::Relaxed);
+        list.len.store(entries, AtomicOrdering::Release);
+        list.arena.set_used(end);
+
+        // Count the complete but unlinked nodes right after the recovered ones.
+        let mut nodes_rejected = 0;
+        let mut at = end.next_multiple_of(4);
+        while let Some(info) = u32::try_from(at).ok().and_then(|a| list.check_node(a).ok()) {
+            nodes_rejected += 1;
+            at = (at + info.size).next_multiple_of(4);
+        }
+        let report = RecoveryReport {
+            entries,
+            bytes: end,
+            nodes_rejected,
+        };
+        Ok((list, report))
+    }
+
+    /// Checks the node at `node` without trusting any of its bytes: alignment, bounds,
+    /// height and checksum. Only for a list that is not shared (recovery).
+    fn check_node(&self, node: u32) -> Result<NodeInfo, String> {
+        let capacity = self.arena.capacity();
+        if !node.is_multiple_of(4) {
+            return Err("misaligned node offset".to_owned());
+        }
+        if node < MEDIA_HEADER {
+            return Err("node offset inside the header area".to_owned());
+        }
+        if node as usize + HEADER_SIZE > capacity {
+            return Err(format!("node offset beyond the arena ({capacity} bytes)"));
+        }
+        let height = self.field(node, 8);
+        if !(1..=MAX_HEIGHT).contains(&height) {
+            return Err(format!("height {height} out of 1..={MAX_HEIGHT}"));
+        }
+        let (key_len, value_len) = (self.field(node, 0), self.field(node, 4));
+        let size = node_size(height, 0, 0)
+            .checked_add(key_len)
+            .and_then(|s| s.checked_add(value_len))
+            .filter(|&s| s <= capacity - node as usize)
+            .ok_or_else(|| {
+                format!("key ({key_len} B) and value ({value_len} B) exceed the arena")
+            })?;
+        let stored = self.field(node, CHECKSUM_AT) as u32;
+        if self.node_checksum(node, height, key_len, value_len) != stored {
+            return Err("node checksum mismatch".to_owned());
+        }
+        Ok(NodeInfo {
+            height,
+            key_len,
+            value_len,
+            size,
+        })
     }
 }
 
@@ -549,6 +1165,7 @@ impl<C> fmt::Debug for SkipList<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SkipList")
             .field("len", &self.len.load(AtomicOrdering::Relaxed))
+            .field("persistent", &self.durable)
             .field("height", &self.height.load(AtomicOrdering::Relaxed))
             .field("arena", &self.arena)
             .finish()
@@ -637,6 +1254,7 @@ where
     /// Moves to the first entry.
     pub fn first(&mut self) {
         self.node = self.list.next_of(self.list.head, 0);
+        self.list.arena.on_read(NODE_READ_BYTES);
     }
 
     /// Moves to the last entry.
@@ -648,6 +1266,7 @@ where
     pub fn next(&mut self) {
         if self.node != NIL {
             self.node = self.list.next_of(self.node, 0);
+            self.list.arena.on_read(NODE_READ_BYTES);
         }
     }
 
@@ -681,6 +1300,7 @@ impl<'a, C: Comparator> Iterator for Iter<'a, C> {
         }
         let item = (self.list.key(self.node), self.list.value(self.node));
         self.node = self.list.next_of(self.node, 0);
+        self.list.arena.on_read(NODE_READ_BYTES);
         Some(item)
     }
 }

@@ -175,6 +175,9 @@ fn concurrent_writers_racing_to_fill_the_arena() {
                         Ok(()) => ok.push((k, v)),
                         Err(InsertError::Full) => full.push(k),
                         Err(InsertError::Duplicate) => panic!("no duplicates here: {k:?}"),
+                        Err(e @ InsertError::Persist(_)) => {
+                            panic!("a heap arena persists nothing: {e}")
+                        }
                     }
                     i += 1;
                 }

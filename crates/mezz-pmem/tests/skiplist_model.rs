@@ -254,6 +254,7 @@ fn full_arena_refuses_whole_nodes() {
             // refused as Full too.
             Err(InsertError::Full) => refused.push(key),
             Err(InsertError::Duplicate) => assert!(model.contains_key(&key)),
+            Err(e @ InsertError::Persist(_)) => panic!("a heap arena persists nothing: {e}"),
         }
         assert!(list.memory_usage() <= capacity);
     }
