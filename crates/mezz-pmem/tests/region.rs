@@ -1,0 +1,349 @@
+//! Regions in every persistence mode, on a temporary directory and on `/dev/shm`, and the
+//! crash simulation (`SimNvm`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mezz_format::Error;
+use mezz_pmem::{
+    Emulation, KeepLines, Media, PersistMode, PowerCut, Region, RegionOptions, SimNvm,
+};
+
+/// Temporary directories to test file-backed modes on: one on the normal file system and one
+/// under `/dev/shm` when it exists.
+fn dirs() -> Vec<tempfile::TempDir> {
+    let mut out = vec![tempfile::tempdir().unwrap()];
+    if Path::new("/dev/shm").is_dir()
+        && let Ok(d) = tempfile::tempdir_in("/dev/shm")
+    {
+        out.push(d);
+    }
+    out
+}
+
+fn write(r: &Region, off: usize, data: &[u8]) {
+    // SAFETY: tests access each region from one thread.
+    unsafe { r.write_at(off, data) }
+}
+
+fn read(r: &Region, off: usize, len: usize) -> Vec<u8> {
+    let mut buf = vec![0; len];
+    // SAFETY: tests access each region from one thread.
+    unsafe { r.read_at(off, &mut buf) };
+    buf
+}
+
+#[test]
+fn persist_mode_names_round_trip() {
+    assert_eq!(PersistMode::default(), PersistMode::Msync);
+    for m in PersistMode::ALL {
+        assert_eq!(m.to_string().parse::<PersistMode>().unwrap(), m);
+    }
+    assert_eq!("ADR".parse::<PersistMode>().unwrap(), PersistMode::Adr);
+    assert!(matches!(
+        "pmem".parse::<PersistMode>(),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn file_modes_map_persist_and_reopen() {
+    for dir in dirs() {
+        for mode in [
+            PersistMode::Adr,
+            PersistMode::Eadr,
+            PersistMode::Msync,
+            PersistMode::Volatile,
+        ] {
+            let opts = RegionOptions {
+                mode,
+                emulate_adr: true,
+                prefault: true,
+                ..RegionOptions::default()
+            };
+            let path = dir.path().join(format!("r-{mode}"));
+            let r = Region::create(&path, 3 * 4096 + 100, &opts).unwrap();
+            assert_eq!(r.len(), 3 * 4096 + 100);
+            assert_eq!(r.base().as_ptr() as usize % 4096, 0);
+            assert_eq!(r.is_persistent(), mode != PersistMode::Volatile);
+            assert_eq!(read(&r, 0, 16), vec![0; 16], "new region is zero");
+            write(&r, 4000, b"hello, persistent world");
+            write(&r, 3 * 4096 + 90, b"0123456789");
+            r.persist(4000, 23).unwrap();
+            r.persist(3 * 4096 + 90, 10).unwrap();
+            // Out-of-range parts are ignored, not an error.
+            r.persist(3 * 4096 + 90, 1 << 20).unwrap();
+            r.persist(1 << 30, 8).unwrap();
+            r.fence().unwrap();
+            let st = r.stats();
+            assert_eq!(st.persists, 3, "{mode}");
+            assert_eq!(st.fences, 1);
+            assert_eq!(st.bytes_persisted, 23 + 10 + 10);
+            assert_eq!(r.bytes_persisted(), 43);
+            assert!(!r.is_map_sync());
+            drop(r);
+            let r = Region::open(&path, &opts).unwrap();
+            assert_eq!(r.len(), 3 * 4096 + 100);
+            assert_eq!(read(&r, 4000, 23), b"hello, persistent world");
+            assert_eq!(read(&r, 3 * 4096 + 90, 10), b"0123456789");
+            // Creating over an existing file fails and leaves it alone.
+            assert!(matches!(
+                Region::create(&path, 4096, &opts),
+                Err(Error::Io { .. })
+            ));
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), 3 * 4096 + 100);
+        }
+    }
+}
+
+#[test]
+fn adr_without_dax_fails_clearly_unless_emulated() {
+    for dir in dirs() {
+        let path = dir.path().join("adr");
+        let opts = RegionOptions::with_mode(PersistMode::Adr);
+        match Region::create(&path, 8192, &opts) {
+            Err(Error::InvalidArgument(msg)) => {
+                assert!(msg.contains("DAX"), "{msg}");
+                assert!(msg.contains("nvm_emulate_adr"), "{msg}");
+                assert!(!path.exists(), "a failed create leaves no file");
+            }
+            // A real DAX file system: then MAP_SYNC must have been granted.
+            Ok(r) => assert!(r.is_map_sync()),
+            Err(e) => panic!("unexpected error {e}"),
+        }
+        let emulated = RegionOptions {
+            emulate_adr: true,
+            ..opts.clone()
+        };
+        let r = Region::create(&path, 8192, &emulated).unwrap();
+        write(&r, 0, &[7; 200]);
+        r.persist(0, 200).unwrap();
+        r.fence().unwrap();
+        assert_eq!(r.stats().persists, 1);
+        drop(r);
+        // Opening follows the same rule.
+        assert!(matches!(
+            Region::open(&path, &opts),
+            Err(Error::InvalidArgument(_)) | Ok(_)
+        ));
+        assert_eq!(
+            read(&Region::open(&path, &emulated).unwrap(), 0, 200),
+            vec![7; 200]
+        );
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RegionOptions::default();
+    assert!(matches!(
+        Region::create(&dir.path().join("z"), 0, &opts),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Region::open(&dir.path().join("missing"), &opts),
+        Err(Error::Io { .. })
+    ));
+    std::fs::write(dir.path().join("empty"), b"").unwrap();
+    assert!(Region::open(&dir.path().join("empty"), &opts).is_err());
+    let sim_no_registry = RegionOptions::with_mode(PersistMode::CrashSim);
+    assert!(matches!(
+        Region::create(&dir.path().join("s"), 4096, &sim_no_registry),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Region::anonymous(4096, &RegionOptions::crash_sim(&SimNvm::new())),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn anonymous_regions_work_in_every_other_mode_and_are_not_persistent() {
+    for mode in [
+        PersistMode::Adr,
+        PersistMode::Eadr,
+        PersistMode::Msync,
+        PersistMode::Volatile,
+    ] {
+        let r = Region::anonymous(10_000, &RegionOptions::with_mode(mode)).unwrap();
+        assert!(!r.is_persistent());
+        assert!(r.path().is_none());
+        write(&r, 9_000, b"x");
+        r.persist(0, 10_000).unwrap();
+        r.fence().unwrap();
+        assert_eq!(read(&r, 9_000, 1), b"x");
+        assert_eq!(r.stats().bytes_persisted, 10_000);
+    }
+}
+
+#[test]
+fn emulation_charges_delay() {
+    let opts = RegionOptions {
+        mode: PersistMode::Volatile,
+        emulation: Emulation {
+            read_ns_per_line: 100,
+            write_ns_per_line: 300,
+            persist_bytes_per_sec: 1 << 30,
+        },
+        ..RegionOptions::default()
+    };
+    let r = Region::anonymous(1 << 16, &opts).unwrap();
+    r.on_read(65);
+    assert_eq!(r.stats().emulated_delay_ns, 200, "two lines read");
+    r.on_write(64);
+    assert_eq!(r.stats().emulated_delay_ns, 500, "one line written");
+    r.persist(0, 1 << 16).unwrap();
+    r.persist(0, 1 << 16).unwrap();
+    // The second persist waits for the first one's share of the bandwidth.
+    assert!(r.stats().emulated_delay_ns > 500);
+    let off = Region::anonymous(4096, &RegionOptions::default()).unwrap();
+    off.on_read(4096);
+    off.on_write(4096);
+    off.persist(0, 4096).unwrap();
+    assert_eq!(off.stats().emulated_delay_ns, 0);
+}
+
+// ---- crash simulation ----
+
+fn sim_region(sim: &SimNvm, path: &str, len: usize) -> Arc<Region> {
+    Region::create(Path::new(path), len, &RegionOptions::crash_sim(sim)).unwrap()
+}
+
+fn cut(sim: &SimNvm, keep: KeepLines, seed: u64) -> SimNvm {
+    sim.power_cut(&PowerCut {
+        keep_unpersisted: keep,
+        seed,
+    })
+}
+
+fn durable(sim: &SimNvm, path: &str) -> Vec<u8> {
+    sim.durable_image(Path::new(path)).unwrap()
+}
+
+#[test]
+fn crashsim_keeps_only_persisted_and_fenced_lines() {
+    let sim = SimNvm::new();
+    let r = sim_region(&sim, "p", 4096);
+    assert!(r.is_persistent());
+    write(&r, 0, &[1; 64]); // persisted + fenced
+    write(&r, 128, &[2; 64]); // persisted, not fenced
+    write(&r, 256, &[3; 64]); // written only
+    r.persist(0, 64).unwrap();
+    r.fence().unwrap();
+    r.persist(128, 64).unwrap();
+    assert_eq!(sim.persist_points(), 2);
+    assert_eq!(sim.fence_points(), 1);
+
+    let after = cut(&sim, KeepLines::None, 0);
+    let img = durable(&after, "p");
+    assert_eq!(&img[0..64], &[1; 64]);
+    assert_eq!(&img[128..192], &[0; 64]);
+    assert_eq!(&img[256..320], &[0; 64]);
+    // Opening the file of the new registry shows the same bytes.
+    let r2 = Region::open(Path::new("p"), &RegionOptions::crash_sim(&after)).unwrap();
+    assert_eq!(read(&r2, 0, 4096), img);
+    assert_eq!(after.persist_points(), 0);
+
+    let all = durable(&cut(&sim, KeepLines::All, 0), "p");
+    assert_eq!(&all[128..192], &[2; 64]);
+    assert_eq!(&all[256..320], &[3; 64]);
+
+    // The original keeps working: a fence now makes line 128 durable.
+    r.fence().unwrap();
+    assert_eq!(&durable(&sim, "p")[128..192], &[2; 64]);
+}
+
+#[test]
+fn crashsim_persists_whole_lines() {
+    let sim = SimNvm::new();
+    let r = sim_region(&sim, "l", 4096);
+    write(&r, 60, &[9; 8]); // straddles lines 0 and 1
+    r.persist(62, 1).unwrap(); // flushes line 0 only
+    r.fence().unwrap();
+    let img = durable(&cut(&sim, KeepLines::None, 0), "l");
+    assert_eq!(&img[60..64], &[9; 4]);
+    assert_eq!(&img[64..68], &[0; 4]);
+}
+
+#[test]
+fn crashsim_random_subset_is_reproducible() {
+    let sim = SimNvm::new();
+    let r = sim_region(&sim, "rnd", 64 * 256);
+    write(&r, 0, &vec![0xAB; 64 * 256]);
+    let kept = |seed| {
+        let img = durable(&cut(&sim, KeepLines::Random, seed), "rnd");
+        img.chunks(64)
+            .map(|l| {
+                assert!(l == [0xAB; 64] || l == [0; 64], "lines are all or nothing");
+                l[0] == 0xAB
+            })
+            .collect::<Vec<bool>>()
+    };
+    let a = kept(1);
+    assert_eq!(a, kept(1));
+    assert_ne!(a, kept(2));
+    let n = a.iter().filter(|&&k| k).count();
+    assert!(n > 0 && n < 256, "kept {n} of 256 lines");
+}
+
+#[test]
+fn arm_cut_after_freezes_at_the_nth_persist() {
+    // Write line i and persist + fence it, for i in 0..4; a cut armed at persist n keeps
+    // lines 0..n-1.
+    for n in 1..=5u64 {
+        let sim = SimNvm::new();
+        let r = sim_region(&sim, "a", 4096);
+        sim.arm_cut_after(n);
+        for i in 0..4usize {
+            write(&r, i * 64, &[i as u8 + 1; 64]);
+            r.persist(i * 64, 64).unwrap();
+            r.fence().unwrap();
+        }
+        assert_eq!(sim.persist_points(), 4);
+        assert_eq!(sim.cut_happened(), n <= 4);
+        let img = durable(&cut(&sim, KeepLines::None, 0), "a");
+        for i in 0..4usize {
+            let expect = if (i as u64) < n - 1 { i as u8 + 1 } else { 0 };
+            assert_eq!(img[i * 64], expect, "cut at {n}, line {i}");
+        }
+        // The live memory kept running.
+        assert_eq!(read(&r, 3 * 64, 1), [4]);
+    }
+    // Arming below the count freezes at once.
+    let sim = SimNvm::new();
+    let r = sim_region(&sim, "b", 4096);
+    r.persist(0, 8).unwrap();
+    sim.arm_cut_after(1);
+    assert!(sim.cut_happened());
+    write(&r, 0, &[5; 8]);
+    r.persist(0, 8).unwrap();
+    r.fence().unwrap();
+    assert_eq!(durable(&sim, "b")[0], 0);
+}
+
+#[test]
+fn sim_registry_files() {
+    let sim = SimNvm::new();
+    let opts = RegionOptions::crash_sim(&sim);
+    let p = PathBuf::from("dir/f");
+    assert!(matches!(Region::open(&p, &opts), Err(Error::Io { .. })));
+    let r = Region::create(&p, 5000, &opts).unwrap();
+    assert!(matches!(
+        Region::create(&p, 5000, &opts),
+        Err(Error::Io { .. })
+    ));
+    assert!(sim.exists(&p));
+    assert_eq!(sim.file_len(&p), Some(5000));
+    assert_eq!(sim.paths(), vec![p.clone()]);
+    // Two regions over one simulated file share its bytes.
+    let r2 = Region::open(&p, &opts).unwrap();
+    write(&r, 10, b"shared");
+    assert_eq!(read(&r2, 10, 6), b"shared");
+    sim.damage(&p, 0, b"xy").unwrap();
+    assert_eq!(read(&r2, 0, 2), b"xy");
+    assert_eq!(&durable(&sim, "dir/f")[0..2], b"xy");
+    assert!(sim.remove(&p));
+    assert!(!sim.exists(&p));
+    assert_eq!(read(&r, 10, 6), b"shared", "a removed file stays mapped");
+}
