@@ -35,6 +35,7 @@ pub mod report;
 pub mod runner;
 pub mod sysinfo;
 pub mod workloads;
+pub mod ycsb;
 
 pub use engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult};
 pub use error::{BenchError, Result};

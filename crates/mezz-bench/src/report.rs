@@ -25,6 +25,8 @@ pub struct EngineInterval {
     pub user_bytes_written: u64,
     /// Bytes written to storage (WAL, flushes, compactions).
     pub storage_bytes_written: u64,
+    /// Bytes the engine made durable on its NVM tier.
+    pub nvm_bytes_written: u64,
 }
 
 /// Process-level figures.
@@ -36,8 +38,35 @@ pub struct ProcessMetrics {
     pub cpu_sys_secs: Option<f64>,
     /// Peak resident set size of the process so far (not reset between benchmarks).
     pub peak_rss_bytes: Option<u64>,
-    /// Bytes the process caused to be written to storage during the benchmark.
+    /// Bytes the process caused to be written to storage during the benchmark
+    /// (`write_bytes` of `/proc/self/io`, including the settling after it).
     pub storage_write_bytes: Option<u64>,
+    /// `storage_write_bytes` per byte of keys and values the benchmark wrote: write
+    /// amplification as the kernel saw it (counts every file the process wrote, NVM pool
+    /// files on a disk-backed path included; tmpfs writes are not counted).
+    pub write_amplification: Option<f64>,
+}
+
+/// Space used after the benchmark (once background work finished).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SpaceUsage {
+    /// Bytes of the files under the database directory.
+    pub db_bytes: u64,
+    /// Bytes of the files under the NVM directory, if one was given.
+    pub nvm_bytes: Option<u64>,
+    /// Logical live bytes: keys × (key size + value size).
+    pub logical_bytes: u64,
+    /// `(db_bytes + nvm_bytes) / logical_bytes`.
+    pub space_amplification: Option<f64>,
+}
+
+/// How durable the writes were.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Durability {
+    /// Every write was synchronous.
+    pub sync: bool,
+    /// The engine's NVM persistence mode, when its configuration has one.
+    pub nvm_persistence: Option<String>,
 }
 
 /// Everything measured for one benchmark.
@@ -47,12 +76,20 @@ pub struct BenchResult {
     pub benchmark: String,
     /// The engine's name.
     pub engine: String,
+    /// The engine's version and build.
+    pub engine_version: String,
+    /// The sweep point the benchmark ran at (e.g. `value_size=256`), if sweeping.
+    pub point: Option<String>,
+    /// Durability of the writes.
+    pub durability: Durability,
     /// The full configuration: engine, preset, every option, num, sizes, threads, sync, ...
     pub config: serde_json::Value,
     /// The machine.
     pub machine: MachineInfo,
     /// When the benchmark finished, in seconds since the Unix epoch.
     pub timestamp_unix: u64,
+    /// The same instant as an ISO 8601 UTC date and time.
+    pub date: String,
     /// Operations counted towards throughput.
     pub ops: u64,
     /// Wall time from the start until the last counted worker finished.
@@ -65,24 +102,63 @@ pub struct BenchResult {
     pub mb_per_sec: f64,
     /// Bytes of keys and values moved.
     pub bytes: u64,
+    /// Bytes of keys and values written.
+    pub written_bytes: u64,
     /// Reads or seeks that found their key.
     pub found: u64,
     /// Reads or seeks that did not.
     pub not_found: u64,
     /// The operation kind the report line leads with.
     pub primary_op: String,
-    /// Latency percentiles per operation kind (`write`, `read`, `delete`, `seek`, `scan`).
+    /// Latency percentiles per operation kind (`write`, `read`, `delete`, `seek`, `scan`,
+    /// `update`, `insert`, `rmw`); in open loop, from each operation's intended start.
     pub latency: BTreeMap<String, LatencySummary>,
+    /// Open loop only: service time percentiles per operation kind (from each operation's
+    /// actual start).
+    pub service_latency: BTreeMap<String, LatencySummary>,
+    /// Latency distribution per operation kind as `[latency_us, quantile]` points (for
+    /// CDF plots).
+    pub latency_cdf: BTreeMap<String, Vec<[f64; 2]>>,
     /// Counted operations completed in each second of the run.
     pub timeline_ops_per_sec: Vec<u64>,
     /// Whole seconds whose throughput was under half the run's mean.
     pub stall_seconds: usize,
+    /// Which seconds those were (seconds since the start).
+    pub stall_second_list: Vec<usize>,
+    /// Seconds spent after the benchmark waiting for the engine's background work (not in
+    /// `elapsed_secs`; the engine and process figures include it).
+    pub settle_secs: f64,
+    /// Space used after the benchmark.
+    pub space: Option<SpaceUsage>,
     /// Engine-reported write amplification and stall time for this benchmark.
     pub engine_interval: Option<EngineInterval>,
     /// CPU, memory and storage figures of the process.
     pub process: ProcessMetrics,
     /// The engine's statistics after the benchmark.
     pub engine_stats: serde_json::Value,
+}
+
+/// `secs` since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
+#[must_use]
+pub fn iso8601_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Microseconds with three significant figures or so: `0.42`, `12.3`, `8561`.
@@ -136,6 +212,9 @@ impl BenchResult {
             }
             let _ = write!(s, "; stall {:.1} s", e.stall_micros as f64 / 1e6);
         }
+        if let Some(sa) = self.space.and_then(|x| x.space_amplification) {
+            let _ = write!(s, "; space amp {sa:.2}");
+        }
         if self.stall_seconds > 0 {
             let _ = write!(s, "; {} slow s", self.stall_seconds);
         }
@@ -151,12 +230,23 @@ impl BenchResult {
             if *kind != self.primary_op {
                 let _ = write!(
                     s,
-                    "; {kind} {} ops p50 {} p99 {} us",
+                    "; {kind} {} ops p50 {} p90 {} p99 {} p99.9 {} max {} us",
                     l.count,
                     fmt_us(l.p50_us),
-                    fmt_us(l.p99_us)
+                    fmt_us(l.p90_us),
+                    fmt_us(l.p99_us),
+                    fmt_us(l.p999_us),
+                    fmt_us(l.max_us)
                 );
             }
+        }
+        if let Some(l) = self.service_latency.get(&self.primary_op) {
+            let _ = write!(
+                s,
+                "; service p50 {} p99 {} us",
+                fmt_us(l.p50_us),
+                fmt_us(l.p99_us)
+            );
         }
         s
     }
@@ -179,6 +269,12 @@ mod tests {
         BenchResult {
             benchmark: "readrandom".into(),
             engine: "mezzanine".into(),
+            engine_version: "mezzanine 0.1.0".into(),
+            point: None,
+            durability: Durability {
+                sync: false,
+                nvm_persistence: None,
+            },
             config: serde_json::json!({}),
             machine: MachineInfo {
                 cores: 2,
@@ -188,25 +284,38 @@ mod tests {
                 git_commit: "unknown".into(),
             },
             timestamp_unix: 0,
+            date: iso8601_utc(0),
             ops: 1000,
             elapsed_secs: 0.005,
             micros_per_op: 5.0,
             ops_per_sec: 200_000.0,
             mb_per_sec: 22.1,
             bytes: 116_000,
+            written_bytes: 0,
             found: 990,
             not_found: 10,
             primary_op: "read".into(),
             latency: [("read".to_string(), lat), ("write".to_string(), lat)]
                 .into_iter()
                 .collect(),
+            service_latency: BTreeMap::new(),
+            latency_cdf: BTreeMap::new(),
             timeline_ops_per_sec: vec![1000],
             stall_seconds: 0,
+            stall_second_list: Vec::new(),
+            settle_secs: 0.0,
+            space: Some(SpaceUsage {
+                db_bytes: 300,
+                nvm_bytes: None,
+                logical_bytes: 200,
+                space_amplification: Some(1.5),
+            }),
             engine_interval: Some(EngineInterval {
                 write_amplification: Some(3.414),
                 stall_micros: 1_500_000,
                 user_bytes_written: 10,
                 storage_bytes_written: 34,
+                nvm_bytes_written: 0,
             }),
             process: ProcessMetrics::default(),
             engine_stats: serde_json::Value::Null,
@@ -227,7 +336,8 @@ mod tests {
             "WA 3.41",
             "stall 1.5 s",
             "990 of 1000 found",
-            "write 1000 ops p50 4.10 p99 12.0 us",
+            "write 1000 ops p50 4.10 p90 5.02 p99 12.0 p99.9 80.2 max 8561 us",
+            "space amp 1.50",
         ] {
             assert!(l.contains(part), "{part:?} missing from {l}");
         }
@@ -241,5 +351,15 @@ mod tests {
         assert_eq!(v["latency"]["read"]["p999_us"], 80.2);
         assert_eq!(v["engine_interval"]["write_amplification"], 3.414);
         assert_eq!(v["found"], 990);
+        assert_eq!(v["engine_version"], "mezzanine 0.1.0");
+        assert_eq!(v["date"], "1970-01-01T00:00:00Z");
+        assert_eq!(v["space"]["space_amplification"], 1.5);
+    }
+
+    #[test]
+    fn iso_dates_are_civil_utc() {
+        assert_eq!(iso8601_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso8601_utc(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(iso8601_utc(4_102_444_799), "2099-12-31T23:59:59Z");
     }
 }

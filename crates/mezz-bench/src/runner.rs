@@ -7,6 +7,10 @@
 //! else is refused, so the harness never deletes files it did not create. With
 //! `--use-existing` the data is kept and the `fill*` benchmarks are skipped.
 //!
+//! After each benchmark the driver waits for the engine's background work (flushes,
+//! compactions) before taking the engine and process counters, so write amplification
+//! includes the work the benchmark left pending, and measures the space used.
+//!
 //! Thread-safety: `run` is called from one thread; it spawns scoped workers per benchmark
 //! and joins them before measuring.
 
@@ -21,10 +25,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::engine::{EngineFactory, KvEngine};
 use crate::error::{BenchError, Result};
 use crate::keygen::ValueGenerator;
-use crate::metrics::{ThreadMetrics, stall_seconds};
-use crate::report::{BenchResult, EngineInterval, ProcessMetrics};
+use crate::metrics::{OpKind, ThreadMetrics, stall_second_list};
+use crate::report::{
+    BenchResult, Durability, EngineInterval, ProcessMetrics, SpaceUsage, iso8601_utc,
+};
 use crate::sysinfo::{MachineInfo, ProcSnapshot, peak_rss_bytes};
 use crate::workloads::{Benchmark, WorkerCtx, run_worker};
+use crate::ycsb::{YcsbKeySpace, YcsbParams, YcsbRun, average_key_len};
 
 /// Runs shorter than this get no progress bar.
 const PROGRESS_DELAY: Duration = Duration::from_secs(2);
@@ -60,6 +67,20 @@ pub struct BenchConfig {
     /// Show a progress bar on stderr for long runs (only if stderr is a terminal).
     /// Default: true.
     pub progress: bool,
+    /// Operations of the YCSB workloads A–F (`--ops`); `None` = `num`.
+    pub ops: Option<u64>,
+    /// Open loop: total intended operations per second of the counted threads (`--rate`);
+    /// `None` = closed loop. Default: none.
+    pub rate: Option<f64>,
+    /// YCSB record size and scan length.
+    pub ycsb: YcsbParams,
+    /// The engine's NVM directory, if any: its files count in the space used.
+    pub nvm_dir: Option<PathBuf>,
+    /// The sweep point this run is, e.g. `value_size=256` (labels the results).
+    pub point: Option<String>,
+    /// Knobs every engine was given alike (write buffer, cache, bloom bits, ...), as JSON;
+    /// `null` when not set by the caller.
+    pub knobs: serde_json::Value,
 }
 
 impl Default for BenchConfig {
@@ -77,6 +98,12 @@ impl Default for BenchConfig {
             json: None,
             seed: 301,
             progress: true,
+            ops: None,
+            rate: None,
+            ycsb: YcsbParams::default(),
+            nvm_dir: None,
+            point: None,
+            knobs: serde_json::Value::Null,
         }
     }
 }
@@ -86,6 +113,12 @@ impl BenchConfig {
     #[must_use]
     pub fn effective_reads(&self) -> u64 {
         self.reads.unwrap_or(self.num)
+    }
+
+    /// YCSB operations to do: `ops`, or `num` when unset.
+    #[must_use]
+    pub fn effective_ops(&self) -> u64 {
+        self.ops.unwrap_or(self.num)
     }
 
     /// Checks the configuration.
@@ -108,6 +141,15 @@ impl BenchConfig {
         }
         if !(1..=1024).contains(&self.threads) {
             return bad("--threads must be in 1..=1024");
+        }
+        if self.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            return bad("--rate must be a positive number of operations per second");
+        }
+        if self.ycsb.record_size > (64 << 20) {
+            return bad("YCSB records must be at most 64 MiB");
+        }
+        if self.ycsb.max_scan_length == 0 {
+            return bad("the YCSB scan length must be at least 1");
         }
         Ok(())
     }
@@ -132,6 +174,13 @@ impl BenchConfig {
             "seed": self.seed,
             "use_existing": self.use_existing,
             "db": self.db.as_ref().map(|p| p.display().to_string()),
+            "ops": self.effective_ops(),
+            "rate": self.rate,
+            "ycsb_record_size": self.ycsb.record_size,
+            "ycsb_max_scan_length": self.ycsb.max_scan_length,
+            "nvm_dir": self.nvm_dir.as_ref().map(|p| p.display().to_string()),
+            "point": self.point,
+            "knobs": self.knobs,
         });
         if let serde_json::Value::Object(rest) = rest {
             m.extend(rest);
@@ -241,9 +290,21 @@ pub fn run(
         None => None,
     };
     let (dir, mut has_data) = prepare_dir(cfg, factory)?;
-    let machine = MachineInfo::collect();
     let config_json = cfg.to_json(factory);
-    let values = ValueGenerator::new(cfg.value_size);
+    let shared = Shared {
+        machine: MachineInfo::collect(),
+        durability: Durability {
+            sync: cfg.sync,
+            nvm_persistence: config_json["options"]["nvm_persistence"]
+                .as_str()
+                .map(str::to_string),
+        },
+        config_json,
+        version: factory.version(),
+        values: ValueGenerator::new(cfg.value_size.max(cfg.ycsb.record_size)),
+        keys: YcsbKeySpace::new(if has_data { cfg.num } else { 0 }),
+        db: dir.path().to_path_buf(),
+    };
     writeln!(out, "{}", header(cfg, factory, dir.path())).map_err(out_err)?;
 
     let mut engine = factory.open(dir.path())?;
@@ -272,9 +333,24 @@ pub fn run(
                 factory.destroy(dir.path())?;
                 engine = factory.open(dir.path())?;
             }
+            shared.keys.reset(0);
         }
         let seed = cfg.seed.wrapping_add((index as u64) << 32);
-        let r = run_one(cfg, bench, &engine, &values, seed, &config_json, &machine)?;
+        if bench.is_ycsb() && bench != Benchmark::YcsbLoad && shared.keys.acknowledged() == 0 {
+            writeln!(
+                out,
+                "{:<12} : loading {} records first (not measured)",
+                bench.name(),
+                cfg.num
+            )
+            .map_err(out_err)?;
+            run_one(cfg, Benchmark::YcsbLoad, &engine, &shared, seed ^ 1)?;
+            shared.keys.reset(cfg.num);
+        }
+        let r = run_one(cfg, bench, &engine, &shared, seed)?;
+        if bench == Benchmark::YcsbLoad {
+            shared.keys.reset(cfg.num);
+        }
         has_data = true;
         writeln!(out, "{}", r.human_line()).map_err(out_err)?;
         if let (Some(f), Some(p)) = (json.as_mut(), cfg.json.as_ref()) {
@@ -316,19 +392,53 @@ fn new_progress_bar(bench: Benchmark, total: u64) -> ProgressBar {
     bar
 }
 
+/// What the benchmarks of one run share.
+struct Shared {
+    machine: MachineInfo,
+    durability: Durability,
+    config_json: serde_json::Value,
+    version: String,
+    values: ValueGenerator,
+    keys: YcsbKeySpace,
+    db: PathBuf,
+}
+
+/// Apparent size in bytes of the files under `dir` (recursively; symbolic links are not
+/// followed). Unreadable entries count as empty.
+#[must_use]
+pub fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(std::result::Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
 /// Runs one benchmark and measures it.
 fn run_one(
     cfg: &BenchConfig,
     bench: Benchmark,
     engine: &Arc<dyn KvEngine>,
-    values: &ValueGenerator,
+    shared: &Shared,
     seed: u64,
-    config_json: &serde_json::Value,
-    machine: &MachineInfo,
 ) -> Result<BenchResult> {
     let counted = cfg.threads;
     let workers = bench.worker_threads(cfg.threads);
-    let total = bench.total_ops(cfg.num, cfg.effective_reads());
+    let reads = if bench.is_ycsb() {
+        cfg.effective_ops()
+    } else {
+        cfg.effective_reads()
+    };
+    let total = bench.total_ops(cfg.num, reads);
+    let ycsb = bench
+        .is_ycsb()
+        .then(|| YcsbRun::new(bench, total, &shared.keys, cfg.ycsb));
     let progress = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let counted_done = AtomicUsize::new(0);
@@ -342,16 +452,18 @@ fn run_one(
         bench,
         engine: engine.as_ref(),
         num: cfg.num,
-        reads: cfg.effective_reads(),
+        reads,
         key_size: cfg.key_size,
         value_size: cfg.value_size,
         threads: counted,
         sync: cfg.sync,
         seed,
         start,
-        values,
+        values: &shared.values,
         progress: &progress,
         stop: &stop,
+        rate: cfg.rate,
+        ycsb: ycsb.as_ref(),
     };
 
     let outcomes: Vec<std::thread::Result<Result<(ThreadMetrics, Instant)>>> =
@@ -412,6 +524,10 @@ fn run_one(
         merged.merge(&m);
     }
     let elapsed = end.duration_since(start);
+    // Settle: let the engine finish what the benchmark left pending, then measure.
+    let settle_start = Instant::now();
+    engine.wait_for_background()?;
+    let settle_secs = settle_start.elapsed().as_secs_f64();
     let proc_delta = ProcSnapshot::now().since(&proc_before);
     let engine_interval = engine
         .counters()
@@ -423,19 +539,51 @@ fn run_one(
                 stall_micros: d.stall_micros,
                 user_bytes_written: d.user_bytes_written,
                 storage_bytes_written: d.storage_bytes_written,
+                nvm_bytes_written: d.nvm_bytes_written,
             }
         });
+    let (live_keys, entry_bytes) = if bench.is_ycsb() {
+        let keys = if bench == Benchmark::YcsbLoad {
+            cfg.num
+        } else {
+            shared.keys.acknowledged()
+        };
+        (keys, average_key_len(keys) + cfg.ycsb.record_size as f64)
+    } else {
+        (cfg.num, (cfg.key_size + cfg.value_size) as f64)
+    };
+    let logical_bytes = (live_keys as f64 * entry_bytes) as u64;
+    let db_bytes = dir_bytes(&shared.db);
+    let nvm_bytes = cfg.nvm_dir.as_deref().map(dir_bytes);
+    let space = SpaceUsage {
+        db_bytes,
+        nvm_bytes,
+        logical_bytes,
+        space_amplification: (logical_bytes > 0)
+            .then(|| (db_bytes + nvm_bytes.unwrap_or(0)) as f64 / logical_bytes as f64),
+    };
     let secs = elapsed.as_secs_f64().max(1e-9);
     let ops = merged.ops;
     let timeline = merged.timeline(elapsed);
+    let stall_list = stall_second_list(&timeline, elapsed);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let kinds = |v: Vec<(OpKind, crate::metrics::LatencySummary)>| {
+        v.into_iter()
+            .map(|(k, s)| (k.name().to_string(), s))
+            .collect()
+    };
     Ok(BenchResult {
         benchmark: bench.name().to_string(),
         engine: engine.name(),
-        config: config_json.clone(),
-        machine: machine.clone(),
-        timestamp_unix: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        engine_version: shared.version.clone(),
+        point: cfg.point.clone(),
+        durability: shared.durability.clone(),
+        config: shared.config_json.clone(),
+        machine: shared.machine.clone(),
+        timestamp_unix: now,
+        date: iso8601_utc(now),
         ops,
         elapsed_secs: elapsed.as_secs_f64(),
         micros_per_op: if ops == 0 {
@@ -446,15 +594,21 @@ fn run_one(
         ops_per_sec: ops as f64 / secs,
         mb_per_sec: merged.bytes as f64 / 1_048_576.0 / secs,
         bytes: merged.bytes,
+        written_bytes: merged.written,
         found: merged.found,
         not_found: merged.not_found,
         primary_op: bench.primary_op().name().to_string(),
-        latency: merged
+        latency: kinds(merged.latencies()),
+        service_latency: kinds(merged.service_latencies()),
+        latency_cdf: merged
             .latencies()
             .into_iter()
-            .map(|(k, s)| (k.name().to_string(), s))
+            .map(|(k, _)| (k.name().to_string(), merged.cdf(k)))
             .collect(),
-        stall_seconds: stall_seconds(&timeline, elapsed),
+        stall_seconds: stall_list.len(),
+        stall_second_list: stall_list,
+        settle_secs,
+        space: Some(space),
         timeline_ops_per_sec: timeline,
         engine_interval,
         process: ProcessMetrics {
@@ -462,6 +616,10 @@ fn run_one(
             cpu_sys_secs: proc_delta.cpu_sys_secs,
             peak_rss_bytes: peak_rss_bytes(),
             storage_write_bytes: proc_delta.storage_write_bytes,
+            write_amplification: proc_delta
+                .storage_write_bytes
+                .filter(|_| merged.written > 0)
+                .map(|b| b as f64 / merged.written as f64),
         },
         engine_stats: engine.stats_json(),
     })

@@ -16,20 +16,31 @@
 //! | `deleterandom`     | delete `num` random keys                                              |
 //! | `readwhilewriting` | `threads` readers do `readrandom` while one more thread keeps writing random keys; only the reads count towards ops/s |
 //! | `stats`            | print the engine's statistics (measures nothing)                      |
+//! | `ycsb-load`        | YCSB load: insert `num` records (`"user"` + hashed key number, 1000-byte records) into a fresh database |
+//! | `ycsb-a` … `ycsb-f`| YCSB core workloads A–F, `--ops` operations over the loaded records (see [`crate::ycsb`]) |
 //!
 //! Key numbers are drawn uniformly from `[0, num)`; keys and values are made by
 //! [`crate::keygen`]. `--sync` makes every write synchronous. With `threads > 1` each thread
 //! does its share of the operations (`fillseq` gives each thread a contiguous range of key
 //! numbers; `readseq` / `readreverse` start each thread at its own share's first key).
-//! The `fill*` benchmarks start from an empty database: the driver destroys and reopens it
-//! first (and skips them with `--use-existing`).
+//! The `fill*` benchmarks and `ycsb-load` start from an empty database: the driver destroys
+//! and reopens it first (and skips them with `--use-existing`). The YCSB workloads A–F run
+//! over the records loaded earlier in the run; when nothing was loaded yet, the driver loads
+//! `num` records first (not measured).
+//!
+//! Open loop (`rate`): each counted thread gets an equal share of the rate and a fixed
+//! schedule of intended start times; an operation that starts late (the engine fell behind)
+//! is timed from its intended start, so stalls show up as latency instead of being hidden
+//! by a slower request rate (coordinated omission). The time actually spent in the engine
+//! is recorded apart as the service time. An operation counting `n` entries (a `readseq`
+//! chunk) takes `n` slots of the schedule.
 //!
 //! Thread-safety: [`run_worker`] is called once per thread with a shared [`WorkerCtx`]; each
 //! worker owns its rng, value generator and [`ThreadMetrics`], and shares only the engine,
 //! the progress counter and the stop flag.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -38,6 +49,7 @@ use crate::engine::{Direction, KvEngine};
 use crate::error::{BenchError, Result};
 use crate::keygen::{ValueGenerator, format_key_into};
 use crate::metrics::{OpKind, ThreadMetrics};
+use crate::ycsb::{YcsbRun, run_ycsb_worker};
 
 /// Entries read per iterator call by `readseq` / `readreverse`.
 const SCAN_CHUNK: usize = 1000;
@@ -70,6 +82,20 @@ pub enum Benchmark {
     ReadWhileWriting,
     /// Print the engine's statistics.
     Stats,
+    /// YCSB load phase: insert `num` records into a fresh database.
+    YcsbLoad,
+    /// YCSB A: 50 % reads, 50 % updates, zipfian.
+    YcsbA,
+    /// YCSB B: 95 % reads, 5 % updates, zipfian.
+    YcsbB,
+    /// YCSB C: reads only, zipfian.
+    YcsbC,
+    /// YCSB D: 95 % reads of the latest keys, 5 % inserts.
+    YcsbD,
+    /// YCSB E: 95 % short scans, 5 % inserts, zipfian.
+    YcsbE,
+    /// YCSB F: 50 % reads, 50 % read-modify-writes, zipfian.
+    YcsbF,
 }
 
 impl Benchmark {
@@ -86,6 +112,13 @@ impl Benchmark {
         Benchmark::DeleteRandom,
         Benchmark::ReadWhileWriting,
         Benchmark::Stats,
+        Benchmark::YcsbLoad,
+        Benchmark::YcsbA,
+        Benchmark::YcsbB,
+        Benchmark::YcsbC,
+        Benchmark::YcsbD,
+        Benchmark::YcsbE,
+        Benchmark::YcsbF,
     ];
 
     /// The db_bench name.
@@ -103,6 +136,13 @@ impl Benchmark {
             Benchmark::DeleteRandom => "deleterandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::Stats => "stats",
+            Benchmark::YcsbLoad => "ycsb-load",
+            Benchmark::YcsbA => "ycsb-a",
+            Benchmark::YcsbB => "ycsb-b",
+            Benchmark::YcsbC => "ycsb-c",
+            Benchmark::YcsbD => "ycsb-d",
+            Benchmark::YcsbE => "ycsb-e",
+            Benchmark::YcsbF => "ycsb-f",
         }
     }
 
@@ -149,7 +189,22 @@ impl Benchmark {
     pub fn needs_fresh_db(self) -> bool {
         matches!(
             self,
-            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::FillSync
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::FillSync | Benchmark::YcsbLoad
+        )
+    }
+
+    /// Whether the benchmark is YCSB's (load or a workload).
+    #[must_use]
+    pub fn is_ycsb(self) -> bool {
+        matches!(
+            self,
+            Benchmark::YcsbLoad
+                | Benchmark::YcsbA
+                | Benchmark::YcsbB
+                | Benchmark::YcsbC
+                | Benchmark::YcsbD
+                | Benchmark::YcsbE
+                | Benchmark::YcsbF
         )
     }
 
@@ -164,24 +219,37 @@ impl Benchmark {
                 | Benchmark::FillSync
                 | Benchmark::DeleteRandom
                 | Benchmark::ReadWhileWriting
+                | Benchmark::YcsbLoad
+                | Benchmark::YcsbA
+                | Benchmark::YcsbB
+                | Benchmark::YcsbD
+                | Benchmark::YcsbE
+                | Benchmark::YcsbF
         )
     }
 
     /// Operations the counted workers perform in total (for the progress bar and the
-    /// per-thread shares).
+    /// per-thread shares). For the YCSB workloads A–F, `reads` is the operation count.
     #[must_use]
     pub fn total_ops(self, num: u64, reads: u64) -> u64 {
         match self {
             Benchmark::FillSeq
             | Benchmark::FillRandom
             | Benchmark::Overwrite
-            | Benchmark::DeleteRandom => num,
+            | Benchmark::DeleteRandom
+            | Benchmark::YcsbLoad => num,
             Benchmark::FillSync => num / 100,
             Benchmark::ReadRandom
             | Benchmark::ReadSeq
             | Benchmark::ReadReverse
             | Benchmark::SeekRandom
-            | Benchmark::ReadWhileWriting => reads,
+            | Benchmark::ReadWhileWriting
+            | Benchmark::YcsbA
+            | Benchmark::YcsbB
+            | Benchmark::YcsbC
+            | Benchmark::YcsbD
+            | Benchmark::YcsbE
+            | Benchmark::YcsbF => reads,
             Benchmark::Stats => 0,
         }
     }
@@ -195,7 +263,15 @@ impl Benchmark {
             | Benchmark::Overwrite
             | Benchmark::FillSync
             | Benchmark::Stats => OpKind::Write,
-            Benchmark::ReadRandom | Benchmark::ReadWhileWriting => OpKind::Read,
+            Benchmark::ReadRandom
+            | Benchmark::ReadWhileWriting
+            | Benchmark::YcsbA
+            | Benchmark::YcsbB
+            | Benchmark::YcsbC
+            | Benchmark::YcsbD
+            | Benchmark::YcsbF => OpKind::Read,
+            Benchmark::YcsbLoad => OpKind::Insert,
+            Benchmark::YcsbE => OpKind::Scan,
             Benchmark::ReadSeq | Benchmark::ReadReverse => OpKind::Scan,
             Benchmark::SeekRandom => OpKind::Seek,
             Benchmark::DeleteRandom => OpKind::Delete,
@@ -256,36 +332,140 @@ pub struct WorkerCtx<'a> {
     /// Set when workers must stop: an error elsewhere, or the readers of
     /// `readwhilewriting` are done (which stops the writer).
     pub stop: &'a AtomicBool,
+    /// Open loop: the total intended rate of the counted threads, in operations per second
+    /// (`None`: closed loop, each thread issues its next operation as soon as the last one
+    /// finished).
+    pub rate: Option<f64>,
+    /// What the YCSB benchmarks share (`None` for the others).
+    pub ycsb: Option<&'a YcsbRun<'a>>,
 }
 
 /// What one operation did.
-struct Done {
-    kind: OpKind,
-    n: u64,
-    bytes: u64,
-    found: Option<bool>,
+#[derive(Debug)]
+pub(crate) struct Done {
+    /// Operation kind.
+    pub kind: OpKind,
+    /// Operations (entries) it counts for.
+    pub n: u64,
+    /// Bytes of keys and values moved.
+    pub bytes: u64,
+    /// Bytes of keys and values written.
+    pub written: u64,
+    /// For reads: whether the key was found.
+    pub found: Option<bool>,
+}
+
+impl Done {
+    /// One write of `kind`.
+    pub fn write(kind: OpKind, key_len: usize, value_len: usize) -> Self {
+        let b = (key_len + value_len) as u64;
+        Done {
+            kind,
+            n: 1,
+            bytes: b,
+            written: b,
+            found: None,
+        }
+    }
+
+    /// One read of `kind` that got `v`.
+    pub fn read(kind: OpKind, key_len: usize, v: Option<&[u8]>) -> Self {
+        Done {
+            kind,
+            n: 1,
+            bytes: v.map_or(0, |v| (key_len + v.len()) as u64),
+            written: 0,
+            found: Some(v.is_some()),
+        }
+    }
+}
+
+/// The open-loop schedule of one thread: intended start times, in nanoseconds since the
+/// benchmark's start.
+struct Schedule {
+    next_due: f64,
+    interval: f64,
+}
+
+impl Schedule {
+    /// Thread `t` of `threads` sharing `rate` operations per second: each thread runs at
+    /// `rate / threads`, the threads' schedules staggered evenly.
+    fn new(rate: f64, threads: usize, t: usize) -> Self {
+        let interval = 1e9 * threads.max(1) as f64 / rate.max(1e-9);
+        Self {
+            next_due: interval * t as f64 / threads.max(1) as f64,
+            interval,
+        }
+    }
+
+    /// Waits until the next intended start; returns it. Sleeps while far from it, then
+    /// yields, so that the start is not late by a sleep's granularity.
+    fn wait(&self, start: Instant) -> Instant {
+        let due = start + Duration::from_nanos(self.next_due as u64);
+        loop {
+            let now = Instant::now();
+            if now >= due {
+                return due;
+            }
+            let left = due - now;
+            if left > Duration::from_micros(300) {
+                std::thread::sleep(left - Duration::from_micros(200));
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
 }
 
 /// Runs operations until `op` returns `None`, `limit` operations have run, or the stop flag
-/// is set; times each one and records it.
-fn drive(
+/// is set; times each one and records it. Counted operations follow the open-loop schedule
+/// of thread `t` when `ctx.rate` is set.
+pub(crate) fn drive(
     ctx: &WorkerCtx<'_>,
     m: &mut ThreadMetrics,
+    t: usize,
     limit: Option<u64>,
     counted: bool,
     mut op: impl FnMut(u64) -> Result<Option<Done>>,
 ) -> Result<()> {
     let mut pending = 0u64;
     let mut i = 0u64;
+    let mut schedule = ctx
+        .rate
+        .filter(|_| counted)
+        .map(|r| Schedule::new(r, ctx.threads, t));
     while limit.is_none_or(|l| i < l) && !ctx.stop.load(Ordering::Relaxed) {
+        let intended = schedule.as_ref().map(|s| s.wait(ctx.start));
         let t0 = Instant::now();
         let Some(d) = op(i)? else { break };
         let t1 = Instant::now();
-        let nanos = t1.duration_since(t0).as_nanos();
-        let per_op = u64::try_from(nanos / u128::from(d.n.max(1))).unwrap_or(u64::MAX);
-        m.record(d.kind, per_op, d.n, t1.duration_since(ctx.start), counted);
+        let n = d.n.max(1);
+        let per_op = |from: Instant| {
+            u64::try_from(t1.duration_since(from).as_nanos() / u128::from(n)).unwrap_or(u64::MAX)
+        };
+        if let (Some(s), Some(due)) = (schedule.as_mut(), intended) {
+            // Latency from the intended start; the service time apart.
+            m.record(
+                d.kind,
+                per_op(due),
+                d.n,
+                t1.duration_since(ctx.start),
+                counted,
+            );
+            m.record_service(d.kind, per_op(t0), d.n)?;
+            s.next_due += s.interval * n as f64;
+        } else {
+            m.record(
+                d.kind,
+                per_op(t0),
+                d.n,
+                t1.duration_since(ctx.start),
+                counted,
+            );
+        }
         if counted {
             m.bytes += d.bytes;
+            m.written += d.written;
             match d.found {
                 Some(true) => m.found += 1,
                 Some(false) => m.not_found += 1,
@@ -326,55 +506,52 @@ pub fn run_worker(ctx: &WorkerCtx<'_>, t: usize) -> Result<ThreadMetrics> {
     let (first, count) = share(total, ctx.threads, t);
 
     match ctx.bench {
-        Benchmark::FillSeq => drive(ctx, &mut m, Some(count), true, |i| {
+        Benchmark::FillSeq => drive(ctx, &mut m, t, Some(count), true, |i| {
             format_key_into(first + i, &mut key);
             e.put(&key, values.generate(vs), ctx.sync)?;
             Ok(Some(write_done(ks, vs)))
         })?,
         Benchmark::FillRandom | Benchmark::Overwrite | Benchmark::FillSync => {
             let sync = ctx.sync || ctx.bench == Benchmark::FillSync;
-            drive(ctx, &mut m, Some(count), true, |_| {
+            drive(ctx, &mut m, t, Some(count), true, |_| {
                 format_key_into(rng.random_range(0..num), &mut key);
                 e.put(&key, values.generate(vs), sync)?;
                 Ok(Some(write_done(ks, vs)))
             })?;
         }
         Benchmark::ReadWhileWriting if t >= ctx.threads => {
-            drive(ctx, &mut m, None, false, |_| {
+            drive(ctx, &mut m, t, None, false, |_| {
                 format_key_into(rng.random_range(0..num), &mut key);
                 e.put(&key, values.generate(vs), ctx.sync)?;
                 Ok(Some(write_done(ks, vs)))
             })?;
         }
         Benchmark::ReadRandom | Benchmark::ReadWhileWriting => {
-            drive(ctx, &mut m, Some(count), true, |_| {
+            drive(ctx, &mut m, t, Some(count), true, |_| {
                 format_key_into(rng.random_range(0..num), &mut key);
                 let v = e.get(&key)?;
-                Ok(Some(Done {
-                    kind: OpKind::Read,
-                    n: 1,
-                    bytes: v.as_ref().map_or(0, |v| ks + v.len() as u64),
-                    found: Some(v.is_some()),
-                }))
+                Ok(Some(Done::read(OpKind::Read, key.len(), v.as_deref())))
             })?;
         }
-        Benchmark::SeekRandom => drive(ctx, &mut m, Some(count), true, |_| {
+        Benchmark::SeekRandom => drive(ctx, &mut m, t, Some(count), true, |_| {
             format_key_into(rng.random_range(0..num), &mut key);
             let r = e.scan(Some(&key), 1, Direction::Forward)?;
             Ok(Some(Done {
                 kind: OpKind::Seek,
                 n: 1,
                 bytes: r.bytes,
+                written: 0,
                 found: Some(r.last_key.as_deref() == Some(&key[..])),
             }))
         })?,
-        Benchmark::DeleteRandom => drive(ctx, &mut m, Some(count), true, |_| {
+        Benchmark::DeleteRandom => drive(ctx, &mut m, t, Some(count), true, |_| {
             format_key_into(rng.random_range(0..num), &mut key);
             e.delete(&key, ctx.sync)?;
             Ok(Some(Done {
                 kind: OpKind::Delete,
                 n: 1,
                 bytes: ks,
+                written: ks,
                 found: None,
             }))
         })?,
@@ -384,20 +561,27 @@ pub fn run_worker(ctx: &WorkerCtx<'_>, t: usize) -> Result<ThreadMetrics> {
             } else {
                 Direction::Reverse
             };
-            read_sequential(ctx, &mut m, dir, first, count)?;
+            read_sequential(ctx, &mut m, t, dir, first, count)?;
         }
         Benchmark::Stats => {}
+        Benchmark::YcsbLoad
+        | Benchmark::YcsbA
+        | Benchmark::YcsbB
+        | Benchmark::YcsbC
+        | Benchmark::YcsbD
+        | Benchmark::YcsbE
+        | Benchmark::YcsbF => {
+            let y = ctx.ycsb.ok_or_else(|| {
+                BenchError::InvalidArgument(format!("{} needs its YCSB state", ctx.bench.name()))
+            })?;
+            run_ycsb_worker(ctx, y, t, &mut m, &mut rng, &mut values)?;
+        }
     }
     Ok(m)
 }
 
 fn write_done(key_size: u64, value_size: usize) -> Done {
-    Done {
-        kind: OpKind::Write,
-        n: 1,
-        bytes: key_size + value_size as u64,
-        found: None,
-    }
+    Done::write(OpKind::Write, key_size as usize, value_size)
 }
 
 /// `readseq` / `readreverse`: `count` entries in chunks of [`SCAN_CHUNK`]. Thread 0 starts
@@ -407,6 +591,7 @@ fn write_done(key_size: u64, value_size: usize) -> Done {
 fn read_sequential(
     ctx: &WorkerCtx<'_>,
     m: &mut ThreadMetrics,
+    t: usize,
     dir: Direction,
     first: u64,
     count: u64,
@@ -422,7 +607,7 @@ fn read_sequential(
     });
     let mut skip_first = false;
     let mut remaining = count;
-    drive(ctx, m, None, true, |_| {
+    drive(ctx, m, t, None, true, |_| {
         if remaining == 0 {
             return Ok(None);
         }
@@ -448,6 +633,7 @@ fn read_sequential(
             kind: OpKind::Scan,
             n: got,
             bytes,
+            written: 0,
             found: None,
         }))
     })
