@@ -1,0 +1,698 @@
+//! The skip list on a persistent media: creation and clean reopen, a power cut at every
+//! persist point of an insert sequence (and of a batch), random workloads cut at random
+//! points, corrupt headers and nodes (typed errors, never a panic), random byte flips, and
+//! the rebuilt upper levels (searches visit O(log n) nodes after recovery).
+//!
+//! Two media: `ShadowMedia`, defined here (live bytes plus a durable image that only
+//! persist + fence update; a cut freezes the image and records the live bytes of that
+//! instant, so a power cut may also keep any unpersisted line as it was then), and the
+//! crate's `Region` over a `SimNvm` in `CrashSim` mode.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::{Rng, scale};
+use mezz_pmem::skiplist::{MAX_HEIGHT, NODE_READ_BYTES, node_size};
+use mezz_pmem::{
+    Arena, Bytewise, InsertError, KeepLines, Media, PowerCut, RecoverError, Region, RegionOptions,
+    SimNvm, SkipList,
+};
+
+const LINE: usize = 64;
+
+// ---- a media with a shadow durable image -------------------------------------------------
+
+#[derive(Debug)]
+struct Shadow {
+    durable: Vec<u8>,
+    pending: Vec<(usize, Vec<u8>)>,
+    persists: u64,
+    /// Persist call (1-based) at whose start the durable image freezes.
+    cut_at: Option<u64>,
+    /// The live bytes at the instant of the cut.
+    live_at_cut: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+struct ShadowMedia {
+    base: NonNull<u8>,
+    words: usize,
+    state: Mutex<Shadow>,
+    read_bytes: AtomicU64,
+    written_bytes: AtomicU64,
+}
+
+// SAFETY: the buffer behind `base` is owned by the media (freed in `Drop`); access to it is
+// governed by the arena protocol (media invariant), the rest is behind a mutex or atomic.
+unsafe impl Send for ShadowMedia {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for ShadowMedia {}
+
+impl ShadowMedia {
+    /// A media of `len` bytes (a multiple of 64) whose live and durable bytes are `image`.
+    fn with_image(image: Vec<u8>) -> Arc<ShadowMedia> {
+        assert!(image.len().is_multiple_of(LINE));
+        let words = image.len() / 8;
+        let buf: Box<[u64]> = vec![0u64; words].into_boxed_slice();
+        let base = NonNull::new(Box::into_raw(buf).cast::<u8>()).unwrap();
+        // SAFETY: `base` points at `words * 8` bytes just allocated and not yet shared.
+        unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), base.as_ptr(), image.len()) };
+        Arc::new(ShadowMedia {
+            base,
+            words,
+            state: Mutex::new(Shadow {
+                durable: image,
+                pending: Vec::new(),
+                persists: 0,
+                cut_at: None,
+                live_at_cut: None,
+            }),
+            read_bytes: AtomicU64::new(0),
+            written_bytes: AtomicU64::new(0),
+        })
+    }
+
+    fn new(len: usize) -> Arc<ShadowMedia> {
+        ShadowMedia::with_image(vec![0; len])
+    }
+
+    /// The live bytes (no writer may be running).
+    fn live(&self) -> Vec<u8> {
+        // SAFETY: the buffer is initialised and the tests call this with no writer running.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.words * 8) }.to_vec()
+    }
+
+    /// Overwrites live bytes (no reader or writer may be running).
+    fn poke(&self, off: usize, bytes: &[u8]) {
+        assert!(off + bytes.len() <= self.words * 8);
+        // SAFETY: in bounds (checked), no concurrent access (test contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr().add(off), bytes.len())
+        };
+    }
+
+    fn arm_cut_at(&self, n: u64) {
+        self.state.lock().unwrap().cut_at = Some(n);
+    }
+
+    fn persists(&self) -> u64 {
+        self.state.lock().unwrap().persists
+    }
+
+    fn cut_happened(&self) -> bool {
+        self.state.lock().unwrap().live_at_cut.is_some()
+    }
+
+    /// The media after a power cut: the durable image, plus each line that differed from it
+    /// at the instant of the cut (or now, if no cut was armed) kept with probability
+    /// `keep_percent`.
+    fn power_cut(&self, rng: &mut Rng, keep_percent: usize) -> Arc<ShadowMedia> {
+        let live_now = self.live();
+        let st = self.state.lock().unwrap();
+        let live = st.live_at_cut.as_ref().unwrap_or(&live_now);
+        let mut image = st.durable.clone();
+        for (i, line) in live.chunks(LINE).enumerate() {
+            let dst = &mut image[i * LINE..(i + 1) * LINE];
+            if dst != line && rng.below(100) < keep_percent {
+                dst.copy_from_slice(line);
+            }
+        }
+        ShadowMedia::with_image(image)
+    }
+}
+
+impl Drop for ShadowMedia {
+    fn drop(&mut self) {
+        let slice =
+            std::ptr::slice_from_raw_parts_mut(self.base.as_ptr().cast::<u64>(), self.words);
+        // SAFETY: `base` came from `Box::into_raw` of a `[u64]` of `words` elements, freed once.
+        drop(unsafe { Box::from_raw(slice) });
+    }
+}
+
+impl Media for ShadowMedia {
+    fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+    fn len(&self) -> usize {
+        self.words * 8
+    }
+    fn persist(&self, off: usize, len: usize) -> io::Result<()> {
+        let mut st = self.state.lock().unwrap();
+        st.persists += 1;
+        if st.cut_at == Some(st.persists) {
+            st.live_at_cut = Some(self.live());
+        }
+        if st.live_at_cut.is_some() {
+            return Ok(());
+        }
+        let end = (off + len).min(self.len()).next_multiple_of(LINE);
+        let start = off / LINE * LINE;
+        if start < end {
+            // SAFETY: `start..end` is inside the buffer; a snapshot of lines being written
+            // by no other thread (single-threaded tests).
+            let lines =
+                unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(start), end - start) };
+            st.pending.push((start, lines.to_vec()));
+        }
+        Ok(())
+    }
+    fn fence(&self) -> io::Result<()> {
+        let mut st = self.state.lock().unwrap();
+        if st.live_at_cut.is_none() {
+            let pending = std::mem::take(&mut st.pending);
+            for (at, lines) in pending {
+                st.durable[at..at + lines.len()].copy_from_slice(&lines);
+            }
+        }
+        Ok(())
+    }
+    fn is_persistent(&self) -> bool {
+        true
+    }
+    fn on_read(&self, len: usize) {
+        self.read_bytes.fetch_add(len as u64, Ordering::Relaxed);
+    }
+    fn on_write(&self, len: usize) {
+        self.written_bytes.fetch_add(len as u64, Ordering::Relaxed);
+    }
+}
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn fresh_list(media: &Arc<ShadowMedia>) -> SkipList<Bytewise> {
+    let m: Arc<dyn Media> = media.clone();
+    SkipList::new(Arena::on_media(m, 0, media.len()).unwrap(), Bytewise).unwrap()
+}
+
+fn reopen(
+    media: &Arc<ShadowMedia>,
+) -> Result<(SkipList<Bytewise>, mezz_pmem::RecoveryReport), RecoverError> {
+    let m: Arc<dyn Media> = media.clone();
+    SkipList::recover(
+        Arena::recover_on_media(m, 0, media.len()).unwrap(),
+        Bytewise,
+    )
+}
+
+fn contents(list: &SkipList<Bytewise>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    list.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect()
+}
+
+/// Asserts that `list` holds exactly `model`, through iteration, gets and seeks.
+fn assert_same(list: &SkipList<Bytewise>, model: &Model) {
+    let got = contents(list);
+    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(got, want);
+    assert_eq!(list.len(), model.len());
+    for (k, v) in model {
+        assert_eq!(list.get(k), Some(&v[..]));
+        let mut c = list.cursor();
+        c.seek_le(k);
+        assert_eq!(c.key(), &k[..]);
+    }
+    let mut c = list.cursor();
+    c.last();
+    assert_eq!(c.valid(), !model.is_empty());
+    if let Some((k, _)) = model.iter().next_back() {
+        assert_eq!(c.key(), &k[..]);
+    }
+}
+
+/// `n` distinct random entries (keys of 1..=12 bytes, values of 0..40 bytes).
+fn entries(rng: &mut Rng, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut seen = Model::new();
+    while seen.len() < n {
+        let klen = 1 + rng.below(12);
+        let k = rng.bytes(klen);
+        let vlen = rng.below(40);
+        let v = rng.bytes(vlen);
+        seen.entry(k).or_insert(v);
+    }
+    let mut out: Vec<_> = seen.into_iter().collect();
+    for i in (1..out.len()).rev() {
+        out.swap(i, rng.below(i + 1));
+    }
+    out
+}
+
+/// Runs `inserts` one by one on a fresh list over `media`; returns, for each insert, the
+/// media's persist count when it returned.
+fn run_inserts(media: &Arc<ShadowMedia>, inserts: &[(Vec<u8>, Vec<u8>)]) -> Vec<u64> {
+    let list = fresh_list(media);
+    let mut done = Vec::new();
+    for (k, v) in inserts {
+        list.insert(k, v).unwrap();
+        done.push(media.persists());
+    }
+    done
+}
+
+/// Checks a recovered list against the insert sequence cut after persist `cut` (`None` = no
+/// cut): it holds exactly the first `m` inserts, where `m` is the number of inserts that
+/// returned before the cut, or one more (the insert in flight).
+fn assert_prefix(got: &[(Vec<u8>, Vec<u8>)], inserts: &[(Vec<u8>, Vec<u8>)], returned: usize) {
+    let prefix = |m: usize| -> Vec<(Vec<u8>, Vec<u8>)> {
+        let model: Model = inserts[..m].iter().cloned().collect();
+        model.into_iter().collect()
+    };
+    let ok = got == prefix(returned) || (returned < inserts.len() && got == prefix(returned + 1));
+    assert!(
+        ok,
+        "recovered {} entries; {returned} inserts had returned",
+        got.len()
+    );
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[test]
+fn create_insert_reopen_and_continue() {
+    let media = ShadowMedia::new(64 << 10);
+    let mut rng = Rng::new(1);
+    let all = entries(&mut rng, scale(300, 40));
+    let (first, second) = all.split_at(all.len() / 2);
+    let mut model = Model::new();
+    {
+        let list = fresh_list(&media);
+        assert!(list.is_persistent());
+        for (k, v) in first {
+            list.insert(k, v).unwrap();
+            model.insert(k.clone(), v.clone());
+        }
+        assert_eq!(
+            list.insert(&first[0].0, b"other"),
+            Err(InsertError::Duplicate)
+        );
+        assert_same(&list, &model);
+    }
+    // A clean reopen (the live bytes) and a power cut after the last insert returned (the
+    // durable image only) recover the same entries.
+    let mut crng = Rng::new(2);
+    for media in [media.clone(), media.power_cut(&mut crng, 0)] {
+        let (list, report) = reopen(&media).unwrap();
+        assert_eq!(report.entries, model.len());
+        assert_eq!(report.bytes, list.memory_usage());
+        assert_same(&list, &model);
+    }
+    // Continue after recovery from the durable image, then recover again.
+    let media = media.power_cut(&mut crng, 0);
+    let (list, _) = reopen(&media).unwrap();
+    for (k, v) in second {
+        list.insert(k, v).unwrap();
+        model.insert(k.clone(), v.clone());
+    }
+    assert_same(&list, &model);
+    drop(list);
+    let (list, report) = reopen(&media.power_cut(&mut crng, 0)).unwrap();
+    assert_eq!(report.entries, model.len());
+    assert_same(&list, &model);
+}
+
+#[test]
+fn power_cut_at_every_persist_point() {
+    let mut rng = Rng::new(3);
+    let inserts = entries(&mut rng, scale(40, 8));
+    let len = 32 << 10;
+    let full = ShadowMedia::new(len);
+    let returned_at = run_inserts(&full, &inserts);
+    let points = full.persists();
+    assert!(
+        points >= 2 * inserts.len() as u64,
+        "a node and a link per insert"
+    );
+    for cut in 1..=points + 1 {
+        for keep_percent in [0, 50, 100] {
+            let media = ShadowMedia::new(len);
+            media.arm_cut_at(cut);
+            run_inserts(&media, &inserts);
+            let returned = returned_at.iter().filter(|&&p| p < cut).count();
+            let after = media.power_cut(&mut rng, keep_percent);
+            match reopen(&after) {
+                Ok((list, report)) => {
+                    let got = contents(&list);
+                    assert_prefix(&got, &inserts, returned);
+                    assert_eq!(report.entries, got.len());
+                    // The recovered list takes further inserts.
+                    list.insert(b"\xff\xff\xff after", b"x").unwrap();
+                    assert_eq!(list.get(b"\xff\xff\xff after"), Some(&b"x"[..]));
+                }
+                // Only a cut before the header was durable may leave no list.
+                Err(RecoverError::Header { .. }) => assert!(cut <= 2, "cut {cut}"),
+                Err(e) => panic!("cut at persist {cut}, keep {keep_percent}%: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn batch_is_durable_on_return_and_never_torn() {
+    let mut rng = Rng::new(4);
+    let before = entries(&mut rng, scale(30, 6));
+    let batch: Vec<(Vec<u8>, Vec<u8>)> = entries(&mut rng, scale(60, 10))
+        .into_iter()
+        .filter(|(k, _)| !before.iter().any(|(b, _)| b == k))
+        .collect();
+    let batch_refs: Vec<(&[u8], &[u8])> = batch.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    let len = 64 << 10;
+    let run = |media: &Arc<ShadowMedia>| -> u64 {
+        let list = fresh_list(media);
+        for (k, v) in &before {
+            list.insert(k, v).unwrap();
+        }
+        let start = media.persists();
+        list.insert_batch(&batch_refs).unwrap();
+        start
+    };
+    let full = ShadowMedia::new(len);
+    let start = run(&full);
+    let end = full.persists();
+    let mut model: Model = before.iter().cloned().collect();
+    let (list, _) = reopen(&full.power_cut(&mut rng, 0)).unwrap();
+    model.extend(batch.iter().cloned());
+    assert_same(&list, &model);
+
+    let old: Model = before.iter().cloned().collect();
+    for cut in start + 1..=end {
+        let media = ShadowMedia::new(len);
+        media.arm_cut_at(cut);
+        run(&media);
+        let (list, _) = reopen(&media.power_cut(&mut rng, 50)).unwrap();
+        let got: Model = contents(&list).into_iter().collect();
+        for (k, v) in &old {
+            assert_eq!(
+                got.get(k),
+                Some(v),
+                "an entry from before the batch was lost"
+            );
+        }
+        for (k, v) in &got {
+            if !old.contains_key(k) {
+                let want = batch.iter().find(|(b, _)| b == k).map(|(_, v)| v);
+                assert_eq!(want, Some(v), "a recovered entry is not from the batch");
+            }
+        }
+    }
+
+    // Errors link nothing.
+    let media = ShadowMedia::new(len);
+    let list = fresh_list(&media);
+    list.insert(b"b", b"1").unwrap();
+    let dup_inside: [(&[u8], &[u8]); 3] = [(b"a", b""), (b"c", b""), (b"a", b"")];
+    assert_eq!(list.insert_batch(&dup_inside), Err(InsertError::Duplicate));
+    let dup_list: [(&[u8], &[u8]); 2] = [(b"c", b""), (b"b", b"")];
+    assert_eq!(list.insert_batch(&dup_list), Err(InsertError::Duplicate));
+    let huge = vec![0u8; len];
+    let too_big: [(&[u8], &[u8]); 2] = [(b"c", b""), (b"d", &huge)];
+    assert_eq!(list.insert_batch(&too_big), Err(InsertError::Full));
+    assert_eq!(contents(&list), vec![(b"b".to_vec(), b"1".to_vec())]);
+}
+
+#[test]
+fn random_workloads_cut_at_random_points() {
+    let mut rng = Rng::new(5);
+    let trials = scale(1500, 4);
+    let len = 16 << 10;
+    for trial in 0..trials {
+        let n = 1 + rng.below(scale(60, 6));
+        let inserts = entries(&mut rng, n);
+        let media = ShadowMedia::new(len);
+        let cut = 1 + rng.below(2 * inserts.len() + 6) as u64;
+        media.arm_cut_at(cut);
+        let list = fresh_list(&media);
+        let mut returned = 0;
+        for (k, v) in &inserts {
+            match list.insert(k, v) {
+                Ok(()) => {}
+                Err(InsertError::Full) => break,
+                Err(e) => panic!("trial {trial}: {e}"),
+            }
+            if !media.cut_happened() {
+                returned += 1;
+            } else {
+                break;
+            }
+        }
+        drop(list);
+        let keep = [0, 30, 100][rng.below(3)];
+        let after = media.power_cut(&mut rng, keep);
+        match reopen(&after) {
+            Ok((list, _)) => assert_prefix(&contents(&list), &inserts, returned),
+            Err(RecoverError::Header { .. }) => assert!(cut <= 2),
+            Err(e) => panic!("trial {trial}, cut {cut}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn upper_levels_are_rebuilt() {
+    let n = scale(3000, 200);
+    let media = ShadowMedia::new(node_size(MAX_HEIGHT, 0, 0) + 64 + n * 80);
+    let mut model = Model::new();
+    {
+        let list = fresh_list(&media);
+        for i in 0..n {
+            let k = format!("key{:08}", i * 7919 % n).into_bytes();
+            list.insert(&k, b"v").unwrap();
+            model.insert(k, b"v".to_vec());
+        }
+    }
+    let mut rng = Rng::new(6);
+    // Keep random unpersisted lines: the stale upper links they hold must not matter.
+    let after = media.power_cut(&mut rng, 50);
+    let (list, report) = reopen(&after).unwrap();
+    assert_eq!(report.entries, n);
+    assert_same(&list, &model);
+    // Searches visit O(log n) nodes, not O(n): count the nodes through the read hook.
+    let gets = 100;
+    let before = after.read_bytes.load(Ordering::Relaxed);
+    for i in 0..gets {
+        let k = format!("key{:08}", i * 31 % n).into_bytes();
+        assert!(list.get(&k).is_some());
+    }
+    let visits = (after.read_bytes.load(Ordering::Relaxed) - before) as usize / NODE_READ_BYTES;
+    let per_get = visits / gets;
+    assert!(
+        per_get < 20 * (usize::BITS - n.leading_zeros()) as usize && per_get < n / 4,
+        "{per_get} node visits per get in {n} entries"
+    );
+}
+
+#[test]
+fn corrupt_headers_and_nodes_are_typed_errors() {
+    let len = 8 << 10;
+    // Nothing there, or a heap arena.
+    assert!(matches!(
+        reopen(&ShadowMedia::new(len)),
+        Err(RecoverError::Header { .. })
+    ));
+    assert_eq!(
+        SkipList::recover(Arena::new(1024), Bytewise).err(),
+        Some(RecoverError::NotOnMedia)
+    );
+    let media = ShadowMedia::new(len);
+    {
+        let list = fresh_list(&media);
+        for k in [&b"a"[..], b"b", b"c", b"d"] {
+            list.insert(k, b"value").unwrap();
+        }
+    }
+    let image = media.live();
+    let damaged = |at: usize, bytes: &[u8]| {
+        let m = ShadowMedia::with_image(image.clone());
+        m.poke(at, bytes);
+        reopen(&m).err()
+    };
+    // Every header byte matters (44..64 are zero padding).
+    for at in 0..44 {
+        assert!(
+            matches!(
+                damaged(at, &[image[at] ^ 0x10]),
+                Some(RecoverError::Header { .. })
+            ),
+            "header byte {at}"
+        );
+    }
+    // Reopened at another length.
+    let m: Arc<dyn Media> = ShadowMedia::with_image(image.clone());
+    assert!(matches!(
+        SkipList::recover(Arena::recover_on_media(m, 0, len - 64).unwrap(), Bytewise),
+        Err(RecoverError::Header { .. })
+    ));
+    // Find the nodes: the head is the first allocation, after the 64 header bytes.
+    let head = 64usize;
+    let link0 = |node: usize| u32::from_le_bytes(image[node + 16..node + 20].try_into().unwrap());
+    let first = link0(head) as usize;
+    let second = link0(first) as usize;
+    assert!(first > head && second > head);
+    // A flipped key byte: the node's checksum fails, reported with its offset.
+    let key_at = second + 16 + 4 * (image[second + 8] as usize);
+    match damaged(key_at, &[image[key_at] ^ 1]) {
+        Some(RecoverError::Node { offset, .. }) => assert_eq!(offset as usize, second),
+        other => panic!("{other:?}"),
+    }
+    // A link out of the arena, misaligned, into the header, or back to an earlier node.
+    for bad in [len as u32 + 8, u32::MAX, first as u32 + 1, 8, first as u32] {
+        match damaged(second + 16, &bad.to_le_bytes()) {
+            Some(RecoverError::Node { offset, .. }) => assert_eq!(offset, bad),
+            other => panic!("link {bad}: {other:?}"),
+        }
+    }
+    // A bad height or length (the checksum would catch it too, but never a panic first).
+    for (field, v) in [(8, 0u32), (8, 13), (0, u32::MAX), (4, u32::MAX - 3)] {
+        assert!(matches!(
+            damaged(second + field, &v.to_le_bytes()),
+            Some(RecoverError::Node { .. })
+        ));
+    }
+}
+
+#[test]
+fn random_byte_flips_never_panic() {
+    let len = 4 << 10;
+    let media = ShadowMedia::new(len);
+    let used;
+    {
+        let list = fresh_list(&media);
+        let mut rng = Rng::new(7);
+        for (k, v) in entries(&mut rng, 20) {
+            list.insert(&k, &v).unwrap();
+        }
+        used = list.memory_usage();
+    }
+    let image = media.live();
+    let mut rng = Rng::new(8);
+    let (mut ok, mut errors) = (0, 0);
+    for _ in 0..scale(3000, 20) {
+        let m = ShadowMedia::with_image(image.clone());
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(used);
+            m.poke(at, &[rng.next_u64() as u8]);
+        }
+        match reopen(&m) {
+            Ok((list, report)) => {
+                ok += 1;
+                let got = contents(&list);
+                assert_eq!(got.len(), report.entries);
+                assert!(got.windows(2).all(|w| w[0].0 < w[1].0));
+                // Still usable.
+                let _ = list.insert(b"\x00new", b"");
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    assert!(ok > 0 && errors > 0, "ok {ok}, errors {errors}");
+}
+
+#[test]
+fn arena_on_a_media_subrange() {
+    let media = ShadowMedia::new(16 << 10);
+    let m: Arc<dyn Media> = media.clone();
+    // Two lists in two extents of one media do not disturb each other.
+    let a = SkipList::new(Arena::on_media(m.clone(), 0, 8 << 10).unwrap(), Bytewise).unwrap();
+    let b = SkipList::new(
+        Arena::on_media(m.clone(), 8 << 10, 8 << 10).unwrap(),
+        Bytewise,
+    )
+    .unwrap();
+    for i in 0..50u32 {
+        a.insert(&i.to_be_bytes(), b"a").unwrap();
+        b.insert(&i.to_be_bytes(), b"b").unwrap();
+    }
+    drop((a, b));
+    let mut rng = Rng::new(9);
+    let after: Arc<dyn Media> = media.power_cut(&mut rng, 0);
+    for (start, v) in [(0, b"a"), (8 << 10, b"b")] {
+        let arena = Arena::recover_on_media(after.clone(), start, 8 << 10).unwrap();
+        let (list, report) = SkipList::recover(arena, Bytewise).unwrap();
+        assert_eq!(report.entries, 50);
+        assert!(list.iter().all(|(_, val)| val == v));
+    }
+    // Inserts report their nodes to the write hook.
+    assert!(media.written_bytes.load(Ordering::Relaxed) >= 100 * node_size(1, 4, 1) as u64);
+}
+
+// ---- the crate's Region over SimNvm (CrashSim) ------------------------------------------------
+
+fn sim_list(sim: &SimNvm, path: &Path, len: usize) -> SkipList<Bytewise> {
+    let region = Region::create(path, len, &RegionOptions::crash_sim(sim)).unwrap();
+    SkipList::new(Arena::on_media(region, 0, len).unwrap(), Bytewise).unwrap()
+}
+
+fn sim_reopen(sim: &SimNvm, path: &Path, len: usize) -> Result<SkipList<Bytewise>, RecoverError> {
+    let region = Region::open(path, &RegionOptions::crash_sim(sim)).unwrap();
+    SkipList::recover(Arena::recover_on_media(region, 0, len).unwrap(), Bytewise).map(|r| r.0)
+}
+
+#[test]
+fn crash_sim_region_every_persist_point() {
+    let path = Path::new("memtable.nvm");
+    let len = 32 << 10;
+    let mut rng = Rng::new(10);
+    let inserts = entries(&mut rng, scale(30, 5));
+    let run = |sim: &SimNvm| -> Vec<u64> {
+        let list = sim_list(sim, path, len);
+        inserts
+            .iter()
+            .map(|(k, v)| {
+                list.insert(k, v).unwrap();
+                sim.persist_points()
+            })
+            .collect()
+    };
+    let sim = SimNvm::new();
+    let returned_at = run(&sim);
+    let points = sim.persist_points();
+    for cut in 1..=points {
+        let sim = SimNvm::new();
+        sim.arm_cut_after(cut);
+        run(&sim);
+        // The program ran on after the cut instant: only the durable image is meaningful.
+        let after = sim.power_cut(&PowerCut {
+            keep_unpersisted: KeepLines::None,
+            seed: cut,
+        });
+        let returned = returned_at.iter().filter(|&&p| p < cut).count();
+        match sim_reopen(&after, path, len) {
+            Ok(list) => assert_prefix(&contents(&list), &inserts, returned),
+            Err(RecoverError::Header { .. }) => assert!(cut <= 2, "cut {cut}"),
+            Err(e) => panic!("cut {cut}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn crash_sim_region_random_cuts_between_inserts() {
+    let path = Path::new("memtable.nvm");
+    let len = 16 << 10;
+    let mut rng = Rng::new(11);
+    for trial in 0..scale(200, 3) {
+        let n = 1 + rng.below(40);
+        let inserts = entries(&mut rng, n);
+        let stop = rng.below(inserts.len() + 1);
+        let sim = SimNvm::new();
+        {
+            let list = sim_list(&sim, path, len);
+            for (k, v) in &inserts[..stop] {
+                list.insert(k, v).unwrap();
+            }
+        }
+        // Stopped between inserts: every unpersisted line (upper links) may or may not stay.
+        let keep = [KeepLines::None, KeepLines::All, KeepLines::Random][trial % 3];
+        let after = sim.power_cut(&PowerCut {
+            keep_unpersisted: keep,
+            seed: trial as u64,
+        });
+        let list = sim_reopen(&after, path, len).unwrap();
+        let model: Model = inserts[..stop].iter().cloned().collect();
+        assert_same(&list, &model);
+    }
+}
