@@ -19,8 +19,9 @@
 //!   counted since the registry was made) starts, every durable image freezes: that persist
 //!   and every later persist or fence no longer change them. The program keeps running on
 //!   the live bytes; a later `power_cut` then shows the state of a power cut just before the
-//!   `n`-th persist. Running a workload once per `n` in `1..=persist_points()` tests a power
-//!   cut at every persist point.
+//!   `n`-th persist: the durable images as frozen, and, for [`KeepLines`], the live bytes as
+//!   they were at that moment (files created after it are left out). Running a workload
+//!   once per `n` in `1..=persist_points()` tests a power cut at every persist point.
 //!
 //! Paths are used as given (no normalisation); use the same spelling to create and open.
 //!
@@ -35,8 +36,8 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 use rand::rngs::Xoshiro256PlusPlus;
@@ -94,6 +95,8 @@ type Pending = (usize, Box<[u8]>);
 struct FileState {
     durable: Vec<u8>,
     pending: Vec<Pending>,
+    /// The live bytes when the armed cut happened (see [`SimNvm::arm_cut_after`]).
+    live_at_cut: Option<Box<[u8]>>,
 }
 
 /// One simulated file: live bytes plus the durable image.
@@ -102,6 +105,8 @@ pub(crate) struct SimFile {
     len: usize,
     state: Mutex<FileState>,
     counters: Arc<Counters>,
+    /// The registry, to snapshot every file when an armed cut happens.
+    registry: Weak<Inner>,
 }
 
 impl fmt::Debug for SimFile {
@@ -116,7 +121,7 @@ impl SimFile {
     fn new(
         len: usize,
         durable: Vec<u8>,
-        counters: Arc<Counters>,
+        registry: &Arc<Inner>,
         prefault: bool,
     ) -> io::Result<SimFile> {
         let live = HeapBuf::zeroed(len)?;
@@ -133,8 +138,10 @@ impl SimFile {
             state: Mutex::new(FileState {
                 durable,
                 pending: Vec::new(),
+                live_at_cut: None,
             }),
-            counters,
+            counters: Arc::clone(&registry.counters),
+            registry: Arc::downgrade(registry),
         })
     }
 
@@ -166,7 +173,10 @@ impl SimFile {
     pub(crate) fn persist(&self, start: usize, end: usize) {
         let number = self.counters.persists.fetch_add(1, Ordering::SeqCst) + 1;
         if number >= self.counters.cut_at.load(Ordering::SeqCst) {
-            self.counters.frozen.store(true, Ordering::SeqCst);
+            match self.registry.upgrade() {
+                Some(inner) => inner.cut_now(),
+                None => self.counters.frozen.store(true, Ordering::SeqCst),
+            }
         }
         let lo = start / LINE * LINE;
         let hi = end.div_ceil(LINE).saturating_mul(LINE).min(self.len);
@@ -185,7 +195,9 @@ impl SimFile {
         if self.counters.frozen.load(Ordering::SeqCst) {
             return;
         }
-        let FileState { durable, pending } = &mut *state;
+        let FileState {
+            durable, pending, ..
+        } = &mut *state;
         for (off, bytes) in pending.drain(..) {
             if let Some(dst) = durable.get_mut(off..off + bytes.len()) {
                 dst.copy_from_slice(&bytes);
@@ -198,6 +210,22 @@ impl SimFile {
 struct Inner {
     files: Mutex<BTreeMap<PathBuf, Arc<SimFile>>>,
     counters: Arc<Counters>,
+}
+
+impl Inner {
+    /// The armed cut happens now: freeze the durable images and remember every file's live
+    /// bytes, which are what the caches held at the cut. Only the first call acts. Lock
+    /// order: the file map, then each file's state.
+    fn cut_now(&self) {
+        if self.counters.frozen.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let files = self.files.lock();
+        for file in files.values() {
+            let live = file.live_copy(0, file.len);
+            file.state.lock().live_at_cut = Some(live);
+        }
+    }
 }
 
 /// A registry of simulated NVM files (see the module documentation). Clones share it.
@@ -238,12 +266,7 @@ impl SimNvm {
                 format!("simulated NVM file {} already exists", path.display()),
             ));
         }
-        let file = Arc::new(SimFile::new(
-            len,
-            vec![0; len],
-            Arc::clone(&self.inner.counters),
-            prefault,
-        )?);
+        let file = Arc::new(SimFile::new(len, vec![0; len], &self.inner, prefault)?);
         files.insert(path.to_path_buf(), Arc::clone(&file));
         Ok(file)
     }
@@ -335,7 +358,7 @@ impl SimNvm {
         let counters = &self.inner.counters;
         counters.cut_at.store(n, Ordering::SeqCst);
         if counters.persists.load(Ordering::SeqCst) >= n {
-            counters.frozen.store(true, Ordering::SeqCst);
+            self.inner.cut_now();
         }
     }
 
@@ -361,7 +384,12 @@ impl SimNvm {
         let mut new_files = out.inner.files.lock();
         for (path, file) in files.iter() {
             let state = file.state.lock();
-            let live = file.live_copy(0, file.len);
+            let live = match &state.live_at_cut {
+                Some(at_cut) => at_cut.clone(),
+                // Created after the armed cut: it did not exist at the cut.
+                None if self.cut_happened() => continue,
+                None => file.live_copy(0, file.len),
+            };
             let mut image = state.durable.clone();
             for (i, line) in live.chunks(LINE).enumerate() {
                 let lo = i * LINE;
@@ -380,7 +408,7 @@ impl SimNvm {
                     dst.copy_from_slice(line);
                 }
             }
-            let copy = match SimFile::new(file.len, image, Arc::clone(&out.inner.counters), false) {
+            let copy = match SimFile::new(file.len, image, &out.inner, false) {
                 Ok(f) => f,
                 Err(e) => panic!("power cut: cannot allocate a simulated file: {e}"),
             };
