@@ -661,6 +661,129 @@ mod tests {
         let _ = a.atomic_u64(12);
     }
 
+    /// A heap-backed media that records persist calls and hook bytes.
+    #[derive(Debug)]
+    struct Recording {
+        buf: Box<[AtomicU64]>,
+        persists: std::sync::Mutex<Vec<(usize, usize)>>,
+        fences: AtomicU64,
+        reads: AtomicU64,
+        writes: AtomicU64,
+    }
+
+    impl Recording {
+        fn new(len: usize) -> Arc<Recording> {
+            Arc::new(Recording {
+                buf: (0..len / 8).map(|_| AtomicU64::new(0)).collect(),
+                persists: std::sync::Mutex::new(Vec::new()),
+                fences: AtomicU64::new(0),
+                reads: AtomicU64::new(0),
+                writes: AtomicU64::new(0),
+            })
+        }
+    }
+
+    impl Media for Recording {
+        fn base(&self) -> NonNull<u8> {
+            // The whole slice's pointer (not one element's): writes through it may reach
+            // every word; `AtomicU64` permits mutation through a shared pointer.
+            NonNull::new(self.buf.as_ptr().cast::<u8>().cast_mut()).unwrap()
+        }
+        fn len(&self) -> usize {
+            self.buf.len() * 8
+        }
+        fn persist(&self, off: usize, len: usize) -> io::Result<()> {
+            self.persists.lock().unwrap().push((off, len));
+            Ok(())
+        }
+        fn fence(&self) -> io::Result<()> {
+            self.fences.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        fn is_persistent(&self) -> bool {
+            true
+        }
+        fn on_read(&self, len: usize) {
+            self.reads.fetch_add(len as u64, Ordering::Relaxed);
+        }
+        fn on_write(&self, len: usize) {
+            self.writes.fetch_add(len as u64, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn media_arena_translates_offsets_and_forwards_calls() {
+        let media = Recording::new(4096);
+        let m: Arc<dyn Media> = media.clone();
+        let a = Arena::on_media(m, 1024, 2048).unwrap();
+        assert!(a.is_on_media() && a.is_persistent());
+        assert_eq!(a.capacity(), 2048);
+        assert_eq!(a.used(), MEDIA_HEADER as usize);
+        assert_eq!(a.reserved(), MEDIA_HEADER);
+        let off = a.alloc(16, 8).unwrap();
+        assert_eq!(off, MEDIA_HEADER);
+        a.atomic_u64(off).store(0xABCD, Ordering::Relaxed);
+        // The arena's offset `off` is the media's `1024 + off`.
+        let word = (1024 + off as usize) / 8;
+        assert_eq!(media.buf[word].load(Ordering::Relaxed), 0xABCD);
+        a.persist(off, 16).unwrap();
+        a.persist(2040, 100).unwrap(); // clipped to the arena
+        a.fence().unwrap();
+        a.on_read(64);
+        a.on_write(32);
+        assert_eq!(
+            *media.persists.lock().unwrap(),
+            vec![(1024 + off as usize, 16), (1024 + 2040, 8)]
+        );
+        assert_eq!(media.fences.load(Ordering::Relaxed), 1);
+        assert_eq!(media.reads.load(Ordering::Relaxed), 64);
+        assert_eq!(media.writes.load(Ordering::Relaxed), 32);
+        assert_eq!(a.alloc(2048, 8), None);
+    }
+
+    #[test]
+    fn media_arena_range_is_checked() {
+        let m: Arc<dyn Media> = Recording::new(4096);
+        assert_eq!(
+            Arena::on_media(m.clone(), 4, 64).err(),
+            Some(ArenaError::Misaligned { start: 4 })
+        );
+        assert_eq!(
+            Arena::on_media(m.clone(), 0, 60).err(),
+            Some(ArenaError::BadLength { len: 60 })
+        );
+        assert_eq!(
+            Arena::on_media(m.clone(), 0, 32).err(),
+            Some(ArenaError::BadLength { len: 32 })
+        );
+        assert_eq!(
+            Arena::on_media(m.clone(), 4096 - 64, 128).err(),
+            Some(ArenaError::OutOfBounds {
+                start: 4096 - 64,
+                len: 128,
+                media_len: 4096
+            })
+        );
+        assert!(Arena::on_media(m.clone(), usize::MAX - 7, 64).is_err());
+        // A reopened arena allocates nothing until recovery moved its cursor.
+        let r = Arena::recover_on_media(m, 0, 4096).unwrap();
+        assert_eq!(r.alloc(1, 1), None);
+        r.set_used(100);
+        assert_eq!(r.alloc(8, 8), Some(104));
+    }
+
+    #[test]
+    fn heap_arena_persists_nothing() {
+        let a = Arena::new(64);
+        assert!(!a.is_on_media() && !a.is_persistent());
+        assert!(a.media().is_none());
+        a.persist(0, 64).unwrap();
+        a.fence().unwrap();
+        a.on_read(1);
+        a.on_write(1);
+        assert_eq!(a.reserved(), RESERVED);
+    }
+
     #[test]
     fn concurrent_allocations_are_disjoint() {
         let per_thread = if cfg!(miri) { 50 } else { 10_000 };

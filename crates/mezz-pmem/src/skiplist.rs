@@ -479,9 +479,8 @@ impl<C: Comparator> SkipList<C> {
 
         if self.durable {
             // The node must be durable, level-0 link included, before anything links to it.
-            for level in 0..height {
-                self.link(node, level)
-                    .store(next[level], AtomicOrdering::Relaxed);
+            for (level, &n) in next.iter().enumerate().take(height) {
+                self.link(node, level).store(n, AtomicOrdering::Relaxed);
             }
             self.arena.persist(node, size).map_err(persist_err)?;
             self.arena.fence().map_err(persist_err)?;
@@ -1011,14 +1010,11 @@ impl<C: Comparator> SkipList<C> {
             return Err(RecoverError::NotOnMedia);
         }
         let header_err = |detail: String| RecoverError::Header { detail };
+        let mut header = [0u8; LIST_HEADER_SIZE];
         // SAFETY: the header lies in the reserved first MEDIA_HEADER bytes of the arena
         // (LIST_HEADER_SIZE < MEDIA_HEADER <= capacity); the arena was handed over by value,
         // so nothing else writes them while the copy is taken.
-        let header: [u8; LIST_HEADER_SIZE] = {
-            let mut h = [0u8; LIST_HEADER_SIZE];
-            h.copy_from_slice(unsafe { arena.bytes(0, LIST_HEADER_SIZE) });
-            h
-        };
+        header.copy_from_slice(unsafe { arena.bytes(0, LIST_HEADER_SIZE) });
         if le_u64(&header, 0) != LIST_MAGIC {
             return Err(header_err("no skip list magic".to_owned()));
         }
