@@ -129,7 +129,7 @@ impl FreeList {
     fn check_shape(&self, e: Extent) -> Result<(), ExtentError> {
         let detail = if e.len == 0 {
             "empty extent".to_string()
-        } else if e.offset % self.align != 0 || e.len % self.align != 0 {
+        } else if !e.offset.is_multiple_of(self.align) || !e.len.is_multiple_of(self.align) {
             format!(
                 "extent [{}, +{}) is not aligned to {} bytes",
                 e.offset, e.len, self.align

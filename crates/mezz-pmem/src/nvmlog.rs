@@ -73,7 +73,7 @@ fn check_extent(region: &Region, extent: Extent) -> Result<(usize, usize)> {
     };
     let off = usize::try_from(extent.offset).map_err(|_| bad("offset too large"))?;
     let len = usize::try_from(extent.len).map_err(|_| bad("length too large"))?;
-    if off % 64 != 0 {
+    if !off.is_multiple_of(64) {
         return Err(bad("offset not 64-byte aligned"));
     }
     if extent.len <= RECORDS_AT {

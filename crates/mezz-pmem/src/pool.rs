@@ -141,7 +141,7 @@ impl Superblock {
                 ),
             ));
         }
-        if sb.capacity <= DATA_OFFSET || sb.capacity % EXTENT_ALIGN != 0 {
+        if sb.capacity <= DATA_OFFSET || !sb.capacity.is_multiple_of(EXTENT_ALIGN) {
             return Err(Error::corruption(
                 32,
                 format!(
