@@ -1,13 +1,15 @@
 //! Pool files (superblock checks, allocation, recovery from live extents) and the NVM
 //! append log, on real files and under the crash simulation.
 
+#![allow(clippy::unwrap_used)] // Tests may unwrap, helpers included.
+
 use std::path::Path;
 
 use mezz_format::Error;
 use mezz_pmem::pool::{DATA_OFFSET, EXTENT_ALIGN, POOL_VERSION, Superblock};
 use mezz_pmem::{
-    Appended, Extent, FreeList, KeepLines, Media, NvmLogReader, NvmLogWriter, PersistMode, Pool,
-    PowerCut, RegionOptions, SimNvm,
+    Appended, Extent, FreeList, KeepLines, NvmLogReader, NvmLogWriter, PersistMode, Pool, PowerCut,
+    RegionOptions, SimNvm,
 };
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
@@ -356,7 +358,7 @@ fn log_append_sync_reopen() {
         );
         w.sync().unwrap();
         assert_eq!(w.synced(), 13);
-        w.append(b"unsynced").unwrap();
+        assert_eq!(w.append(b"unsynced").unwrap(), Appended::Written);
         assert_eq!(
             NvmLogReader::open(pool.region(), e).unwrap(),
             (42, b"first;second;".to_vec())
@@ -428,9 +430,9 @@ fn log_power_cut_keeps_synced_bytes_only() {
             let sim = SimNvm::new();
             let (pool, e) = log_setup(&sim);
             let mut w = NvmLogWriter::create(pool.region().clone(), e, 9).unwrap();
-            w.append(&[7; 300]).unwrap();
+            assert_eq!(w.append(&[7; 300]).unwrap(), Appended::Written);
             w.sync().unwrap();
-            w.append(&[8; 500]).unwrap();
+            assert_eq!(w.append(&[8; 500]).unwrap(), Appended::Written);
             let after = sim.power_cut(&PowerCut {
                 keep_unpersisted: keep,
                 seed,
@@ -468,7 +470,7 @@ fn log_power_cut_at_every_persist_point() {
         let mut w = NvmLogWriter::create(pool.region().clone(), e, 5).unwrap();
         points.push(sim.persist_points());
         for i in 0..5u8 {
-            w.append(&[i; 100]).unwrap();
+            assert_eq!(w.append(&[i; 100]).unwrap(), Appended::Written);
             w.sync().unwrap();
             points.push(sim.persist_points());
         }
@@ -520,7 +522,7 @@ fn log_header_damage_is_detected() {
     let sim = SimNvm::new();
     let (pool, e) = log_setup(&sim);
     let mut w = NvmLogWriter::create(pool.region().clone(), e, 3).unwrap();
-    w.append(b"abc").unwrap();
+    assert_eq!(w.append(b"abc").unwrap(), Appended::Written);
     w.sync().unwrap();
     drop(w);
     let path = Path::new("db").join("NVM-POOL");

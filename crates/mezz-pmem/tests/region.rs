@@ -1,6 +1,8 @@
 //! Regions in every persistence mode, on a temporary directory and on `/dev/shm`, and the
 //! crash simulation (`SimNvm`).
 
+#![allow(clippy::unwrap_used)] // Tests may unwrap, helpers included.
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
