@@ -44,15 +44,17 @@ pub mod arena;
 pub mod media;
 pub mod nvmlog;
 pub mod pool;
+pub mod word;
 pub mod region;
 pub mod sim;
 pub mod skiplist;
 
-pub use alloc::{Extent, FreeList};
 pub use arena::{Arena, ArenaError, ArenaOptions};
+pub use alloc::{Extent, FreeList};
 pub use media::Media;
 pub use nvmlog::{Appended, NvmLogReader, NvmLogWriter};
 pub use pool::Pool;
+pub use word::PersistentWord;
 pub use region::{
     Emulation, FlushInstruction, PersistMode, Region, RegionOptions, RegionStats,
 };

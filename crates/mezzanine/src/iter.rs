@@ -1057,7 +1057,7 @@ pub(crate) mod tests {
                     let m = Arc::new(MemTable::new(0));
                     for (k, v) in &p {
                         let pk = parse_internal_key(k).unwrap();
-                        m.add(pk.seq, pk.kind, pk.user_key, v);
+                        m.add(pk.seq, pk.kind, pk.user_key, v).unwrap();
                     }
                     m.iter()
                 } else {
@@ -1273,10 +1273,10 @@ pub(crate) mod tests {
     #[test]
     fn db_iterator_basic_and_collect_all() {
         let m = Arc::new(MemTable::new(1));
-        m.add(1, ValueKind::Value, b"a", b"1");
-        m.add(2, ValueKind::Value, b"b", b"2");
-        m.add(3, ValueKind::Deletion, b"a", b"");
-        m.add(4, ValueKind::Value, b"c", b"3");
+        m.add(1, ValueKind::Value, b"a", b"1").unwrap();
+        m.add(2, ValueKind::Value, b"b", b"2").unwrap();
+        m.add(3, ValueKind::Deletion, b"a", b"").unwrap();
+        m.add(4, ValueKind::Value, b"c", b"3").unwrap();
         let pin = Arc::clone(&m);
         let it = DbIterator::new(m.iter(), 10, None, None, Box::new(pin));
         assert_eq!(

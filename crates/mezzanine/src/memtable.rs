@@ -1,10 +1,13 @@
-//! The DRAM memtable: a concurrent skip list of internal keys.
+//! Memtables: a concurrent skip list of internal keys, in DRAM or in NVM.
 //!
 //! Owns: the entries written since the last switch (one per put/delete, every version kept),
 //! ordered by internal key (user key ascending, sequence number descending), and the
-//! [`InternalIterator`] over them used by reads, scans and flushes.
+//! [`InternalIterator`] over them used by reads, scans and flushes. A memtable's entries
+//! live either in DRAM (the default, fed through a WAL) or in an NVM skip list
+//! ([`crate::nvm::NvmList`], NoveLSM: durable per insert, recovered by mapping); both behave
+//! the same to readers.
 //!
-//! Layout: each entry is one `Arc<[u8]>` holding `user_key | trailer (8 bytes LE) | value`
+//! DRAM layout: each entry is one `Arc<[u8]>` holding `user_key | trailer (8 bytes LE) | value`
 //! plus the key length, stored as the key of a `crossbeam_skiplist::SkipMap` (one allocation
 //! per entry). Lookups compare a borrowed `(user_key, trailer)` pair against the entries
 //! through the `dyn KeyLike` borrow, so `get` and `seek` allocate nothing.
@@ -30,6 +33,7 @@ use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::batch::WriteBatch;
 use crate::error::Result;
+use crate::nvm::NvmList;
 use crate::table::LookupResult;
 
 /// Estimated bytes per entry beyond its key and value: the skip-list node (key handle,
@@ -168,25 +172,66 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The in-memory write buffer. See the module documentation.
+/// Where a memtable's entries live. (The DRAM variant is larger, but there is one per
+/// memtable: boxing it would add an indirection to every insert for nothing.)
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+enum Store {
+    Dram(SkipMap<MemKey, ()>),
+    Nvm(NvmList),
+}
+
+/// The write buffer. See the module documentation.
 #[derive(Debug)]
 pub struct MemTable {
     id: u64,
-    map: SkipMap<MemKey, ()>,
+    store: Store,
     memory: AtomicUsize,
     max_seq: AtomicU64,
+    min_seq: AtomicU64,
 }
 
 impl MemTable {
-    /// An empty memtable. `id` identifies it (the engine uses the number of its WAL).
+    /// An empty DRAM memtable. `id` identifies it (the engine uses the number of its WAL).
     #[must_use]
     pub fn new(id: u64) -> Self {
+        Self::with_store(id, Store::Dram(SkipMap::new()))
+    }
+
+    fn with_store(id: u64, store: Store) -> Self {
         Self {
             id,
-            map: SkipMap::new(),
+            store,
             memory: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
+            min_seq: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// A memtable over an NVM skip list (new or recovered); `id` is its NVM object's id.
+    pub(crate) fn nvm(id: u64, list: NvmList) -> Self {
+        let m = Self::with_store(id, Store::Nvm(list));
+        if let Store::Nvm(l) = &m.store {
+            let (lo, hi) = l.seq_range();
+            m.max_seq.store(hi, AtomicOrdering::Relaxed);
+            m.min_seq.store(lo, AtomicOrdering::Relaxed);
+            m.memory.store(l.used(), AtomicOrdering::Relaxed);
+        }
+        m
+    }
+
+    /// The NVM skip list, for an NVM memtable.
+    pub(crate) fn nvm_list(&self) -> Option<&NvmList> {
+        match &self.store {
+            Store::Nvm(l) => Some(l),
+            Store::Dram(_) => None,
+        }
+    }
+
+    /// Whether the entries live in NVM.
+    #[must_use]
+    pub fn is_nvm(&self) -> bool {
+        matches!(self.store, Store::Nvm(_))
     }
 
     /// The identity given at creation.
@@ -197,11 +242,25 @@ impl MemTable {
 
     /// Adds one entry. `value` is ignored for deletions. REQUIRES: `seq <= MAX_SEQ`, and no
     /// other entry with the same user key and `seq`.
-    pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+    ///
+    /// # Errors
+    /// Only for an NVM memtable: out of space (the engine reserves room first, so this is a
+    /// bug) or a failed persist.
+    pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<()> {
         let value = if kind == ValueKind::Deletion {
             &[][..]
         } else {
             value
+        };
+        let map = match &self.store {
+            Store::Dram(map) => map,
+            Store::Nvm(list) => {
+                let used = list.add(seq, kind, user_key, value)?;
+                self.memory.store(used, AtomicOrdering::Relaxed);
+                self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
+                self.min_seq.fetch_min(seq, AtomicOrdering::Relaxed);
+                return Ok(());
+            }
         };
         let trailer = ikey::pack_trailer(seq, kind);
         let data: Arc<[u8]> = SCRATCH.with(|s| {
@@ -218,35 +277,64 @@ impl MemTable {
             a
         });
         let key_len = u32::try_from(user_key.len()).unwrap_or(u32::MAX);
-        self.map.insert(MemKey { data, key_len }, ());
+        map.insert(MemKey { data, key_len }, ());
         self.memory.fetch_add(
             user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD,
             AtomicOrdering::Relaxed,
         );
         self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
+        self.min_seq.fetch_min(seq, AtomicOrdering::Relaxed);
+        Ok(())
     }
 
     /// Adds every update of `batch`, numbered from `batch.sequence()` up by one per update;
-    /// returns the user bytes (keys + values) added.
-    pub fn insert_batch(&self, batch: &WriteBatch) -> u64 {
+    /// returns the user bytes (keys + values) added. In NVM, every entry is durable when
+    /// this returns.
+    ///
+    /// # Errors
+    /// As [`MemTable::add`].
+    pub fn insert_batch(&self, batch: &WriteBatch) -> Result<u64> {
         let mut user_bytes = 0;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
-            self.add(seq, op.kind, op.key, op.value);
+            self.add(seq, op.kind, op.key, op.value)?;
             user_bytes += (op.key.len() + op.value.len()) as u64;
         }
-        user_bytes
+        if let Store::Nvm(list) = &self.store {
+            list.sync()?;
+        }
+        Ok(user_bytes)
+    }
+
+    /// Refreshes the counters after entries were added to the NVM list directly (a merge
+    /// of a DRAM memtable into the receiver).
+    pub(crate) fn note_external_insert(&self, list: &NvmList) {
+        let (lo, hi) = list.seq_range();
+        self.max_seq.fetch_max(hi, AtomicOrdering::Relaxed);
+        self.min_seq.fetch_min(lo, AtomicOrdering::Relaxed);
+        self.memory.store(list.used(), AtomicOrdering::Relaxed);
+    }
+
+    /// Bytes an NVM memtable can still take (`usize::MAX` for DRAM).
+    #[must_use]
+    pub fn nvm_room(&self) -> usize {
+        match &self.store {
+            Store::Nvm(l) => l.remaining(),
+            Store::Dram(_) => usize::MAX,
+        }
     }
 
     /// The newest entry for `user_key` with sequence number <= `seq`, if any.
     #[must_use]
     pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<LookupResult> {
+        let map = match &self.store {
+            Store::Dram(map) => map,
+            Store::Nvm(list) => return list.get(user_key, seq),
+        };
         let lookup = LookupKey {
             user_key,
             trailer: ikey::pack_trailer(seq.min(ikey::MAX_SEQ), ValueKind::SEEK),
         };
-        let e = self
-            .map
-            .lower_bound(Bound::Included(&lookup as &dyn KeyLike))?;
+        let e = map.lower_bound(Bound::Included(&lookup as &dyn KeyLike))?;
         let k = e.key();
         if k.user_key() != user_key {
             return None;
@@ -261,6 +349,9 @@ impl MemTable {
     /// keeps the memtable alive.
     #[must_use]
     pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator> {
+        if let Store::Nvm(list) = &self.store {
+            return list.iter();
+        }
         Box::new(MemTableIter {
             mem: Arc::clone(self),
             buf: Vec::new(),
@@ -278,19 +369,28 @@ impl MemTable {
     /// Number of entries.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.map.len()
+        match &self.store {
+            Store::Dram(map) => map.len(),
+            Store::Nvm(list) => list.len(),
+        }
     }
 
     /// Whether the memtable holds no entry.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
     /// The largest sequence number added (0 if empty).
     #[must_use]
     pub fn max_seq(&self) -> SeqNo {
         self.max_seq.load(AtomicOrdering::Relaxed)
+    }
+
+    /// The smallest sequence number added (`u64::MAX` if empty).
+    #[must_use]
+    pub fn min_seq(&self) -> SeqNo {
+        self.min_seq.load(AtomicOrdering::Relaxed)
     }
 }
 
@@ -331,7 +431,10 @@ impl MemTableIter {
     fn fill_forward(&mut self, bound: Bound<&dyn KeyLike>) {
         self.buf.clear();
         self.pos = 0;
-        let mut e = self.mem.map.lower_bound(bound);
+        let Store::Dram(map) = &self.mem.store else {
+            return;
+        };
+        let mut e = map.lower_bound(bound);
         while let Some(entry) = e {
             self.buf.push(entry.key().clone());
             if self.buf.len() >= self.batch {
@@ -345,7 +448,11 @@ impl MemTableIter {
     /// ascending; positions at the last.
     fn fill_backward(&mut self, bound: Bound<&dyn KeyLike>) {
         self.buf.clear();
-        let mut e = self.mem.map.upper_bound(bound);
+        let Store::Dram(map) = &self.mem.store else {
+            self.pos = 0;
+            return;
+        };
+        let mut e = map.upper_bound(bound);
         while let Some(entry) = e {
             self.buf.push(entry.key().clone());
             if self.buf.len() >= self.batch {
@@ -445,12 +552,12 @@ mod tests {
         assert_eq!(m.id(), 3);
         assert!(m.is_empty());
         assert_eq!(m.max_seq(), 0);
-        m.add(1, ValueKind::Value, b"a", b"a1");
-        m.add(2, ValueKind::Value, b"b", b"b2");
-        m.add(3, ValueKind::Value, b"a", b"a3");
-        m.add(4, ValueKind::Deletion, b"a", b"ignored");
-        m.add(5, ValueKind::Value, b"a", b"a5");
-        m.add(6, ValueKind::Deletion, b"c", b"");
+        m.add(1, ValueKind::Value, b"a", b"a1").unwrap();
+        m.add(2, ValueKind::Value, b"b", b"b2").unwrap();
+        m.add(3, ValueKind::Value, b"a", b"a3").unwrap();
+        m.add(4, ValueKind::Deletion, b"a", b"ignored").unwrap();
+        m.add(5, ValueKind::Value, b"a", b"a5").unwrap();
+        m.add(6, ValueKind::Deletion, b"c", b"").unwrap();
         assert_eq!(m.len(), 6);
         assert_eq!(m.max_seq(), 6);
 
@@ -481,7 +588,7 @@ mod tests {
         b.delete(b"y");
         b.put(b"x", b"2");
         b.set_sequence(100);
-        m.insert_batch(&b);
+        m.insert_batch(&b).unwrap();
         assert_eq!(m.len(), 3);
         assert_eq!(m.max_seq(), 102);
         assert_eq!(m.get(b"x", 100), val(b"1"));
@@ -504,7 +611,8 @@ mod tests {
                 } else {
                     ValueKind::Value
                 };
-                m.add(seq, kind, k.as_bytes(), format!("v{seq}").as_bytes());
+                m.add(seq, kind, k.as_bytes(), format!("v{seq}").as_bytes())
+                    .unwrap();
             }
         }
         for i in 0..n {
@@ -619,7 +727,8 @@ mod tests {
                     for i in 0..5000u64 {
                         let seq = i * 4 + t + 1;
                         let key = format!("key{:05}", i % 1000);
-                        m.add(seq, ValueKind::Value, key.as_bytes(), &seq.to_le_bytes());
+                        m.add(seq, ValueKind::Value, key.as_bytes(), &seq.to_le_bytes())
+                            .unwrap();
                     }
                 })
             })

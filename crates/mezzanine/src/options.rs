@@ -6,11 +6,13 @@
 //! `Options::to_text()` / `Options::from_text()` round-trip every serialisable field.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mezz_env::{FileSystem, PosixFs};
 use mezz_format::SeqNo;
 pub use mezz_format::block::BlockFormat;
+pub use mezz_pmem::{PersistMode, SimNvm};
 
 use crate::error::{Error, Result};
 
@@ -21,18 +23,23 @@ pub enum Preset {
     /// The classic baseline: WAL + DRAM memtable + SST levels on SSD, leveled compaction,
     /// size ratio 10. The default until the NVM presets exist.
     Leveldb,
+    /// NoveLSM: the `leveldb` baseline plus a persistent skip-list memtable in NVM
+    /// (`nvm_memtable = mutable`: when the DRAM memtable fills, writes go in place and
+    /// durably into the NVM memtable, without a log). Needs `nvm_dir`.
+    Novelsm,
 }
 
 impl Preset {
     /// Every preset that exists; test harnesses iterate over this so a new preset joins them
     /// automatically.
-    pub const ALL: &'static [Preset] = &[Preset::Leveldb];
+    pub const ALL: &'static [Preset] = &[Preset::Leveldb, Preset::Novelsm];
 
     /// The preset's name as written in OPTIONS files and on the command line.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Preset::Leveldb => "leveldb",
+            Preset::Novelsm => "novelsm",
         }
     }
 
@@ -88,6 +95,41 @@ impl RecoveryMode {
             "absolute_consistency" => Ok(Self::AbsoluteConsistency),
             _ => Err(Error::InvalidArgument(format!(
                 "unknown recovery_mode {s:?}"
+            ))),
+        }
+    }
+}
+
+/// Whether and how a memtable lives in NVM (NoveLSM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum NvmMemtable {
+    /// No NVM memtable. The default.
+    #[default]
+    Off,
+    /// A large NVM memtable below the DRAM memtable: each full DRAM memtable is merged into
+    /// it (entry by entry, no serialisation); it is flushed to an SST when it fills.
+    Immutable,
+    /// When the DRAM memtable fills, writes go directly (in place, durably, without a WAL)
+    /// into an NVM memtable while the DRAM one is flushed; when the NVM memtable fills it
+    /// is flushed in turn and writes go to a new DRAM memtable.
+    Mutable,
+}
+
+impl NvmMemtable {
+    fn name(self) -> &'static str {
+        match self {
+            NvmMemtable::Off => "off",
+            NvmMemtable::Immutable => "immutable",
+            NvmMemtable::Mutable => "mutable",
+        }
+    }
+    fn parse(s: &str) -> Result<Self> {
+        match s {
+            "off" | "none" => Ok(Self::Off),
+            "immutable" => Ok(Self::Immutable),
+            "mutable" => Ok(Self::Mutable),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown nvm_memtable {s:?} (off|immutable|mutable)"
             ))),
         }
     }
@@ -183,6 +225,43 @@ pub struct Options {
     pub delayed_write_rate: u64,
     /// Background threads for flushes and compactions. Default: 2.
     pub max_background_jobs: usize,
+
+    // ---- NVM tier (see docs/formats/nvm-pool.md) ----
+    /// Directory of the NVM pool file (a DAX mount, `/dev/shm`, or any directory).
+    /// Default: none (no NVM tier).
+    pub nvm_dir: Option<PathBuf>,
+    /// Bytes of the NVM pool (rounded up to 4 KiB). Default: 1 GiB.
+    pub nvm_capacity: u64,
+    /// How NVM writes become durable: `adr` (cache-line flushes + fence; needs a DAX
+    /// mapping unless `nvm_emulate_adr`), `eadr` (fence only), `msync` (any file system),
+    /// `volatile` (no durability from NVM: the WAL stays on the SSD) or `crashsim` (tests).
+    /// Default: `msync`.
+    pub nvm_persistence: PersistMode,
+    /// Run `adr` on a mapping without MAP_SYNC (e.g. `/dev/shm`) so benchmarks pay the flush
+    /// cost; data is then only as durable as the file system makes it. Default: false.
+    pub nvm_emulate_adr: bool,
+    /// Emulated extra latency per 64-byte line read from NVM, in ns. Default: 0 (off).
+    pub nvm_read_latency_ns: u32,
+    /// Emulated extra latency per 64-byte line written to NVM, in ns. Default: 0 (off).
+    pub nvm_write_latency_ns: u32,
+    /// Emulated cap on NVM persist bandwidth, bytes/s. Default: 0 (unlimited).
+    pub nvm_persist_bandwidth: u64,
+    /// Touch every page of the pool when opening it, so first-touch page faults are not
+    /// paid on the write path. Default: true.
+    pub nvm_prefault: bool,
+    /// The simulated NVM for `nvm_persistence = crashsim` (tests). Not written to the
+    /// OPTIONS file. Default: none.
+    pub nvm_sim: Option<SimNvm>,
+    /// Keep the WAL in NVM (same record format, persisted per group commit) instead of the
+    /// SSD. Needs `nvm_dir`. Default: false.
+    pub wal_on_nvm: bool,
+    /// NoveLSM's NVM memtable. Needs `nvm_dir`. Default: `off`.
+    pub nvm_memtable: NvmMemtable,
+    /// Bytes of one NVM memtable. Default: 256 MiB.
+    pub nvm_memtable_size: usize,
+    /// Probe the memtables and the SST levels concurrently on a small thread pool for
+    /// `get` (NoveLSM's parallel reads); the newest hit wins. Default: false.
+    pub parallel_reads: bool,
 }
 
 impl fmt::Debug for Options {
@@ -231,8 +310,32 @@ impl Options {
                 hard_pending_compaction_bytes: 256 << 30,
                 delayed_write_rate: 16 * MIB as u64,
                 max_background_jobs: 2,
+                nvm_dir: None,
+                nvm_capacity: 1 << 30,
+                nvm_persistence: PersistMode::Msync,
+                nvm_emulate_adr: false,
+                nvm_read_latency_ns: 0,
+                nvm_write_latency_ns: 0,
+                nvm_persist_bandwidth: 0,
+                nvm_prefault: true,
+                nvm_sim: None,
+                wal_on_nvm: false,
+                nvm_memtable: NvmMemtable::Off,
+                nvm_memtable_size: 256 * MIB,
+                parallel_reads: false,
+            },
+            Preset::Novelsm => Self {
+                preset,
+                nvm_memtable: NvmMemtable::Mutable,
+                ..Self::preset(Preset::Leveldb)
             },
         }
+    }
+
+    /// Whether these options use an NVM tier.
+    #[must_use]
+    pub fn has_nvm(&self) -> bool {
+        self.nvm_dir.is_some()
     }
 
     /// Checks every field and their relations.
@@ -305,6 +408,52 @@ impl Options {
                 self.max_background_jobs
             ));
         }
+        if self.nvm_dir.is_none() {
+            if self.wal_on_nvm {
+                return bad("wal_on_nvm needs nvm_dir".into());
+            }
+            if self.nvm_memtable != NvmMemtable::Off {
+                return bad(format!(
+                    "nvm_memtable={} (preset {}) needs nvm_dir (e.g. --nvm-dir /dev/shm/mezz-nvm)",
+                    self.nvm_memtable.name(),
+                    self.preset
+                ));
+            }
+        } else {
+            if self.nvm_capacity < 1 << 20 {
+                return bad(format!("nvm_capacity {} < 1 MiB", self.nvm_capacity));
+            }
+            if self.nvm_persistence == PersistMode::CrashSim && self.nvm_sim.is_none() {
+                return bad("nvm_persistence=crashsim needs a simulated NVM (nvm_sim)".into());
+            }
+            if self.nvm_persistence == PersistMode::Volatile
+                && (self.wal_on_nvm || self.nvm_memtable != NvmMemtable::Off)
+            {
+                return bad(
+                    "nvm_persistence=volatile keeps nothing across a restart: it cannot hold \
+                     the WAL or an NVM memtable"
+                        .into(),
+                );
+            }
+        }
+        if self.nvm_memtable != NvmMemtable::Off {
+            if self.nvm_memtable_size < 1 << 20 || self.nvm_memtable_size > (4usize << 30) - 4096 {
+                return bad(format!(
+                    "nvm_memtable_size {} not in 1 MiB..4 GiB",
+                    self.nvm_memtable_size
+                ));
+            }
+            if (self.nvm_memtable_size as u64) * 2 > self.nvm_capacity {
+                return bad(format!(
+                    "nvm_capacity {} must hold two NVM memtables of {} (one filling, one \
+                     being flushed)",
+                    self.nvm_capacity, self.nvm_memtable_size
+                ));
+            }
+            if !self.use_wal {
+                return bad("an NVM memtable needs use_wal=true".into());
+            }
+        }
         Ok(())
     }
 
@@ -335,6 +484,18 @@ impl Options {
         "hard_pending_compaction_bytes",
         "delayed_write_rate",
         "max_background_jobs",
+        "nvm_dir",
+        "nvm_capacity",
+        "nvm_persistence",
+        "nvm_emulate_adr",
+        "nvm_read_latency_ns",
+        "nvm_write_latency_ns",
+        "nvm_persist_bandwidth",
+        "nvm_prefault",
+        "wal_on_nvm",
+        "nvm_memtable",
+        "nvm_memtable_size",
+        "parallel_reads",
     ];
 
     /// The value of one field as text, or `None` for an unknown name.
@@ -366,6 +527,22 @@ impl Options {
             "hard_pending_compaction_bytes" => self.hard_pending_compaction_bytes.to_string(),
             "delayed_write_rate" => self.delayed_write_rate.to_string(),
             "max_background_jobs" => self.max_background_jobs.to_string(),
+            "nvm_dir" => self
+                .nvm_dir
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            "nvm_capacity" => self.nvm_capacity.to_string(),
+            "nvm_persistence" => self.nvm_persistence.to_string(),
+            "nvm_emulate_adr" => self.nvm_emulate_adr.to_string(),
+            "nvm_read_latency_ns" => self.nvm_read_latency_ns.to_string(),
+            "nvm_write_latency_ns" => self.nvm_write_latency_ns.to_string(),
+            "nvm_persist_bandwidth" => self.nvm_persist_bandwidth.to_string(),
+            "nvm_prefault" => self.nvm_prefault.to_string(),
+            "wal_on_nvm" => self.wal_on_nvm.to_string(),
+            "nvm_memtable" => self.nvm_memtable.name().to_string(),
+            "nvm_memtable_size" => self.nvm_memtable_size.to_string(),
+            "parallel_reads" => self.parallel_reads.to_string(),
             _ => return None,
         })
     }
@@ -380,8 +557,10 @@ impl Options {
         match name {
             "preset" => {
                 let fs = Arc::clone(&self.fs);
+                let sim = self.nvm_sim.take();
                 *self = Options::preset(Preset::parse(v)?);
                 self.fs = fs;
+                self.nvm_sim = sim;
             }
             "create_if_missing" => self.create_if_missing = parse_bool(name, v)?,
             "error_if_exists" => self.error_if_exists = parse_bool(name, v)?,
@@ -418,6 +597,22 @@ impl Options {
             }
             "delayed_write_rate" => self.delayed_write_rate = parse_size(name, v)?,
             "max_background_jobs" => self.max_background_jobs = parse_size(name, v)?,
+            "nvm_dir" => self.nvm_dir = (!v.is_empty()).then(|| PathBuf::from(v)),
+            "nvm_capacity" => self.nvm_capacity = parse_size(name, v)?,
+            "nvm_persistence" => {
+                self.nvm_persistence = v
+                    .parse()
+                    .map_err(|e| Error::InvalidArgument(format!("nvm_persistence: {e}")))?;
+            }
+            "nvm_emulate_adr" => self.nvm_emulate_adr = parse_bool(name, v)?,
+            "nvm_read_latency_ns" => self.nvm_read_latency_ns = parse_size(name, v)?,
+            "nvm_write_latency_ns" => self.nvm_write_latency_ns = parse_size(name, v)?,
+            "nvm_persist_bandwidth" => self.nvm_persist_bandwidth = parse_size(name, v)?,
+            "nvm_prefault" => self.nvm_prefault = parse_bool(name, v)?,
+            "wal_on_nvm" => self.wal_on_nvm = parse_bool(name, v)?,
+            "nvm_memtable" => self.nvm_memtable = NvmMemtable::parse(v)?,
+            "nvm_memtable_size" => self.nvm_memtable_size = parse_size(name, v)?,
+            "parallel_reads" => self.parallel_reads = parse_bool(name, v)?,
             _ => {
                 return Err(Error::InvalidArgument(format!(
                     "unknown option {name:?} (known: {})",

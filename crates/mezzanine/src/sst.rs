@@ -912,7 +912,7 @@ mod tests {
         let mem = Arc::new(MemTable::new(1));
         for (k, v) in gen_run(300, &mut model) {
             let p = parse_internal_key(&k).unwrap();
-            mem.add(p.seq, p.kind, p.user_key, &v);
+            mem.add(p.seq, p.kind, p.user_key, &v).unwrap();
         }
         let ro = TableReadOptions::default();
         let children: Vec<Box<dyn InternalIterator>> = vec![

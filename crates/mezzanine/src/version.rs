@@ -52,6 +52,48 @@ const TAG_COMPACT_POINTER: u32 = 5;
 const TAG_DELETED_TABLE: u32 = 6;
 const TAG_NEW_TABLE: u32 = 7;
 const TAG_FORMAT_VERSION: u32 = 8;
+const TAG_DB_ID: u32 = 9;
+const TAG_NEW_NVM_OBJECT: u32 = 10;
+const TAG_DELETED_NVM_OBJECT: u32 = 11;
+
+/// What an NVM object (an extent of the NVM pool) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NvmObjectKind {
+    /// A WAL kept in NVM (`wal_on_nvm`); the object's id is the WAL number.
+    Wal,
+    /// A persistent skip-list memtable (NoveLSM); the id is the memtable's number.
+    Memtable,
+}
+
+impl NvmObjectKind {
+    fn code(self) -> u8 {
+        match self {
+            NvmObjectKind::Wal => 1,
+            NvmObjectKind::Memtable => 2,
+        }
+    }
+    fn from_code(c: u8) -> Option<Self> {
+        match c {
+            1 => Some(NvmObjectKind::Wal),
+            2 => Some(NvmObjectKind::Memtable),
+            _ => None,
+        }
+    }
+}
+
+/// One live object of the NVM pool, as the manifest records it. Whatever the recovered
+/// version does not list is free space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NvmObject {
+    /// WAL number or memtable number (file-number space: unique per database).
+    pub id: u64,
+    /// What it holds.
+    pub kind: NvmObjectKind,
+    /// Offset of its extent in the pool.
+    pub offset: u64,
+    /// Length of its extent in bytes.
+    pub len: u64,
+}
 
 const TIER_SSD: u8 = 0;
 const LOCATION_SST: u8 = 0;
@@ -75,6 +117,13 @@ pub struct VersionEdit {
     pub deleted_tables: Vec<(usize, u64)>,
     /// Tables added: (level, metadata).
     pub new_tables: Vec<(usize, TableMeta)>,
+    /// The database's identity (first edit of each manifest; also stamped into the NVM
+    /// pool, so a pool is never opened with another database's manifest).
+    pub db_id: Option<[u8; 16]>,
+    /// NVM objects allocated.
+    pub new_nvm_objects: Vec<NvmObject>,
+    /// NVM objects released (their space is free once this edit is durable).
+    pub deleted_nvm_objects: Vec<u64>,
 }
 
 fn put_usize(buf: &mut Vec<u8>, v: usize) {
@@ -179,6 +228,21 @@ impl VersionEdit {
             put_usize(buf, *level);
             put_varint64(buf, *id);
         }
+        if let Some(id) = &self.db_id {
+            put_varint32(buf, TAG_DB_ID);
+            put_length_prefixed(buf, id);
+        }
+        for o in &self.new_nvm_objects {
+            put_varint32(buf, TAG_NEW_NVM_OBJECT);
+            put_varint64(buf, o.id);
+            buf.push(o.kind.code());
+            put_varint64(buf, o.offset);
+            put_varint64(buf, o.len);
+        }
+        for id in &self.deleted_nvm_objects {
+            put_varint32(buf, TAG_DELETED_NVM_OBJECT);
+            put_varint64(buf, *id);
+        }
         for (level, t) in &self.new_tables {
             put_varint32(buf, TAG_NEW_TABLE);
             put_usize(buf, *level);
@@ -225,6 +289,28 @@ impl VersionEdit {
                     e.compact_pointers
                         .push((level, d.length_prefixed()?.to_vec()));
                 }
+                TAG_DB_ID => {
+                    let off = d.offset();
+                    let id = d.length_prefixed()?;
+                    e.db_id = Some(id.try_into().map_err(|_| {
+                        Error::corruption(off, format!("db id of {} bytes, not 16", id.len()))
+                    })?);
+                }
+                TAG_NEW_NVM_OBJECT => {
+                    let id = d.varint64()?;
+                    let off = d.offset();
+                    let kind = NvmObjectKind::from_code(d.u8()?)
+                        .ok_or_else(|| Error::corruption(off, "unknown NVM object kind"))?;
+                    let offset = d.varint64()?;
+                    let len = d.varint64()?;
+                    e.new_nvm_objects.push(NvmObject {
+                        id,
+                        kind,
+                        offset,
+                        len,
+                    });
+                }
+                TAG_DELETED_NVM_OBJECT => e.deleted_nvm_objects.push(d.varint64()?),
                 TAG_DELETED_TABLE => {
                     let level = decode_level(&mut d)?;
                     e.deleted_tables.push((level, d.varint64()?));
@@ -265,6 +351,10 @@ pub struct Version {
     /// Per level: where the next round-robin compaction starts (an internal key; empty =
     /// from the beginning).
     pub compact_pointers: Vec<Vec<u8>>,
+    /// Live NVM objects, by id (ascending = creation order).
+    pub nvm_objects: std::collections::BTreeMap<u64, NvmObject>,
+    /// The database's identity, once recorded.
+    pub db_id: Option<[u8; 16]>,
 }
 
 fn l0_order(a: &Arc<TableMeta>, b: &Arc<TableMeta>) -> Ordering {
@@ -278,6 +368,8 @@ impl Version {
         Self {
             levels: vec![Vec::new(); num_levels],
             compact_pointers: vec![Vec::new(); num_levels],
+            nvm_objects: std::collections::BTreeMap::new(),
+            db_id: None,
         }
     }
 
@@ -386,6 +478,28 @@ impl Version {
             }
             l.push(Arc::new(meta.clone()));
         }
+        if let Some(id) = edit.db_id {
+            v.db_id = Some(id);
+        }
+        for id in &edit.deleted_nvm_objects {
+            if v.nvm_objects.remove(id).is_none() {
+                return Err(bad(format!("deleted NVM object {id} does not exist")));
+            }
+        }
+        for o in &edit.new_nvm_objects {
+            let end = o.offset.checked_add(o.len);
+            let overlaps = v
+                .nvm_objects
+                .values()
+                .any(|x| end.is_none_or(|e| x.offset < e && o.offset < x.offset + x.len));
+            if overlaps || v.nvm_objects.contains_key(&o.id) {
+                return Err(bad(format!(
+                    "NVM object {} at {}+{} overlaps a live one or is added twice",
+                    o.id, o.offset, o.len
+                )));
+            }
+            v.nvm_objects.insert(o.id, *o);
+        }
         v.sort_levels();
         Ok(v)
     }
@@ -466,6 +580,8 @@ impl Version {
                 .all_tables()
                 .map(|(l, t)| (l, TableMeta::clone(t)))
                 .collect(),
+            db_id: self.db_id,
+            new_nvm_objects: self.nvm_objects.values().copied().collect(),
             ..VersionEdit::default()
         }
     }
@@ -478,6 +594,9 @@ pub struct SuperVersion {
     pub mem: Arc<MemTable>,
     /// Immutable memtables waiting for a flush, newest first.
     pub imms: Vec<Arc<MemTable>>,
+    /// NVM memtables below the DRAM ones (`nvm_memtable = immutable`): the receiver, then
+    /// the full ones waiting for their flush, newest first.
+    pub nvm: Vec<Arc<MemTable>>,
     /// The tables.
     pub version: Arc<Version>,
 }
@@ -794,6 +913,43 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn nvm_objects_are_tracked_and_overlaps_refused() {
+        let obj = |id, offset, len| NvmObject {
+            id,
+            kind: NvmObjectKind::Wal,
+            offset,
+            len,
+        };
+        let v = Version::new(3)
+            .apply(&VersionEdit {
+                new_nvm_objects: vec![obj(5, 4096, 4096), obj(6, 8192, 4096)],
+                ..VersionEdit::default()
+            })
+            .unwrap();
+        assert_eq!(v.nvm_objects.len(), 2);
+        let overlap = VersionEdit {
+            new_nvm_objects: vec![obj(7, 8000, 100)],
+            ..VersionEdit::default()
+        };
+        assert!(matches!(v.apply(&overlap), Err(Error::Corruption { .. })));
+        let v = v
+            .apply(&VersionEdit {
+                deleted_nvm_objects: vec![5],
+                ..VersionEdit::default()
+            })
+            .unwrap();
+        assert_eq!(v.nvm_objects.keys().copied().collect::<Vec<_>>(), vec![6]);
+        let again = VersionEdit {
+            deleted_nvm_objects: vec![5],
+            ..VersionEdit::default()
+        };
+        assert!(v.apply(&again).is_err());
+        // The snapshot edit recreates them.
+        let snap = Version::new(3).apply(&v.snapshot_edit()).unwrap();
+        assert_eq!(snap.nvm_objects, v.nvm_objects);
+    }
+
+    #[test]
     fn edit_roundtrips() {
         let e = VersionEdit {
             format_version: Some(1),
@@ -807,6 +963,14 @@ pub(crate) mod tests {
                 (0, meta(13, "a", "zz", (5, 9), 4096)),
                 (4, meta(14, "b", "c", (1, 1), 1)),
             ],
+            db_id: Some([7; 16]),
+            new_nvm_objects: vec![NvmObject {
+                id: 15,
+                kind: NvmObjectKind::Memtable,
+                offset: 1 << 20,
+                len: 64 << 20,
+            }],
+            deleted_nvm_objects: vec![11],
         };
         let mut buf = Vec::new();
         e.encode(&mut buf);

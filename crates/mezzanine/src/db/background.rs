@@ -23,9 +23,10 @@ use crate::compaction::{
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::memtable::MemTable;
+use crate::options::NvmMemtable;
 use crate::stats::StatsCollector;
 use crate::table::TableMeta;
-use crate::version::{VersionEdit, set_current, write_new_manifest};
+use crate::version::{NvmObjectKind, VersionEdit, set_current, write_new_manifest};
 
 use super::DbInner;
 
@@ -38,12 +39,25 @@ impl DbInner {
                 return;
             }
             if st.bg_error.is_none() {
+                // Oldest DRAM/NVM immutable memtable first (writers may wait for it), then
+                // the oldest full NVM memtable of `nvm_memtable = immutable`.
+                let job = st
+                    .imms
+                    .last()
+                    .cloned()
+                    .map(|m| (m, false))
+                    .or_else(|| st.nvm_sealed.last().cloned().map(|m| (m, true)));
                 if !st.flush_running
-                    && let Some(imm) = st.imms.last().cloned()
+                    && let Some((imm, sealed)) = job
                 {
                     st.flush_running = true;
-                    let r =
-                        parking_lot::MutexGuard::unlocked(&mut st, || self.flush_memtable(&imm));
+                    let r = parking_lot::MutexGuard::unlocked(&mut st, || {
+                        if sealed {
+                            self.flush_sealed_nvm(&imm)
+                        } else {
+                            self.flush_memtable(&imm)
+                        }
+                    });
                     st.flush_running = false;
                     if let Err(e) = r
                         && st.bg_error.is_none()
@@ -98,20 +112,126 @@ impl DbInner {
         let start = Instant::now();
         // The memtable's WAL (and older ones) become durable first, off the write path.
         self.sync_closed_wals(imm.id())?;
+        if !imm.is_nvm()
+            && self.opts.nvm_memtable == NvmMemtable::Immutable
+            && self.merge_into_nvm(imm, start)?
+        {
+            return Ok(());
+        }
         let id = self.new_file_number();
         let mut iter = imm.iter();
         let written = write_table(self.fs.as_ref(), &self.path, &self.opts, id, iter.as_mut())?;
+        iter.status()?;
         drop(iter);
         let mut edit = VersionEdit::default();
         if let Some(w) = &written {
             self.sync_dir()?;
             edit.new_tables.push((0, w.meta.clone()));
         }
+        if imm.is_nvm() {
+            edit.deleted_nvm_objects.push(imm.id());
+        }
         self.log_and_apply(edit, Some(imm.id()), &[])?;
+        if let Some(l) = imm.nvm_list() {
+            l.mark_obsolete();
+        }
         if self.opts.use_wal {
             let _ = self
                 .fs
                 .remove_file(&filename::wal_file(&self.path, imm.id()));
+        }
+        let s = &self.stats;
+        let bytes = written.as_ref().map_or(0, |w| w.meta.size);
+        StatsCollector::add(&s.flushes, 1);
+        StatsCollector::add(&s.flush_bytes_written, bytes);
+        StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
+        if let Some(w) = &written {
+            StatsCollector::add(&s.encode_bytes, w.data_bytes);
+            StatsCollector::add(&s.encode_micros, w.encode_nanos / 1000);
+        }
+        s.record_level_io(0, 0, bytes);
+        self.purge_obsolete();
+        Ok(())
+    }
+
+    /// `nvm_memtable = immutable`: merges the DRAM memtable `imm` into the NVM receiver
+    /// (entry by entry, no serialisation), then records the flush (its WAL becomes
+    /// obsolete). Seals a receiver without room and starts a new one. Returns false (nothing
+    /// done) when no NVM memtable can take `imm`: the caller writes an SST instead.
+    fn merge_into_nvm(&self, imm: &Arc<MemTable>, start: Instant) -> Result<bool> {
+        let need = crate::nvm::room_needed(imm.len(), imm.approximate_memory_usage());
+        if need + 4096 > self.opts.nvm_memtable_size {
+            return Ok(false);
+        }
+        let current = self.state.lock().nvm_receiver.clone();
+        let recv = match current {
+            Some(r) if r.nvm_room() >= need => r,
+            _ => {
+                let number = self.new_file_number();
+                let Some(m) = self.new_nvm_memtable(number)? else {
+                    return Ok(false);
+                };
+                let m = Arc::new(m);
+                let mut st = self.state.lock();
+                if let Some(old) = st.nvm_receiver.replace(Arc::clone(&m)) {
+                    st.nvm_sealed.insert(0, old);
+                }
+                self.install_super_version(&st);
+                drop(st);
+                self.bg_cv.notify_all();
+                m
+            }
+        };
+        let Some(list) = recv.nvm_list() else {
+            return Ok(false);
+        };
+        let mut it = imm.iter();
+        it.seek_to_first();
+        let mut bytes = 0u64;
+        while it.valid() {
+            list.add_internal(it.key(), it.value())?;
+            bytes += (it.key().len() + it.value().len()) as u64;
+            it.next();
+        }
+        it.status()?;
+        drop(it);
+        list.sync()?;
+        recv.note_external_insert(list);
+        self.log_and_apply(VersionEdit::default(), Some(imm.id()), &[])?;
+        if self.opts.use_wal {
+            let _ = self
+                .fs
+                .remove_file(&filename::wal_file(&self.path, imm.id()));
+        }
+        let s = &self.stats;
+        StatsCollector::add(&s.flushes, 1);
+        StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
+        let _ = bytes;
+        self.purge_obsolete();
+        Ok(true)
+    }
+
+    /// Writes the oldest full NVM memtable (`nvm_memtable = immutable`) to an L0 table and
+    /// releases its extent.
+    fn flush_sealed_nvm(&self, m: &Arc<MemTable>) -> Result<()> {
+        let start = Instant::now();
+        let id = self.new_file_number();
+        let mut iter = m.iter();
+        let written = write_table(self.fs.as_ref(), &self.path, &self.opts, id, iter.as_mut())?;
+        iter.status()?;
+        drop(iter);
+        let mut edit = VersionEdit::default();
+        if let Some(w) = &written {
+            self.sync_dir()?;
+            edit.new_tables.push((0, w.meta.clone()));
+        }
+        edit.deleted_nvm_objects.push(m.id());
+        let mid = m.id();
+        self.log_and_apply_ext(edit, None, &[], &mut |st| {
+            st.nvm_sealed.retain(|x| x.id() != mid);
+        })?;
+        if let Some(l) = m.nvm_list() {
+            l.mark_obsolete();
         }
         let s = &self.stats;
         let bytes = written.as_ref().map_or(0, |w| w.meta.size);
@@ -172,9 +292,22 @@ impl DbInner {
     /// log number moves to the oldest memtable left). `moved`: tables kept by identity.
     pub(super) fn log_and_apply(
         &self,
+        edit: VersionEdit,
+        flushed: Option<u64>,
+        moved: &[Arc<TableMeta>],
+    ) -> Result<()> {
+        self.log_and_apply_ext(edit, flushed, moved, &mut |_| {})
+    }
+
+    /// [`DbInner::log_and_apply`], running `on_install` on the state (under its lock) just
+    /// before the new super version is published. NVM WALs that the new log number makes
+    /// obsolete are released in the same edit and their extents freed once it is durable.
+    pub(super) fn log_and_apply_ext(
+        &self,
         mut edit: VersionEdit,
         flushed: Option<u64>,
         moved: &[Arc<TableMeta>],
+        on_install: &mut dyn FnMut(&mut super::State),
     ) -> Result<()> {
         let mut manifest = self.manifest.lock();
         let (base, log_number) = {
@@ -198,8 +331,15 @@ impl DbInner {
             };
             (Arc::clone(&st.version), ln)
         };
+        let mut freed_wals = Vec::new();
         if flushed.is_some() {
             edit.log_number = Some(log_number);
+            for o in base.nvm_objects.values() {
+                if o.kind == NvmObjectKind::Wal && o.id < log_number {
+                    edit.deleted_nvm_objects.push(o.id);
+                    freed_wals.push(*o);
+                }
+            }
         }
         edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
         edit.last_sequence = Some(self.last_seq.load(Ordering::Acquire));
@@ -251,9 +391,15 @@ impl DbInner {
         if let Some(id) = flushed {
             st.imms.retain(|m| m.id() != id);
         }
+        on_install(&mut st);
         self.install_super_version(&st);
         drop(st);
         drop(manifest);
+        if let Some(tier) = &self.nvm {
+            for o in &freed_wals {
+                tier.free(o);
+            }
+        }
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
         Ok(())
@@ -369,6 +515,7 @@ impl DbInner {
             let busy = st.flush_running
                 || st.compactions_running > 0
                 || !st.imms.is_empty()
+                || !st.nvm_sealed.is_empty()
                 || pick_compaction(&st.version, &self.opts, &st.busy_levels).is_some();
             if !busy {
                 break;

@@ -41,6 +41,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::{DbIterator, LevelIterator, merging_iterator};
 use crate::memtable::MemTable;
+use crate::nvm::NvmTier;
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::sst::TableCache;
 use crate::stats::{LevelStats, Stats, StatsCollector};
@@ -112,6 +113,11 @@ pub(crate) struct State {
     mem: Arc<MemTable>,
     /// Immutable memtables, newest first.
     imms: Vec<Arc<MemTable>>,
+    /// `nvm_memtable = immutable`: the NVM memtable full DRAM memtables are merged into.
+    nvm_receiver: Option<Arc<MemTable>>,
+    /// `nvm_memtable = immutable`: full NVM memtables waiting for their flush to L0,
+    /// newest first (all older than the receiver).
+    nvm_sealed: Vec<Arc<MemTable>>,
     version: Arc<Version>,
     /// WALs below this number are obsolete (recorded in the manifest).
     log_number: u64,
@@ -176,6 +182,10 @@ pub(crate) struct DbInner {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// WALs of switched-out memtables whose tails may not be durable yet, oldest first.
     closed_wals: Mutex<Vec<Arc<ClosedWal>>>,
+    /// The NVM tier, if `nvm_dir` is set.
+    nvm: Option<Arc<NvmTier>>,
+    /// The pool of parallel reads (`parallel_reads`).
+    read_pool: Option<crate::parallel::ReadPool>,
 }
 
 /// The WAL of a memtable that was switched out. Its tail is synced off the write path: by
@@ -201,6 +211,47 @@ fn elapsed_nanos(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The newest entry for `key` at `seq` in `levels` of `v` (L0 table by table, newest
+/// first; deeper levels by binary search). Stops early (with `None`) once `cancel` is set.
+#[allow(clippy::too_many_arguments)]
+fn levels_get(
+    cache: &TableCache,
+    dir: &Path,
+    v: &Version,
+    levels: std::ops::Range<usize>,
+    seq: SeqNo,
+    topts: &TableReadOptions,
+    key: &[u8],
+    cancel: Option<&AtomicBool>,
+) -> Result<Option<LookupResult>> {
+    let probe = |t: &TableMeta| -> Result<Option<LookupResult>> {
+        let path = || filename::sst_file(dir, t.id);
+        let table = cache.open(t).map_err(|e| e.in_file(path()))?;
+        table.get(key, seq, topts).map_err(|e| e.in_file(path()))
+    };
+    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    for level in levels {
+        if cancelled() {
+            return Ok(None);
+        }
+        if level == 0 {
+            for t in v.tables(0) {
+                if key < t.smallest_user_key() || key > t.largest_user_key() {
+                    continue;
+                }
+                if let Some(r) = probe(t)? {
+                    return Ok(Some(r));
+                }
+            }
+        } else if let Some(t) = v.find_table(level, key)
+            && let Some(r) = probe(t)?
+        {
+            return Ok(Some(r));
+        }
+    }
+    Ok(None)
+}
+
 impl DbInner {
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
@@ -219,6 +270,12 @@ impl DbInner {
         self.super_version.store(Arc::new(SuperVersion {
             mem: Arc::clone(&st.mem),
             imms: st.imms.clone(),
+            nvm: st
+                .nvm_receiver
+                .iter()
+                .chain(st.nvm_sealed.iter())
+                .cloned()
+                .collect(),
             version: Arc::clone(&st.version),
         }));
     }
@@ -284,44 +341,129 @@ impl DbInner {
             LookupResult::Value(v) => Some(v),
             LookupResult::Deleted => None,
         };
-        if let Some(r) = sv.mem.get(key, seq) {
+        if let Some(pool) = &self.read_pool {
+            return Ok(self.get_parallel(pool, sv, seq, opts, key)?.and_then(found));
+        }
+        if let Some(r) = Self::memtables_get(sv, key, seq) {
             return Ok(found(r));
         }
-        for m in &sv.imms {
+        Ok(self
+            .tables_get(&sv.version, seq, opts, key)?
+            .and_then(found))
+    }
+
+    /// The newest entry for `key` at `seq` in the memtables of `sv` (DRAM and NVM).
+    fn memtables_get(sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Option<LookupResult> {
+        if let Some(r) = sv.mem.get(key, seq) {
+            return Some(r);
+        }
+        for m in sv.imms.iter().chain(sv.nvm.iter()) {
             if let Some(r) = m.get(key, seq) {
-                return Ok(found(r));
+                return Some(r);
             }
+        }
+        None
+    }
+
+    /// The newest entry for `key` at `seq` in the tables of `v`.
+    fn tables_get(
+        &self,
+        v: &Version,
+        seq: SeqNo,
+        opts: &ReadOptions,
+        key: &[u8],
+    ) -> Result<Option<LookupResult>> {
+        let topts = Self::table_read_options(opts);
+        levels_get(
+            &self.table_cache,
+            &self.path,
+            v,
+            0..v.num_levels(),
+            seq,
+            &topts,
+            key,
+            None,
+        )
+    }
+
+    /// `get` with parallel reads: the SST levels are split into one contiguous group per
+    /// reader thread, each probed on the pool, while the memtables are probed here; the
+    /// newest hit wins.
+    fn get_parallel(
+        &self,
+        pool: &crate::parallel::ReadPool,
+        sv: &SuperVersion,
+        seq: SeqNo,
+        opts: &ReadOptions,
+        key: &[u8],
+    ) -> Result<Option<LookupResult>> {
+        let v = &sv.version;
+        let n = v.num_levels();
+        let deepest = v.deepest_nonempty_level().map_or(0, |l| l + 1);
+        if deepest == 0 {
+            return Ok(Self::memtables_get(sv, key, seq));
         }
         let topts = Self::table_read_options(opts);
-        let v = &sv.version;
-        for t in v.tables(0) {
-            if key < t.smallest_user_key() || key > t.largest_user_key() {
-                continue;
-            }
-            if let Some(r) = self.table_get(t, key, seq, &topts)? {
-                return Ok(found(r));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let groups = pool.size().min(deepest);
+        let per = deepest.div_ceil(groups);
+        let mut pending = Vec::with_capacity(groups);
+        for g in 0..groups {
+            let levels = (g * per)..((g + 1) * per).min(deepest).min(n);
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            let (cache, path, version) = (
+                Arc::clone(&self.table_cache),
+                self.path.clone(),
+                Arc::clone(v),
+            );
+            let (job_key, job_cancel) = (key.to_vec(), Arc::clone(&cancel));
+            let levels2 = levels.clone();
+            let job = move || {
+                let r = levels_get(
+                    &cache,
+                    &path,
+                    &version,
+                    levels2,
+                    seq,
+                    &topts,
+                    &job_key,
+                    Some(&job_cancel),
+                );
+                let _ = tx.send(r);
+            };
+            if pool.submit(job) {
+                pending.push(rx);
+            } else {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                let r = levels_get(
+                    &self.table_cache,
+                    &self.path,
+                    v,
+                    levels,
+                    seq,
+                    &topts,
+                    key,
+                    None,
+                );
+                let _ = tx.send(r);
+                pending.push(rx);
             }
         }
-        for level in 1..v.num_levels() {
-            if let Some(t) = v.find_table(level, key)
-                && let Some(r) = self.table_get(t, key, seq, &topts)?
-            {
-                return Ok(found(r));
+        if let Some(r) = Self::memtables_get(sv, key, seq) {
+            cancel.store(true, Ordering::Relaxed);
+            return Ok(Some(r));
+        }
+        // Newest group first: its hit shadows every deeper one.
+        for rx in pending {
+            let r = rx
+                .recv()
+                .map_err(|_| Error::Background("a parallel read job was lost".into()))??;
+            if r.is_some() {
+                cancel.store(true, Ordering::Relaxed);
+                return Ok(r);
             }
         }
         Ok(None)
-    }
-
-    fn table_get(
-        &self,
-        t: &TableMeta,
-        key: &[u8],
-        seq: SeqNo,
-        topts: &TableReadOptions,
-    ) -> Result<Option<LookupResult>> {
-        let path = || filename::sst_file(&self.path, t.id);
-        let table = self.table_cache.open(t).map_err(|e| e.in_file(path()))?;
-        table.get(key, seq, topts).map_err(|e| e.in_file(path()))
     }
 
     fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
@@ -335,7 +477,7 @@ impl DbInner {
         let topts = Self::table_read_options(opts);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(sv.mem.iter());
-        for m in &sv.imms {
+        for m in sv.imms.iter().chain(sv.nvm.iter()) {
             children.push(m.iter());
         }
         for t in sv.version.tables(0) {
@@ -400,6 +542,9 @@ impl DbInner {
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;
         s.immutable_memtables = sv.imms.len();
+        if let Some(t) = &self.nvm {
+            s.nvm_bytes_written = t.bytes_persisted();
+        }
         s.snapshots = self.snapshots.count();
         s
     }

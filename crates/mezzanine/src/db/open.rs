@@ -27,23 +27,117 @@ use arc_swap::ArcSwap;
 use mezz_format::SeqNo;
 use parking_lot::{Condvar, Mutex};
 
+use std::collections::HashSet;
+
+use crate::batch::WriteBatch;
 use crate::compaction::{estimate_pending_compaction_bytes, write_table};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
 use crate::memtable::MemTable;
+use crate::nvm::NvmTier;
+use crate::options::NvmMemtable;
 use crate::options::{Options, RecoveryMode};
 use crate::sst::TableCache;
 use crate::stats::StatsCollector;
+use crate::version::{NvmObject, NvmObjectKind};
 use crate::version::{
     SuperVersion, Version, VersionEdit, recover_manifest, set_current, write_file_atomically,
     write_new_manifest,
 };
-use crate::wal::{ReplayEnd, WalWriter, replay_wal};
+use crate::wal::{ReplayEnd, WalWriter, replay_wal, replay_wal_bytes};
 
 use super::{DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::from(e).in_file(path)
+}
+
+/// A WAL to replay: a file, or a log in the NVM pool.
+#[derive(Debug, Clone, Copy)]
+enum WalSource {
+    File(u64),
+    Nvm(NvmObject),
+}
+
+impl WalSource {
+    fn number(&self) -> u64 {
+        match self {
+            WalSource::File(n) => *n,
+            WalSource::Nvm(o) => o.id,
+        }
+    }
+}
+
+/// Rewrites the entries of `m` (replayed from a torn WAL) into a new WAL `number` and a new
+/// memtable fed by it; returns both. Entries are logged in sequence order, consecutive
+/// sequence numbers in one batch.
+fn relog_memtable(
+    fs: &Arc<dyn mezz_env::FileSystem>,
+    dir: &Path,
+    opts: &Options,
+    nvm: Option<&Arc<NvmTier>>,
+    m: &Arc<MemTable>,
+    number: u64,
+    edit: &mut VersionEdit,
+) -> Result<(WalWriter, Arc<MemTable>)> {
+    let mut w = match (opts.wal_on_nvm, nvm) {
+        (true, Some(tier)) => {
+            let obj = tier.alloc(
+                number,
+                NvmObjectKind::Wal,
+                super::write::nvm_wal_bytes(opts),
+            )?;
+            edit.new_nvm_objects.push(obj);
+            WalWriter::create_nvm(tier, obj)?
+        }
+        _ => WalWriter::create(fs.as_ref(), dir, number)?,
+    };
+    let mut entries: Vec<(SeqNo, Vec<u8>, Vec<u8>)> = Vec::with_capacity(m.len());
+    let mut it = m.iter();
+    it.seek_to_first();
+    while it.valid() {
+        let k = it.key();
+        entries.push((
+            mezz_format::ikey::trailer(k) >> 8,
+            k.to_vec(),
+            it.value().to_vec(),
+        ));
+        it.next();
+    }
+    drop(it);
+    entries.sort_by_key(|e| e.0);
+    let m2 = Arc::new(MemTable::new(number));
+    let mut batch = WriteBatch::new();
+    let flush = |batch: &mut WriteBatch, w: &mut WalWriter| -> Result<()> {
+        if !batch.is_empty() {
+            w.append(batch.data(), false)?;
+            m2.insert_batch(batch)?;
+            *batch = WriteBatch::new();
+        }
+        Ok(())
+    };
+    let mut next_seq = 0;
+    for (seq, ikey, value) in &entries {
+        if batch.is_empty() || *seq != next_seq || batch.approximate_size() > 1 << 20 {
+            flush(&mut batch, &mut w)?;
+            batch.set_sequence(*seq);
+        }
+        let Some(pk) = mezz_format::ikey::parse_internal_key(ikey) else {
+            return Err(Error::corruption(
+                0,
+                "malformed internal key in a replayed memtable",
+            ));
+        };
+        match pk.kind {
+            mezz_format::ValueKind::Deletion => batch.delete(pk.user_key),
+            _ => batch.put(pk.user_key, value),
+        }
+        next_seq = seq + 1;
+    }
+    flush(&mut batch, &mut w)?;
+    w.sync()?;
+    fs.sync_dir(dir).map_err(io_err(dir))?;
+    Ok((w, m2))
 }
 
 pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
@@ -103,69 +197,242 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let next_file = AtomicU64::new(manifest_next.max(max_seen + 1));
     let alloc = || next_file.fetch_add(1, Ordering::Relaxed);
 
-    let mut wals: Vec<u64> = if exists {
-        parsed
-            .iter()
-            .filter(|&&(t, n)| t == FileType::Wal && n >= log_number)
-            .map(|&(_, n)| n)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    wals.sort_unstable();
-
-    // Replay the WALs into memtables, writing full ones (and the last) to L0.
+    // The database's identity (recorded in the manifest and the NVM pool's superblock).
     let mut edit = VersionEdit::default();
-    let mut mem = Arc::new(MemTable::new(0));
-    let flush_mem = |mem: &Arc<MemTable>, edit: &mut VersionEdit| -> Result<()> {
-        if mem.is_empty() {
-            return Ok(());
+    let db_id = match version.db_id {
+        Some(id) => id,
+        None => {
+            let id: [u8; 16] = rand::random();
+            edit.db_id = Some(id);
+            id
         }
-        let mut it = mem.iter();
-        if let Some(w) = write_table(fs.as_ref(), &dir, &opts, alloc(), it.as_mut())? {
-            edit.new_tables.push((0, w.meta));
-        }
-        Ok(())
     };
-    // A torn tail ends recovery at that point (point in time), even in a WAL that is not
-    // the newest: a WAL switched out is synced off the write path, so a power cut can tear
-    // it while a newer WAL holds later (never synced) writes. Replaying those would leave a
-    // hole in the history; no acknowledged-durable write is among them, because a `sync`
-    // write first syncs every older WAL. Later WALs become obsolete with the new log number.
-    let tolerate = mode == RecoveryMode::TolerateCorruptTail;
-    for &number in &wals {
-        let wal_path = filename::wal_file(&dir, number);
-        let end = replay_wal(fs.as_ref(), &wal_path, tolerate, |batch| {
-            let n = batch.len() as u64;
-            if n > 0 {
-                let seq: SeqNo = batch.sequence();
-                mem.insert_batch(&batch);
-                last_seq = last_seq.max(seq + n - 1);
-            }
-            if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                flush_mem(&mem, &mut edit)?;
-                mem = Arc::new(MemTable::new(0));
-            }
-            Ok(())
-        })?;
-        if matches!(end, ReplayEnd::TornTail { .. }) {
-            break;
-        }
-    }
-    flush_mem(&mem, &mut edit)?;
-    drop(mem);
-    if !edit.new_tables.is_empty() {
-        fs.sync_dir(&dir).map_err(io_err(&dir))?;
-    }
 
-    // The new WAL, then a new manifest naming it as the log number.
-    let wal_number = alloc();
-    let wal = if opts.use_wal {
-        Some(WalWriter::create(fs.as_ref(), &dir, wal_number)?)
+    // The NVM tier: its free space is whatever the recovered version does not list.
+    let live: Vec<NvmObject> = version.nvm_objects.values().copied().collect();
+    let nvm = if opts.has_nvm() {
+        Some(NvmTier::open(&opts, db_id, &live, !exists)?)
+    } else if !live.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "the database at {} keeps {} objects in an NVM pool: open it with nvm_dir set",
+            dir.display(),
+            live.len()
+        )));
     } else {
         None
     };
-    edit.log_number = Some(wal_number);
+    let mut nvm_mems: Vec<Arc<MemTable>> = Vec::new();
+    if let Some(tier) = &nvm {
+        for o in live.iter().filter(|o| o.kind == NvmObjectKind::Memtable) {
+            let list = tier.recover_list(*o)?;
+            last_seq = last_seq.max(list.physical_max_seq());
+            nvm_mems.push(Arc::new(MemTable::nvm(o.id, list)));
+        }
+    }
+    // NVM objects released by this open; their extents are freed once the new manifest
+    // is durable.
+    let mut released: Vec<NvmObject> = Vec::new();
+
+    // The WALs to replay, oldest first: files and NVM logs numbered >= the log number.
+    let mut wals: Vec<WalSource> = Vec::new();
+    if exists {
+        for &(t, n) in &parsed {
+            if t == FileType::Wal && n >= log_number {
+                wals.push(WalSource::File(n));
+            }
+        }
+    }
+    for o in live.iter().filter(|o| o.kind == NvmObjectKind::Wal) {
+        if o.id >= log_number {
+            wals.push(WalSource::Nvm(*o));
+        } else {
+            edit.deleted_nvm_objects.push(o.id);
+            released.push(*o);
+        }
+    }
+    wals.sort_by_key(WalSource::number);
+    let replay = |src: &WalSource,
+                  tolerate: bool,
+                  apply: &mut dyn FnMut(WriteBatch) -> Result<()>|
+     -> Result<ReplayEnd> {
+        match src {
+            WalSource::File(n) => {
+                replay_wal(fs.as_ref(), &filename::wal_file(&dir, *n), tolerate, apply)
+            }
+            WalSource::Nvm(o) => {
+                let tier = nvm
+                    .as_ref()
+                    .ok_or_else(|| Error::InvalidArgument("NVM WAL without an NVM tier".into()))?;
+                let bytes = tier.read_log(o)?;
+                replay_wal_bytes(
+                    bytes,
+                    &tier.dir().join(crate::nvm::POOL_FILE),
+                    tolerate,
+                    apply,
+                )
+            }
+        }
+    };
+    let tolerate = mode == RecoveryMode::TolerateCorruptTail;
+    // Every WAL not kept below becomes obsolete with the new manifest.
+    let mut kept_wals: HashSet<u64> = HashSet::new();
+    let mut kept_mems: Vec<Arc<MemTable>> = Vec::new();
+    // A WAL rewritten at open (the valid prefix of a torn one) that feeds a kept memtable.
+    let mut rewritten: Option<WalWriter> = None;
+    let keep_memtables = !nvm_mems.is_empty() || opts.nvm_memtable != NvmMemtable::Off;
+
+    if !keep_memtables {
+        // Replay the WALs into memtables, writing full ones (and the last) to L0.
+        let mut mem = Arc::new(MemTable::new(0));
+        let flush_mem = |mem: &Arc<MemTable>, edit: &mut VersionEdit| -> Result<()> {
+            if mem.is_empty() {
+                return Ok(());
+            }
+            let mut it = mem.iter();
+            if let Some(w) = write_table(fs.as_ref(), &dir, &opts, alloc(), it.as_mut())? {
+                edit.new_tables.push((0, w.meta));
+            }
+            Ok(())
+        };
+        // A torn tail ends recovery at that point (point in time), even in a WAL that is
+        // not the newest: a WAL switched out is synced off the write path, so a power cut
+        // can tear it while a newer WAL holds later (never synced) writes. Replaying those
+        // would leave a hole in the history; no acknowledged-durable write is among them,
+        // because a `sync` write first syncs every older WAL. Later WALs become obsolete
+        // with the new log number.
+        for src in &wals {
+            let end = replay(src, tolerate, &mut |batch: WriteBatch| {
+                let n = batch.len() as u64;
+                if n > 0 {
+                    let seq: SeqNo = batch.sequence();
+                    mem.insert_batch(&batch)?;
+                    last_seq = last_seq.max(seq + n - 1);
+                }
+                if mem.approximate_memory_usage() >= opts.write_buffer_size {
+                    flush_mem(&mem, &mut edit)?;
+                    mem = Arc::new(MemTable::new(0));
+                }
+                Ok(())
+            })?;
+            if matches!(end, ReplayEnd::TornTail { .. }) {
+                break;
+            }
+        }
+        flush_mem(&mem, &mut edit)?;
+        drop(mem);
+    } else {
+        // NVM memtables are mapped back, not replayed; so the WALs' memtables must stay
+        // memtables too (an L0 table written now would be newer than an NVM memtable that
+        // reads consult first). Each WAL becomes one immutable memtable, flushed later in
+        // order; a torn WAL's valid prefix is rewritten into a new WAL (a later crash must
+        // not stop at the old tear before newer WALs), and the WALs after it are dropped.
+        for src in &wals {
+            let m = Arc::new(MemTable::new(src.number()));
+            let end = replay(src, tolerate, &mut |batch: WriteBatch| {
+                let n = batch.len() as u64;
+                if n > 0 {
+                    m.insert_batch(&batch)?;
+                    last_seq = last_seq.max(batch.sequence() + n - 1);
+                }
+                Ok(())
+            })?;
+            let torn = matches!(end, ReplayEnd::TornTail { .. });
+            if !m.is_empty() {
+                if torn {
+                    let number = alloc();
+                    let (w, m2) =
+                        relog_memtable(&fs, &dir, &opts, nvm.as_ref(), &m, number, &mut edit)?;
+                    rewritten = Some(w);
+                    kept_wals.insert(number);
+                    kept_mems.push(m2);
+                } else {
+                    if let WalSource::File(n) = src {
+                        // Replayed from the OS cache after a process crash: make it durable
+                        // before newer writes can be acknowledged.
+                        let path = filename::wal_file(&dir, *n);
+                        fs.open_append(&path)
+                            .and_then(|mut f| f.sync())
+                            .map_err(|e| Error::from(e).in_file(&path))?;
+                    }
+                    kept_wals.insert(src.number());
+                    kept_mems.push(m);
+                }
+            }
+            if torn {
+                break;
+            }
+        }
+        // NVM WALs that feed no kept memtable are released.
+        for src in &wals {
+            if let WalSource::Nvm(o) = src
+                && !kept_wals.contains(&o.id)
+            {
+                edit.deleted_nvm_objects.push(o.id);
+                released.push(*o);
+            }
+        }
+    }
+    if !edit.new_tables.is_empty() {
+        fs.sync_dir(&dir).map_err(io_err(&dir))?;
+    }
+    // Empty NVM memtables hold nothing: release them.
+    nvm_mems.retain(|m| {
+        if m.is_empty()
+            && let Some(l) = m.nvm_list()
+        {
+            edit.deleted_nvm_objects.push(m.id());
+            released.push(l.object());
+            false
+        } else {
+            true
+        }
+    });
+
+    // Where the recovered memtables go: NVM memtables below every DRAM one (the shape of
+    // `nvm_memtable = immutable`) when their sequence numbers allow it, else all of them
+    // in one list ordered by sequence number (newest first), flushed oldest first.
+    let oldest_kept = kept_mems
+        .iter()
+        .map(|m| m.min_seq())
+        .min()
+        .unwrap_or(u64::MAX);
+    let mut imms: Vec<Arc<MemTable>> = kept_mems;
+    let mut nvm_receiver = None;
+    let mut nvm_sealed: Vec<Arc<MemTable>> = Vec::new();
+    if opts.nvm_memtable == NvmMemtable::Immutable
+        && nvm_mems.iter().all(|m| m.max_seq() < oldest_kept)
+    {
+        nvm_mems.sort_by_key(|m| std::cmp::Reverse(m.id()));
+        let mut it = nvm_mems.into_iter();
+        nvm_receiver = it.next();
+        nvm_sealed = it.collect();
+    } else {
+        imms.extend(nvm_mems);
+    }
+    imms.sort_by_key(|m| std::cmp::Reverse((m.max_seq(), m.id())));
+
+    // The new WAL, then a new manifest naming the oldest WAL still needed.
+    let wal_number = alloc();
+    let wal = if !opts.use_wal {
+        None
+    } else if let (true, Some(tier)) = (opts.wal_on_nvm, &nvm) {
+        let obj = tier.alloc(
+            wal_number,
+            NvmObjectKind::Wal,
+            super::write::nvm_wal_bytes(&opts),
+        )?;
+        edit.new_nvm_objects.push(obj);
+        Some(WalWriter::create_nvm(tier, obj)?)
+    } else {
+        Some(WalWriter::create(fs.as_ref(), &dir, wal_number)?)
+    };
+    let log_number = kept_wals
+        .iter()
+        .copied()
+        .min()
+        .unwrap_or(wal_number)
+        .min(wal_number);
+    edit.log_number = Some(log_number);
     version = version.apply(&edit)?;
     let manifest_number = alloc();
     let options_number = alloc();
@@ -176,7 +443,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         &dir,
         manifest_number,
         &version,
-        wal_number,
+        log_number,
         next_file.load(Ordering::Relaxed),
         last_seq,
     )?;
@@ -197,7 +464,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         };
         let obsolete = match t {
             FileType::Sst => !live.contains(&n),
-            FileType::Wal => n < wal_number,
+            FileType::Wal => n < wal_number && !kept_wals.contains(&n),
             FileType::Manifest => n != manifest_number,
             FileType::Options => n != options_number,
             FileType::Temp => true,
@@ -207,6 +474,28 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             let _ = fs.remove_file(&dir.join(name));
         }
     }
+
+    // The new manifest no longer lists them: their space is free.
+    if let Some(tier) = &nvm {
+        for o in &released {
+            tier.free(o);
+        }
+    }
+    drop(released);
+    let closed_wals: Vec<Arc<super::ClosedWal>> = rewritten
+        .map(|w| {
+            Arc::new(super::ClosedWal {
+                number: w.number(),
+                writer: Mutex::new(Some(w)),
+            })
+        })
+        .into_iter()
+        .collect();
+    let read_pool = if opts.parallel_reads {
+        Some(crate::parallel::ReadPool::new(2)?)
+    } else {
+        None
+    };
 
     let stats = Arc::new(StatsCollector::default());
     let table_cache = Arc::new(TableCache::new(
@@ -220,7 +509,12 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let version = Arc::new(version);
     let sv = SuperVersion {
         mem: Arc::clone(&mem),
-        imms: Vec::new(),
+        imms: imms.clone(),
+        nvm: nvm_receiver
+            .iter()
+            .chain(nvm_sealed.iter())
+            .cloned()
+            .collect(),
         version: Arc::clone(&version),
     };
     let pending = estimate_pending_compaction_bytes(&version, &opts);
@@ -243,9 +537,11 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         manifest: Mutex::new(manifest),
         state: Mutex::new(State {
             mem,
-            imms: Vec::new(),
+            imms,
+            nvm_receiver,
+            nvm_sealed,
             version,
-            log_number: wal_number,
+            log_number,
             flush_running: false,
             compactions_running: 0,
             busy_levels: vec![false; opts.num_levels],
@@ -260,7 +556,9 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
         lock: Mutex::new(Some(lock)),
         threads: Mutex::new(Vec::new()),
-        closed_wals: Mutex::new(Vec::new()),
+        closed_wals: Mutex::new(closed_wals),
+        nvm,
+        read_pool,
         opts,
     });
     for i in 0..jobs {

@@ -20,7 +20,13 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::stats::StatsCollector;
+use crate::version::{NvmObjectKind, VersionEdit};
 use crate::wal::WalWriter;
+
+/// Bytes of one WAL in NVM: a memtable's worth of records plus one maximal group and slack.
+pub(super) fn nvm_wal_bytes(opts: &crate::options::Options) -> u64 {
+    (opts.write_buffer_size + opts.write_buffer_size / 4 + 2 * MAX_GROUP_BYTES + 8192) as u64
+}
 
 use super::{DbInner, Pending, Slot, State, WriteState};
 
@@ -195,6 +201,23 @@ impl DbInner {
         let count = batch.len() as u64;
         batch.set_sequence(first);
         let stats = &self.stats;
+        if ws.mem.is_nvm() {
+            // NoveLSM's mutable NVM memtable: no WAL, every group durable in place. Older
+            // WALs' tails must be durable first, or a power cut could keep these writes and
+            // lose earlier acknowledged ones (a hole in the history).
+            self.sync_closed_wals(u64::MAX)?;
+            let user_bytes = match ws.mem.insert_batch(batch) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.set_bg_error(&format!("NVM memtable insert failed: {e}"));
+                    return Err(e);
+                }
+            };
+            StatsCollector::add(&stats.write_groups, 1);
+            StatsCollector::add(&stats.user_bytes_written, user_bytes);
+            self.last_seq.store(first + count - 1, Ordering::Release);
+            return Ok(());
+        }
         if let Some(wal) = ws.wal.as_mut() {
             let data = batch.data();
             if sync {
@@ -211,7 +234,7 @@ impl DbInner {
                 StatsCollector::add(&stats.wal_syncs, 1);
             }
         }
-        let user_bytes = ws.mem.insert_batch(batch);
+        let user_bytes = ws.mem.insert_batch(batch)?;
         StatsCollector::add(&stats.write_groups, 1);
         StatsCollector::add(&stats.user_bytes_written, user_bytes);
         self.last_seq.store(first + count - 1, Ordering::Release);
@@ -248,7 +271,13 @@ impl DbInner {
             self.check_writable(&st)?;
             let l0 = st.version.num_files(0);
             let pending = st.pending_compaction_bytes;
-            let mem_full = ws.mem.approximate_memory_usage() >= o.write_buffer_size;
+            let mem_full = if ws.mem.is_nvm() {
+                // Room for the whole group, every entry a worst-case node.
+                ws.mem.nvm_room() < crate::nvm::room_needed(bytes / 8 + 1, bytes) + 4096
+            } else {
+                ws.mem.approximate_memory_usage() >= o.write_buffer_size
+                    || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes))
+            };
             let stop = if l0 >= o.level0_stop_trigger {
                 Some(StallCause::L0)
             } else if pending >= o.hard_pending_compaction_bytes {
@@ -350,30 +379,44 @@ impl DbInner {
     /// Makes the active memtable immutable and starts a new one with a new WAL.
     /// REQUIRES: the `write` lock (`ws`), room for one more immutable memtable.
     pub(super) fn switch_memtable(&self, ws: &mut WriteState) -> Result<()> {
-        // The new WAL first: if creating it fails, nothing has changed (the old memtable
-        // and WAL stay active).
+        // The new memtable (and its WAL) first: if creating it fails, nothing has changed
+        // (the old memtable and WAL stay active).
         let number = self.new_file_number();
-        let wal = if self.opts.use_wal {
-            let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?;
-            self.fs
-                .sync_dir(&self.path)
-                .map_err(|e| Error::from(e).in_file(&self.path))?;
-            Some(w)
-        } else {
-            None
-        };
+        // NoveLSM, mutable: a full DRAM memtable hands over to an NVM memtable (no WAL),
+        // a full NVM memtable to a new DRAM one. Without room in the pool, stay in DRAM.
+        if self.opts.nvm_memtable == crate::options::NvmMemtable::Mutable
+            && !ws.mem.is_nvm()
+            && let Some(mem) = self.new_nvm_memtable(number)?
+        {
+            let mem = Arc::new(mem);
+            self.install_new_memtable(ws, mem, None);
+            return Ok(());
+        }
+        let wal = self.new_wal(number)?;
         // The old WAL is synced off the write path (by its memtable's flush, or sooner by a
         // `sync` write): syncing up to a whole memtable's worth of log here would stall
         // every writer for as long. Until then a power cut may tear its tail; recovery then
         // stops at the tear (point in time), which loses no acknowledged-durable write
         // because a `sync` write first syncs every older WAL.
+        let mem = Arc::new(MemTable::new(number));
+        self.install_new_memtable(ws, mem, wal);
+        Ok(())
+    }
+
+    /// Makes `mem` (fed by `wal`) the active memtable; the old one becomes immutable and
+    /// its WAL (if any) joins the closed WALs.
+    fn install_new_memtable(
+        &self,
+        ws: &mut WriteState,
+        mem: Arc<MemTable>,
+        wal: Option<WalWriter>,
+    ) {
         if let Some(w) = ws.wal.take() {
             self.closed_wals.lock().push(Arc::new(super::ClosedWal {
                 number: w.number(),
                 writer: parking_lot::Mutex::new(Some(w)),
             }));
         }
-        let mem = Arc::new(MemTable::new(number));
         let old = std::mem::replace(&mut ws.mem, Arc::clone(&mem));
         ws.wal = wal;
         let mut st = self.state.lock();
@@ -382,7 +425,64 @@ impl DbInner {
         self.install_super_version(&st);
         drop(st);
         self.bg_cv.notify_all();
-        Ok(())
+    }
+
+    /// A new WAL numbered `number` (in NVM with `wal_on_nvm`, recorded in the manifest
+    /// before use), or `None` without `use_wal`.
+    pub(super) fn new_wal(&self, number: u64) -> Result<Option<WalWriter>> {
+        if !self.opts.use_wal {
+            return Ok(None);
+        }
+        if self.opts.wal_on_nvm
+            && let Some(tier) = &self.nvm
+        {
+            let obj = tier.alloc(number, NvmObjectKind::Wal, nvm_wal_bytes(&self.opts))?;
+            let w = match WalWriter::create_nvm(tier, obj) {
+                Ok(w) => w,
+                Err(e) => {
+                    tier.free(&obj);
+                    return Err(e);
+                }
+            };
+            let edit = VersionEdit {
+                new_nvm_objects: vec![obj],
+                ..VersionEdit::default()
+            };
+            // If the manifest write fails the extent stays allocated until the next open
+            // (which derives free space from the manifest): nothing leaks for good.
+            self.log_and_apply(edit, None, &[])?;
+            return Ok(Some(w));
+        }
+        let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?;
+        self.fs
+            .sync_dir(&self.path)
+            .map_err(|e| Error::from(e).in_file(&self.path))?;
+        Ok(Some(w))
+    }
+
+    /// A new, empty NVM memtable numbered `number`, recorded in the manifest; `None` when
+    /// the pool has no room for one.
+    pub(super) fn new_nvm_memtable(&self, number: u64) -> Result<Option<MemTable>> {
+        let Some(tier) = &self.nvm else {
+            return Ok(None);
+        };
+        let len = (self.opts.nvm_memtable_size + crate::nvm::LIST_PREFIX) as u64;
+        let Ok(obj) = tier.alloc(number, NvmObjectKind::Memtable, len) else {
+            return Ok(None);
+        };
+        let list = match tier.create_list(obj) {
+            Ok(l) => l,
+            Err(e) => {
+                tier.free(&obj);
+                return Err(e);
+            }
+        };
+        let edit = VersionEdit {
+            new_nvm_objects: vec![obj],
+            ..VersionEdit::default()
+        };
+        self.log_and_apply(edit, None, &[])?;
+        Ok(Some(MemTable::nvm(number, list)))
     }
 
     /// `Db::flush`: switches a non-empty memtable and waits until it (and every older

@@ -1,0 +1,692 @@
+//! The NVM tier of one open database: its pool, and the objects the engine keeps in it
+//! (WALs on NVM, NoveLSM's persistent skip-list memtables).
+//!
+//! Owns: the [`NvmTier`] (the pool file under `Options::nvm_dir`, its allocator, the
+//! persistence mode) and [`NvmList`] (a memtable's persistent skip list in one extent of the
+//! pool). Formats: `docs/formats/nvm-pool.md` (pool, superblock, extents, NVM logs) and
+//! `docs/formats/nvm-skiplist.md` (the list).
+//!
+//! Invariants:
+//! - Every extent in use is recorded in the manifest as an `NvmObject` *before* anything
+//!   that must survive a crash is written into it; on open, the pool's free space is
+//!   derived from the recovered version (whatever it does not list is free), so a crash
+//!   leaks nothing.
+//! - An object's extent returns to the allocator only after the manifest edit deleting it
+//!   is durable and no reader can reach it any more (an `NvmList` frees its extent when the
+//!   last handle drops, after it was marked obsolete).
+//! - Every write into NVM becomes durable only through `persist` + `fence` of the pool's
+//!   region (in `mezz-pmem`; this crate holds no `unsafe`).
+//!
+//! Thread-safety: `NvmTier` is shared (`Arc`); allocation takes a mutex. `NvmList` allows
+//! concurrent readers with inserts (inserts into a persistent list take turns inside the
+//! skip list).
+
+use std::cmp::Ordering as CmpOrdering;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use mezz_env::WritableFile;
+use mezz_format::ikey::{self, TRAILER_LEN, compare_internal_keys};
+use mezz_format::{InternalIterator, SeqNo, ValueKind};
+use mezz_pmem::region::{Emulation, Region, RegionOptions};
+use mezz_pmem::skiplist::{Comparator, Cursor, InsertError, SkipList};
+use mezz_pmem::{Arena, Media, PersistMode, PersistentWord};
+use mezz_pmem::{Extent, Pool};
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::table::LookupResult;
+use crate::version::{NvmObject, NvmObjectKind};
+
+/// The pool file's name inside `nvm_dir`.
+pub const POOL_FILE: &str = "NVM-POOL";
+
+/// Bytes at the start of an NVM memtable's extent before its skip list: the first 8 hold
+/// the commit word (the highest sequence number whose write group is wholly durable in the
+/// list); the rest is reserved.
+pub const LIST_PREFIX: usize = 4096;
+
+/// Arena bytes one skip-list node costs beyond its key and value at most: the node header,
+/// a full tower of links, and alignment.
+pub const NODE_OVERHEAD: usize = 16 + 4 * 12 + 8;
+
+/// Arena bytes an NVM memtable needs to take `entries` entries holding `bytes` bytes of
+/// user keys and values (an upper bound).
+#[must_use]
+pub fn room_needed(entries: usize, bytes: usize) -> usize {
+    entries * (NODE_OVERHEAD + TRAILER_LEN) + bytes
+}
+
+/// The NVM tier of an open database. See the module documentation.
+#[derive(Debug)]
+pub struct NvmTier {
+    pool: Mutex<Pool>,
+    region: Arc<Region>,
+    dir: PathBuf,
+    mode: PersistMode,
+}
+
+fn pmem_err(e: mezz_format::Error, path: &Path) -> Error {
+    e.in_file(path)
+}
+
+impl NvmTier {
+    /// The region options `opts` asks for.
+    fn region_options(opts: &Options) -> RegionOptions {
+        RegionOptions {
+            mode: opts.nvm_persistence,
+            emulate_adr: opts.nvm_emulate_adr,
+            emulation: Emulation {
+                read_ns_per_line: opts.nvm_read_latency_ns,
+                write_ns_per_line: opts.nvm_write_latency_ns,
+                persist_bytes_per_sec: opts.nvm_persist_bandwidth,
+            },
+            prefault: opts.nvm_prefault,
+            sim: opts.nvm_sim.clone(),
+        }
+    }
+
+    /// Opens the pool of `opts.nvm_dir` for database `db_id`. `live`: the NVM objects the
+    /// recovered version lists (everything else is free). `creating`: the database is new,
+    /// so the pool must not exist yet (an existing one belongs to another database).
+    ///
+    /// # Errors
+    /// `InvalidArgument` (no `nvm_dir`, a pool of another database, a mode the mapping
+    /// cannot provide), `Corruption` (a damaged pool, objects outside it), `Io`.
+    pub fn open(
+        opts: &Options,
+        db_id: [u8; 16],
+        live: &[NvmObject],
+        creating: bool,
+    ) -> Result<Arc<NvmTier>> {
+        let dir = opts
+            .nvm_dir
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument("the NVM tier needs nvm_dir".into()))?;
+        let ropts = Self::region_options(opts);
+        let path = dir.join(POOL_FILE);
+        let exists = if opts.nvm_persistence == PersistMode::CrashSim {
+            opts.nvm_sim.as_ref().is_some_and(|s| s.exists(&path))
+        } else {
+            path.exists()
+        };
+        let pool = if exists {
+            if creating {
+                return Err(Error::InvalidArgument(format!(
+                    "{} already holds an NVM pool (of another database): remove it or choose \
+                     another nvm_dir",
+                    path.display()
+                )));
+            }
+            let extents: Vec<Extent> = live
+                .iter()
+                .map(|o| Extent {
+                    offset: o.offset,
+                    len: o.len,
+                })
+                .collect();
+            Pool::open(&dir, POOL_FILE, db_id, &ropts, &extents).map_err(|e| pmem_err(e, &path))?
+        } else {
+            if !live.is_empty() {
+                return Err(Error::Corruption {
+                    file: Some(path),
+                    offset: 0,
+                    detail: format!(
+                        "the NVM pool is missing but the manifest lists {} objects in it",
+                        live.len()
+                    ),
+                });
+            }
+            if opts.nvm_persistence != PersistMode::CrashSim {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::from(e).in_file(&dir))?;
+            }
+            Pool::create(&dir, POOL_FILE, opts.nvm_capacity, db_id, &ropts)
+                .map_err(|e| pmem_err(e, &path))?
+        };
+        let region = Arc::clone(pool.region());
+        Ok(Arc::new(NvmTier {
+            pool: Mutex::new(pool),
+            region,
+            dir,
+            mode: opts.nvm_persistence,
+        }))
+    }
+
+    /// The pool's directory.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The persistence mode.
+    #[must_use]
+    pub fn mode(&self) -> PersistMode {
+        self.mode
+    }
+
+    /// Bytes persisted so far (statistics).
+    #[must_use]
+    pub fn bytes_persisted(&self) -> u64 {
+        self.region.bytes_persisted()
+    }
+
+    /// Free bytes of the pool.
+    #[must_use]
+    pub fn free_bytes(&self) -> u64 {
+        self.pool.lock().free_bytes()
+    }
+
+    /// Allocates an extent of `len` bytes for object `id`. The caller records the object in
+    /// the manifest before relying on its contents.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the pool has no room.
+    pub fn alloc(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
+        let e = self.pool.lock().alloc(len).map_err(|e| match e {
+            e @ Error::Io { .. } => e,
+            other => Error::InvalidArgument(format!("NVM pool: {other}")),
+        })?;
+        Ok(NvmObject {
+            id,
+            kind,
+            offset: e.offset,
+            len: e.len,
+        })
+    }
+
+    /// Returns `obj`'s extent to the allocator. Only after the manifest no longer needs it
+    /// and nothing reads it.
+    pub fn free(&self, obj: &NvmObject) {
+        // A double free (a bug) is refused by the allocator and changes nothing.
+        let _ = self.pool.lock().free(Extent {
+            offset: obj.offset,
+            len: obj.len,
+        });
+    }
+
+    fn media(&self) -> Arc<dyn Media> {
+        Arc::clone(&self.region) as Arc<dyn Media>
+    }
+
+    fn extent_range(&self, obj: &NvmObject) -> Result<(usize, usize)> {
+        let bad = || Error::Corruption {
+            file: Some(self.dir.join(POOL_FILE)),
+            offset: obj.offset,
+            detail: format!("NVM object {} does not fit the pool", obj.id),
+        };
+        let start = usize::try_from(obj.offset).map_err(|_| bad())?;
+        let len = usize::try_from(obj.len).map_err(|_| bad())?;
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > self.region.len())
+        {
+            return Err(bad());
+        }
+        Ok((start, len))
+    }
+
+    /// A new, empty persistent skip list in `obj`.
+    ///
+    /// # Errors
+    /// `Io` when persisting the list header fails.
+    pub fn create_list(self: &Arc<Self>, obj: NvmObject) -> Result<NvmList> {
+        let (start, len) = self.extent_range(&obj)?;
+        let word = self.commit_word(&obj, start)?;
+        word.publish(0)?;
+        let arena = Arena::on_media(
+            self.media(),
+            start + LIST_PREFIX,
+            len.saturating_sub(LIST_PREFIX),
+        )
+        .map_err(|e| Error::InvalidArgument(format!("NVM memtable arena: {e}")))?;
+        let list = SkipList::new(arena, IkeyCmp).map_err(|e| insert_err(e, &obj))?;
+        Ok(NvmList::new(
+            Arc::clone(self),
+            obj,
+            list,
+            word,
+            (u64::MAX, 0),
+            u64::MAX,
+        ))
+    }
+
+    /// Maps the persistent skip list of `obj` back (checking every node, rebuilding the
+    /// upper levels).
+    ///
+    /// # Errors
+    /// `Corruption` naming the pool file and offset.
+    pub fn recover_list(self: &Arc<Self>, obj: NvmObject) -> Result<NvmList> {
+        let (start, len) = self.extent_range(&obj)?;
+        let path = self.dir.join(POOL_FILE);
+        let word = self.commit_word(&obj, start)?;
+        let committed = word.load();
+        let arena = Arena::recover_on_media(
+            self.media(),
+            start + LIST_PREFIX,
+            len.saturating_sub(LIST_PREFIX),
+        )
+        .map_err(|e| Error::Corruption {
+            file: Some(path.clone()),
+            offset: obj.offset,
+            detail: format!("NVM memtable {}: {e}", obj.id),
+        })?;
+        let (list, _report) = SkipList::recover(arena, IkeyCmp).map_err(|e| Error::Corruption {
+            file: Some(path.clone()),
+            offset: obj.offset,
+            detail: format!("NVM memtable {}: {e}", obj.id),
+        })?;
+        let mut lo = u64::MAX;
+        let mut hi = 0;
+        let mut physical_hi = 0;
+        for (k, _) in list.iter() {
+            let seq = ikey::trailer(k) >> 8;
+            physical_hi = physical_hi.max(seq);
+            if seq <= committed {
+                lo = lo.min(seq);
+                hi = hi.max(seq);
+            }
+        }
+        let l = NvmList::new(Arc::clone(self), obj, list, word, (lo, hi), committed);
+        l.physical_max_seq.store(physical_hi, Ordering::Relaxed);
+        Ok(l)
+    }
+
+    fn commit_word(&self, obj: &NvmObject, start: usize) -> Result<PersistentWord> {
+        PersistentWord::new(self.media(), start).ok_or_else(|| Error::Corruption {
+            file: Some(self.dir.join(POOL_FILE)),
+            offset: obj.offset,
+            detail: format!("NVM object {} is not 8-byte aligned", obj.id),
+        })
+    }
+
+    /// A WAL writer appending to the NVM log in `obj` (WAL number `obj.id`).
+    ///
+    /// # Errors
+    /// `Io` when persisting the log header fails.
+    pub fn create_log(self: &Arc<Self>, obj: NvmObject) -> Result<NvmLogFile> {
+        let w = mezz_pmem::nvmlog::NvmLogWriter::create(
+            Arc::clone(&self.region),
+            Extent {
+                offset: obj.offset,
+                len: obj.len,
+            },
+            obj.id,
+        )
+        .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
+        Ok(NvmLogFile {
+            writer: w,
+            size: 0,
+            capacity: obj.len,
+        })
+    }
+
+    /// The durable bytes of the NVM log in `obj`.
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged log header.
+    pub fn read_log(&self, obj: &NvmObject) -> Result<Vec<u8>> {
+        let (number, bytes) = mezz_pmem::nvmlog::NvmLogReader::open(
+            &self.region,
+            Extent {
+                offset: obj.offset,
+                len: obj.len,
+            },
+        )
+        .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
+        if number != obj.id {
+            return Err(Error::Corruption {
+                file: Some(self.dir.join(POOL_FILE)),
+                offset: obj.offset,
+                detail: format!(
+                    "NVM log at this extent is log {number}, manifest says {}",
+                    obj.id
+                ),
+            });
+        }
+        Ok(bytes.to_vec())
+    }
+}
+
+fn insert_err(e: InsertError, obj: &NvmObject) -> Error {
+    match e {
+        InsertError::Persist(kind) => Error::Io {
+            path: None,
+            source: io::Error::new(kind, format!("persisting NVM memtable {} failed", obj.id)),
+        },
+        other => Error::InvalidArgument(format!("NVM memtable {}: {other}", obj.id)),
+    }
+}
+
+/// The order of internal keys (user key ascending, then sequence number descending).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IkeyCmp;
+
+impl Comparator for IkeyCmp {
+    #[inline]
+    fn compare(&self, a: &[u8], b: &[u8]) -> CmpOrdering {
+        compare_internal_keys(a, b)
+    }
+}
+
+/// A memtable's persistent skip list in one NVM extent. See the module documentation.
+///
+/// Write groups are atomic: every entry of a group is inserted (each durable on its own),
+/// then the commit word is set to the group's last sequence number. After a crash, entries
+/// above the recovered commit word (a group cut short) stay in the list but are invisible:
+/// reads clamp their sequence number to `visible_max`, iterators skip them.
+#[derive(Debug)]
+pub struct NvmList {
+    tier: Arc<NvmTier>,
+    obj: NvmObject,
+    list: Arc<SkipList<IkeyCmp>>,
+    commit: PersistentWord,
+    min_seq: AtomicU64,
+    max_seq: AtomicU64,
+    /// The largest sequence number physically present (visible or not).
+    physical_max_seq: AtomicU64,
+    /// Entries above this sequence number are invisible (`u64::MAX`: none hidden). Set
+    /// from the commit word on recovery; lifted by the next commit (a recovered list that
+    /// receives merges again gets the cut-short group's entries re-supplied from its WAL).
+    visible_max: AtomicU64,
+    /// Set once the manifest no longer lists the object: the extent is freed on drop.
+    obsolete: AtomicBool,
+}
+
+impl NvmList {
+    fn new(
+        tier: Arc<NvmTier>,
+        obj: NvmObject,
+        list: SkipList<IkeyCmp>,
+        commit: PersistentWord,
+        (lo, hi): (SeqNo, SeqNo),
+        visible_max: SeqNo,
+    ) -> Self {
+        Self {
+            tier,
+            obj,
+            list: Arc::new(list),
+            commit,
+            min_seq: AtomicU64::new(lo),
+            max_seq: AtomicU64::new(hi),
+            physical_max_seq: AtomicU64::new(hi),
+            visible_max: AtomicU64::new(visible_max),
+            obsolete: AtomicBool::new(false),
+        }
+    }
+
+    /// The largest sequence number physically in the list, including entries of a group
+    /// a crash cut short (new sequence numbers must stay above it).
+    #[must_use]
+    pub fn physical_max_seq(&self) -> SeqNo {
+        self.physical_max_seq.load(Ordering::Relaxed)
+    }
+
+    /// Publishes `seq` as the last sequence number whose group is wholly in the list
+    /// (durable on `Ok`).
+    ///
+    /// # Errors
+    /// `Io` from persisting the commit word.
+    pub fn commit(&self, seq: SeqNo) -> Result<()> {
+        self.commit.publish(seq)?;
+        self.visible_max.store(u64::MAX, Ordering::Release);
+        Ok(())
+    }
+
+    /// The NVM object holding the list.
+    #[must_use]
+    pub fn object(&self) -> NvmObject {
+        self.obj
+    }
+
+    /// Marks the object released (its manifest deletion is durable): the extent returns to
+    /// the pool when the last reader lets go.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+
+    /// (smallest, largest) sequence number held; `(u64::MAX, 0)` when empty.
+    #[must_use]
+    pub fn seq_range(&self) -> (SeqNo, SeqNo) {
+        (
+            self.min_seq.load(Ordering::Relaxed),
+            self.max_seq.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Arena bytes used.
+    #[must_use]
+    pub fn used(&self) -> usize {
+        self.list.memory_usage()
+    }
+
+    /// Arena bytes left.
+    #[must_use]
+    pub fn remaining(&self) -> usize {
+        self.list
+            .capacity()
+            .saturating_sub(self.list.memory_usage())
+    }
+
+    /// Entries.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether the list is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds one entry, durable on return; returns the arena bytes used. An entry already
+    /// present (same user key and sequence: a replay of something already merged) is
+    /// skipped.
+    ///
+    /// # Errors
+    /// Out of room (a bug: callers reserve room first) or a failed persist.
+    pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<usize> {
+        let trailer = ikey::pack_trailer(seq, kind);
+        let r = self
+            .list
+            .insert_with(user_key.len() + TRAILER_LEN, value.len(), |k, v| {
+                let (uk, tr) = k.split_at_mut(user_key.len());
+                uk.copy_from_slice(user_key);
+                tr.copy_from_slice(&trailer.to_le_bytes());
+                v.copy_from_slice(value);
+            });
+        match r {
+            Ok(()) | Err(InsertError::Duplicate) => {}
+            Err(e) => return Err(insert_err(e, &self.obj)),
+        }
+        self.min_seq.fetch_min(seq, Ordering::Relaxed);
+        self.max_seq.fetch_max(seq, Ordering::Relaxed);
+        self.physical_max_seq.fetch_max(seq, Ordering::Relaxed);
+        Ok(self.used())
+    }
+
+    /// Adds an entry given as an encoded internal key.
+    ///
+    /// # Errors
+    /// As [`NvmList::add`].
+    pub fn add_internal(&self, internal_key: &[u8], value: &[u8]) -> Result<usize> {
+        let Some(pk) = ikey::parse_internal_key(internal_key) else {
+            return Err(Error::corruption(0, "malformed internal key in memtable"));
+        };
+        self.add(pk.seq, pk.kind, pk.user_key, value)
+    }
+
+    /// Commits everything inserted so far: publishes the largest sequence number as the
+    /// commit word (each insert is already durable on its own).
+    ///
+    /// # Errors
+    /// `Io` from persisting the commit word.
+    pub fn sync(&self) -> Result<()> {
+        self.commit(self.max_seq.load(Ordering::Relaxed))
+    }
+
+    /// The newest entry for `user_key` at or below `seq`.
+    #[must_use]
+    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<LookupResult> {
+        let seq = seq
+            .min(self.visible_max.load(Ordering::Acquire))
+            .min(ikey::MAX_SEQ);
+        let target = ikey::make_internal_key(user_key, seq, ValueKind::SEEK);
+        let mut c = Cursor::new(&*self.list);
+        c.seek_ge(&target);
+        if !c.valid() {
+            return None;
+        }
+        let k = c.key();
+        if ikey::user_key(k) != user_key {
+            return None;
+        }
+        match ValueKind::from_u8((ikey::trailer(k) & 0xff) as u8) {
+            Some(ValueKind::Value) => Some(LookupResult::Value(c.value().to_vec())),
+            Some(ValueKind::Deletion) | None => Some(LookupResult::Deleted),
+        }
+    }
+
+    /// A bidirectional iterator over every entry; it keeps the list alive.
+    #[must_use]
+    pub fn iter(&self) -> Box<dyn InternalIterator> {
+        Box::new(NvmListIter {
+            cursor: Cursor::new(Arc::clone(&self.list)),
+            visible_max: self.visible_max.load(Ordering::Acquire),
+        })
+    }
+}
+
+impl Drop for NvmList {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            self.tier.free(&self.obj);
+        }
+    }
+}
+
+/// Iterator over an NVM skip list.
+struct NvmListIter {
+    cursor: Cursor<Arc<SkipList<IkeyCmp>>>,
+    visible_max: SeqNo,
+}
+
+impl NvmListIter {
+    fn hidden(&self) -> bool {
+        self.cursor.valid() && (ikey::trailer(self.cursor.key()) >> 8) > self.visible_max
+    }
+    fn skip_forward(&mut self) {
+        while self.hidden() {
+            self.cursor.next();
+        }
+    }
+    fn skip_backward(&mut self) {
+        while self.hidden() {
+            self.cursor.prev();
+        }
+    }
+}
+
+impl std::fmt::Debug for NvmListIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvmListIter")
+            .field("valid", &self.cursor.valid())
+            .finish()
+    }
+}
+
+impl InternalIterator for NvmListIter {
+    fn valid(&self) -> bool {
+        self.cursor.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.cursor.first();
+        self.skip_forward();
+    }
+    fn seek_to_last(&mut self) {
+        self.cursor.last();
+        self.skip_backward();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.cursor.seek_ge(target);
+        self.skip_forward();
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.cursor.seek_le(target);
+        self.skip_backward();
+    }
+    fn next(&mut self) {
+        self.cursor.next();
+        self.skip_forward();
+    }
+    fn prev(&mut self) {
+        self.cursor.prev();
+        self.skip_backward();
+    }
+    fn key(&self) -> &[u8] {
+        if self.cursor.valid() {
+            self.cursor.key()
+        } else {
+            &[]
+        }
+    }
+    fn value(&self) -> &[u8] {
+        if self.cursor.valid() {
+            self.cursor.value()
+        } else {
+            &[]
+        }
+    }
+    fn status(&self) -> mezz_format::Result<()> {
+        Ok(())
+    }
+}
+
+/// A WAL "file" in NVM: the engine's log framing writes into it like into a file; `sync`
+/// persists what was appended and publishes the new durable tail.
+#[derive(Debug)]
+pub struct NvmLogFile {
+    writer: mezz_pmem::nvmlog::NvmLogWriter,
+    size: u64,
+    capacity: u64,
+}
+
+impl NvmLogFile {
+    /// Bytes of record data the log can still take.
+    #[must_use]
+    pub fn room(&self) -> u64 {
+        self.capacity.saturating_sub(self.size + 4096)
+    }
+}
+
+impl WritableFile for NvmLogFile {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        match self.writer.append(data) {
+            Ok(mezz_pmem::Appended::Written) => {}
+            Ok(mezz_pmem::Appended::Full) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "the NVM log's extent is full",
+                ));
+            }
+            Err(e) => return Err(io::Error::other(e.to_string())),
+        }
+        self.size += data.len() as u64;
+        Ok(())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        // Appends land in the mapping directly: a process crash keeps them.
+        Ok(())
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.writer
+            .sync()
+            .map_err(|e| io::Error::other(e.to_string()))
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+}

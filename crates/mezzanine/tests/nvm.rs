@@ -1,0 +1,296 @@
+//! The NVM tier end to end: NoveLSM's NVM memtable (mutable and immutable), the WAL on NVM,
+//! parallel reads, recovery by mapping, simulated power cuts, damaged pools.
+
+#![allow(clippy::unwrap_used)] // helpers shared by the tests below
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use mezz_env::{CrashOptions, KeepUnsynced, MemFs};
+use mezz_pmem::{KeepLines, PowerCut, SimNvm};
+use mezzanine::options::{NvmMemtable, PersistMode};
+use mezzanine::{Db, Error, Options, Preset, ReadOptions, WriteOptions};
+
+fn small(mut o: Options) -> Options {
+    o.write_buffer_size = 64 << 10;
+    o.nvm_memtable_size = 1 << 20;
+    o.nvm_capacity = 8 << 20;
+    o.target_file_size = 64 << 10;
+    o.max_bytes_for_level_base = 256 << 10;
+    o.nvm_prefault = false;
+    o
+}
+
+/// A directory for the pool: on /dev/shm where it exists (msync there costs a syscall, not
+/// a disk write), else a temporary directory.
+fn nvm_dir() -> tempfile::TempDir {
+    if Path::new("/dev/shm").is_dir() {
+        tempfile::tempdir_in("/dev/shm").unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    }
+}
+
+fn on_disk(preset: Preset, nvm: &Path) -> Options {
+    let mut o = small(Options::preset(preset));
+    o.nvm_dir = Some(nvm.to_path_buf());
+    o
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:08}", i.wrapping_mul(2_654_435_761) % 1_000_003).into_bytes()
+}
+
+/// Writes `n` puts (every seventh key deleted again) and returns the model.
+fn fill(db: &Db, n: u64, sync: bool) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = BTreeMap::new();
+    let wo = WriteOptions { sync };
+    for i in 0..n {
+        let k = key(i);
+        let v = format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes();
+        db.put_opt(&wo, &k, &v).unwrap();
+        model.insert(k.clone(), v);
+        if i % 7 == 3 {
+            let d = key(i / 2);
+            db.delete_opt(&wo, &d).unwrap();
+            model.remove(&d);
+        }
+    }
+    model
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]), "key {k:?}");
+    }
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut got = BTreeMap::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(got.len(), model.len());
+    assert!(got == *model, "scan differs from the model");
+}
+
+#[test]
+fn mutable_nvm_memtable_serves_reads_and_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let o = on_disk(Preset::Novelsm, nvm.path());
+    assert_eq!(o.nvm_memtable, NvmMemtable::Mutable);
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let model = fill(&db, 30_000, false);
+    check(&db, &model);
+    let s = db.stats();
+    assert!(s.nvm_bytes_written > 0, "nothing persisted to NVM");
+    assert!(s.flushes > 0);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    check(&db, &model);
+    // More writes after recovery, then flush everything and check again.
+    let more = fill(&db, 5_000, false);
+    let mut all = model.clone();
+    for i in 0..5_000u64 {
+        all.remove(&key(i));
+        all.remove(&key(i / 2));
+    }
+    all.extend(more);
+    // `fill` of the second round rewrote keys 0..5000 and deleted some: rebuild exactly.
+    let mut expect = model;
+    let mut i = 0u64;
+    while i < 5_000 {
+        let k = key(i);
+        let v = format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes();
+        expect.insert(k, v);
+        if i % 7 == 3 {
+            expect.remove(&key(i / 2));
+        }
+        i += 1;
+    }
+    check(&db, &expect);
+    db.flush().unwrap();
+    db.wait_for_background().unwrap();
+    check(&db, &expect);
+    db.close().unwrap();
+}
+
+#[test]
+fn immutable_nvm_memtable_takes_flushed_memtables() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let mut o = on_disk(Preset::Novelsm, nvm.path());
+    o.nvm_memtable = NvmMemtable::Immutable;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let model = fill(&db, 30_000, false);
+    db.flush().unwrap();
+    db.wait_for_background().unwrap();
+    check(&db, &model);
+    assert!(db.stats().nvm_bytes_written > 0);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    check(&db, &model);
+    db.close().unwrap();
+}
+
+#[test]
+fn wal_on_nvm_keeps_synced_writes_and_leaves_no_log_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let mut o = on_disk(Preset::Leveldb, nvm.path());
+    o.wal_on_nvm = true;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let model = fill(&db, 5_000, true);
+    check(&db, &model);
+    db.close().unwrap();
+    let logs = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".log")
+        })
+        .count();
+    assert_eq!(logs, 0, "WAL files on the SSD despite wal_on_nvm");
+    let db = Db::open(dir.path(), o).unwrap();
+    check(&db, &model);
+    db.close().unwrap();
+}
+
+#[test]
+fn parallel_reads_return_the_newest_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let mut o = on_disk(Preset::Novelsm, nvm.path());
+    o.parallel_reads = true;
+    let db = Db::open(dir.path(), o).unwrap();
+    let model = fill(&db, 20_000, false);
+    check(&db, &model);
+    db.compact_range(None, None).unwrap();
+    let model2 = fill(&db, 3_000, false);
+    let mut expect = model;
+    for (k, v) in model2 {
+        expect.insert(k, v);
+    }
+    for i in 0..3_000u64 {
+        if i % 7 == 3 {
+            expect.remove(&key(i / 2));
+        }
+    }
+    for (k, v) in &expect {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]));
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn an_nvm_database_needs_its_nvm_dir_and_its_own_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let o = on_disk(Preset::Novelsm, nvm.path());
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    fill(&db, 3_000, false);
+    db.close().unwrap();
+    // Without nvm_dir: refused, not silently missing data.
+    let mut plain = small(Options::default());
+    plain.nvm_dir = None;
+    match Db::open(dir.path(), plain) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("nvm_dir"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // A second, new database pointed at the same pool: refused.
+    let dir2 = tempfile::tempdir().unwrap();
+    match Db::open(dir2.path(), o.clone()) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("another database"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // The preset without nvm_dir is an option error naming the fix.
+    match Db::open(dir2.path(), small(Options::preset(Preset::Novelsm))) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("nvm_dir"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}
+
+#[test]
+fn damaged_pool_files_are_typed_errors() {
+    for damage in ["magic", "checksum", "truncate"] {
+        let dir = tempfile::tempdir().unwrap();
+        let nvm = nvm_dir();
+        let o = on_disk(Preset::Novelsm, nvm.path());
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        fill(&db, 3_000, false);
+        db.close().unwrap();
+        let pool = nvm.path().join("NVM-POOL");
+        let mut bytes = std::fs::read(&pool).unwrap();
+        match damage {
+            "magic" => bytes[0] ^= 0xff,
+            "checksum" => bytes[20] ^= 0x01,
+            _ => bytes.truncate(bytes.len() / 2),
+        }
+        std::fs::write(&pool, &bytes).unwrap();
+        match Db::open(dir.path(), o) {
+            Err(Error::Corruption { file, .. }) => {
+                assert_eq!(file.as_deref(), Some(pool.as_path()), "{damage}")
+            }
+            other => panic!("{damage}: expected Corruption, got {other:?}"),
+        }
+    }
+}
+
+/// Options on simulated media: MemFs for the files, SimNvm (crashsim) for the pool.
+fn sim_options(preset: Preset, fs: &MemFs, sim: &SimNvm) -> Options {
+    let mut o = small(Options::preset(preset));
+    o.fs = Arc::new(fs.clone());
+    o.nvm_dir = Some("/nvm".into());
+    o.nvm_persistence = PersistMode::CrashSim;
+    o.nvm_sim = Some(sim.clone());
+    o
+}
+
+#[test]
+fn power_cut_keeps_every_acknowledged_write_in_each_nvm_mode() {
+    for (mode, wal_on_nvm) in [
+        (NvmMemtable::Mutable, false),
+        (NvmMemtable::Immutable, false),
+        (NvmMemtable::Off, true),
+        (NvmMemtable::Mutable, true),
+    ] {
+        for seed in 0..3u64 {
+            let fs = MemFs::new();
+            let sim = SimNvm::new();
+            let mut o = sim_options(Preset::Novelsm, &fs, &sim);
+            o.nvm_memtable = mode;
+            o.wal_on_nvm = wal_on_nvm;
+            let db = Db::open("/db", o.clone()).unwrap();
+            let model = fill(&db, 8_000 + seed * 1_000, true);
+            // Power cut while the database is open: only what was made durable survives.
+            let fs2 = fs.crash_clone(&CrashOptions {
+                keep_unsynced: KeepUnsynced::None,
+                seed,
+            });
+            let sim2 = sim.power_cut(&PowerCut {
+                keep_unpersisted: if seed % 2 == 0 {
+                    KeepLines::None
+                } else {
+                    KeepLines::Random
+                },
+                seed,
+            });
+            drop(db);
+            let o2 = sim_options(Preset::Novelsm, &fs2, &sim2);
+            let o2 = Options {
+                nvm_memtable: mode,
+                wal_on_nvm,
+                ..o2
+            };
+            let db = Db::open("/db", o2).unwrap_or_else(|e| panic!("{mode:?}/{wal_on_nvm}: {e}"));
+            check(&db, &model);
+            db.close().unwrap();
+        }
+    }
+}
