@@ -1,74 +1,296 @@
-//! `mezz bench`: db_bench-style benchmarks of Mezzanine through `mezz-bench` (see that
-//! crate's `workloads` module for the benchmark names).
+//! `mezz bench`: db_bench-style and YCSB benchmarks through `mezz-bench` (see that crate's
+//! `workloads` and `ycsb` modules for the benchmark names), of Mezzanine and of the
+//! comparator engines compiled in, closed or open loop, with sweeps and plots.
+//!
+//! Engine knobs: `--write-buffer-size`, `--cache-size`, `--bloom-bits` and `--nvm-dir` are
+//! given to every comparator (defaults 64 MiB, 8 MiB, 10, none: the `leveldb` preset's
+//! values); Mezzanine gets them as option overrides (`write_buffer_size`,
+//! `block_cache_capacity`, `bloom_bits_per_key`, `nvm_dir`) only when they are given, so a
+//! preset keeps its own values otherwise; `--opt` overrides everything.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use mezz_bench::{BenchConfig, Benchmark, MezzFactory};
+use mezz_bench::engines::{self, EngineSetup};
+use mezz_bench::suite::setup_json;
+use mezz_bench::ycsb::YcsbParams;
+use mezz_bench::{
+    BenchConfig, BenchError, Benchmark, EngineFactory, EngineSpec, MezzFactory, Sweep,
+};
 
-use crate::common::{EngineArgs, Result};
+use crate::common::{CliError, EngineArgs, Result};
 
 /// Arguments of `mezz bench`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Database directory (default: a temporary directory deleted at the end). Must be
-    /// absent, empty or a Mezzanine database (which is destroyed) unless --use-existing.
+    /// absent, empty or a database of the engine (which is destroyed) unless
+    /// --use-existing. With several engines each runs in DB/<engine>; with several sweep
+    /// points, in .../<point>.
     #[arg(long)]
     db: Option<PathBuf>,
     /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, readrandom,
-    /// readseq, readreverse, seekrandom, deleterandom, readwhilewriting, stats.
+    /// readseq, readreverse, seekrandom, deleterandom, readwhilewriting, stats, ycsb-load,
+    /// ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f.
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
-    /// Number of keys.
+    /// Number of keys (YCSB: records loaded by ycsb-load).
     #[arg(long, default_value_t = 1_000_000)]
     num: u64,
     /// Number of reads (default: --num).
     #[arg(long)]
     reads: Option<u64>,
-    /// Key size in bytes.
+    /// Operations of each YCSB workload A-F (default: --num).
+    #[arg(long)]
+    ops: Option<u64>,
+    /// Key size in bytes (db_bench benchmarks; YCSB keys are "user" + a hashed number).
     #[arg(long, default_value_t = 16)]
     key_size: usize,
-    /// Value size in bytes.
+    /// Value size in bytes (db_bench benchmarks).
     #[arg(long, default_value_t = 100)]
     value_size: usize,
+    /// YCSB fields per record (a record is stored as one value of fields x field size).
+    #[arg(long, default_value_t = 10)]
+    ycsb_fields: usize,
+    /// YCSB bytes per field.
+    #[arg(long, default_value_t = 100)]
+    ycsb_field_size: usize,
+    /// Longest scan of ycsb-e (lengths are uniform in 1..=N).
+    #[arg(long, default_value_t = 100)]
+    ycsb_scan_length: usize,
     /// Worker threads (readwhilewriting adds one writer).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Open loop: issue this many operations per second in total (shared by the threads),
+    /// each timed from its scheduled start, so that stalls show as latency. Default:
+    /// closed loop.
+    #[arg(long, value_name = "OPS_PER_SEC")]
+    rate: Option<f64>,
     /// Make every write synchronous.
     #[arg(long)]
     sync: bool,
-    /// Keep the data in --db and skip the fill benchmarks.
+    /// Keep the data in --db and skip the fill and load benchmarks.
     #[arg(long)]
     use_existing: bool,
     /// Append one JSON object per benchmark to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Draw PNG plots (throughput over time, latency CDF) per benchmark into this directory.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
     /// Seed of the key generators.
     #[arg(long, default_value_t = 301)]
     seed: u64,
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Comma-separated engines, run one after another on fresh directories: mezzanine,
+    /// rocksdb, rocksdb-l0-nvm, leveldb, leveldb-nvm, fjall (comparators need their cargo
+    /// feature).
+    #[arg(long = "engine", default_value = "mezzanine")]
+    engines: String,
+    /// Memtable size of every engine (e.g. 64M). Default: 64 MiB (Mezzanine: its preset's).
+    #[arg(long, value_parser = parse_size)]
+    write_buffer_size: Option<u64>,
+    /// Block cache of every engine (e.g. 8M). Default: 8 MiB (Mezzanine: its preset's).
+    #[arg(long, value_parser = parse_size)]
+    cache_size: Option<u64>,
+    /// Bloom filter bits per key of every engine. Default: 10 (Mezzanine: its preset's).
+    #[arg(long)]
+    bloom_bits: Option<u32>,
+    /// Emulated NVM directory (e.g. under /dev/shm) for engines with an NVM tier or "-nvm"
+    /// variants; each engine and sweep point gets a fresh subdirectory when several run.
+    #[arg(long)]
+    nvm_dir: Option<PathBuf>,
+    /// Run the benchmarks once per value size (comma-separated, e.g. 64,256,1024,4096),
+    /// each on a fresh database; YCSB records take the point's size too.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    value_size_sweep: Vec<u64>,
+    /// Run the benchmarks once per key count (comma-separated, e.g. 1000000,4000000), each
+    /// on a fresh database.
+    #[arg(long, value_delimiter = ',')]
+    num_sweep: Vec<u64>,
     #[command(flatten)]
     engine: EngineArgs,
 }
 
+/// Parses a size: a number with an optional `K`, `M` or `G` suffix (powers of 1024, `iB`
+/// or `B` allowed after it).
+fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("{s:?} is not a size (e.g. 4096, 64K, 8M, 1G)"))
+}
+
+fn to_usize(v: u64, what: &str) -> Result<usize> {
+    usize::try_from(v).map_err(|_| CliError::Failed(format!("{what} {v} is too large")))
+}
+
+impl Args {
+    /// The knobs every comparator gets, with the NVM directory of one run.
+    fn setup(&self, nvm: Option<&Path>) -> Result<EngineSetup> {
+        let d = EngineSetup::default();
+        Ok(EngineSetup {
+            write_buffer_size: match self.write_buffer_size {
+                Some(v) => to_usize(v, "--write-buffer-size")?,
+                None => d.write_buffer_size,
+            },
+            block_cache_bytes: match self.cache_size {
+                Some(v) => to_usize(v, "--cache-size")?,
+                None => d.block_cache_bytes,
+            },
+            bloom_bits: self.bloom_bits.unwrap_or(d.bloom_bits),
+            nvm_dir: nvm.map(Path::to_path_buf),
+            sync: self.sync,
+        })
+    }
+
+    /// Mezzanine's factory: preset, then the knobs given, then `--opt`.
+    fn mezz_factory(&self, nvm: Option<&Path>) -> Result<Box<dyn EngineFactory>> {
+        let mut knobs: Vec<(&str, String)> = Vec::new();
+        if let Some(v) = self.write_buffer_size {
+            knobs.push(("write_buffer_size", v.to_string()));
+        }
+        if let Some(v) = self.cache_size {
+            knobs.push(("block_cache_capacity", v.to_string()));
+        }
+        if let Some(v) = self.bloom_bits {
+            knobs.push(("bloom_bits_per_key", v.to_string()));
+        }
+        let nvm_text = nvm.map(|p| p.display().to_string());
+        if let Some(p) = &nvm_text {
+            let mut probe = mezzanine::Options::default();
+            if let Err(e) = probe.set("nvm_dir", p) {
+                return Err(CliError::Failed(format!(
+                    "--nvm-dir cannot be applied to mezzanine: this build's options have no \
+                     NVM directory ({e})"
+                )));
+            }
+            knobs.push(("nvm_dir", p.clone()));
+        }
+        let defaults: Vec<(&str, &str)> = knobs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Ok(Box::new(MezzFactory::new(self.engine.options(&defaults)?)))
+    }
+
+    /// The factory of engine `name` for a run with NVM directory `nvm`.
+    fn factory(&self, name: &str, nvm: Option<&Path>) -> Result<Box<dyn EngineFactory>> {
+        if name == "mezzanine" {
+            self.mezz_factory(nvm)
+        } else {
+            Ok(engines::factory(name, &self.setup(nvm)?)?)
+        }
+    }
+
+    fn config(&self) -> Result<BenchConfig> {
+        let record_size = self
+            .ycsb_fields
+            .checked_mul(self.ycsb_field_size)
+            .ok_or_else(|| CliError::Failed("YCSB record size overflows".into()))?;
+        Ok(BenchConfig {
+            benchmarks: Benchmark::parse_list(&self.benchmarks)?,
+            num: self.num,
+            reads: self.reads,
+            key_size: self.key_size,
+            value_size: self.value_size,
+            threads: self.threads,
+            sync: self.sync,
+            db: self.db.clone(),
+            use_existing: self.use_existing,
+            json: self.json.clone(),
+            seed: self.seed,
+            progress: !self.no_progress,
+            ops: self.ops,
+            rate: self.rate,
+            ycsb: YcsbParams {
+                record_size,
+                max_scan_length: self.ycsb_scan_length,
+            },
+            nvm_dir: self.nvm_dir.clone(),
+            point: None,
+            knobs: setup_json(&self.setup(self.nvm_dir.as_deref())?),
+        })
+    }
+}
+
 /// Runs `mezz bench`.
 pub fn run(a: &Args) -> Result<()> {
-    let factory = MezzFactory::new(a.engine.options(&[])?);
-    let cfg = BenchConfig {
-        benchmarks: Benchmark::parse_list(&a.benchmarks)?,
-        num: a.num,
-        reads: a.reads,
-        key_size: a.key_size,
-        value_size: a.value_size,
-        threads: a.threads,
-        sync: a.sync,
-        db: a.db.clone(),
-        use_existing: a.use_existing,
-        json: a.json.clone(),
-        seed: a.seed,
-        progress: !a.no_progress,
+    let cfg = a.config()?;
+    cfg.validate()?;
+    let names: Vec<String> = a
+        .engines
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if names.is_empty() {
+        return Err(BenchError::InvalidArgument("--engine: no engine given".into()).into());
+    }
+    // Build every factory once before running anything, so that an engine that is not
+    // compiled in (or lacks its NVM directory) fails before the others spend their time.
+    for n in &names {
+        a.factory(n, a.nvm_dir.as_deref())?;
+    }
+    let specs: Vec<EngineSpec<'_>> = names
+        .iter()
+        .map(|n| {
+            let name = n.clone();
+            EngineSpec {
+                name: n.clone(),
+                make: Box::new(move |nvm: Option<&Path>| {
+                    a.factory(&name, nvm).map_err(|e| {
+                        BenchError::InvalidArgument(match e {
+                            CliError::Failed(m) => m,
+                            CliError::NotFound => format!("{name}: not found"),
+                        })
+                    })
+                }),
+            }
+        })
+        .collect();
+    let sweep = Sweep {
+        value_sizes: a
+            .value_size_sweep
+            .iter()
+            .map(|&v| to_usize(v, "--value-size-sweep"))
+            .collect::<Result<Vec<_>>>()?,
+        nums: a.num_sweep.clone(),
     };
-    mezz_bench::run(&cfg, &factory, &mut std::io::stdout().lock())?;
+    mezz_bench::run_suite(
+        &cfg,
+        &specs,
+        &sweep,
+        a.plot.as_deref(),
+        &mut std::io::stdout().lock(),
+    )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("8M"), Ok(8 << 20));
+        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("").is_err());
+    }
 }
