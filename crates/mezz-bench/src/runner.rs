@@ -262,8 +262,30 @@ fn header(cfg: &BenchConfig, factory: &dyn EngineFactory, dir: &Path) -> String 
         cfg.effective_reads(),
         cfg.threads,
         entry * n / 1_048_576.0,
-        "-".repeat(48)
+        extra_header(cfg)
     )
+}
+
+/// Header lines for YCSB, open loop and sweep points, then the rule.
+fn extra_header(cfg: &BenchConfig) -> String {
+    let mut s = String::new();
+    if cfg.benchmarks.iter().any(|b| b.is_ycsb()) {
+        s.push_str(&format!(
+            "YCSB:       records of {} bytes, {} operations per workload, scans of 1..={}\n",
+            cfg.ycsb.record_size,
+            cfg.effective_ops(),
+            cfg.ycsb.max_scan_length
+        ));
+    }
+    if let Some(r) = cfg.rate {
+        s.push_str(&format!(
+            "Open loop:  {r} operations/s in total, latency from intended start\n"
+        ));
+    }
+    if let Some(p) = &cfg.point {
+        s.push_str(&format!("Point:      {p}\n"));
+    }
+    s + &"-".repeat(48)
 }
 
 /// Runs every benchmark of `cfg` on the engine `factory` opens, printing the header and one
@@ -820,6 +842,97 @@ mod tests {
         assert!(first["machine"]["git_commit"].is_string());
         assert!(first["latency"]["write"]["p99_us"].is_number());
         assert!(first["timeline_ops_per_sec"].is_array());
+    }
+
+    #[test]
+    fn ycsb_load_and_workloads_count_their_operation_kinds() {
+        let factory = MapFactory::default();
+        let mut c = cfg(
+            "ycsb-load,ycsb-a,ycsb-b,ycsb-c,ycsb-d,ycsb-e,ycsb-f",
+            500,
+            2,
+        );
+        c.ops = Some(400);
+        c.ycsb.record_size = 50;
+        let rs = run(&c, &factory, &mut Vec::new()).unwrap();
+        assert_eq!(rs.len(), 7);
+        let load = by_name(&rs, "ycsb-load");
+        assert_eq!(load.ops, 500);
+        assert_eq!(load.latency["insert"].count, 500);
+        assert_eq!(load.primary_op, "insert");
+        let space = load.space.unwrap();
+        assert!(space.logical_bytes > 500 * 50, "{space:?}");
+        for r in &rs[1..] {
+            assert_eq!(r.ops, 400, "{}", r.benchmark);
+            assert!(r.engine_version == "map 1");
+        }
+        let a = by_name(&rs, "ycsb-a");
+        assert_eq!(a.latency["read"].count + a.latency["update"].count, 400);
+        assert_eq!(a.not_found, 0, "every read finds a loaded record");
+        assert!(a.written_bytes > 0);
+        assert_eq!(by_name(&rs, "ycsb-c").latency["read"].count, 400);
+        let d = by_name(&rs, "ycsb-d");
+        let d_inserts = d.latency["insert"].count;
+        assert!(d_inserts > 0 && d_inserts < 60, "{d_inserts}");
+        let e = by_name(&rs, "ycsb-e");
+        assert_eq!(e.latency["scan"].count + e.latency["insert"].count, 400);
+        let f = by_name(&rs, "ycsb-f");
+        assert_eq!(f.latency["read"].count + f.latency["rmw"].count, 400);
+        assert_eq!(f.not_found, 0);
+        // D and E inserted new records: the database holds more than the load.
+        let stats = &f.engine_stats["entries"];
+        let e_inserts = e.latency["insert"].count;
+        assert_eq!(stats.as_u64().unwrap(), 500 + d_inserts + e_inserts);
+        assert!(f.latency_cdf.contains_key("rmw"));
+    }
+
+    #[test]
+    fn ycsb_workloads_load_first_when_nothing_was_loaded() {
+        let mut out = Vec::new();
+        let mut c = cfg("ycsb-c", 300, 1);
+        c.ops = Some(100);
+        let rs = run(&c, &MapFactory::default(), &mut out).unwrap();
+        assert_eq!(rs.len(), 1);
+        assert_eq!((rs[0].found, rs[0].not_found), (100, 0));
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .contains("loading 300 records first")
+        );
+    }
+
+    #[test]
+    fn open_loop_records_service_times_and_keeps_the_rate() {
+        let mut c = cfg("fillseq", 200, 2);
+        c.rate = Some(2000.0);
+        let rs = run(&c, &MapFactory::default(), &mut Vec::new()).unwrap();
+        let r = &rs[0];
+        assert_eq!(r.ops, 200);
+        assert_eq!(r.service_latency["write"].count, 200);
+        // 200 operations at 2000/s take about 0.1 s: never much less.
+        assert!(r.elapsed_secs >= 0.09, "{}", r.elapsed_secs);
+        assert_eq!(r.config["rate"], 2000.0);
+        let bad = BenchConfig {
+            rate: Some(0.0),
+            ..cfg("fillseq", 10, 1)
+        };
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn results_carry_version_date_durability_and_space() {
+        let mut c = cfg("fillrandom", 300, 1);
+        c.sync = true;
+        let rs = run(&c, &MapFactory::default(), &mut Vec::new()).unwrap();
+        let r = &rs[0];
+        assert_eq!(r.engine_version, "map 1");
+        assert!(r.date.ends_with('Z') && r.date.len() == 20, "{}", r.date);
+        assert!(r.durability.sync);
+        assert_eq!(r.durability.nvm_persistence, None);
+        let s = r.space.unwrap();
+        assert_eq!(s.logical_bytes, 300 * 116);
+        assert_eq!(r.written_bytes, 300 * 116);
+        assert!(r.latency["write"].p90_us > 0.0);
     }
 
     #[test]

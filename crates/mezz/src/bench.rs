@@ -239,6 +239,11 @@ pub fn run(a: &Args) -> Result<()> {
     if names.is_empty() {
         return Err(BenchError::InvalidArgument("--engine: no engine given".into()).into());
     }
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(CliError::Failed(format!("--engine: {n} is named twice")));
+        }
+    }
     // Build every factory once before running anything, so that an engine that is not
     // compiled in (or lacks its NVM directory) fails before the others spend their time.
     for n in &names {

@@ -213,3 +213,150 @@ fn bench_writes_a_table_and_json_lines() {
     assert!(stderr(&o).contains("refusing"), "{}", stderr(&o));
     assert_eq!(std::fs::read(foreign.join("notes.txt")).unwrap(), b"mine");
 }
+
+fn json_lines(p: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn bench_runs_ycsb_workloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ycsb.jsonl");
+    let out = ok(&[
+        "bench",
+        "--benchmarks",
+        "ycsb-load,ycsb-a,ycsb-d,ycsb-e,ycsb-f",
+        "--num",
+        "300",
+        "--ops",
+        "200",
+        "--ycsb-fields",
+        "4",
+        "--ycsb-field-size",
+        "25",
+        "--json",
+        path(&json),
+        "--opt",
+        "write_buffer_size=64K",
+    ]);
+    assert!(out.contains("ycsb-load    :"), "{out}");
+    assert!(out.contains("records of 100 bytes"), "{out}");
+    let lines = json_lines(&json);
+    let names: Vec<&str> = lines
+        .iter()
+        .map(|l| l["benchmark"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ycsb-load", "ycsb-a", "ycsb-d", "ycsb-e", "ycsb-f"]);
+    assert_eq!(lines[0]["ops"], 300);
+    assert_eq!(lines[0]["latency"]["insert"]["count"], 300);
+    assert_eq!(lines[1]["ops"], 200);
+    assert_eq!(lines[1]["not_found"], 0);
+    assert!(lines[1]["latency"]["update"]["p90_us"].is_number());
+    assert!(lines[3]["latency"]["scan"]["count"].as_u64().unwrap() > 0);
+    assert!(lines[4]["latency"]["rmw"]["count"].as_u64().unwrap() > 0);
+    for l in &lines {
+        assert!(
+            l["engine_version"]
+                .as_str()
+                .unwrap()
+                .starts_with("mezzanine"),
+            "{l}"
+        );
+        assert!(l["date"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(l["durability"]["sync"], false);
+        assert_eq!(l["config"]["ycsb_record_size"], 100);
+        assert!(l["config"]["knobs"]["write_buffer_size"].is_number());
+        assert!(l["space"]["db_bytes"].as_u64().unwrap() > 0, "{l}");
+        assert!(l["latency_cdf"].is_object());
+        assert!(l["stall_second_list"].is_array());
+    }
+}
+
+#[test]
+fn bench_sweeps_open_loop_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("sweep.jsonl");
+    let db = dir.path().join("db");
+    let plots = dir.path().join("plots");
+    let out = ok(&[
+        "bench",
+        "--benchmarks",
+        "fillrandom,readrandom",
+        "--num",
+        "200",
+        "--value-size-sweep",
+        "64,1K",
+        "--num-sweep",
+        "100,200",
+        "--rate",
+        "20000",
+        "--db",
+        path(&db),
+        "--json",
+        path(&json),
+        "--plot",
+        path(&plots),
+    ]);
+    let lines = json_lines(&json);
+    assert_eq!(lines.len(), 8, "2 benchmarks x 4 points");
+    let points: Vec<&str> = lines.iter().map(|l| l["point"].as_str().unwrap()).collect();
+    assert_eq!(points[0], "value_size=64,num=100");
+    assert_eq!(points[7], "value_size=1024,num=200");
+    assert_eq!(lines[7]["config"]["value_size"], 1024);
+    assert_eq!(lines[7]["config"]["num"], 200);
+    assert_eq!(lines[7]["config"]["rate"], 20000.0);
+    assert_eq!(lines[7]["ops"], 200);
+    assert!(
+        lines[7]["service_latency"]["read"]["count"]
+            .as_u64()
+            .unwrap()
+            == 200
+    );
+    // Each point ran on its own fresh database.
+    for p in ["value_size-64_num-100", "value_size-1024_num-200"] {
+        assert!(db.join(p).join("CURRENT").exists(), "{p}");
+    }
+    // One comparison table at the end.
+    assert!(out.contains("vs mezza"), "{out}");
+    assert!(
+        plots
+            .join("fillrandom-value_size_64_num_100-throughput.png")
+            .exists()
+    );
+    assert!(
+        plots
+            .join("readrandom-value_size_1024_num_200-latency-cdf.png")
+            .exists()
+    );
+}
+
+#[test]
+fn bench_engines_that_are_not_built_in_fail_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (engine, want) in [
+        ("mezzanine,rocksdb", "rocksdb"),
+        ("nope", "unknown engine"),
+        ("mezzanine,mezzanine", "twice"),
+    ] {
+        let o = mezz(&[
+            "bench",
+            "--engine",
+            engine,
+            "--num",
+            "10",
+            "--db",
+            path(&db),
+        ]);
+        if engine.contains("rocksdb") && o.status.success() {
+            continue; // built with the rocksdb feature
+        }
+        assert_eq!(o.status.code(), Some(2), "{engine}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{engine}: {}", stderr(&o));
+        assert!(!db.join("mezzanine").exists(), "{engine}: nothing ran");
+    }
+}
