@@ -22,12 +22,15 @@ use crate::error::{BenchError, Result};
 use crate::report::BenchResult;
 use crate::runner::{BenchConfig, run};
 
+/// Builds an engine's factory for a run whose NVM directory is the argument.
+pub type MakeFactory<'a> = Box<dyn Fn(Option<&Path>) -> Result<Box<dyn EngineFactory>> + 'a>;
+
 /// How to build one engine's factory, given the NVM directory its run should use.
 pub struct EngineSpec<'a> {
     /// The engine's name (used for its subdirectories and in the table).
     pub name: String,
     /// Builds the factory for a run whose NVM directory is the argument.
-    pub make: Box<dyn Fn(Option<&Path>) -> Result<Box<dyn EngineFactory>> + 'a>,
+    pub make: MakeFactory<'a>,
 }
 
 impl std::fmt::Debug for EngineSpec<'_> {

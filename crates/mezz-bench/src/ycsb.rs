@@ -659,7 +659,7 @@ mod tests {
             *counts.entry(v).or_default() += 1;
         }
         let mut top: Vec<(u64, u64)> = counts.into_iter().collect();
-        top.sort_by(|a, b| b.1.cmp(&a.1));
+        top.sort_by_key(|b| std::cmp::Reverse(b.1));
         // The hottest key gets ≈ 1/zeta(10^10) of the draws, as zipfian item 0 does.
         let f = top[0].1 as f64 / samples as f64;
         let p = 1.0 / SCRAMBLED_ZETAN;

@@ -19,9 +19,16 @@ use mezz_bench::{
 
 use crate::common::{CliError, EngineArgs, Result};
 
-/// Arguments of `mezz bench`.
+/// Arguments of `mezz bench` (boxed: they are many).
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    inner: Box<BenchArgs>,
+}
+
+/// The flags of `mezz bench`.
+#[derive(Debug, clap::Args)]
+struct BenchArgs {
     /// Database directory (default: a temporary directory deleted at the end). Must be
     /// absent, empty or a database of the engine (which is destroyed) unless
     /// --use-existing. With several engines each runs in DB/<engine>; with several sweep
@@ -139,7 +146,7 @@ fn to_usize(v: u64, what: &str) -> Result<usize> {
     usize::try_from(v).map_err(|_| CliError::Failed(format!("{what} {v} is too large")))
 }
 
-impl Args {
+impl BenchArgs {
     /// The knobs every comparator gets, with the NVM directory of one run.
     fn setup(&self, nvm: Option<&Path>) -> Result<EngineSetup> {
         let d = EngineSetup::default();
@@ -226,7 +233,8 @@ impl Args {
 }
 
 /// Runs `mezz bench`.
-pub fn run(a: &Args) -> Result<()> {
+pub fn run(args: &Args) -> Result<()> {
+    let a: &BenchArgs = &args.inner;
     let cfg = a.config()?;
     cfg.validate()?;
     let names: Vec<String> = a

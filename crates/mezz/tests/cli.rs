@@ -216,9 +216,9 @@ fn bench_writes_a_table_and_json_lines() {
 
 fn json_lines(p: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(p)
-        .unwrap()
+        .expect("read the JSON results")
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect()
 }
 
