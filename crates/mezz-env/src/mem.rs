@@ -187,7 +187,17 @@ impl MemFs {
     /// over. `self` is not changed and keeps working.
     #[must_use]
     pub fn crash_clone(&self, opts: &CrashOptions) -> MemFs {
+        self.crash_clone_with(opts, || ()).0
+    }
+
+    /// [`MemFs::crash_clone`], running `also` while every operation on this file system
+    /// waits: a crash of the files and of another device (e.g. a simulated NVM power cut
+    /// taken in `also`) at one instant. Nothing the files do can depend on what happens on
+    /// the other device during `also`, so the pair is a state a real crash could leave.
+    /// `also` must not use this file system.
+    pub fn crash_clone_with<T>(&self, opts: &CrashOptions, also: impl FnOnce() -> T) -> (MemFs, T) {
         let state = self.state.lock();
+        let other = also();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(opts.seed);
         // Inodes reachable under several names stay shared in the clone.
         let mut copies: HashMap<usize, InodeRef> = HashMap::new();
@@ -223,9 +233,12 @@ impl MemFs {
                 },
             );
         }
-        MemFs {
-            state: Arc::new(Mutex::new(new_state)),
-        }
+        (
+            MemFs {
+                state: Arc::new(Mutex::new(new_state)),
+            },
+            other,
+        )
     }
 
     /// Paths of every file in the live namespace, sorted.

@@ -45,6 +45,7 @@ use std::time::Duration;
 use mezz_env::{
     CrashOptions, FaultFs, FaultOp, FaultRule, FileSystem, KeepUnsynced, MemFs, Trigger,
 };
+use mezzanine::options::NvmMemtable;
 use mezzanine::{BlockFormat, Db, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
@@ -449,6 +450,8 @@ struct Point {
     /// Entries issued when the clone was complete (the prefix cannot be longer).
     issued: usize,
     fs: MemFs,
+    /// The simulated NVM at the same instant (for databases with an NVM tier).
+    nvm: Option<mezzanine::options::SimNvm>,
 }
 
 impl Point {
@@ -477,6 +480,7 @@ struct Progress {
 /// after it, so the clone holds at least the first and at most the last.
 fn take_point(
     mem: &MemFs,
+    nvm: Option<&mezzanine::options::SimNvm>,
     progress: &Progress,
     index: usize,
     kind: PointKind,
@@ -485,10 +489,25 @@ fn take_point(
 ) -> Point {
     let acked = progress.acked.load(Ordering::SeqCst);
     let durable = progress.durable.load(Ordering::SeqCst);
-    let fs = mem.crash_clone(&CrashOptions {
-        keep_unsynced: keep,
-        seed: clone_seed,
-    });
+    // Files and NVM are cut at one instant (file operations wait meanwhile).
+    let (fs, nvm) = mem.crash_clone_with(
+        &CrashOptions {
+            keep_unsynced: keep,
+            seed: clone_seed,
+        },
+        || {
+            nvm.map(|sim| {
+                sim.power_cut(&mezz_pmem::PowerCut {
+                    keep_unpersisted: match keep {
+                        KeepUnsynced::All => mezz_pmem::KeepLines::All,
+                        KeepUnsynced::None => mezz_pmem::KeepLines::None,
+                        KeepUnsynced::RandomPrefix => mezz_pmem::KeepLines::Random,
+                    },
+                    seed: clone_seed,
+                })
+            })
+        },
+    );
     let issued = progress.issued.load(Ordering::SeqCst);
     let required = match keep {
         KeepUnsynced::All => acked,
@@ -502,6 +521,7 @@ fn take_point(
         required,
         issued,
         fs,
+        nvm,
     }
 }
 
@@ -524,6 +544,15 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
     } else {
         BlockFormat::Prefix
     };
+    if preset == Preset::Novelsm {
+        o.nvm_memtable = pick(
+            rng,
+            &[NvmMemtable::Mutable, NvmMemtable::Immutable],
+            NvmMemtable::Mutable,
+        );
+        o.wal_on_nvm = rng.random_bool(0.5);
+    }
+    crate::option_sets::with_simulated_nvm(&mut o);
     o
 }
 
@@ -633,7 +662,8 @@ fn check_point_inner(
     rng: &mut Xoshiro256PlusPlus,
 ) -> Result<(), String> {
     let fs: Arc<dyn FileSystem> = Arc::new(p.fs.clone());
-    let o = with_fs(opts, Arc::clone(&fs));
+    let mut o = with_fs(opts, Arc::clone(&fs));
+    o.nvm_sim.clone_from(&p.nvm);
     let db = Db::open(CRASH_DB, o.clone()).map_err(|e| format!("reopen after crash: {e}"))?;
     let recovered = read_state(&db, keys).map_err(|e| format!("after crash: {e}"))?;
     history.find_prefix(&recovered, p.required, p.issued)?;
@@ -1030,6 +1060,7 @@ impl Workload<'_> {
 /// and takes a crash clone.
 fn crasher(
     mem: &MemFs,
+    nvm: Option<&mezzanine::options::SimNvm>,
     progress: &Progress,
     targets: &[usize],
     modes: &[KeepUnsynced],
@@ -1049,6 +1080,7 @@ fn crasher(
         let keep = pick_mode(&mut rng, modes);
         out.push(take_point(
             mem,
+            nvm,
             progress,
             first_index + n,
             PointKind::Concurrent,
@@ -1130,6 +1162,7 @@ pub fn run_one(cfg: &CrashConfig) -> Result<CrashReport, CrashFailure> {
         let crash_thread = s.spawn(|| {
             crasher(
                 &mem,
+                opts.nvm_sim.as_ref(),
                 &progress,
                 &targets,
                 &cfg.modes,
@@ -1151,7 +1184,15 @@ pub fn run_one(cfg: &CrashConfig) -> Result<CrashReport, CrashFailure> {
                         PointKind::BetweenOps
                     };
                     let keep = pick_mode(&mut w.rng, &cfg.modes);
-                    let p = take_point(&mem, &progress, point_index, kind, keep, w.rng.random());
+                    let p = take_point(
+                        &mem,
+                        opts.nvm_sim.as_ref(),
+                        &progress,
+                        point_index,
+                        kind,
+                        keep,
+                        w.rng.random(),
+                    );
                     point_index += 1;
                     check_point(&p, &w.history, &opts, cfg.keys, &mut check_rng).map_err(|d| {
                         w.fail_upto(format!("{} before op {i}", p.describe()), d, p.issued)
@@ -1173,6 +1214,7 @@ pub fn run_one(cfg: &CrashConfig) -> Result<CrashReport, CrashFailure> {
             let keep = pick_mode(&mut w.rng, &cfg.modes);
             let p = take_point(
                 &mem,
+                opts.nvm_sim.as_ref(),
                 &progress,
                 point_index,
                 PointKind::End,

@@ -4,11 +4,32 @@
 //! Owns: [`NamedOptions`], [`OptionSets`], [`tiny_options`].
 //!
 //! Invariants: every set validates (`Options::validate`); presets come from `Preset::ALL`,
-//! so a new preset joins every metamorphic run without a change here.
+//! so a new preset joins every metamorphic run without a change here. Sets that use the NVM
+//! tier get a simulated one ([`with_simulated_nvm`]); the runner gives every new database
+//! its own.
 //!
 //! Thread-safety: plain data.
 
+use mezzanine::options::{NvmMemtable, PersistMode, SimNvm};
 use mezzanine::{BlockFormat, Options, Preset};
+
+/// Where the simulated NVM pool of a test database lives.
+pub const SIM_NVM_DIR: &str = "/nvm";
+
+/// Gives options that use the NVM tier (an NVM memtable, the WAL on NVM) a simulated one:
+/// `nvm_persistence = crashsim` on a fresh [`SimNvm`] (so power cuts can be simulated), a
+/// small pool and small NVM memtables. Options without NVM use are left alone.
+pub fn with_simulated_nvm(o: &mut Options) {
+    if o.nvm_memtable == NvmMemtable::Off && !o.wal_on_nvm && !o.has_nvm() {
+        return;
+    }
+    o.nvm_dir = Some(SIM_NVM_DIR.into());
+    o.nvm_persistence = PersistMode::CrashSim;
+    o.nvm_sim = Some(SimNvm::new());
+    o.nvm_memtable_size = 256 << 10;
+    o.nvm_capacity = 8 << 20;
+    o.nvm_prefault = false;
+}
 
 /// An option set with a name for reports (`<preset>/<variation>`).
 #[derive(Debug, Clone)]
@@ -30,6 +51,7 @@ pub fn tiny_options(preset: Preset) -> Options {
     o.max_bytes_for_level_base = 32 * 1024;
     o.block_size = 1024;
     o.level0_compaction_trigger = 2;
+    with_simulated_nvm(&mut o);
     o
 }
 
@@ -113,6 +135,18 @@ const VARIATIONS: &[Variation] = &[
         o.block_format = BlockFormat::Prefix;
         o.block_restart_interval = 1;
     }),
+    ("nvm-wal", |o| {
+        tiny_sst(o);
+        o.wal_on_nvm = true;
+    }),
+    ("nvm-immutable-memtable", |o| {
+        tiny_sst(o);
+        o.nvm_memtable = NvmMemtable::Immutable;
+    }),
+    ("parallel-reads", |o| {
+        tiny_sst(o);
+        o.parallel_reads = true;
+    }),
 ];
 
 /// A list of named option sets.
@@ -128,6 +162,7 @@ impl OptionSets {
             for (name, f) in VARIATIONS {
                 let mut o = Options::preset(p);
                 f(&mut o);
+                with_simulated_nvm(&mut o);
                 v.push(NamedOptions {
                     name: format!("{}/{name}", p.name()),
                     options: o,

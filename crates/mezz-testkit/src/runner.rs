@@ -180,6 +180,10 @@ impl Harness {
         mut options: Options,
     ) -> Result<Self, Failure> {
         options.fs = Arc::clone(&fs);
+        // A new database gets a simulated NVM of its own (like its own file system).
+        if options.nvm_sim.is_some() {
+            options.nvm_sim = Some(mezzanine::options::SimNvm::new());
+        }
         let db =
             Db::open(dir, options.clone()).map_err(|e| Failure::general("open", "Ok", err(&e)))?;
         Ok(Self {
@@ -221,8 +225,19 @@ impl Harness {
 
     /// Replaces the options used by later reopens (their `fs` is kept): data written under
     /// one option set must read the same under another.
+    /// A database with an NVM tier keeps it (its pool holds data) under the new options.
     pub fn set_options(&mut self, mut options: Options) {
         options.fs = Arc::clone(&self.fs);
+        if self.options.nvm_sim.is_none() && options.nvm_sim.is_some() {
+            // The database gets its NVM device now: a fresh one of its own.
+            options.nvm_sim = Some(mezzanine::options::SimNvm::new());
+        } else if self.options.nvm_sim.is_some() {
+            options.nvm_dir.clone_from(&self.options.nvm_dir);
+            options.nvm_persistence = self.options.nvm_persistence;
+            options.nvm_sim.clone_from(&self.options.nvm_sim);
+            options.nvm_capacity = self.options.nvm_capacity;
+            options.nvm_memtable_size = self.options.nvm_memtable_size;
+        }
         self.options = options;
     }
 

@@ -437,9 +437,9 @@ impl Options {
             }
         }
         if self.nvm_memtable != NvmMemtable::Off {
-            if self.nvm_memtable_size < 1 << 20 || self.nvm_memtable_size > (4usize << 30) - 4096 {
+            if self.nvm_memtable_size < 64 << 10 || self.nvm_memtable_size > (4usize << 30) - 4096 {
                 return bad(format!(
-                    "nvm_memtable_size {} not in 1 MiB..4 GiB",
+                    "nvm_memtable_size {} not in 64 KiB..4 GiB",
                     self.nvm_memtable_size
                 ));
             }

@@ -796,8 +796,14 @@ fn is_torn_append(fs: &dyn FileSystem, path: &Path, offset: u64) -> bool {
         };
         let end = pos + LOG_HEADER_LEN + usize::from(len);
         let Some(payload) = bytes.get(pos + LOG_HEADER_LEN..end) else {
-            // The fragment runs past the end of the file: cut short by the crash.
-            return true;
+            // The fragment runs past the end of the file: cut short by the crash, unless
+            // what is there is a whole fragment whose length field was damaged (its
+            // checksum matches the bytes up to the end of the file).
+            let rest = bytes.get(pos + LOG_HEADER_LEN..).unwrap_or_default();
+            let mut covered = Vec::with_capacity(rest.len() + 1);
+            covered.push(kind);
+            covered.extend_from_slice(rest);
+            return crc32c(&covered) != unmask(crc);
         };
         let mut covered = Vec::with_capacity(payload.len() + 1);
         covered.push(kind);

@@ -25,7 +25,7 @@ use crate::wal::WalWriter;
 
 /// Bytes of one WAL in NVM: a memtable's worth of records plus one maximal group and slack.
 pub(super) fn nvm_wal_bytes(opts: &crate::options::Options) -> u64 {
-    (opts.write_buffer_size + opts.write_buffer_size / 4 + 2 * MAX_GROUP_BYTES + 8192) as u64
+    (opts.write_buffer_size + opts.write_buffer_size / 4 + MAX_GROUP_BYTES + (64 << 10)) as u64
 }
 
 use super::{DbInner, Pending, Slot, State, WriteState};
@@ -306,6 +306,14 @@ impl DbInner {
             }
             if mem_full {
                 drop(st);
+                if ws.mem.is_empty() && !ws.mem.is_nvm() {
+                    // Only a WAL in NVM can be "full" while its memtable is empty: the
+                    // group is larger than a whole NVM log.
+                    return Err(Error::InvalidArgument(format!(
+                        "a write group of {bytes} bytes does not fit a WAL in NVM; write \
+                         smaller batches or raise write_buffer_size"
+                    )));
+                }
                 self.switch_memtable(ws)?;
                 continue;
             }
