@@ -12,8 +12,14 @@
 //! parentheses), and crossbeam's `SkipMap<Vec<u8>, Vec<u8>>` with owned copies of each key
 //! and value (what the current memtable does).
 //!
+//! Two more variants put the list on a media arena (the NVM memtable): on an anonymous
+//! `Region` in `volatile` mode (checksums and media hooks, nothing persisted), and on a
+//! pool file mapped in `adr` mode with flush emulation (`clwb` + `sfence`: every insert
+//! persists its node and its level-0 link, two fences), on `/dev/shm` when present.
+//!
 //! Run: `cargo bench -p mezz-pmem --bench skiplist` (release profile). Environment:
-//! `SKL_N` (number of keys), `SKL_REPS` (repetitions; the best run is printed).
+//! `SKL_N` (number of keys), `SKL_REPS` (repetitions; the best run is printed),
+//! `SKL_ONLY` (run only the structures whose name contains this text).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -21,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_skiplist::SkipMap;
 use mezz_pmem::skiplist::{MAX_HEIGHT, node_size};
-use mezz_pmem::{Arena, ArenaOptions, Bytewise, SkipList};
+use mezz_pmem::{
+    Arena, ArenaOptions, Bytewise, Media, PersistMode, Region, RegionOptions, SkipList,
+};
 
 const KEY_LEN: usize = 16;
 const VALUE_LEN: usize = 100;
@@ -99,28 +107,43 @@ fn main() {
         "{:<46} {:>7} {:>22} {:>22} {:>11}",
         "structure", "threads", "insert", "get", "drop"
     );
+    let only = std::env::var("SKL_ONLY").unwrap_or_default();
+    let heap = |options: ArenaOptions| Source::Heap(options);
     for threads in [1, 2] {
-        for (label, options) in [
-            ("huge pages, prefault", ArenaOptions::default()),
+        for (label, source) in [
+            ("huge pages, prefault", heap(ArenaOptions::default())),
             (
                 "4 KiB pages, prefault",
-                ArenaOptions {
+                heap(ArenaOptions {
                     prefault: true,
                     huge_pages: false,
-                },
+                }),
             ),
             (
                 "4 KiB pages, lazy",
-                ArenaOptions {
+                heap(ArenaOptions {
                     prefault: false,
                     huge_pages: false,
-                },
+                }),
             ),
+            ("media, volatile", Source::Media(PersistMode::Volatile)),
+            ("media, adr emulated", Source::Media(PersistMode::Adr)),
         ] {
+            let name = format!("arena list, {label}");
+            if !name.contains(&only) {
+                continue;
+            }
+            let prefault = !matches!(
+                source,
+                Source::Heap(ArenaOptions {
+                    prefault: false,
+                    ..
+                })
+            );
             let mut best = (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
             for _ in 0..reps {
                 let t0 = Instant::now();
-                let arena = Arena::with_options(arena_capacity(n), options);
+                let arena = source.arena(arena_capacity(n));
                 let create = t0.elapsed();
                 let list = Arc::new(SkipList::new(arena, Bytewise).expect("arena holds the head"));
                 let ins = timed(threads, &keys, |part, _| {
@@ -146,14 +169,17 @@ fn main() {
                     best.3.min(dropped),
                 );
             }
-            let name = if options.prefault {
-                format!("arena list, {label} ({:.0} ms)", best.2.as_secs_f64() * 1e3)
+            let name = if prefault {
+                format!("{name} ({:.0} ms)", best.2.as_secs_f64() * 1e3)
             } else {
-                format!("arena list, {label}")
+                name
             };
             report(&name, threads, n, best.0, best.1, best.3);
         }
 
+        if !"crossbeam SkipMap".contains(&only) {
+            continue;
+        }
         let mut best = (Duration::MAX, Duration::MAX, Duration::MAX);
         for _ in 0..reps {
             let map: SkipMap<Vec<u8>, Vec<u8>> = SkipMap::new();
@@ -183,6 +209,47 @@ fn main() {
             best.1,
             best.2,
         );
+    }
+}
+
+/// Where a benchmarked list's arena lives.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Heap memory with these options.
+    Heap(ArenaOptions),
+    /// A pre-faulted region in this mode: anonymous for `Volatile`, else a pool file
+    /// (flush emulation on for `Adr`), removed once mapped.
+    Media(PersistMode),
+}
+
+impl Source {
+    fn arena(self, capacity: usize) -> Arena {
+        match self {
+            Source::Heap(options) => Arena::with_options(capacity, options),
+            Source::Media(mode) => {
+                let len = capacity.next_multiple_of(4096);
+                let opts = RegionOptions {
+                    emulate_adr: true,
+                    prefault: true,
+                    ..RegionOptions::with_mode(mode)
+                };
+                let region = if mode == PersistMode::Volatile {
+                    Region::anonymous(len, &opts).expect("anonymous region")
+                } else {
+                    let dir = if std::path::Path::new("/dev/shm").is_dir() {
+                        std::path::PathBuf::from("/dev/shm")
+                    } else {
+                        std::env::temp_dir()
+                    };
+                    let path = dir.join(format!("mezz-skl-bench-{}.pool", std::process::id()));
+                    let region = Region::create(&path, len, &opts).expect("pool file");
+                    let _ = std::fs::remove_file(&path);
+                    region
+                };
+                let media: Arc<dyn Media> = region;
+                Arena::on_media(media, 0, len).expect("arena on the region")
+            }
+        }
     }
 }
 

@@ -296,11 +296,14 @@ fn create_insert_reopen_and_continue() {
     }
     // A clean reopen (the live bytes) and a power cut after the last insert returned (the
     // durable image only) recover the same entries.
+    // The refused duplicate left a complete, unlinked node after the last entry: in the
+    // live bytes only (it was never persisted).
     let mut crng = Rng::new(2);
-    for media in [media.clone(), media.power_cut(&mut crng, 0)] {
+    for (media, rejected) in [(media.clone(), 1), (media.power_cut(&mut crng, 0), 0)] {
         let (list, report) = reopen(&media).unwrap();
         assert_eq!(report.entries, model.len());
         assert_eq!(report.bytes, list.memory_usage());
+        assert_eq!(report.nodes_rejected, rejected);
         assert_same(&list, &model);
     }
     // Continue after recovery from the durable image, then recover again.
