@@ -2,13 +2,17 @@
 # Installs what building and testing Mezzanine needs on a fresh Debian machine.
 # The default build is pure Rust: it needs only a stable Rust toolchain (cargo) and a C linker.
 # Comparator engines (RocksDB, LevelDB) are optional cargo features; pass --comparators to
-# install their Debian packages too.
+# install their Debian packages too: the RocksDB and LevelDB libraries and headers, libclang
+# (the rocksdb crate generates its binding with bindgen) and g++ (for the bundled RocksDB
+# build of the rocksdb-release feature). See docs/comparators.md.
 set -euo pipefail
 
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 if [ "${1:-}" = "--comparators" ]; then
-  need_apt+=(librocksdb-dev libleveldb-dev libclang-dev)
+  for p in librocksdb-dev libleveldb-dev libclang-dev g++; do
+    dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
+  done
 fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -8,6 +8,12 @@
 //! that is not its own, and leave no file behind (in `dir` or on the NVM path) after
 //! `destroy`.
 
+#![allow(clippy::unwrap_used)]
+#![cfg_attr(
+    not(any(feature = "rocksdb", feature = "leveldb", feature = "fjall")),
+    allow(dead_code, unused_imports)
+)]
+
 use std::path::Path;
 
 use mezz_bench::engines::{ENGINE_NAMES, EngineSetup, compiled_in, factory};
@@ -24,6 +30,15 @@ fn value(i: u32, gen_: u32) -> Vec<u8> {
 fn scan_keys(e: &dyn KvEngine, start: Option<&[u8]>, n: usize, d: Direction) -> (usize, Vec<u8>) {
     let r = e.scan(start, n, d).unwrap();
     (r.entries, r.last_key.unwrap_or_default())
+}
+
+/// Regular files under `p`, recursively.
+fn count_files(p: &Path) -> usize {
+    std::fs::read_dir(p).map_or(0, |d| {
+        d.map(|e| e.unwrap().path())
+            .map(|q| if q.is_dir() { count_files(&q) } else { 1 })
+            .sum()
+    })
 }
 
 fn is_empty_dir(p: &Path) -> bool {
@@ -118,6 +133,19 @@ fn conformance(f: &dyn EngineFactory, root: &Path, nvm: Option<&Path>) {
     e.wait_for_background().unwrap();
     e.close().unwrap();
     drop(e);
+    if let Some(nvm) = nvm {
+        // The variant's flushed table (and log) live on the NVM path, not in `dir`.
+        assert!(count_files(nvm) > 0, "nothing on the NVM path");
+        let tables_in_dir = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                let n = e.as_ref().unwrap().file_name();
+                let n = n.to_string_lossy();
+                n.ends_with(".sst") || n.ends_with(".ldb") || n.ends_with(".log")
+            })
+            .count();
+        assert_eq!(tables_in_dir, 0, "tables or logs in dir");
+    }
 
     // Reopen after a flush: the tables hold the data.
     let e = f.open(&dir).unwrap();
