@@ -78,6 +78,9 @@ pub struct BenchConfig {
     pub nvm_dir: Option<PathBuf>,
     /// The sweep point this run is, e.g. `value_size=256` (labels the results).
     pub point: Option<String>,
+    /// The engine's name in the results, when it differs from the engine's own (e.g.
+    /// `mezzanine:novelsm` for a preset). Default: none.
+    pub engine_label: Option<String>,
     /// Knobs every engine was given alike (write buffer, cache, bloom bits, ...), as JSON;
     /// `null` when not set by the caller.
     pub knobs: serde_json::Value,
@@ -103,6 +106,7 @@ impl Default for BenchConfig {
             ycsb: YcsbParams::default(),
             nvm_dir: None,
             point: None,
+            engine_label: None,
             knobs: serde_json::Value::Null,
         }
     }
@@ -425,8 +429,9 @@ struct Shared {
     db: PathBuf,
 }
 
-/// Apparent size in bytes of the files under `dir` (recursively; symbolic links are not
-/// followed). Unreadable entries count as empty.
+/// Bytes allocated to the files under `dir` (recursively; symbolic links are not followed;
+/// `st_blocks × 512`, so a sparse, preallocated NVM pool counts only the pages it uses).
+/// Unreadable entries count as empty.
 #[must_use]
 pub fn dir_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -436,7 +441,10 @@ pub fn dir_bytes(dir: &Path) -> u64 {
         .filter_map(std::result::Result::ok)
         .map(|e| match e.file_type() {
             Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| {
+                use std::os::unix::fs::MetadataExt as _;
+                m.blocks().saturating_mul(512)
+            }),
             _ => 0,
         })
         .sum()
@@ -598,7 +606,7 @@ fn run_one(
     };
     Ok(BenchResult {
         benchmark: bench.name().to_string(),
-        engine: engine.name(),
+        engine: cfg.engine_label.clone().unwrap_or_else(|| engine.name()),
         engine_version: shared.version.clone(),
         point: cfg.point.clone(),
         durability: shared.durability.clone(),

@@ -159,6 +159,7 @@ pub fn run_suite(
                 c.num = n;
             }
             c.point = p.label();
+            c.engine_label = Some(e.name.clone());
             c.db = cfg
                 .db
                 .as_deref()
@@ -298,6 +299,59 @@ pub fn run_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Benchmark, MezzFactory, build_options};
+
+    fn mezz_spec(name: &str, wbs: &'static str) -> EngineSpec<'static> {
+        EngineSpec {
+            name: name.into(),
+            make: Box::new(move |_nvm| {
+                let o = build_options(None, &[("write_buffer_size".into(), wbs.into())])?;
+                Ok(Box::new(MezzFactory::new(o)) as Box<dyn EngineFactory>)
+            }),
+        }
+    }
+
+    #[test]
+    fn several_engines_run_in_their_own_directories_and_are_compared() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let nvm = dir.path().join("nvm");
+        let cfg = BenchConfig {
+            benchmarks: Benchmark::parse_list("fillseq,readrandom").unwrap(),
+            num: 300,
+            db: Some(db.clone()),
+            nvm_dir: Some(nvm.clone()),
+            progress: false,
+            ..BenchConfig::default()
+        };
+        let engines = [mezz_spec("small", "64K"), mezz_spec("big", "1M")];
+        let mut out = Vec::new();
+        let rs = run_suite(&cfg, &engines, &Sweep::default(), None, &mut out).unwrap();
+        assert_eq!(rs.len(), 4);
+        let names: Vec<&str> = rs.iter().map(|r| r.engine.as_str()).collect();
+        assert_eq!(names, ["small", "small", "big", "big"]);
+        assert_eq!(rs[2].config["options"]["write_buffer_size"], "1048576");
+        for e in ["small", "big"] {
+            assert!(db.join(e).join("CURRENT").exists(), "{e}");
+            // Each run's NVM directory was fresh and is gone.
+            assert_eq!(std::fs::read_dir(nvm.join(e)).unwrap().count(), 0);
+        }
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("=== small") && text.contains("=== big"),
+            "{text}"
+        );
+        let table = comparison_table(&rs);
+        assert_eq!(table.lines().count(), 5, "{table}");
+        assert!(table.lines().nth(1).unwrap().ends_with("1.00x"), "{table}");
+        assert!(table.contains("vs small"), "{table}");
+
+        let again = BenchConfig {
+            use_existing: true,
+            ..cfg
+        };
+        assert!(run_suite(&again, &engines, &Sweep::default(), None, &mut Vec::new()).is_err());
+    }
 
     #[test]
     fn sweep_points_are_the_cross_product_with_labels() {

@@ -399,7 +399,8 @@ impl Schedule {
     }
 
     /// Waits until the next intended start; returns it. Sleeps while far from it, then
-    /// yields, so that the start is not late by a sleep's granularity.
+    /// spins, so that the start is not late by a sleep's granularity (nor by a yield that
+    /// hands the core to another process for a whole time slice).
     fn wait(&self, start: Instant) -> Instant {
         let due = start + Duration::from_nanos(self.next_due as u64);
         loop {
@@ -411,7 +412,7 @@ impl Schedule {
             if left > Duration::from_micros(300) {
                 std::thread::sleep(left - Duration::from_micros(200));
             } else {
-                std::thread::yield_now();
+                std::hint::spin_loop();
             }
         }
     }
@@ -434,7 +435,9 @@ pub(crate) fn drive(
         .rate
         .filter(|_| counted)
         .map(|r| Schedule::new(r, ctx.threads, t));
-    while limit.is_none_or(|l| i < l) && !ctx.stop.load(Ordering::Relaxed) {
+    // An uncounted worker (the writer of `readwhilewriting`) does at least one operation,
+    // so that it is measured even when the readers finish before it is scheduled.
+    while limit.is_none_or(|l| i < l) && (!counted && i == 0 || !ctx.stop.load(Ordering::Relaxed)) {
         let intended = schedule.as_ref().map(|s| s.wait(ctx.start));
         let t0 = Instant::now();
         let Some(d) = op(i)? else { break };

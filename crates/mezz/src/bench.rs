@@ -91,8 +91,8 @@ struct BenchArgs {
     #[arg(long)]
     no_progress: bool,
     /// Comma-separated engines, run one after another on fresh directories: mezzanine,
-    /// rocksdb, rocksdb-l0-nvm, leveldb, leveldb-nvm, fjall (comparators need their cargo
-    /// feature).
+    /// mezzanine:PRESET (e.g. mezzanine:novelsm), rocksdb, rocksdb-l0-nvm, leveldb,
+    /// leveldb-nvm, fjall (comparators need their cargo feature).
     #[arg(long = "engine", default_value = "mezzanine")]
     engines: String,
     /// Memtable size of every engine (e.g. 64M). Default: 64 MiB (Mezzanine: its preset's).
@@ -165,8 +165,13 @@ impl BenchArgs {
         })
     }
 
-    /// Mezzanine's factory: preset, then the knobs given, then `--opt`.
-    fn mezz_factory(&self, nvm: Option<&Path>) -> Result<Box<dyn EngineFactory>> {
+    /// Mezzanine's factory: preset (`preset` if given, else `--preset`), then the knobs
+    /// given, then `--opt`.
+    fn mezz_factory(
+        &self,
+        preset: Option<&str>,
+        nvm: Option<&Path>,
+    ) -> Result<Box<dyn EngineFactory>> {
         let mut knobs: Vec<(&str, String)> = Vec::new();
         if let Some(v) = self.write_buffer_size {
             knobs.push(("write_buffer_size", v.to_string()));
@@ -189,13 +194,19 @@ impl BenchArgs {
             knobs.push(("nvm_dir", p.clone()));
         }
         let defaults: Vec<(&str, &str)> = knobs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        Ok(Box::new(MezzFactory::new(self.engine.options(&defaults)?)))
+        let mut engine = self.engine.clone();
+        if let Some(p) = preset {
+            engine.preset = Some(p.to_string());
+        }
+        Ok(Box::new(MezzFactory::new(engine.options(&defaults)?)))
     }
 
     /// The factory of engine `name` for a run with NVM directory `nvm`.
     fn factory(&self, name: &str, nvm: Option<&Path>) -> Result<Box<dyn EngineFactory>> {
         if name == "mezzanine" {
-            self.mezz_factory(nvm)
+            self.mezz_factory(None, nvm)
+        } else if let Some(preset) = name.strip_prefix("mezzanine:") {
+            self.mezz_factory(Some(preset), nvm)
         } else {
             Ok(engines::factory(name, &self.setup(nvm)?)?)
         }
@@ -227,6 +238,7 @@ impl BenchArgs {
             },
             nvm_dir: self.nvm_dir.clone(),
             point: None,
+            engine_label: None,
             knobs: setup_json(&self.setup(self.nvm_dir.as_deref())?),
         })
     }

@@ -360,3 +360,38 @@ fn bench_engines_that_are_not_built_in_fail_before_running() {
         assert!(!db.join("mezzanine").exists(), "{engine}: nothing ran");
     }
 }
+
+#[test]
+fn bench_compares_engines_and_presets() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let json = dir.path().join("engines.jsonl");
+    let out = ok(&[
+        "bench",
+        "--engine",
+        "mezzanine,mezzanine:leveldb",
+        "--benchmarks",
+        "fillseq",
+        "--num",
+        "100",
+        "--write-buffer-size",
+        "256K",
+        "--db",
+        path(&db),
+        "--json",
+        path(&json),
+    ]);
+    let lines = json_lines(&json);
+    let engines: Vec<&str> = lines
+        .iter()
+        .map(|l| l["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(engines, ["mezzanine", "mezzanine:leveldb"]);
+    for l in &lines {
+        assert_eq!(l["config"]["options"]["write_buffer_size"], "262144");
+        assert_eq!(l["config"]["knobs"]["write_buffer_size"], 262_144);
+    }
+    assert!(db.join("mezzanine").join("CURRENT").exists());
+    assert!(db.join("mezzanine:leveldb").join("CURRENT").exists());
+    assert!(out.contains("vs mezza"), "{out}");
+}
