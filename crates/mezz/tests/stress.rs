@@ -61,6 +61,39 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
 }
 
 #[test]
+fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (seed, extra) in [("21", "nvm_memtable=mutable"), ("22", "nvm_memtable=immutable")] {
+        let out = mezz_stress(
+            &db,
+            &[
+                "--preset",
+                "novelsm",
+                "--opt",
+                extra,
+                "--opt",
+                "wal_on_nvm=true",
+                "--rounds",
+                "3",
+                "--seed",
+                seed,
+                "--max-kill-delay-ms",
+                "300",
+            ],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("stress: 3 rounds"), "{stdout}");
+    }
+    assert!(dir.path().join("db.nvm").join("NVM-POOL").exists());
+}
+
+#[test]
 fn a_tampered_expected_state_is_a_violation() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");

@@ -226,7 +226,8 @@ impl StressConfig {
 
 /// The options both processes use: the preset, then small memtables and tables so that a
 /// round of a few thousand ops flushes and compacts (write buffer 64 KiB, table 64 KiB,
-/// L1 256 KiB, L0 trigger 2), then `opts` (`name=value`).
+/// L1 256 KiB, L0 trigger 2; NVM memtables 1 MiB in a 16 MiB pool), then `opts`
+/// (`name=value`).
 ///
 /// # Errors
 /// A message for an unknown preset or option, or options that do not validate.
@@ -236,6 +237,9 @@ pub fn stress_options(preset: &str, opts: &[String]) -> Result<Options, String> 
     o.target_file_size = 64 * 1024;
     o.max_bytes_for_level_base = 256 * 1024;
     o.level0_compaction_trigger = 2;
+    // NVM presets: NVM memtables of 1 MiB in a 16 MiB pool.
+    o.nvm_memtable_size = 1 << 20;
+    o.nvm_capacity = 16 << 20;
     for kv in opts {
         let (k, v) = kv
             .split_once('=')
