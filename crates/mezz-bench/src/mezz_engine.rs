@@ -141,6 +141,13 @@ impl EngineFactory for MezzFactory {
         for p in doomed {
             std::fs::remove_file(&p).map_err(|e| BenchError::io(&p, e))?;
         }
+        // The NVM pool belongs to the database: a new one could not reuse it.
+        if let Some(nvm) = &self.options.nvm_dir {
+            let pool = nvm.join(mezzanine::nvm::POOL_FILE);
+            if pool.exists() {
+                std::fs::remove_file(&pool).map_err(|e| BenchError::io(&pool, e))?;
+            }
+        }
         Ok(())
     }
 }
