@@ -592,7 +592,10 @@ fn random_byte_flips_never_panic() {
             Err(_) => errors += 1,
         }
     }
-    assert!(ok > 0 && errors > 0, "ok {ok}, errors {errors}");
+    // Both outcomes occur (flips in upper links or padding are harmless); too few trials
+    // under Miri to be sure of a harmless one.
+    assert!(errors > 0, "ok {ok}, errors {errors}");
+    assert!(ok > 0 || cfg!(miri), "ok {ok}, errors {errors}");
 }
 
 #[test]
@@ -636,6 +639,10 @@ fn sim_reopen(sim: &SimNvm, path: &Path, len: usize) -> Result<SkipList<Bytewise
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Region detects its flush instruction with cpuid (inline assembly)"
+)]
 fn crash_sim_region_every_persist_point() {
     let path = Path::new("memtable.nvm");
     let len = 32 << 10;
@@ -673,6 +680,10 @@ fn crash_sim_region_every_persist_point() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Region detects its flush instruction with cpuid (inline assembly)"
+)]
 fn crash_sim_region_random_cuts_between_inserts() {
     let path = Path::new("memtable.nvm");
     let len = 16 << 10;
