@@ -234,8 +234,9 @@ pub struct Options {
     pub nvm_capacity: u64,
     /// How NVM writes become durable: `adr` (cache-line flushes + fence; needs a DAX
     /// mapping unless `nvm_emulate_adr`), `eadr` (fence only), `msync` (any file system),
-    /// `volatile` (no durability from NVM: the WAL stays on the SSD) or `crashsim` (tests).
-    /// Default: `msync`.
+    /// `volatile` (nothing is made durable: NVM contents survive a process crash on a
+    /// mapped file, not a power cut — for CXL/DRAM-like media; keep the WAL on the SSD and
+    /// no NVM memtable if power cuts matter) or `crashsim` (tests). Default: `msync`.
     pub nvm_persistence: PersistMode,
     /// Run `adr` on a mapping without MAP_SYNC (e.g. `/dev/shm`) so benchmarks pay the flush
     /// cost; data is then only as durable as the file system makes it. Default: false.
@@ -425,15 +426,6 @@ impl Options {
             }
             if self.nvm_persistence == PersistMode::CrashSim && self.nvm_sim.is_none() {
                 return bad("nvm_persistence=crashsim needs a simulated NVM (nvm_sim)".into());
-            }
-            if self.nvm_persistence == PersistMode::Volatile
-                && (self.wal_on_nvm || self.nvm_memtable != NvmMemtable::Off)
-            {
-                return bad(
-                    "nvm_persistence=volatile keeps nothing across a restart: it cannot hold \
-                     the WAL or an NVM memtable"
-                        .into(),
-                );
             }
         }
         if self.nvm_memtable != NvmMemtable::Off {

@@ -1107,4 +1107,30 @@ pub(crate) mod tests {
             other => panic!("expected corruption, got {other:?}"),
         }
     }
+
+    #[test]
+    fn a_damaged_length_field_of_the_last_edit_is_corruption_not_a_torn_append() {
+        let fs = mezz_env::MemFs::new();
+        let dir = Path::new("/db");
+        let path = manifest_with_edits(&fs, dir);
+        let bytes = fs.read_all(&path).unwrap();
+        // Find the last record's header: walk the records from the start.
+        let mut pos = 0usize;
+        let mut last = 0usize;
+        while pos + 7 <= bytes.len() {
+            let len = u16::from_le_bytes([bytes[pos + 4], bytes[pos + 5]]) as usize;
+            if len == 0 {
+                break;
+            }
+            last = pos;
+            pos += 7 + len;
+        }
+        // Make the length claim more bytes than the file has: it looks cut short, but the
+        // bytes that are there match the checksum, so the edit was complete.
+        fs.corrupt(&path, (last + 5) as u64, 0x80).unwrap();
+        match recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail) {
+            Err(Error::Corruption { .. }) => {}
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
 }
