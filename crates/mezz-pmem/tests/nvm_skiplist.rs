@@ -8,6 +8,8 @@
 //! instant, so a power cut may also keep any unpersisted line as it was then), and the
 //! crate's `Region` over a `SimNvm` in `CrashSim` mode.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -515,10 +517,10 @@ fn corrupt_headers_and_nodes_are_typed_errors() {
         reopen(&m).err()
     };
     // Every header byte matters (44..64 are zero padding).
-    for at in 0..44 {
+    for (at, &byte) in image.iter().enumerate().take(44) {
         assert!(
             matches!(
-                damaged(at, &[image[at] ^ 0x10]),
+                damaged(at, &[byte ^ 0x10]),
                 Some(RecoverError::Header { .. })
             ),
             "header byte {at}"
