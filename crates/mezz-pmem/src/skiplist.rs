@@ -13,7 +13,7 @@
 //! +0   key_len   u32
 //! +4   value_len u32
 //! +8   height    u32          1..=MAX_HEIGHT
-//! +12  checksum  u32          crc32c (media arenas only; 0 on the heap), see below
+//! +12  checksum  u32          crc32c on media arenas (see below); unused on the heap
 //! +16  tower     [u32; height] offset of the next node at each level, 0 = end of list
 //! ...  key bytes, then value bytes
 //! ```
