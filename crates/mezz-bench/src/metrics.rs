@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
 
@@ -71,7 +71,8 @@ impl OpKind {
 }
 
 /// Percentiles of one latency histogram, in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LatencySummary {
     /// Operations recorded.
     pub count: u64,

@@ -8,13 +8,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::metrics::LatencySummary;
 use crate::sysinfo::MachineInfo;
 
 /// Engine-reported figures for the benchmark's interval (difference of two snapshots).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct EngineInterval {
     /// Storage bytes written per user byte written during the interval (`None` if no user
     /// byte was written).
@@ -30,7 +31,8 @@ pub struct EngineInterval {
 }
 
 /// Process-level figures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProcessMetrics {
     /// User CPU seconds spent during the benchmark (all threads, including the engine's).
     pub cpu_user_secs: Option<f64>,
@@ -48,7 +50,8 @@ pub struct ProcessMetrics {
 }
 
 /// Space used after the benchmark (once background work finished).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SpaceUsage {
     /// Bytes of the files under the database directory.
     pub db_bytes: u64,
@@ -61,7 +64,8 @@ pub struct SpaceUsage {
 }
 
 /// How durable the writes were.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Durability {
     /// Every write was synchronous.
     pub sync: bool,
@@ -70,7 +74,8 @@ pub struct Durability {
 }
 
 /// Everything measured for one benchmark.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BenchResult {
     /// The benchmark's name, e.g. `fillrandom`.
     pub benchmark: String,
@@ -173,6 +178,18 @@ fn fmt_us(us: f64) -> String {
 }
 
 impl BenchResult {
+    /// Reads results from JSON lines (as written by `--json`; blank lines are skipped,
+    /// fields missing from older files take their defaults).
+    ///
+    /// # Errors
+    /// The first line that is not a result.
+    pub fn from_json_lines(text: &str) -> serde_json::Result<Vec<BenchResult>> {
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect()
+    }
+
     /// The result as one line of JSON.
     ///
     /// # Errors
@@ -354,6 +371,13 @@ mod tests {
         assert_eq!(v["engine_version"], "mezzanine 0.1.0");
         assert_eq!(v["date"], "1970-01-01T00:00:00Z");
         assert_eq!(v["space"]["space_amplification"], 1.5);
+        let back =
+            BenchResult::from_json_lines(&format!("{j}\n\n{{\"benchmark\":\"old\"}}\n")).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0].latency["read"].p999_us, 80.2);
+        assert_eq!(back[0].to_json_line().unwrap(), j);
+        assert_eq!(back[1].benchmark, "old");
+        assert!(BenchResult::from_json_lines("not json").is_err());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, fixed at 100 in the Linux
 /// user-space ABI on the platforms we run on).
@@ -106,7 +106,8 @@ pub fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// The machine a benchmark ran on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MachineInfo {
     /// Hardware threads available to the process.
     pub cores: usize,

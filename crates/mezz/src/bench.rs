@@ -84,6 +84,9 @@ struct BenchArgs {
     /// Draw PNG plots (throughput over time, latency CDF) per benchmark into this directory.
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Run nothing: redraw the plots of the results in this JSON-lines file into --plot.
+    #[arg(long, value_name = "FILE", requires = "plot")]
+    replot: Option<PathBuf>,
     /// Seed of the key generators.
     #[arg(long, default_value_t = 301)]
     seed: u64,
@@ -247,6 +250,15 @@ impl BenchArgs {
 /// Runs `mezz bench`.
 pub fn run(args: &Args) -> Result<()> {
     let a: &BenchArgs = &args.inner;
+    if let (Some(file), Some(dir)) = (&a.replot, &a.plot) {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
+        let results = mezz_bench::BenchResult::from_json_lines(&text)
+            .map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
+        let files = mezz_bench::plot::write_plots(&results, dir)?;
+        println!("plots: {} files in {}", files.len(), dir.display());
+        return Ok(());
+    }
     let cfg = a.config()?;
     cfg.validate()?;
     let names: Vec<String> = a

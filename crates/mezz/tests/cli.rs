@@ -332,6 +332,15 @@ fn bench_sweeps_open_loop_and_plots() {
             .join("readrandom-value_size_1024_num_200-latency-cdf.png")
             .exists()
     );
+    // The JSON lines are enough to redraw them.
+    let again = dir.path().join("again");
+    let o = ok(&["bench", "--replot", path(&json), "--plot", path(&again)]);
+    assert!(o.contains("plots: 16 files"), "{o}");
+    assert!(
+        again
+            .join("readrandom-value_size_64_num_200-throughput.png")
+            .exists()
+    );
 }
 
 #[test]
