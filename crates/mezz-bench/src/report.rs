@@ -59,7 +59,8 @@ pub struct SpaceUsage {
     pub nvm_bytes: Option<u64>,
     /// Logical live bytes: keys × (key size + value size).
     pub logical_bytes: u64,
-    /// `(db_bytes + nvm_bytes) / logical_bytes`.
+    /// `db_bytes / logical_bytes` (the NVM directory is reported apart in `nvm_bytes`: a
+    /// pool is allocated whole, so its size is the tier's, not the data's).
     pub space_amplification: Option<f64>,
 }
 

@@ -392,6 +392,9 @@ pub fn run(
     engine.close()?;
     drop(engine);
     if let DbDir::Temp(t) = dir {
+        // Through the factory first: an engine may keep files outside its directory (an
+        // NVM pool, the "-nvm" variants' files) that only it knows about.
+        factory.destroy(t.path())?;
         let p = t.path().to_path_buf();
         t.close().map_err(|e| BenchError::io(p, e))?;
     }
@@ -589,8 +592,9 @@ fn run_one(
         db_bytes,
         nvm_bytes,
         logical_bytes,
-        space_amplification: (logical_bytes > 0)
-            .then(|| (db_bytes + nvm_bytes.unwrap_or(0)) as f64 / logical_bytes as f64),
+        // The SSD side only: an NVM pool is allocated (and pre-faulted) whole, so its bytes
+        // say how big the tier is, not how much the data takes; they are reported apart.
+        space_amplification: (logical_bytes > 0).then(|| db_bytes as f64 / logical_bytes as f64),
     };
     let secs = elapsed.as_secs_f64().max(1e-9);
     let ops = merged.ops;
