@@ -343,6 +343,47 @@ pub fn run(
             writeln!(out, "{text}").map_err(out_err)?;
             continue;
         }
+        if bench == Benchmark::Reopen {
+            engine.close()?;
+            drop(engine);
+            let start = Instant::now();
+            engine = factory.open(dir.path())?;
+            let secs = start.elapsed().as_secs_f64();
+            let r = BenchResult {
+                benchmark: bench.name().to_string(),
+                engine: factory.name(),
+                engine_version: shared.version.clone(),
+                point: cfg.point.clone(),
+                durability: shared.durability.clone(),
+                config: shared.config_json.clone(),
+                machine: shared.machine.clone(),
+                timestamp_unix: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                ops: 1,
+                elapsed_secs: secs,
+                micros_per_op: secs * 1e6,
+                ops_per_sec: 1.0 / secs.max(1e-9),
+                primary_op: "open".to_string(),
+                ..BenchResult::default()
+            };
+            writeln!(
+                out,
+                "{:<12} : {:>11.3} ms to open (recovery)",
+                bench.name(),
+                secs * 1e3
+            )
+            .map_err(out_err)?;
+            if let (Some(f), Some(p)) = (json.as_mut(), cfg.json.as_ref()) {
+                let line = serde_json::to_string(&r)
+                    .map_err(|e| BenchError::InvalidArgument(format!("JSON: {e}")))?;
+                writeln!(f, "{line}")
+                    .and_then(|()| f.flush())
+                    .map_err(|e| BenchError::io(p, e))?;
+            }
+            results.push(r);
+            continue;
+        }
         if bench.needs_fresh_db() {
             if cfg.use_existing {
                 writeln!(

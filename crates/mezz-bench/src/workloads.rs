@@ -82,6 +82,9 @@ pub enum Benchmark {
     ReadWhileWriting,
     /// Print the engine's statistics.
     Stats,
+    /// Close the database (without flushing) and open it again, timing the open: the
+    /// recovery of whatever was in memory (WAL replay, or mapping an NVM memtable back).
+    Reopen,
     /// YCSB load phase: insert `num` records into a fresh database.
     YcsbLoad,
     /// YCSB A: 50 % reads, 50 % updates, zipfian.
@@ -112,6 +115,7 @@ impl Benchmark {
         Benchmark::DeleteRandom,
         Benchmark::ReadWhileWriting,
         Benchmark::Stats,
+        Benchmark::Reopen,
         Benchmark::YcsbLoad,
         Benchmark::YcsbA,
         Benchmark::YcsbB,
@@ -136,6 +140,7 @@ impl Benchmark {
             Benchmark::DeleteRandom => "deleterandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::Stats => "stats",
+            Benchmark::Reopen => "reopen",
             Benchmark::YcsbLoad => "ycsb-load",
             Benchmark::YcsbA => "ycsb-a",
             Benchmark::YcsbB => "ycsb-b",
@@ -251,6 +256,7 @@ impl Benchmark {
             | Benchmark::YcsbE
             | Benchmark::YcsbF => reads,
             Benchmark::Stats => 0,
+            Benchmark::Reopen => 1,
         }
     }
 
@@ -262,7 +268,8 @@ impl Benchmark {
             | Benchmark::FillRandom
             | Benchmark::Overwrite
             | Benchmark::FillSync
-            | Benchmark::Stats => OpKind::Write,
+            | Benchmark::Stats
+            | Benchmark::Reopen => OpKind::Write,
             Benchmark::ReadRandom
             | Benchmark::ReadWhileWriting
             | Benchmark::YcsbA
@@ -566,7 +573,7 @@ pub fn run_worker(ctx: &WorkerCtx<'_>, t: usize) -> Result<ThreadMetrics> {
             };
             read_sequential(ctx, &mut m, t, dir, first, count)?;
         }
-        Benchmark::Stats => {}
+        Benchmark::Stats | Benchmark::Reopen => {}
         Benchmark::YcsbLoad
         | Benchmark::YcsbA
         | Benchmark::YcsbB

@@ -36,7 +36,7 @@ struct BenchArgs {
     #[arg(long)]
     db: Option<PathBuf>,
     /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, readrandom,
-    /// readseq, readreverse, seekrandom, deleterandom, readwhilewriting, stats, ycsb-load,
+    /// readseq, readreverse, seekrandom, deleterandom, readwhilewriting, stats, reopen, ycsb-load,
     /// ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f.
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,

@@ -294,6 +294,9 @@ impl MemTable {
     /// # Errors
     /// As [`MemTable::add`].
     pub fn insert_batch(&self, batch: &WriteBatch) -> Result<u64> {
+        if let Store::Nvm(list) = &self.store {
+            list.reserve(batch.sequence() + (batch.len() as u64).saturating_sub(1))?;
+        }
         let mut user_bytes = 0;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
             self.add(seq, op.kind, op.key, op.value)?;

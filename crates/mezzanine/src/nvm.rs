@@ -46,7 +46,8 @@ pub const POOL_FILE: &str = "NVM-POOL";
 
 /// Bytes at the start of an NVM memtable's extent before its skip list: the first 8 hold
 /// the commit word (the highest sequence number whose write group is wholly durable in the
-/// list); the rest is reserved.
+/// list), the next 8 the reserve word (no entry has a higher sequence number); the rest is
+/// reserved.
 pub const LIST_PREFIX: usize = 4096;
 
 /// Arena bytes one skip-list node costs beyond its key and value at most: the node header,
@@ -236,6 +237,8 @@ impl NvmTier {
         let (start, len) = self.extent_range(&obj)?;
         let word = self.commit_word(&obj, start)?;
         word.publish(0)?;
+        let reserve = self.reserve_word(&obj, start)?;
+        reserve.publish(0)?;
         let arena = Arena::on_media(
             self.media(),
             start + LIST_PREFIX,
@@ -243,14 +246,9 @@ impl NvmTier {
         )
         .map_err(|e| Error::InvalidArgument(format!("NVM memtable arena: {e}")))?;
         let list = SkipList::new(arena, IkeyCmp).map_err(|e| insert_err(e, &obj))?;
-        Ok(NvmList::new(
-            Arc::clone(self),
-            obj,
-            list,
-            word,
-            (u64::MAX, 0),
-            u64::MAX,
-        ))
+        let mut l = NvmList::new(Arc::clone(self), obj, list, word, (u64::MAX, 0), u64::MAX);
+        l.reserve = Some(reserve);
+        Ok(l)
     }
 
     /// Maps the persistent skip list of `obj` back (checking every node, rebuilding the
@@ -278,20 +276,26 @@ impl NvmTier {
             offset: obj.offset,
             detail: format!("NVM memtable {}: {e}", obj.id),
         })?;
-        let mut lo = u64::MAX;
-        let mut hi = 0;
-        let mut physical_hi = 0;
-        for (k, _) in list.iter() {
-            let seq = ikey::trailer(k) >> 8;
-            physical_hi = physical_hi.max(seq);
-            if seq <= committed {
-                lo = lo.min(seq);
-                hi = hi.max(seq);
-            }
-        }
-        let l = NvmList::new(Arc::clone(self), obj, list, word, (lo, hi), committed);
-        l.physical_max_seq.store(physical_hi, Ordering::Relaxed);
+        // No pass over the entries: the commit word is the largest visible sequence number,
+        // the reserve word bounds every sequence number physically present.
+        let reserved = self.reserve_word(&obj, start)?.load().max(committed);
+        let range = if list.is_empty() {
+            (u64::MAX, 0)
+        } else {
+            (0, committed)
+        };
+        let mut l = NvmList::new(Arc::clone(self), obj, list, word, range, committed);
+        l.physical_max_seq.store(reserved, Ordering::Relaxed);
+        l.reserve = Some(self.reserve_word(&obj, start)?);
         Ok(l)
+    }
+
+    fn reserve_word(&self, obj: &NvmObject, start: usize) -> Result<PersistentWord> {
+        PersistentWord::new(self.media(), start + 8).ok_or_else(|| Error::Corruption {
+            file: Some(self.dir.join(POOL_FILE)),
+            offset: obj.offset,
+            detail: format!("NVM object {} is not 8-byte aligned", obj.id),
+        })
     }
 
     fn commit_word(&self, obj: &NvmObject, start: usize) -> Result<PersistentWord> {
@@ -383,6 +387,9 @@ pub struct NvmList {
     obj: NvmObject,
     list: Arc<SkipList<IkeyCmp>>,
     commit: PersistentWord,
+    /// The reserve word: published before a group is inserted, it bounds the sequence
+    /// numbers physically present (so recovery needs no pass over the entries).
+    reserve: Option<PersistentWord>,
     min_seq: AtomicU64,
     max_seq: AtomicU64,
     /// The largest sequence number physically present (visible or not).
@@ -409,6 +416,7 @@ impl NvmList {
             obj,
             list: Arc::new(list),
             commit,
+            reserve: None,
             min_seq: AtomicU64::new(lo),
             max_seq: AtomicU64::new(hi),
             physical_max_seq: AtomicU64::new(hi),
@@ -422,6 +430,20 @@ impl NvmList {
     #[must_use]
     pub fn physical_max_seq(&self) -> SeqNo {
         self.physical_max_seq.load(Ordering::Relaxed)
+    }
+
+    /// Announces that entries up to sequence number `seq` are about to be inserted (durable
+    /// on `Ok`; call before inserting them).
+    ///
+    /// # Errors
+    /// `Io` from persisting the reserve word.
+    pub fn reserve(&self, seq: SeqNo) -> Result<()> {
+        if let Some(w) = &self.reserve
+            && w.load() < seq
+        {
+            w.publish(seq)?;
+        }
+        Ok(())
     }
 
     /// Publishes `seq` as the last sequence number whose group is wholly in the list

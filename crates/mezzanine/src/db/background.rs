@@ -185,6 +185,7 @@ impl DbInner {
         let Some(list) = recv.nvm_list() else {
             return Ok(false);
         };
+        list.reserve(imm.max_seq())?;
         let mut it = imm.iter();
         it.seek_to_first();
         let mut bytes = 0u64;
