@@ -44,21 +44,19 @@ pub mod arena;
 pub mod media;
 pub mod nvmlog;
 pub mod pool;
-pub mod word;
 pub mod region;
 pub mod sim;
 pub mod skiplist;
+pub mod word;
 
-pub use arena::{Arena, ArenaError, ArenaOptions};
 pub use alloc::{Extent, FreeList};
+pub use arena::{Arena, ArenaError, ArenaOptions};
 pub use media::Media;
 pub use nvmlog::{Appended, NvmLogReader, NvmLogWriter};
 pub use pool::Pool;
-pub use word::PersistentWord;
-pub use region::{
-    Emulation, FlushInstruction, PersistMode, Region, RegionOptions, RegionStats,
-};
+pub use region::{Emulation, FlushInstruction, PersistMode, Region, RegionOptions, RegionStats};
 pub use sim::{KeepLines, PowerCut, SimNvm};
 pub use skiplist::{
     Bytewise, Comparator, Cursor, InsertError, Iter, RecoverError, RecoveryReport, SkipList,
 };
+pub use word::PersistentWord;

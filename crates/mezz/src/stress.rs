@@ -90,11 +90,17 @@ pub fn run(args: StressArgs) -> i32 {
     }
     let mut args = args;
     // A preset with an NVM tier gets one next to the database unless told otherwise.
-    if !args.opts.iter().any(|o| o.trim_start().starts_with("nvm_dir="))
+    if !args
+        .opts
+        .iter()
+        .any(|o| o.trim_start().starts_with("nvm_dir="))
         && stress_options(&args.preset, &args.opts).is_err()
     {
         let mut with_nvm = args.opts.clone();
-        with_nvm.push(format!("nvm_dir={}", args.db.with_extension("nvm").display()));
+        with_nvm.push(format!(
+            "nvm_dir={}",
+            args.db.with_extension("nvm").display()
+        ));
         if stress_options(&args.preset, &with_nvm).is_ok() {
             args.opts = with_nvm;
         }

@@ -64,7 +64,10 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
 fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    for (seed, extra) in [("21", "nvm_memtable=mutable"), ("22", "nvm_memtable=immutable")] {
+    for (seed, extra) in [
+        ("21", "nvm_memtable=mutable"),
+        ("22", "nvm_memtable=immutable"),
+    ] {
         let out = mezz_stress(
             &db,
             &[
