@@ -28,7 +28,7 @@ case "$mode" in
     export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/rocksdb-release}"
     export ROCKSDB_COMPILE=1
     # bindgen must read the headers of the bundled source, not the system's.
-    manifest=$(cargo metadata --format-version 1 \
+    manifest=$(cargo metadata --format-version 1 --all-features \
       | grep -o '"manifest_path":"[^"]*librocksdb-sys-[^"]*/Cargo.toml"' | head -n 1 \
       | sed 's/^"manifest_path":"//; s/"$//')
     if [ -z "$manifest" ]; then

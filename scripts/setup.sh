@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing Mezzanine needs on a fresh Debian machine.
-# The default build is pure Rust: it needs only a stable Rust toolchain (cargo) and a C linker.
+# The default build is pure Rust: it needs only a stable Rust toolchain (cargo), a C linker,
+# and a font for the benchmark plots.
 # Comparator engines (RocksDB, LevelDB) are optional cargo features; pass --comparators to
 # install their Debian packages too: the RocksDB and LevelDB libraries and headers, libclang
 # (the rocksdb crate generates its binding with bindgen) and g++ (for the bundled RocksDB
@@ -9,6 +10,9 @@ set -euo pipefail
 
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
+# `mezz bench --plot` draws its text with this font; bench/summarize.py needs python3.
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_apt+=(fonts-dejavu-core)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 if [ "${1:-}" = "--comparators" ]; then
   for p in librocksdb-dev libleveldb-dev libclang-dev g++; do
     dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")

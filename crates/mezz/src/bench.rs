@@ -93,6 +93,9 @@ struct BenchArgs {
     /// Never show a progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Print the engines compiled into this binary (comma-separated) and exit.
+    #[arg(long)]
+    list_engines: bool,
     /// Comma-separated engines, run one after another on fresh directories: mezzanine,
     /// mezzanine:PRESET (e.g. mezzanine:novelsm), rocksdb, rocksdb-l0-nvm, leveldb,
     /// leveldb-nvm, fjall (comparators need their cargo feature).
@@ -250,6 +253,10 @@ impl BenchArgs {
 /// Runs `mezz bench`.
 pub fn run(args: &Args) -> Result<()> {
     let a: &BenchArgs = &args.inner;
+    if a.list_engines {
+        println!("{}", mezz_bench::engines::compiled_in().join(","));
+        return Ok(());
+    }
     if let (Some(file), Some(dir)) = (&a.replot, &a.plot) {
         let text = std::fs::read_to_string(file)
             .map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;

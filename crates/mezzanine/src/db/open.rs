@@ -210,7 +210,10 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     // The NVM tier: its free space is whatever the recovered version does not list.
     let live: Vec<NvmObject> = version.nvm_objects.values().copied().collect();
-    let nvm = if opts.has_nvm() {
+    // The tier is opened when something lives or will live there (an `nvm_dir` that no
+    // option uses costs nothing).
+    let uses_nvm = opts.wal_on_nvm || opts.nvm_memtable != NvmMemtable::Off || !live.is_empty();
+    let nvm = if opts.has_nvm() && uses_nvm {
         Some(NvmTier::open(&opts, db_id, &live, !exists)?)
     } else if !live.is_empty() {
         return Err(Error::InvalidArgument(format!(
