@@ -112,6 +112,8 @@ struct BenchArgs {
     bloom_bits: Option<u32>,
     /// Emulated NVM directory (e.g. under /dev/shm) for engines with an NVM tier or "-nvm"
     /// variants; each engine and sweep point gets a fresh subdirectory when several run.
+    /// Default: a temporary directory on /dev/shm (else the system's temporary directory),
+    /// removed at the end.
     #[arg(long)]
     nvm_dir: Option<PathBuf>,
     /// Run the benchmarks once per value size (comma-separated, e.g. 64,256,1024,4096),
@@ -251,7 +253,25 @@ impl BenchArgs {
 }
 
 /// Runs `mezz bench`.
-pub fn run(args: &Args) -> Result<()> {
+pub fn run(args: &mut Args) -> Result<()> {
+    // Without --nvm-dir, engines with an NVM tier get a temporary one on /dev/shm (memory
+    // emulating NVM) where it exists, removed at the end.
+    let _nvm_temp = if args.inner.nvm_dir.is_none() && !args.inner.list_engines {
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let t = tempfile::Builder::new()
+            .prefix("mezz-nvm-")
+            .tempdir_in(&base)
+            .map_err(|e| CliError::Failed(format!("{}: {e}", base.display())))?;
+        args.inner.nvm_dir = Some(t.path().to_path_buf());
+        Some(t)
+    } else {
+        None
+    };
     let a: &BenchArgs = &args.inner;
     if a.list_engines {
         println!("{}", mezz_bench::engines::compiled_in().join(","));

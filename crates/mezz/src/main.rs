@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         Command::Scan(a) => scan::run(&a),
         Command::Stats(a) => stats::run(&a),
         Command::Check(a) => check::run(&a),
-        Command::Bench(a) => bench::run(&a),
+        Command::Bench(mut a) => bench::run(&mut a),
         Command::Stress(a) => return ExitCode::from(u8::try_from(stress::run(a)).unwrap_or(2)),
     };
     match result {
