@@ -45,6 +45,12 @@ def main(paths):
             base = ref.get((r["benchmark"], r.get("point")))
             ratio = f"{r['ops_per_sec'] / base:.2f}x" if base else "-"
             bench = r["benchmark"]
+            if bench == "reopen":
+                print(
+                    f"| {workload} | reopen (recovery) | {r['engine']} | "
+                    f"{r['elapsed_secs'] * 1e3:,.1f} ms | - | - | - | - |"
+                )
+                continue
             if r.get("point"):
                 bench += f" @ {r['point']}"
             print(
