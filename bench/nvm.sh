@@ -9,14 +9,18 @@
 #   - synchronous writes: SSD WAL against the WAL on NVM.
 # Results (JSON lines) go to bench/results/<date>/nvm-<configuration>.jsonl; a table is
 # printed at the end (bench/summarize.py).
-#   bench/nvm.sh [NUM]      (default 2000000 keys)
+#   bench/nvm.sh [NUM]      (default 2000000 keys; MEZZ_BIN=path uses that mezz binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 num="${1:-2000000}"
 out="bench/results/$(date -u +%Y-%m-%d)"
 mkdir -p "$out"
-cargo build --release -p mezz
-bin=target/release/mezz
+if [ -n "${MEZZ_BIN:-}" ]; then
+  bin="$MEZZ_BIN"
+else
+  cargo build --release -p mezz
+  bin=target/release/mezz
+fi
 nvm=/dev/shm/mezz-nvm-bench
 rm -rf "$nvm"
 mkdir -p "$nvm"
