@@ -27,6 +27,9 @@ case "$mode" in
     features="rocksdb-release,leveldb,fjall"
     export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/rocksdb-release}"
     export ROCKSDB_COMPILE=1
+    # librocksdb-sys enables SSE 4.2 (hardware CRC32C), AVX2, PCLMUL... only when the Rust
+    # target has them: without this the bundled RocksDB is a generic x86-64 build.
+    export RUSTFLAGS="${RUSTFLAGS:--C target-cpu=native}"
     # bindgen must read the headers of the bundled source, not the system's.
     manifest=$(cargo metadata --format-version 1 --all-features \
       | grep -o '"manifest_path":"[^"]*librocksdb-sys-[^"]*/Cargo.toml"' | head -n 1 \
