@@ -47,6 +47,11 @@ pub fn build_options(preset: Option<&str>, overrides: &[(String, String)]) -> Re
         }
         o.set(k, v).map_err(invalid)?;
     }
+    // `crashsim` in a benchmark: the simulated NVM lives in this process (it measures the
+    // simulator's cost; nothing survives the process).
+    if o.nvm_persistence == mezzanine::options::PersistMode::CrashSim && o.nvm_sim.is_none() {
+        o.nvm_sim = Some(mezzanine::options::SimNvm::new());
+    }
     o.validate().map_err(invalid)?;
     Ok(o)
 }
@@ -144,7 +149,9 @@ impl EngineFactory for MezzFactory {
         // The NVM pool belongs to the database: a new one could not reuse it.
         if let Some(nvm) = &self.options.nvm_dir {
             let pool = nvm.join(mezzanine::nvm::POOL_FILE);
-            if pool.exists() {
+            if let Some(sim) = &self.options.nvm_sim {
+                sim.remove(&pool);
+            } else if pool.exists() {
                 std::fs::remove_file(&pool).map_err(|e| BenchError::io(&pool, e))?;
             }
         }

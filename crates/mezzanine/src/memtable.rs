@@ -172,6 +172,33 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Frees DRAM memtables on a background thread. A full memtable holds hundreds of
+/// thousands of separately allocated entries, and freeing them takes 100-200 ms; whichever
+/// thread drops the last reference would pay it, often a reader or writer that happened to
+/// hold the last super version naming a flushed memtable. Dropping hands the map to this
+/// thread instead (falling back to freeing in place if it cannot be started).
+fn reclaim_later(map: SkipMap<MemKey, ()>) {
+    static RECLAIMER: std::sync::OnceLock<Option<crossbeam_channel::Sender<SkipMap<MemKey, ()>>>> =
+        std::sync::OnceLock::new();
+    let tx = RECLAIMER.get_or_init(|| {
+        let (tx, rx) = crossbeam_channel::unbounded::<SkipMap<MemKey, ()>>();
+        std::thread::Builder::new()
+            .name("mezz-reclaim".into())
+            .spawn(move || {
+                while let Ok(map) = rx.recv() {
+                    drop(map);
+                }
+            })
+            .ok()
+            .map(|_| tx)
+    });
+    if let Some(tx) = tx
+        && let Err(crossbeam_channel::SendError(map)) = tx.send(map)
+    {
+        drop(map);
+    }
+}
+
 /// Where a memtable's entries live. (The DRAM variant is larger, but there is one per
 /// memtable: boxing it would add an indirection to every insert for nothing.)
 #[derive(Debug)]
@@ -221,6 +248,8 @@ impl MemTable {
     }
 
     /// The NVM skip list, for an NVM memtable.
+    ///
+    /// (See also the `Drop` impl: DRAM entries are freed on a background thread.)
     pub(crate) fn nvm_list(&self) -> Option<&NvmList> {
         match &self.store {
             Store::Nvm(l) => Some(l),
@@ -394,6 +423,16 @@ impl MemTable {
     #[must_use]
     pub fn min_seq(&self) -> SeqNo {
         self.min_seq.load(AtomicOrdering::Relaxed)
+    }
+}
+
+impl Drop for MemTable {
+    fn drop(&mut self) {
+        if let Store::Dram(map) = &mut self.store
+            && !map.is_empty()
+        {
+            reclaim_later(std::mem::take(map));
+        }
     }
 }
 
