@@ -461,10 +461,10 @@ impl DbInner {
             self.log_and_apply(edit, None, &[])?;
             return Ok(Some(w));
         }
-        let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?;
-        self.fs
-            .sync_dir(&self.path)
-            .map_err(|e| Error::from(e).in_file(&self.path))?;
+        // The directory entry becomes durable with the WAL's first sync (a `sync` write, or
+        // the sync of the closed WAL by its flush): off the switch, which holds every writer.
+        let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?
+            .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
         Ok(Some(w))
     }
 
