@@ -446,6 +446,15 @@ impl NvmList {
         Ok(())
     }
 
+    /// Hides entries above the current commit word from readers until the next commit: a
+    /// merge into the receiver inserts while readers iterate it, and they must neither see
+    /// half a merge nor meet entries appearing under a positioned iterator (the entries stay
+    /// readable in the DRAM memtable being merged).
+    pub fn begin_merge(&self) {
+        self.visible_max
+            .store(self.commit.load(), Ordering::Release);
+    }
+
     /// Publishes `seq` as the last sequence number whose group is wholly in the list
     /// (durable on `Ok`).
     ///

@@ -186,6 +186,7 @@ impl DbInner {
             return Ok(false);
         };
         list.reserve(imm.max_seq())?;
+        list.begin_merge();
         let mut it = imm.iter();
         it.seek_to_first();
         let mut bytes = 0u64;
