@@ -235,9 +235,9 @@ impl NvmTier {
     /// `Io` when persisting the list header fails.
     pub fn create_list(self: &Arc<Self>, obj: NvmObject) -> Result<NvmList> {
         let (start, len) = self.extent_range(&obj)?;
-        let word = self.commit_word(&obj, start)?;
+        let word = self.prefix_word(&obj, start, 0)?;
         word.publish(0)?;
-        let reserve = self.reserve_word(&obj, start)?;
+        let reserve = self.prefix_word(&obj, start, 8)?;
         reserve.publish(0)?;
         let arena = Arena::on_media(
             self.media(),
@@ -259,7 +259,7 @@ impl NvmTier {
     pub fn recover_list(self: &Arc<Self>, obj: NvmObject) -> Result<NvmList> {
         let (start, len) = self.extent_range(&obj)?;
         let path = self.dir.join(POOL_FILE);
-        let word = self.commit_word(&obj, start)?;
+        let word = self.prefix_word(&obj, start, 0)?;
         let committed = word.load();
         let arena = Arena::recover_on_media(
             self.media(),
@@ -278,7 +278,8 @@ impl NvmTier {
         })?;
         // No pass over the entries: the commit word is the largest visible sequence number,
         // the reserve word bounds every sequence number physically present.
-        let reserved = self.reserve_word(&obj, start)?.load().max(committed);
+        let reserve = self.prefix_word(&obj, start, 8)?;
+        let reserved = reserve.load().max(committed);
         let range = if list.is_empty() {
             (u64::MAX, 0)
         } else {
@@ -286,20 +287,14 @@ impl NvmTier {
         };
         let mut l = NvmList::new(Arc::clone(self), obj, list, word, range, committed);
         l.physical_max_seq.store(reserved, Ordering::Relaxed);
-        l.reserve = Some(self.reserve_word(&obj, start)?);
+        l.reserve = Some(reserve);
         Ok(l)
     }
 
-    fn reserve_word(&self, obj: &NvmObject, start: usize) -> Result<PersistentWord> {
-        PersistentWord::new(self.media(), start + 8).ok_or_else(|| Error::Corruption {
-            file: Some(self.dir.join(POOL_FILE)),
-            offset: obj.offset,
-            detail: format!("NVM object {} is not 8-byte aligned", obj.id),
-        })
-    }
-
-    fn commit_word(&self, obj: &NvmObject, start: usize) -> Result<PersistentWord> {
-        PersistentWord::new(self.media(), start).ok_or_else(|| Error::Corruption {
+    /// The commit word (`at` = 0) or the reserve word (`at` = 8) of the NVM memtable whose
+    /// extent starts at `start`.
+    fn prefix_word(&self, obj: &NvmObject, start: usize, at: usize) -> Result<PersistentWord> {
+        PersistentWord::new(self.media(), start + at).ok_or_else(|| Error::Corruption {
             file: Some(self.dir.join(POOL_FILE)),
             offset: obj.offset,
             detail: format!("NVM object {} is not 8-byte aligned", obj.id),

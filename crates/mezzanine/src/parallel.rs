@@ -57,13 +57,19 @@ impl ReadPool {
         self.size
     }
 
-    /// Queues `job`; returns false when the pool is shut down (the caller then runs the
-    /// work itself).
+    /// Queues `job`; returns false when the pool is shut down, in which case the job has
+    /// run on the caller's thread instead.
     pub fn submit(&self, job: impl FnOnce() + Send + 'static) -> bool {
-        match self.tx.lock().as_ref() {
-            Some(tx) => tx.send(Box::new(job)).is_ok(),
-            None => false,
-        }
+        let job: Job = Box::new(job);
+        let unsent = match self.tx.lock().as_ref() {
+            Some(tx) => match tx.send(job) {
+                Ok(()) => return true,
+                Err(crossbeam_channel::SendError(job)) => job,
+            },
+            None => job,
+        };
+        unsent();
+        false
     }
 
     /// Closes the queue and joins the threads (after the jobs already queued).

@@ -118,8 +118,28 @@ impl DbInner {
         {
             return Ok(());
         }
+        self.write_l0(imm, start, Some(imm.id()), &mut |_| {})?;
+        if self.opts.use_wal {
+            let _ = self
+                .fs
+                .remove_file(&filename::wal_file(&self.path, imm.id()));
+        }
+        Ok(())
+    }
+
+    /// Writes memtable `m` to one L0 table and installs it with one manifest edit, which
+    /// also releases `m`'s NVM object (if it has one) and, with `flushed`, moves the log
+    /// number (see [`DbInner::log_and_apply`]); `on_install` adjusts the state under the
+    /// same lock. Then counts the flush and deletes what became obsolete.
+    fn write_l0(
+        &self,
+        m: &Arc<MemTable>,
+        start: Instant,
+        flushed: Option<u64>,
+        on_install: &mut dyn FnMut(&mut super::State),
+    ) -> Result<()> {
         let id = self.new_file_number();
-        let mut iter = imm.iter();
+        let mut iter = m.iter();
         let written = write_table(self.fs.as_ref(), &self.path, &self.opts, id, iter.as_mut())?;
         iter.status()?;
         drop(iter);
@@ -128,17 +148,12 @@ impl DbInner {
             self.sync_dir()?;
             edit.new_tables.push((0, w.meta.clone()));
         }
-        if imm.is_nvm() {
-            edit.deleted_nvm_objects.push(imm.id());
+        if m.is_nvm() {
+            edit.deleted_nvm_objects.push(m.id());
         }
-        self.log_and_apply(edit, Some(imm.id()), &[])?;
-        if let Some(l) = imm.nvm_list() {
+        self.log_and_apply_ext(edit, flushed, &[], on_install)?;
+        if let Some(l) = m.nvm_list() {
             l.mark_obsolete();
-        }
-        if self.opts.use_wal {
-            let _ = self
-                .fs
-                .remove_file(&filename::wal_file(&self.path, imm.id()));
         }
         let s = &self.stats;
         let bytes = written.as_ref().map_or(0, |w| w.meta.size);
@@ -216,37 +231,10 @@ impl DbInner {
     /// Writes the oldest full NVM memtable (`nvm_memtable = immutable`) to an L0 table and
     /// releases its extent.
     fn flush_sealed_nvm(&self, m: &Arc<MemTable>) -> Result<()> {
-        let start = Instant::now();
-        let id = self.new_file_number();
-        let mut iter = m.iter();
-        let written = write_table(self.fs.as_ref(), &self.path, &self.opts, id, iter.as_mut())?;
-        iter.status()?;
-        drop(iter);
-        let mut edit = VersionEdit::default();
-        if let Some(w) = &written {
-            self.sync_dir()?;
-            edit.new_tables.push((0, w.meta.clone()));
-        }
-        edit.deleted_nvm_objects.push(m.id());
         let mid = m.id();
-        self.log_and_apply_ext(edit, None, &[], &mut |st| {
+        self.write_l0(m, Instant::now(), None, &mut |st| {
             st.nvm_sealed.retain(|x| x.id() != mid);
-        })?;
-        if let Some(l) = m.nvm_list() {
-            l.mark_obsolete();
-        }
-        let s = &self.stats;
-        let bytes = written.as_ref().map_or(0, |w| w.meta.size);
-        StatsCollector::add(&s.flushes, 1);
-        StatsCollector::add(&s.flush_bytes_written, bytes);
-        StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
-        if let Some(w) = &written {
-            StatsCollector::add(&s.encode_bytes, w.data_bytes);
-            StatsCollector::add(&s.encode_micros, w.encode_nanos / 1000);
-        }
-        s.record_level_io(0, 0, bytes);
-        self.purge_obsolete();
-        Ok(())
+        })
     }
 
     /// Executes a compaction plan (trivial move or merge) and installs its result.

@@ -417,37 +417,21 @@ impl DbInner {
                 Arc::clone(v),
             );
             let (job_key, job_cancel) = (key.to_vec(), Arc::clone(&cancel));
-            let levels2 = levels.clone();
-            let job = move || {
+            // Run here if the pool is shut down: the answer arrives on `rx` either way.
+            pool.submit(move || {
                 let r = levels_get(
                     &cache,
                     &path,
                     &version,
-                    levels2,
+                    levels,
                     seq,
                     &topts,
                     &job_key,
                     Some(&job_cancel),
                 );
                 let _ = tx.send(r);
-            };
-            if pool.submit(job) {
-                pending.push(rx);
-            } else {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                let r = levels_get(
-                    &self.table_cache,
-                    &self.path,
-                    v,
-                    levels,
-                    seq,
-                    &topts,
-                    key,
-                    None,
-                );
-                let _ = tx.send(r);
-                pending.push(rx);
-            }
+            });
+            pending.push(rx);
         }
         if let Some(r) = Self::memtables_get(sv, key, seq) {
             cancel.store(true, Ordering::Relaxed);

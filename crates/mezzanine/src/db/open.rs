@@ -68,6 +68,30 @@ impl WalSource {
     }
 }
 
+/// Creates WAL `number` during open: in NVM with `wal_on_nvm` (its object goes into `edit`,
+/// which the new manifest records), else a file.
+fn create_wal(
+    fs: &Arc<dyn mezz_env::FileSystem>,
+    dir: &Path,
+    opts: &Options,
+    nvm: Option<&Arc<NvmTier>>,
+    number: u64,
+    edit: &mut VersionEdit,
+) -> Result<WalWriter> {
+    match (opts.wal_on_nvm, nvm) {
+        (true, Some(tier)) => {
+            let obj = tier.alloc(
+                number,
+                NvmObjectKind::Wal,
+                super::write::nvm_wal_bytes(opts),
+            )?;
+            edit.new_nvm_objects.push(obj);
+            WalWriter::create_nvm(tier, obj)
+        }
+        _ => WalWriter::create(fs.as_ref(), dir, number),
+    }
+}
+
 /// Rewrites the entries of `m` (replayed from a torn WAL) into a new WAL `number` and a new
 /// memtable fed by it; returns both. Entries are logged in sequence order, consecutive
 /// sequence numbers in one batch.
@@ -80,18 +104,7 @@ fn relog_memtable(
     number: u64,
     edit: &mut VersionEdit,
 ) -> Result<(WalWriter, Arc<MemTable>)> {
-    let mut w = match (opts.wal_on_nvm, nvm) {
-        (true, Some(tier)) => {
-            let obj = tier.alloc(
-                number,
-                NvmObjectKind::Wal,
-                super::write::nvm_wal_bytes(opts),
-            )?;
-            edit.new_nvm_objects.push(obj);
-            WalWriter::create_nvm(tier, obj)?
-        }
-        _ => WalWriter::create(fs.as_ref(), dir, number)?,
-    };
+    let mut w = create_wal(fs, dir, opts, nvm, number, edit)?;
     let mut entries: Vec<(SeqNo, Vec<u8>, Vec<u8>)> = Vec::with_capacity(m.len());
     let mut it = m.iter();
     it.seek_to_first();
@@ -416,18 +429,17 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     // The new WAL, then a new manifest naming the oldest WAL still needed.
     let wal_number = alloc();
-    let wal = if !opts.use_wal {
-        None
-    } else if let (true, Some(tier)) = (opts.wal_on_nvm, &nvm) {
-        let obj = tier.alloc(
+    let wal = if opts.use_wal {
+        Some(create_wal(
+            &fs,
+            &dir,
+            &opts,
+            nvm.as_ref(),
             wal_number,
-            NvmObjectKind::Wal,
-            super::write::nvm_wal_bytes(&opts),
-        )?;
-        edit.new_nvm_objects.push(obj);
-        Some(WalWriter::create_nvm(tier, obj)?)
+            &mut edit,
+        )?)
     } else {
-        Some(WalWriter::create(fs.as_ref(), &dir, wal_number)?)
+        None
     };
     let log_number = kept_wals
         .iter()

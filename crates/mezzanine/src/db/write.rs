@@ -445,20 +445,7 @@ impl DbInner {
             && let Some(tier) = &self.nvm
         {
             let obj = tier.alloc(number, NvmObjectKind::Wal, nvm_wal_bytes(&self.opts))?;
-            let w = match WalWriter::create_nvm(tier, obj) {
-                Ok(w) => w,
-                Err(e) => {
-                    tier.free(&obj);
-                    return Err(e);
-                }
-            };
-            let edit = VersionEdit {
-                new_nvm_objects: vec![obj],
-                ..VersionEdit::default()
-            };
-            // If the manifest write fails the extent stays allocated until the next open
-            // (which derives free space from the manifest): nothing leaks for good.
-            self.log_and_apply(edit, None, &[])?;
+            let w = self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?;
             return Ok(Some(w));
         }
         // The directory entry becomes durable with the WAL's first sync (a `sync` write, or
@@ -466,6 +453,31 @@ impl DbInner {
         let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?
             .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
         Ok(Some(w))
+    }
+
+    /// Initialises the freshly allocated `obj` with `init` (returning its extent to the pool
+    /// if that fails), then records it in the manifest. If the manifest write fails, the
+    /// extent stays allocated until the next open, which derives free space from the
+    /// manifest: nothing leaks for good.
+    fn start_nvm_object<T>(
+        &self,
+        tier: &crate::nvm::NvmTier,
+        obj: crate::version::NvmObject,
+        init: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let made = match init() {
+            Ok(m) => m,
+            Err(e) => {
+                tier.free(&obj);
+                return Err(e);
+            }
+        };
+        let edit = VersionEdit {
+            new_nvm_objects: vec![obj],
+            ..VersionEdit::default()
+        };
+        self.log_and_apply(edit, None, &[])?;
+        Ok(made)
     }
 
     /// A new, empty NVM memtable numbered `number`, recorded in the manifest; `None` when
@@ -478,18 +490,7 @@ impl DbInner {
         let Ok(obj) = tier.alloc(number, NvmObjectKind::Memtable, len) else {
             return Ok(None);
         };
-        let list = match tier.create_list(obj) {
-            Ok(l) => l,
-            Err(e) => {
-                tier.free(&obj);
-                return Err(e);
-            }
-        };
-        let edit = VersionEdit {
-            new_nvm_objects: vec![obj],
-            ..VersionEdit::default()
-        };
-        self.log_and_apply(edit, None, &[])?;
+        let list = self.start_nvm_object(tier, obj, || tier.create_list(obj))?;
         Ok(Some(MemTable::nvm(number, list)))
     }
 
