@@ -462,17 +462,7 @@ impl<C: Comparator> SkipList<C> {
         let list_height = self.raise_height(height);
 
         // Find the neighbours of `key` at every level, from the top.
-        let mut prev = [self.head; MAX_HEIGHT];
-        let mut next = [NIL; MAX_HEIGHT];
-        let mut before = self.head;
-        let mut stop = NIL;
-        for level in (0..list_height).rev() {
-            let (p, n) = self.find_splice(key, level, before, stop);
-            stop = n;
-            prev[level] = p;
-            next[level] = n;
-            before = p;
-        }
+        let (mut prev, mut next) = self.find_splices(key, 0, list_height);
         if next[0] != NIL && self.cmp.compare(key, self.key(next[0])) == Ordering::Equal {
             return Err(InsertError::Duplicate);
         }
@@ -708,21 +698,34 @@ impl<C: Comparator> SkipList<C> {
         (before, n)
     }
 
-    /// Links `node` (already linked at level 0, `height` links) at levels `1..height`.
-    fn link_upper(&self, node: u32, height: usize) {
-        let key = self.key(node);
-        let list_height = self.raise_height(height);
+    /// The neighbours (`prev[level] < key <= next[level]`) of `key` at levels
+    /// `lowest..list_height`, found from the top down; the other slots hold the head / NIL.
+    #[inline]
+    fn find_splices(
+        &self,
+        key: &[u8],
+        lowest: usize,
+        list_height: usize,
+    ) -> ([u32; MAX_HEIGHT], [u32; MAX_HEIGHT]) {
         let mut prev = [self.head; MAX_HEIGHT];
         let mut next = [NIL; MAX_HEIGHT];
         let mut before = self.head;
         let mut stop = NIL;
-        for level in (1..list_height).rev() {
+        for level in (lowest..list_height).rev() {
             let (p, n) = self.find_splice(key, level, before, stop);
             stop = n;
             prev[level] = p;
             next[level] = n;
             before = p;
         }
+        (prev, next)
+    }
+
+    /// Links `node` (already linked at level 0, `height` links) at levels `1..height`.
+    fn link_upper(&self, node: u32, height: usize) {
+        let key = self.key(node);
+        let list_height = self.raise_height(height);
+        let (mut prev, mut next) = self.find_splices(key, 1, list_height);
         for level in 1..height {
             loop {
                 self.link(node, level)
