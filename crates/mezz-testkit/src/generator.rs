@@ -95,12 +95,15 @@ pub struct OpMix {
     pub iter_open: u32,
     pub iter_step: u32,
     pub iter_close: u32,
+    /// Runs of due background work (`Op::Background`).
+    pub background: u32,
 }
 
 impl Default for OpMix {
     /// Write-heavy with frequent reads: per 1,000 ops about 300 puts, 80 deletes, 60
     /// batches, 200 gets, 70 scans, 80 walks, 20/50/20 snapshot take/read/release, 10
-    /// flushes, 5 range compactions, 5 reopens and 10/40/8 held-iterator open/step/close.
+    /// flushes, 5 range compactions, 5 reopens, 10/40/8 held-iterator open/step/close and 40
+    /// runs of background work.
     fn default() -> Self {
         Self {
             put: 300,
@@ -118,6 +121,7 @@ impl Default for OpMix {
             iter_open: 10,
             iter_step: 40,
             iter_close: 8,
+            background: 40,
         }
     }
 }
@@ -142,10 +146,11 @@ impl OpMix {
             iter_open: 0,
             iter_step: 0,
             iter_close: 0,
+            background: 5,
         }
     }
 
-    fn weights(&self) -> [u32; 15] {
+    fn weights(&self) -> [u32; 16] {
         [
             self.put,
             self.delete,
@@ -162,6 +167,7 @@ impl OpMix {
             self.iter_open,
             self.iter_step,
             self.iter_close,
+            self.background,
         ]
     }
 }
@@ -398,8 +404,11 @@ impl OpGenerator {
                 iter: self.rng.random_range(0..64),
                 steps: self.steps(),
             },
-            _ => Op::IterClose {
+            14 => Op::IterClose {
                 iter: self.rng.random_range(0..64),
+            },
+            _ => Op::Background {
+                jobs: self.rng.random_range(1..=4),
             },
         }
     }

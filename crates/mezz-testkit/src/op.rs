@@ -157,6 +157,14 @@ pub enum Op {
         /// Which held iterator.
         iter: usize,
     },
+    /// `Db::run_background_work(jobs)`: runs up to `jobs` due flushes and compactions on
+    /// the test thread. Under `manual_background` these (and the writers that would wait
+    /// for background work) are the only points where background work happens, so the
+    /// seed decides every interleaving.
+    Background {
+        /// Jobs to run at most.
+        jobs: usize,
+    },
 }
 
 impl Op {
@@ -414,6 +422,7 @@ pub fn op_to_rust(op: &Op) -> String {
             opt_to_rust(end.as_ref())
         ),
         Op::Reopen => "Op::Reopen".to_string(),
+        Op::Background { jobs } => format!("Op::Background {{ jobs: {jobs} }}"),
     }
 }
 

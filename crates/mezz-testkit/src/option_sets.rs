@@ -172,11 +172,19 @@ impl OptionSets {
         Self(v)
     }
 
-    /// [`OptionSets::standard`], narrowed to the names listed (comma-separated, matched as
-    /// substrings) in the environment variable `MEZZ_OPTION_SETS` when it is set.
+    /// [`OptionSets::standard`] in the background modes named by `MEZZ_BACKGROUND`
+    /// (`threads`, `manual` or `both`, the default: see [`OptionSets::both_modes`]),
+    /// narrowed to the names listed (comma-separated, matched as substrings, e.g.
+    /// `novelsm/default+manual`) in the environment variable `MEZZ_OPTION_SETS` when it is
+    /// set.
     #[must_use]
     pub fn from_env() -> Self {
-        let all = Self::standard();
+        let standard = Self::standard();
+        let all = match std::env::var("MEZZ_BACKGROUND").as_deref() {
+            Ok("threads") => standard,
+            Ok("manual") => standard.manual(),
+            _ => standard.both_modes(),
+        };
         match std::env::var("MEZZ_OPTION_SETS") {
             Ok(filter) if !filter.trim().is_empty() => {
                 let pats: Vec<&str> = filter.split(',').map(str::trim).collect();
@@ -195,6 +203,34 @@ impl OptionSets {
     #[must_use]
     pub fn find(&self, name: &str) -> Option<&NamedOptions> {
         self.0.iter().find(|n| n.name == name)
+    }
+
+    /// The same sets with deterministic background work (`manual_background`: no
+    /// background threads; flushes and compactions run at the log's `Op::Background`
+    /// points and inline where a call would wait for them), named `<set>+manual`.
+    #[must_use]
+    pub fn manual(&self) -> Self {
+        Self(
+            self.0
+                .iter()
+                .map(|n| {
+                    let mut o = n.options.clone();
+                    o.manual_background = true;
+                    NamedOptions {
+                        name: format!("{}+manual", n.name),
+                        options: o,
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// These sets with background threads followed by the same sets in manual mode.
+    #[must_use]
+    pub fn both_modes(&self) -> Self {
+        let mut v = self.0.clone();
+        v.extend(self.manual().0);
+        Self(v)
     }
 
     /// Number of sets.
@@ -232,5 +268,20 @@ mod tests {
         }
         tiny_options(Preset::ALL[0]).validate().unwrap();
         assert!(sets.find("leveldb/block-256").is_some());
+        let both = sets.both_modes();
+        assert_eq!(both.len(), 2 * sets.len());
+        assert!(
+            both.find("novelsm/default+manual")
+                .unwrap()
+                .options
+                .manual_background
+        );
+        assert!(
+            !both
+                .find("novelsm/default")
+                .unwrap()
+                .options
+                .manual_background
+        );
     }
 }

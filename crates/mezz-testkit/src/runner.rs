@@ -382,6 +382,12 @@ impl Harness {
                 self.db().flush().map_err(|e| fail(&"Ok", &err(&e)))?;
                 Output::Done
             }
+            Op::Background { jobs } => {
+                self.db()
+                    .run_background_work(*jobs)
+                    .map_err(|e| fail(&"Ok", &err(&e)))?;
+                Output::Done
+            }
             Op::CompactRange { begin, end } => {
                 self.db()
                     .compact_range(begin.as_deref(), end.as_deref())

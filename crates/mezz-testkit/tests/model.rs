@@ -208,13 +208,28 @@ fn failures_are_shrunk_and_printed_as_tests() {
 /// filters, triggers all change between opens).
 #[test]
 fn reopen_under_changing_options() {
-    let sets = OptionSets::standard();
+    reopen_under_changing_options_in(&OptionSets::standard(), false);
+}
+
+/// The same with deterministic background work: every seed replays exactly.
+#[test]
+fn reopen_under_changing_options_manual() {
+    reopen_under_changing_options_in(&OptionSets::standard().manual(), true);
+}
+
+fn reopen_under_changing_options_in(sets: &OptionSets, manual: bool) {
     let mut cfg = GenConfig::default();
     cfg.mix.reopen = 25;
-    for seed in [301, 302] {
+    let seeds: Vec<u64> = match std::env::var("MEZZ_REOPEN_SEEDS") {
+        Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
+        Err(_) => vec![301, 302],
+    };
+    for seed in seeds {
         let ops = mezz_testkit::OpGenerator::new(seed, cfg.clone()).generate(CI_OPS);
         let fs = Arc::new(MemFs::new());
-        let mut h = Harness::open(fs, Path::new("db"), tiny_options(Preset::ALL[0])).unwrap();
+        let mut first = tiny_options(Preset::ALL[0]);
+        first.manual_background = manual;
+        let mut h = Harness::open(fs, Path::new("db"), first).unwrap();
         let mut next = 0;
         for (i, op) in ops.iter().enumerate() {
             if *op == Op::Reopen {

@@ -324,7 +324,10 @@ impl MemTable {
     /// As [`MemTable::add`].
     pub fn insert_batch(&self, batch: &WriteBatch) -> Result<u64> {
         if let Store::Nvm(list) = &self.store {
-            list.reserve(batch.sequence() + (batch.len() as u64).saturating_sub(1))?;
+            list.reserve((
+                batch.sequence(),
+                batch.sequence() + (batch.len() as u64).saturating_sub(1),
+            ))?;
         }
         let mut user_bytes = 0;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {

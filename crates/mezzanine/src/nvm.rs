@@ -239,6 +239,8 @@ impl NvmTier {
         word.publish(0)?;
         let reserve = self.prefix_word(&obj, start, 8)?;
         reserve.publish(0)?;
+        let low = self.prefix_word(&obj, start, 16)?;
+        low.publish(0)?;
         let arena = Arena::on_media(
             self.media(),
             start + LIST_PREFIX,
@@ -248,6 +250,7 @@ impl NvmTier {
         let list = SkipList::new(arena, IkeyCmp).map_err(|e| insert_err(e, &obj))?;
         let mut l = NvmList::new(Arc::clone(self), obj, list, word, (u64::MAX, 0), u64::MAX);
         l.reserve = Some(reserve);
+        l.low = Some(low);
         Ok(l)
     }
 
@@ -280,19 +283,30 @@ impl NvmTier {
         // the reserve word bounds every sequence number physically present.
         let reserve = self.prefix_word(&obj, start, 8)?;
         let reserved = reserve.load().max(committed);
+        let low = self.prefix_word(&obj, start, 16)?;
         let range = if list.is_empty() {
             (u64::MAX, 0)
         } else {
-            (0, committed)
+            let lo = low.load();
+            if lo == 0 || lo > committed {
+                // A pool written before the low word existed: one pass finds it.
+                (
+                    min_visible_seq(&list, committed).unwrap_or(u64::MAX),
+                    committed,
+                )
+            } else {
+                (lo, committed)
+            }
         };
         let mut l = NvmList::new(Arc::clone(self), obj, list, word, range, committed);
         l.physical_max_seq.store(reserved, Ordering::Relaxed);
         l.reserve = Some(reserve);
+        l.low = Some(low);
         Ok(l)
     }
 
-    /// The commit word (`at` = 0) or the reserve word (`at` = 8) of the NVM memtable whose
-    /// extent starts at `start`.
+    /// The commit word (`at` = 0), the reserve word (`at` = 8) or the low word (`at` = 16)
+    /// of the NVM memtable whose extent starts at `start`.
     fn prefix_word(&self, obj: &NvmObject, start: usize, at: usize) -> Result<PersistentWord> {
         PersistentWord::new(self.media(), start + at).ok_or_else(|| Error::Corruption {
             file: Some(self.dir.join(POOL_FILE)),
@@ -359,6 +373,21 @@ fn insert_err(e: InsertError, obj: &NvmObject) -> Error {
     }
 }
 
+/// The smallest sequence number at or below `committed` in `list` (one pass).
+fn min_visible_seq(list: &SkipList<IkeyCmp>, committed: SeqNo) -> Option<SeqNo> {
+    let mut c = Cursor::new(list);
+    c.first();
+    let mut min = None;
+    while c.valid() {
+        let seq = ikey::trailer(c.key()) >> 8;
+        if seq <= committed && min.is_none_or(|m| seq < m) {
+            min = Some(seq);
+        }
+        c.next();
+    }
+    min
+}
+
 /// The order of internal keys (user key ascending, then sequence number descending).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IkeyCmp;
@@ -385,6 +414,9 @@ pub struct NvmList {
     /// The reserve word: published before a group is inserted, it bounds the sequence
     /// numbers physically present (so recovery needs no pass over the entries).
     reserve: Option<PersistentWord>,
+    /// The low word: published before the first group is inserted, the smallest sequence
+    /// number the list holds (so recovery knows the list's range without a pass).
+    low: Option<PersistentWord>,
     min_seq: AtomicU64,
     max_seq: AtomicU64,
     /// The largest sequence number physically present (visible or not).
@@ -412,6 +444,7 @@ impl NvmList {
             list: Arc::new(list),
             commit,
             reserve: None,
+            low: None,
             min_seq: AtomicU64::new(lo),
             max_seq: AtomicU64::new(hi),
             physical_max_seq: AtomicU64::new(hi),
@@ -427,12 +460,17 @@ impl NvmList {
         self.physical_max_seq.load(Ordering::Relaxed)
     }
 
-    /// Announces that entries up to sequence number `seq` are about to be inserted (durable
-    /// on `Ok`; call before inserting them).
+    /// Announces that entries with sequence numbers in `first..=seq` are about to be
+    /// inserted (durable on `Ok`; call before inserting them).
     ///
     /// # Errors
     /// `Io` from persisting the reserve word.
-    pub fn reserve(&self, seq: SeqNo) -> Result<()> {
+    pub fn reserve(&self, (first, seq): (SeqNo, SeqNo)) -> Result<()> {
+        if let Some(w) = &self.low
+            && (w.load() == 0 || w.load() > first)
+        {
+            w.publish(first)?;
+        }
         if let Some(w) = &self.reserve
             && w.load() < seq
         {
@@ -579,9 +617,19 @@ impl NvmList {
     /// A bidirectional iterator over every entry; it keeps the list alive.
     #[must_use]
     pub fn iter(&self) -> Box<dyn InternalIterator> {
+        // The iterator sees what was committed when it was made, and nothing that is
+        // inserted later: a merge into the receiver inserts entries (older than what the
+        // reader may see, so not hidden by its sequence number) while the DRAM memtable
+        // being merged still serves them; entries appearing under a positioned cursor
+        // would break the merging iterator's order when it changes direction. Later
+        // inserts always carry sequence numbers above the commit word.
+        let visible_max = self
+            .visible_max
+            .load(Ordering::Acquire)
+            .min(self.commit.load());
         Box::new(NvmListIter {
             cursor: Cursor::new(Arc::clone(&self.list)),
-            visible_max: self.visible_max.load(Ordering::Acquire),
+            visible_max,
         })
     }
 }

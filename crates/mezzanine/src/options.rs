@@ -253,6 +253,13 @@ pub struct Options {
     /// The simulated NVM for `nvm_persistence = crashsim` (tests). Not written to the
     /// OPTIONS file. Default: none.
     pub nvm_sim: Option<SimNvm>,
+    /// Deterministic background work (tests): no background threads are started. Flushes
+    /// and compactions run only inside [`crate::Db::run_background_work`], or inline in a
+    /// call that would otherwise wait for them (a writer at a stop trigger or without a
+    /// free memtable, `flush`, `compact_range`, `wait_for_background`). A test that
+    /// chooses those points from its seed replays every interleaving exactly. Not written
+    /// to the OPTIONS file. Default: false.
+    pub manual_background: bool,
     /// Keep the WAL in NVM (same record format, persisted per group commit) instead of the
     /// SSD. Needs `nvm_dir`. Default: false.
     pub wal_on_nvm: bool,
@@ -320,6 +327,7 @@ impl Options {
                 nvm_persist_bandwidth: 0,
                 nvm_prefault: true,
                 nvm_sim: None,
+                manual_background: false,
                 wal_on_nvm: false,
                 nvm_memtable: NvmMemtable::Off,
                 nvm_memtable_size: 256 * MIB,
@@ -435,18 +443,62 @@ impl Options {
                     self.nvm_memtable_size
                 ));
             }
-            if (self.nvm_memtable_size as u64) * 2 > self.nvm_capacity {
-                return bad(format!(
-                    "nvm_capacity {} must hold two NVM memtables of {} (one filling, one \
-                     being flushed)",
-                    self.nvm_capacity, self.nvm_memtable_size
-                ));
-            }
             if !self.use_wal {
                 return bad("an NVM memtable needs use_wal=true".into());
             }
         }
+        if self.nvm_dir.is_some() {
+            let need = self.nvm_bytes_needed();
+            if need > self.nvm_capacity {
+                return bad(format!(
+                    "nvm_capacity {} cannot hold what the options keep in NVM: {need} bytes \
+                     (the pool's superblock{}{})",
+                    self.nvm_capacity,
+                    if self.nvm_memtable == NvmMemtable::Off {
+                        String::new()
+                    } else {
+                        format!(
+                            ", two NVM memtables of nvm_memtable_size {} (one filling, one \
+                             being flushed) with their headers",
+                            self.nvm_memtable_size
+                        )
+                    },
+                    if self.wal_on_nvm {
+                        format!(
+                            ", max_write_buffer_number {} WALs sized for write_buffer_size {}",
+                            self.max_write_buffer_number, self.write_buffer_size
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Bytes of one WAL in NVM (`wal_on_nvm`): a memtable's worth of records plus one
+    /// maximal write group and slack.
+    #[must_use]
+    pub fn nvm_wal_bytes(&self) -> u64 {
+        (self.write_buffer_size + self.write_buffer_size / 4 + (1 << 20) + (64 << 10)) as u64
+    }
+
+    /// The least pool size the NVM options need: the superblock, two NVM memtables (one
+    /// filling, one being flushed) and, with `wal_on_nvm`, one WAL per memtable that may
+    /// exist at once; every extent rounded up to the pool's alignment.
+    #[must_use]
+    pub fn nvm_bytes_needed(&self) -> u64 {
+        let align =
+            |n: u64| n.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
+        let mut need = mezz_pmem::pool::SUPERBLOCK_SIZE;
+        if self.nvm_memtable != NvmMemtable::Off {
+            need += 2 * align(self.nvm_memtable_size as u64 + crate::nvm::LIST_PREFIX as u64);
+        }
+        if self.wal_on_nvm {
+            need += self.max_write_buffer_number as u64 * align(self.nvm_wal_bytes());
+        }
+        need
     }
 
     /// The names of every field accepted by [`Options::set`], in OPTIONS-file order.
@@ -550,9 +602,11 @@ impl Options {
             "preset" => {
                 let fs = Arc::clone(&self.fs);
                 let sim = self.nvm_sim.take();
+                let manual = self.manual_background;
                 *self = Options::preset(Preset::parse(v)?);
                 self.fs = fs;
                 self.nvm_sim = sim;
+                self.manual_background = manual;
             }
             "create_if_missing" => self.create_if_missing = parse_bool(name, v)?,
             "error_if_exists" => self.error_if_exists = parse_bool(name, v)?,

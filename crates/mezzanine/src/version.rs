@@ -601,6 +601,56 @@ pub struct SuperVersion {
     pub version: Arc<Version>,
 }
 
+impl SuperVersion {
+    /// The containers a point read consults, in the order it consults them: the active
+    /// memtable, the immutable ones, the NVM ones, then the L0 tables; each with its
+    /// (smallest, largest) sequence number. Empty memtables are left out.
+    fn read_order(&self) -> Vec<(String, SeqNo, SeqNo)> {
+        let mut runs = Vec::new();
+        for m in std::iter::once(&self.mem)
+            .chain(self.imms.iter())
+            .chain(self.nvm.iter())
+        {
+            if !m.is_empty() {
+                let kind = if m.is_nvm() {
+                    "NVM memtable"
+                } else {
+                    "memtable"
+                };
+                runs.push((format!("{kind} {}", m.id()), m.min_seq(), m.max_seq()));
+            }
+        }
+        for t in self.version.tables(0) {
+            runs.push((format!("L0 table {}", t.id), t.smallest_seq, t.largest_seq));
+        }
+        runs
+    }
+
+    /// Checks the rule point reads and iterators rely on: the memtables and L0 tables, in
+    /// the order reads consult them, hold strictly older data one after the other (every
+    /// sequence number of a later container is below every one of an earlier container),
+    /// so the first container holding a key holds its newest version. A violation is
+    /// described (the engine refuses further writes rather than serve stale values).
+    ///
+    /// # Errors
+    /// A description of the first pair out of order.
+    pub fn check_read_order(&self) -> std::result::Result<(), String> {
+        let runs = self.read_order();
+        for w in runs.windows(2) {
+            let [(newer, lo, _), (older, _, hi)] = w else {
+                continue;
+            };
+            if hi >= lo {
+                return Err(format!(
+                    "read order violated: {older} (sequence numbers up to {hi}) is consulted \
+                     after {newer} (from {lo})"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// An open manifest being appended to.
 #[derive(Debug)]
 pub struct Manifest {
@@ -651,15 +701,20 @@ pub struct RecoveredManifest {
     pub manifest_number: u64,
 }
 
-/// Reads `CURRENT` and replays the manifest it names.
+/// The most levels a version can have (the upper bound `Options::validate` puts on
+/// `num_levels`).
+const MAX_NUM_LEVELS: usize = 32;
+
+/// Reads `CURRENT` and replays the manifest it names into a version of `num_levels` levels.
 ///
 /// A torn last record (what a crash during a manifest append leaves: an edit that was never
 /// acknowledged — zeros, or a record cut short) is ignored unless `mode` is
 /// `AbsoluteConsistency`; a complete last record with a bad checksum is a `Corruption`.
 ///
 /// # Errors
-/// `Corruption` (with file and offset) for a bad CURRENT, a damaged manifest, a comparator
-/// mismatch or an edit that does not apply; `Io` errors.
+/// `InvalidArgument` if the database has tables at level `num_levels` or deeper (it was
+/// open with more levels); `Corruption` (with file and offset) for a bad CURRENT, a damaged
+/// manifest, a comparator mismatch or an edit that does not apply; `Io` errors.
 pub fn recover_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -689,7 +744,10 @@ pub fn recover_manifest(
         .open_read(&path)
         .map_err(|e| Error::from(e).in_file(&path))?;
     let mut reader = LogReader::new(file);
-    let mut version = Version::new(num_levels);
+    // Replayed with as many levels as any options allow, so that a database last open with
+    // more levels than `num_levels` is refused below with a clear message instead of a
+    // failing edit.
+    let mut version = Version::new(num_levels.max(MAX_NUM_LEVELS));
     let mut log_number = None;
     let mut next_file_number = None;
     let mut last_sequence = None;
@@ -743,6 +801,18 @@ pub fn recover_manifest(
             }
         }
     }
+    if let Some(deepest) = version.deepest_nonempty_level()
+        && deepest >= num_levels
+    {
+        return Err(Error::InvalidArgument(format!(
+            "num_levels {num_levels} is too few for the database at {}: it has tables down to \
+             level {deepest}; open it with num_levels >= {}",
+            dir.display(),
+            deepest + 1
+        )));
+    }
+    version.levels.truncate(num_levels);
+    version.compact_pointers.truncate(num_levels);
     let missing =
         |what: &str| Error::corruption(0, format!("manifest has no {what}")).in_file(&path);
     Ok(RecoveredManifest {

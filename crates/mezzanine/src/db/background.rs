@@ -38,54 +38,97 @@ impl DbInner {
             if st.shutting_down {
                 return;
             }
-            if st.bg_error.is_none() {
-                // Oldest DRAM/NVM immutable memtable first (writers may wait for it), then
-                // the oldest full NVM memtable of `nvm_memtable = immutable`.
-                let job = st
-                    .imms
-                    .last()
-                    .cloned()
-                    .map(|m| (m, false))
-                    .or_else(|| st.nvm_sealed.last().cloned().map(|m| (m, true)));
-                if !st.flush_running
-                    && let Some((imm, sealed)) = job
-                {
-                    st.flush_running = true;
-                    let r = parking_lot::MutexGuard::unlocked(&mut st, || {
-                        if sealed {
-                            self.flush_sealed_nvm(&imm)
-                        } else {
-                            self.flush_memtable(&imm)
-                        }
-                    });
-                    st.flush_running = false;
-                    if let Err(e) = r
-                        && st.bg_error.is_none()
-                    {
-                        st.bg_error = Some(format!("flush failed: {e}"));
-                    }
-                    self.done_cv.notify_all();
-                    self.bg_cv.notify_all();
-                    continue;
-                }
-                if let Some(plan) = pick_compaction(&st.version, &self.opts, &st.busy_levels) {
-                    self.mark_busy(&mut st.busy_levels, &plan, true);
-                    st.compactions_running += 1;
-                    let r = parking_lot::MutexGuard::unlocked(&mut st, || self.run_plan(&plan));
-                    self.mark_busy(&mut st.busy_levels, &plan, false);
-                    st.compactions_running -= 1;
-                    if let Err(e) = r
-                        && st.bg_error.is_none()
-                    {
-                        st.bg_error = Some(format!("compaction failed: {e}"));
-                    }
-                    self.done_cv.notify_all();
-                    self.bg_cv.notify_all();
-                    continue;
-                }
+            if !self.run_one_job(&mut st) {
+                self.bg_cv.wait_for(&mut st, Duration::from_secs(1));
             }
-            self.bg_cv.wait_for(&mut st, Duration::from_secs(1));
         }
+    }
+
+    /// Runs one background job if one is due, releasing `st` while it works: the flush of
+    /// the oldest immutable memtable first (writers may wait for it), then the flush of the
+    /// oldest full NVM memtable of `nvm_memtable = immutable`, then a compaction. Returns
+    /// whether a job ran. A failure becomes the sticky background error.
+    pub(super) fn run_one_job(&self, st: &mut parking_lot::MutexGuard<'_, super::State>) -> bool {
+        if st.bg_error.is_some() || st.shutting_down {
+            return false;
+        }
+        let job = st
+            .imms
+            .last()
+            .cloned()
+            .map(|m| (m, false))
+            .or_else(|| st.nvm_sealed.last().cloned().map(|m| (m, true)));
+        if !st.flush_running
+            && let Some((imm, sealed)) = job
+        {
+            st.flush_running = true;
+            let r = parking_lot::MutexGuard::unlocked(st, || {
+                if sealed {
+                    self.flush_sealed_nvm(&imm)
+                } else {
+                    self.flush_memtable(&imm)
+                }
+            });
+            st.flush_running = false;
+            if let Err(e) = r
+                && st.bg_error.is_none()
+            {
+                st.bg_error = Some(format!("flush failed: {e}"));
+            }
+            self.done_cv.notify_all();
+            self.bg_cv.notify_all();
+            return true;
+        }
+        if let Some(plan) = pick_compaction(&st.version, &self.opts, &st.busy_levels) {
+            self.mark_busy(&mut st.busy_levels, &plan, true);
+            st.compactions_running += 1;
+            let r = parking_lot::MutexGuard::unlocked(st, || self.run_plan(&plan));
+            self.mark_busy(&mut st.busy_levels, &plan, false);
+            st.compactions_running -= 1;
+            if let Err(e) = r
+                && st.bg_error.is_none()
+            {
+                st.bg_error = Some(format!("compaction failed: {e}"));
+            }
+            self.done_cv.notify_all();
+            self.bg_cv.notify_all();
+            return true;
+        }
+        false
+    }
+
+    /// Waits for background work to change the state behind `st`: with background threads,
+    /// for a job to finish (or `timeout`); with `manual_background`, by running one job
+    /// here. Returns false only in manual mode when no job was due (the caller would wait
+    /// forever).
+    pub(super) fn wait_for_job(
+        &self,
+        st: &mut parking_lot::MutexGuard<'_, super::State>,
+        timeout: Duration,
+    ) -> bool {
+        if self.opts.manual_background {
+            return self.run_one_job(st);
+        }
+        self.bg_cv.notify_all();
+        self.done_cv.wait_for(st, timeout);
+        true
+    }
+
+    /// `Db::run_background_work`: runs up to `max_jobs` due background jobs on the calling
+    /// thread; returns how many ran.
+    pub(super) fn run_background_work(&self, max_jobs: usize) -> Result<usize> {
+        self.check_open()?;
+        let mut st = self.state.lock();
+        let mut ran = 0;
+        while ran < max_jobs && self.run_one_job(&mut st) {
+            ran += 1;
+        }
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(e.clone()));
+        }
+        drop(st);
+        self.purge_obsolete();
+        Ok(ran)
     }
 
     fn mark_busy(&self, busy: &mut Vec<bool>, plan: &CompactionPlan, v: bool) {
@@ -118,6 +161,9 @@ impl DbInner {
         {
             return Ok(());
         }
+        // Every NVM memtable below the immutable ones holds older data: they reach L0
+        // first, or they would be consulted before a newer L0 table.
+        self.drain_nvm_memtables()?;
         self.write_l0(imm, start, Some(imm.id()), &mut |_| {})?;
         if self.opts.use_wal {
             let _ = self
@@ -191,7 +237,7 @@ impl DbInner {
                 if let Some(old) = st.nvm_receiver.replace(Arc::clone(&m)) {
                     st.nvm_sealed.insert(0, old);
                 }
-                self.install_super_version(&st);
+                self.install_super_version(&mut st);
                 drop(st);
                 self.bg_cv.notify_all();
                 m
@@ -200,7 +246,7 @@ impl DbInner {
         let Some(list) = recv.nvm_list() else {
             return Ok(false);
         };
-        list.reserve(imm.max_seq())?;
+        list.reserve((imm.min_seq(), imm.max_seq()))?;
         list.begin_merge();
         let mut it = imm.iter();
         it.seek_to_first();
@@ -226,6 +272,28 @@ impl DbInner {
         let _ = bytes;
         self.purge_obsolete();
         Ok(true)
+    }
+
+    /// Seals the NVM receiver and writes every full NVM memtable to L0, oldest first. An
+    /// immutable memtable that cannot be merged into the receiver (it is an NVM memtable
+    /// itself, it is too large, or the pool is full) must go to L0 directly; the NVM
+    /// memtables below it hold older data and so must be in L0 before it.
+    /// REQUIRES: called from the flush job (`flush_running`), the only one that moves
+    /// memtables.
+    fn drain_nvm_memtables(&self) -> Result<()> {
+        {
+            let mut st = self.state.lock();
+            if let Some(r) = st.nvm_receiver.take() {
+                st.nvm_sealed.insert(0, r);
+                self.install_super_version(&mut st);
+            }
+        }
+        loop {
+            let Some(m) = self.state.lock().nvm_sealed.last().cloned() else {
+                return Ok(());
+            };
+            self.flush_sealed_nvm(&m)?;
+        }
     }
 
     /// Writes the oldest full NVM memtable (`nvm_memtable = immutable`) to an L0 table and
@@ -382,7 +450,7 @@ impl DbInner {
             st.imms.retain(|m| m.id() != id);
         }
         on_install(&mut st);
-        self.install_super_version(&st);
+        self.install_super_version(&mut st);
         drop(st);
         drop(manifest);
         if let Some(tier) = &self.nvm {
@@ -471,7 +539,7 @@ impl DbInner {
                     None => return Ok(()),
                 }
             }
-            self.done_cv.wait_for(&mut st, Duration::from_millis(50));
+            self.wait_for_job(&mut st, Duration::from_millis(50));
         };
         self.mark_busy(&mut st.busy_levels, &plan, true);
         st.compactions_running += 1;
@@ -507,11 +575,9 @@ impl DbInner {
                 || !st.imms.is_empty()
                 || !st.nvm_sealed.is_empty()
                 || pick_compaction(&st.version, &self.opts, &st.busy_levels).is_some();
-            if !busy {
+            if !busy || !self.wait_for_job(&mut st, Duration::from_millis(50)) {
                 break;
             }
-            self.bg_cv.notify_all();
-            self.done_cv.wait_for(&mut st, Duration::from_millis(50));
         }
         drop(st);
         self.purge_obsolete();

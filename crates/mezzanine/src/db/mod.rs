@@ -265,9 +265,11 @@ impl DbInner {
         self.next_file.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Publishes a new super version built from `st`.
-    fn install_super_version(&self, st: &State) {
-        self.super_version.store(Arc::new(SuperVersion {
+    /// Publishes a new super version built from `st`. If its containers are not in
+    /// sequence-number order (a bug: reads could return a stale version), the sticky
+    /// background error is set so that no write is acknowledged on top of it.
+    fn install_super_version(&self, st: &mut State) {
+        let sv = SuperVersion {
             mem: Arc::clone(&st.mem),
             imms: st.imms.clone(),
             nvm: st
@@ -277,7 +279,14 @@ impl DbInner {
                 .cloned()
                 .collect(),
             version: Arc::clone(&st.version),
-        }));
+        };
+        if let Err(e) = sv.check_read_order()
+            && st.bg_error.is_none()
+        {
+            st.bg_error = Some(format!("internal error: {e}"));
+            self.done_cv.notify_all();
+        }
+        self.super_version.store(Arc::new(sv));
     }
 
     fn table_read_options(opts: &ReadOptions) -> TableReadOptions {
@@ -738,6 +747,17 @@ impl Db {
     /// A background error, `Closed`.
     pub fn wait_for_background(&self) -> Result<()> {
         self.inner.wait_for_background()
+    }
+
+    /// Runs up to `max_jobs` due background jobs (flushes first, then compactions) on the
+    /// calling thread and returns how many ran. With `Options::manual_background` this is
+    /// where background work happens, so a test can choose its moments from a seed; with
+    /// background threads it only adds a worker for a while.
+    ///
+    /// # Errors
+    /// The background error (if a job failed), `Closed`.
+    pub fn run_background_work(&self, max_jobs: usize) -> Result<usize> {
+        self.inner.run_background_work(max_jobs)
     }
 
     /// A named property: `mezz.stats` (the statistics as text), `mezz.levels` (files and

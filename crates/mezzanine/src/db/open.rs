@@ -404,28 +404,33 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     });
 
-    // Where the recovered memtables go: NVM memtables below every DRAM one (the shape of
-    // `nvm_memtable = immutable`) when their sequence numbers allow it, else all of them
-    // in one list ordered by sequence number (newest first), flushed oldest first.
+    // Where the recovered memtables go. Reads consult memtables newest first and take the
+    // first hit, so every list is ordered by sequence number (newest first), never by
+    // object number: a memtable started later can hold older data (a receiver created to
+    // take an old DRAM memtable while a newer mutable-mode NVM memtable waits above it).
+    // Under `nvm_memtable = immutable`, NVM memtables that are older than every recovered
+    // DRAM memtable go below them as full ones waiting for their flush (the shape that mode
+    // keeps); otherwise all memtables share one list, flushed oldest first. A recovered
+    // NVM memtable never becomes the receiver again: merges into it would lift its commit
+    // word over a write group that a crash cut short in it.
     let oldest_kept = kept_mems
         .iter()
         .map(|m| m.min_seq())
         .min()
         .unwrap_or(u64::MAX);
+    let newest_first = |m: &Arc<MemTable>| std::cmp::Reverse((m.max_seq(), m.id()));
     let mut imms: Vec<Arc<MemTable>> = kept_mems;
-    let mut nvm_receiver = None;
+    let nvm_receiver = None;
     let mut nvm_sealed: Vec<Arc<MemTable>> = Vec::new();
     if opts.nvm_memtable == NvmMemtable::Immutable
         && nvm_mems.iter().all(|m| m.max_seq() < oldest_kept)
     {
-        nvm_mems.sort_by_key(|m| std::cmp::Reverse(m.id()));
-        let mut it = nvm_mems.into_iter();
-        nvm_receiver = it.next();
-        nvm_sealed = it.collect();
+        nvm_sealed = nvm_mems;
+        nvm_sealed.sort_by_key(newest_first);
     } else {
         imms.extend(nvm_mems);
     }
-    imms.sort_by_key(|m| std::cmp::Reverse((m.max_seq(), m.id())));
+    imms.sort_by_key(newest_first);
 
     // The new WAL, then a new manifest naming the oldest WAL still needed.
     let wal_number = alloc();
@@ -532,8 +537,14 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             .collect(),
         version: Arc::clone(&version),
     };
+    sv.check_read_order()
+        .map_err(|e| Error::corruption(0, format!("recovered state of {}: {e}", dir.display())))?;
     let pending = estimate_pending_compaction_bytes(&version, &opts);
-    let jobs = opts.max_background_jobs;
+    let jobs = if opts.manual_background {
+        0
+    } else {
+        opts.max_background_jobs
+    };
     let inner = Arc::new(DbInner {
         path: dir,
         fs,

@@ -23,9 +23,10 @@ use crate::stats::StatsCollector;
 use crate::version::{NvmObjectKind, VersionEdit};
 use crate::wal::WalWriter;
 
-/// Bytes of one WAL in NVM: a memtable's worth of records plus one maximal group and slack.
+/// Bytes of one WAL in NVM (see [`crate::options::Options::nvm_wal_bytes`], which sizes
+/// one maximal write group as `MAX_GROUP_BYTES`).
 pub(super) fn nvm_wal_bytes(opts: &crate::options::Options) -> u64 {
-    (opts.write_buffer_size + opts.write_buffer_size / 4 + MAX_GROUP_BYTES + (64 << 10)) as u64
+    opts.nvm_wal_bytes()
 }
 
 use super::{DbInner, Pending, Slot, State, WriteState};
@@ -81,6 +82,14 @@ fn progress(value: f64, start: f64, stop: f64) -> f64 {
     } else {
         ((value - start) / (stop - start)).clamp(0.0, 1.0)
     }
+}
+
+/// The error of a call that must wait for background work when, with
+/// `manual_background`, no job is due (it would wait forever).
+fn no_job(what: &str) -> Error {
+    Error::Background(format!(
+        "{what} waits for background work, but no flush or compaction is due"
+    ))
 }
 
 impl DbInner {
@@ -292,9 +301,10 @@ impl DbInner {
                     stopped = true;
                     StatsCollector::add(&self.stats.stopped_writes, 1);
                 }
-                self.bg_cv.notify_all();
                 let t = Instant::now();
-                self.done_cv.wait_for(&mut st, STALL_POLL);
+                if !self.wait_for_job(&mut st, STALL_POLL) {
+                    return Err(no_job("a write"));
+                }
                 let micros = t.elapsed().as_micros() as u64;
                 let c = match cause {
                     StallCause::L0 => &self.stats.l0_stop_micros,
@@ -430,7 +440,7 @@ impl DbInner {
         let mut st = self.state.lock();
         st.imms.insert(0, old);
         st.mem = mem;
-        self.install_super_version(&st);
+        self.install_super_version(&mut st);
         drop(st);
         self.bg_cv.notify_all();
     }
@@ -510,8 +520,9 @@ impl DbInner {
                     if st.imms.len() + 1 < self.opts.max_write_buffer_number {
                         break;
                     }
-                    self.bg_cv.notify_all();
-                    self.done_cv.wait_for(&mut st, STALL_POLL);
+                    if !self.wait_for_job(&mut st, STALL_POLL) {
+                        return Err(no_job("flush"));
+                    }
                 }
                 drop(st);
                 let id = ws.mem.id();
@@ -534,14 +545,17 @@ impl DbInner {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(e.clone()));
             }
-            if !st.imms.iter().any(|m| m.id() <= target) {
+            // Memtables are flushed oldest first: once `target` is gone, so is every
+            // memtable older than it.
+            if !st.imms.iter().any(|m| m.id() == target) {
                 return Ok(());
             }
             if st.shutting_down {
                 return Err(Error::Closed);
             }
-            self.bg_cv.notify_all();
-            self.done_cv.wait_for(&mut st, STALL_POLL);
+            if !self.wait_for_job(&mut st, STALL_POLL) {
+                return Err(no_job("flush"));
+            }
         }
     }
 }

@@ -1,0 +1,213 @@
+//! Reads take the first version they find, consulting the active memtable, the immutable
+//! ones, the NVM ones and then the tables: that is right only while every container holds
+//! older data than the one consulted before it. These tests drive the paths that once broke
+//! the rule (a switch of `nvm_memtable` mode at reopen, an immutable memtable that cannot
+//! be merged into the NVM receiver, a full NVM pool, a merge under a positioned iterator)
+//! with deterministic background work (`manual_background`), so each one fails the same
+//! way every time if the rule breaks again.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use mezz_env::MemFs;
+use mezz_pmem::SimNvm;
+use mezzanine::options::{NvmMemtable, PersistMode};
+use mezzanine::{Db, Options, Preset, ReadOptions};
+
+/// NoveLSM with a simulated pool on `fs`/`sim`, small sizes, no background threads.
+fn manual(mode: NvmMemtable, fs: &MemFs, sim: &SimNvm) -> Options {
+    let mut o = Options::preset(Preset::Novelsm);
+    o.fs = Arc::new(fs.clone());
+    o.nvm_dir = Some("/nvm".into());
+    o.nvm_persistence = PersistMode::CrashSim;
+    o.nvm_sim = Some(sim.clone());
+    o.nvm_prefault = false;
+    o.nvm_memtable = mode;
+    o.write_buffer_size = 16 << 10;
+    o.nvm_memtable_size = 256 << 10;
+    o.nvm_capacity = 8 << 20;
+    o.target_file_size = 16 << 10;
+    o.max_bytes_for_level_base = 64 << 10;
+    o.manual_background = true;
+    o
+}
+
+fn filler(db: &Db, tag: &str, bytes: usize) {
+    for i in 0..bytes / 1000 {
+        db.put(format!("f-{tag}-{i:05}").as_bytes(), &[b'x'; 1000])
+            .unwrap();
+    }
+}
+
+fn value(db: &Db, key: &[u8]) -> Option<Vec<u8>> {
+    db.get(key).unwrap()
+}
+
+/// Every key with its value, by a forward scan.
+fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut m = BTreeMap::new();
+    while it.valid() {
+        m.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    m
+}
+
+/// Mutable mode leaves an older DRAM memtable (its WAL kept) beside a newer NVM memtable;
+/// reopened in immutable mode, the DRAM memtable is merged into a new NVM receiver while
+/// the newer NVM memtable still waits above it. That NVM memtable must not reach L0 while
+/// the receiver, holding older data, is still consulted before L0.
+#[test]
+fn mutable_then_immutable_keeps_the_newest_value() {
+    let (fs, sim) = (MemFs::new(), SimNvm::new());
+    let db = Db::open("/db", manual(NvmMemtable::Mutable, &fs, &sim)).unwrap();
+    db.put(b"k", b"v1").unwrap();
+    // Fill the DRAM memtable: the next write switches to an NVM memtable (mutable mode).
+    filler(&db, "a", 20 << 10);
+    assert_eq!(db.stats().immutable_memtables, 1, "the DRAM memtable waits");
+    db.put(b"k", b"v2").unwrap();
+    db.close().unwrap();
+
+    let db = Db::open("/db", manual(NvmMemtable::Immutable, &fs, &sim)).unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
+    db.wait_for_background().unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
+    assert_eq!(
+        scan(&db).get(&b"k"[..]).map(Vec::as_slice),
+        Some(&b"v2"[..])
+    );
+    db.compact_range(None, None).unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
+    db.close().unwrap();
+    let db = Db::open("/db", manual(NvmMemtable::Immutable, &fs, &sim)).unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
+}
+
+/// Immutable mode: a memtable too large for the receiver goes to L0 directly; the older
+/// data in the receiver must reach L0 before it.
+#[test]
+fn a_memtable_too_large_for_the_receiver_does_not_hide_behind_it() {
+    let (fs, sim) = (MemFs::new(), SimNvm::new());
+    let mut o = manual(NvmMemtable::Immutable, &fs, &sim);
+    o.nvm_memtable_size = 64 << 10;
+    o.write_buffer_size = 128 << 10;
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put(b"k", b"v1").unwrap();
+    db.flush().unwrap();
+    db.put(b"k", b"v2").unwrap();
+    filler(&db, "a", 100 << 10);
+    db.flush().unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
+    db.wait_for_background().unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
+    db.close().unwrap();
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
+}
+
+/// Immutable mode with a pool that holds exactly two NVM memtables: once the receiver and
+/// one full NVM memtable fill it, flushed memtables go to L0 directly, and must not end up
+/// below the NVM memtables holding older versions.
+#[test]
+fn a_full_pool_does_not_leave_stale_versions_above_l0() {
+    let (fs, sim) = (MemFs::new(), SimNvm::new());
+    let mut o = manual(NvmMemtable::Immutable, &fs, &sim);
+    // The smallest pool (1 MiB) holds two memtables of 504 KiB, and no third.
+    o.nvm_memtable_size = 504 << 10;
+    o.nvm_capacity = 1 << 20;
+    assert!(o.nvm_bytes_needed() <= o.nvm_capacity);
+    assert!(o.nvm_capacity - o.nvm_bytes_needed() < o.nvm_memtable_size as u64);
+    let db = Db::open("/db", o.clone()).unwrap();
+    for round in 0..120 {
+        let v = format!("v{round}");
+        db.put(b"k", v.as_bytes()).unwrap();
+        filler(&db, &round.to_string(), 12 << 10);
+        db.flush().unwrap();
+        assert_eq!(
+            value(&db, b"k").as_deref(),
+            Some(v.as_bytes()),
+            "round {round}"
+        );
+    }
+    db.wait_for_background().unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v119"[..]));
+    db.close().unwrap();
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v119"[..]));
+}
+
+/// `validate` refuses a pool that cannot hold two NVM memtables with their headers and
+/// the superblock (such a pool was accepted once, and its fallback to L0 served stale
+/// versions).
+#[test]
+fn a_pool_too_small_for_two_nvm_memtables_is_refused() {
+    let (fs, sim) = (MemFs::new(), SimNvm::new());
+    let mut o = manual(NvmMemtable::Immutable, &fs, &sim);
+    o.nvm_memtable_size = 512 << 10;
+    o.nvm_capacity = 1 << 20;
+    let e = Db::open("/db", o.clone()).unwrap_err();
+    assert!(
+        matches!(&e, mezzanine::Error::InvalidArgument(m) if m.contains("nvm_capacity")),
+        "{e}"
+    );
+    o.nvm_capacity = o.nvm_bytes_needed();
+    Db::open("/db", o).unwrap();
+}
+
+/// An iterator keeps showing what it showed when created while a flushed memtable is
+/// merged into the NVM receiver under it, in either direction.
+#[test]
+fn an_iterator_does_not_see_a_merge_under_it() {
+    let (fs, sim) = (MemFs::new(), SimNvm::new());
+    let db = Db::open("/db", manual(NvmMemtable::Immutable, &fs, &sim)).unwrap();
+    let key = |i: u32| format!("k{i:03}").into_bytes();
+    let mut model = BTreeMap::new();
+    // Even keys in the receiver.
+    for i in (0..200).step_by(2) {
+        db.put(&key(i), b"old").unwrap();
+        model.insert(key(i), b"old".to_vec());
+    }
+    db.flush().unwrap();
+    // Odd keys and new versions of some even ones in an immutable DRAM memtable.
+    let mut i = 1;
+    while db.stats().immutable_memtables == 0 {
+        let k = key(i % 200);
+        let v = format!("new{i}").into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+        i += 3;
+    }
+    // The switch happened on the last put, which went to the new memtable: leave it out
+    // of what the iterator must show only if it is newer than the iterator (it is not).
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek(&key(100));
+    assert!(it.valid());
+    // Merge the immutable memtable into the receiver while `it` is positioned.
+    assert!(db.run_background_work(1).unwrap() >= 1);
+    assert_eq!(db.stats().immutable_memtables, 0);
+    let keys: Vec<&Vec<u8>> = model.keys().collect();
+    let mut pos = keys
+        .iter()
+        .position(|k| k.as_slice() >= &key(100)[..])
+        .unwrap();
+    let moves = [
+        1, 1, -1, 1, 1, 1, -1, -1, -1, 1, -1, 1, 1, -1, 1, 1, 1, 1, -1, 1,
+    ];
+    for (n, &m) in moves.iter().enumerate() {
+        assert_eq!(it.key(), keys[pos].as_slice(), "move {n}");
+        assert_eq!(it.value(), model[keys[pos]].as_slice(), "move {n}");
+        if m > 0 {
+            it.next();
+            pos += 1;
+        } else {
+            it.prev();
+            pos -= 1;
+        }
+    }
+    it.status().unwrap();
+}
