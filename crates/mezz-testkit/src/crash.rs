@@ -552,6 +552,9 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
         );
         o.wal_on_nvm = rng.random_bool(0.5);
     }
+    // Half the runs with deterministic background work: flushes and compactions run only
+    // at the workload's background steps and inline in calls that would wait for them.
+    o.manual_background = rng.random_bool(0.5);
     crate::option_sets::with_simulated_nvm(&mut o);
     o
 }
@@ -1044,6 +1047,16 @@ impl Workload<'_> {
                 }
             }
             945..950 if !faulted => self.reopen(i)?,
+            950..965 => {
+                let jobs = self.rng.random_range(1..=3);
+                match self.db()?.run_background_work(jobs) {
+                    Ok(n) => self.event(format!("op {i}: background work: {n} jobs")),
+                    Err(e) => {
+                        self.tolerate(i, "background work", &e)?;
+                        self.event(format!("op {i}: background work: FAILED: {e}"));
+                    }
+                }
+            }
             _ => {
                 let k = self.rng.random_range(0..keys);
                 self.check_read(i, k)?;

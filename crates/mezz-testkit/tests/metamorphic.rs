@@ -46,8 +46,12 @@ fn metamorphic_long() {
     else {
         return;
     };
+    let first = std::env::var("MEZZ_META_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(10_000);
     let sets = OptionSets::from_env();
-    for seed in 10_000..10_000 + n {
+    for seed in first..first + n {
         eprintln!("metamorphic (long): seed {seed}, {LONG_OPS} ops");
         check_seed(seed, LONG_OPS, &GenConfig::default(), &sets);
     }

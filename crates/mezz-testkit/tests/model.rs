@@ -38,11 +38,23 @@ fn tiny_sets() -> Vec<NamedOptions> {
         .collect()
 }
 
-/// Runs `seeds` on `MemFs`, each under one tiny preset chosen round-robin.
+/// Runs `seeds` on `MemFs`, each under one tiny preset chosen round-robin, with background
+/// threads for odd seeds and deterministic background work (`manual_background`) for even
+/// ones; `MEZZ_BACKGROUND=threads|manual` runs every seed in that mode.
 fn run_seeds(seeds: &[u64], ops: usize) {
     let sets = tiny_sets();
+    let mode = std::env::var("MEZZ_BACKGROUND").unwrap_or_default();
     for &seed in seeds {
-        let set = sets[seed as usize % sets.len()].clone();
+        let mut set = sets[seed as usize % sets.len()].clone();
+        let manual = match mode.as_str() {
+            "threads" => false,
+            "manual" => true,
+            _ => seed % 2 == 0,
+        };
+        if manual {
+            set.options.manual_background = true;
+            set.name.push_str("+manual");
+        }
         eprintln!("model: seed {seed}, {ops} ops, {}", set.name);
         check_seed(seed, ops, &GenConfig::default(), &OptionSets(vec![set]));
     }

@@ -465,7 +465,7 @@ impl Options {
                     },
                     if self.wal_on_nvm {
                         format!(
-                            ", max_write_buffer_number {} WALs sized for write_buffer_size {}",
+                            ", max_write_buffer_number {} + 1 WALs sized for write_buffer_size {}",
                             self.max_write_buffer_number, self.write_buffer_size
                         )
                     } else {
@@ -486,7 +486,9 @@ impl Options {
 
     /// The least pool size the NVM options need: the superblock, two NVM memtables (one
     /// filling, one being flushed) and, with `wal_on_nvm`, one WAL per memtable that may
-    /// exist at once; every extent rounded up to the pool's alignment.
+    /// exist at once plus one (an open keeps the WALs of the memtables it recovers and
+    /// creates a new one before any of them is flushed); every extent rounded up to the
+    /// pool's alignment.
     #[must_use]
     pub fn nvm_bytes_needed(&self) -> u64 {
         let align =
@@ -496,7 +498,7 @@ impl Options {
             need += 2 * align(self.nvm_memtable_size as u64 + crate::nvm::LIST_PREFIX as u64);
         }
         if self.wal_on_nvm {
-            need += self.max_write_buffer_number as u64 * align(self.nvm_wal_bytes());
+            need += (self.max_write_buffer_number as u64 + 1) * align(self.nvm_wal_bytes());
         }
         need
     }

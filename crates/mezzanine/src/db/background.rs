@@ -259,8 +259,11 @@ impl DbInner {
         it.status()?;
         drop(it);
         list.sync()?;
-        recv.note_external_insert(list);
-        self.log_and_apply(VersionEdit::default(), Some(imm.id()), &[])?;
+        // The receiver's range grows in the same step that retires `imm`: the two never
+        // both appear to hold the merged sequence numbers.
+        self.log_and_apply_ext(VersionEdit::default(), Some(imm.id()), &[], &mut |_| {
+            recv.note_external_insert(list);
+        })?;
         if self.opts.use_wal {
             let _ = self
                 .fs

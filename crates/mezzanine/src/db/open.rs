@@ -378,6 +378,24 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 break;
             }
         }
+        // A WAL memtable whose every sequence number lies in the committed range of an NVM
+        // memtable was merged into it: a crash came between the merge's commit and the
+        // manifest edit that retires the WAL. (A sequence number names one write, and an
+        // NVM memtable's committed entries cover a contiguous range.) Its entries are
+        // copies; keeping them would put two memtables with the same data in the read
+        // order, so the WAL is retired now.
+        kept_mems.retain(|m| {
+            let copy = nvm_mems
+                .iter()
+                .any(|n| !n.is_empty() && n.min_seq() <= m.min_seq() && m.max_seq() <= n.max_seq());
+            if copy {
+                kept_wals.remove(&m.id());
+                if rewritten.as_ref().is_some_and(|w| w.number() == m.id()) {
+                    rewritten = None;
+                }
+            }
+            !copy
+        });
         // NVM WALs that feed no kept memtable are released.
         for src in &wals {
             if let WalSource::Nvm(o) = src
