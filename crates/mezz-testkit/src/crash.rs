@@ -1281,6 +1281,19 @@ pub fn points_from_env(default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Environment variable: a value mixed into every campaign's base seed, so that a soak
+/// runs fresh seeds (failures still name the run's own seed for `MEZZ_CRASH_SEED`).
+pub const BASE_ENV: &str = "MEZZ_CRASH_BASE";
+
+/// `default` mixed with `MEZZ_CRASH_BASE` when that is set and valid.
+#[must_use]
+pub fn base_seed(default: u64) -> u64 {
+    std::env::var(BASE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(default, |b| run_seed(default, b))
+}
+
 /// The seed in `MEZZ_CRASH_SEED`, if set and valid.
 #[must_use]
 pub fn seed_from_env() -> Option<u64> {

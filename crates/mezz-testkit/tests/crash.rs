@@ -3,9 +3,10 @@
 //! each checked on a database reopened on the crashed file system.
 //!
 //! Budget: `MEZZ_CRASH_POINTS` crash points in total (default 6000), shared 50/25/25 by
-//! the three tests. `MEZZ_CRASH_SEED=<seed>` reruns the one run a failure names.
+//! the three tests. `MEZZ_CRASH_SEED=<seed>` reruns the one run a failure names;
+//! `MEZZ_CRASH_BASE=<n>` runs a fresh set of seeds.
 
-use mezz_testkit::crash::{CrashConfig, points_from_env, run_campaign};
+use mezz_testkit::crash::{CrashConfig, base_seed, points_from_env, run_campaign};
 
 const DEFAULT_POINTS: usize = 6000;
 
@@ -15,8 +16,8 @@ fn share(percent: usize) -> usize {
 
 #[test]
 fn power_cut_keeps_synced_writes_and_a_prefix() {
-    let report =
-        run_campaign(0xc0ffee, share(50), CrashConfig::power_cut).unwrap_or_else(|f| panic!("{f}"));
+    let report = run_campaign(base_seed(0xc0ffee), share(50), CrashConfig::power_cut)
+        .unwrap_or_else(|f| panic!("{f}"));
     println!("power cut: {report}");
     assert!(report.points >= 1);
     assert!(report.acked > 0);
@@ -24,8 +25,12 @@ fn power_cut_keeps_synced_writes_and_a_prefix() {
 
 #[test]
 fn process_crash_keeps_every_acknowledged_write() {
-    let report = run_campaign(0xdead_beef, share(25), CrashConfig::process_crash)
-        .unwrap_or_else(|f| panic!("{f}"));
+    let report = run_campaign(
+        base_seed(0xdead_beef),
+        share(25),
+        CrashConfig::process_crash,
+    )
+    .unwrap_or_else(|f| panic!("{f}"));
     println!("process crash: {report}");
     assert!(report.points >= 1);
     assert!(report.acked > 0);
@@ -33,8 +38,8 @@ fn process_crash_keeps_every_acknowledged_write() {
 
 #[test]
 fn injected_io_error_then_crash() {
-    let report =
-        run_campaign(0xfa17, share(25), CrashConfig::fault).unwrap_or_else(|f| panic!("{f}"));
+    let report = run_campaign(base_seed(0xfa17), share(25), CrashConfig::fault)
+        .unwrap_or_else(|f| panic!("{f}"));
     println!("fault injection: {report}");
     assert!(report.points >= 1);
     assert!(report.acked > 0);

@@ -1,7 +1,8 @@
 //! The kill -9 harness (see `mezz_testkit::stress`): the expected-state file, the per-key and
-//! per-batch checks on hand-made cases, and a short real run whose children are this test
+//! per-batch checks on hand-made cases, a short real run whose children are this test
 //! binary started again (the `MEZZ_STRESS_CHILD` variable makes it run the child workload
-//! instead of the test) and killed with SIGKILL.
+//! instead of the test) and killed with SIGKILL, and the parent's kill accounting with
+//! stand-in children (`sh`) whose fate does not depend on timing.
 
 #![allow(clippy::unwrap_used)]
 
@@ -10,12 +11,13 @@ use std::time::Duration;
 
 use mezz_testkit::stress::value::{encode_value, key_bytes};
 use mezz_testkit::stress::{
-    CHILD_ENV, ChildConfig, ExpectedState, Found, Slot, StressConfig, StressFailure, check_slots,
-    child_main, run_parent, stress_options, verify_round,
+    CHILD_ENV, ChildConfig, ExpectedState, Found, READY_LINE, Slot, StressConfig, StressFailure,
+    StressSummary, check_slots, child_main, run_child, run_parent, stress_options, verify_round,
 };
 use mezzanine::Db;
 
-/// Five rounds of a child writing 200 keys, killed within 400 ms (or finishing 3000 ops).
+/// Five rounds of a child writing 200 keys, each killed within 400 ms of starting its
+/// workload. The child has no ops cap, so every round ends in a kill.
 #[test]
 fn kill9_rounds_keep_every_acknowledged_write() {
     if let Ok(args) = std::env::var(CHILD_ENV) {
@@ -25,7 +27,6 @@ fn kill9_rounds_keep_every_acknowledged_write() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = StressConfig::new(dir.path().join("db"), 5, 42);
-    cfg.ops_per_round = 3000;
     cfg.keys = 200;
     cfg.max_kill_delay = Duration::from_millis(400);
     cfg.verify_every = 2;
@@ -38,14 +39,19 @@ fn kill9_rounds_keep_every_acknowledged_write() {
                 "--test-threads=1",
             ])
             .env(CHILD_ENV, child.to_args().join("\n"))
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
     })
     .unwrap_or_else(|e| panic!("{e}"));
     println!("{summary}");
     assert_eq!(summary.rounds, 5);
-    assert_eq!(summary.kills + summary.exits, 5);
+    assert_eq!((summary.kills, summary.exits), (5, 0), "{summary}");
+    assert!(
+        summary
+            .to_string()
+            .contains("5 kills (100.0% of rounds), 0 clean exits")
+    );
     assert_eq!(summary.keys_verified, 5 * 200);
     assert_eq!(summary.verifies, 3);
     // The state file is left settled: nothing pending.
@@ -193,7 +199,7 @@ fn a_failing_child_stops_the_run_with_its_stderr() {
     let err = run_parent(&cfg, |_| {
         Command::new("sh")
             .args(["-c", "echo boom >&2; exit 3"])
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
     })
@@ -220,4 +226,109 @@ fn child_arguments_round_trip() {
     assert!(ChildConfig::from_args(&["--db".to_string()]).is_err());
     assert!(stress_options("leveldb", &["no_such_option=1".into()]).is_err());
     assert!(stress_options("leveldb", &child.opts).is_ok());
+}
+
+/// Stand-in children run `sh -c script` with piped stdout and stderr.
+fn sh(script: &str) -> impl FnMut(&ChildConfig) -> std::io::Result<std::process::Child> + '_ {
+    move |_| {
+        Command::new("sh")
+            .args(["-c", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+    }
+}
+
+#[test]
+fn a_child_is_killed_only_after_it_reports_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = StressConfig::new(dir.path().join("db"), 4, 3);
+    cfg.keys = 8;
+    cfg.max_kill_delay = Duration::from_millis(20);
+    // Other output first, as a test binary prints; the child never exits by itself.
+    let script = format!("echo other; echo '{READY_LINE}'; exec sleep 600");
+    let summary = run_parent(&cfg, sh(&script)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((summary.rounds, summary.kills, summary.exits), (4, 4, 0));
+    assert!((summary.kill_ratio() - 1.0).abs() < f64::EPSILON);
+
+    // A child that exits without reporting its start is counted by its exit code.
+    let err = run_parent(&cfg, sh("exit 0")).unwrap_err();
+    assert!(
+        matches!(&err, StressFailure::TooFewKills(s) if (s.rounds, s.kills, s.exits) == (4, 0, 4)),
+        "{err}"
+    );
+    // A stdout that is not piped is a setup error, not a silent guess.
+    let err = run_parent(&cfg, |_| {
+        Command::new("sh")
+            .args(["-c", "exit 0"])
+            .stdout(Stdio::null())
+            .spawn()
+    })
+    .unwrap_err();
+    assert!(matches!(err, StressFailure::Setup(_)), "{err}");
+}
+
+#[test]
+fn clean_exits_fail_the_run_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = StressConfig::new(dir.path().join("db"), 3, 4);
+    cfg.keys = 8;
+    // Each child exits by itself long before the kill delay could pass.
+    cfg.max_kill_delay = Duration::from_secs(600);
+    let err = run_parent(&cfg, sh("exit 0")).unwrap_err();
+    let StressFailure::TooFewKills(s) = &err else {
+        panic!("{err}");
+    };
+    assert_eq!((s.rounds, s.kills, s.exits), (3, 0, 3));
+    assert!(
+        err.to_string()
+            .contains("only 0 of 3 rounds killed the child"),
+        "{err}"
+    );
+    cfg.allow_clean_exits = true;
+    let s = run_parent(&cfg, sh("exit 0")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((s.rounds, s.kills, s.exits), (3, 0, 3));
+}
+
+#[test]
+fn the_clean_exit_limit_is_ten_percent() {
+    let at = |rounds, kills, exits| StressSummary {
+        rounds,
+        kills,
+        exits,
+        ..StressSummary::default()
+    };
+    assert!(!at(10, 9, 1).too_few_kills());
+    assert!(at(10, 8, 2).too_few_kills());
+    assert!(!at(300, 270, 30).too_few_kills());
+    assert!(at(300, 269, 31).too_few_kills());
+    assert!(!at(0, 0, 0).too_few_kills());
+    assert!((at(4, 3, 1).kill_ratio() - 0.75).abs() < f64::EPSILON);
+    assert_eq!(at(0, 0, 0).kill_ratio(), 0.0);
+}
+
+#[test]
+fn a_child_stops_at_its_ops_cap_or_its_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StressConfig::new(dir.path().join("db"), 1, 6);
+    ExpectedState::create(&cfg.state_path(), cfg.keys).unwrap();
+    let mut child = cfg.child(0);
+    assert!(child.time_limit_ms > 2000);
+    let mut started = false;
+    child.ops = 40;
+    let report = run_child(&child, || {
+        started = true;
+        Ok(())
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(started);
+    assert_eq!(report.ops, 40);
+    // No ops cap: only the time limit (or a kill) ends it.
+    child.ops = 0;
+    child.time_limit_ms = 1;
+    let err = run_child(&child, || Ok(())).unwrap_err();
+    assert!(
+        matches!(&err, StressFailure::NotKilled { round: 0, detail, .. } if detail.contains("still running")),
+        "{err}"
+    );
 }

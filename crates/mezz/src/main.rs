@@ -48,8 +48,9 @@ enum Command {
     Check(check::Args),
     /// Run db_bench-style benchmarks.
     Bench(bench::Args),
-    /// Kill -9 crash test: a child runs a random workload and is killed at random moments;
-    /// after each kill the database is reopened and every key checked.
+    /// Kill -9 crash test: a child runs a random workload until it is killed, at a random
+    /// moment after its workload started; after each kill the database is reopened and every
+    /// key checked. The summary counts kills and clean exits.
     Stress(stress::StressArgs),
 }
 

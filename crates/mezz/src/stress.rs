@@ -1,16 +1,24 @@
 //! `mezz stress`: the kill -9 crash harness (see `mezz_testkit::stress`).
 //!
-//! `mezz stress --db DIR --rounds N --seed S [--preset P] [--ops-per-round M] [--keys K]
-//! [--opt name=value ...]` starts this same executable again as a child
-//! (`mezz stress --child ...`, a hidden mode) that writes to the database, kills it with
-//! SIGKILL after a random delay, reopens the database and checks every key against the
-//! expected-state file `DIR.expected`; then it starts the next round. A second run on the
-//! same directory continues where the first stopped.
+//! `mezz stress --db DIR --rounds N --seed S [--preset P] [--keys K] [--opt name=value ...]`
+//! starts this same executable again as a child (`mezz stress --child ...`, a hidden mode)
+//! that opens the database, prints a ready line and writes until it is killed. Once the
+//! line arrives the parent waits a random delay (`--max-kill-delay-ms`, drawn from the
+//! seed), kills the child with SIGKILL, reopens the database and checks every key against
+//! the expected-state file `DIR.expected`; then it starts the next round. A second run on
+//! the same directory continues where the first stopped.
+//!
+//! `--ops-per-round M` caps a child's ops (default: no cap); a child that reaches the cap
+//! exits cleanly, which tests no crash. The summary counts rounds, kills and clean exits,
+//! and the run fails when clean exits are more than 10% of the rounds, unless
+//! `--allow-clean-exits` is given.
 //!
 //! Exit codes: 0 when every round passed (a summary goes to stdout); 1 when a check failed
 //! (the message names round, seed and key: `round R seed S key K: expected version V
-//! (pending P), found F`); 2 for a usage or setup error. In child mode: the child's own
-//! codes (0, 2 for a violation, 3 for other errors).
+//! (pending P), found F`), a child failed or was not killed in time, or too few rounds
+//! killed the child (the summary still goes to stdout); 2 for a usage or setup error. In
+//! child mode: the child's own codes (0 after an ops cap, 2 for a violation, 3 for other
+//! errors, 4 when not killed in time).
 //!
 //! Thread-safety: single-threaded.
 
@@ -29,7 +37,7 @@ pub struct StressArgs {
     /// in `<DIR>.expected`.
     #[arg(long, value_name = "DIR")]
     pub db: PathBuf,
-    /// Rounds to run: each starts a child, kills it, reopens and verifies.
+    /// Rounds to run: each starts a child, kills it while it writes, reopens and verifies.
     #[arg(long, default_value_t = 10)]
     pub rounds: u64,
     /// Base seed; round R runs with a seed derived from it and R (printed on failure).
@@ -39,8 +47,9 @@ pub struct StressArgs {
     /// memtables and tables (64 KiB) unless `--opt` overrides them.
     #[arg(long, default_value = "leveldb")]
     pub preset: String,
-    /// Ops a child runs before exiting by itself, if it is not killed first.
-    #[arg(long, default_value_t = 10_000)]
+    /// Safety cap on a child's ops (0: no cap). A child runs until it is killed; one that
+    /// reaches the cap first exits cleanly, which tests no crash and counts as a clean exit.
+    #[arg(long, default_value_t = 0, value_name = "M")]
     pub ops_per_round: u64,
     /// Size of the key space (keys `k0000000` ..).
     #[arg(long, default_value_t = 1000)]
@@ -48,9 +57,15 @@ pub struct StressArgs {
     /// Set one engine option, `name=value` (repeatable).
     #[arg(long = "opt", value_name = "NAME=VALUE")]
     pub opts: Vec<String>,
-    /// The child is killed after a random delay of up to this many milliseconds.
+    /// Once the child reports that its workload started, it is killed after a random delay
+    /// (drawn from the seed) of up to this many milliseconds. A child still running 60 s
+    /// past this stops by itself and fails the run.
     #[arg(long, default_value_t = 2000)]
     pub max_kill_delay_ms: u64,
+    /// Pass even when more than 10% of the rounds end in a clean exit instead of a kill
+    /// (for runs that cap `--ops-per-round` on purpose).
+    #[arg(long)]
+    pub allow_clean_exits: bool,
     /// Run a full `Db::verify` after every this many rounds and after the last (0: never).
     #[arg(long, default_value_t = 3)]
     pub verify_every: u64,
@@ -66,6 +81,9 @@ pub struct StressArgs {
     /// The round number (child mode).
     #[arg(long, hide = true, default_value_t = 0)]
     pub round: u64,
+    /// Stop, as not killed, this long after the workload started (child mode; 0: never).
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub time_limit_ms: u64,
 }
 
 /// Runs `mezz stress` and returns the process exit code.
@@ -82,6 +100,7 @@ pub fn run(args: StressArgs) -> i32 {
             round: args.round,
             seed: args.seed,
             ops: args.ops_per_round,
+            time_limit_ms: args.time_limit_ms,
             keys: args.keys,
             preset: args.preset,
             opts: args.opts,
@@ -122,6 +141,7 @@ pub fn run(args: StressArgs) -> i32 {
         preset: args.preset,
         opts: args.opts,
         max_kill_delay: Duration::from_millis(args.max_kill_delay_ms),
+        allow_clean_exits: args.allow_clean_exits,
         verify_every: args.verify_every,
         verbose: !args.quiet,
         ..StressConfig::new(args.db, args.rounds, args.seed)
@@ -132,7 +152,7 @@ pub fn run(args: StressArgs) -> i32 {
             .arg("--child")
             .args(child.to_args())
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
     };
@@ -144,6 +164,14 @@ pub fn run(args: StressArgs) -> i32 {
         Err(e @ StressFailure::Setup(_)) => {
             eprintln!("mezz {e}");
             2
+        }
+        Err(StressFailure::TooFewKills(summary)) => {
+            println!("{summary}");
+            eprintln!(
+                "mezz stress: FAILED: {}",
+                StressFailure::TooFewKills(summary)
+            );
+            1
         }
         Err(e) => {
             eprintln!("mezz stress: FAILED: {e}");

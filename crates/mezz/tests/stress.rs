@@ -1,6 +1,7 @@
-//! `mezz stress` end to end: the real executable starts itself as the child, kills it, and
-//! verifies; a second invocation continues on the same database; a tampered expected-state
-//! file is reported as a violation with exit code 1.
+//! `mezz stress` end to end: the real executable starts itself as the child, kills it (every
+//! round: the child has no ops cap), and verifies; a second invocation continues on the same
+//! database; clean exits under an ops cap fail the run unless allowed; a tampered
+//! expected-state file is reported as a violation with exit code 1.
 
 #![allow(clippy::unwrap_used)]
 
@@ -39,7 +40,10 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("stress: 3 rounds"), "{stdout}");
+    assert!(
+        stdout.contains("stress: 3 rounds, 3 kills (100.0% of rounds), 0 clean exits"),
+        "{stdout}"
+    );
     assert!(dir.path().join("db.expected").exists());
 
     let out = mezz_stress(
@@ -91,7 +95,7 @@ fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
             "{stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(stdout.contains("stress: 3 rounds"), "{stdout}");
+        assert!(stdout.contains("stress: 3 rounds, 3 kills"), "{stdout}");
     }
     assert!(dir.path().join("db.nvm").join("NVM-POOL").exists());
 }
@@ -100,7 +104,17 @@ fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
 fn a_tampered_expected_state_is_a_violation() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    let out = mezz_stress(&db, &["--rounds", "1", "--ops-per-round", "50"]);
+    // A capped child may exit before the kill: allowed here.
+    let out = mezz_stress(
+        &db,
+        &[
+            "--rounds",
+            "1",
+            "--ops-per-round",
+            "50",
+            "--allow-clean-exits",
+        ],
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -114,12 +128,58 @@ fn a_tampered_expected_state_is_a_violation() {
     slot.max_version = 1_000_000;
     st.set(5, slot).unwrap();
     drop(st);
-    let out = mezz_stress(&db, &["--rounds", "1", "--max-kill-delay-ms", "0"]);
+    // At most one op (fixed by the seed, and not a write of key 5), so that the child
+    // cannot overwrite the tampered key before the check.
+    let out = mezz_stress(
+        &db,
+        &[
+            "--rounds",
+            "1",
+            "--ops-per-round",
+            "1",
+            "--allow-clean-exits",
+            "--max-kill-delay-ms",
+            "0",
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains("key 5: expected version 1000000 (pending -), found"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn clean_exits_fail_the_run_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    // One op per child and a kill delay of up to ten minutes: the children exit first.
+    let args = [
+        "--rounds",
+        "2",
+        "--ops-per-round",
+        "1",
+        "--max-kill-delay-ms",
+        "600000",
+    ];
+    let out = mezz_stress(&db, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("stress: 2 rounds, 0 kills (0.0% of rounds), 2 clean exits"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("only 0 of 2 rounds killed the child"),
+        "{stderr}"
+    );
+    let out = mezz_stress(&db, &[&args[..], &["--allow-clean-exits"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 

@@ -1,5 +1,5 @@
 //! The kill -9 crash harness behind `mezz stress`: a parent process repeatedly starts a
-//! child that writes to a real database on disk, kills it with SIGKILL at a random moment,
+//! child that writes to a real database on disk, kills it with SIGKILL while it works,
 //! reopens the database and checks every key against an expected-state file.
 //!
 //! Owns: the child workload ([`run_child`], [`child_main`]), the parent loop
@@ -7,11 +7,24 @@
 //! configuration and report types. The expected-state file lives in [`state`]; the
 //! self-checking keys and values in [`value`].
 //!
-//! The child opens the database and runs a seeded random workload on keys `0..keys`: puts,
-//! deletes, batches of distinct keys, `sync = true` writes, flushes, range compactions,
-//! point reads and bounded forward and backward scans. Before each write it marks the keys
-//! pending in the expected-state file (with fresh versions); after the acknowledgement it
-//! commits them. Its reads must see exactly the committed state (it is the only writer).
+//! The child opens the database, prints [`READY_LINE`] on stdout and runs a seeded random
+//! workload on keys `0..keys`: puts, deletes, batches of distinct keys, `sync = true`
+//! writes, flushes, range compactions, point reads and bounded forward and backward scans.
+//! Before each write it marks the keys pending in the expected-state file (with fresh
+//! versions); after the acknowledgement it commits them. Its reads must see exactly the
+//! committed state (it is the only writer).
+//!
+//! The child does not stop by itself: it runs until it is killed. The parent waits for the
+//! ready line, so that a slow start (process creation, recovery at open) does not use up
+//! the delay, then sleeps a delay drawn from the seed (up to
+//! [`StressConfig::max_kill_delay`]) and sends SIGKILL; the kill therefore falls in the
+//! workload. Only the safety limits end a child otherwise: an optional cap on ops
+//! ([`ChildConfig::ops`], `--ops-per-round`; the child then closes the database and exits
+//! 0, a *clean exit* that tests no crash), a time limit well past the largest delay, and
+//! the parent's death (both exit [`EXIT_NOT_KILLED`], a failure). The report counts kills
+//! and clean exits apart, and the run fails when clean exits are more than
+//! [`MAX_CLEAN_EXIT_PERCENT`] % of the rounds, unless
+//! [`StressConfig::allow_clean_exits`] is set.
 //!
 //! After the kill, for every key the database must hold the committed version, or the
 //! pending version if the slot is pending (a kill is a process crash: the operating system
@@ -20,22 +33,26 @@
 //! A scan must list the keys in order and agree with the point reads. The parent then
 //! settles pending slots to what it found and starts the next round with a seed derived
 //! from the base seed and the round number; every few rounds it also runs `Db::verify`.
+//! A round's workload and kill delay come from the seed; the exact kill instant depends on
+//! timing.
 //!
 //! Invariants: only one process writes the expected-state file at a time (the child while
 //! it runs, the parent between children); versions of a key only grow, so a stale or
 //! resurrected value never passes for a pending one.
 //!
-//! Thread-safety: single-threaded in both processes.
+//! Thread-safety: single-threaded in the child; the parent reads the child's stdout on a
+//! helper thread.
 
 pub mod state;
 pub mod value;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::io;
+use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use mezzanine::{Db, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
@@ -53,6 +70,19 @@ pub const CHILD_ENV: &str = "MEZZ_STRESS_CHILD";
 pub const EXIT_VIOLATION: i32 = 2;
 /// Exit code of a child that failed for another reason (bad arguments, an engine error).
 pub const EXIT_ERROR: i32 = 3;
+/// Exit code of a child that stopped because it was not killed in time: it reached its
+/// time limit, or its parent is gone.
+pub const EXIT_NOT_KILLED: i32 = 4;
+/// The line a child prints on stdout once the database is open, just before its first op.
+/// The parent's kill delay starts when it reads a line ending with this.
+pub const READY_LINE: &str = "mezz-stress: workload started";
+/// How long the parent waits for [`READY_LINE`] before it kills the child and fails.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// A child's time limit is the largest kill delay plus this.
+pub const CHILD_GRACE: Duration = Duration::from_secs(60);
+/// A run fails when more than this percentage of its rounds ended in a clean exit (unless
+/// [`StressConfig::allow_clean_exits`]).
+pub const MAX_CLEAN_EXIT_PERCENT: u64 = 10;
 
 /// What one child process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,8 +95,12 @@ pub struct ChildConfig {
     pub round: u64,
     /// Seed of this round's workload.
     pub seed: u64,
-    /// Ops to run before exiting cleanly (if not killed first).
+    /// Cap on ops: after this many the child closes the database and exits cleanly (if
+    /// not killed first). 0: no cap, the child runs until killed.
     pub ops: u64,
+    /// The child gives up with [`EXIT_NOT_KILLED`] if it is still running this many
+    /// milliseconds after printing [`READY_LINE`]. 0: no limit.
+    pub time_limit_ms: u64,
     /// Size of the key space; must match the expected-state file.
     pub keys: u32,
     /// Preset name the options start from.
@@ -91,6 +125,8 @@ impl ChildConfig {
             self.seed.to_string(),
             "--ops-per-round".to_string(),
             self.ops.to_string(),
+            "--time-limit-ms".to_string(),
+            self.time_limit_ms.to_string(),
             "--keys".to_string(),
             self.keys.to_string(),
             "--preset".to_string(),
@@ -114,6 +150,7 @@ impl ChildConfig {
             round: 0,
             seed: 0,
             ops: 0,
+            time_limit_ms: 0,
             keys: 0,
             preset: Preset::Leveldb.name().to_string(),
             opts: Vec::new(),
@@ -140,6 +177,7 @@ impl ChildConfig {
                 "--round" => c.round = num(&v)?,
                 "--seed" => c.seed = num(&v)?,
                 "--ops-per-round" => c.ops = num(&v)?,
+                "--time-limit-ms" => c.time_limit_ms = num(&v)?,
                 "--keys" => {
                     c.keys =
                         u32::try_from(num(&v)?).map_err(|_| format!("--keys {v} too large"))?;
@@ -165,7 +203,8 @@ pub struct StressConfig {
     pub rounds: u64,
     /// Base seed; round `r` uses a seed derived from it and `r`.
     pub seed: u64,
-    /// Ops a child runs before exiting on its own. Default 10 000.
+    /// Safety cap on a child's ops: a child that reaches it exits cleanly instead of being
+    /// killed. Default 0: no cap, every child runs until killed.
     pub ops_per_round: u64,
     /// Size of the key space. Default 1000.
     pub keys: u32,
@@ -173,8 +212,12 @@ pub struct StressConfig {
     pub preset: String,
     /// Option overrides, `name=value`, applied after [`stress_options`]' defaults.
     pub opts: Vec<String>,
-    /// The child is killed after a random delay up to this. Default 2 s.
+    /// Once the child reports that its workload started, it is killed after a random delay
+    /// (drawn from the seed) of up to this. Default 2 s.
     pub max_kill_delay: Duration,
+    /// Do not fail the run when more than [`MAX_CLEAN_EXIT_PERCENT`] % of the rounds end in
+    /// a clean exit (for runs that cap `ops_per_round` on purpose). Default false.
+    pub allow_clean_exits: bool,
     /// Run `Db::verify` after every this many rounds (and after the last). Default 3.
     pub verify_every: u64,
     /// Print one line per round to stderr.
@@ -189,11 +232,12 @@ impl StressConfig {
             db: db.into(),
             rounds,
             seed,
-            ops_per_round: 10_000,
+            ops_per_round: 0,
             keys: 1000,
             preset: Preset::Leveldb.name().to_string(),
             opts: Vec::new(),
             max_kill_delay: Duration::from_secs(2),
+            allow_clean_exits: false,
             verify_every: 3,
             verbose: false,
         }
@@ -217,6 +261,8 @@ impl StressConfig {
             round,
             seed: run_seed(self.seed, round),
             ops: self.ops_per_round,
+            time_limit_ms: u64::try_from((self.max_kill_delay + CHILD_GRACE).as_millis())
+                .unwrap_or(u64::MAX),
             keys: self.keys,
             preset: self.preset.clone(),
             opts: self.opts.clone(),
@@ -374,6 +420,19 @@ pub enum StressFailure {
         /// What it wrote to stderr.
         stderr: String,
     },
+    /// A child stopped because it was not killed in time (its time limit passed, or its
+    /// parent is gone).
+    NotKilled {
+        /// Round number.
+        round: u64,
+        /// The round's seed.
+        seed: u64,
+        /// What happened.
+        detail: String,
+    },
+    /// Every round passed its checks, but too many children exited cleanly (more than
+    /// [`MAX_CLEAN_EXIT_PERCENT`] % of the rounds): the run tested too few crashes.
+    TooFewKills(StressSummary),
     /// Bad configuration, or an I/O error of the harness itself.
     Setup(String),
 }
@@ -406,6 +465,18 @@ impl fmt::Display for StressFailure {
                 f,
                 "round {round} seed {seed}: child failed ({status}): {}",
                 stderr.trim()
+            ),
+            StressFailure::NotKilled {
+                round,
+                seed,
+                detail,
+            } => write!(f, "round {round} seed {seed}: child not killed: {detail}"),
+            StressFailure::TooFewKills(s) => write!(
+                f,
+                "only {} of {} rounds killed the child; {} children reached the \
+                 --ops-per-round cap and exited cleanly (more than {MAX_CLEAN_EXIT_PERCENT}% \
+                 of the rounds): raise or drop the cap, or pass --allow-clean-exits",
+                s.kills, s.rounds, s.exits
             ),
             StressFailure::Setup(s) => write!(f, "stress: {s}"),
         }
@@ -795,12 +866,19 @@ impl ChildRun<'_> {
     }
 }
 
-/// Runs a child: opens the database and the expected-state file and runs `cfg.ops` ops
-/// (unless killed first), then closes the database.
+/// Runs a child: opens the database and the expected-state file, calls `on_started` (which
+/// [`child_main`] uses to print [`READY_LINE`]), then runs the workload until it is killed.
+/// Only the safety limits end it: after `cfg.ops` ops (if not 0) it closes the database and
+/// returns; past `cfg.time_limit_ms` (if not 0) after `on_started`, or once its parent
+/// process is gone, it stops with [`StressFailure::NotKilled`].
 ///
 /// # Errors
-/// A violation seen by a live read, an engine error, or a bad setup.
-pub fn run_child(cfg: &ChildConfig) -> Result<ChildReport, StressFailure> {
+/// A violation seen by a live read, an engine error, a bad setup, or a child not killed in
+/// time.
+pub fn run_child(
+    cfg: &ChildConfig,
+    on_started: impl FnOnce() -> io::Result<()>,
+) -> Result<ChildReport, StressFailure> {
     let options = stress_options(&cfg.preset, &cfg.opts).map_err(StressFailure::Setup)?;
     let st = ExpectedState::open(&cfg.state)
         .map_err(|e| StressFailure::Setup(format!("{}: {e}", cfg.state.display())))?;
@@ -816,6 +894,7 @@ pub fn run_child(cfg: &ChildConfig) -> Result<ChildReport, StressFailure> {
             "expected-state file has a pending slot (key {k}): the parent did not settle it"
         )));
     }
+    let parent = std::os::unix::process::parent_id();
     let db = Db::open(&cfg.db, options).map_err(|e| StressFailure::Db {
         round: cfg.round,
         seed: cfg.seed,
@@ -828,25 +907,57 @@ pub fn run_child(cfg: &ChildConfig) -> Result<ChildReport, StressFailure> {
         st,
         rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed),
     };
-    for _ in 0..cfg.ops {
+    on_started().map_err(|e| StressFailure::Setup(format!("reporting the start: {e}")))?;
+    let started = Instant::now();
+    let limit = Duration::from_millis(cfg.time_limit_ms);
+    let not_killed = |detail: String| StressFailure::NotKilled {
+        round: cfg.round,
+        seed: cfg.seed,
+        detail,
+    };
+    let mut ops = 0u64;
+    while cfg.ops == 0 || ops < cfg.ops {
         run.step()?;
+        ops += 1;
+        if ops.is_multiple_of(16) {
+            if cfg.time_limit_ms != 0 && started.elapsed() >= limit {
+                return Err(not_killed(format!(
+                    "still running {} ms after it started its workload ({ops} ops)",
+                    started.elapsed().as_millis()
+                )));
+            }
+            if std::os::unix::process::parent_id() != parent {
+                return Err(not_killed(format!(
+                    "its parent (pid {parent}) is gone ({ops} ops)"
+                )));
+            }
+        }
     }
     run.db
         .close()
         .map_err(|e| run.dberr("close in the child".into(), &e))?;
-    Ok(ChildReport { ops: cfg.ops })
+    Ok(ChildReport { ops })
 }
 
-/// [`run_child`] for a `main`: prints a failure to stderr and returns the process exit code
-/// (0, [`EXIT_VIOLATION`] or [`EXIT_ERROR`]).
+/// [`run_child`] for a `main`: prints [`READY_LINE`] on stdout when the workload starts,
+/// prints a failure to stderr and returns the process exit code (0 after an ops cap,
+/// [`EXIT_VIOLATION`], [`EXIT_NOT_KILLED`] or [`EXIT_ERROR`]). Both lines are written to
+/// the process's own stdout and stderr, past any test-harness capture.
 #[must_use]
 pub fn child_main(cfg: &ChildConfig) -> i32 {
-    match run_child(cfg) {
+    let started = || {
+        let mut out = io::stdout().lock();
+        writeln!(out, "{READY_LINE}")?;
+        out.flush()
+    };
+    match run_child(cfg, started) {
         Ok(_) => 0,
         Err(e) => {
-            eprintln!("{e}");
+            // Nothing more to do if stderr is gone too.
+            let _ = writeln!(io::stderr().lock(), "{e}");
             match e {
                 StressFailure::Violation(_) | StressFailure::TornBatch { .. } => EXIT_VIOLATION,
+                StressFailure::NotKilled { .. } => EXIT_NOT_KILLED,
                 _ => EXIT_ERROR,
             }
         }
@@ -858,9 +969,10 @@ pub fn child_main(cfg: &ChildConfig) -> i32 {
 pub struct StressSummary {
     /// Rounds done.
     pub rounds: u64,
-    /// Children killed with SIGKILL.
+    /// Rounds whose child was killed with SIGKILL: the crashes tested.
     pub kills: u64,
-    /// Children that finished their ops and exited cleanly.
+    /// Rounds whose child exited cleanly before the kill (it reached the `ops_per_round`
+    /// cap): no crash tested.
     pub exits: u64,
     /// Ops the children acknowledged (as counted in the expected-state file).
     pub ops: u64,
@@ -872,14 +984,33 @@ pub struct StressSummary {
     pub elapsed: Duration,
 }
 
+impl StressSummary {
+    /// Kills per round, from 0 to 1 (0 for no rounds).
+    #[must_use]
+    pub fn kill_ratio(&self) -> f64 {
+        if self.rounds == 0 {
+            0.0
+        } else {
+            self.kills as f64 / self.rounds as f64
+        }
+    }
+
+    /// Whether more than [`MAX_CLEAN_EXIT_PERCENT`] % of the rounds ended in a clean exit.
+    #[must_use]
+    pub fn too_few_kills(&self) -> bool {
+        self.exits * 100 > self.rounds * MAX_CLEAN_EXIT_PERCENT
+    }
+}
+
 impl fmt::Display for StressSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "stress: {} rounds, {} kills, {} clean exits, {} ops, {} keys verified, {} full \
-             verifications, {:.1} s",
+            "stress: {} rounds, {} kills ({:.1}% of rounds), {} clean exits, {} ops, {} keys \
+             verified, {} full verifications, {:.1} s",
             self.rounds,
             self.kills,
+            self.kill_ratio() * 100.0,
             self.exits,
             self.ops,
             self.keys_verified,
@@ -919,37 +1050,108 @@ fn open_state(cfg: &StressConfig) -> Result<ExpectedState, StressFailure> {
     ExpectedState::create(&path, cfg.keys).map_err(setup("expected-state file"))
 }
 
-/// Waits for the child to exit on its own or for `delay` to pass, then kills it. Returns its
-/// exit status, stderr, and whether it was killed.
-fn kill_after(mut child: Child, delay: Duration) -> io::Result<(ExitStatus, String, bool)> {
-    let start = Instant::now();
+/// How a round's child ended.
+#[derive(Debug)]
+struct ChildEnd {
+    status: ExitStatus,
+    stderr: String,
+    /// We sent the SIGKILL and the child died of it.
+    killed: bool,
+    /// Time from spawning to reading [`READY_LINE`] (`None`: not read).
+    ready_after: Option<Duration>,
+    /// [`READY_LINE`] did not come within [`READY_TIMEOUT`], so the child was killed.
+    ready_timed_out: bool,
+}
+
+/// Waits for the child to print [`READY_LINE`] on its (piped) stdout, then for `delay`, and
+/// kills it with SIGKILL unless it exited first. A child that exits without the line is
+/// waited for; one that neither prints it nor exits within [`READY_TIMEOUT`] is killed and
+/// reported as timed out. `spawned` is when the spawn began.
+fn kill_after_ready(mut child: Child, spawned: Instant, delay: Duration) -> io::Result<ChildEnd> {
+    let Some(stdout) = child.stdout.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the child's stdout is not piped, so its start cannot be seen",
+        ));
+    };
+    // The reader drains stdout to its end and reports the ready line once. A line that ends
+    // with it counts: a test binary as the child prints `test <name> ... ` first.
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut line = Vec::new();
+        let mut sent = false;
+        loop {
+            line.clear();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if !sent && line.trim_ascii_end().ends_with(READY_LINE.as_bytes()) {
+                        sent = tx.send(()).is_ok();
+                    }
+                }
+            }
+        }
+    });
+    let poll = Duration::from_millis(2);
     let mut exited = false;
-    while start.elapsed() < delay {
+    let mut ready_after = None;
+    let mut ready_timed_out = false;
+    loop {
+        match rx.recv_timeout(poll) {
+            Ok(()) => {
+                ready_after = Some(spawned.elapsed());
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Stdout closed without the line: wait for the exit.
+            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(poll),
+        }
         if child.try_wait()?.is_some() {
             exited = true;
             break;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        if spawned.elapsed() >= READY_TIMEOUT {
+            ready_timed_out = true;
+            break;
+        }
+    }
+    if ready_after.is_some() {
+        let ready = Instant::now();
+        while ready.elapsed() < delay {
+            if child.try_wait()?.is_some() {
+                exited = true;
+                break;
+            }
+            std::thread::sleep(poll.min(delay.saturating_sub(ready.elapsed())));
+        }
     }
     if !exited {
         // Fails only if the child was already reaped, which cannot happen here.
         let _ = child.kill();
     }
     let out = child.wait_with_output()?;
-    let killed = !exited && out.status.signal() == Some(9);
-    Ok((
-        out.status,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        killed,
-    ))
+    // The reader ends by itself at the end of stdout, now that the child is gone.
+    drop(reader);
+    Ok(ChildEnd {
+        killed: !exited && out.status.signal() == Some(9),
+        status: out.status,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        ready_after,
+        ready_timed_out,
+    })
 }
 
-/// Runs `cfg.rounds` rounds: spawn a child with `spawn` (which should pipe the child's
-/// stderr and discard its stdout), kill it after a random delay, reopen and verify, settle
-/// pending slots.
+/// Runs `cfg.rounds` rounds: spawn a child with `spawn` (which must pipe the child's stdout
+/// and stderr), wait for its [`READY_LINE`], kill it after a random delay, reopen and
+/// verify, settle pending slots. At the end, fail if too many children exited cleanly
+/// instead of being killed (see [`StressSummary::too_few_kills`]).
 ///
 /// # Errors
-/// The first violation, torn batch, engine error, failed child or setup error.
+/// The first violation, torn batch, engine error, failed child or setup error; then
+/// [`StressFailure::TooFewKills`] (with the counts) unless `cfg.allow_clean_exits`.
 pub fn run_parent(
     cfg: &StressConfig,
     mut spawn: impl FnMut(&ChildConfig) -> io::Result<Child>,
@@ -968,18 +1170,39 @@ pub fn run_parent(
         let child_cfg = cfg.child(round);
         let seed = child_cfg.seed;
         let delay = Duration::from_millis(rng.random_range(0..=max_ms));
+        let ops_at_start = st.ops();
+        let spawned = Instant::now();
         let child = spawn(&child_cfg).map_err(setup("spawning the child"))?;
-        let (status, stderr, killed) = kill_after(child, delay).map_err(setup("child"))?;
-        if killed {
+        let end = kill_after_ready(child, spawned, delay).map_err(setup("child"))?;
+        if end.ready_timed_out {
+            return Err(StressFailure::Child {
+                round,
+                seed,
+                status: format!(
+                    "no {READY_LINE:?} line within {} s, killed",
+                    READY_TIMEOUT.as_secs()
+                ),
+                stderr: end.stderr,
+            });
+        }
+        if end.killed {
             sum.kills += 1;
-        } else if status.success() {
+        } else if end.status.success() {
             sum.exits += 1;
+        } else if end.status.code() == Some(EXIT_NOT_KILLED) {
+            let said = end.stderr.trim();
+            let prefix = format!("round {round} seed {seed}: child not killed: ");
+            return Err(StressFailure::NotKilled {
+                round,
+                seed,
+                detail: said.strip_prefix(&prefix).unwrap_or(said).to_string(),
+            });
         } else {
             return Err(StressFailure::Child {
                 round,
                 seed,
-                status: status.to_string(),
-                stderr,
+                status: end.status.to_string(),
+                stderr: end.stderr,
             });
         }
 
@@ -1009,16 +1232,25 @@ pub fn run_parent(
         db.close().map_err(|e| dberr("close after verify", e))?;
         sum.rounds += 1;
         if cfg.verbose {
+            let ready = end
+                .ready_after
+                .map_or_else(|| "-".to_string(), |d| d.as_millis().to_string());
+            let how = if end.killed {
+                format!("killed {} ms into its workload", delay.as_millis())
+            } else {
+                "exited cleanly (ops cap), not killed".to_string()
+            };
             eprintln!(
-                "round {round} seed {seed}: {} after {} ms, {} ops so far, {} keys ok",
-                if killed { "killed" } else { "exited" },
-                delay.as_millis(),
-                st.ops() - ops_before,
+                "round {round} seed {seed}: {how} (started after {ready} ms), {} ops, {} keys ok",
+                st.ops() - ops_at_start,
                 st.keys()
             );
         }
     }
     sum.ops = st.ops() - ops_before;
     sum.elapsed = started.elapsed();
+    if !cfg.allow_clean_exits && sum.too_few_kills() {
+        return Err(StressFailure::TooFewKills(sum));
+    }
     Ok(sum)
 }
