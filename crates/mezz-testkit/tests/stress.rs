@@ -1,8 +1,9 @@
 //! The kill -9 harness (see `mezz_testkit::stress`): the expected-state file, the per-key and
-//! per-batch checks on hand-made cases, a short real run whose children are this test
-//! binary started again (the `MEZZ_STRESS_CHILD` variable makes it run the child workload
-//! instead of the test) and killed with SIGKILL, and the parent's kill accounting with
-//! stand-in children (`sh`) whose fate does not depend on timing.
+//! per-batch checks on hand-made cases, short real runs whose children are this test binary
+//! started again (the `MEZZ_STRESS_CHILD` variable makes it run the child workload instead
+//! of the test) and killed with SIGKILL, in their workload or while they open the database
+//! (open kills), and the parent's kill accounting with stand-in children (`sh`) whose fate
+//! does not depend on timing.
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,47 +12,57 @@ use std::time::Duration;
 
 use mezz_testkit::stress::value::{encode_value, key_bytes};
 use mezz_testkit::stress::{
-    CHILD_ENV, ChildConfig, ExpectedState, Found, READY_LINE, Slot, StressConfig, StressFailure,
-    StressSummary, check_slots, child_main, run_child, run_parent, stress_options, verify_round,
+    CHILD_ENV, ChildConfig, ChildStage, ExpectedState, Found, OPENING_LINE, READY_LINE, Slot,
+    StressConfig, StressFailure, StressSummary, check_slots, child_main, run_child, run_parent,
+    stress_options, verify_round,
 };
 use mezzanine::Db;
 
-/// Five rounds of a child writing 200 keys, each killed within 400 ms of starting its
-/// workload. The child has no ops cap, so every round ends in a kill.
-#[test]
-fn kill9_rounds_keep_every_acknowledged_write() {
+/// In a test started as a child (see [`spawn_self`]): runs the child workload and exits.
+fn run_as_child_if_asked() {
     if let Ok(args) = std::env::var(CHILD_ENV) {
         let args: Vec<String> = args.lines().map(str::to_string).collect();
         let cfg = ChildConfig::from_args(&args).unwrap();
         std::process::exit(child_main(&cfg));
     }
+}
+
+/// Spawns this test binary running only `test` (which must call [`run_as_child_if_asked`]
+/// first) as a child of configuration `child`.
+fn spawn_self(test: &str, child: &ChildConfig) -> std::io::Result<std::process::Child> {
+    Command::new(std::env::current_exe()?)
+        .args([test, "--exact", "--test-threads=1"])
+        .env(CHILD_ENV, child.to_args().join("\n"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+/// Five rounds of a child writing 200 keys, each killed within 400 ms of starting its
+/// workload (or, in a round whose seed picks an open kill, while it opens the database).
+/// The child has no ops cap, so every round ends in a kill.
+#[test]
+fn kill9_rounds_keep_every_acknowledged_write() {
+    run_as_child_if_asked();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = StressConfig::new(dir.path().join("db"), 5, 42);
     cfg.keys = 200;
     cfg.max_kill_delay = Duration::from_millis(400);
     cfg.verify_every = 2;
-    let exe = std::env::current_exe().unwrap();
     let summary = run_parent(&cfg, |child| {
-        Command::new(&exe)
-            .args([
-                "kill9_rounds_keep_every_acknowledged_write",
-                "--exact",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, child.to_args().join("\n"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+        spawn_self("kill9_rounds_keep_every_acknowledged_write", child)
     })
     .unwrap_or_else(|e| panic!("{e}"));
     println!("{summary}");
     assert_eq!(summary.rounds, 5);
     assert_eq!((summary.kills, summary.exits), (5, 0), "{summary}");
+    let open_kills = (0..5).filter(|&r| cfg.open_kill(r).is_some()).count() as u64;
+    assert_eq!(summary.open_kills, open_kills, "{summary}");
     assert!(
-        summary
-            .to_string()
-            .contains("5 kills (100.0% of rounds), 0 clean exits")
+        summary.to_string().contains("5 kills (100.0% of rounds; "),
+        "{summary}"
     );
+    assert!(summary.to_string().contains(", 0 clean exits"), "{summary}");
     assert_eq!(summary.keys_verified, 5 * 200);
     assert_eq!(summary.verifies, 3);
     // The state file is left settled: nothing pending.
@@ -245,6 +256,7 @@ fn a_child_is_killed_only_after_it_reports_its_start() {
     let mut cfg = StressConfig::new(dir.path().join("db"), 4, 3);
     cfg.keys = 8;
     cfg.max_kill_delay = Duration::from_millis(20);
+    cfg.open_kill_percent = 0;
     // Other output first, as a test binary prints; the child never exits by itself.
     let script = format!("echo other; echo '{READY_LINE}'; exec sleep 600");
     let summary = run_parent(&cfg, sh(&script)).unwrap_or_else(|e| panic!("{e}"));
@@ -314,21 +326,139 @@ fn a_child_stops_at_its_ops_cap_or_its_time_limit() {
     ExpectedState::create(&cfg.state_path(), cfg.keys).unwrap();
     let mut child = cfg.child(0);
     assert!(child.time_limit_ms > 2000);
-    let mut started = false;
+    let mut stages = Vec::new();
     child.ops = 40;
-    let report = run_child(&child, || {
-        started = true;
+    let report = run_child(&child, |stage| {
+        stages.push(stage);
         Ok(())
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    assert!(started);
+    assert_eq!(stages, [ChildStage::Opening, ChildStage::Started]);
     assert_eq!(report.ops, 40);
     // No ops cap: only the time limit (or a kill) ends it.
     child.ops = 0;
     child.time_limit_ms = 1;
-    let err = run_child(&child, || Ok(())).unwrap_err();
+    let err = run_child(&child, |_| Ok(())).unwrap_err();
     assert!(
         matches!(&err, StressFailure::NotKilled { round: 0, detail, .. } if detail.contains("still running")),
         "{err}"
     );
+}
+
+/// Open kills with real children: a few rounds of workload first, so that there is
+/// something to recover, then rounds that all end in an open kill (1 ms at most after the
+/// child's opening line), each followed by the usual check of every key. Batches of rounds
+/// run until at least one kill struck inside `Db::open` (almost always the first batch).
+#[test]
+fn open_kills_strike_during_recovery_and_the_database_verifies() {
+    run_as_child_if_asked();
+    let name = "open_kills_strike_during_recovery_and_the_database_verifies";
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = StressConfig::new(dir.path().join("db"), 3, 50);
+    cfg.keys = 200;
+    cfg.max_kill_delay = Duration::from_millis(300);
+    cfg.open_kill_percent = 0;
+    let s = run_parent(&cfg, |child| spawn_self(name, child)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((s.kills, s.open_kills), (3, 0), "{s}");
+
+    cfg.open_kill_percent = 100;
+    cfg.max_open_kill_delay = Duration::from_millis(1);
+    cfg.rounds = 6;
+    let mut during_open = 0;
+    for batch in 0..4 {
+        cfg.seed = 51 + batch;
+        assert!((0..cfg.rounds).all(|r| {
+            cfg.open_kill(r)
+                .is_some_and(|d| d <= cfg.max_open_kill_delay)
+        }));
+        let s = run_parent(&cfg, |child| spawn_self(name, child)).unwrap_or_else(|e| panic!("{e}"));
+        println!("{s}");
+        assert_eq!((s.rounds, s.kills, s.exits), (6, 6, 0), "{s}");
+        assert_eq!(s.open_kills, 6, "{s}");
+        assert_eq!(s.kills_during_open() + s.open_kills_after_open, 6, "{s}");
+        assert!(
+            s.to_string().contains(&format!(
+                "6 kills (100.0% of rounds; {} during open, {} just after it), 0 clean exits",
+                s.kills_during_open(),
+                s.open_kills_after_open
+            )),
+            "{s}"
+        );
+        assert_eq!(s.keys_verified, 6 * 200);
+        during_open += s.kills_during_open();
+        if during_open > 0 {
+            break;
+        }
+    }
+    assert!(during_open > 0, "no open kill struck inside Db::open");
+
+    // The database verifies afterwards, and the state file is settled.
+    let st = ExpectedState::open(&cfg.state_path()).unwrap();
+    assert!(st.slots().iter().all(|s| s.pending.is_none()));
+    let db = Db::open(&cfg.db, stress_options(&cfg.preset, &cfg.opts).unwrap()).unwrap();
+    verify_round(&db, &st, 99, 0).unwrap_or_else(|e| panic!("{e}"));
+    db.verify().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn open_kills_are_drawn_from_the_round_seed() {
+    let mut cfg = StressConfig::new("db", 1000, 9);
+    // Default: 10% of the rounds, delays up to 5 ms.
+    let picked: Vec<u64> = (0..1000).filter(|&r| cfg.open_kill(r).is_some()).collect();
+    assert!((60..=140).contains(&picked.len()), "{}", picked.len());
+    assert!(
+        (0..1000)
+            .filter_map(|r| cfg.open_kill(r))
+            .all(|d| d <= Duration::from_millis(5))
+    );
+    // Reproducible, and independent of the other settings and of the rounds before.
+    let mut other = cfg.clone();
+    other.max_kill_delay = Duration::from_secs(9);
+    other.rounds = 3;
+    assert!((0..1000).all(|r| cfg.open_kill(r) == other.open_kill(r)));
+    // 0 disables them, 100 makes every round one.
+    cfg.open_kill_percent = 0;
+    assert!((0..1000).all(|r| cfg.open_kill(r).is_none()));
+    cfg.open_kill_percent = 100;
+    assert!((0..1000).all(|r| cfg.open_kill(r).is_some()));
+    cfg.open_kill_percent = 101;
+    let err = run_parent(&cfg, sh("exit 0")).unwrap_err();
+    assert!(matches!(err, StressFailure::Setup(_)), "{err}");
+}
+
+#[test]
+fn an_open_kill_is_timed_from_the_opening_line_and_reported_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = StressConfig::new(dir.path().join("db"), 4, 7);
+    cfg.keys = 8;
+    cfg.open_kill_percent = 100;
+    // A child stuck in its open: killed without ever printing the ready line.
+    let script = format!("echo other; echo '{OPENING_LINE}'; exec sleep 600");
+    let s = run_parent(&cfg, sh(&script)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((s.rounds, s.kills, s.exits), (4, 4, 0), "{s}");
+    assert_eq!((s.open_kills, s.open_kills_after_open), (4, 0), "{s}");
+    assert!(
+        s.to_string()
+            .contains("4 kills (100.0% of rounds; 4 during open, 0 just after it), 0 clean exits"),
+        "{s}"
+    );
+    // A child whose open finished before the delay ran out is killed all the same: an open
+    // kill just after the open.
+    let script = format!("echo '{OPENING_LINE}'; echo '{READY_LINE}'; exec sleep 600");
+    let s = run_parent(&cfg, sh(&script)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (s.kills, s.open_kills, s.open_kills_after_open),
+        (4, 4, 4),
+        "{s}"
+    );
+    assert_eq!(s.kills_during_open(), 0);
+    assert!(
+        s.to_string()
+            .contains("(100.0% of rounds; 0 during open, 4 just after it)")
+    );
+    // Without open kills such a child is killed only after its ready line.
+    cfg.open_kill_percent = 0;
+    let s = run_parent(&cfg, sh(&script)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((s.kills, s.open_kills), (4, 0), "{s}");
 }

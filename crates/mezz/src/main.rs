@@ -49,8 +49,9 @@ enum Command {
     /// Run db_bench-style benchmarks.
     Bench(bench::Args),
     /// Kill -9 crash test: a child runs a random workload until it is killed, at a random
-    /// moment after its workload started; after each kill the database is reopened and every
-    /// key checked. The summary counts kills and clean exits.
+    /// moment after its workload started (or, in a seeded share of rounds, while it opens
+    /// and recovers the database); after each kill the database is reopened and every key
+    /// checked. The summary counts kills, kills during open and clean exits.
     Stress(stress::StressArgs),
 }
 

@@ -2,11 +2,19 @@
 //!
 //! `mezz stress --db DIR --rounds N --seed S [--preset P] [--keys K] [--opt name=value ...]`
 //! starts this same executable again as a child (`mezz stress --child ...`, a hidden mode)
-//! that opens the database, prints a ready line and writes until it is killed. Once the
-//! line arrives the parent waits a random delay (`--max-kill-delay-ms`, drawn from the
-//! seed), kills the child with SIGKILL, reopens the database and checks every key against
-//! the expected-state file `DIR.expected`; then it starts the next round. A second run on
-//! the same directory continues where the first stopped.
+//! that prints an opening line, opens the database, prints a ready line and writes until
+//! it is killed. Once the ready line arrives the parent waits a random delay
+//! (`--max-kill-delay-ms`, drawn from the seed), kills the child with SIGKILL, reopens the
+//! database and checks every key against the expected-state file `DIR.expected`; then it
+//! starts the next round. A second run on the same directory continues where the first
+//! stopped.
+//!
+//! In `--open-kill-percent P` % of the rounds (default 10, drawn from the round's seed; 0:
+//! none) the kill is an *open kill* instead: it comes a random delay of up to
+//! `--max-open-kill-delay-ms` (default 5) after the opening line, so that it falls inside
+//! `Db::open` (recovery) or just after it. The summary counts both kinds: `K kills (P% of
+//! rounds; O during open, A just after it)`, where O open kills struck before the child
+//! printed its ready line and A after it (both included in K).
 //!
 //! `--ops-per-round M` caps a child's ops (default: no cap); a child that reaches the cap
 //! exits cleanly, which tests no crash. The summary counts rounds, kills and clean exits,
@@ -27,7 +35,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use mezz_testkit::stress::{
-    ChildConfig, StressConfig, StressFailure, child_main, run_parent, stress_options,
+    ChildConfig, DEFAULT_MAX_OPEN_KILL_DELAY_MS, DEFAULT_OPEN_KILL_PERCENT, StressConfig,
+    StressFailure, child_main, run_parent, stress_options,
 };
 
 /// Arguments of `mezz stress`.
@@ -37,7 +46,8 @@ pub struct StressArgs {
     /// in `<DIR>.expected`.
     #[arg(long, value_name = "DIR")]
     pub db: PathBuf,
-    /// Rounds to run: each starts a child, kills it while it writes, reopens and verifies.
+    /// Rounds to run: each starts a child, kills it while it writes (or while it opens the
+    /// database, see `--open-kill-percent`), reopens and verifies.
     #[arg(long, default_value_t = 10)]
     pub rounds: u64,
     /// Base seed; round R runs with a seed derived from it and R (printed on failure).
@@ -62,6 +72,19 @@ pub struct StressArgs {
     /// past this stops by itself and fails the run.
     #[arg(long, default_value_t = 2000)]
     pub max_kill_delay_ms: u64,
+    /// Percentage of the rounds (drawn from each round's seed) whose child is killed while
+    /// it opens and recovers the database instead: a random delay of up to
+    /// `--max-open-kill-delay-ms` after it reports that it is about to open (0: never). An
+    /// open kill counts as a kill; the summary reports those that struck during the open and
+    /// just after it apart.
+    #[arg(long, default_value_t = DEFAULT_OPEN_KILL_PERCENT, value_name = "P",
+          value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub open_kill_percent: u8,
+    /// Largest delay, in milliseconds, between the child's report that it is about to open
+    /// the database and an open kill (drawn in microseconds). About the time a stress
+    /// database takes to open, so that most open kills fall during the open.
+    #[arg(long, default_value_t = DEFAULT_MAX_OPEN_KILL_DELAY_MS)]
+    pub max_open_kill_delay_ms: u64,
     /// Pass even when more than 10% of the rounds end in a clean exit instead of a kill
     /// (for runs that cap `--ops-per-round` on purpose).
     #[arg(long)]
@@ -141,6 +164,8 @@ pub fn run(args: StressArgs) -> i32 {
         preset: args.preset,
         opts: args.opts,
         max_kill_delay: Duration::from_millis(args.max_kill_delay_ms),
+        open_kill_percent: args.open_kill_percent,
+        max_open_kill_delay: Duration::from_millis(args.max_open_kill_delay_ms),
         allow_clean_exits: args.allow_clean_exits,
         verify_every: args.verify_every,
         verbose: !args.quiet,

@@ -1,7 +1,8 @@
 //! `mezz stress` end to end: the real executable starts itself as the child, kills it (every
 //! round: the child has no ops cap), and verifies; a second invocation continues on the same
-//! database; clean exits under an ops cap fail the run unless allowed; a tampered
-//! expected-state file is reported as a violation with exit code 1.
+//! database; `--open-kill-percent 100` kills every child while it opens (or just after) and
+//! the database still verifies; clean exits under an ops cap fail the run unless allowed; a
+//! tampered expected-state file is reported as a violation with exit code 1.
 
 #![allow(clippy::unwrap_used)]
 
@@ -41,9 +42,10 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("stress: 3 rounds, 3 kills (100.0% of rounds), 0 clean exits"),
+        stdout.contains("stress: 3 rounds, 3 kills (100.0% of rounds; "),
         "{stdout}"
     );
+    assert!(stdout.contains(", 0 clean exits"), "{stdout}");
     assert!(dir.path().join("db.expected").exists());
 
     let out = mezz_stress(
@@ -68,9 +70,11 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
 fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    for (seed, extra) in [
-        ("21", "nvm_memtable=mutable"),
-        ("22", "nvm_memtable=immutable"),
+    // The third run kills every child while it opens (recovering its NVM memtables).
+    for (seed, extra, open_kills) in [
+        ("21", "nvm_memtable=mutable", "10"),
+        ("22", "nvm_memtable=immutable", "10"),
+        ("23", "nvm_memtable=mutable", "100"),
     ] {
         let out = mezz_stress(
             &db,
@@ -87,6 +91,8 @@ fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
                 seed,
                 "--max-kill-delay-ms",
                 "300",
+                "--open-kill-percent",
+                open_kills,
             ],
         );
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -96,6 +102,10 @@ fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(stdout.contains("stress: 3 rounds, 3 kills"), "{stdout}");
+        if open_kills == "100" {
+            let (_, during, after) = open_kill_counts(&stdout);
+            assert_eq!(during + after, 3, "{stdout}");
+        }
     }
     assert!(dir.path().join("db.nvm").join("NVM-POOL").exists());
 }
@@ -154,7 +164,8 @@ fn a_tampered_expected_state_is_a_violation() {
 fn clean_exits_fail_the_run_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    // One op per child and a kill delay of up to ten minutes: the children exit first.
+    // One op per child and a kill delay of up to ten minutes: the children exit first (no
+    // open kills, which could strike first).
     let args = [
         "--rounds",
         "2",
@@ -162,13 +173,18 @@ fn clean_exits_fail_the_run_unless_allowed() {
         "1",
         "--max-kill-delay-ms",
         "600000",
+        "--open-kill-percent",
+        "0",
     ];
     let out = mezz_stress(&db, &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
-        stdout.contains("stress: 2 rounds, 0 kills (0.0% of rounds), 2 clean exits"),
+        stdout.contains(
+            "stress: 2 rounds, 0 kills (0.0% of rounds; 0 during open, 0 just after it), 2 \
+             clean exits"
+        ),
         "{stdout}"
     );
     assert!(
@@ -183,10 +199,107 @@ fn clean_exits_fail_the_run_unless_allowed() {
     );
 }
 
+/// The counts in `K kills (P% of rounds; O during open, A just after it)`.
+fn open_kill_counts(stdout: &str) -> (u64, u64, u64) {
+    let num = |s: &str, before: &str| -> u64 {
+        let head = &s[..s.find(before).unwrap_or_else(|| panic!("{before:?}: {s}"))];
+        head.rsplit(|c: char| !c.is_ascii_digit())
+            .find(|w| !w.is_empty())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (
+        num(stdout, " kills ("),
+        num(stdout, " during open"),
+        num(stdout, " just after it)"),
+    )
+}
+
+#[test]
+fn open_kills_strike_every_round_and_the_database_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    // Some workload first, so that the opens have WALs to replay.
+    let out = mezz_stress(
+        &db,
+        &[
+            "--rounds",
+            "2",
+            "--seed",
+            "31",
+            "--max-kill-delay-ms",
+            "300",
+            "--open-kill-percent",
+            "0",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(open_kill_counts(&stdout), (2, 0, 0), "{stdout}");
+    // Every round an open kill, each followed by the check of every key, and a full
+    // `Db::verify` every other round and after the last.
+    let out = mezz_stress(
+        &db,
+        &[
+            "--rounds",
+            "6",
+            "--seed",
+            "32",
+            "--open-kill-percent",
+            "100",
+            "--max-open-kill-delay-ms",
+            "2",
+            "--verify-every",
+            "2",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("stress: 6 rounds, 6 kills (100.0% of rounds; "),
+        "{stdout}"
+    );
+    let (kills, during, after) = open_kill_counts(&stdout);
+    assert_eq!((kills, during + after), (6, 6), "{stdout}");
+    assert!(stdout.contains(", 0 clean exits"), "{stdout}");
+    assert!(stdout.contains("3 full verifications"), "{stdout}");
+    // And a later run (ordinary kills) still finds every key as expected.
+    let out = mezz_stress(
+        &db,
+        &[
+            "--rounds",
+            "1",
+            "--seed",
+            "33",
+            "--max-kill-delay-ms",
+            "100",
+            "--open-kill-percent",
+            "0",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn a_bad_option_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = mezz_stress(&dir.path().join("db"), &["--opt", "no_such_option=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dir.path().join("db.expected").exists());
+    let out = mezz_stress(&dir.path().join("db"), &["--open-kill-percent", "101"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(!dir.path().join("db.expected").exists());
 }

@@ -7,18 +7,28 @@
 //! configuration and report types. The expected-state file lives in [`state`]; the
 //! self-checking keys and values in [`value`].
 //!
-//! The child opens the database, prints [`READY_LINE`] on stdout and runs a seeded random
-//! workload on keys `0..keys`: puts, deletes, batches of distinct keys, `sync = true`
-//! writes, flushes, range compactions, point reads and bounded forward and backward scans.
-//! Before each write it marks the keys pending in the expected-state file (with fresh
-//! versions); after the acknowledgement it commits them. Its reads must see exactly the
-//! committed state (it is the only writer).
+//! The child prints [`OPENING_LINE`] on stdout just before it calls `Db::open`, then
+//! opens the database, prints [`READY_LINE`] and runs a seeded random workload on keys
+//! `0..keys`: puts, deletes, batches of distinct keys, `sync = true` writes, flushes, range
+//! compactions, point reads and bounded forward and backward scans. Before each write it
+//! marks the keys pending in the expected-state file (with fresh versions); after the
+//! acknowledgement it commits them. Its reads must see exactly the committed state (it is
+//! the only writer).
 //!
-//! The child does not stop by itself: it runs until it is killed. The parent waits for the
-//! ready line, so that a slow start (process creation, recovery at open) does not use up
-//! the delay, then sleeps a delay drawn from the seed (up to
+//! The child does not stop by itself: it runs until it is killed. In most rounds the parent
+//! waits for the ready line, so that a slow start (process creation, recovery at open)
+//! does not use up the delay, then sleeps a delay drawn from the seed (up to
 //! [`StressConfig::max_kill_delay`]) and sends SIGKILL; the kill therefore falls in the
-//! workload. Only the safety limits end a child otherwise: an optional cap on ops
+//! workload. In a share of the rounds ([`StressConfig::open_kill_percent`], default
+//! [`DEFAULT_OPEN_KILL_PERCENT`] %, chosen from the round's seed by
+//! [`StressConfig::open_kill`]) the parent instead sends SIGKILL a short delay (up to
+//! [`StressConfig::max_open_kill_delay`]) after it reads the opening line: an *open kill*,
+//! which falls in recovery (WAL replay, the new manifest, removal of obsolete files, NVM
+//! memtable recovery) or, when the open finished first, in the first moments after it
+//! (the child is killed all the same). Whether the child had printed its ready line when it
+//! died tells the two apart exactly; the report counts open kills of each kind.
+//!
+//! Only the safety limits end a child otherwise: an optional cap on ops
 //! ([`ChildConfig::ops`], `--ops-per-round`; the child then closes the database and exits
 //! 0, a *clean exit* that tests no crash), a time limit well past the largest delay, and
 //! the parent's death (both exit [`EXIT_NOT_KILLED`], a failure). The report counts kills
@@ -33,8 +43,8 @@
 //! A scan must list the keys in order and agree with the point reads. The parent then
 //! settles pending slots to what it found and starts the next round with a seed derived
 //! from the base seed and the round number; every few rounds it also runs `Db::verify`.
-//! A round's workload and kill delay come from the seed; the exact kill instant depends on
-//! timing.
+//! A round's workload, its kind of kill (open kill or not) and its kill delay come from
+//! the seed; the exact kill instant depends on timing.
 //!
 //! Invariants: only one process writes the expected-state file at a time (the child while
 //! it runs, the parent between children); versions of a key only grow, so a stale or
@@ -73,8 +83,11 @@ pub const EXIT_ERROR: i32 = 3;
 /// Exit code of a child that stopped because it was not killed in time: it reached its
 /// time limit, or its parent is gone.
 pub const EXIT_NOT_KILLED: i32 = 4;
+/// The line a child prints on stdout just before it calls `Db::open`. In an open kill round
+/// the parent's kill delay starts when it reads a line ending with this.
+pub const OPENING_LINE: &str = "mezz-stress: opening the database";
 /// The line a child prints on stdout once the database is open, just before its first op.
-/// The parent's kill delay starts when it reads a line ending with this.
+/// In other rounds the parent's kill delay starts when it reads a line ending with this.
 pub const READY_LINE: &str = "mezz-stress: workload started";
 /// How long the parent waits for [`READY_LINE`] before it kills the child and fails.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -83,6 +96,18 @@ pub const CHILD_GRACE: Duration = Duration::from_secs(60);
 /// A run fails when more than this percentage of its rounds ended in a clean exit (unless
 /// [`StressConfig::allow_clean_exits`]).
 pub const MAX_CLEAN_EXIT_PERCENT: u64 = 10;
+/// Default share of the rounds, in percent, whose kill is an open kill (see
+/// [`StressConfig::open_kill`]).
+pub const DEFAULT_OPEN_KILL_PERCENT: u8 = 10;
+/// Default of [`StressConfig::max_open_kill_delay`], in milliseconds: about the time a
+/// stress database takes to open (1 to 5 ms on the development machine).
+pub const DEFAULT_MAX_OPEN_KILL_DELAY_MS: u64 = 5;
+/// Default of [`StressConfig::max_open_kill_delay`].
+pub const DEFAULT_MAX_OPEN_KILL_DELAY: Duration =
+    Duration::from_millis(DEFAULT_MAX_OPEN_KILL_DELAY_MS);
+/// Mixed into a round's seed for the open-kill draw, so that it is independent of the
+/// workload drawn from the same seed.
+const OPEN_KILL_SALT: u64 = 0x6f70_656e_6b69_6c6c;
 
 /// What one child process does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,6 +240,15 @@ pub struct StressConfig {
     /// Once the child reports that its workload started, it is killed after a random delay
     /// (drawn from the seed) of up to this. Default 2 s.
     pub max_kill_delay: Duration,
+    /// Share of the rounds, in percent (0 to 100), whose child is killed by an *open kill*
+    /// instead: a short delay after it reports that it is about to open the database (see
+    /// [`StressConfig::open_kill`]). 0: none. Default [`DEFAULT_OPEN_KILL_PERCENT`].
+    pub open_kill_percent: u8,
+    /// An open kill comes after a random delay (drawn from the round's seed) of up to this
+    /// after the child's [`OPENING_LINE`]. Default [`DEFAULT_MAX_OPEN_KILL_DELAY`], about
+    /// the time a stress database takes to open, so that most open kills fall inside
+    /// `Db::open` and the others just after it.
+    pub max_open_kill_delay: Duration,
     /// Do not fail the run when more than [`MAX_CLEAN_EXIT_PERCENT`] % of the rounds end in
     /// a clean exit (for runs that cap `ops_per_round` on purpose). Default false.
     pub allow_clean_exits: bool,
@@ -237,6 +271,8 @@ impl StressConfig {
             preset: Preset::Leveldb.name().to_string(),
             opts: Vec::new(),
             max_kill_delay: Duration::from_secs(2),
+            open_kill_percent: DEFAULT_OPEN_KILL_PERCENT,
+            max_open_kill_delay: DEFAULT_MAX_OPEN_KILL_DELAY,
             allow_clean_exits: false,
             verify_every: 3,
             verbose: false,
@@ -267,6 +303,21 @@ impl StressConfig {
             preset: self.preset.clone(),
             opts: self.opts.clone(),
         }
+    }
+
+    /// Whether round `round` ends in an open kill, and if so its delay after the child's
+    /// [`OPENING_LINE`]. Both are drawn from the round's seed (the seed of
+    /// [`StressConfig::child`]), so a round's kind of kill does not depend on the rounds
+    /// before it: a round is an open kill with probability `open_kill_percent` %, and its
+    /// delay is uniform in `0..=max_open_kill_delay` (whole microseconds).
+    #[must_use]
+    pub fn open_kill(&self, round: u64) -> Option<Duration> {
+        let mut rng =
+            Xoshiro256PlusPlus::seed_from_u64(run_seed(self.seed, round) ^ OPEN_KILL_SALT);
+        let hit = rng.random_range(0..100u8) < self.open_kill_percent;
+        let max_us = u64::try_from(self.max_open_kill_delay.as_micros()).unwrap_or(u64::MAX);
+        let us = rng.random_range(0..=max_us);
+        hit.then(|| Duration::from_micros(us))
     }
 }
 
@@ -866,18 +917,39 @@ impl ChildRun<'_> {
     }
 }
 
-/// Runs a child: opens the database and the expected-state file, calls `on_started` (which
-/// [`child_main`] uses to print [`READY_LINE`]), then runs the workload until it is killed.
-/// Only the safety limits end it: after `cfg.ops` ops (if not 0) it closes the database and
-/// returns; past `cfg.time_limit_ms` (if not 0) after `on_started`, or once its parent
-/// process is gone, it stops with [`StressFailure::NotKilled`].
+/// A point in a child's start that it reports (see [`run_child`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildStage {
+    /// About to call `Db::open` (the options and the expected-state file are checked).
+    Opening,
+    /// The database is open; the workload starts.
+    Started,
+}
+
+impl ChildStage {
+    /// The line [`child_main`] prints for this stage: [`OPENING_LINE`] or [`READY_LINE`].
+    #[must_use]
+    pub fn line(self) -> &'static str {
+        match self {
+            ChildStage::Opening => OPENING_LINE,
+            ChildStage::Started => READY_LINE,
+        }
+    }
+}
+
+/// Runs a child: checks the options and opens the expected-state file, calls
+/// `report(ChildStage::Opening)`, opens the database, calls `report(ChildStage::Started)`
+/// ([`child_main`] prints [`ChildStage::line`] for each), then runs the workload until it
+/// is killed. Only the safety limits end it: after `cfg.ops` ops (if not 0) it closes the
+/// database and returns; past `cfg.time_limit_ms` (if not 0) after the start, or once its
+/// parent process is gone, it stops with [`StressFailure::NotKilled`].
 ///
 /// # Errors
-/// A violation seen by a live read, an engine error, a bad setup, or a child not killed in
-/// time.
+/// A violation seen by a live read, an engine error, a bad setup, an error of `report`, or
+/// a child not killed in time.
 pub fn run_child(
     cfg: &ChildConfig,
-    on_started: impl FnOnce() -> io::Result<()>,
+    mut report: impl FnMut(ChildStage) -> io::Result<()>,
 ) -> Result<ChildReport, StressFailure> {
     let options = stress_options(&cfg.preset, &cfg.opts).map_err(StressFailure::Setup)?;
     let st = ExpectedState::open(&cfg.state)
@@ -895,6 +967,8 @@ pub fn run_child(
         )));
     }
     let parent = std::os::unix::process::parent_id();
+    report(ChildStage::Opening)
+        .map_err(|e| StressFailure::Setup(format!("reporting the open: {e}")))?;
     let db = Db::open(&cfg.db, options).map_err(|e| StressFailure::Db {
         round: cfg.round,
         seed: cfg.seed,
@@ -907,7 +981,8 @@ pub fn run_child(
         st,
         rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed),
     };
-    on_started().map_err(|e| StressFailure::Setup(format!("reporting the start: {e}")))?;
+    report(ChildStage::Started)
+        .map_err(|e| StressFailure::Setup(format!("reporting the start: {e}")))?;
     let started = Instant::now();
     let limit = Duration::from_millis(cfg.time_limit_ms);
     let not_killed = |detail: String| StressFailure::NotKilled {
@@ -939,18 +1014,19 @@ pub fn run_child(
     Ok(ChildReport { ops })
 }
 
-/// [`run_child`] for a `main`: prints [`READY_LINE`] on stdout when the workload starts,
-/// prints a failure to stderr and returns the process exit code (0 after an ops cap,
-/// [`EXIT_VIOLATION`], [`EXIT_NOT_KILLED`] or [`EXIT_ERROR`]). Both lines are written to
-/// the process's own stdout and stderr, past any test-harness capture.
+/// [`run_child`] for a `main`: prints [`OPENING_LINE`] on stdout just before it opens the
+/// database and [`READY_LINE`] when the workload starts, prints a failure to stderr and
+/// returns the process exit code (0 after an ops cap, [`EXIT_VIOLATION`],
+/// [`EXIT_NOT_KILLED`] or [`EXIT_ERROR`]). The lines are written (and flushed) to the
+/// process's own stdout and stderr, past any test-harness capture.
 #[must_use]
 pub fn child_main(cfg: &ChildConfig) -> i32 {
-    let started = || {
+    let report = |stage: ChildStage| {
         let mut out = io::stdout().lock();
-        writeln!(out, "{READY_LINE}")?;
+        writeln!(out, "{}", stage.line())?;
         out.flush()
     };
-    match run_child(cfg, started) {
+    match run_child(cfg, report) {
         Ok(_) => 0,
         Err(e) => {
             // Nothing more to do if stderr is gone too.
@@ -969,8 +1045,17 @@ pub fn child_main(cfg: &ChildConfig) -> i32 {
 pub struct StressSummary {
     /// Rounds done.
     pub rounds: u64,
-    /// Rounds whose child was killed with SIGKILL: the crashes tested.
+    /// Rounds whose child was killed with SIGKILL: the crashes tested. Includes the open
+    /// kills.
     pub kills: u64,
+    /// Kills that were open kills (timed from the child's [`OPENING_LINE`], see
+    /// [`StressConfig::open_kill`]), whether they fell inside the open or just after it.
+    pub open_kills: u64,
+    /// Of the open kills, those that struck after the child had printed [`READY_LINE`]: the
+    /// open had finished first, so the kill fell in the first moments of the workload
+    /// (while work the open started, such as flushes of recovered memtables, may still run).
+    /// The others (`open_kills - open_kills_after_open`) struck inside `Db::open`.
+    pub open_kills_after_open: u64,
     /// Rounds whose child exited cleanly before the kill (it reached the `ops_per_round`
     /// cap): no crash tested.
     pub exits: u64,
@@ -995,6 +1080,12 @@ impl StressSummary {
         }
     }
 
+    /// Open kills that struck inside `Db::open` (before the child printed [`READY_LINE`]).
+    #[must_use]
+    pub fn kills_during_open(&self) -> u64 {
+        self.open_kills.saturating_sub(self.open_kills_after_open)
+    }
+
     /// Whether more than [`MAX_CLEAN_EXIT_PERCENT`] % of the rounds ended in a clean exit.
     #[must_use]
     pub fn too_few_kills(&self) -> bool {
@@ -1006,11 +1097,13 @@ impl fmt::Display for StressSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "stress: {} rounds, {} kills ({:.1}% of rounds), {} clean exits, {} ops, {} keys \
-             verified, {} full verifications, {:.1} s",
+            "stress: {} rounds, {} kills ({:.1}% of rounds; {} during open, {} just after it), \
+             {} clean exits, {} ops, {} keys verified, {} full verifications, {:.1} s",
             self.rounds,
             self.kills,
             self.kill_ratio() * 100.0,
+            self.kills_during_open(),
+            self.open_kills_after_open,
             self.exits,
             self.ops,
             self.keys_verified,
@@ -1050,6 +1143,16 @@ fn open_state(cfg: &StressConfig) -> Result<ExpectedState, StressFailure> {
     ExpectedState::create(&path, cfg.keys).map_err(setup("expected-state file"))
 }
 
+/// When the parent kills a round's child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KillAt {
+    /// This long after it reads [`READY_LINE`]: in the workload.
+    AfterReady(Duration),
+    /// This long after it reads [`OPENING_LINE`] (or [`READY_LINE`], should that come
+    /// first): an open kill.
+    AfterOpening(Duration),
+}
+
 /// How a round's child ended.
 #[derive(Debug)]
 struct ChildEnd {
@@ -1057,17 +1160,58 @@ struct ChildEnd {
     stderr: String,
     /// We sent the SIGKILL and the child died of it.
     killed: bool,
-    /// Time from spawning to reading [`READY_LINE`] (`None`: not read).
+    /// Time from spawning to the child's [`OPENING_LINE`] (`None`: it did not print it).
+    opening_after: Option<Duration>,
+    /// Time from spawning to the child's [`READY_LINE`] (`None`: it did not print it, so
+    /// a kill struck before the open finished).
     ready_after: Option<Duration>,
-    /// [`READY_LINE`] did not come within [`READY_TIMEOUT`], so the child was killed.
+    /// Neither [`READY_LINE`] nor an open kill came within [`READY_TIMEOUT`], so the child
+    /// was killed.
     ready_timed_out: bool,
 }
 
-/// Waits for the child to print [`READY_LINE`] on its (piped) stdout, then for `delay`, and
-/// kills it with SIGKILL unless it exited first. A child that exits without the line is
-/// waited for; one that neither prints it nor exits within [`READY_TIMEOUT`] is killed and
-/// reported as timed out. `spawned` is when the spawn began.
-fn kill_after_ready(mut child: Child, spawned: Instant, delay: Duration) -> io::Result<ChildEnd> {
+/// A line the reader thread saw, and when.
+type Seen = (ChildStage, Instant);
+
+/// Reads the child's stdout to its end on a helper thread and sends each of
+/// [`OPENING_LINE`] and [`READY_LINE`] once, with the instant it was read. A line that ends
+/// with one counts: a test binary as the child prints `test <name> ... ` first.
+fn watch_stdout(stdout: std::process::ChildStdout) -> mpsc::Receiver<Seen> {
+    let (tx, rx) = mpsc::channel();
+    // Not joined: it ends by itself at the end of stdout.
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut line = Vec::new();
+        let mut sent = [false; 2];
+        loop {
+            line.clear();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let line = line.trim_ascii_end();
+                    for (i, stage) in [ChildStage::Opening, ChildStage::Started]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        if !sent[i] && line.ends_with(stage.line().as_bytes()) {
+                            sent[i] = true;
+                            if tx.send((stage, Instant::now())).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Watches a child's (piped) stdout and kills it with SIGKILL at `at` unless it exits
+/// first. A child that exits without the line its kill waits for is waited for; one that
+/// neither prints it nor exits within [`READY_TIMEOUT`] is killed and reported as timed
+/// out. `spawned` is when the spawn began.
+fn watch_and_kill(mut child: Child, spawned: Instant, at: KillAt) -> io::Result<ChildEnd> {
     let Some(stdout) = child.stdout.take() else {
         let _ = child.kill();
         let _ = child.wait();
@@ -1076,56 +1220,42 @@ fn kill_after_ready(mut child: Child, spawned: Instant, delay: Duration) -> io::
             "the child's stdout is not piped, so its start cannot be seen",
         ));
     };
-    // The reader drains stdout to its end and reports the ready line once. A line that ends
-    // with it counts: a test binary as the child prints `test <name> ... ` first.
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut r = BufReader::new(stdout);
-        let mut line = Vec::new();
-        let mut sent = false;
-        loop {
-            line.clear();
-            match r.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if !sent && line.trim_ascii_end().ends_with(READY_LINE.as_bytes()) {
-                        sent = tx.send(()).is_ok();
-                    }
-                }
-            }
-        }
-    });
+    let rx = watch_stdout(stdout);
     let poll = Duration::from_millis(2);
+    let mut opening: Option<Instant> = None;
+    let mut ready: Option<Instant> = None;
+    let mut stdout_open = true;
     let mut exited = false;
-    let mut ready_after = None;
     let mut ready_timed_out = false;
     loop {
-        match rx.recv_timeout(poll) {
-            Ok(()) => {
-                ready_after = Some(spawned.elapsed());
-                break;
+        // The kill instant, once the line it counts from has come.
+        let deadline = match at {
+            KillAt::AfterReady(d) => ready.map(|t| t + d),
+            KillAt::AfterOpening(d) => opening.or(ready).map(|t| t + d),
+        };
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        if deadline.is_none() && spawned.elapsed() >= READY_TIMEOUT {
+            ready_timed_out = true;
+            break;
+        }
+        let wait = deadline.map_or(poll, |d| poll.min(d - now));
+        if stdout_open {
+            match rx.recv_timeout(wait) {
+                Ok((ChildStage::Opening, t)) => opening = Some(t),
+                Ok((ChildStage::Started, t)) => ready = Some(t),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // Stdout closed: only the exit (or the deadline) is left to wait for.
+                Err(mpsc::RecvTimeoutError::Disconnected) => stdout_open = false,
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // Stdout closed without the line: wait for the exit.
-            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(poll),
+        } else {
+            std::thread::sleep(wait);
         }
         if child.try_wait()?.is_some() {
             exited = true;
             break;
-        }
-        if spawned.elapsed() >= READY_TIMEOUT {
-            ready_timed_out = true;
-            break;
-        }
-    }
-    if ready_after.is_some() {
-        let ready = Instant::now();
-        while ready.elapsed() < delay {
-            if child.try_wait()?.is_some() {
-                exited = true;
-                break;
-            }
-            std::thread::sleep(poll.min(delay.saturating_sub(ready.elapsed())));
         }
     }
     if !exited {
@@ -1133,20 +1263,31 @@ fn kill_after_ready(mut child: Child, spawned: Instant, delay: Duration) -> io::
         let _ = child.kill();
     }
     let out = child.wait_with_output()?;
-    // The reader ends by itself at the end of stdout, now that the child is gone.
-    drop(reader);
+    // Whatever the child printed before it died is in the pipe: read it to its end, so that
+    // whether the open finished before the kill is known exactly. Bounded, in case a
+    // grandchild holds the pipe open.
+    let drained = Instant::now() + Duration::from_secs(2);
+    while stdout_open {
+        match rx.recv_timeout(drained.saturating_duration_since(Instant::now())) {
+            Ok((ChildStage::Opening, t)) => opening = opening.or(Some(t)),
+            Ok((ChildStage::Started, t)) => ready = ready.or(Some(t)),
+            Err(_) => stdout_open = false,
+        }
+    }
     Ok(ChildEnd {
         killed: !exited && out.status.signal() == Some(9),
         status: out.status,
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        ready_after,
+        opening_after: opening.map(|t| t.saturating_duration_since(spawned)),
+        ready_after: ready.map(|t| t.saturating_duration_since(spawned)),
         ready_timed_out,
     })
 }
 
 /// Runs `cfg.rounds` rounds: spawn a child with `spawn` (which must pipe the child's stdout
-/// and stderr), wait for its [`READY_LINE`], kill it after a random delay, reopen and
-/// verify, settle pending slots. At the end, fail if too many children exited cleanly
+/// and stderr), wait for its [`READY_LINE`] and kill it after a random delay (or, in an
+/// open-kill round, see [`StressConfig::open_kill`], kill it a short random delay after its
+/// [`OPENING_LINE`]), reopen and verify, settle pending slots. At the end, fail if too many children exited cleanly
 /// instead of being killed (see [`StressSummary::too_few_kills`]).
 ///
 /// # Errors
@@ -1160,6 +1301,12 @@ pub fn run_parent(
     if cfg.keys == 0 {
         return Err(StressFailure::Setup("--keys must be at least 1".into()));
     }
+    if cfg.open_kill_percent > 100 {
+        return Err(StressFailure::Setup(format!(
+            "--open-kill-percent {} is over 100",
+            cfg.open_kill_percent
+        )));
+    }
     let options = stress_options(&cfg.preset, &cfg.opts).map_err(StressFailure::Setup)?;
     let mut st = open_state(cfg)?;
     let ops_before = st.ops();
@@ -1169,17 +1316,25 @@ pub fn run_parent(
     for round in 0..cfg.rounds {
         let child_cfg = cfg.child(round);
         let seed = child_cfg.seed;
+        // Drawn in every round, so that open kills do not shift the other rounds' delays.
         let delay = Duration::from_millis(rng.random_range(0..=max_ms));
+        let open_kill = cfg.open_kill(round);
+        let at = open_kill.map_or(KillAt::AfterReady(delay), KillAt::AfterOpening);
         let ops_at_start = st.ops();
         let spawned = Instant::now();
         let child = spawn(&child_cfg).map_err(setup("spawning the child"))?;
-        let end = kill_after_ready(child, spawned, delay).map_err(setup("child"))?;
+        let end = watch_and_kill(child, spawned, at).map_err(setup("child"))?;
         if end.ready_timed_out {
+            let line = if open_kill.is_some() {
+                OPENING_LINE
+            } else {
+                READY_LINE
+            };
             return Err(StressFailure::Child {
                 round,
                 seed,
                 status: format!(
-                    "no {READY_LINE:?} line within {} s, killed",
+                    "no {line:?} line within {} s, killed",
                     READY_TIMEOUT.as_secs()
                 ),
                 stderr: end.stderr,
@@ -1187,6 +1342,12 @@ pub fn run_parent(
         }
         if end.killed {
             sum.kills += 1;
+            if open_kill.is_some() {
+                sum.open_kills += 1;
+                if end.ready_after.is_some() {
+                    sum.open_kills_after_open += 1;
+                }
+            }
         } else if end.status.success() {
             sum.exits += 1;
         } else if end.status.code() == Some(EXIT_NOT_KILLED) {
@@ -1232,16 +1393,26 @@ pub fn run_parent(
         db.close().map_err(|e| dberr("close after verify", e))?;
         sum.rounds += 1;
         if cfg.verbose {
-            let ready = end
-                .ready_after
-                .map_or_else(|| "-".to_string(), |d| d.as_millis().to_string());
-            let how = if end.killed {
-                format!("killed {} ms into its workload", delay.as_millis())
-            } else {
-                "exited cleanly (ops cap), not killed".to_string()
+            let ms = |d: Option<Duration>| {
+                d.map_or_else(|| "-".to_string(), |d| d.as_millis().to_string())
+            };
+            let (opening, ready) = (ms(end.opening_after), ms(end.ready_after));
+            let how = match (end.killed, open_kill) {
+                (false, _) => "exited cleanly (ops cap), not killed".to_string(),
+                (true, None) => format!("killed {} ms into its workload", delay.as_millis()),
+                (true, Some(d)) => format!(
+                    "open kill {:.2} ms after its opening line, {}",
+                    d.as_secs_f64() * 1000.0,
+                    if end.ready_after.is_some() {
+                        "just after the open"
+                    } else {
+                        "during the open"
+                    }
+                ),
             };
             eprintln!(
-                "round {round} seed {seed}: {how} (started after {ready} ms), {} ops, {} keys ok",
+                "round {round} seed {seed}: {how} (opening after {opening} ms, started after \
+                 {ready} ms), {} ops, {} keys ok",
                 st.ops() - ops_at_start,
                 st.keys()
             );
