@@ -129,7 +129,24 @@ impl NvmTier {
                     len: o.len,
                 })
                 .collect();
-            Pool::open(&dir, POOL_FILE, db_id, &ropts, &extents).map_err(|e| pmem_err(e, &path))?
+            let pool = Pool::open(&dir, POOL_FILE, db_id, &ropts, &extents)
+                .map_err(|e| pmem_err(e, &path))?;
+            // An existing pool keeps the size it was created with: the options in force
+            // now must fit in it, as `validate` checks `nvm_capacity` for a new one.
+            let need = opts.nvm_bytes_needed();
+            if pool.capacity() < need {
+                return Err(Error::InvalidArgument(format!(
+                    "the NVM pool {} holds {} bytes (its nvm_capacity when it was created), \
+                     but these options keep up to {need} bytes in NVM (nvm_memtable_size \
+                     {}, wal_on_nvm {}, max_write_buffer_number {}): use smaller NVM sizes",
+                    path.display(),
+                    pool.capacity(),
+                    opts.nvm_memtable_size,
+                    opts.wal_on_nvm,
+                    opts.max_write_buffer_number
+                )));
+            }
+            pool
         } else {
             if !live.is_empty() {
                 return Err(Error::Corruption {
