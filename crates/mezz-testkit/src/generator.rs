@@ -146,7 +146,7 @@ impl OpMix {
             iter_open: 0,
             iter_step: 0,
             iter_close: 0,
-            background: 5,
+            background: 0,
         }
     }
 
@@ -469,6 +469,7 @@ mod tests {
         assert!(count(|o| matches!(o, Op::CompactRange { .. })) > 5);
         assert!(count(|o| matches!(o, Op::Walk { .. })) > 100);
         assert!(count(|o| matches!(o, Op::IterStep { .. })) > 100);
+        assert!(count(|o| matches!(o, Op::Background { .. })) > 100);
         assert!(count(|o| matches!(o, Op::Put { value, .. } if value.len() >= 10 * 1024)) > 10);
         assert!(count(|o| matches!(o, Op::Put { value, .. } if value.is_empty())) > 10);
         let w = OpGenerator::new(
