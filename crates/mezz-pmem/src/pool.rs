@@ -230,6 +230,49 @@ impl Pool {
         })
     }
 
+    /// [`Pool::create`], but the pool appears under `dir/name` only once its superblock is
+    /// durable: it is made as `dir/name.creating` (any leftover of an interrupted attempt is
+    /// removed first), then renamed, and the directory synced. A process killed during the
+    /// creation leaves no `name` file, or one with a whole superblock, never a file of zeros
+    /// that no database could claim. (With [`PersistMode::CrashSim`] the file lives in the
+    /// simulator, which has no directory to tear: this is `create`.)
+    ///
+    /// # Errors
+    /// As [`Pool::create`], plus `Io` from the rename or the directory sync; `Io` when
+    /// `name` exists.
+    pub fn create_atomic(
+        dir: &Path,
+        name: &str,
+        capacity: u64,
+        db_id: [u8; 16],
+        opts: &RegionOptions,
+    ) -> Result<Pool> {
+        if opts.mode == PersistMode::CrashSim {
+            return Pool::create(dir, name, capacity, db_id, opts);
+        }
+        let path = dir.join(name);
+        if path.exists() {
+            return Err(Error::from(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the NVM pool file exists",
+            ))
+            .in_file(&path));
+        }
+        let tmp_name = format!("{name}.creating");
+        let tmp = dir.join(&tmp_name);
+        match std::fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::from(e).in_file(&tmp)),
+        }
+        let mut pool = Pool::create(dir, &tmp_name, capacity, db_id, opts)?;
+        std::fs::rename(&tmp, &path)
+            .and_then(|()| std::fs::File::open(dir)?.sync_all())
+            .map_err(|e| Error::from(e).in_file(&path))?;
+        pool.path = path;
+        Ok(pool)
+    }
+
     /// Opens the pool file `dir/name`, checks its superblock and identity, and makes every
     /// part of the data area not covered by `live` free.
     ///

@@ -78,6 +78,23 @@ fn create_then_open_round_trips() {
     assert_eq!(pool.alloc(PAGE).unwrap(), a);
 }
 
+/// `create_atomic` leaves the pool under its name only with a durable superblock: a
+/// leftover of an interrupted creation (`<name>.creating`, here all zeros) is replaced,
+/// the result opens, and an existing pool is never overwritten.
+#[test]
+fn create_atomic_replaces_a_leftover_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("POOL.creating"), vec![0u8; 8192]).unwrap();
+    let pool = Pool::create_atomic(dir.path(), "POOL", 64 * PAGE, ID, &msync()).unwrap();
+    assert_eq!(pool.capacity(), 64 * PAGE);
+    drop(pool);
+    assert!(!dir.path().join("POOL.creating").exists());
+    Pool::open(dir.path(), "POOL", ID, &msync(), &[]).unwrap();
+    let again = Pool::create_atomic(dir.path(), "POOL", 64 * PAGE, ID, &msync());
+    assert!(again.is_err(), "an existing pool must not be overwritten");
+    Pool::open(dir.path(), "POOL", ID, &msync(), &[]).unwrap();
+}
+
 #[test]
 fn tiny_capacity_is_refused() {
     let dir = tempfile::tempdir().unwrap();

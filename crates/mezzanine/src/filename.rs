@@ -16,6 +16,8 @@ pub enum FileType {
     Current,
     /// The lock file.
     Lock,
+    /// The database's id (`IDENTITY`).
+    Identity,
     /// An options file.
     Options,
     /// A temporary file (renamed into place or deleted on open).
@@ -47,6 +49,12 @@ pub fn current_file(dir: &Path) -> PathBuf {
 pub fn lock_file(dir: &Path) -> PathBuf {
     dir.join("LOCK")
 }
+/// `<dir>/IDENTITY`: the database's id, written when the database is created, before
+/// anything else records it (the NVM pool's superblock).
+#[must_use]
+pub fn identity_file(dir: &Path) -> PathBuf {
+    dir.join("IDENTITY")
+}
 /// `<dir>/OPTIONS-<number>`
 #[must_use]
 pub fn options_file(dir: &Path, number: u64) -> PathBuf {
@@ -64,6 +72,7 @@ pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
     match name {
         "CURRENT" => return Some((FileType::Current, 0)),
         "LOCK" => return Some((FileType::Lock, 0)),
+        "IDENTITY" => return Some((FileType::Identity, 0)),
         _ => {}
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
@@ -102,6 +111,7 @@ mod tests {
         }
         assert_eq!(parse_file_name("CURRENT"), Some((FileType::Current, 0)));
         assert_eq!(parse_file_name("LOCK"), Some((FileType::Lock, 0)));
+        assert_eq!(parse_file_name("IDENTITY"), Some((FileType::Identity, 0)));
         assert_eq!(parse_file_name("foo.txt"), None);
         assert_eq!(parse_file_name("MANIFEST-x"), None);
     }

@@ -114,14 +114,21 @@ impl NvmTier {
         } else {
             path.exists()
         };
-        let pool = if exists {
-            if creating {
-                return Err(Error::InvalidArgument(format!(
-                    "{} already holds an NVM pool (of another database): remove it or choose \
-                     another nvm_dir",
-                    path.display()
-                )));
+        let pool = if exists && creating {
+            // A database being created owns no pool yet, unless an earlier attempt to
+            // create this same database (same id, from its IDENTITY file) was interrupted
+            // after making one: nothing in it is recorded anywhere, so it is reused empty.
+            match Pool::open(&dir, POOL_FILE, db_id, &ropts, &[]) {
+                Ok(pool) => pool,
+                Err(_) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{} already holds an NVM pool (of another database): remove it or \
+                         choose another nvm_dir",
+                        path.display()
+                    )));
+                }
             }
+        } else if exists {
             let extents: Vec<Extent> = live
                 .iter()
                 .map(|o| Extent {
@@ -129,24 +136,7 @@ impl NvmTier {
                     len: o.len,
                 })
                 .collect();
-            let pool = Pool::open(&dir, POOL_FILE, db_id, &ropts, &extents)
-                .map_err(|e| pmem_err(e, &path))?;
-            // An existing pool keeps the size it was created with: the options in force
-            // now must fit in it, as `validate` checks `nvm_capacity` for a new one.
-            let need = opts.nvm_bytes_needed();
-            if pool.capacity() < need {
-                return Err(Error::InvalidArgument(format!(
-                    "the NVM pool {} holds {} bytes (its nvm_capacity when it was created), \
-                     but these options keep up to {need} bytes in NVM (nvm_memtable_size \
-                     {}, wal_on_nvm {}, max_write_buffer_number {}): use smaller NVM sizes",
-                    path.display(),
-                    pool.capacity(),
-                    opts.nvm_memtable_size,
-                    opts.wal_on_nvm,
-                    opts.max_write_buffer_number
-                )));
-            }
-            pool
+            Pool::open(&dir, POOL_FILE, db_id, &ropts, &extents).map_err(|e| pmem_err(e, &path))?
         } else {
             if !live.is_empty() {
                 return Err(Error::Corruption {
@@ -161,9 +151,24 @@ impl NvmTier {
             if opts.nvm_persistence != PersistMode::CrashSim {
                 std::fs::create_dir_all(&dir).map_err(|e| Error::from(e).in_file(&dir))?;
             }
-            Pool::create(&dir, POOL_FILE, opts.nvm_capacity, db_id, &ropts)
+            Pool::create_atomic(&dir, POOL_FILE, opts.nvm_capacity, db_id, &ropts)
                 .map_err(|e| pmem_err(e, &path))?
         };
+        // A pool keeps the size it was created with: the options in force
+        // now must fit in it, as `validate` checks `nvm_capacity` for a new one.
+        let need = opts.nvm_bytes_needed();
+        if pool.capacity() < need {
+            return Err(Error::InvalidArgument(format!(
+                "the NVM pool {} holds {} bytes (its nvm_capacity when it was created), \
+                 but these options keep up to {need} bytes in NVM (nvm_memtable_size \
+                 {}, wal_on_nvm {}, max_write_buffer_number {}): use smaller NVM sizes",
+                path.display(),
+                pool.capacity(),
+                opts.nvm_memtable_size,
+                opts.wal_on_nvm,
+                opts.max_write_buffer_number
+            )));
+        }
         let region = Arc::clone(pool.region());
         Ok(Arc::new(NvmTier {
             pool: Mutex::new(pool),

@@ -216,6 +216,42 @@ fn an_nvm_database_needs_its_nvm_dir_and_its_own_pool() {
     }
 }
 
+/// An open that creates a database and is killed after it made the NVM pool but before
+/// the manifest named the database's id leaves a pool behind: the next open of the same
+/// directory reclaims it (its IDENTITY file names the pool's id), where another database's
+/// pool is refused. (Found by `mezz stress` killing children during their first open.)
+#[test]
+fn an_interrupted_creation_leaves_a_pool_the_next_open_reclaims() {
+    let (fs, sim) = (MemFs::new(), SimNvm::new());
+    let o = sim_options(Preset::Novelsm, &fs, &sim);
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.close().unwrap();
+    drop(db);
+    // What the kill leaves: IDENTITY and the pool, no CURRENT or manifest yet.
+    let files = mezz_env::FileSystem::list_dir(&fs, Path::new("/db")).unwrap();
+    assert!(files.iter().any(|f| f == "IDENTITY"), "{files:?}");
+    for f in &files {
+        if f.starts_with("CURRENT") || f.starts_with("MANIFEST") {
+            mezz_env::FileSystem::remove_file(&fs, &Path::new("/db").join(f)).unwrap();
+        }
+    }
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", o.clone()).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(db);
+    // Without the IDENTITY that names it, the pool is another database's.
+    for f in mezz_env::FileSystem::list_dir(&fs, Path::new("/db")).unwrap() {
+        mezz_env::FileSystem::remove_file(&fs, &Path::new("/db").join(f)).unwrap();
+    }
+    match Db::open("/db", o) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("another database"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}
+
 #[test]
 fn damaged_pool_files_are_typed_errors() {
     for damage in ["magic", "checksum", "truncate"] {

@@ -153,6 +153,39 @@ fn relog_memtable(
     Ok((w, m2))
 }
 
+/// The id of a database whose manifest records none yet (it is being created): the one in
+/// `IDENTITY` if an earlier open of this directory got that far before it was interrupted
+/// (so it can reclaim the NVM pool it may have created), else a new one, written to
+/// `IDENTITY` (synced) before anything else records it.
+fn new_db_identity(fs: &dyn mezz_env::FileSystem, dir: &Path, temp: u64) -> Result<[u8; 16]> {
+    let path = filename::identity_file(dir);
+    if fs.exists(&path) {
+        let bytes = fs.read_all(&path).map_err(io_err(&path))?;
+        return parse_identity(&bytes).ok_or_else(|| Error::Corruption {
+            file: Some(path.clone()),
+            offset: 0,
+            detail: "IDENTITY does not hold a database id (32 hex digits)".into(),
+        });
+    }
+    let id: [u8; 16] = rand::random();
+    let text: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    write_file_atomically(fs, dir, &path, format!("{text}\n").as_bytes(), temp)?;
+    Ok(id)
+}
+
+/// Parses `IDENTITY`: 32 hex digits and a newline.
+fn parse_identity(bytes: &[u8]) -> Option<[u8; 16]> {
+    let text = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
+    if text.len() != 32 {
+        return None;
+    }
+    let mut id = [0u8; 16];
+    for (i, b) in id.iter_mut().enumerate() {
+        *b = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(id)
+}
+
 pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
     let fs = Arc::clone(&opts.fs);
@@ -215,7 +248,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let db_id = match version.db_id {
         Some(id) => id,
         None => {
-            let id: [u8; 16] = rand::random();
+            let id = new_db_identity(fs.as_ref(), &dir, alloc())?;
             edit.db_id = Some(id);
             id
         }
@@ -506,7 +539,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             FileType::Manifest => n != manifest_number,
             FileType::Options => n != options_number,
             FileType::Temp => true,
-            FileType::Current | FileType::Lock => false,
+            FileType::Current | FileType::Lock | FileType::Identity => false,
         };
         if obsolete {
             let _ = fs.remove_file(&dir.join(name));
