@@ -629,6 +629,29 @@ fn check_after_refusal(run: &mut Run, back: &Profile) -> Step<()> {
     run.call("close", db.close())
 }
 
+/// Opens under `to` coming from `from`; a refusal is recorded in `refusals` (and the
+/// database checked under `from` again), and gives `None`.
+fn open_or_refuse(
+    run: &mut Run,
+    from: &Profile,
+    to: &Profile,
+    pair: &str,
+    refusals: &mut Vec<Refusal>,
+) -> Step<Option<Db>> {
+    match open_switch(run, from, to)? {
+        Opened::Db(db) => Ok(Some(db)),
+        Opened::Refused(message) => {
+            refusals.push(Refusal {
+                pair: pair.to_string(),
+                stage: run.stage.clone(),
+                message,
+            });
+            check_after_refusal(run, from)?;
+            Ok(None)
+        }
+    }
+}
+
 /// Runs pair (a, b); returns the refusals met.
 fn run_pair(a: &Profile, b: &Profile, mode: Mode) -> Step<Vec<Refusal>> {
     let pair = pair_name(a, b, mode);
@@ -644,17 +667,8 @@ fn run_pair(a: &Profile, b: &Profile, mode: Mode) -> Step<Vec<Refusal>> {
 
     // 2. Under B.
     run.stage = format!("B ({}): open", b.name);
-    let db = match open_switch(&run, a, b)? {
-        Opened::Db(db) => db,
-        Opened::Refused(message) => {
-            refusals.push(Refusal {
-                pair,
-                stage: run.stage.clone(),
-                message,
-            });
-            check_after_refusal(&mut run, a)?;
-            return Ok(refusals);
-        }
+    let Some(db) = open_or_refuse(&mut run, a, b, &pair, &mut refusals)? else {
+        return Ok(refusals);
     };
     run.stage = format!("B ({})", b.name);
     run.check(&db, "after open")?;
@@ -668,17 +682,8 @@ fn run_pair(a: &Profile, b: &Profile, mode: Mode) -> Step<Vec<Refusal>> {
 
     // 3. Back under A.
     run.stage = format!("A again ({}): open", a.name);
-    let db = match open_switch(&run, b, a)? {
-        Opened::Db(db) => db,
-        Opened::Refused(message) => {
-            refusals.push(Refusal {
-                pair,
-                stage: run.stage.clone(),
-                message,
-            });
-            check_after_refusal(&mut run, b)?;
-            return Ok(refusals);
-        }
+    let Some(db) = open_or_refuse(&mut run, b, a, &pair, &mut refusals)? else {
+        return Ok(refusals);
     };
     run.stage = format!("A again ({})", a.name);
     run.check(&db, "after open")?;

@@ -20,6 +20,18 @@ fn mezz_stress(db: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Asserts that a `mezz stress` run succeeded (printing its output if not); returns its
+/// stdout.
+fn succeeded(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 #[test]
 fn stress_rounds_pass_and_continue_on_the_same_database() {
     let dir = tempfile::tempdir().unwrap();
@@ -35,12 +47,7 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
             "300",
         ],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("stress: 3 rounds, 3 kills (100.0% of rounds; "),
         "{stdout}"
@@ -59,11 +66,7 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
             "300",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
 }
 
 #[test]
@@ -95,12 +98,7 @@ fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
                 open_kills,
             ],
         );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = succeeded(&out);
         assert!(stdout.contains("stress: 3 rounds, 3 kills"), "{stdout}");
         if open_kills == "100" {
             let (_, during, after) = open_kill_counts(&stdout);
@@ -125,11 +123,7 @@ fn a_tampered_expected_state_is_a_violation() {
             "--allow-clean-exits",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     // Claim that key 5 holds a version that was never written.
     let mut st =
         mezz_testkit::stress::ExpectedState::open(&dir.path().join("db.expected")).unwrap();
@@ -192,11 +186,7 @@ fn clean_exits_fail_the_run_unless_allowed() {
         "{stderr}"
     );
     let out = mezz_stress(&db, &[&args[..], &["--allow-clean-exits"]].concat());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
 }
 
 /// The counts in `K kills (P% of rounds; O during open, A just after it)`.
@@ -234,12 +224,7 @@ fn open_kills_strike_every_round_and_the_database_verifies() {
             "0",
         ],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert_eq!(open_kill_counts(&stdout), (2, 0, 0), "{stdout}");
     // Every round an open kill, each followed by the check of every key, and a full
     // `Db::verify` every other round and after the last.
@@ -258,12 +243,7 @@ fn open_kills_strike_every_round_and_the_database_verifies() {
             "2",
         ],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("stress: 6 rounds, 6 kills (100.0% of rounds; "),
         "{stdout}"
@@ -286,11 +266,7 @@ fn open_kills_strike_every_round_and_the_database_verifies() {
             "0",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
 }
 
 #[test]
