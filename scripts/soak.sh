@@ -55,7 +55,7 @@ cargo build --release -p mezz -q 2>>"$out/build.log" || { cat "$out/build.log"; 
 mezz=target/release/mezz
 
 start=$(date +%s)
-model=0; meta=0; reopen=0; crash_points=0; kills=0; rounds=0; failures=0
+model=0; meta=0; reopen=0; crash_points=0; kills=0; open_kills=0; rounds=0; failures=0
 cycle=0
 
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -124,14 +124,16 @@ while time_left && ! counts_done; do
   elif "$mezz" stress --db "$db" --rounds $n_rounds --seed "$s" --preset $preset "${opts[@]}" \
       --max-kill-delay-ms 400 --quiet >"$out/stress-$s.log" 2>&1; then
     k=$(grep -oE '[0-9]+ kills' "$out/stress-$s.log" | tail -1 | grep -oE '[0-9]+')
-    kills=$((kills + ${k:-0})); rounds=$((rounds + n_rounds)); rm -f "$out/stress-$s.log"
+    o=$(grep -oE '[0-9]+ during open' "$out/stress-$s.log" | tail -1 | grep -oE '[0-9]+')
+    kills=$((kills + ${k:-0})); open_kills=$((open_kills + ${o:-0}))
+    rounds=$((rounds + n_rounds)); rm -f "$out/stress-$s.log"
   else
     fail "mezz stress ($preset ${opts[*]}) seed $s" "$out/stress-$s.log" \
       "$mezz stress --db <dir> --rounds $n_rounds --seed $s --preset $preset ${opts[*]} --max-kill-delay-ms 400"
   fi
   rm -rf "$db" "$db.expected" "$db.nvm"
-  echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, stress kills $kills/$rounds rounds, failures $failures"
+  echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
 done
 
-echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, stress kills $kills of $rounds rounds, failures $failures"
+echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
 [ "$failures" = 0 ]
