@@ -173,7 +173,10 @@ impl fmt::Debug for Pool {
     }
 }
 
-fn hex(id: &[u8; 16]) -> String {
+/// A database id as 32 lowercase hex digits (how pool errors and the database's
+/// `IDENTITY` file write it).
+#[must_use]
+pub fn db_id_hex(id: &[u8; 16]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -334,8 +337,8 @@ impl Pool {
                 16,
                 format!(
                     "NVM pool belongs to database {}, not {}",
-                    hex(&superblock.db_id),
-                    hex(&db_id)
+                    db_id_hex(&superblock.db_id),
+                    db_id_hex(&db_id)
                 ),
             ));
         }

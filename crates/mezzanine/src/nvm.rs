@@ -114,21 +114,7 @@ impl NvmTier {
         } else {
             path.exists()
         };
-        let pool = if exists && creating {
-            // A database being created owns no pool yet, unless an earlier attempt to
-            // create this same database (same id, from its IDENTITY file) was interrupted
-            // after making one: nothing in it is recorded anywhere, so it is reused empty.
-            match Pool::open(&dir, POOL_FILE, db_id, &ropts, &[]) {
-                Ok(pool) => pool,
-                Err(_) => {
-                    return Err(Error::InvalidArgument(format!(
-                        "{} already holds an NVM pool (of another database): remove it or \
-                         choose another nvm_dir",
-                        path.display()
-                    )));
-                }
-            }
-        } else if exists {
+        let pool = if exists {
             let extents: Vec<Extent> = live
                 .iter()
                 .map(|o| Extent {
@@ -136,7 +122,21 @@ impl NvmTier {
                     len: o.len,
                 })
                 .collect();
-            Pool::open(&dir, POOL_FILE, db_id, &ropts, &extents).map_err(|e| pmem_err(e, &path))?
+            // A database being created owns no pool yet, unless an earlier attempt to
+            // create this same database (same id, from its IDENTITY file) was interrupted
+            // after making one: nothing in it is recorded anywhere (`live` is empty), so it
+            // opens empty. Any other pool is another database's.
+            Pool::open(&dir, POOL_FILE, db_id, &ropts, &extents).map_err(|e| {
+                if creating {
+                    Error::InvalidArgument(format!(
+                        "{} already holds an NVM pool (of another database): remove it or \
+                         choose another nvm_dir",
+                        path.display()
+                    ))
+                } else {
+                    pmem_err(e, &path)
+                }
+            })?
         } else {
             if !live.is_empty() {
                 return Err(Error::Corruption {
@@ -488,8 +488,9 @@ impl NvmList {
     /// # Errors
     /// `Io` from persisting the reserve word.
     pub fn reserve(&self, (first, seq): (SeqNo, SeqNo)) -> Result<()> {
+        // Sequence numbers only grow: the first group's first one is the smallest.
         if let Some(w) = &self.low
-            && (w.load() == 0 || w.load() > first)
+            && w.load() == 0
         {
             w.publish(first)?;
         }

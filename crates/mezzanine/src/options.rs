@@ -16,6 +16,13 @@ pub use mezz_pmem::{PersistMode, SimNvm};
 
 use crate::error::{Error, Result};
 
+/// The most levels a database can have (`num_levels`).
+pub const MAX_NUM_LEVELS: usize = 32;
+
+/// The most bytes of batches one group commit takes (a WAL in NVM is sized to hold one
+/// such group beyond a memtable's worth of records).
+pub const MAX_GROUP_BYTES: usize = 1 << 20;
+
 /// A named combination of options, one per design the engine implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -380,8 +387,11 @@ impl Options {
         if self.target_file_size < 4096 {
             return bad(format!("target_file_size {} < 4096", self.target_file_size));
         }
-        if !(2..=32).contains(&self.num_levels) {
-            return bad(format!("num_levels {} not in 2..=32", self.num_levels));
+        if !(2..=MAX_NUM_LEVELS).contains(&self.num_levels) {
+            return bad(format!(
+                "num_levels {} not in 2..={MAX_NUM_LEVELS}",
+                self.num_levels
+            ));
         }
         if self.level0_compaction_trigger == 0 {
             return bad("level0_compaction_trigger must be >= 1".into());
@@ -481,7 +491,7 @@ impl Options {
     /// maximal write group and slack.
     #[must_use]
     pub fn nvm_wal_bytes(&self) -> u64 {
-        (self.write_buffer_size + self.write_buffer_size / 4 + (1 << 20) + (64 << 10)) as u64
+        (self.write_buffer_size + self.write_buffer_size / 4 + MAX_GROUP_BYTES + (64 << 10)) as u64
     }
 
     /// The least pool size the NVM options need: the superblock, two NVM memtables (one

@@ -601,29 +601,45 @@ pub struct SuperVersion {
     pub version: Arc<Version>,
 }
 
+/// One container in the read order, for [`SuperVersion::check_read_order`].
+#[derive(Debug, Clone, Copy)]
+enum ReadRun {
+    Memtable { id: u64, nvm: bool },
+    L0 { id: u64 },
+}
+
+impl std::fmt::Display for ReadRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadRun::Memtable { id, nvm: true } => write!(f, "NVM memtable {id}"),
+            ReadRun::Memtable { id, nvm: false } => write!(f, "memtable {id}"),
+            ReadRun::L0 { id } => write!(f, "L0 table {id}"),
+        }
+    }
+}
+
 impl SuperVersion {
     /// The containers a point read consults, in the order it consults them: the active
     /// memtable, the immutable ones, the NVM ones, then the L0 tables; each with its
     /// (smallest, largest) sequence number. Empty memtables are left out.
-    fn read_order(&self) -> Vec<(String, SeqNo, SeqNo)> {
-        let mut runs = Vec::new();
-        for m in std::iter::once(&self.mem)
+    fn read_order(&self) -> impl Iterator<Item = (ReadRun, SeqNo, SeqNo)> + '_ {
+        let mems = std::iter::once(&self.mem)
             .chain(self.imms.iter())
             .chain(self.nvm.iter())
-        {
-            if !m.is_empty() {
-                let kind = if m.is_nvm() {
-                    "NVM memtable"
-                } else {
-                    "memtable"
+            .filter(|m| !m.is_empty())
+            .map(|m| {
+                let run = ReadRun::Memtable {
+                    id: m.id(),
+                    nvm: m.is_nvm(),
                 };
-                runs.push((format!("{kind} {}", m.id()), m.min_seq(), m.max_seq()));
-            }
-        }
-        for t in self.version.tables(0) {
-            runs.push((format!("L0 table {}", t.id), t.smallest_seq, t.largest_seq));
-        }
-        runs
+                (run, m.min_seq(), m.max_seq())
+            });
+        let l0 = self
+            .version
+            .tables(0)
+            .iter()
+            .map(|t| (ReadRun::L0 { id: t.id }, t.smallest_seq, t.largest_seq));
+        mems.chain(l0)
     }
 
     /// Checks the rule point reads and iterators rely on: the memtables and L0 tables, in
@@ -631,21 +647,22 @@ impl SuperVersion {
     /// sequence number of a later container is below every one of an earlier container),
     /// so the first container holding a key holds its newest version. A violation is
     /// described (the engine refuses further writes rather than serve stale values).
+    /// Allocates nothing unless it finds a violation (it runs at every install).
     ///
     /// # Errors
     /// A description of the first pair out of order.
     pub fn check_read_order(&self) -> std::result::Result<(), String> {
-        let runs = self.read_order();
-        for w in runs.windows(2) {
-            let [(newer, lo, _), (older, _, hi)] = w else {
-                continue;
-            };
-            if hi >= lo {
+        let mut newer: Option<(ReadRun, SeqNo)> = None;
+        for (run, lo, hi) in self.read_order() {
+            if let Some((prev, prev_lo)) = newer
+                && hi >= prev_lo
+            {
                 return Err(format!(
-                    "read order violated: {older} (sequence numbers up to {hi}) is consulted \
-                     after {newer} (from {lo})"
+                    "read order violated: {run} (sequence numbers up to {hi}) is consulted \
+                     after {prev} (from {prev_lo})"
                 ));
             }
+            newer = Some((run, lo));
         }
         Ok(())
     }
@@ -701,10 +718,6 @@ pub struct RecoveredManifest {
     pub manifest_number: u64,
 }
 
-/// The most levels a version can have (the upper bound `Options::validate` puts on
-/// `num_levels`).
-const MAX_NUM_LEVELS: usize = 32;
-
 /// Reads `CURRENT` and replays the manifest it names into a version of `num_levels` levels.
 ///
 /// A torn last record (what a crash during a manifest append leaves: an edit that was never
@@ -747,7 +760,7 @@ pub fn recover_manifest(
     // Replayed with as many levels as any options allow, so that a database last open with
     // more levels than `num_levels` is refused below with a clear message instead of a
     // failing edit.
-    let mut version = Version::new(num_levels.max(MAX_NUM_LEVELS));
+    let mut version = Version::new(num_levels.max(crate::options::MAX_NUM_LEVELS));
     let mut log_number = None;
     let mut next_file_number = None;
     let mut last_sequence = None;

@@ -45,6 +45,17 @@ fn value(db: &Db, key: &[u8]) -> Option<Vec<u8>> {
     db.get(key).unwrap()
 }
 
+/// `k` reads `want` now, after all background work, and after a reopen under `o`.
+fn newest_survives(db: Db, o: &Options, want: &[u8]) {
+    assert_eq!(value(&db, b"k").as_deref(), Some(want));
+    db.wait_for_background().unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(want));
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open("/db", o.clone()).unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(want));
+}
+
 /// Every key with its value, by a forward scan.
 fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut it = db.iter(&ReadOptions::default()).unwrap();
@@ -102,12 +113,7 @@ fn a_memtable_too_large_for_the_receiver_does_not_hide_behind_it() {
     db.put(b"k", b"v2").unwrap();
     filler(&db, "a", 100 << 10);
     db.flush().unwrap();
-    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
-    db.wait_for_background().unwrap();
-    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
-    db.close().unwrap();
-    let db = Db::open("/db", o).unwrap();
-    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
+    newest_survives(db, &o, b"v2");
 }
 
 /// Immutable mode with a pool that holds exactly two NVM memtables: once the receiver and
@@ -134,11 +140,7 @@ fn a_full_pool_does_not_leave_stale_versions_above_l0() {
             "round {round}"
         );
     }
-    db.wait_for_background().unwrap();
-    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v119"[..]));
-    db.close().unwrap();
-    let db = Db::open("/db", o).unwrap();
-    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v119"[..]));
+    newest_survives(db, &o, b"v119");
 }
 
 /// `validate` refuses a pool that cannot hold two NVM memtables with their headers and

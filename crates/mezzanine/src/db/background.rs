@@ -70,13 +70,7 @@ impl DbInner {
                 }
             });
             st.flush_running = false;
-            if let Err(e) = r
-                && st.bg_error.is_none()
-            {
-                st.bg_error = Some(format!("flush failed: {e}"));
-            }
-            self.done_cv.notify_all();
-            self.bg_cv.notify_all();
+            self.finish_job(st, &r, "flush");
             return true;
         }
         if let Some(plan) = pick_compaction(&st.version, &self.opts, &st.busy_levels) {
@@ -85,16 +79,22 @@ impl DbInner {
             let r = parking_lot::MutexGuard::unlocked(st, || self.run_plan(&plan));
             self.mark_busy(&mut st.busy_levels, &plan, false);
             st.compactions_running -= 1;
-            if let Err(e) = r
-                && st.bg_error.is_none()
-            {
-                st.bg_error = Some(format!("compaction failed: {e}"));
-            }
-            self.done_cv.notify_all();
-            self.bg_cv.notify_all();
+            self.finish_job(st, &r, "compaction");
             return true;
         }
         false
+    }
+
+    /// Ends a background job: its failure (if no earlier one) becomes the sticky background
+    /// error; then waiting writers, `flush` callers and background threads are woken.
+    fn finish_job(&self, st: &mut super::State, r: &Result<()>, what: &str) {
+        if let Err(e) = r
+            && st.bg_error.is_none()
+        {
+            st.bg_error = Some(format!("{what} failed: {e}"));
+        }
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
     }
 
     /// Waits for background work to change the state behind `st`: with background threads,
@@ -551,14 +551,7 @@ impl DbInner {
         let mut st = self.state.lock();
         self.mark_busy(&mut st.busy_levels, &plan, false);
         st.compactions_running -= 1;
-        if let Err(e) = &r
-            && st.bg_error.is_none()
-        {
-            st.bg_error = Some(format!("manual compaction failed: {e}"));
-        }
-        drop(st);
-        self.done_cv.notify_all();
-        self.bg_cv.notify_all();
+        self.finish_job(&mut st, &r, "manual compaction");
         r
     }
 

@@ -80,11 +80,7 @@ fn create_wal(
 ) -> Result<WalWriter> {
     match (opts.wal_on_nvm, nvm) {
         (true, Some(tier)) => {
-            let obj = tier.alloc(
-                number,
-                NvmObjectKind::Wal,
-                super::write::nvm_wal_bytes(opts),
-            )?;
+            let obj = tier.alloc(number, NvmObjectKind::Wal, opts.nvm_wal_bytes())?;
             edit.new_nvm_objects.push(obj);
             WalWriter::create_nvm(tier, obj)
         }
@@ -168,7 +164,7 @@ fn new_db_identity(fs: &dyn mezz_env::FileSystem, dir: &Path, temp: u64) -> Resu
         });
     }
     let id: [u8; 16] = rand::random();
-    let text: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let text = mezz_pmem::pool::db_id_hex(&id);
     write_file_atomically(fs, dir, &path, format!("{text}\n").as_bytes(), temp)?;
     Ok(id)
 }

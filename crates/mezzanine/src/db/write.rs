@@ -23,16 +23,9 @@ use crate::stats::StatsCollector;
 use crate::version::{NvmObjectKind, VersionEdit};
 use crate::wal::WalWriter;
 
-/// Bytes of one WAL in NVM (see [`crate::options::Options::nvm_wal_bytes`], which sizes
-/// one maximal write group as `MAX_GROUP_BYTES`).
-pub(super) fn nvm_wal_bytes(opts: &crate::options::Options) -> u64 {
-    opts.nvm_wal_bytes()
-}
-
 use super::{DbInner, Pending, Slot, State, WriteState};
 
-/// The most bytes of batches one group commit takes.
-const MAX_GROUP_BYTES: usize = 1 << 20;
+use crate::options::MAX_GROUP_BYTES;
 /// Write delays are slept in chunks of at least this many nanoseconds.
 const MIN_SLEEP_NANOS: u64 = 1_000_000;
 /// The delayed write rate never falls below this fraction of `delayed_write_rate`.
@@ -454,7 +447,7 @@ impl DbInner {
         if self.opts.wal_on_nvm
             && let Some(tier) = &self.nvm
         {
-            let obj = tier.alloc(number, NvmObjectKind::Wal, nvm_wal_bytes(&self.opts))?;
+            let obj = tier.alloc(number, NvmObjectKind::Wal, self.opts.nvm_wal_bytes())?;
             let w = self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?;
             return Ok(Some(w));
         }
