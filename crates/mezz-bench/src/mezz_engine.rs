@@ -148,7 +148,7 @@ impl EngineFactory for MezzFactory {
         }
         // The NVM pool belongs to the database: a new one could not reuse it.
         if let Some(nvm) = &self.options.nvm_dir {
-            let pool = nvm.join(mezzanine::nvm::POOL_FILE);
+            let pool = nvm.join(mezzanine::storage::nvm::POOL_FILE);
             if let Some(sim) = &self.options.nvm_sim {
                 sim.remove(&pool);
             } else if pool.exists() {

@@ -12,8 +12,8 @@
 use mezz_format::ValueKind;
 
 use crate::batch::WriteBatch;
+use crate::manifest::{COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit};
 use crate::table::{TableLocation, TableMeta, Tier};
-use crate::version::{COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit};
 
 /// Decodes `data` as a write batch (a WAL record payload); if accepted, iterates its
 /// updates and checks that re-encoding them gives a batch that decodes to the same ones.

@@ -37,12 +37,12 @@ pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod iter;
+pub mod manifest;
 pub mod memtable;
-pub mod nvm;
 pub mod options;
 pub mod parallel;
-pub mod sst;
 pub mod stats;
+pub mod storage;
 pub mod table;
 pub mod version;
 pub mod wal;

@@ -20,8 +20,8 @@ use mezz_format::log::{LogRead, LogReader, LogWriter};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::filename;
-use crate::nvm::NvmTier;
-use crate::version::NvmObject;
+use crate::storage::nvm::NvmObject;
+use crate::storage::nvm::NvmTier;
 
 /// An open WAL being appended to.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ impl WalWriter {
         Ok(Self {
             writer: LogWriter::new(Box::new(file)),
             number: obj.id,
-            path: tier.dir().join(crate::nvm::POOL_FILE),
+            path: tier.dir().join(crate::storage::nvm::POOL_FILE),
             nvm: Some(obj),
             dir_to_sync: None,
         })

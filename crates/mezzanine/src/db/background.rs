@@ -22,11 +22,12 @@ use crate::compaction::{
 };
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::manifest::{VersionEdit, set_current, write_new_manifest};
 use crate::memtable::MemTable;
 use crate::options::NvmMemtable;
 use crate::stats::StatsCollector;
+use crate::storage::nvm::NvmObjectKind;
 use crate::table::TableMeta;
-use crate::version::{NvmObjectKind, VersionEdit, set_current, write_new_manifest};
 
 use super::DbInner;
 
@@ -220,7 +221,8 @@ impl DbInner {
     /// obsolete). Seals a receiver without room and starts a new one. Returns false (nothing
     /// done) when no NVM memtable can take `imm`: the caller writes an SST instead.
     fn merge_into_nvm(&self, imm: &Arc<MemTable>, start: Instant) -> Result<bool> {
-        let need = crate::nvm::room_needed(imm.len(), imm.approximate_memory_usage());
+        let need =
+            crate::memtable::nvm_list::room_needed(imm.len(), imm.approximate_memory_usage());
         if need + 4096 > self.opts.nvm_memtable_size {
             return Ok(false);
         }

@@ -40,13 +40,14 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::{DbIterator, LevelIterator, merging_iterator};
+use crate::manifest::Manifest;
 use crate::memtable::MemTable;
-use crate::nvm::NvmTier;
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
-use crate::sst::TableCache;
 use crate::stats::{LevelStats, Stats, StatsCollector};
+use crate::storage::nvm::NvmTier;
+use crate::table::sst::TableCache;
 use crate::table::{LookupResult, TableMeta, TableReadOptions};
-use crate::version::{Manifest, SuperVersion, Version};
+use crate::version::{SuperVersion, Version};
 use crate::wal::WalWriter;
 
 /// What `Db::verify` checked.
@@ -869,7 +870,7 @@ mod tests {
         db.inner.set_bg_error("manifest write failed: injected");
         let r = db
             .inner
-            .log_and_apply(crate::version::VersionEdit::default(), None, &[]);
+            .log_and_apply(crate::manifest::VersionEdit::default(), None, &[]);
         assert!(matches!(r, Err(Error::Background(_))), "{r:?}");
         assert_eq!(db.inner.manifest.lock().size(), before);
         assert!(matches!(db.put(b"b", b"2"), Err(Error::Background(_))));

@@ -33,17 +33,17 @@ use crate::batch::WriteBatch;
 use crate::compaction::{estimate_pending_compaction_bytes, write_table};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
+use crate::manifest::{
+    VersionEdit, recover_manifest, set_current, write_file_atomically, write_new_manifest,
+};
 use crate::memtable::MemTable;
-use crate::nvm::NvmTier;
 use crate::options::NvmMemtable;
 use crate::options::{Options, RecoveryMode};
-use crate::sst::TableCache;
 use crate::stats::StatsCollector;
-use crate::version::{NvmObject, NvmObjectKind};
-use crate::version::{
-    SuperVersion, Version, VersionEdit, recover_manifest, set_current, write_file_atomically,
-    write_new_manifest,
-};
+use crate::storage::nvm::NvmTier;
+use crate::storage::nvm::{NvmObject, NvmObjectKind};
+use crate::table::sst::TableCache;
+use crate::version::{SuperVersion, Version};
 use crate::wal::{ReplayEnd, WalWriter, replay_wal, replay_wal_bytes};
 
 use super::{DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
@@ -269,7 +269,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mut nvm_mems: Vec<Arc<MemTable>> = Vec::new();
     if let Some(tier) = &nvm {
         for o in live.iter().filter(|o| o.kind == NvmObjectKind::Memtable) {
-            let list = tier.recover_list(*o)?;
+            let list = crate::memtable::nvm_list::NvmList::recover(tier, *o)?;
             last_seq = last_seq.max(list.physical_max_seq());
             nvm_mems.push(Arc::new(MemTable::nvm(o.id, list)));
         }
@@ -311,7 +311,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 let bytes = tier.read_log(o)?;
                 replay_wal_bytes(
                     bytes,
-                    &tier.dir().join(crate::nvm::POOL_FILE),
+                    &tier.dir().join(crate::storage::nvm::POOL_FILE),
                     tolerate,
                     apply,
                 )

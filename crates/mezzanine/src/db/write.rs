@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
 use crate::stats::StatsCollector;
-use crate::version::{NvmObjectKind, VersionEdit};
+use crate::storage::nvm::NvmObjectKind;
 use crate::wal::WalWriter;
 
 use super::{DbInner, Pending, Slot, State, WriteState};
@@ -275,7 +276,8 @@ impl DbInner {
             let pending = st.pending_compaction_bytes;
             let mem_full = if ws.mem.is_nvm() {
                 // Room for the whole group, every entry a worst-case node.
-                ws.mem.nvm_room() < crate::nvm::room_needed(bytes / 8 + 1, bytes) + 4096
+                ws.mem.nvm_room()
+                    < crate::memtable::nvm_list::room_needed(bytes / 8 + 1, bytes) + 4096
             } else {
                 ws.mem.approximate_memory_usage() >= o.write_buffer_size
                     || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes))
@@ -464,8 +466,8 @@ impl DbInner {
     /// manifest: nothing leaks for good.
     fn start_nvm_object<T>(
         &self,
-        tier: &crate::nvm::NvmTier,
-        obj: crate::version::NvmObject,
+        tier: &crate::storage::nvm::NvmTier,
+        obj: crate::storage::nvm::NvmObject,
         init: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
         let made = match init() {
@@ -489,11 +491,13 @@ impl DbInner {
         let Some(tier) = &self.nvm else {
             return Ok(None);
         };
-        let len = (self.opts.nvm_memtable_size + crate::nvm::LIST_PREFIX) as u64;
+        let len = (self.opts.nvm_memtable_size + crate::memtable::nvm_list::LIST_PREFIX) as u64;
         let Ok(obj) = tier.alloc(number, NvmObjectKind::Memtable, len) else {
             return Ok(None);
         };
-        let list = self.start_nvm_object(tier, obj, || tier.create_list(obj))?;
+        let list = self.start_nvm_object(tier, obj, || {
+            crate::memtable::nvm_list::NvmList::create(tier, obj)
+        })?;
         Ok(Some(MemTable::nvm(number, list)))
     }
 

@@ -8,6 +8,8 @@
 //!
 //! Thread-safety: `Table` objects are shared (`Arc<dyn Table>`) and used from many threads.
 
+pub mod sst;
+
 use std::fmt::Debug;
 
 use mezz_format::{InternalIterator, SeqNo};

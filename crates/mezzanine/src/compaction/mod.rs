@@ -29,10 +29,11 @@ use mezz_format::{InternalIterator, SeqNo, ValueKind};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::{LevelIterator, merging_iterator};
+use crate::manifest::VersionEdit;
 use crate::options::Options;
-use crate::sst::TableCache;
+use crate::table::sst::TableCache;
 use crate::table::{TableLocation, TableMeta, TableReadOptions, Tier};
-use crate::version::{Version, VersionEdit};
+use crate::version::Version;
 
 /// Why a compaction was planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

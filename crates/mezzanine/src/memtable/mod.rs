@@ -4,7 +4,7 @@
 //! ordered by internal key (user key ascending, sequence number descending), and the
 //! [`InternalIterator`] over them used by reads, scans and flushes. A memtable's entries
 //! live either in DRAM (the default, fed through a WAL) or in an NVM skip list
-//! ([`crate::nvm::NvmList`], NoveLSM: durable per insert, recovered by mapping); both behave
+//! ([`crate::memtable::nvm_list::NvmList`], NoveLSM: durable per insert, recovered by mapping); both behave
 //! the same to readers.
 //!
 //! DRAM layout: each entry is one `Arc<[u8]>` holding `user_key | trailer (8 bytes LE) | value`
@@ -20,6 +20,8 @@
 //! was positioned and may or may not see entries added concurrently (readers filter those by
 //! sequence number anyway).
 
+pub mod nvm_list;
+
 use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -33,8 +35,8 @@ use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::batch::WriteBatch;
 use crate::error::Result;
-use crate::nvm::NvmList;
 use crate::table::LookupResult;
+use nvm_list::NvmList;
 
 /// Estimated bytes per entry beyond its key and value: the skip-list node (key handle,
 /// tower of 1.33 links on average, reference count), and the `Arc` header.

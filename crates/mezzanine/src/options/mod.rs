@@ -505,7 +505,9 @@ impl Options {
             |n: u64| n.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
         let mut need = mezz_pmem::pool::SUPERBLOCK_SIZE;
         if self.nvm_memtable != NvmMemtable::Off {
-            need += 2 * align(self.nvm_memtable_size as u64 + crate::nvm::LIST_PREFIX as u64);
+            need += 2 * align(
+                self.nvm_memtable_size as u64 + crate::memtable::nvm_list::LIST_PREFIX as u64,
+            );
         }
         if self.wal_on_nvm {
             need += (self.max_write_buffer_number as u64 + 1) * align(self.nvm_wal_bytes());

@@ -37,7 +37,7 @@ use mezz_format::ikey::{self, MAX_SEQ, compare_internal_keys, parse_internal_key
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::error::{Error, Result};
-use crate::sst::TableCache;
+use crate::table::sst::TableCache;
 use crate::table::{TableMeta, TableReadOptions};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

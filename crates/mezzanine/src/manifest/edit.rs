@@ -1,0 +1,284 @@
+//! [`VersionEdit`]: a change from one version to the next, and its encoding in the MANIFEST
+//! (spec: `docs/formats/manifest.md`).
+//!
+//! Invariants: an unknown record tag, table tier or location is a `Corruption` (an old build
+//! never silently ignores what a newer one records; a newer format version announces it
+//! first).
+//!
+//! Thread-safety: plain data.
+
+use mezz_format::SeqNo;
+use mezz_format::coding::{Decoder, put_length_prefixed, put_varint32, put_varint64};
+
+use crate::error::{Error, Result};
+use crate::storage::nvm::{NvmObject, NvmObjectKind};
+use crate::table::{TableLocation, TableMeta, Tier};
+
+/// The manifest format version this build writes and the newest it reads.
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
+
+/// The name of the key ordering, recorded in the manifest and checked on open.
+pub const COMPARATOR_NAME: &str = "mezz.bytewise";
+
+// Record tags. New object kinds (NVM tables, NVM segments, matrix rows) get new tags; an
+// unknown tag is a corruption error, so an old build never silently ignores them (a newer
+// format version announces them first).
+const TAG_COMPARATOR: u32 = 1;
+const TAG_LOG_NUMBER: u32 = 2;
+const TAG_NEXT_FILE_NUMBER: u32 = 3;
+const TAG_LAST_SEQUENCE: u32 = 4;
+const TAG_COMPACT_POINTER: u32 = 5;
+const TAG_DELETED_TABLE: u32 = 6;
+const TAG_NEW_TABLE: u32 = 7;
+const TAG_FORMAT_VERSION: u32 = 8;
+const TAG_DB_ID: u32 = 9;
+const TAG_NEW_NVM_OBJECT: u32 = 10;
+const TAG_DELETED_NVM_OBJECT: u32 = 11;
+
+const TIER_SSD: u8 = 0;
+const LOCATION_SST: u8 = 0;
+
+/// A change from one version to the next, as recorded in the MANIFEST.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Manifest format version (written in the first edit of each manifest).
+    pub format_version: Option<u32>,
+    /// Key ordering name (written in the first edit of each manifest).
+    pub comparator: Option<String>,
+    /// WALs with a number below this are no longer needed for recovery.
+    pub log_number: Option<u64>,
+    /// The next unused file number.
+    pub next_file_number: Option<u64>,
+    /// The last sequence number used.
+    pub last_sequence: Option<SeqNo>,
+    /// Per level: the largest internal key of the last compaction's input (round robin).
+    pub compact_pointers: Vec<(usize, Vec<u8>)>,
+    /// Tables removed: (level, table id).
+    pub deleted_tables: Vec<(usize, u64)>,
+    /// Tables added: (level, metadata).
+    pub new_tables: Vec<(usize, TableMeta)>,
+    /// The database's identity (first edit of each manifest; also stamped into the NVM
+    /// pool, so a pool is never opened with another database's manifest).
+    pub db_id: Option<[u8; 16]>,
+    /// NVM objects allocated.
+    pub new_nvm_objects: Vec<NvmObject>,
+    /// NVM objects released (their space is free once this edit is durable).
+    pub deleted_nvm_objects: Vec<u64>,
+}
+
+fn put_usize(buf: &mut Vec<u8>, v: usize) {
+    put_varint64(buf, v as u64);
+}
+
+fn encode_table(buf: &mut Vec<u8>, t: &TableMeta) {
+    put_varint64(buf, t.id);
+    buf.push(match t.tier {
+        Tier::Ssd | Tier::Nvm => TIER_SSD,
+    });
+    match &t.location {
+        TableLocation::Sst { path_id } => {
+            buf.push(LOCATION_SST);
+            put_varint32(buf, *path_id);
+        }
+    }
+    put_varint64(buf, t.size);
+    put_length_prefixed(buf, &t.smallest);
+    put_length_prefixed(buf, &t.largest);
+    put_varint64(buf, t.smallest_seq);
+    put_varint64(buf, t.largest_seq);
+    put_varint64(buf, t.num_entries);
+    put_varint64(buf, t.num_deletions);
+}
+
+fn decode_level(d: &mut Decoder<'_>) -> Result<usize> {
+    let off = d.offset();
+    let l = d.varint32()?;
+    if l >= 64 {
+        return Err(Error::corruption(off, format!("level {l} out of range")));
+    }
+    Ok(l as usize)
+}
+
+fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
+    let id = d.varint64()?;
+    let off = d.offset();
+    let tier = match d.u8()? {
+        TIER_SSD => Tier::Ssd,
+        t => return Err(Error::corruption(off, format!("unknown table tier {t}"))),
+    };
+    let off = d.offset();
+    let location = match d.u8()? {
+        LOCATION_SST => TableLocation::Sst {
+            path_id: d.varint32()?,
+        },
+        l => {
+            return Err(Error::corruption(
+                off,
+                format!("unknown table location {l}"),
+            ));
+        }
+    };
+    let size = d.varint64()?;
+    let smallest = d.length_prefixed()?.to_vec();
+    let largest = d.length_prefixed()?.to_vec();
+    Ok(TableMeta {
+        id,
+        tier,
+        location,
+        size,
+        smallest,
+        largest,
+        smallest_seq: d.varint64()?,
+        largest_seq: d.varint64()?,
+        num_entries: d.varint64()?,
+        num_deletions: d.varint64()?,
+    })
+}
+
+impl VersionEdit {
+    /// Appends the encoding of this edit to `buf`.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        if let Some(v) = self.format_version {
+            put_varint32(buf, TAG_FORMAT_VERSION);
+            put_varint32(buf, v);
+        }
+        if let Some(c) = &self.comparator {
+            put_varint32(buf, TAG_COMPARATOR);
+            put_length_prefixed(buf, c.as_bytes());
+        }
+        if let Some(n) = self.log_number {
+            put_varint32(buf, TAG_LOG_NUMBER);
+            put_varint64(buf, n);
+        }
+        if let Some(n) = self.next_file_number {
+            put_varint32(buf, TAG_NEXT_FILE_NUMBER);
+            put_varint64(buf, n);
+        }
+        if let Some(n) = self.last_sequence {
+            put_varint32(buf, TAG_LAST_SEQUENCE);
+            put_varint64(buf, n);
+        }
+        for (level, key) in &self.compact_pointers {
+            put_varint32(buf, TAG_COMPACT_POINTER);
+            put_usize(buf, *level);
+            put_length_prefixed(buf, key);
+        }
+        for (level, id) in &self.deleted_tables {
+            put_varint32(buf, TAG_DELETED_TABLE);
+            put_usize(buf, *level);
+            put_varint64(buf, *id);
+        }
+        if let Some(id) = &self.db_id {
+            put_varint32(buf, TAG_DB_ID);
+            put_length_prefixed(buf, id);
+        }
+        for o in &self.new_nvm_objects {
+            put_varint32(buf, TAG_NEW_NVM_OBJECT);
+            put_varint64(buf, o.id);
+            buf.push(o.kind.code());
+            put_varint64(buf, o.offset);
+            put_varint64(buf, o.len);
+        }
+        for id in &self.deleted_nvm_objects {
+            put_varint32(buf, TAG_DELETED_NVM_OBJECT);
+            put_varint64(buf, *id);
+        }
+        for (level, t) in &self.new_tables {
+            put_varint32(buf, TAG_NEW_TABLE);
+            put_usize(buf, *level);
+            let mut body = Vec::with_capacity(64 + t.smallest.len() + t.largest.len());
+            encode_table(&mut body, t);
+            put_length_prefixed(buf, &body);
+        }
+    }
+
+    /// Decodes an edit; `base_offset` is the record's offset in the manifest (for errors).
+    ///
+    /// # Errors
+    /// `Corruption` naming the offset for truncated fields, unknown tags or unknown table
+    /// kinds; `UnsupportedVersion` for a newer manifest format.
+    pub fn decode(data: &[u8], base_offset: u64) -> Result<Self> {
+        let mut e = VersionEdit::default();
+        let mut d = Decoder::new(data, base_offset);
+        while d.remaining() > 0 {
+            let tag_off = d.offset();
+            match d.varint32()? {
+                TAG_FORMAT_VERSION => {
+                    let v = d.varint32()?;
+                    if v > MANIFEST_FORMAT_VERSION || v == 0 {
+                        return Err(Error::UnsupportedVersion {
+                            what: "manifest",
+                            found: v,
+                            supported: MANIFEST_FORMAT_VERSION,
+                        });
+                    }
+                    e.format_version = Some(v);
+                }
+                TAG_COMPARATOR => {
+                    let off = d.offset();
+                    let c = d.length_prefixed()?;
+                    let c = std::str::from_utf8(c)
+                        .map_err(|_| Error::corruption(off, "comparator name is not UTF-8"))?;
+                    e.comparator = Some(c.to_string());
+                }
+                TAG_LOG_NUMBER => e.log_number = Some(d.varint64()?),
+                TAG_NEXT_FILE_NUMBER => e.next_file_number = Some(d.varint64()?),
+                TAG_LAST_SEQUENCE => e.last_sequence = Some(d.varint64()?),
+                TAG_COMPACT_POINTER => {
+                    let level = decode_level(&mut d)?;
+                    e.compact_pointers
+                        .push((level, d.length_prefixed()?.to_vec()));
+                }
+                TAG_DB_ID => {
+                    let off = d.offset();
+                    let id = d.length_prefixed()?;
+                    e.db_id = Some(id.try_into().map_err(|_| {
+                        Error::corruption(off, format!("db id of {} bytes, not 16", id.len()))
+                    })?);
+                }
+                TAG_NEW_NVM_OBJECT => {
+                    let id = d.varint64()?;
+                    let off = d.offset();
+                    let kind = NvmObjectKind::from_code(d.u8()?)
+                        .ok_or_else(|| Error::corruption(off, "unknown NVM object kind"))?;
+                    let offset = d.varint64()?;
+                    let len = d.varint64()?;
+                    e.new_nvm_objects.push(NvmObject {
+                        id,
+                        kind,
+                        offset,
+                        len,
+                    });
+                }
+                TAG_DELETED_NVM_OBJECT => e.deleted_nvm_objects.push(d.varint64()?),
+                TAG_DELETED_TABLE => {
+                    let level = decode_level(&mut d)?;
+                    e.deleted_tables.push((level, d.varint64()?));
+                }
+                TAG_NEW_TABLE => {
+                    let level = decode_level(&mut d)?;
+                    let body_off = d.offset();
+                    let body = d.length_prefixed()?;
+                    // The body's own length prefix is at most 10 bytes before the body.
+                    let body_base = body_off + (d.offset() - body_off - body.len() as u64);
+                    let mut bd = Decoder::new(body, body_base);
+                    let t = decode_table(&mut bd)?;
+                    if bd.remaining() > 0 {
+                        return Err(Error::corruption(
+                            bd.offset(),
+                            "trailing bytes in new-table record",
+                        ));
+                    }
+                    e.new_tables.push((level, t));
+                }
+                tag => {
+                    return Err(Error::corruption(
+                        tag_off,
+                        format!("unknown manifest record tag {tag}"),
+                    ));
+                }
+            }
+        }
+        Ok(e)
+    }
+}

@@ -1,0 +1,490 @@
+//! NoveLSM's persistent skip-list memtable: [`NvmList`], one memtable's entries in one
+//! extent of the NVM pool (`crate::storage::nvm`). Format: `docs/formats/nvm-skiplist.md`.
+//!
+//! Invariants:
+//! - The extent's prefix holds the commit, reserve and low words; entries above the commit
+//!   word belong to a write group a crash cut short and are never visible.
+//! - The list frees its extent when the last handle drops, after it was marked obsolete
+//!   (the manifest no longer lists it).
+//!
+//! Thread-safety: `NvmList` allows concurrent readers with inserts (inserts into a
+//! persistent list take turns inside the skip list).
+
+use std::cmp::Ordering as CmpOrdering;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use mezz_format::ikey::{self, TRAILER_LEN, compare_internal_keys};
+use mezz_format::{InternalIterator, SeqNo, ValueKind};
+use mezz_pmem::skiplist::{Comparator, Cursor, InsertError, SkipList};
+use mezz_pmem::{Arena, PersistentWord};
+
+use crate::error::{Error, Result};
+use crate::storage::nvm::{NvmObject, NvmTier, POOL_FILE};
+use crate::table::LookupResult;
+
+/// Bytes at the start of an NVM memtable's extent before its skip list: the first 8 hold
+/// the commit word (the highest sequence number whose write group is wholly durable in the
+/// list), the next 8 the reserve word (no entry has a higher sequence number); the rest is
+/// reserved.
+pub const LIST_PREFIX: usize = 4096;
+
+/// Arena bytes one skip-list node costs beyond its key and value at most: the node header,
+/// a full tower of links, and alignment.
+pub const NODE_OVERHEAD: usize = 16 + 4 * 12 + 8;
+
+/// Arena bytes an NVM memtable needs to take `entries` entries holding `bytes` bytes of
+/// user keys and values (an upper bound).
+#[must_use]
+pub fn room_needed(entries: usize, bytes: usize) -> usize {
+    entries * (NODE_OVERHEAD + TRAILER_LEN) + bytes
+}
+
+fn insert_err(e: InsertError, obj: &NvmObject) -> Error {
+    match e {
+        InsertError::Persist(kind) => Error::Io {
+            path: None,
+            source: io::Error::new(kind, format!("persisting NVM memtable {} failed", obj.id)),
+        },
+        other => Error::InvalidArgument(format!("NVM memtable {}: {other}", obj.id)),
+    }
+}
+
+/// The smallest sequence number at or below `committed` in `list` (one pass).
+fn min_visible_seq(list: &SkipList<IkeyCmp>, committed: SeqNo) -> Option<SeqNo> {
+    let mut c = Cursor::new(list);
+    c.first();
+    let mut min = None;
+    while c.valid() {
+        let seq = ikey::trailer(c.key()) >> 8;
+        if seq <= committed && min.is_none_or(|m| seq < m) {
+            min = Some(seq);
+        }
+        c.next();
+    }
+    min
+}
+
+/// The order of internal keys (user key ascending, then sequence number descending).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IkeyCmp;
+
+impl Comparator for IkeyCmp {
+    #[inline]
+    fn compare(&self, a: &[u8], b: &[u8]) -> CmpOrdering {
+        compare_internal_keys(a, b)
+    }
+}
+
+/// A memtable's persistent skip list in one NVM extent. See the module documentation.
+///
+/// Write groups are atomic: every entry of a group is inserted (each durable on its own),
+/// then the commit word is set to the group's last sequence number. After a crash, entries
+/// above the recovered commit word (a group cut short) stay in the list but are invisible:
+/// reads clamp their sequence number to `visible_max`, iterators skip them.
+#[derive(Debug)]
+pub struct NvmList {
+    tier: Arc<NvmTier>,
+    obj: NvmObject,
+    list: Arc<SkipList<IkeyCmp>>,
+    commit: PersistentWord,
+    /// The reserve word: published before a group is inserted, it bounds the sequence
+    /// numbers physically present (so recovery needs no pass over the entries).
+    reserve: Option<PersistentWord>,
+    /// The low word: published before the first group is inserted, the smallest sequence
+    /// number the list holds (so recovery knows the list's range without a pass).
+    low: Option<PersistentWord>,
+    min_seq: AtomicU64,
+    max_seq: AtomicU64,
+    /// The largest sequence number physically present (visible or not).
+    physical_max_seq: AtomicU64,
+    /// Entries above this sequence number are invisible (`u64::MAX`: none hidden). Set
+    /// from the commit word on recovery; lifted by the next commit (a recovered list that
+    /// receives merges again gets the cut-short group's entries re-supplied from its WAL).
+    visible_max: AtomicU64,
+    /// Set once the manifest no longer lists the object: the extent is freed on drop.
+    obsolete: AtomicBool,
+}
+
+impl NvmList {
+    /// A new, empty persistent skip list in `obj`.
+    ///
+    /// # Errors
+    /// `Io` when persisting the list header fails.
+    pub fn create(tier: &Arc<NvmTier>, obj: NvmObject) -> Result<NvmList> {
+        let (start, len) = tier.extent_range(&obj)?;
+        let word = Self::prefix_word(tier, &obj, start, 0)?;
+        word.publish(0)?;
+        let reserve = Self::prefix_word(tier, &obj, start, 8)?;
+        reserve.publish(0)?;
+        let low = Self::prefix_word(tier, &obj, start, 16)?;
+        low.publish(0)?;
+        let arena = Arena::on_media(
+            tier.media(),
+            start + LIST_PREFIX,
+            len.saturating_sub(LIST_PREFIX),
+        )
+        .map_err(|e| Error::InvalidArgument(format!("NVM memtable arena: {e}")))?;
+        let list = SkipList::new(arena, IkeyCmp).map_err(|e| insert_err(e, &obj))?;
+        let mut l = NvmList::new(Arc::clone(tier), obj, list, word, (u64::MAX, 0), u64::MAX);
+        l.reserve = Some(reserve);
+        l.low = Some(low);
+        Ok(l)
+    }
+
+    /// Maps the persistent skip list of `obj` back (checking every node, rebuilding the
+    /// upper levels).
+    ///
+    /// # Errors
+    /// `Corruption` naming the pool file and offset.
+    pub fn recover(tier: &Arc<NvmTier>, obj: NvmObject) -> Result<NvmList> {
+        let (start, len) = tier.extent_range(&obj)?;
+        let path = tier.dir().join(POOL_FILE);
+        let word = Self::prefix_word(tier, &obj, start, 0)?;
+        let committed = word.load();
+        let arena = Arena::recover_on_media(
+            tier.media(),
+            start + LIST_PREFIX,
+            len.saturating_sub(LIST_PREFIX),
+        )
+        .map_err(|e| Error::Corruption {
+            file: Some(path.clone()),
+            offset: obj.offset,
+            detail: format!("NVM memtable {}: {e}", obj.id),
+        })?;
+        let (list, _report) = SkipList::recover(arena, IkeyCmp).map_err(|e| Error::Corruption {
+            file: Some(path.clone()),
+            offset: obj.offset,
+            detail: format!("NVM memtable {}: {e}", obj.id),
+        })?;
+        // No pass over the entries: the commit word is the largest visible sequence number,
+        // the reserve word bounds every sequence number physically present.
+        let reserve = Self::prefix_word(tier, &obj, start, 8)?;
+        let reserved = reserve.load().max(committed);
+        let low = Self::prefix_word(tier, &obj, start, 16)?;
+        let range = if list.is_empty() {
+            (u64::MAX, 0)
+        } else {
+            let lo = low.load();
+            if lo == 0 || lo > committed {
+                // A pool written before the low word existed: one pass finds it.
+                (
+                    min_visible_seq(&list, committed).unwrap_or(u64::MAX),
+                    committed,
+                )
+            } else {
+                (lo, committed)
+            }
+        };
+        let mut l = NvmList::new(Arc::clone(tier), obj, list, word, range, committed);
+        l.physical_max_seq.store(reserved, Ordering::Relaxed);
+        l.reserve = Some(reserve);
+        l.low = Some(low);
+        Ok(l)
+    }
+
+    /// The commit word (`at` = 0), the reserve word (`at` = 8) or the low word (`at` = 16)
+    /// of the NVM memtable whose extent starts at `start`.
+    fn prefix_word(
+        tier: &NvmTier,
+        obj: &NvmObject,
+        start: usize,
+        at: usize,
+    ) -> Result<PersistentWord> {
+        PersistentWord::new(tier.media(), start + at).ok_or_else(|| Error::Corruption {
+            file: Some(tier.dir().join(POOL_FILE)),
+            offset: obj.offset,
+            detail: format!("NVM object {} is not 8-byte aligned", obj.id),
+        })
+    }
+
+    fn new(
+        tier: Arc<NvmTier>,
+        obj: NvmObject,
+        list: SkipList<IkeyCmp>,
+        commit: PersistentWord,
+        (lo, hi): (SeqNo, SeqNo),
+        visible_max: SeqNo,
+    ) -> Self {
+        Self {
+            tier,
+            obj,
+            list: Arc::new(list),
+            commit,
+            reserve: None,
+            low: None,
+            min_seq: AtomicU64::new(lo),
+            max_seq: AtomicU64::new(hi),
+            physical_max_seq: AtomicU64::new(hi),
+            visible_max: AtomicU64::new(visible_max),
+            obsolete: AtomicBool::new(false),
+        }
+    }
+
+    /// The largest sequence number physically in the list, including entries of a group
+    /// a crash cut short (new sequence numbers must stay above it).
+    #[must_use]
+    pub fn physical_max_seq(&self) -> SeqNo {
+        self.physical_max_seq.load(Ordering::Relaxed)
+    }
+
+    /// Announces that entries with sequence numbers in `first..=seq` are about to be
+    /// inserted (durable on `Ok`; call before inserting them).
+    ///
+    /// # Errors
+    /// `Io` from persisting the reserve word.
+    pub fn reserve(&self, (first, seq): (SeqNo, SeqNo)) -> Result<()> {
+        // Sequence numbers only grow: the first group's first one is the smallest.
+        if let Some(w) = &self.low
+            && w.load() == 0
+        {
+            w.publish(first)?;
+        }
+        if let Some(w) = &self.reserve
+            && w.load() < seq
+        {
+            w.publish(seq)?;
+        }
+        Ok(())
+    }
+
+    /// Hides entries above the current commit word from readers until the next commit: a
+    /// merge into the receiver inserts while readers iterate it, and they must neither see
+    /// half a merge nor meet entries appearing under a positioned iterator (the entries stay
+    /// readable in the DRAM memtable being merged).
+    pub fn begin_merge(&self) {
+        self.visible_max
+            .store(self.commit.load(), Ordering::Release);
+    }
+
+    /// Publishes `seq` as the last sequence number whose group is wholly in the list
+    /// (durable on `Ok`).
+    ///
+    /// # Errors
+    /// `Io` from persisting the commit word.
+    pub fn commit(&self, seq: SeqNo) -> Result<()> {
+        self.commit.publish(seq)?;
+        self.visible_max.store(u64::MAX, Ordering::Release);
+        Ok(())
+    }
+
+    /// The NVM object holding the list.
+    #[must_use]
+    pub fn object(&self) -> NvmObject {
+        self.obj
+    }
+
+    /// Marks the object released (its manifest deletion is durable): the extent returns to
+    /// the pool when the last reader lets go.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+
+    /// (smallest, largest) sequence number held; `(u64::MAX, 0)` when empty.
+    #[must_use]
+    pub fn seq_range(&self) -> (SeqNo, SeqNo) {
+        (
+            self.min_seq.load(Ordering::Relaxed),
+            self.max_seq.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Arena bytes used.
+    #[must_use]
+    pub fn used(&self) -> usize {
+        self.list.memory_usage()
+    }
+
+    /// Arena bytes left.
+    #[must_use]
+    pub fn remaining(&self) -> usize {
+        self.list
+            .capacity()
+            .saturating_sub(self.list.memory_usage())
+    }
+
+    /// Entries.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether the list is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds one entry, durable on return; returns the arena bytes used. An entry already
+    /// present (same user key and sequence: a replay of something already merged) is
+    /// skipped.
+    ///
+    /// # Errors
+    /// Out of room (a bug: callers reserve room first) or a failed persist.
+    pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<usize> {
+        let trailer = ikey::pack_trailer(seq, kind);
+        let r = self
+            .list
+            .insert_with(user_key.len() + TRAILER_LEN, value.len(), |k, v| {
+                let (uk, tr) = k.split_at_mut(user_key.len());
+                uk.copy_from_slice(user_key);
+                tr.copy_from_slice(&trailer.to_le_bytes());
+                v.copy_from_slice(value);
+            });
+        match r {
+            Ok(()) | Err(InsertError::Duplicate) => {}
+            Err(e) => return Err(insert_err(e, &self.obj)),
+        }
+        self.min_seq.fetch_min(seq, Ordering::Relaxed);
+        self.max_seq.fetch_max(seq, Ordering::Relaxed);
+        self.physical_max_seq.fetch_max(seq, Ordering::Relaxed);
+        Ok(self.used())
+    }
+
+    /// Adds an entry given as an encoded internal key.
+    ///
+    /// # Errors
+    /// As [`NvmList::add`].
+    pub fn add_internal(&self, internal_key: &[u8], value: &[u8]) -> Result<usize> {
+        let Some(pk) = ikey::parse_internal_key(internal_key) else {
+            return Err(Error::corruption(0, "malformed internal key in memtable"));
+        };
+        self.add(pk.seq, pk.kind, pk.user_key, value)
+    }
+
+    /// Commits everything inserted so far: publishes the largest sequence number as the
+    /// commit word (each insert is already durable on its own).
+    ///
+    /// # Errors
+    /// `Io` from persisting the commit word.
+    pub fn sync(&self) -> Result<()> {
+        self.commit(self.max_seq.load(Ordering::Relaxed))
+    }
+
+    /// The newest entry for `user_key` at or below `seq`.
+    #[must_use]
+    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<LookupResult> {
+        let seq = seq
+            .min(self.visible_max.load(Ordering::Acquire))
+            .min(ikey::MAX_SEQ);
+        let target = ikey::make_internal_key(user_key, seq, ValueKind::SEEK);
+        let mut c = Cursor::new(&*self.list);
+        c.seek_ge(&target);
+        if !c.valid() {
+            return None;
+        }
+        let k = c.key();
+        if ikey::user_key(k) != user_key {
+            return None;
+        }
+        match ValueKind::from_u8((ikey::trailer(k) & 0xff) as u8) {
+            Some(ValueKind::Value) => Some(LookupResult::Value(c.value().to_vec())),
+            Some(ValueKind::Deletion) | None => Some(LookupResult::Deleted),
+        }
+    }
+
+    /// A bidirectional iterator over every entry; it keeps the list alive.
+    #[must_use]
+    pub fn iter(&self) -> Box<dyn InternalIterator> {
+        // The iterator sees what was committed when it was made, and nothing that is
+        // inserted later: a merge into the receiver inserts entries (older than what the
+        // reader may see, so not hidden by its sequence number) while the DRAM memtable
+        // being merged still serves them; entries appearing under a positioned cursor
+        // would break the merging iterator's order when it changes direction. Later
+        // inserts always carry sequence numbers above the commit word.
+        let visible_max = self
+            .visible_max
+            .load(Ordering::Acquire)
+            .min(self.commit.load());
+        Box::new(NvmListIter {
+            cursor: Cursor::new(Arc::clone(&self.list)),
+            visible_max,
+        })
+    }
+}
+
+impl Drop for NvmList {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            self.tier.free(&self.obj);
+        }
+    }
+}
+
+/// Iterator over an NVM skip list.
+struct NvmListIter {
+    cursor: Cursor<Arc<SkipList<IkeyCmp>>>,
+    visible_max: SeqNo,
+}
+
+impl NvmListIter {
+    fn hidden(&self) -> bool {
+        self.cursor.valid() && (ikey::trailer(self.cursor.key()) >> 8) > self.visible_max
+    }
+    fn skip_forward(&mut self) {
+        while self.hidden() {
+            self.cursor.next();
+        }
+    }
+    fn skip_backward(&mut self) {
+        while self.hidden() {
+            self.cursor.prev();
+        }
+    }
+}
+
+impl std::fmt::Debug for NvmListIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvmListIter")
+            .field("valid", &self.cursor.valid())
+            .finish()
+    }
+}
+
+impl InternalIterator for NvmListIter {
+    fn valid(&self) -> bool {
+        self.cursor.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.cursor.first();
+        self.skip_forward();
+    }
+    fn seek_to_last(&mut self) {
+        self.cursor.last();
+        self.skip_backward();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.cursor.seek_ge(target);
+        self.skip_forward();
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.cursor.seek_le(target);
+        self.skip_backward();
+    }
+    fn next(&mut self) {
+        self.cursor.next();
+        self.skip_forward();
+    }
+    fn prev(&mut self) {
+        self.cursor.prev();
+        self.skip_backward();
+    }
+    fn key(&self) -> &[u8] {
+        if self.cursor.valid() {
+            self.cursor.key()
+        } else {
+            &[]
+        }
+    }
+    fn value(&self) -> &[u8] {
+        if self.cursor.valid() {
+            self.cursor.value()
+        } else {
+            &[]
+        }
+    }
+    fn status(&self) -> mezz_format::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,359 @@
+//! The NVM tier of one open database: its pool and the extents (objects) the engine keeps
+//! in it (WALs on NVM, NoveLSM's persistent skip-list memtables; NVM tables and matrix rows
+//! later).
+//!
+//! Owns: [`NvmTier`] (the pool file under `Options::nvm_dir`, its allocator, the
+//! persistence mode), [`NvmObject`] (one extent as the manifest records it) and
+//! [`NvmLogFile`] (a WAL in an extent). What lives inside an extent belongs to its user: the
+//! persistent skip list of a memtable is `crate::memtable::nvm_list`. Formats:
+//! `docs/formats/nvm-pool.md` (pool, superblock, extents, NVM logs).
+//!
+//! Invariants:
+//! - Every extent in use is recorded in the manifest as an `NvmObject` *before* anything
+//!   that must survive a crash is written into it; on open, the pool's free space is
+//!   derived from the recovered version (whatever it does not list is free), so a crash
+//!   leaks nothing.
+//! - An object's extent returns to the allocator only after the manifest edit deleting it
+//!   is durable and no reader can reach it any more.
+//! - Every write into NVM becomes durable only through `persist` + `fence` of the pool's
+//!   region (in `mezz-pmem`; this crate holds no `unsafe`).
+//!
+//! Thread-safety: `NvmTier` is shared (`Arc`); allocation takes a mutex.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mezz_env::WritableFile;
+use mezz_pmem::region::{Emulation, Region, RegionOptions};
+use mezz_pmem::{Extent, Media, PersistMode, Pool};
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::options::Options;
+
+/// The pool file's name inside `nvm_dir`.
+pub const POOL_FILE: &str = "NVM-POOL";
+
+/// What an NVM object (an extent of the NVM pool) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NvmObjectKind {
+    /// A WAL kept in NVM (`wal_on_nvm`); the object's id is the WAL number.
+    Wal,
+    /// A persistent skip-list memtable (NoveLSM); the id is the memtable's number.
+    Memtable,
+}
+
+impl NvmObjectKind {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            NvmObjectKind::Wal => 1,
+            NvmObjectKind::Memtable => 2,
+        }
+    }
+    pub(crate) fn from_code(c: u8) -> Option<Self> {
+        match c {
+            1 => Some(NvmObjectKind::Wal),
+            2 => Some(NvmObjectKind::Memtable),
+            _ => None,
+        }
+    }
+}
+
+/// One live object of the NVM pool, as the manifest records it. Whatever the recovered
+/// version does not list is free space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NvmObject {
+    /// WAL number or memtable number (file-number space: unique per database).
+    pub id: u64,
+    /// What it holds.
+    pub kind: NvmObjectKind,
+    /// Offset of its extent in the pool.
+    pub offset: u64,
+    /// Length of its extent in bytes.
+    pub len: u64,
+}
+
+/// The NVM tier of an open database. See the module documentation.
+#[derive(Debug)]
+pub struct NvmTier {
+    pool: Mutex<Pool>,
+    region: Arc<Region>,
+    dir: PathBuf,
+    mode: PersistMode,
+}
+
+fn pmem_err(e: mezz_format::Error, path: &Path) -> Error {
+    e.in_file(path)
+}
+
+impl NvmTier {
+    /// The region options `opts` asks for.
+    fn region_options(opts: &Options) -> RegionOptions {
+        RegionOptions {
+            mode: opts.nvm_persistence,
+            emulate_adr: opts.nvm_emulate_adr,
+            emulation: Emulation {
+                read_ns_per_line: opts.nvm_read_latency_ns,
+                write_ns_per_line: opts.nvm_write_latency_ns,
+                persist_bytes_per_sec: opts.nvm_persist_bandwidth,
+            },
+            prefault: opts.nvm_prefault,
+            sim: opts.nvm_sim.clone(),
+        }
+    }
+
+    /// Opens the pool of `opts.nvm_dir` for database `db_id`. `live`: the NVM objects the
+    /// recovered version lists (everything else is free). `creating`: the database is new,
+    /// so the pool must not exist yet (an existing one belongs to another database).
+    ///
+    /// # Errors
+    /// `InvalidArgument` (no `nvm_dir`, a pool of another database, a mode the mapping
+    /// cannot provide), `Corruption` (a damaged pool, objects outside it), `Io`.
+    pub fn open(
+        opts: &Options,
+        db_id: [u8; 16],
+        live: &[NvmObject],
+        creating: bool,
+    ) -> Result<Arc<NvmTier>> {
+        let dir = opts
+            .nvm_dir
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument("the NVM tier needs nvm_dir".into()))?;
+        let ropts = Self::region_options(opts);
+        let path = dir.join(POOL_FILE);
+        let exists = if opts.nvm_persistence == PersistMode::CrashSim {
+            opts.nvm_sim.as_ref().is_some_and(|s| s.exists(&path))
+        } else {
+            path.exists()
+        };
+        let pool = if exists {
+            let extents: Vec<Extent> = live
+                .iter()
+                .map(|o| Extent {
+                    offset: o.offset,
+                    len: o.len,
+                })
+                .collect();
+            // A database being created owns no pool yet, unless an earlier attempt to
+            // create this same database (same id, from its IDENTITY file) was interrupted
+            // after making one: nothing in it is recorded anywhere (`live` is empty), so it
+            // opens empty. Any other pool is another database's.
+            Pool::open(&dir, POOL_FILE, db_id, &ropts, &extents).map_err(|e| {
+                if creating {
+                    Error::InvalidArgument(format!(
+                        "{} already holds an NVM pool (of another database): remove it or \
+                         choose another nvm_dir",
+                        path.display()
+                    ))
+                } else {
+                    pmem_err(e, &path)
+                }
+            })?
+        } else {
+            if !live.is_empty() {
+                return Err(Error::Corruption {
+                    file: Some(path),
+                    offset: 0,
+                    detail: format!(
+                        "the NVM pool is missing but the manifest lists {} objects in it",
+                        live.len()
+                    ),
+                });
+            }
+            if opts.nvm_persistence != PersistMode::CrashSim {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::from(e).in_file(&dir))?;
+            }
+            Pool::create_atomic(&dir, POOL_FILE, opts.nvm_capacity, db_id, &ropts)
+                .map_err(|e| pmem_err(e, &path))?
+        };
+        // A pool keeps the size it was created with: the options in force
+        // now must fit in it, as `validate` checks `nvm_capacity` for a new one.
+        let need = opts.nvm_bytes_needed();
+        if pool.capacity() < need {
+            return Err(Error::InvalidArgument(format!(
+                "the NVM pool {} holds {} bytes (its nvm_capacity when it was created), \
+                 but these options keep up to {need} bytes in NVM (nvm_memtable_size \
+                 {}, wal_on_nvm {}, max_write_buffer_number {}): use smaller NVM sizes",
+                path.display(),
+                pool.capacity(),
+                opts.nvm_memtable_size,
+                opts.wal_on_nvm,
+                opts.max_write_buffer_number
+            )));
+        }
+        let region = Arc::clone(pool.region());
+        Ok(Arc::new(NvmTier {
+            pool: Mutex::new(pool),
+            region,
+            dir,
+            mode: opts.nvm_persistence,
+        }))
+    }
+
+    /// The pool's directory.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The persistence mode.
+    #[must_use]
+    pub fn mode(&self) -> PersistMode {
+        self.mode
+    }
+
+    /// Bytes persisted so far (statistics).
+    #[must_use]
+    pub fn bytes_persisted(&self) -> u64 {
+        self.region.bytes_persisted()
+    }
+
+    /// Free bytes of the pool.
+    #[must_use]
+    pub fn free_bytes(&self) -> u64 {
+        self.pool.lock().free_bytes()
+    }
+
+    /// Allocates an extent of `len` bytes for object `id`. The caller records the object in
+    /// the manifest before relying on its contents.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the pool has no room.
+    pub fn alloc(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
+        let e = self.pool.lock().alloc(len).map_err(|e| match e {
+            e @ Error::Io { .. } => e,
+            other => Error::InvalidArgument(format!("NVM pool: {other}")),
+        })?;
+        Ok(NvmObject {
+            id,
+            kind,
+            offset: e.offset,
+            len: e.len,
+        })
+    }
+
+    /// Returns `obj`'s extent to the allocator. Only after the manifest no longer needs it
+    /// and nothing reads it.
+    pub fn free(&self, obj: &NvmObject) {
+        // A double free (a bug) is refused by the allocator and changes nothing.
+        let _ = self.pool.lock().free(Extent {
+            offset: obj.offset,
+            len: obj.len,
+        });
+    }
+
+    pub(crate) fn media(&self) -> Arc<dyn Media> {
+        Arc::clone(&self.region) as Arc<dyn Media>
+    }
+
+    pub(crate) fn extent_range(&self, obj: &NvmObject) -> Result<(usize, usize)> {
+        let bad = || Error::Corruption {
+            file: Some(self.dir.join(POOL_FILE)),
+            offset: obj.offset,
+            detail: format!("NVM object {} does not fit the pool", obj.id),
+        };
+        let start = usize::try_from(obj.offset).map_err(|_| bad())?;
+        let len = usize::try_from(obj.len).map_err(|_| bad())?;
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > self.region.len())
+        {
+            return Err(bad());
+        }
+        Ok((start, len))
+    }
+
+    /// A WAL writer appending to the NVM log in `obj` (WAL number `obj.id`).
+    ///
+    /// # Errors
+    /// `Io` when persisting the log header fails.
+    pub fn create_log(self: &Arc<Self>, obj: NvmObject) -> Result<NvmLogFile> {
+        let w = mezz_pmem::nvmlog::NvmLogWriter::create(
+            Arc::clone(&self.region),
+            Extent {
+                offset: obj.offset,
+                len: obj.len,
+            },
+            obj.id,
+        )
+        .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
+        Ok(NvmLogFile {
+            writer: w,
+            size: 0,
+            capacity: obj.len,
+        })
+    }
+
+    /// The durable bytes of the NVM log in `obj`.
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged log header.
+    pub fn read_log(&self, obj: &NvmObject) -> Result<Vec<u8>> {
+        let (number, bytes) = mezz_pmem::nvmlog::NvmLogReader::open(
+            &self.region,
+            Extent {
+                offset: obj.offset,
+                len: obj.len,
+            },
+        )
+        .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
+        if number != obj.id {
+            return Err(Error::Corruption {
+                file: Some(self.dir.join(POOL_FILE)),
+                offset: obj.offset,
+                detail: format!(
+                    "NVM log at this extent is log {number}, manifest says {}",
+                    obj.id
+                ),
+            });
+        }
+        Ok(bytes.to_vec())
+    }
+}
+
+/// A WAL "file" in NVM: the engine's log framing writes into it like into a file; `sync`
+/// persists what was appended and publishes the new durable tail.
+#[derive(Debug)]
+pub struct NvmLogFile {
+    writer: mezz_pmem::nvmlog::NvmLogWriter,
+    size: u64,
+    capacity: u64,
+}
+
+impl NvmLogFile {
+    /// Bytes of record data the log can still take.
+    #[must_use]
+    pub fn room(&self) -> u64 {
+        self.capacity.saturating_sub(self.size + 4096)
+    }
+}
+
+impl WritableFile for NvmLogFile {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        match self.writer.append(data) {
+            Ok(mezz_pmem::Appended::Written) => {}
+            Ok(mezz_pmem::Appended::Full) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "the NVM log's extent is full",
+                ));
+            }
+            Err(e) => return Err(io::Error::other(e.to_string())),
+        }
+        self.size += data.len() as u64;
+        Ok(())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        // Appends land in the mapping directly: a process crash keeps them.
+        Ok(())
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.writer
+            .sync()
+            .map_err(|e| io::Error::other(e.to_string()))
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
