@@ -13,7 +13,7 @@ use mezz_format::ValueKind;
 
 use crate::batch::WriteBatch;
 use crate::manifest::{COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit};
-use crate::table::{TableLocation, TableMeta, Tier};
+use crate::table::{TableLocation, TableMeta};
 
 /// Decodes `data` as a write batch (a WAL record payload); if accepted, iterates its
 /// updates and checks that re-encoding them gives a batch that decodes to the same ones.
@@ -86,7 +86,6 @@ pub fn fuzz_version_edit(data: &[u8]) {
 fn sample_table(id: u64, lo: &[u8], hi: &[u8]) -> TableMeta {
     TableMeta {
         id,
-        tier: Tier::Ssd,
         location: TableLocation::Sst { path_id: 0 },
         size: 4096 * id,
         smallest: mezz_format::ikey::make_internal_key(lo, 10 * id, ValueKind::Value),

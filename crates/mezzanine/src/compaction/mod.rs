@@ -32,7 +32,7 @@ use crate::iter::{LevelIterator, merging_iterator};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::table::sst::TableCache;
-use crate::table::{TableLocation, TableMeta, TableReadOptions, Tier};
+use crate::table::{TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 
 /// Why a compaction was planned.
@@ -335,7 +335,6 @@ fn open_output(fs: &dyn FileSystem, dir: &Path, id: u64, opts: &Options) -> Resu
 fn meta_from_properties(id: u64, p: &TableProperties) -> TableMeta {
     TableMeta {
         id,
-        tier: Tier::Ssd,
         location: TableLocation::Sst { path_id: 0 },
         size: p.file_size,
         smallest: p.smallest_key.clone(),

@@ -37,6 +37,8 @@ const TAG_DELETED_NVM_OBJECT: u32 = 11;
 
 const TIER_SSD: u8 = 0;
 const LOCATION_SST: u8 = 0;
+const TIER_NVM: u8 = 1;
+const LOCATION_NVM: u8 = 1;
 
 /// A change from one version to the next, as recorded in the MANIFEST.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,13 +74,18 @@ fn put_usize(buf: &mut Vec<u8>, v: usize) {
 
 fn encode_table(buf: &mut Vec<u8>, t: &TableMeta) {
     put_varint64(buf, t.id);
-    buf.push(match t.tier {
-        Tier::Ssd | Tier::Nvm => TIER_SSD,
+    buf.push(match t.tier() {
+        Tier::Ssd => TIER_SSD,
+        Tier::Nvm => TIER_NVM,
     });
-    match &t.location {
+    match t.location {
         TableLocation::Sst { path_id } => {
             buf.push(LOCATION_SST);
-            put_varint32(buf, *path_id);
+            put_varint32(buf, path_id);
+        }
+        TableLocation::Nvm { object } => {
+            buf.push(LOCATION_NVM);
+            put_varint64(buf, object);
         }
     }
     put_varint64(buf, t.size);
@@ -104,26 +111,35 @@ fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
     let off = d.offset();
     let tier = match d.u8()? {
         TIER_SSD => Tier::Ssd,
+        TIER_NVM => Tier::Nvm,
         t => return Err(Error::corruption(off, format!("unknown table tier {t}"))),
     };
-    let off = d.offset();
+    let loc_off = d.offset();
     let location = match d.u8()? {
         LOCATION_SST => TableLocation::Sst {
             path_id: d.varint32()?,
         },
+        LOCATION_NVM => TableLocation::Nvm {
+            object: d.varint64()?,
+        },
         l => {
             return Err(Error::corruption(
-                off,
+                loc_off,
                 format!("unknown table location {l}"),
             ));
         }
     };
+    if location.tier() != tier {
+        return Err(Error::corruption(
+            loc_off,
+            format!("table {id}: tier {tier:?} does not match its location {location:?}"),
+        ));
+    }
     let size = d.varint64()?;
     let smallest = d.length_prefixed()?.to_vec();
     let largest = d.length_prefixed()?.to_vec();
     Ok(TableMeta {
         id,
-        tier,
         location,
         size,
         smallest,

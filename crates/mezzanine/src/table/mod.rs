@@ -26,8 +26,9 @@ pub enum Tier {
     Nvm,
 }
 
-/// Where a table's bytes are.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Where a table's bytes are. The storage layer (`crate::storage`) resolves it; the tier
+/// follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TableLocation {
     /// An SST file `<number>.sst` in the SSD directory with index `path_id` (0 = the DB
@@ -36,6 +37,23 @@ pub enum TableLocation {
         /// Index of the directory (parallel unit) holding the file.
         path_id: u32,
     },
+    /// A table in the NVM pool, in the extent of NVM object `object` (recorded in the
+    /// manifest as an `NvmObject`).
+    Nvm {
+        /// The id of the NVM object holding the table's bytes.
+        object: u64,
+    },
+}
+
+impl TableLocation {
+    /// The tier this location is in.
+    #[must_use]
+    pub fn tier(&self) -> Tier {
+        match self {
+            TableLocation::Sst { .. } => Tier::Ssd,
+            TableLocation::Nvm { .. } => Tier::Nvm,
+        }
+    }
 }
 
 /// What the version set records about one table.
@@ -43,8 +61,6 @@ pub enum TableLocation {
 pub struct TableMeta {
     /// Unique identity (the file number for SSTs); never reused within a DB.
     pub id: u64,
-    /// Tier.
-    pub tier: Tier,
     /// Location of the bytes.
     pub location: TableLocation,
     /// Size in bytes.
@@ -64,6 +80,11 @@ pub struct TableMeta {
 }
 
 impl TableMeta {
+    /// The tier the table lives in (from its location).
+    #[must_use]
+    pub fn tier(&self) -> Tier {
+        self.location.tier()
+    }
     /// The smallest user key.
     #[must_use]
     pub fn smallest_user_key(&self) -> &[u8] {

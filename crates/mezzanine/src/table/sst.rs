@@ -439,7 +439,7 @@ impl TableCache {
 mod tests {
     use super::*;
     use crate::iter::{LevelIterator, testing};
-    use crate::table::{TableLocation, Tier};
+    use crate::table::TableLocation;
     use mezz_env::PosixFs;
     use mezz_format::block::BlockFormat;
     use mezz_format::ikey::{MAX_SEQ, compare_internal_keys};
@@ -471,7 +471,6 @@ mod tests {
         let p = b.finish().unwrap();
         TableMeta {
             id,
-            tier: Tier::Ssd,
             location: TableLocation::Sst { path_id: 0 },
             size: p.file_size,
             smallest: p.smallest_key,

@@ -359,7 +359,7 @@ pub(crate) mod tests {
     use crate::manifest::{recover_manifest, set_current, write_new_manifest};
     use crate::options::RecoveryMode;
     use crate::storage::nvm::NvmObjectKind;
-    use crate::table::{TableLocation, Tier};
+    use crate::table::TableLocation;
     use mezz_env::FileSystem;
     use mezz_format::ValueKind;
     use mezz_format::coding::{put_varint32, put_varint64};
@@ -369,7 +369,6 @@ pub(crate) mod tests {
     pub(crate) fn meta(id: u64, lo: &str, hi: &str, seq: (u64, u64), size: u64) -> TableMeta {
         TableMeta {
             id,
-            tier: Tier::Ssd,
             location: TableLocation::Sst { path_id: 0 },
             size,
             smallest: make_internal_key(lo.as_bytes(), seq.1, ValueKind::Value),
