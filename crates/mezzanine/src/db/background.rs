@@ -17,8 +17,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::compaction::{
-    CompactionContext, CompactionPlan, bottom_plan, estimate_pending_compaction_bytes, manual_plan,
-    pick_compaction, run_compaction, trivial_move_edit, write_table,
+    CompactionContext, CompactionPlan, SstSink, run_compaction, trivial_move_edit, write_table,
 };
 use crate::error::{Error, Result};
 use crate::filename;
@@ -27,7 +26,7 @@ use crate::memtable::MemTable;
 use crate::options::NvmMemtable;
 use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
-use crate::table::TableMeta;
+use crate::table::{TableLocation, TableMeta};
 
 use super::DbInner;
 
@@ -74,12 +73,10 @@ impl DbInner {
             self.finish_job(st, &r, "flush");
             return true;
         }
-        if let Some(plan) = pick_compaction(&st.version, &self.opts, &st.busy_levels) {
-            self.mark_busy(&mut st.busy_levels, &plan, true);
-            st.compactions_running += 1;
+        if let Some(plan) = self.policy.pick(&st.version, &st.claims) {
+            let claim = st.claims.claim(&plan);
             let r = parking_lot::MutexGuard::unlocked(st, || self.run_plan(&plan));
-            self.mark_busy(&mut st.busy_levels, &plan, false);
-            st.compactions_running -= 1;
+            st.claims.release(claim);
             self.finish_job(st, &r, "compaction");
             return true;
         }
@@ -132,24 +129,6 @@ impl DbInner {
         Ok(ran)
     }
 
-    fn mark_busy(&self, busy: &mut Vec<bool>, plan: &CompactionPlan, v: bool) {
-        let n = plan.output_level + 1;
-        if busy.len() < n {
-            busy.resize(n, false);
-        }
-        for l in [plan.level, plan.output_level] {
-            if let Some(b) = busy.get_mut(l) {
-                *b = v;
-            }
-        }
-    }
-
-    fn sync_dir(&self) -> Result<()> {
-        self.fs
-            .sync_dir(&self.path)
-            .map_err(|e| Error::from(e).in_file(&self.path))
-    }
-
     /// Writes `imm` to one L0 table, records it (and the new log number) in the manifest,
     /// drops the memtable and deletes its WAL.
     fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
@@ -185,14 +164,20 @@ impl DbInner {
         flushed: Option<u64>,
         on_install: &mut dyn FnMut(&mut super::State),
     ) -> Result<()> {
-        let id = self.new_file_number();
+        let new_file = || self.new_file_number();
+        let mut sink = SstSink::new(
+            &self.storage,
+            &self.opts,
+            0,
+            &new_file,
+            self.placement.as_ref(),
+        );
         let mut iter = m.iter();
-        let written = write_table(self.fs.as_ref(), &self.path, &self.opts, id, iter.as_mut())?;
+        let written = write_table(&mut sink, iter.as_mut())?;
         iter.status()?;
         drop(iter);
         let mut edit = VersionEdit::default();
         if let Some(w) = &written {
-            self.sync_dir()?;
             edit.new_tables.push((0, w.meta.clone()));
         }
         if m.is_nvm() {
@@ -322,17 +307,14 @@ impl DbInner {
             let snapshots = self.snapshots.list();
             let new_file = || self.new_file_number();
             let ctx = CompactionContext {
-                fs: self.fs.as_ref(),
-                dir: &self.path,
+                storage: &self.storage,
+                placement: self.placement.as_ref(),
                 opts: &self.opts,
                 table_cache: &self.table_cache,
                 new_file_number: &new_file,
                 snapshots: &snapshots,
             };
             let result = run_compaction(&ctx, &version, plan)?;
-            if !result.outputs.is_empty() {
-                self.sync_dir()?;
-            }
             // On failure the outputs stay: the edit may have reached the manifest even
             // though its sync failed, so only recovery (which knows) may delete them.
             self.log_and_apply(result.edit.clone(), None, &[])?;
@@ -445,10 +427,10 @@ impl DbInner {
                 continue;
             }
             if let Some((_, t)) = base.all_tables().find(|(_, t)| t.id == *id) {
-                st.obsolete.push((*id, Arc::downgrade(t)));
+                st.obsolete.push((*id, t.location, Arc::downgrade(t)));
             }
         }
-        st.pending_compaction_bytes = estimate_pending_compaction_bytes(&new_version, &self.opts);
+        st.pending_compaction_bytes = self.policy.pending_bytes(&new_version);
         st.version = new_version;
         st.log_number = log_number;
         if let Some(id) = flushed {
@@ -458,7 +440,7 @@ impl DbInner {
         self.install_super_version(&mut st);
         drop(st);
         drop(manifest);
-        if let Some(tier) = &self.nvm {
+        if let Some(tier) = self.nvm() {
             for o in &freed_wals {
                 tier.free(o);
             }
@@ -468,15 +450,15 @@ impl DbInner {
         Ok(())
     }
 
-    /// Deletes the files of obsolete tables that no live version (reader, iterator,
+    /// Deletes the stored form of obsolete tables that no live version (reader, iterator,
     /// compaction) holds any more.
     pub(super) fn purge_obsolete(&self) {
-        let dead: Vec<u64> = {
+        let dead: Vec<(u64, TableLocation)> = {
             let mut st = self.state.lock();
             let mut dead = Vec::new();
-            st.obsolete.retain(|(id, w)| {
+            st.obsolete.retain(|(id, loc, w)| {
                 if w.strong_count() == 0 {
-                    dead.push(*id);
+                    dead.push((*id, *loc));
                     false
                 } else {
                     true
@@ -484,9 +466,9 @@ impl DbInner {
             });
             dead
         };
-        for id in dead {
-            self.table_cache.evict(id);
-            let _ = self.fs.remove_file(&filename::sst_file(&self.path, id));
+        for (id, loc) in dead {
+            self.table_cache.evict(id, loc);
+            self.storage.remove_table(id, loc);
         }
     }
 
@@ -532,27 +514,23 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
-            let busy = |l: usize| st.busy_levels.get(l).copied().unwrap_or(false);
-            if !busy(level) && !busy(level + 1) {
-                let plan = if in_place {
-                    bottom_plan(&st.version, level, begin, end)
-                } else {
-                    manual_plan(&st.version, &self.opts, level, begin, end)
-                };
-                match plan {
-                    Some(p) => break p,
-                    None => return Ok(()),
-                }
+            let plan = if in_place {
+                self.policy.manual_in_place(&st.version, level, begin, end)
+            } else {
+                self.policy.manual(&st.version, level, begin, end)
+            };
+            match plan {
+                Some(p) if !st.claims.conflicts(&p) => break p,
+                Some(_) => {}
+                None => return Ok(()),
             }
             self.wait_for_job(&mut st, Duration::from_millis(50));
         };
-        self.mark_busy(&mut st.busy_levels, &plan, true);
-        st.compactions_running += 1;
+        let claim = st.claims.claim(&plan);
         drop(st);
         let r = self.run_plan(&plan);
         let mut st = self.state.lock();
-        self.mark_busy(&mut st.busy_levels, &plan, false);
-        st.compactions_running -= 1;
+        st.claims.release(claim);
         self.finish_job(&mut st, &r, "manual compaction");
         r
     }
@@ -569,10 +547,10 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             let busy = st.flush_running
-                || st.compactions_running > 0
+                || !st.claims.is_empty()
                 || !st.imms.is_empty()
                 || !st.nvm_sealed.is_empty()
-                || pick_compaction(&st.version, &self.opts, &st.busy_levels).is_some();
+                || self.policy.pick(&st.version, &st.claims).is_some();
             if !busy || !self.wait_for_job(&mut st, Duration::from_millis(50)) {
                 break;
             }

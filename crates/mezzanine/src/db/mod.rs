@@ -37,16 +37,17 @@ use mezz_format::iter::InternalIterator;
 use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
+use crate::compaction::{Claims, CompactionPolicy, Placement};
 use crate::error::{Error, Result};
-use crate::filename;
-use crate::iter::{DbIterator, LevelIterator, merging_iterator};
+use crate::iter::{DbIterator, merging_iterator, run_iterator};
 use crate::manifest::Manifest;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::stats::{LevelStats, Stats, StatsCollector};
+use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
-use crate::table::sst::TableCache;
-use crate::table::{LookupResult, TableMeta, TableReadOptions};
+use crate::table::cache::TableCache;
+use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
 use crate::version::{SuperVersion, Version};
 use crate::wal::WalWriter;
 
@@ -123,15 +124,14 @@ pub(crate) struct State {
     /// WALs below this number are obsolete (recorded in the manifest).
     log_number: u64,
     flush_running: bool,
-    compactions_running: usize,
-    /// Levels in use by a running compaction (input or output).
-    busy_levels: Vec<bool>,
+    /// The tables and key ranges running compactions hold.
+    claims: Claims,
     /// The sticky background error.
     bg_error: Option<String>,
     shutting_down: bool,
     pending_compaction_bytes: u64,
     /// Tables removed from the current version, deleted once nothing holds them.
-    obsolete: Vec<(u64, Weak<TableMeta>)>,
+    obsolete: Vec<(u64, TableLocation, Weak<TableMeta>)>,
 }
 
 /// A writer waiting in the group-commit queue.
@@ -162,6 +162,12 @@ pub(crate) struct DbInner {
     opts: Options,
     fs: Arc<dyn FileSystem>,
     stats: Arc<StatsCollector>,
+    /// Where tables (and the NVM pool's objects) live.
+    storage: Arc<Storage>,
+    /// Decides what to compact and how hard to hold writers back.
+    policy: Arc<dyn CompactionPolicy>,
+    /// Decides which directory each new table goes to.
+    placement: Arc<dyn Placement>,
     table_cache: Arc<TableCache>,
     super_version: ArcSwap<SuperVersion>,
     /// The last sequence number visible to readers.
@@ -183,8 +189,6 @@ pub(crate) struct DbInner {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// WALs of switched-out memtables whose tails may not be durable yet, oldest first.
     closed_wals: Mutex<Vec<Arc<ClosedWal>>>,
-    /// The NVM tier, if `nvm_dir` is set.
-    nvm: Option<Arc<NvmTier>>,
     /// The pool of parallel reads (`parallel_reads`).
     read_pool: Option<crate::parallel::ReadPool>,
 }
@@ -212,12 +216,11 @@ fn elapsed_nanos(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The newest entry for `key` at `seq` in `levels` of `v` (L0 table by table, newest
-/// first; deeper levels by binary search). Stops early (with `None`) once `cancel` is set.
-#[allow(clippy::too_many_arguments)]
+/// The newest entry for `key` at `seq` in `levels` of `v`: the sorted runs of each level
+/// newest first, in each run the one table whose range may hold the key. Stops early (with
+/// `None`) once `cancel` is set.
 fn levels_get(
     cache: &TableCache,
-    dir: &Path,
     v: &Version,
     levels: std::ops::Range<usize>,
     seq: SeqNo,
@@ -226,7 +229,7 @@ fn levels_get(
     cancel: Option<&AtomicBool>,
 ) -> Result<Option<LookupResult>> {
     let probe = |t: &TableMeta| -> Result<Option<LookupResult>> {
-        let path = || filename::sst_file(dir, t.id);
+        let path = || cache.storage().describe(t);
         let table = cache.open(t).map_err(|e| e.in_file(path()))?;
         table.get(key, seq, topts).map_err(|e| e.in_file(path()))
     };
@@ -235,19 +238,12 @@ fn levels_get(
         if cancelled() {
             return Ok(None);
         }
-        if level == 0 {
-            for t in v.tables(0) {
-                if key < t.smallest_user_key() || key > t.largest_user_key() {
-                    continue;
-                }
-                if let Some(r) = probe(t)? {
-                    return Ok(Some(r));
-                }
+        for run in v.level_runs(level) {
+            if let Some(t) = run.table_for(key)
+                && let Some(r) = probe(t)?
+            {
+                return Ok(Some(r));
             }
-        } else if let Some(t) = v.find_table(level, key)
-            && let Some(r) = probe(t)?
-        {
-            return Ok(Some(r));
         }
     }
     Ok(None)
@@ -260,6 +256,11 @@ impl DbInner {
         } else {
             Ok(())
         }
+    }
+
+    /// The NVM tier, if the database has one open.
+    fn nvm(&self) -> Option<&Arc<NvmTier>> {
+        self.storage.nvm()
     }
 
     fn new_file_number(&self) -> u64 {
@@ -386,7 +387,6 @@ impl DbInner {
         let topts = Self::table_read_options(opts);
         levels_get(
             &self.table_cache,
-            &self.path,
             v,
             0..v.num_levels(),
             seq,
@@ -421,17 +421,12 @@ impl DbInner {
         for g in 0..groups {
             let levels = (g * per)..((g + 1) * per).min(deepest).min(n);
             let (tx, rx) = crossbeam_channel::bounded(1);
-            let (cache, path, version) = (
-                Arc::clone(&self.table_cache),
-                self.path.clone(),
-                Arc::clone(v),
-            );
+            let (cache, version) = (Arc::clone(&self.table_cache), Arc::clone(v));
             let (job_key, job_cancel) = (key.to_vec(), Arc::clone(&cancel));
             // Run here if the pool is shut down: the answer arrives on `rx` either way.
             pool.submit(move || {
                 let r = levels_get(
                     &cache,
-                    &path,
                     &version,
                     levels,
                     seq,
@@ -474,22 +469,8 @@ impl DbInner {
         for m in sv.imms.iter().chain(sv.nvm.iter()) {
             children.push(m.iter());
         }
-        for t in sv.version.tables(0) {
-            let table = self
-                .table_cache
-                .open(t)
-                .map_err(|e| e.in_file(filename::sst_file(&self.path, t.id)))?;
-            children.push(table.iter(&topts));
-        }
-        for level in 1..sv.version.num_levels() {
-            let ts = sv.version.tables(level);
-            if !ts.is_empty() {
-                children.push(Box::new(LevelIterator::new(
-                    ts.to_vec(),
-                    Arc::clone(&self.table_cache),
-                    topts,
-                )));
-            }
+        for (_, run) in sv.version.runs() {
+            children.push(run_iterator(run, &self.table_cache, topts)?);
         }
         let pin: Box<dyn std::any::Any + Send + Sync> = Box::new((sv, opts.snapshot.clone()));
         Ok(DbIterator::new(
@@ -536,7 +517,7 @@ impl DbInner {
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;
         s.immutable_memtables = sv.imms.len();
-        if let Some(t) = &self.nvm {
+        if let Some(t) = self.nvm() {
             s.nvm_bytes_written = t.bytes_persisted();
         }
         s.snapshots = self.snapshots.count();
@@ -578,16 +559,13 @@ impl DbInner {
             verify_checksums: true,
         };
         for (level, t) in v.all_tables() {
-            let path = filename::sst_file(&self.path, t.id);
+            let path = self.storage.describe(t);
             let bad = |offset: u64, detail: String| Error::Corruption {
                 file: Some(path.clone()),
                 offset,
                 detail,
             };
-            let size = self
-                .fs
-                .file_size(&path)
-                .map_err(|e| Error::from(e).in_file(&path))?;
+            let size = self.storage.table_size(t)?;
             if size != t.size {
                 return Err(bad(
                     0,
@@ -827,6 +805,7 @@ impl Drop for Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filename;
 
     #[test]
     fn db_is_send_and_sync() {

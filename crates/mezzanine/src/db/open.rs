@@ -30,7 +30,9 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::HashSet;
 
 use crate::batch::WriteBatch;
-use crate::compaction::{estimate_pending_compaction_bytes, write_table};
+use crate::compaction::{
+    Claims, CompactionPolicy, DbDirPlacement, LeveledPolicy, SstSink, write_table,
+};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
 use crate::manifest::{
@@ -40,9 +42,10 @@ use crate::memtable::MemTable;
 use crate::options::NvmMemtable;
 use crate::options::{Options, RecoveryMode};
 use crate::stats::StatsCollector;
+use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
 use crate::storage::nvm::{NvmObject, NvmObjectKind};
-use crate::table::sst::TableCache;
+use crate::table::cache::TableCache;
 use crate::version::{SuperVersion, Version};
 use crate::wal::{ReplayEnd, WalWriter, replay_wal, replay_wal_bytes};
 
@@ -266,6 +269,12 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     } else {
         None
     };
+    let storage = Arc::new(Storage::new(
+        Arc::clone(&fs),
+        dir.clone(),
+        Vec::new(),
+        nvm.clone(),
+    ));
     let mut nvm_mems: Vec<Arc<MemTable>> = Vec::new();
     if let Some(tier) = &nvm {
         for o in live.iter().filter(|o| o.kind == NvmObjectKind::Memtable) {
@@ -333,8 +342,9 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             if mem.is_empty() {
                 return Ok(());
             }
+            let mut sink = SstSink::new(&storage, &opts, 0, &alloc, &DbDirPlacement);
             let mut it = mem.iter();
-            if let Some(w) = write_table(fs.as_ref(), &dir, &opts, alloc(), it.as_mut())? {
+            if let Some(w) = write_table(&mut sink, it.as_mut())? {
                 edit.new_tables.push((0, w.meta));
             }
             Ok(())
@@ -566,8 +576,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     let stats = Arc::new(StatsCollector::default());
     let table_cache = Arc::new(TableCache::new(
-        Arc::clone(&fs),
-        dir.clone(),
+        Arc::clone(&storage),
         opts.max_open_files,
         opts.block_cache_capacity,
         Arc::clone(&stats),
@@ -586,7 +595,8 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     };
     sv.check_read_order()
         .map_err(|e| Error::corruption(0, format!("recovered state of {}: {e}", dir.display())))?;
-    let pending = estimate_pending_compaction_bytes(&version, &opts);
+    let policy: Arc<dyn CompactionPolicy> = Arc::new(LeveledPolicy::new(&opts));
+    let pending = policy.pending_bytes(&version);
     let jobs = if opts.manual_background {
         0
     } else {
@@ -616,8 +626,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             version,
             log_number,
             flush_running: false,
-            compactions_running: 0,
-            busy_levels: vec![false; opts.num_levels],
+            claims: Claims::new(),
             bg_error: None,
             shutting_down: false,
             pending_compaction_bytes: pending,
@@ -630,7 +639,9 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         lock: Mutex::new(Some(lock)),
         threads: Mutex::new(Vec::new()),
         closed_wals: Mutex::new(closed_wals),
-        nvm,
+        storage,
+        policy,
+        placement: Arc::new(DbDirPlacement),
         read_pool,
         opts,
     });

@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::batch::WriteBatch;
+use crate::compaction::{StallCause, WritePressure};
 use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
@@ -59,22 +60,6 @@ impl Slot {
 
     fn take_result(&self) -> Option<Result<()>> {
         self.m.lock().result.take()
-    }
-}
-
-/// Why a write group is slowed down or stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StallCause {
-    L0,
-    PendingBytes,
-    Memtables,
-}
-
-fn progress(value: f64, start: f64, stop: f64) -> f64 {
-    if stop <= start {
-        1.0
-    } else {
-        ((value - start) / (stop - start)).clamp(0.0, 1.0)
     }
 }
 
@@ -272,8 +257,9 @@ impl DbInner {
         loop {
             let mut st = self.state.lock();
             self.check_writable(&st)?;
-            let l0 = st.version.num_files(0);
-            let pending = st.pending_compaction_bytes;
+            let pressure = self
+                .policy
+                .write_pressure(&st.version, st.pending_compaction_bytes);
             let mem_full = if ws.mem.is_nvm() {
                 // Room for the whole group, every entry a worst-case node.
                 ws.mem.nvm_room()
@@ -282,10 +268,8 @@ impl DbInner {
                 ws.mem.approximate_memory_usage() >= o.write_buffer_size
                     || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes))
             };
-            let stop = if l0 >= o.level0_stop_trigger {
-                Some(StallCause::L0)
-            } else if pending >= o.hard_pending_compaction_bytes {
-                Some(StallCause::PendingBytes)
+            let stop = if let WritePressure::Stop(cause) = pressure {
+                Some(cause)
             } else if mem_full && st.imms.len() + 1 >= o.max_write_buffer_number {
                 Some(StallCause::Memtables)
             } else {
@@ -323,29 +307,10 @@ impl DbInner {
                 continue;
             }
             // Gradual slowdown: the allowed rate falls as the debt approaches the stop.
-            let l0_p = (l0 >= o.level0_slowdown_trigger).then(|| {
-                progress(
-                    l0 as f64,
-                    o.level0_slowdown_trigger as f64,
-                    o.level0_stop_trigger as f64,
-                )
-            });
-            let bytes_p = (pending >= o.soft_pending_compaction_bytes).then(|| {
-                progress(
-                    pending as f64,
-                    o.soft_pending_compaction_bytes as f64,
-                    o.hard_pending_compaction_bytes as f64,
-                )
-            });
             drop(st);
-            let (cause, p) = match (l0_p, bytes_p) {
-                (Some(a), Some(b)) if b > a => (StallCause::PendingBytes, b),
-                (Some(a), _) => (StallCause::L0, a),
-                (None, Some(b)) => (StallCause::PendingBytes, b),
-                (None, None) => {
-                    ws.delay_debt_nanos = 0;
-                    return Ok(());
-                }
+            let WritePressure::Slowdown { cause, progress: p } = pressure else {
+                ws.delay_debt_nanos = 0;
+                return Ok(());
             };
             let rate = (o.delayed_write_rate as f64 * (1.0 - p).max(MIN_RATE_FRACTION)).max(1.0);
             ws.delay_debt_nanos += (bytes as f64 * 1e9 / rate) as u64;
@@ -447,7 +412,7 @@ impl DbInner {
             return Ok(None);
         }
         if self.opts.wal_on_nvm
-            && let Some(tier) = &self.nvm
+            && let Some(tier) = self.nvm()
         {
             let obj = tier.alloc(number, NvmObjectKind::Wal, self.opts.nvm_wal_bytes())?;
             let w = self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?;
@@ -488,7 +453,7 @@ impl DbInner {
     /// A new, empty NVM memtable numbered `number`, recorded in the manifest; `None` when
     /// the pool has no room for one.
     pub(super) fn new_nvm_memtable(&self, number: u64) -> Result<Option<MemTable>> {
-        let Some(tier) = &self.nvm else {
+        let Some(tier) = self.nvm() else {
             return Ok(None);
         };
         let len = (self.opts.nvm_memtable_size + crate::memtable::nvm_list::LIST_PREFIX) as u64;

@@ -37,8 +37,9 @@ use mezz_format::ikey::{self, MAX_SEQ, compare_internal_keys, parse_internal_key
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::error::{Error, Result};
-use crate::table::sst::TableCache;
+use crate::table::cache::TableCache;
 use crate::table::{TableMeta, TableReadOptions};
+use crate::version::SortedRun;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -49,6 +50,31 @@ enum Direction {
 // ---------------------------------------------------------------------------------------
 // Merging iterator
 // ---------------------------------------------------------------------------------------
+
+/// An iterator over one sorted run of a version: the table's own iterator for a run of one
+/// table (opened now), a [`LevelIterator`] (opening tables lazily) for a level.
+///
+/// # Errors
+/// Opening the table of a one-table run, naming its file.
+pub fn run_iterator(
+    run: SortedRun<'_>,
+    cache: &Arc<TableCache>,
+    opts: TableReadOptions,
+) -> Result<Box<dyn InternalIterator>> {
+    match run {
+        SortedRun::Table(t) => {
+            let table = cache
+                .open(t)
+                .map_err(|e| e.in_file(cache.storage().describe(t)))?;
+            Ok(table.iter(&opts))
+        }
+        SortedRun::Level(ts) => Ok(Box::new(LevelIterator::new(
+            ts.to_vec(),
+            Arc::clone(cache),
+            opts,
+        ))),
+    }
+}
 
 /// Merges `children` (each sorted by internal key) into one sorted iterator. With no child
 /// it is always invalid; with one it behaves as that child.

@@ -8,6 +8,7 @@
 //!
 //! Thread-safety: `Table` objects are shared (`Arc<dyn Table>`) and used from many threads.
 
+pub mod cache;
 pub mod sst;
 
 use std::fmt::Debug;

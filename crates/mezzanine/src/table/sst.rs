@@ -29,14 +29,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mezz_env::FileSystem;
 use mezz_format::block::Block;
 use mezz_format::ikey::{ValueKind, make_internal_key, parse_internal_key};
 use mezz_format::sst::{BlockCache, ReadCounters, TableIter, TableReader};
 use mezz_format::{InternalIterator, SeqNo};
 
 use crate::error::{Error, Result};
-use crate::filename;
 use crate::stats::StatsCollector;
 use crate::table::{LookupResult, Table, TableMeta, TableReadOptions};
 
@@ -46,15 +44,15 @@ use crate::table::{LookupResult, Table, TableMeta, TableReadOptions};
 
 /// Moves the shared read counters of one table cache into the DB's statistics.
 #[derive(Debug)]
-struct StatsPublisher {
-    counters: Arc<ReadCounters>,
+pub(crate) struct StatsPublisher {
+    pub(crate) counters: Arc<ReadCounters>,
     stats: Arc<StatsCollector>,
     /// Totals already added to `stats`: bytes read, decode nanos, hits, misses.
     published: [AtomicU64; 4],
 }
 
 impl StatsPublisher {
-    fn new(stats: Arc<StatsCollector>) -> Self {
+    pub(crate) fn new(stats: Arc<StatsCollector>) -> Self {
         Self {
             counters: Arc::default(),
             stats,
@@ -63,7 +61,7 @@ impl StatsPublisher {
     }
 
     /// Adds to `stats` whatever the counters gained since the last publish.
-    fn publish(&self) {
+    pub(crate) fn publish(&self) {
         let c = &self.counters;
         let s = &self.stats;
         let [bytes, nanos, hits, misses] = &self.published;
@@ -188,6 +186,39 @@ pub struct SstTable {
 }
 
 impl SstTable {
+    /// Opens the SST file `file` (at `path`) of table `meta`, sharing `block_cache` and the
+    /// read counters of `publisher`.
+    ///
+    /// # Errors
+    /// `Io` / `Corruption` / `UnsupportedVersion` from reading the footer, index, filter
+    /// and properties, naming `path`.
+    pub(crate) fn open(
+        meta: &TableMeta,
+        path: PathBuf,
+        file: Arc<dyn mezz_env::RandomAccessFile>,
+        block_cache: Option<&Arc<BlockCacheImpl>>,
+        publisher: &Arc<StatsPublisher>,
+    ) -> Result<SstTable> {
+        let size = file.size();
+        let cache = block_cache.map(|c| Arc::clone(c) as Arc<dyn BlockCache>);
+        let reader = TableReader::open_with_counters(
+            file,
+            size,
+            meta.id,
+            cache,
+            Arc::clone(&publisher.counters),
+        );
+        // Opening read the footer, index, filter and properties.
+        publisher.publish();
+        let reader = reader.map_err(|e| e.in_file(&path))?;
+        Ok(SstTable {
+            meta: meta.clone(),
+            path,
+            reader: Arc::new(reader),
+            publisher: Arc::clone(publisher),
+        })
+    }
+
     /// The underlying reader (properties, counters, offsets).
     #[must_use]
     pub fn reader(&self) -> &Arc<TableReader> {
@@ -309,137 +340,14 @@ impl InternalIterator for SstIter {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// TableCache
-// ---------------------------------------------------------------------------------------
-
-/// The open tables of one DB directory, by id, plus the block cache they share.
-pub struct TableCache {
-    fs: Arc<dyn FileSystem>,
-    dir: PathBuf,
-    tables: quick_cache::sync::Cache<u64, Arc<SstTable>>,
-    block_cache: Option<Arc<BlockCacheImpl>>,
-    publisher: Arc<StatsPublisher>,
-    max_open: usize,
-}
-
-impl std::fmt::Debug for TableCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableCache")
-            .field("dir", &self.dir)
-            .field("open", &self.tables.len())
-            .field("max_open", &self.max_open)
-            .field("block_cache", &self.block_cache)
-            .finish()
-    }
-}
-
-impl TableCache {
-    /// A cache of at most `max_open` open tables of directory `dir`, sharing a block cache
-    /// of `block_cache_capacity` bytes (0 = no block cache), publishing read statistics
-    /// into `stats`.
-    #[must_use]
-    pub fn new(
-        fs: Arc<dyn FileSystem>,
-        dir: PathBuf,
-        max_open: usize,
-        block_cache_capacity: usize,
-        stats: Arc<StatsCollector>,
-    ) -> Self {
-        let max_open = max_open.max(1);
-        Self {
-            fs,
-            dir,
-            tables: quick_cache::sync::Cache::new(max_open),
-            block_cache: (block_cache_capacity > 0)
-                .then(|| Arc::new(BlockCacheImpl::new(block_cache_capacity))),
-            publisher: Arc::new(StatsPublisher::new(stats)),
-            max_open,
-        }
-    }
-
-    /// The open table for `meta` (opening `<dir>/<meta.id>.sst` if it is not cached).
-    ///
-    /// # Errors
-    /// `Io` / `Corruption` / `UnsupportedVersion` from opening the file, naming its path.
-    pub fn open(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
-        let t = self.open_sst(meta)?;
-        Ok(t)
-    }
-
-    /// As [`TableCache::open`], returning the concrete type.
-    ///
-    /// # Errors
-    /// As [`TableCache::open`].
-    pub fn open_sst(&self, meta: &TableMeta) -> Result<Arc<SstTable>> {
-        self.tables.get_or_insert_with(&meta.id, || self.load(meta))
-    }
-
-    fn load(&self, meta: &TableMeta) -> Result<Arc<SstTable>> {
-        let path = filename::sst_file(&self.dir, meta.id);
-        let open = || -> Result<TableReader> {
-            let file = self.fs.open_read(&path)?;
-            let size = file.size();
-            let cache = self
-                .block_cache
-                .as_ref()
-                .map(|c| Arc::clone(c) as Arc<dyn BlockCache>);
-            TableReader::open_with_counters(
-                file,
-                size,
-                meta.id,
-                cache,
-                Arc::clone(&self.publisher.counters),
-            )
-        };
-        let reader = open();
-        // Opening read the footer, index, filter and properties.
-        self.publisher.publish();
-        let reader = reader.map_err(|e| e.in_file(&path))?;
-        Ok(Arc::new(SstTable {
-            meta: meta.clone(),
-            path,
-            reader: Arc::new(reader),
-            publisher: Arc::clone(&self.publisher),
-        }))
-    }
-
-    /// Forgets the open table `id` (after its file was deleted). Iterators and lookups
-    /// holding it keep working; its cached blocks age out of the block cache.
-    pub fn evict(&self, id: u64) {
-        self.tables.remove(&id);
-    }
-
-    /// Number of tables currently open in the cache.
-    #[must_use]
-    pub fn open_tables(&self) -> usize {
-        self.tables.len()
-    }
-
-    /// The shared block cache, if configured.
-    #[must_use]
-    pub fn block_cache(&self) -> Option<&Arc<BlockCacheImpl>> {
-        self.block_cache.as_ref()
-    }
-
-    /// The read counters shared by every table of this cache.
-    #[must_use]
-    pub fn read_counters(&self) -> &Arc<ReadCounters> {
-        &self.publisher.counters
-    }
-
-    /// Publishes pending read statistics into the `StatsCollector` now (call before taking
-    /// a stats snapshot).
-    pub fn publish_stats(&self) {
-        self.publisher.publish();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filename;
     use crate::iter::{LevelIterator, testing};
     use crate::table::TableLocation;
+    use crate::table::cache::TableCache;
+    use mezz_env::FileSystem;
     use mezz_env::PosixFs;
     use mezz_format::block::BlockFormat;
     use mezz_format::ikey::{MAX_SEQ, compare_internal_keys};
@@ -538,13 +446,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fs: Arc<dyn FileSystem> = Arc::new(PosixFs::new());
         let stats = Arc::new(StatsCollector::default());
-        let tc = TableCache::new(
+        let storage = Arc::new(crate::storage::Storage::new(
             Arc::clone(&fs),
             dir.path().to_path_buf(),
-            max_open,
-            block_cache,
-            Arc::clone(&stats),
-        );
+            Vec::new(),
+            None,
+        ));
+        let tc = TableCache::new(storage, max_open, block_cache, Arc::clone(&stats));
         (dir, fs, stats, tc)
     }
 
@@ -664,9 +572,10 @@ mod tests {
     }
 
     fn t_num_blocks(_t: &Arc<dyn Table>, tc: &TableCache, meta: &TableMeta) -> u64 {
-        tc.open_sst(meta)
+        let (_, file) = tc.storage().open_sst(meta.id, 0).unwrap();
+        let size = file.size();
+        TableReader::open_with_counters(file, size, meta.id, None, Arc::default())
             .unwrap()
-            .reader()
             .properties()
             .num_data_blocks
     }
@@ -737,7 +646,7 @@ mod tests {
                 .get(b"key00005", MAX_SEQ, &TableReadOptions::default())
                 .is_ok()
         );
-        tc.evict(m.id);
+        tc.evict(m.id, m.location);
         let err = tc.open(m).unwrap_err();
         match err {
             Error::Io { path, .. } => {
@@ -779,7 +688,7 @@ mod tests {
         assert!(t.verify().unwrap_err().is_corruption());
 
         // A damaged footer: open fails.
-        tc.evict(3);
+        tc.evict(3, meta.location);
         let n = bytes.len();
         bytes[n - 1] ^= 0xff;
         std::fs::write(&path, &bytes).unwrap();

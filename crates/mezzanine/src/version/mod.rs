@@ -40,6 +40,36 @@ pub struct Version {
     pub db_id: Option<[u8; 16]>,
 }
 
+/// A sorted run: tables whose key ranges do not overlap, in key order. A read consults the
+/// runs of a version newest first and stops at the first that holds the key; an iterator
+/// merges one child per run.
+#[derive(Debug, Clone, Copy)]
+pub enum SortedRun<'a> {
+    /// One table of a level whose tables overlap (L0): a run of its own.
+    Table(&'a Arc<TableMeta>),
+    /// The tables of a level whose tables do not overlap (L1 and deeper), in key order.
+    Level(&'a [Arc<TableMeta>]),
+}
+
+impl<'a> SortedRun<'a> {
+    /// The run's tables, in key order.
+    #[must_use]
+    pub fn tables(&self) -> &'a [Arc<TableMeta>] {
+        match *self {
+            SortedRun::Table(t) => std::slice::from_ref(t),
+            SortedRun::Level(ts) => ts,
+        }
+    }
+
+    /// The one table of the run whose key range may hold `user_key`.
+    #[must_use]
+    pub fn table_for(&self, user_key: &[u8]) -> Option<&'a Arc<TableMeta>> {
+        let ts = self.tables();
+        let i = ts.partition_point(|t| t.largest_user_key() < user_key);
+        ts.get(i).filter(|t| t.smallest_user_key() <= user_key)
+    }
+}
+
 fn l0_order(a: &Arc<TableMeta>, b: &Arc<TableMeta>) -> Ordering {
     b.largest_seq.cmp(&a.largest_seq).then(b.id.cmp(&a.id))
 }
@@ -111,6 +141,37 @@ impl Version {
             })
             .cloned()
             .collect()
+    }
+
+    /// Whether the tables of `level` may overlap each other (each is then a sorted run of
+    /// its own, newest first), or form one sorted run. Only L0 overlaps in the leveled
+    /// shape; this is the one place that says so.
+    #[must_use]
+    pub fn level_overlaps(&self, level: usize) -> bool {
+        level == 0
+    }
+
+    /// The sorted runs of `tables`, a subset of `level` in the level's order: one per table
+    /// if the level overlaps, else one run (none if `tables` is empty).
+    pub fn runs_of<'a>(
+        &self,
+        level: usize,
+        tables: &'a [Arc<TableMeta>],
+    ) -> impl Iterator<Item = SortedRun<'a>> + 'a {
+        let overlaps = self.level_overlaps(level);
+        let each = if overlaps { tables } else { &[] };
+        let whole = (!overlaps && !tables.is_empty()).then_some(SortedRun::Level(tables));
+        each.iter().map(SortedRun::Table).chain(whole)
+    }
+
+    /// The sorted runs of `level`, newest first.
+    pub fn level_runs(&self, level: usize) -> impl Iterator<Item = SortedRun<'_>> + '_ {
+        self.runs_of(level, self.tables(level))
+    }
+
+    /// Every sorted run with its level, in the order reads consult them (newest first).
+    pub fn runs(&self) -> impl Iterator<Item = (usize, SortedRun<'_>)> + '_ {
+        (0..self.num_levels()).flat_map(move |l| self.level_runs(l).map(move |r| (l, r)))
     }
 
     /// For a level >= 1: the one table whose range may hold `user_key`.
@@ -219,7 +280,10 @@ impl Version {
     /// # Errors
     /// `Corruption` naming the two overlapping tables.
     pub fn check_invariants(&self) -> Result<()> {
-        for (level, ts) in self.levels.iter().enumerate().skip(1) {
+        for (level, ts) in self.levels.iter().enumerate() {
+            if self.level_overlaps(level) {
+                continue;
+            }
             for w in ts.windows(2) {
                 if let [a, b] = w
                     && a.largest_user_key() >= b.smallest_user_key()

@@ -1,0 +1,277 @@
+//! Table sinks: where a flush or a compaction writes its output tables.
+//!
+//! Owns: the [`TableSink`] trait (add entries, cut between tables, finish durably, abandon),
+//! the [`Placement`] trait (which SSD directory a new table goes to), [`SstSink`] (SST
+//! files through the storage layer) and [`write_table`] (a whole iterator into one table,
+//! as flushes do). The merge loop (`compaction::executor`) and the flush only talk to a
+//! `TableSink`, so another kind of output (NVM tables, matrix rows) is one more sink, and a
+//! placement policy (several SSD directories) is one more `Placement`.
+//!
+//! Invariants: a sink's tables are durable once `finish` returns (each file synced, then
+//! every directory that received one synced), before any manifest edit names them; a
+//! failed or abandoned sink leaves no file behind that a version could name; empty tables
+//! are never produced.
+//!
+//! Thread-safety: a sink belongs to one job on one thread.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mezz_format::InternalIterator;
+use mezz_format::sst::{TableBuilder, TableBuilderOptions, TableProperties};
+
+use crate::error::Result;
+use crate::options::Options;
+use crate::storage::Storage;
+use crate::table::{TableLocation, TableMeta};
+
+/// A finished table and what writing it cost.
+#[derive(Debug, Clone)]
+pub struct WrittenTable {
+    /// The table's metadata (for the version edit).
+    pub meta: TableMeta,
+    /// Nanoseconds spent building data blocks.
+    pub encode_nanos: u64,
+    /// Bytes of data blocks.
+    pub data_bytes: u64,
+}
+
+/// The output of one flush or compaction: a sequence of tables, each a sorted run of
+/// internal keys, cut where the caller says.
+pub trait TableSink {
+    /// Appends an entry (internal key, value) to the current output table, starting one if
+    /// none is open. Keys arrive in increasing internal-key order.
+    ///
+    /// # Errors
+    /// I/O errors writing the table.
+    fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Bytes written to the current output table so far; `None` if none is open.
+    fn current_bytes(&self) -> Option<u64>;
+    /// Finishes the current output table (if one is open); the next `add` starts another.
+    ///
+    /// # Errors
+    /// I/O errors finishing the table.
+    fn finish_table(&mut self) -> Result<()>;
+    /// Finishes the current table and makes every table written durable; returns them in
+    /// the order written.
+    ///
+    /// # Errors
+    /// I/O errors; the tables stay (the caller decides whether to abandon them).
+    fn finish(&mut self) -> Result<Vec<WrittenTable>>;
+    /// Removes every table written so far, and the one being written.
+    fn abandon(&mut self);
+}
+
+/// Chooses the SSD directory (parallel unit) of each new table.
+pub trait Placement: Send + Sync + std::fmt::Debug {
+    /// The directory index for the `nth` output table (from 0) of a job writing to
+    /// `output_level`.
+    fn place(&self, output_level: usize, nth: usize) -> u32;
+}
+
+/// Every table in the database directory (directory 0): today's only placement.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DbDirPlacement;
+
+impl Placement for DbDirPlacement {
+    fn place(&self, _output_level: usize, _nth: usize) -> u32 {
+        0
+    }
+}
+
+/// The table-builder options the engine's options ask for.
+#[must_use]
+pub fn table_builder_options(opts: &Options) -> TableBuilderOptions {
+    TableBuilderOptions {
+        block_size: opts.block_size,
+        block_format: opts.block_format,
+        restart_interval: opts.block_restart_interval,
+        bloom_bits_per_key: opts.bloom_bits_per_key,
+    }
+}
+
+/// An SST being written.
+struct OpenSst {
+    id: u64,
+    path_id: u32,
+    path: PathBuf,
+    builder: TableBuilder,
+}
+
+/// A [`TableSink`] writing SST files through the storage layer.
+pub struct SstSink<'a> {
+    storage: &'a Arc<Storage>,
+    builder_options: TableBuilderOptions,
+    new_file_number: &'a (dyn Fn() -> u64 + Sync),
+    placement: &'a dyn Placement,
+    output_level: usize,
+    current: Option<OpenSst>,
+    written: Vec<(WrittenTable, PathBuf)>,
+}
+
+impl std::fmt::Debug for SstSink<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstSink")
+            .field("output_level", &self.output_level)
+            .field("current", &self.current.as_ref().map(|c| c.id))
+            .field("written", &self.written.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> SstSink<'a> {
+    /// A sink writing SSTs for `output_level`, numbering them with `new_file_number` and
+    /// placing them with `placement`.
+    #[must_use]
+    pub fn new(
+        storage: &'a Arc<Storage>,
+        opts: &Options,
+        output_level: usize,
+        new_file_number: &'a (dyn Fn() -> u64 + Sync),
+        placement: &'a dyn Placement,
+    ) -> Self {
+        Self {
+            storage,
+            builder_options: table_builder_options(opts),
+            new_file_number,
+            placement,
+            output_level,
+            current: None,
+            written: Vec::new(),
+        }
+    }
+
+    fn open_output(&mut self) -> Result<&mut OpenSst> {
+        let path_id = self.placement.place(self.output_level, self.written.len());
+        let id = (self.new_file_number)();
+        let (path, file) = self.storage.create_sst(id, path_id)?;
+        Ok(self.current.insert(OpenSst {
+            id,
+            path_id,
+            path,
+            builder: TableBuilder::new(file, self.builder_options),
+        }))
+    }
+}
+
+fn meta_from_properties(id: u64, location: TableLocation, p: &TableProperties) -> TableMeta {
+    TableMeta {
+        id,
+        location,
+        size: p.file_size,
+        smallest: p.smallest_key.clone(),
+        largest: p.largest_key.clone(),
+        smallest_seq: p.smallest_seq,
+        largest_seq: p.largest_seq,
+        num_entries: p.num_entries,
+        num_deletions: p.num_deletions,
+    }
+}
+
+impl TableSink for SstSink<'_> {
+    fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let out = match self.current.as_mut() {
+            Some(out) => out,
+            None => self.open_output()?,
+        };
+        out.builder
+            .add(key, value)
+            .map_err(|e| e.in_file(&out.path))
+    }
+
+    fn current_bytes(&self) -> Option<u64> {
+        self.current.as_ref().map(|c| c.builder.file_size())
+    }
+
+    fn finish_table(&mut self) -> Result<()> {
+        let Some(out) = self.current.take() else {
+            return Ok(());
+        };
+        let location = TableLocation::Sst {
+            path_id: out.path_id,
+        };
+        if out.builder.num_entries() == 0 {
+            out.builder.abandon();
+            self.storage.remove_table(out.id, location);
+            return Ok(());
+        }
+        let encode_nanos = out.builder.encode_nanos();
+        let props = match out.builder.finish() {
+            Ok(p) => p,
+            Err(e) => {
+                self.storage.remove_table(out.id, location);
+                return Err(e.in_file(&out.path));
+            }
+        };
+        self.written.push((
+            WrittenTable {
+                meta: meta_from_properties(out.id, location, &props),
+                encode_nanos,
+                data_bytes: props.data_size,
+            },
+            out.path,
+        ));
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<Vec<WrittenTable>> {
+        self.finish_table()?;
+        let mut dirs: Vec<u32> = self
+            .written
+            .iter()
+            .filter_map(|(w, _)| match w.meta.location {
+                TableLocation::Sst { path_id } => Some(path_id),
+                TableLocation::Nvm { .. } => None,
+            })
+            .collect();
+        dirs.sort_unstable();
+        dirs.dedup();
+        for d in dirs {
+            self.storage.sync_dir(d)?;
+        }
+        Ok(self.written.iter().map(|(w, _)| w.clone()).collect())
+    }
+
+    fn abandon(&mut self) {
+        if let Some(out) = self.current.take() {
+            out.builder.abandon();
+            self.storage.remove_table(
+                out.id,
+                TableLocation::Sst {
+                    path_id: out.path_id,
+                },
+            );
+        }
+        for (w, _) in self.written.drain(..) {
+            self.storage.remove_table(w.meta.id, w.meta.location);
+        }
+    }
+}
+
+/// Writes every entry of `iter` (from its first) into one table of `sink` and finishes the
+/// sink (the table is durable, its directory synced); `None` if `iter` is empty (no table
+/// is left behind).
+///
+/// # Errors
+/// I/O errors, or the iterator's error; the partial table is removed.
+pub fn write_table(
+    sink: &mut dyn TableSink,
+    iter: &mut dyn InternalIterator,
+) -> Result<Option<WrittenTable>> {
+    iter.seek_to_first();
+    let res = (|| -> Result<Vec<WrittenTable>> {
+        while iter.valid() {
+            sink.add(iter.key(), iter.value())?;
+            iter.next();
+        }
+        iter.status()?;
+        sink.finish()
+    })();
+    match res {
+        Ok(mut tables) => Ok(tables.pop()),
+        Err(e) => {
+            sink.abandon();
+            Err(e)
+        }
+    }
+}
