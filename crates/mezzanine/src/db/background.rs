@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::{VersionEdit, set_current, write_new_manifest};
 use crate::memtable::MemTable;
-use crate::options::NvmMemtable;
+use crate::memtable::set::FlushJob;
 use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
 use crate::table::{TableLocation, TableMeta};
@@ -52,22 +52,13 @@ impl DbInner {
         if st.bg_error.is_some() || st.shutting_down {
             return false;
         }
-        let job = st
-            .imms
-            .last()
-            .cloned()
-            .map(|m| (m, false))
-            .or_else(|| st.nvm_sealed.last().cloned().map(|m| (m, true)));
         if !st.flush_running
-            && let Some((imm, sealed)) = job
+            && let Some(job) = st.mems.next_flush()
         {
             st.flush_running = true;
-            let r = parking_lot::MutexGuard::unlocked(st, || {
-                if sealed {
-                    self.flush_sealed_nvm(&imm)
-                } else {
-                    self.flush_memtable(&imm)
-                }
+            let r = parking_lot::MutexGuard::unlocked(st, || match &job {
+                FlushJob::SealedNvm(m) => self.flush_sealed_nvm(m),
+                FlushJob::Immutable(m) => self.flush_memtable(m),
             });
             st.flush_running = false;
             self.finish_job(st, &r, "flush");
@@ -135,8 +126,7 @@ impl DbInner {
         let start = Instant::now();
         // The memtable's WAL (and older ones) become durable first, off the write path.
         self.sync_closed_wals(imm.id())?;
-        if !imm.is_nvm()
-            && self.opts.nvm_memtable == NvmMemtable::Immutable
+        if self.state.lock().mems.policy().merges_into_nvm(imm)
             && self.merge_into_nvm(imm, start)?
         {
             return Ok(());
@@ -211,7 +201,7 @@ impl DbInner {
         if need + 4096 > self.opts.nvm_memtable_size {
             return Ok(false);
         }
-        let current = self.state.lock().nvm_receiver.clone();
+        let current = self.state.lock().mems.receiver().cloned();
         let recv = match current {
             Some(r) if r.nvm_room() >= need => r,
             _ => {
@@ -221,9 +211,7 @@ impl DbInner {
                 };
                 let m = Arc::new(m);
                 let mut st = self.state.lock();
-                if let Some(old) = st.nvm_receiver.replace(Arc::clone(&m)) {
-                    st.nvm_sealed.insert(0, old);
-                }
+                st.mems.replace_receiver(Arc::clone(&m));
                 self.install_super_version(&mut st);
                 drop(st);
                 self.bg_cv.notify_all();
@@ -273,13 +261,12 @@ impl DbInner {
     fn drain_nvm_memtables(&self) -> Result<()> {
         {
             let mut st = self.state.lock();
-            if let Some(r) = st.nvm_receiver.take() {
-                st.nvm_sealed.insert(0, r);
+            if st.mems.seal_receiver() {
                 self.install_super_version(&mut st);
             }
         }
         loop {
-            let Some(m) = self.state.lock().nvm_sealed.last().cloned() else {
+            let Some(m) = self.state.lock().mems.oldest_sealed().cloned() else {
                 return Ok(());
             };
             self.flush_sealed_nvm(&m)?;
@@ -291,7 +278,7 @@ impl DbInner {
     fn flush_sealed_nvm(&self, m: &Arc<MemTable>) -> Result<()> {
         let mid = m.id();
         self.write_l0(m, Instant::now(), None, &mut |st| {
-            st.nvm_sealed.retain(|x| x.id() != mid);
+            st.mems.remove_sealed(mid);
         })
     }
 
@@ -364,14 +351,7 @@ impl DbInner {
                 return Err(Error::Background(e.clone()));
             }
             let ln = match flushed {
-                Some(id) => st
-                    .imms
-                    .iter()
-                    .map(|m| m.id())
-                    .filter(|&m| m != id)
-                    .chain(std::iter::once(st.mem.id()))
-                    .min()
-                    .unwrap_or(st.log_number),
+                Some(id) => st.mems.log_number_after_flush(id),
                 None => st.log_number,
             };
             (Arc::clone(&st.version), ln)
@@ -434,7 +414,7 @@ impl DbInner {
         st.version = new_version;
         st.log_number = log_number;
         if let Some(id) = flushed {
-            st.imms.retain(|m| m.id() != id);
+            st.mems.remove_immutable(id);
         }
         on_install(&mut st);
         self.install_super_version(&mut st);
@@ -548,8 +528,7 @@ impl DbInner {
             }
             let busy = st.flush_running
                 || !st.claims.is_empty()
-                || !st.imms.is_empty()
-                || !st.nvm_sealed.is_empty()
+                || st.mems.has_pending_flush()
                 || self.policy.pick(&st.version, &st.claims).is_some();
             if !busy || !self.wait_for_job(&mut st, Duration::from_millis(50)) {
                 break;

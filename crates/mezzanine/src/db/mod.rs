@@ -42,6 +42,7 @@ use crate::error::{Error, Result};
 use crate::iter::{DbIterator, merging_iterator, run_iterator};
 use crate::manifest::Manifest;
 use crate::memtable::MemTable;
+use crate::memtable::set::MemtableSet;
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::stats::{LevelStats, Stats, StatsCollector};
 use crate::storage::Storage;
@@ -101,8 +102,6 @@ impl Drop for SnapshotGuard {
 /// The state the write-group leader owns (behind `DbInner::write`).
 #[derive(Debug)]
 pub(crate) struct WriteState {
-    /// The active memtable (also in `State::mem`).
-    mem: Arc<MemTable>,
     /// The WAL feeding `mem` (`None` when `use_wal` is off).
     wal: Option<WalWriter>,
     /// Nanoseconds of write delay owed but not yet slept (delays are slept in chunks).
@@ -112,14 +111,8 @@ pub(crate) struct WriteState {
 /// Background bookkeeping behind `DbInner::state`.
 #[derive(Debug)]
 pub(crate) struct State {
-    mem: Arc<MemTable>,
-    /// Immutable memtables, newest first.
-    imms: Vec<Arc<MemTable>>,
-    /// `nvm_memtable = immutable`: the NVM memtable full DRAM memtables are merged into.
-    nvm_receiver: Option<Arc<MemTable>>,
-    /// `nvm_memtable = immutable`: full NVM memtables waiting for their flush to L0,
-    /// newest first (all older than the receiver).
-    nvm_sealed: Vec<Arc<MemTable>>,
+    /// Every memtable, in read order (the only owner of the active memtable).
+    mems: MemtableSet,
     version: Arc<Version>,
     /// WALs below this number are obsolete (recorded in the manifest).
     log_number: u64,
@@ -271,17 +264,7 @@ impl DbInner {
     /// sequence-number order (a bug: reads could return a stale version), the sticky
     /// background error is set so that no write is acknowledged on top of it.
     fn install_super_version(&self, st: &mut State) {
-        let sv = SuperVersion {
-            mem: Arc::clone(&st.mem),
-            imms: st.imms.clone(),
-            nvm: st
-                .nvm_receiver
-                .iter()
-                .chain(st.nvm_sealed.iter())
-                .cloned()
-                .collect(),
-            version: Arc::clone(&st.version),
-        };
+        let sv = st.mems.super_version(Arc::clone(&st.version));
         if let Err(e) = sv.check_read_order()
             && st.bg_error.is_none()
         {
@@ -289,6 +272,12 @@ impl DbInner {
             self.done_cv.notify_all();
         }
         self.super_version.store(Arc::new(sv));
+    }
+
+    /// The active memtable. REQUIRES: the `write` lock, under which alone it changes (so the
+    /// current super version names it).
+    fn active_memtable(&self) -> Arc<MemTable> {
+        Arc::clone(&self.super_version.load().mem)
     }
 
     fn table_read_options(opts: &ReadOptions) -> TableReadOptions {

@@ -39,6 +39,7 @@ use crate::manifest::{
     VersionEdit, recover_manifest, set_current, write_file_atomically, write_new_manifest,
 };
 use crate::memtable::MemTable;
+use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::NvmMemtable;
 use crate::options::{Options, RecoveryMode};
 use crate::stats::StatsCollector;
@@ -46,7 +47,7 @@ use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
 use crate::storage::nvm::{NvmObject, NvmObjectKind};
 use crate::table::cache::TableCache;
-use crate::version::{SuperVersion, Version};
+use crate::version::Version;
 use crate::wal::{ReplayEnd, WalWriter, replay_wal, replay_wal_bytes};
 
 use super::{DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
@@ -333,7 +334,8 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mut kept_mems: Vec<Arc<MemTable>> = Vec::new();
     // A WAL rewritten at open (the valid prefix of a torn one) that feeds a kept memtable.
     let mut rewritten: Option<WalWriter> = None;
-    let keep_memtables = !nvm_mems.is_empty() || opts.nvm_memtable != NvmMemtable::Off;
+    let mem_policy = NvmMemtablePolicy::new(opts.nvm_memtable);
+    let keep_memtables = mem_policy.keeps_recovered_memtables(!nvm_mems.is_empty());
 
     if !keep_memtables {
         // Replay the WALs into memtables, writing full ones (and the last) to L0.
@@ -477,7 +479,6 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .unwrap_or(u64::MAX);
     let newest_first = |m: &Arc<MemTable>| std::cmp::Reverse((m.max_seq(), m.id()));
     let mut imms: Vec<Arc<MemTable>> = kept_mems;
-    let nvm_receiver = None;
     let mut nvm_sealed: Vec<Arc<MemTable>> = Vec::new();
     if opts.nvm_memtable == NvmMemtable::Immutable
         && nvm_mems.iter().all(|m| m.max_seq() < oldest_kept)
@@ -583,16 +584,8 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     ));
     let mem = Arc::new(MemTable::new(wal_number));
     let version = Arc::new(version);
-    let sv = SuperVersion {
-        mem: Arc::clone(&mem),
-        imms: imms.clone(),
-        nvm: nvm_receiver
-            .iter()
-            .chain(nvm_sealed.iter())
-            .cloned()
-            .collect(),
-        version: Arc::clone(&version),
-    };
+    let mems = MemtableSet::new(mem_policy, mem, imms, nvm_sealed);
+    let sv = mems.super_version(Arc::clone(&version));
     sv.check_read_order()
         .map_err(|e| Error::corruption(0, format!("recovered state of {}: {e}", dir.display())))?;
     let policy: Arc<dyn CompactionPolicy> = Arc::new(LeveledPolicy::new(&opts));
@@ -612,17 +605,13 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         next_file,
         snapshots: Arc::new(SnapshotList::default()),
         write: Mutex::new(WriteState {
-            mem: Arc::clone(&mem),
             wal,
             delay_debt_nanos: 0,
         }),
         queue: Mutex::new(std::collections::VecDeque::new()),
         manifest: Mutex::new(manifest),
         state: Mutex::new(State {
-            mem,
-            imms,
-            nvm_receiver,
-            nvm_sealed,
+            mems,
             version,
             log_number,
             flush_running: false,

@@ -21,6 +21,7 @@ use crate::compaction::{StallCause, WritePressure};
 use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
+use crate::memtable::set::NextActive;
 use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
 use crate::wal::WalWriter;
@@ -189,12 +190,13 @@ impl DbInner {
         let count = batch.len() as u64;
         batch.set_sequence(first);
         let stats = &self.stats;
-        if ws.mem.is_nvm() {
+        let mem = self.active_memtable();
+        if mem.is_nvm() {
             // NoveLSM's mutable NVM memtable: no WAL, every group durable in place. Older
             // WALs' tails must be durable first, or a power cut could keep these writes and
             // lose earlier acknowledged ones (a hole in the history).
             self.sync_closed_wals(u64::MAX)?;
-            let user_bytes = match ws.mem.insert_batch(batch) {
+            let user_bytes = match mem.insert_batch(batch) {
                 Ok(b) => b,
                 Err(e) => {
                     self.set_bg_error(&format!("NVM memtable insert failed: {e}"));
@@ -222,7 +224,7 @@ impl DbInner {
                 StatsCollector::add(&stats.wal_syncs, 1);
             }
         }
-        let user_bytes = ws.mem.insert_batch(batch)?;
+        let user_bytes = mem.insert_batch(batch)?;
         StatsCollector::add(&stats.write_groups, 1);
         StatsCollector::add(&stats.user_bytes_written, user_bytes);
         self.last_seq.store(first + count - 1, Ordering::Release);
@@ -260,17 +262,17 @@ impl DbInner {
             let pressure = self
                 .policy
                 .write_pressure(&st.version, st.pending_compaction_bytes);
-            let mem_full = if ws.mem.is_nvm() {
+            let mem = st.mems.active();
+            let mem_full = if mem.is_nvm() {
                 // Room for the whole group, every entry a worst-case node.
-                ws.mem.nvm_room()
-                    < crate::memtable::nvm_list::room_needed(bytes / 8 + 1, bytes) + 4096
+                mem.nvm_room() < crate::memtable::nvm_list::room_needed(bytes / 8 + 1, bytes) + 4096
             } else {
-                ws.mem.approximate_memory_usage() >= o.write_buffer_size
+                mem.approximate_memory_usage() >= o.write_buffer_size
                     || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes))
             };
             let stop = if let WritePressure::Stop(cause) = pressure {
                 Some(cause)
-            } else if mem_full && st.imms.len() + 1 >= o.max_write_buffer_number {
+            } else if mem_full && st.mems.immutables().len() + 1 >= o.max_write_buffer_number {
                 Some(StallCause::Memtables)
             } else {
                 None
@@ -294,8 +296,9 @@ impl DbInner {
                 continue;
             }
             if mem_full {
+                let empty_dram = mem.is_empty() && !mem.is_nvm();
                 drop(st);
-                if ws.mem.is_empty() && !ws.mem.is_nvm() {
+                if empty_dram {
                     // Only a WAL in NVM can be "full" while its memtable is empty: the
                     // group is larger than a whole NVM log.
                     return Err(Error::InvalidArgument(format!(
@@ -362,8 +365,11 @@ impl DbInner {
         let number = self.new_file_number();
         // NoveLSM, mutable: a full DRAM memtable hands over to an NVM memtable (no WAL),
         // a full NVM memtable to a new DRAM one. Without room in the pool, stay in DRAM.
-        if self.opts.nvm_memtable == crate::options::NvmMemtable::Mutable
-            && !ws.mem.is_nvm()
+        let next = {
+            let st = self.state.lock();
+            st.mems.policy().next_active(st.mems.active())
+        };
+        if next == NextActive::NvmIfRoom
             && let Some(mem) = self.new_nvm_memtable(number)?
         {
             let mem = Arc::new(mem);
@@ -395,11 +401,9 @@ impl DbInner {
                 writer: parking_lot::Mutex::new(Some(w)),
             }));
         }
-        let old = std::mem::replace(&mut ws.mem, Arc::clone(&mem));
         ws.wal = wal;
         let mut st = self.state.lock();
-        st.imms.insert(0, old);
-        st.mem = mem;
+        st.mems.switch(mem);
         self.install_super_version(&mut st);
         drop(st);
         self.bg_cv.notify_all();
@@ -473,21 +477,21 @@ impl DbInner {
         let target = {
             let mut ws = self.write.lock();
             let r = (|| -> Result<Option<u64>> {
-                if ws.mem.is_empty() {
+                let mut st = self.state.lock();
+                if st.mems.active().is_empty() {
                     return Ok(None);
                 }
-                let mut st = self.state.lock();
                 loop {
                     self.check_writable(&st)?;
-                    if st.imms.len() + 1 < self.opts.max_write_buffer_number {
+                    if st.mems.immutables().len() + 1 < self.opts.max_write_buffer_number {
                         break;
                     }
                     if !self.wait_for_job(&mut st, STALL_POLL) {
                         return Err(no_job("flush"));
                     }
                 }
+                let id = st.mems.active().id();
                 drop(st);
-                let id = ws.mem.id();
                 self.switch_memtable(&mut ws)?;
                 Ok(Some(id))
             })();
@@ -498,7 +502,7 @@ impl DbInner {
         let mut st = self.state.lock();
         let target = match target {
             Some(t) => t,
-            None => match st.imms.first() {
+            None => match st.mems.immutables().first() {
                 Some(m) => m.id(),
                 None => return Ok(()),
             },
@@ -509,7 +513,7 @@ impl DbInner {
             }
             // Memtables are flushed oldest first: once `target` is gone, so is every
             // memtable older than it.
-            if !st.imms.iter().any(|m| m.id() == target) {
+            if !st.mems.has_immutable(target) {
                 return Ok(());
             }
             if st.shutting_down {

@@ -21,6 +21,7 @@
 //! sequence number anyway).
 
 pub mod nvm_list;
+pub mod set;
 
 use std::borrow::Borrow;
 use std::cell::RefCell;
