@@ -23,11 +23,19 @@
 //! # Ok::<(), mezzanine::Error>(())
 //! ```
 //!
-//! Layout: `options` (one `Options` struct and its presets), `db` (open, recovery, the write
-//! path with group commit, reads, snapshots, properties), `batch` (`WriteBatch`), `memtable`,
-//! `wal`, `sst` (table cache, block cache, the `Table` abstraction), `version` (version
-//! edits, manifest, version set, super versions), `compaction` (pure planners + executor),
-//! `iter` (merging and user-facing iterators), `stats`.
+//! Layout (one folder per concept; `docs/impl.md` maps where each design plugs in):
+//! - `options/`: one `Options` struct, its presets, validation and text form.
+//! - `db/`: the `Db` handle: open/recovery, the write path with group commit, reads,
+//!   snapshots, background jobs, properties.
+//! - `memtable/`: DRAM and NVM memtables (`nvm_list`) and the memtable set (`set`), which
+//!   owns every memtable in read order and builds super versions.
+//! - `storage/`: where table bytes live (SSD directories, the NVM pool: `nvm`).
+//! - `table/`: the `Table` trait, SSTs (`sst`) and the table cache (`cache`).
+//! - `manifest/`: version edits and the MANIFEST file.
+//! - `version/`: versions as levels of sorted runs, super versions.
+//! - `compaction/`: policies (`policy`, `leveled`), the executor and table sinks.
+//! - `iter/`: merging, level and user-facing iterators.
+//! - `batch`, `wal`, `stats`, `filename`, `parallel`, `error`.
 
 pub mod batch;
 pub mod compaction;

@@ -1,9 +1,11 @@
 //! Background work: flush and compaction threads, version installation, obsolete-file
 //! deletion, manual compaction, waiting and shutdown.
 //!
-//! Scheduling: `max_background_jobs` threads share one loop. A flush (oldest immutable
-//! memtable first, one at a time so L0 stays ordered by sequence) has priority over
-//! compaction; compactions run concurrently only on disjoint levels (`busy_levels`).
+//! Scheduling: `max_background_jobs` threads share one loop. A flush (the memtable set's
+//! oldest immutable memtable first, one at a time so L0 stays ordered by sequence) has
+//! priority over compaction; the compaction policy picks plans that conflict with no
+//! running job's claims (tables and key ranges), so compactions run concurrently wherever
+//! they are disjoint.
 //!
 //! Version changes go through [`DbInner::log_and_apply`]: under the `manifest` lock it
 //! builds the new version, appends the edit to the MANIFEST and syncs it, and only then
