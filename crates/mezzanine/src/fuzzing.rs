@@ -13,6 +13,7 @@ use mezz_format::ValueKind;
 
 use crate::batch::WriteBatch;
 use crate::manifest::{COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit};
+use crate::storage::nvm::{NvmObject, NvmObjectKind};
 use crate::table::{TableLocation, TableMeta};
 
 /// Decodes `data` as a write batch (a WAL record payload); if accepted, iterates its
@@ -97,6 +98,14 @@ fn sample_table(id: u64, lo: &[u8], hi: &[u8]) -> TableMeta {
     }
 }
 
+/// [`sample_table`], but stored in the NVM pool, in NVM object `object`.
+fn sample_nvm_table(id: u64, lo: &[u8], hi: &[u8], object: u64) -> TableMeta {
+    TableMeta {
+        location: TableLocation::Nvm { object },
+        ..sample_table(id, lo, hi)
+    }
+}
+
 /// The seed inputs of this crate's fuzz targets: `(target, file name, bytes)`, written by
 /// the real encoders.
 #[must_use]
@@ -163,6 +172,26 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
                 ..VersionEdit::default()
             },
         ),
+        (
+            "nvm-tables",
+            VersionEdit {
+                last_sequence: Some(7000),
+                new_nvm_objects: vec![NvmObject {
+                    id: 41,
+                    kind: NvmObjectKind::Wal,
+                    offset: 1 << 21,
+                    len: 1 << 20,
+                }],
+                deleted_nvm_objects: vec![33],
+                deleted_tables: vec![(0, 31)],
+                new_tables: vec![
+                    (0, sample_nvm_table(40, b"b", b"q", 40)),
+                    (1, sample_nvm_table(42, b"a", b"c", 1 << 35)),
+                    (1, sample_table(43, b"d", b"y")),
+                ],
+                ..VersionEdit::default()
+            },
+        ),
         ("empty", VersionEdit::default()),
     ];
     for (name, e) in edits {
@@ -181,6 +210,14 @@ mod tests {
     fn seeds_decode_and_survive_damage() {
         let seeds = seed_corpus();
         assert!(seeds.len() >= 8);
+        let nvm_tables = seeds
+            .iter()
+            .filter(|(target, ..)| *target == "version_edit")
+            .filter_map(|(_, _, bytes)| VersionEdit::decode(bytes, 0).ok())
+            .flat_map(|e| e.new_tables)
+            .filter(|(_, t)| matches!(t.location, TableLocation::Nvm { .. }))
+            .count();
+        assert!(nvm_tables > 0, "no seed has a table on NVM");
         for (target, name, bytes) in &seeds {
             let ok = match *target {
                 "write_batch" => WriteBatch::from_data(bytes.clone()).is_ok(),

@@ -298,3 +298,164 @@ impl VersionEdit {
         Ok(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::tests::meta;
+
+    #[test]
+    fn edit_roundtrips() {
+        let e = VersionEdit {
+            format_version: Some(1),
+            comparator: Some(COMPARATOR_NAME.into()),
+            log_number: Some(7),
+            next_file_number: Some(300),
+            last_sequence: Some(1 << 40),
+            compact_pointers: vec![(2, b"k\x01\x00\x00\x00\x00\x00\x00\x00".to_vec())],
+            deleted_tables: vec![(1, 12), (3, 99_999_999_999)],
+            new_tables: vec![
+                (0, meta(13, "a", "zz", (5, 9), 4096)),
+                (4, meta(14, "b", "c", (1, 1), 1)),
+            ],
+            db_id: Some([7; 16]),
+            new_nvm_objects: vec![NvmObject {
+                id: 15,
+                kind: NvmObjectKind::Memtable,
+                offset: 1 << 20,
+                len: 64 << 20,
+            }],
+            deleted_nvm_objects: vec![11],
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(VersionEdit::decode(&buf, 0).unwrap(), e);
+        // Every strict prefix fails cleanly (no panic), except the empty one and cut points
+        // that fall exactly between records.
+        for cut in 1..buf.len() {
+            let _ = VersionEdit::decode(&buf[..cut], 0);
+        }
+    }
+
+    #[test]
+    fn unknown_tag_is_corruption_naming_the_tag() {
+        let mut buf = Vec::new();
+        VersionEdit {
+            log_number: Some(3),
+            ..VersionEdit::default()
+        }
+        .encode(&mut buf);
+        let tag_offset = buf.len() as u64;
+        put_varint32(&mut buf, 42);
+        put_varint64(&mut buf, 1);
+        match VersionEdit::decode(&buf, 100) {
+            Err(Error::Corruption { offset, detail, .. }) => {
+                assert_eq!(offset, 100 + tag_offset);
+                assert!(detail.contains("42"), "{detail}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn newer_format_version_is_rejected() {
+        let mut buf = Vec::new();
+        VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION + 1),
+            ..VersionEdit::default()
+        }
+        .encode(&mut buf);
+        assert!(matches!(
+            VersionEdit::decode(&buf, 0),
+            Err(Error::UnsupportedVersion { .. })
+        ));
+    }
+
+    #[test]
+    fn an_nvm_table_roundtrips() {
+        let mut t = meta(21, "k", "q", (3, 8), 1 << 20);
+        t.location = TableLocation::Nvm {
+            object: u64::MAX - 1,
+        };
+        let e = VersionEdit {
+            new_nvm_objects: vec![NvmObject {
+                id: 20,
+                kind: NvmObjectKind::Memtable,
+                offset: 4096,
+                len: 1 << 20,
+            }],
+            new_tables: vec![(0, t.clone()), (2, meta(22, "a", "b", (1, 2), 10))],
+            ..VersionEdit::default()
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        let back = VersionEdit::decode(&buf, 0).unwrap();
+        assert_eq!(back, e);
+        assert_eq!(back.new_tables[0].1.tier(), Tier::Nvm);
+        assert_eq!(back.new_tables[1].1.tier(), Tier::Ssd);
+    }
+
+    /// A one-record edit adding `t` at level 1, with the table's tier byte replaced by
+    /// `tier` and its location byte by `location` (when given); and the index of the tier
+    /// byte in the record.
+    fn table_record(t: &TableMeta, tier: Option<u8>, location: Option<u8>) -> (Vec<u8>, usize) {
+        let mut body = Vec::new();
+        encode_table(&mut body, t);
+        let mut id = Vec::new();
+        put_varint64(&mut id, t.id);
+        let at = id.len();
+        if let Some(tier) = tier {
+            body[at] = tier;
+        }
+        if let Some(location) = location {
+            body[at + 1] = location;
+        }
+        let mut buf = Vec::new();
+        put_varint32(&mut buf, TAG_NEW_TABLE);
+        put_usize(&mut buf, 1);
+        put_length_prefixed(&mut buf, &body);
+        let tier_index = buf.len() - body.len() + at;
+        (buf, tier_index)
+    }
+
+    fn expect_corruption(buf: &[u8], base: u64) -> (u64, String) {
+        match VersionEdit::decode(buf, base) {
+            Err(Error::Corruption { offset, detail, .. }) => (offset, detail),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tier_that_contradicts_the_location_is_corruption_naming_the_offset() {
+        let sst = meta(300, "a", "b", (1, 1), 1);
+        let mut nvm = sst.clone();
+        nvm.location = TableLocation::Nvm { object: 299 };
+        // Untouched, both decode.
+        for t in [&sst, &nvm] {
+            let (buf, _) = table_record(t, None, None);
+            assert_eq!(VersionEdit::decode(&buf, 0).unwrap().new_tables[0].1, *t);
+        }
+        for (t, tier) in [(&sst, TIER_NVM), (&nvm, TIER_SSD)] {
+            let (buf, tier_index) = table_record(t, Some(tier), None);
+            let (offset, detail) = expect_corruption(&buf, 5000);
+            // The offset is that of the location the tier contradicts, right after the tier.
+            assert_eq!(offset, 5000 + tier_index as u64 + 1, "{detail}");
+            assert!(detail.contains("table 300"), "{detail}");
+            assert!(detail.contains("does not match"), "{detail}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_location_or_tier_byte_is_corruption() {
+        let t = meta(7, "a", "b", (1, 1), 1);
+        let (buf, tier_index) = table_record(&t, None, Some(2));
+        let (offset, detail) = expect_corruption(&buf, 64);
+        assert_eq!(offset, 64 + tier_index as u64 + 1);
+        assert!(detail.contains("unknown table location 2"), "{detail}");
+
+        let (buf, tier_index) = table_record(&t, Some(9), None);
+        let (offset, detail) = expect_corruption(&buf, 64);
+        assert_eq!(offset, 64 + tier_index as u64);
+        assert!(detail.contains("unknown table tier 9"), "{detail}");
+    }
+}

@@ -26,6 +26,9 @@ use crate::memtable::MemTable;
 use crate::storage::nvm::NvmObject;
 use crate::table::TableMeta;
 
+mod builder;
+pub use builder::VersionBuilder;
+
 /// The tables of the database at one moment. Immutable; see the module invariants.
 #[derive(Debug, Clone)]
 pub struct Version {
@@ -183,69 +186,16 @@ impl Version {
     }
 
     /// A new version with `edit` applied (compact pointers, deletions, then additions).
+    /// Several edits in a row are better applied with one [`VersionBuilder`].
     ///
     /// # Errors
     /// `Corruption` if the edit names a level out of range, deletes a table that is not
-    /// there or adds one twice.
+    /// there or adds one twice, adds an NVM object that overlaps a live one or is added
+    /// twice, or deletes an NVM object that does not exist.
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
-        let mut v = self.clone();
-        let n = v.levels.len();
-        let bad = |m: String| Error::corruption(0, m);
-        for (level, key) in &edit.compact_pointers {
-            let p = v
-                .compact_pointers
-                .get_mut(*level)
-                .ok_or_else(|| bad(format!("compact pointer for level {level} >= {n}")))?;
-            p.clone_from(key);
-        }
-        for (level, id) in &edit.deleted_tables {
-            let l = v
-                .levels
-                .get_mut(*level)
-                .ok_or_else(|| bad(format!("deleted table {id} at level {level} >= {n}")))?;
-            let before = l.len();
-            l.retain(|t| t.id != *id);
-            if l.len() == before {
-                return Err(bad(format!("deleted table {id} is not at level {level}")));
-            }
-        }
-        for (level, meta) in &edit.new_tables {
-            let l = v
-                .levels
-                .get_mut(*level)
-                .ok_or_else(|| bad(format!("new table {} at level {level} >= {n}", meta.id)))?;
-            if l.iter().any(|t| t.id == meta.id) {
-                return Err(bad(format!(
-                    "table {} added twice at level {level}",
-                    meta.id
-                )));
-            }
-            l.push(Arc::new(meta.clone()));
-        }
-        if let Some(id) = edit.db_id {
-            v.db_id = Some(id);
-        }
-        for id in &edit.deleted_nvm_objects {
-            if v.nvm_objects.remove(id).is_none() {
-                return Err(bad(format!("deleted NVM object {id} does not exist")));
-            }
-        }
-        for o in &edit.new_nvm_objects {
-            let end = o.offset.checked_add(o.len);
-            let overlaps = v
-                .nvm_objects
-                .values()
-                .any(|x| end.is_none_or(|e| x.offset < e && o.offset < x.offset + x.len));
-            if overlaps || v.nvm_objects.contains_key(&o.id) {
-                return Err(bad(format!(
-                    "NVM object {} at {}+{} overlaps a live one or is added twice",
-                    o.id, o.offset, o.len
-                )));
-            }
-            v.nvm_objects.insert(o.id, *o);
-        }
-        v.sort_levels();
-        Ok(v)
+        let mut b = VersionBuilder::new(self);
+        b.apply(edit)?;
+        Ok(b.finish())
     }
 
     /// Like [`Version::apply`] but reuses the caller's `Arc`s for moved tables (a trivial
@@ -255,6 +205,9 @@ impl Version {
     /// As [`Version::apply`].
     pub fn apply_with(&self, edit: &VersionEdit, moved: &[Arc<TableMeta>]) -> Result<Version> {
         let mut v = self.apply(edit)?;
+        if moved.is_empty() {
+            return Ok(v);
+        }
         for level in &mut v.levels {
             for t in level.iter_mut() {
                 if let Some(m) = moved.iter().find(|m| m.id == t.id) {
@@ -418,18 +371,13 @@ impl SuperVersion {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::filename;
-    use crate::manifest::edit::{COMPARATOR_NAME, MANIFEST_FORMAT_VERSION};
-    use crate::manifest::{recover_manifest, set_current, write_new_manifest};
-    use crate::options::RecoveryMode;
     use crate::storage::nvm::NvmObjectKind;
     use crate::table::TableLocation;
-    use mezz_env::FileSystem;
     use mezz_format::ValueKind;
-    use mezz_format::coding::{put_varint32, put_varint64};
     use mezz_format::ikey::make_internal_key;
-    use std::path::{Path, PathBuf};
 
+    /// An SST table `id` at path 0 covering user keys `lo..=hi` with sequence numbers
+    /// `seq.0..=seq.1` (also used by the tests of `compaction`, `manifest` and the builder).
     pub(crate) fn meta(id: u64, lo: &str, hi: &str, seq: (u64, u64), size: u64) -> TableMeta {
         TableMeta {
             id,
@@ -482,73 +430,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn edit_roundtrips() {
-        let e = VersionEdit {
-            format_version: Some(1),
-            comparator: Some(COMPARATOR_NAME.into()),
-            log_number: Some(7),
-            next_file_number: Some(300),
-            last_sequence: Some(1 << 40),
-            compact_pointers: vec![(2, b"k\x01\x00\x00\x00\x00\x00\x00\x00".to_vec())],
-            deleted_tables: vec![(1, 12), (3, 99_999_999_999)],
-            new_tables: vec![
-                (0, meta(13, "a", "zz", (5, 9), 4096)),
-                (4, meta(14, "b", "c", (1, 1), 1)),
-            ],
-            db_id: Some([7; 16]),
-            new_nvm_objects: vec![NvmObject {
-                id: 15,
-                kind: NvmObjectKind::Memtable,
-                offset: 1 << 20,
-                len: 64 << 20,
-            }],
-            deleted_nvm_objects: vec![11],
-        };
-        let mut buf = Vec::new();
-        e.encode(&mut buf);
-        assert_eq!(VersionEdit::decode(&buf, 0).unwrap(), e);
-        // Every strict prefix fails cleanly (no panic), except the empty one and cut points
-        // that fall exactly between records.
-        for cut in 1..buf.len() {
-            let _ = VersionEdit::decode(&buf[..cut], 0);
-        }
-    }
-
-    #[test]
-    fn unknown_tag_is_corruption_naming_the_tag() {
-        let mut buf = Vec::new();
-        VersionEdit {
-            log_number: Some(3),
-            ..VersionEdit::default()
-        }
-        .encode(&mut buf);
-        let tag_offset = buf.len() as u64;
-        put_varint32(&mut buf, 42);
-        put_varint64(&mut buf, 1);
-        match VersionEdit::decode(&buf, 100) {
-            Err(Error::Corruption { offset, detail, .. }) => {
-                assert_eq!(offset, 100 + tag_offset);
-                assert!(detail.contains("42"), "{detail}");
-            }
-            other => panic!("expected corruption, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn newer_format_version_is_rejected() {
-        let mut buf = Vec::new();
-        VersionEdit {
-            format_version: Some(MANIFEST_FORMAT_VERSION + 1),
-            ..VersionEdit::default()
-        }
-        .encode(&mut buf);
-        assert!(matches!(
-            VersionEdit::decode(&buf, 0),
-            Err(Error::UnsupportedVersion { .. })
-        ));
-    }
-
-    #[test]
     fn apply_sorts_levels_and_checks_deletions() {
         let v = Version::new(4);
         let e = VersionEdit {
@@ -580,83 +461,5 @@ pub(crate) mod tests {
             ..VersionEdit::default()
         };
         assert!(v.apply(&overlap).unwrap().check_invariants().is_err());
-    }
-    fn manifest_with_edits(fs: &mezz_env::MemFs, dir: &Path) -> PathBuf {
-        fs.create_dir_all(dir).unwrap();
-        let v = Version::new(4);
-        let mut m = write_new_manifest(fs, dir, 3, &v, 2, 10, 0).unwrap();
-        for id in 10..13 {
-            m.append(&VersionEdit {
-                new_tables: vec![(0, meta(id, "a", "b", (id, id), 100))],
-                last_sequence: Some(id),
-                ..VersionEdit::default()
-            })
-            .unwrap();
-        }
-        set_current(fs, dir, 3, 99).unwrap();
-        filename::manifest_file(dir, 3)
-    }
-
-    #[test]
-    fn manifest_recovery_replays_every_edit() {
-        let fs = mezz_env::MemFs::new();
-        let dir = Path::new("/db");
-        manifest_with_edits(&fs, dir);
-        let r = recover_manifest(&fs, dir, 4, RecoveryMode::AbsoluteConsistency).unwrap();
-        assert_eq!(r.version.num_files(0), 3);
-        assert_eq!(
-            (r.log_number, r.next_file_number, r.last_sequence),
-            (2, 10, 12)
-        );
-        assert_eq!(r.manifest_number, 3);
-    }
-
-    #[test]
-    fn torn_manifest_append_is_tolerated_but_a_bad_complete_edit_is_not() {
-        let fs = mezz_env::MemFs::new();
-        let dir = Path::new("/db");
-        let path = manifest_with_edits(&fs, dir);
-        let len = fs.file_size(&path).unwrap();
-        // Cut the last edit short: a torn append.
-        fs.truncate(&path, len - 5).unwrap();
-        let r = recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail).unwrap();
-        assert_eq!(r.version.num_files(0), 2);
-        assert!(recover_manifest(&fs, dir, 4, RecoveryMode::AbsoluteConsistency).is_err());
-
-        let fs = mezz_env::MemFs::new();
-        let path = manifest_with_edits(&fs, dir);
-        let len = fs.file_size(&path).unwrap();
-        // Flip a bit inside the last, complete edit.
-        fs.corrupt(&path, len - 5, 0x10).unwrap();
-        match recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail) {
-            Err(Error::Corruption { file, .. }) => assert_eq!(file.as_deref(), Some(&*path)),
-            other => panic!("expected corruption, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_damaged_length_field_of_the_last_edit_is_corruption_not_a_torn_append() {
-        let fs = mezz_env::MemFs::new();
-        let dir = Path::new("/db");
-        let path = manifest_with_edits(&fs, dir);
-        let bytes = fs.read_all(&path).unwrap();
-        // Find the last record's header: walk the records from the start.
-        let mut pos = 0usize;
-        let mut last = 0usize;
-        while pos + 7 <= bytes.len() {
-            let len = u16::from_le_bytes([bytes[pos + 4], bytes[pos + 5]]) as usize;
-            if len == 0 {
-                break;
-            }
-            last = pos;
-            pos += 7 + len;
-        }
-        // Make the length claim more bytes than the file has: it looks cut short, but the
-        // bytes that are there match the checksum, so the edit was complete.
-        fs.corrupt(&path, (last + 5) as u64, 0x80).unwrap();
-        match recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail) {
-            Err(Error::Corruption { .. }) => {}
-            other => panic!("expected corruption, got {other:?}"),
-        }
     }
 }
