@@ -1,33 +1,45 @@
 //! Opening a database: lock, manifest replay, WAL replay, a fresh manifest, file GC,
 //! the OPTIONS file, and the background threads.
 //!
-//! Recovery, step by step (see `docs/impl.md`):
-//! 1. Validate the options; create the directory if allowed; take the LOCK.
+//! Recovery, step by step (see `docs/impl.md`); `open` runs one function per step:
+//! 1. Validate the options; create the directory if allowed; take the LOCK (`lock_dir`).
 //! 2. If `CURRENT` exists, replay the manifest it names into a version plus the log
-//!    number, next file number and last sequence.
-//! 3. Replay every WAL numbered >= the log number, oldest first, into a memtable; a
-//!    memtable that fills is written to an L0 table; at the end the last memtable is
-//!    written too. So every replayed WAL becomes obsolete and the database starts with an
-//!    empty memtable and a new WAL. Damage: under `TolerateCorruptTail` a torn tail of any
-//!    WAL ends recovery there (point in time: later WALs are not replayed — a WAL switched
-//!    out is synced off the write path, and a `sync` write first syncs every older WAL, so
-//!    nothing acknowledged as durable lies beyond a tear); anything else is a `Corruption`
-//!    naming file and offset.
-//! 4. Write a new manifest holding the whole version, point `CURRENT` at it (temp file +
-//!    rename + directory sync).
-//! 5. Delete every file the new state does not use: SSTs not in the version, older WALs and
-//!    manifests, temp files, older OPTIONS files. Write `OPTIONS-<n>`.
-//! 6. Start the background threads (they compact if the recovered shape needs it).
+//!    number, next file number and last sequence; a database being created gets its
+//!    identity (`replay_manifest`).
+//! 3. Open the NVM tier if anything lives or will live there, and map its memtables back
+//!    (`open_nvm`).
+//! 4. Replay every WAL numbered >= the log number, oldest first (`collect_wals`,
+//!    `replay_wals`). Without NVM memtables, into a memtable; a memtable that fills is
+//!    written to an L0 table; at the end the last memtable is written too. So every
+//!    replayed WAL becomes obsolete and the database starts with an empty memtable and a
+//!    new WAL. With NVM memtables (recovered or enabled), each WAL becomes one immutable
+//!    memtable instead, kept with its WAL until flushed. Damage: under
+//!    `TolerateCorruptTail` a torn tail of any WAL ends recovery there (point in time:
+//!    later WALs are not replayed — a WAL switched out is synced off the write path, and a
+//!    `sync` write first syncs every older WAL, so nothing acknowledged as durable lies
+//!    beyond a tear); anything else is a `Corruption` naming file and offset.
+//! 5. Put the recovered memtables in read order (`arrange_memtables`).
+//! 6. Create the new WAL; write a new manifest holding the whole version, point `CURRENT`
+//!    at it (temp file + rename + directory sync); write `OPTIONS-<n>`
+//!    (`install_new_state`).
+//! 7. Delete every file the new state does not use: SSTs not in the version, older WALs and
+//!    manifests, temp files, older OPTIONS files (`remove_unused_files`).
+//! 8. Free the NVM extents this open released, assemble the `DbInner` and start the
+//!    background threads (they compact if the recovered shape needs it).
+//!
+//! Thread-safety: `open` runs on the caller's thread; the LOCK keeps every other handle out
+//! of the directory, and no other thread sees the database before step 8 starts the
+//! background threads.
 
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
+use mezz_env::{FileLock, FileSystem};
 use mezz_format::SeqNo;
 use parking_lot::{Condvar, Mutex};
-
-use std::collections::HashSet;
 
 use crate::batch::WriteBatch;
 use crate::compaction::{
@@ -36,7 +48,7 @@ use crate::compaction::{
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
 use crate::manifest::{
-    VersionEdit, recover_manifest, set_current, write_file_atomically, write_new_manifest,
+    Manifest, VersionEdit, recover_manifest, set_current, write_file_atomically, write_new_manifest,
 };
 use crate::memtable::MemTable;
 use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
@@ -46,14 +58,241 @@ use crate::stats::StatsCollector;
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
 use crate::storage::nvm::{NvmObject, NvmObjectKind};
+use crate::table::TableLocation;
 use crate::table::cache::TableCache;
 use crate::version::Version;
 use crate::wal::{ReplayEnd, WalWriter, replay_wal, replay_wal_bytes};
 
-use super::{DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
+use super::{ClosedWal, DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
 
-fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::from(e).in_file(path)
+/// Opens (or creates) the database in `path`: the recovery steps above, one function each.
+pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    let locked = lock_dir(path, &opts)?;
+    let mut rec = replay_manifest(&locked, &opts)?;
+    let mut nvm = open_nvm(&locked, &opts, &mut rec)?;
+    let storage = Arc::new(Storage::new(
+        Arc::clone(&locked.fs),
+        locked.dir.clone(),
+        Vec::new(),
+        nvm.tier.clone(),
+    ));
+    let wals = collect_wals(&locked, &nvm, &mut rec);
+    let replayed = replay_wals(&locked, &opts, &storage, &mut nvm, &mut rec, &wals)?;
+    let lists = arrange_memtables(replayed.kept_mems, nvm.mems, opts.nvm_memtable);
+    let installed = install_new_state(
+        &locked,
+        &opts,
+        nvm.tier.as_ref(),
+        &mut rec,
+        &replayed.kept_wals,
+    )?;
+    remove_unused_files(
+        &locked,
+        &storage,
+        &rec.names,
+        &rec.version,
+        &replayed.kept_wals,
+        &installed,
+    );
+    free_released(nvm.tier.as_ref(), &rec.released);
+    let inner = assemble_db_inner(
+        locked,
+        opts,
+        rec,
+        storage,
+        replayed.rewritten,
+        lists,
+        installed,
+    )?;
+    start_background_threads(&inner)?;
+    Ok(inner)
+}
+
+/// The database directory, locked by this open (step 1).
+struct LockedDir {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    /// Held for the life of the database: no other handle opens the directory meanwhile.
+    lock: Box<dyn FileLock>,
+    /// `CURRENT` exists: there is a database to recover (else one is being created).
+    exists: bool,
+    /// The recovery mode in force (`paranoid_checks` means `AbsoluteConsistency`).
+    mode: RecoveryMode,
+}
+
+/// Step 1: validates `opts`, creates the directory if `create_if_missing` allows, takes
+/// the LOCK and checks `create_if_missing` / `error_if_exists` against `CURRENT`.
+///
+/// Guarantees: on success the directory exists, this open alone holds its LOCK and no other
+/// file has been written yet.
+fn lock_dir(path: &Path, opts: &Options) -> Result<LockedDir> {
+    opts.validate()?;
+    let fs = Arc::clone(&opts.fs);
+    let dir = path.to_path_buf();
+    if !fs.exists(&dir) {
+        if !opts.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "{} does not exist (create_if_missing is false)",
+                dir.display()
+            )));
+        }
+        fs.create_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    let lock_path = filename::lock_file(&dir);
+    let lock = fs.lock(&lock_path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            Error::Locked(dir.clone())
+        } else {
+            Error::from(e).in_file(&lock_path)
+        }
+    })?;
+    let exists = fs.exists(&filename::current_file(&dir));
+    if !exists && !opts.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "no database at {} (create_if_missing is false)",
+            dir.display()
+        )));
+    }
+    if exists && opts.error_if_exists {
+        return Err(Error::InvalidArgument(format!(
+            "database at {} already exists (error_if_exists is true)",
+            dir.display()
+        )));
+    }
+    let mode = if opts.paranoid_checks {
+        RecoveryMode::AbsoluteConsistency
+    } else {
+        opts.recovery_mode
+    };
+    Ok(LockedDir {
+        fs,
+        dir,
+        lock,
+        exists,
+        mode,
+    })
+}
+
+/// What recovery builds up from step 2 on: the recovered version and the edit that turns
+/// it into the new one, the file numbers, the last sequence, the NVM objects released.
+struct Recovery {
+    /// The version the manifest recorded; step 6 applies `edit` to it.
+    version: Version,
+    /// WALs below this number were obsolete before this open.
+    log_number: u64,
+    /// The largest sequence number recovered so far.
+    last_seq: SeqNo,
+    /// The next file number (allocate with `alloc`).
+    next_file: AtomicU64,
+    /// The directory listing taken in step 2, before this open created any file but the LOCK.
+    names: Vec<String>,
+    /// The numbered files among `names`.
+    parsed: Vec<(FileType, u64)>,
+    /// The database's identity (recorded in the manifest and the NVM pool's superblock).
+    db_id: [u8; 16],
+    /// What the new manifest changes in the recovered version.
+    edit: VersionEdit,
+    /// NVM objects released by this open; their extents are freed once the new manifest
+    /// is durable.
+    released: Vec<NvmObject>,
+}
+
+/// Allocates the next file number.
+fn alloc(next_file: &AtomicU64) -> u64 {
+    next_file.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Step 2: replays the manifest `CURRENT` names (or starts from an empty version for a new
+/// database), lists the directory, and settles the database's identity.
+///
+/// Guarantees: the next file number is at least the manifest's and above the number of
+/// every file in the directory. A database whose manifest records no identity (one being
+/// created) gets one, from `IDENTITY` or new and written there durably, and the edit sets
+/// it; either way that takes the first file number allocated.
+fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
+    let LockedDir {
+        fs, dir, exists, ..
+    } = locked;
+    let (version, log_number, manifest_next, last_seq) = if *exists {
+        let r = recover_manifest(fs.as_ref(), dir, opts.num_levels, locked.mode)?;
+        (r.version, r.log_number, r.next_file_number, r.last_sequence)
+    } else {
+        (Version::new(opts.num_levels), 0, 1, 0)
+    };
+
+    // Every number in use, so new files never collide with leftovers.
+    let names = fs.list_dir(dir).map_err(io_err(dir))?;
+    let parsed: Vec<(FileType, u64)> = names
+        .iter()
+        .filter_map(|n| filename::parse_file_name(n))
+        .collect();
+    let max_seen = parsed.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    let next_file = AtomicU64::new(manifest_next.max(max_seen + 1));
+
+    // The database's identity (recorded in the manifest and the NVM pool's superblock).
+    let mut edit = VersionEdit::default();
+    let db_id = match version.db_id {
+        Some(id) => id,
+        None => {
+            let id = new_db_identity(fs.as_ref(), dir, alloc(&next_file))?;
+            edit.db_id = Some(id);
+            id
+        }
+    };
+    Ok(Recovery {
+        version,
+        log_number,
+        last_seq,
+        next_file,
+        names,
+        parsed,
+        db_id,
+        edit,
+        released: Vec::new(),
+    })
+}
+
+/// The NVM tier and what the recovered version keeps in it (step 3).
+struct NvmState {
+    /// The tier, if this open uses one.
+    tier: Option<Arc<NvmTier>>,
+    /// The NVM objects the recovered version lists.
+    live: Vec<NvmObject>,
+    /// The NVM memtables mapped back, in the version's object order.
+    mems: Vec<Arc<MemTable>>,
+}
+
+/// Step 3: opens the NVM tier when something lives or will live there and maps the NVM
+/// memtables back (not replayed: each list is checked as it is mapped), raising the last
+/// sequence to what they hold.
+///
+/// Fails with `InvalidArgument` if the version lists NVM objects but `nvm_dir` is not set.
+fn open_nvm(locked: &LockedDir, opts: &Options, rec: &mut Recovery) -> Result<NvmState> {
+    // The NVM tier: its free space is whatever the recovered version does not list.
+    let live: Vec<NvmObject> = rec.version.nvm_objects.values().copied().collect();
+    // The tier is opened when something lives or will live there (an `nvm_dir` that no
+    // option uses costs nothing).
+    let uses_nvm = opts.wal_on_nvm || opts.nvm_memtable != NvmMemtable::Off || !live.is_empty();
+    let tier = if opts.has_nvm() && uses_nvm {
+        Some(NvmTier::open(opts, rec.db_id, &live, !locked.exists)?)
+    } else if !live.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "the database at {} keeps {} objects in an NVM pool: open it with nvm_dir set",
+            locked.dir.display(),
+            live.len()
+        )));
+    } else {
+        None
+    };
+    let mut mems: Vec<Arc<MemTable>> = Vec::new();
+    if let Some(tier) = &tier {
+        for o in live.iter().filter(|o| o.kind == NvmObjectKind::Memtable) {
+            let list = crate::memtable::nvm_list::NvmList::recover(tier, *o)?;
+            rec.last_seq = rec.last_seq.max(list.physical_max_seq());
+            mems.push(Arc::new(MemTable::nvm(o.id, list)));
+        }
+    }
+    Ok(NvmState { tier, live, mems })
 }
 
 /// A WAL to replay: a file, or a log in the NVM pool.
@@ -70,6 +309,564 @@ impl WalSource {
             WalSource::Nvm(o) => o.id,
         }
     }
+
+    /// Replays this WAL into `apply`, batch by batch; `tolerate`: a torn tail ends the
+    /// replay (`ReplayEnd::TornTail`) instead of failing it.
+    fn replay(
+        &self,
+        locked: &LockedDir,
+        nvm: Option<&Arc<NvmTier>>,
+        tolerate: bool,
+        apply: &mut dyn FnMut(WriteBatch) -> Result<()>,
+    ) -> Result<ReplayEnd> {
+        match self {
+            WalSource::File(n) => replay_wal(
+                locked.fs.as_ref(),
+                &filename::wal_file(&locked.dir, *n),
+                tolerate,
+                apply,
+            ),
+            WalSource::Nvm(o) => {
+                let tier = nvm
+                    .ok_or_else(|| Error::InvalidArgument("NVM WAL without an NVM tier".into()))?;
+                let bytes = tier.read_log(o)?;
+                replay_wal_bytes(
+                    bytes,
+                    &tier.dir().join(crate::storage::nvm::POOL_FILE),
+                    tolerate,
+                    apply,
+                )
+            }
+        }
+    }
+}
+
+/// Step 4, first half: the WALs to replay, oldest first: files and NVM logs numbered >=
+/// the log number. An NVM log below it is released (the edit deletes it).
+fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Vec<WalSource> {
+    let mut wals: Vec<WalSource> = Vec::new();
+    if locked.exists {
+        for &(t, n) in &rec.parsed {
+            if t == FileType::Wal && n >= rec.log_number {
+                wals.push(WalSource::File(n));
+            }
+        }
+    }
+    for o in nvm.live.iter().filter(|o| o.kind == NvmObjectKind::Wal) {
+        if o.id >= rec.log_number {
+            wals.push(WalSource::Nvm(*o));
+        } else {
+            rec.edit.deleted_nvm_objects.push(o.id);
+            rec.released.push(*o);
+        }
+    }
+    wals.sort_by_key(WalSource::number);
+    wals
+}
+
+/// What WAL replay keeps (step 4).
+#[derive(Default)]
+struct Replayed {
+    /// The WALs that feed kept memtables. Every WAL not kept becomes obsolete with the new
+    /// manifest.
+    kept_wals: HashSet<u64>,
+    /// One immutable memtable per kept WAL.
+    kept_mems: Vec<Arc<MemTable>>,
+    /// A WAL rewritten at open (the valid prefix of a torn one) that feeds a kept memtable.
+    rewritten: Option<WalWriter>,
+}
+
+/// Step 4, second half: replays `wals` into L0 tables (`replay_into_l0`) or, when NVM
+/// memtables are present or enabled, into one memtable per WAL (`replay_into_memtables`);
+/// then releases the NVM memtables that hold nothing.
+///
+/// Guarantees: the tables written are durable (directory synced); the last sequence covers
+/// every replayed write.
+fn replay_wals(
+    locked: &LockedDir,
+    opts: &Options,
+    storage: &Arc<Storage>,
+    nvm: &mut NvmState,
+    rec: &mut Recovery,
+    wals: &[WalSource],
+) -> Result<Replayed> {
+    let tolerate = locked.mode == RecoveryMode::TolerateCorruptTail;
+    let keep_memtables =
+        NvmMemtablePolicy::new(opts.nvm_memtable).keeps_recovered_memtables(!nvm.mems.is_empty());
+    let replayed = if !keep_memtables {
+        replay_into_l0(locked, opts, storage, rec, wals, tolerate)?;
+        Replayed::default()
+    } else {
+        replay_into_memtables(locked, opts, nvm, rec, wals, tolerate)?
+    };
+    if !rec.edit.new_tables.is_empty() {
+        locked
+            .fs
+            .sync_dir(&locked.dir)
+            .map_err(io_err(&locked.dir))?;
+    }
+    release_empty_nvm_memtables(&mut nvm.mems, rec);
+    Ok(replayed)
+}
+
+/// Replays the WALs into memtables, writing full ones (and the last) to L0 (the edit adds
+/// the tables); keeps no memtable, so every replayed WAL becomes obsolete.
+fn replay_into_l0(
+    locked: &LockedDir,
+    opts: &Options,
+    storage: &Arc<Storage>,
+    rec: &mut Recovery,
+    wals: &[WalSource],
+    tolerate: bool,
+) -> Result<()> {
+    let mut mem = Arc::new(MemTable::new(0));
+    let flush_mem = |mem: &Arc<MemTable>, edit: &mut VersionEdit| -> Result<()> {
+        if mem.is_empty() {
+            return Ok(());
+        }
+        let new_file = || alloc(&rec.next_file);
+        let mut sink = SstSink::new(storage, opts, 0, &new_file, &DbDirPlacement);
+        let mut it = mem.iter();
+        if let Some(w) = write_table(&mut sink, it.as_mut())? {
+            edit.new_tables.push((0, w.meta));
+        }
+        Ok(())
+    };
+    // A torn tail ends recovery at that point (point in time), even in a WAL that is
+    // not the newest: a WAL switched out is synced off the write path, so a power cut
+    // can tear it while a newer WAL holds later (never synced) writes. Replaying those
+    // would leave a hole in the history; no acknowledged-durable write is among them,
+    // because a `sync` write first syncs every older WAL. Later WALs become obsolete
+    // with the new log number.
+    for src in wals {
+        let end = src.replay(locked, storage.nvm(), tolerate, &mut |batch: WriteBatch| {
+            let n = batch.len() as u64;
+            if n > 0 {
+                let seq: SeqNo = batch.sequence();
+                mem.insert_batch(&batch)?;
+                rec.last_seq = rec.last_seq.max(seq + n - 1);
+            }
+            if mem.approximate_memory_usage() >= opts.write_buffer_size {
+                flush_mem(&mem, &mut rec.edit)?;
+                mem = Arc::new(MemTable::new(0));
+            }
+            Ok(())
+        })?;
+        if matches!(end, ReplayEnd::TornTail { .. }) {
+            break;
+        }
+    }
+    flush_mem(&mem, &mut rec.edit)?;
+    drop(mem);
+    Ok(())
+}
+
+/// Replays each WAL into its own immutable memtable, kept with its WAL (a torn WAL's valid
+/// prefix relogged into a new one); retires WAL memtables whose data an NVM memtable
+/// already holds, and releases the NVM WALs that feed no kept memtable.
+///
+/// Guarantees: every kept WAL is durable: a WAL file replayed as it was is synced (it may
+/// have been read from the OS cache), a torn one's prefix is rewritten and synced.
+fn replay_into_memtables(
+    locked: &LockedDir,
+    opts: &Options,
+    nvm: &NvmState,
+    rec: &mut Recovery,
+    wals: &[WalSource],
+    tolerate: bool,
+) -> Result<Replayed> {
+    let LockedDir { fs, dir, .. } = locked;
+    let tier = nvm.tier.as_ref();
+    let mut kept_wals: HashSet<u64> = HashSet::new();
+    let mut kept_mems: Vec<Arc<MemTable>> = Vec::new();
+    let mut rewritten: Option<WalWriter> = None;
+    // NVM memtables are mapped back, not replayed; so the WALs' memtables must stay
+    // memtables too (an L0 table written now would be newer than an NVM memtable that
+    // reads consult first). Each WAL becomes one immutable memtable, flushed later in
+    // order; a torn WAL's valid prefix is rewritten into a new WAL (a later crash must
+    // not stop at the old tear before newer WALs), and the WALs after it are dropped.
+    for src in wals {
+        let m = Arc::new(MemTable::new(src.number()));
+        let end = src.replay(locked, tier, tolerate, &mut |batch: WriteBatch| {
+            let n = batch.len() as u64;
+            if n > 0 {
+                m.insert_batch(&batch)?;
+                rec.last_seq = rec.last_seq.max(batch.sequence() + n - 1);
+            }
+            Ok(())
+        })?;
+        let torn = matches!(end, ReplayEnd::TornTail { .. });
+        if !m.is_empty() {
+            if torn {
+                let number = alloc(&rec.next_file);
+                let (w, m2) = relog_memtable(fs, dir, opts, tier, &m, number, &mut rec.edit)?;
+                rewritten = Some(w);
+                kept_wals.insert(number);
+                kept_mems.push(m2);
+            } else {
+                if let WalSource::File(n) = src {
+                    // Replayed from the OS cache after a process crash: make it durable
+                    // before newer writes can be acknowledged.
+                    let path = filename::wal_file(dir, *n);
+                    fs.open_append(&path)
+                        .and_then(|mut f| f.sync())
+                        .map_err(|e| Error::from(e).in_file(&path))?;
+                }
+                kept_wals.insert(src.number());
+                kept_mems.push(m);
+            }
+        }
+        if torn {
+            break;
+        }
+    }
+    // A WAL memtable whose every sequence number lies in the committed range of an NVM
+    // memtable was merged into it: a crash came between the merge's commit and the
+    // manifest edit that retires the WAL. (A sequence number names one write, and an
+    // NVM memtable's committed entries cover a contiguous range.) Its entries are
+    // copies; keeping them would put two memtables with the same data in the read
+    // order, so the WAL is retired now.
+    kept_mems.retain(|m| {
+        let copy = nvm
+            .mems
+            .iter()
+            .any(|n| !n.is_empty() && n.min_seq() <= m.min_seq() && m.max_seq() <= n.max_seq());
+        if copy {
+            kept_wals.remove(&m.id());
+            if rewritten.as_ref().is_some_and(|w| w.number() == m.id()) {
+                rewritten = None;
+            }
+        }
+        !copy
+    });
+    // NVM WALs that feed no kept memtable are released.
+    for src in wals {
+        if let WalSource::Nvm(o) = src
+            && !kept_wals.contains(&o.id)
+        {
+            rec.edit.deleted_nvm_objects.push(o.id);
+            rec.released.push(*o);
+        }
+    }
+    Ok(Replayed {
+        kept_wals,
+        kept_mems,
+        rewritten,
+    })
+}
+
+/// Drops the NVM memtables that hold nothing from `mems`, releasing their objects (the
+/// edit deletes them).
+fn release_empty_nvm_memtables(mems: &mut Vec<Arc<MemTable>>, rec: &mut Recovery) {
+    // Empty NVM memtables hold nothing: release them.
+    mems.retain(|m| {
+        if m.is_empty()
+            && let Some(l) = m.nvm_list()
+        {
+            rec.edit.deleted_nvm_objects.push(m.id());
+            rec.released.push(l.object());
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// The recovered memtables in read order (step 5), as the memtable set takes them (it
+/// starts without a receiver: a recovered NVM memtable never becomes the receiver again).
+struct MemtableLists {
+    /// Immutable memtables, newest first.
+    imms: Vec<Arc<MemTable>>,
+    /// `nvm_memtable = immutable`: NVM memtables waiting for their flush, newest first.
+    nvm_sealed: Vec<Arc<MemTable>>,
+}
+
+/// Step 5: puts the memtables kept from the WALs (`kept`) and the NVM memtables mapped
+/// back (`nvm_mems`) in read order.
+///
+/// Guarantees: every list is ordered by sequence number, newest first; sealed NVM
+/// memtables are older than every immutable one.
+fn arrange_memtables(
+    kept: Vec<Arc<MemTable>>,
+    nvm_mems: Vec<Arc<MemTable>>,
+    nvm_memtable: NvmMemtable,
+) -> MemtableLists {
+    // Where the recovered memtables go. Reads consult memtables newest first and take the
+    // first hit, so every list is ordered by sequence number (newest first), never by
+    // object number: a memtable started later can hold older data (a receiver created to
+    // take an old DRAM memtable while a newer mutable-mode NVM memtable waits above it).
+    // Under `nvm_memtable = immutable`, NVM memtables that are older than every recovered
+    // DRAM memtable go below them as full ones waiting for their flush (the shape that mode
+    // keeps); otherwise all memtables share one list, flushed oldest first. A recovered
+    // NVM memtable never becomes the receiver again: merges into it would lift its commit
+    // word over a write group that a crash cut short in it.
+    let oldest_kept = kept.iter().map(|m| m.min_seq()).min().unwrap_or(u64::MAX);
+    let newest_first = |m: &Arc<MemTable>| std::cmp::Reverse((m.max_seq(), m.id()));
+    let mut imms: Vec<Arc<MemTable>> = kept;
+    let mut nvm_sealed: Vec<Arc<MemTable>> = Vec::new();
+    if nvm_memtable == NvmMemtable::Immutable && nvm_mems.iter().all(|m| m.max_seq() < oldest_kept)
+    {
+        nvm_sealed = nvm_mems;
+        nvm_sealed.sort_by_key(newest_first);
+    } else {
+        imms.extend(nvm_mems);
+    }
+    imms.sort_by_key(newest_first);
+    MemtableLists { imms, nvm_sealed }
+}
+
+/// The new durable state (step 6).
+struct Installed {
+    /// The WAL of the new active memtable (`None` when `use_wal` is off).
+    wal: Option<WalWriter>,
+    /// Its number (also the new active memtable's).
+    wal_number: u64,
+    /// The oldest WAL still needed, recorded in the new manifest.
+    log_number: u64,
+    manifest: Manifest,
+    manifest_number: u64,
+    options_number: u64,
+}
+
+/// Step 6: creates the new WAL, applies the edit (with the log number of the oldest WAL
+/// still needed) to the recovered version, writes a new manifest holding the whole version,
+/// points `CURRENT` at it and writes `OPTIONS-<n>`.
+///
+/// Guarantees: on success the new state is durable and `CURRENT` names it. File numbers are
+/// allocated in this order: the WAL, the manifest, the OPTIONS file, the temp files of
+/// `CURRENT` and of the OPTIONS file.
+fn install_new_state(
+    locked: &LockedDir,
+    opts: &Options,
+    nvm: Option<&Arc<NvmTier>>,
+    rec: &mut Recovery,
+    kept_wals: &HashSet<u64>,
+) -> Result<Installed> {
+    let LockedDir { fs, dir, .. } = locked;
+    // The new WAL, then a new manifest naming the oldest WAL still needed.
+    let wal_number = alloc(&rec.next_file);
+    let wal = if opts.use_wal {
+        Some(create_wal(fs, dir, opts, nvm, wal_number, &mut rec.edit)?)
+    } else {
+        None
+    };
+    let log_number = kept_wals
+        .iter()
+        .copied()
+        .min()
+        .unwrap_or(wal_number)
+        .min(wal_number);
+    rec.edit.log_number = Some(log_number);
+    rec.version = rec.version.apply(&rec.edit)?;
+    let manifest_number = alloc(&rec.next_file);
+    let options_number = alloc(&rec.next_file);
+    let current_tmp = alloc(&rec.next_file);
+    let options_tmp = alloc(&rec.next_file);
+    let manifest = write_new_manifest(
+        fs.as_ref(),
+        dir,
+        manifest_number,
+        &rec.version,
+        log_number,
+        rec.next_file.load(Ordering::Relaxed),
+        rec.last_seq,
+    )?;
+    set_current(fs.as_ref(), dir, manifest_number, current_tmp)?;
+    write_file_atomically(
+        fs.as_ref(),
+        dir,
+        &filename::options_file(dir, options_number),
+        opts.to_text().as_bytes(),
+        options_tmp,
+    )?;
+    Ok(Installed {
+        wal,
+        wal_number,
+        log_number,
+        manifest,
+        manifest_number,
+        options_number,
+    })
+}
+
+/// Step 7: deletes what the new state (`version`, the WALs in `kept_wals`, what `installed`
+/// wrote) does not use: tables in any SSD directory that the version does not name, and,
+/// from the database directory's listing `names`, WALs older than the new one and not kept,
+/// other manifests and OPTIONS files, temp files.
+///
+/// Best effort: a file that cannot be removed (or a directory that cannot be listed) is
+/// left for the next open.
+fn remove_unused_files(
+    locked: &LockedDir,
+    storage: &Storage,
+    names: &[String],
+    version: &Version,
+    kept_wals: &HashSet<u64>,
+    installed: &Installed,
+) {
+    // File GC: whatever the new state does not reference.
+    let live: HashSet<(u64, TableLocation)> = version
+        .all_tables()
+        .map(|(_, t)| (t.id, t.location))
+        .collect();
+    for (id, location) in storage.list_tables().unwrap_or_default() {
+        if !live.contains(&(id, location)) {
+            storage.remove_table(id, location);
+        }
+    }
+    for name in names {
+        let Some((t, n)) = filename::parse_file_name(name) else {
+            continue;
+        };
+        let obsolete = match t {
+            FileType::Sst => false,
+            FileType::Wal => n < installed.wal_number && !kept_wals.contains(&n),
+            FileType::Manifest => n != installed.manifest_number,
+            FileType::Options => n != installed.options_number,
+            FileType::Temp => true,
+            FileType::Current | FileType::Lock | FileType::Identity => false,
+        };
+        if obsolete {
+            let _ = locked.fs.remove_file(&locked.dir.join(name));
+        }
+    }
+}
+
+/// Step 8, first part: frees the extents of the NVM objects this open released, now that
+/// the new manifest (durable) no longer lists them.
+fn free_released(nvm: Option<&Arc<NvmTier>>, released: &[NvmObject]) {
+    // The new manifest no longer lists them: their space is free.
+    if let Some(tier) = nvm {
+        for o in released {
+            tier.free(o);
+        }
+    }
+}
+
+/// Step 8, second part: assembles the `DbInner`: a new empty active memtable fed by the new
+/// WAL, the arranged memtable lists, the new version, the rewritten WAL (if any) as a
+/// closed one whose sync is still owed.
+///
+/// Fails with a `Corruption` if the recovered state breaks the read order.
+fn assemble_db_inner(
+    locked: LockedDir,
+    opts: Options,
+    rec: Recovery,
+    storage: Arc<Storage>,
+    rewritten: Option<WalWriter>,
+    lists: MemtableLists,
+    installed: Installed,
+) -> Result<Arc<DbInner>> {
+    let MemtableLists { imms, nvm_sealed } = lists;
+    let closed_wals: Vec<Arc<ClosedWal>> = rewritten
+        .map(|w| {
+            Arc::new(ClosedWal {
+                number: w.number(),
+                writer: Mutex::new(Some(w)),
+            })
+        })
+        .into_iter()
+        .collect();
+    let read_pool = if opts.parallel_reads {
+        Some(crate::parallel::ReadPool::new(2)?)
+    } else {
+        None
+    };
+
+    let stats = Arc::new(StatsCollector::default());
+    let table_cache = Arc::new(TableCache::new(
+        Arc::clone(&storage),
+        opts.max_open_files,
+        opts.block_cache_capacity,
+        Arc::clone(&stats),
+    ));
+    let mem = Arc::new(MemTable::new(installed.wal_number));
+    let version = Arc::new(rec.version);
+    let mems = MemtableSet::new(
+        NvmMemtablePolicy::new(opts.nvm_memtable),
+        mem,
+        imms,
+        nvm_sealed,
+    );
+    let sv = mems.super_version(Arc::clone(&version));
+    sv.check_read_order().map_err(|e| {
+        Error::corruption(
+            0,
+            format!("recovered state of {}: {e}", locked.dir.display()),
+        )
+    })?;
+    let policy: Arc<dyn CompactionPolicy> = Arc::new(LeveledPolicy::new(&opts));
+    let pending = policy.pending_bytes(&version);
+    Ok(Arc::new(DbInner {
+        path: locked.dir,
+        fs: locked.fs,
+        stats,
+        table_cache,
+        super_version: ArcSwap::from_pointee(sv),
+        last_seq: AtomicU64::new(rec.last_seq),
+        next_file: rec.next_file,
+        snapshots: Arc::new(SnapshotList::default()),
+        write: Mutex::new(WriteState {
+            wal: installed.wal,
+            delay_debt_nanos: 0,
+        }),
+        queue: Mutex::new(std::collections::VecDeque::new()),
+        manifest: Mutex::new(installed.manifest),
+        state: Mutex::new(State {
+            mems,
+            version,
+            log_number: installed.log_number,
+            flush_running: false,
+            claims: Claims::new(),
+            bg_error: None,
+            shutting_down: false,
+            pending_compaction_bytes: pending,
+            obsolete: Vec::new(),
+        }),
+        bg_cv: Condvar::new(),
+        done_cv: Condvar::new(),
+        closed: AtomicBool::new(false),
+        max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
+        lock: Mutex::new(Some(locked.lock)),
+        threads: Mutex::new(Vec::new()),
+        closed_wals: Mutex::new(closed_wals),
+        storage,
+        policy,
+        placement: Arc::new(DbDirPlacement),
+        read_pool,
+        opts,
+    }))
+}
+
+/// Step 8, last part: starts the background threads (none with `manual_background`).
+///
+/// If a thread cannot be started, the database is shut down (the threads already started
+/// stop) and the error returned.
+fn start_background_threads(inner: &Arc<DbInner>) -> Result<()> {
+    let jobs = if inner.opts.manual_background {
+        0
+    } else {
+        inner.opts.max_background_jobs
+    };
+    for i in 0..jobs {
+        let bg = Arc::clone(inner);
+        let h = std::thread::Builder::new()
+            .name(format!("mezz-bg-{i}"))
+            .spawn(move || bg.background_loop());
+        match h {
+            Ok(h) => inner.threads.lock().push(h),
+            Err(e) => {
+                inner.closed.store(true, Ordering::Release);
+                let _ = inner.shutdown();
+                return Err(Error::from(e));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::from(e).in_file(path)
 }
 
 /// Creates WAL `number` during open: in NVM with `wal_on_nvm` (its object goes into `edit`,
@@ -184,469 +981,4 @@ fn parse_identity(bytes: &[u8]) -> Option<[u8; 16]> {
         *b = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(id)
-}
-
-pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
-    opts.validate()?;
-    let fs = Arc::clone(&opts.fs);
-    let dir = path.to_path_buf();
-    if !fs.exists(&dir) {
-        if !opts.create_if_missing {
-            return Err(Error::InvalidArgument(format!(
-                "{} does not exist (create_if_missing is false)",
-                dir.display()
-            )));
-        }
-        fs.create_dir_all(&dir).map_err(io_err(&dir))?;
-    }
-    let lock_path = filename::lock_file(&dir);
-    let lock = fs.lock(&lock_path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            Error::Locked(dir.clone())
-        } else {
-            Error::from(e).in_file(&lock_path)
-        }
-    })?;
-    let exists = fs.exists(&filename::current_file(&dir));
-    if !exists && !opts.create_if_missing {
-        return Err(Error::InvalidArgument(format!(
-            "no database at {} (create_if_missing is false)",
-            dir.display()
-        )));
-    }
-    if exists && opts.error_if_exists {
-        return Err(Error::InvalidArgument(format!(
-            "database at {} already exists (error_if_exists is true)",
-            dir.display()
-        )));
-    }
-    let mode = if opts.paranoid_checks {
-        RecoveryMode::AbsoluteConsistency
-    } else {
-        opts.recovery_mode
-    };
-
-    let (mut version, log_number, manifest_next, mut last_seq) = if exists {
-        let r = recover_manifest(fs.as_ref(), &dir, opts.num_levels, mode)?;
-        (r.version, r.log_number, r.next_file_number, r.last_sequence)
-    } else {
-        (Version::new(opts.num_levels), 0, 1, 0)
-    };
-
-    // Every number in use, so new files never collide with leftovers.
-    let names = fs.list_dir(&dir).map_err(io_err(&dir))?;
-    let parsed: Vec<(FileType, u64)> = names
-        .iter()
-        .filter_map(|n| filename::parse_file_name(n))
-        .collect();
-    let max_seen = parsed.iter().map(|&(_, n)| n).max().unwrap_or(0);
-    let next_file = AtomicU64::new(manifest_next.max(max_seen + 1));
-    let alloc = || next_file.fetch_add(1, Ordering::Relaxed);
-
-    // The database's identity (recorded in the manifest and the NVM pool's superblock).
-    let mut edit = VersionEdit::default();
-    let db_id = match version.db_id {
-        Some(id) => id,
-        None => {
-            let id = new_db_identity(fs.as_ref(), &dir, alloc())?;
-            edit.db_id = Some(id);
-            id
-        }
-    };
-
-    // The NVM tier: its free space is whatever the recovered version does not list.
-    let live: Vec<NvmObject> = version.nvm_objects.values().copied().collect();
-    // The tier is opened when something lives or will live there (an `nvm_dir` that no
-    // option uses costs nothing).
-    let uses_nvm = opts.wal_on_nvm || opts.nvm_memtable != NvmMemtable::Off || !live.is_empty();
-    let nvm = if opts.has_nvm() && uses_nvm {
-        Some(NvmTier::open(&opts, db_id, &live, !exists)?)
-    } else if !live.is_empty() {
-        return Err(Error::InvalidArgument(format!(
-            "the database at {} keeps {} objects in an NVM pool: open it with nvm_dir set",
-            dir.display(),
-            live.len()
-        )));
-    } else {
-        None
-    };
-    let storage = Arc::new(Storage::new(
-        Arc::clone(&fs),
-        dir.clone(),
-        Vec::new(),
-        nvm.clone(),
-    ));
-    let mut nvm_mems: Vec<Arc<MemTable>> = Vec::new();
-    if let Some(tier) = &nvm {
-        for o in live.iter().filter(|o| o.kind == NvmObjectKind::Memtable) {
-            let list = crate::memtable::nvm_list::NvmList::recover(tier, *o)?;
-            last_seq = last_seq.max(list.physical_max_seq());
-            nvm_mems.push(Arc::new(MemTable::nvm(o.id, list)));
-        }
-    }
-    // NVM objects released by this open; their extents are freed once the new manifest
-    // is durable.
-    let mut released: Vec<NvmObject> = Vec::new();
-
-    // The WALs to replay, oldest first: files and NVM logs numbered >= the log number.
-    let mut wals: Vec<WalSource> = Vec::new();
-    if exists {
-        for &(t, n) in &parsed {
-            if t == FileType::Wal && n >= log_number {
-                wals.push(WalSource::File(n));
-            }
-        }
-    }
-    for o in live.iter().filter(|o| o.kind == NvmObjectKind::Wal) {
-        if o.id >= log_number {
-            wals.push(WalSource::Nvm(*o));
-        } else {
-            edit.deleted_nvm_objects.push(o.id);
-            released.push(*o);
-        }
-    }
-    wals.sort_by_key(WalSource::number);
-    let replay = |src: &WalSource,
-                  tolerate: bool,
-                  apply: &mut dyn FnMut(WriteBatch) -> Result<()>|
-     -> Result<ReplayEnd> {
-        match src {
-            WalSource::File(n) => {
-                replay_wal(fs.as_ref(), &filename::wal_file(&dir, *n), tolerate, apply)
-            }
-            WalSource::Nvm(o) => {
-                let tier = nvm
-                    .as_ref()
-                    .ok_or_else(|| Error::InvalidArgument("NVM WAL without an NVM tier".into()))?;
-                let bytes = tier.read_log(o)?;
-                replay_wal_bytes(
-                    bytes,
-                    &tier.dir().join(crate::storage::nvm::POOL_FILE),
-                    tolerate,
-                    apply,
-                )
-            }
-        }
-    };
-    let tolerate = mode == RecoveryMode::TolerateCorruptTail;
-    // Every WAL not kept below becomes obsolete with the new manifest.
-    let mut kept_wals: HashSet<u64> = HashSet::new();
-    let mut kept_mems: Vec<Arc<MemTable>> = Vec::new();
-    // A WAL rewritten at open (the valid prefix of a torn one) that feeds a kept memtable.
-    let mut rewritten: Option<WalWriter> = None;
-    let mem_policy = NvmMemtablePolicy::new(opts.nvm_memtable);
-    let keep_memtables = mem_policy.keeps_recovered_memtables(!nvm_mems.is_empty());
-
-    if !keep_memtables {
-        // Replay the WALs into memtables, writing full ones (and the last) to L0.
-        let mut mem = Arc::new(MemTable::new(0));
-        let flush_mem = |mem: &Arc<MemTable>, edit: &mut VersionEdit| -> Result<()> {
-            if mem.is_empty() {
-                return Ok(());
-            }
-            let mut sink = SstSink::new(&storage, &opts, 0, &alloc, &DbDirPlacement);
-            let mut it = mem.iter();
-            if let Some(w) = write_table(&mut sink, it.as_mut())? {
-                edit.new_tables.push((0, w.meta));
-            }
-            Ok(())
-        };
-        // A torn tail ends recovery at that point (point in time), even in a WAL that is
-        // not the newest: a WAL switched out is synced off the write path, so a power cut
-        // can tear it while a newer WAL holds later (never synced) writes. Replaying those
-        // would leave a hole in the history; no acknowledged-durable write is among them,
-        // because a `sync` write first syncs every older WAL. Later WALs become obsolete
-        // with the new log number.
-        for src in &wals {
-            let end = replay(src, tolerate, &mut |batch: WriteBatch| {
-                let n = batch.len() as u64;
-                if n > 0 {
-                    let seq: SeqNo = batch.sequence();
-                    mem.insert_batch(&batch)?;
-                    last_seq = last_seq.max(seq + n - 1);
-                }
-                if mem.approximate_memory_usage() >= opts.write_buffer_size {
-                    flush_mem(&mem, &mut edit)?;
-                    mem = Arc::new(MemTable::new(0));
-                }
-                Ok(())
-            })?;
-            if matches!(end, ReplayEnd::TornTail { .. }) {
-                break;
-            }
-        }
-        flush_mem(&mem, &mut edit)?;
-        drop(mem);
-    } else {
-        // NVM memtables are mapped back, not replayed; so the WALs' memtables must stay
-        // memtables too (an L0 table written now would be newer than an NVM memtable that
-        // reads consult first). Each WAL becomes one immutable memtable, flushed later in
-        // order; a torn WAL's valid prefix is rewritten into a new WAL (a later crash must
-        // not stop at the old tear before newer WALs), and the WALs after it are dropped.
-        for src in &wals {
-            let m = Arc::new(MemTable::new(src.number()));
-            let end = replay(src, tolerate, &mut |batch: WriteBatch| {
-                let n = batch.len() as u64;
-                if n > 0 {
-                    m.insert_batch(&batch)?;
-                    last_seq = last_seq.max(batch.sequence() + n - 1);
-                }
-                Ok(())
-            })?;
-            let torn = matches!(end, ReplayEnd::TornTail { .. });
-            if !m.is_empty() {
-                if torn {
-                    let number = alloc();
-                    let (w, m2) =
-                        relog_memtable(&fs, &dir, &opts, nvm.as_ref(), &m, number, &mut edit)?;
-                    rewritten = Some(w);
-                    kept_wals.insert(number);
-                    kept_mems.push(m2);
-                } else {
-                    if let WalSource::File(n) = src {
-                        // Replayed from the OS cache after a process crash: make it durable
-                        // before newer writes can be acknowledged.
-                        let path = filename::wal_file(&dir, *n);
-                        fs.open_append(&path)
-                            .and_then(|mut f| f.sync())
-                            .map_err(|e| Error::from(e).in_file(&path))?;
-                    }
-                    kept_wals.insert(src.number());
-                    kept_mems.push(m);
-                }
-            }
-            if torn {
-                break;
-            }
-        }
-        // A WAL memtable whose every sequence number lies in the committed range of an NVM
-        // memtable was merged into it: a crash came between the merge's commit and the
-        // manifest edit that retires the WAL. (A sequence number names one write, and an
-        // NVM memtable's committed entries cover a contiguous range.) Its entries are
-        // copies; keeping them would put two memtables with the same data in the read
-        // order, so the WAL is retired now.
-        kept_mems.retain(|m| {
-            let copy = nvm_mems
-                .iter()
-                .any(|n| !n.is_empty() && n.min_seq() <= m.min_seq() && m.max_seq() <= n.max_seq());
-            if copy {
-                kept_wals.remove(&m.id());
-                if rewritten.as_ref().is_some_and(|w| w.number() == m.id()) {
-                    rewritten = None;
-                }
-            }
-            !copy
-        });
-        // NVM WALs that feed no kept memtable are released.
-        for src in &wals {
-            if let WalSource::Nvm(o) = src
-                && !kept_wals.contains(&o.id)
-            {
-                edit.deleted_nvm_objects.push(o.id);
-                released.push(*o);
-            }
-        }
-    }
-    if !edit.new_tables.is_empty() {
-        fs.sync_dir(&dir).map_err(io_err(&dir))?;
-    }
-    // Empty NVM memtables hold nothing: release them.
-    nvm_mems.retain(|m| {
-        if m.is_empty()
-            && let Some(l) = m.nvm_list()
-        {
-            edit.deleted_nvm_objects.push(m.id());
-            released.push(l.object());
-            false
-        } else {
-            true
-        }
-    });
-
-    // Where the recovered memtables go. Reads consult memtables newest first and take the
-    // first hit, so every list is ordered by sequence number (newest first), never by
-    // object number: a memtable started later can hold older data (a receiver created to
-    // take an old DRAM memtable while a newer mutable-mode NVM memtable waits above it).
-    // Under `nvm_memtable = immutable`, NVM memtables that are older than every recovered
-    // DRAM memtable go below them as full ones waiting for their flush (the shape that mode
-    // keeps); otherwise all memtables share one list, flushed oldest first. A recovered
-    // NVM memtable never becomes the receiver again: merges into it would lift its commit
-    // word over a write group that a crash cut short in it.
-    let oldest_kept = kept_mems
-        .iter()
-        .map(|m| m.min_seq())
-        .min()
-        .unwrap_or(u64::MAX);
-    let newest_first = |m: &Arc<MemTable>| std::cmp::Reverse((m.max_seq(), m.id()));
-    let mut imms: Vec<Arc<MemTable>> = kept_mems;
-    let mut nvm_sealed: Vec<Arc<MemTable>> = Vec::new();
-    if opts.nvm_memtable == NvmMemtable::Immutable
-        && nvm_mems.iter().all(|m| m.max_seq() < oldest_kept)
-    {
-        nvm_sealed = nvm_mems;
-        nvm_sealed.sort_by_key(newest_first);
-    } else {
-        imms.extend(nvm_mems);
-    }
-    imms.sort_by_key(newest_first);
-
-    // The new WAL, then a new manifest naming the oldest WAL still needed.
-    let wal_number = alloc();
-    let wal = if opts.use_wal {
-        Some(create_wal(
-            &fs,
-            &dir,
-            &opts,
-            nvm.as_ref(),
-            wal_number,
-            &mut edit,
-        )?)
-    } else {
-        None
-    };
-    let log_number = kept_wals
-        .iter()
-        .copied()
-        .min()
-        .unwrap_or(wal_number)
-        .min(wal_number);
-    edit.log_number = Some(log_number);
-    version = version.apply(&edit)?;
-    let manifest_number = alloc();
-    let options_number = alloc();
-    let current_tmp = alloc();
-    let options_tmp = alloc();
-    let manifest = write_new_manifest(
-        fs.as_ref(),
-        &dir,
-        manifest_number,
-        &version,
-        log_number,
-        next_file.load(Ordering::Relaxed),
-        last_seq,
-    )?;
-    set_current(fs.as_ref(), &dir, manifest_number, current_tmp)?;
-    write_file_atomically(
-        fs.as_ref(),
-        &dir,
-        &filename::options_file(&dir, options_number),
-        opts.to_text().as_bytes(),
-        options_tmp,
-    )?;
-
-    // File GC: whatever the new state does not reference.
-    let live: std::collections::HashSet<u64> = version.all_tables().map(|(_, t)| t.id).collect();
-    for name in &names {
-        let Some((t, n)) = filename::parse_file_name(name) else {
-            continue;
-        };
-        let obsolete = match t {
-            FileType::Sst => !live.contains(&n),
-            FileType::Wal => n < wal_number && !kept_wals.contains(&n),
-            FileType::Manifest => n != manifest_number,
-            FileType::Options => n != options_number,
-            FileType::Temp => true,
-            FileType::Current | FileType::Lock | FileType::Identity => false,
-        };
-        if obsolete {
-            let _ = fs.remove_file(&dir.join(name));
-        }
-    }
-
-    // The new manifest no longer lists them: their space is free.
-    if let Some(tier) = &nvm {
-        for o in &released {
-            tier.free(o);
-        }
-    }
-    drop(released);
-    let closed_wals: Vec<Arc<super::ClosedWal>> = rewritten
-        .map(|w| {
-            Arc::new(super::ClosedWal {
-                number: w.number(),
-                writer: Mutex::new(Some(w)),
-            })
-        })
-        .into_iter()
-        .collect();
-    let read_pool = if opts.parallel_reads {
-        Some(crate::parallel::ReadPool::new(2)?)
-    } else {
-        None
-    };
-
-    let stats = Arc::new(StatsCollector::default());
-    let table_cache = Arc::new(TableCache::new(
-        Arc::clone(&storage),
-        opts.max_open_files,
-        opts.block_cache_capacity,
-        Arc::clone(&stats),
-    ));
-    let mem = Arc::new(MemTable::new(wal_number));
-    let version = Arc::new(version);
-    let mems = MemtableSet::new(mem_policy, mem, imms, nvm_sealed);
-    let sv = mems.super_version(Arc::clone(&version));
-    sv.check_read_order()
-        .map_err(|e| Error::corruption(0, format!("recovered state of {}: {e}", dir.display())))?;
-    let policy: Arc<dyn CompactionPolicy> = Arc::new(LeveledPolicy::new(&opts));
-    let pending = policy.pending_bytes(&version);
-    let jobs = if opts.manual_background {
-        0
-    } else {
-        opts.max_background_jobs
-    };
-    let inner = Arc::new(DbInner {
-        path: dir,
-        fs,
-        stats,
-        table_cache,
-        super_version: ArcSwap::from_pointee(sv),
-        last_seq: AtomicU64::new(last_seq),
-        next_file,
-        snapshots: Arc::new(SnapshotList::default()),
-        write: Mutex::new(WriteState {
-            wal,
-            delay_debt_nanos: 0,
-        }),
-        queue: Mutex::new(std::collections::VecDeque::new()),
-        manifest: Mutex::new(manifest),
-        state: Mutex::new(State {
-            mems,
-            version,
-            log_number,
-            flush_running: false,
-            claims: Claims::new(),
-            bg_error: None,
-            shutting_down: false,
-            pending_compaction_bytes: pending,
-            obsolete: Vec::new(),
-        }),
-        bg_cv: Condvar::new(),
-        done_cv: Condvar::new(),
-        closed: AtomicBool::new(false),
-        max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
-        lock: Mutex::new(Some(lock)),
-        threads: Mutex::new(Vec::new()),
-        closed_wals: Mutex::new(closed_wals),
-        storage,
-        policy,
-        placement: Arc::new(DbDirPlacement),
-        read_pool,
-        opts,
-    });
-    for i in 0..jobs {
-        let bg = Arc::clone(&inner);
-        let h = std::thread::Builder::new()
-            .name(format!("mezz-bg-{i}"))
-            .spawn(move || bg.background_loop());
-        match h {
-            Ok(h) => inner.threads.lock().push(h),
-            Err(e) => {
-                inner.closed.store(true, Ordering::Release);
-                let _ = inner.shutdown();
-                return Err(Error::from(e));
-            }
-        }
-    }
-    Ok(inner)
 }
