@@ -1,0 +1,51 @@
+//! Quantities derived from options: level targets and the NVM space the options need.
+//!
+//! Pure functions of `&Options`.
+
+use super::{MAX_GROUP_BYTES, NvmMemtable, Options};
+
+impl Options {
+    /// Whether these options use an NVM tier.
+    #[must_use]
+    pub fn has_nvm(&self) -> bool {
+        self.nvm_dir.is_some()
+    }
+
+    /// The multiplier-derived target size of `level` (>= 1) in bytes.
+    #[must_use]
+    pub fn max_bytes_for_level(&self, level: usize) -> u64 {
+        let mut b = self.max_bytes_for_level_base as f64;
+        for _ in 1..level {
+            b *= self.max_bytes_for_level_multiplier;
+        }
+        b as u64
+    }
+
+    /// Bytes of one WAL in NVM (`wal_on_nvm`): a memtable's worth of records plus one
+    /// maximal write group and slack.
+    #[must_use]
+    pub fn nvm_wal_bytes(&self) -> u64 {
+        (self.write_buffer_size + self.write_buffer_size / 4 + MAX_GROUP_BYTES + (64 << 10)) as u64
+    }
+
+    /// The least pool size the NVM options need: the superblock, two NVM memtables (one
+    /// filling, one being flushed) and, with `wal_on_nvm`, one WAL per memtable that may
+    /// exist at once plus one (an open keeps the WALs of the memtables it recovers and
+    /// creates a new one before any of them is flushed); every extent rounded up to the
+    /// pool's alignment.
+    #[must_use]
+    pub fn nvm_bytes_needed(&self) -> u64 {
+        let align =
+            |n: u64| n.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
+        let mut need = mezz_pmem::pool::SUPERBLOCK_SIZE;
+        if self.nvm_memtable != NvmMemtable::Off {
+            need += 2 * align(
+                self.nvm_memtable_size as u64 + crate::memtable::nvm_list::LIST_PREFIX as u64,
+            );
+        }
+        if self.wal_on_nvm {
+            need += (self.max_write_buffer_number as u64 + 1) * align(self.nvm_wal_bytes());
+        }
+        need
+    }
+}

@@ -1,0 +1,86 @@
+//! Presets: one named combination of options per design the engine implements.
+//!
+//! Invariant: `Options::preset(Preset::Leveldb)` is every field at its default in the option
+//! table, and is `Options::default()`; every other preset is the `leveldb` one with a few
+//! fields changed. Plain values; no shared state.
+
+use std::fmt;
+
+use super::{NvmMemtable, Options};
+use crate::error::{Error, Result};
+
+/// A named combination of options, one per design the engine implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Preset {
+    /// The classic baseline: WAL + DRAM memtable + SST levels on SSD, leveled compaction,
+    /// size ratio 10. The default until the NVM presets exist.
+    Leveldb,
+    /// NoveLSM: the `leveldb` baseline plus a persistent skip-list memtable in NVM
+    /// (`nvm_memtable = mutable`: when the DRAM memtable fills, writes go in place and
+    /// durably into the NVM memtable, without a log). Needs `nvm_dir`.
+    Novelsm,
+}
+
+impl Preset {
+    /// Every preset that exists; test harnesses iterate over this so a new preset joins them
+    /// automatically.
+    pub const ALL: &'static [Preset] = &[Preset::Leveldb, Preset::Novelsm];
+
+    /// The preset's name as written in OPTIONS files and on the command line.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Leveldb => "leveldb",
+            Preset::Novelsm => "novelsm",
+        }
+    }
+
+    /// Parses a preset name.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown name.
+    pub fn parse(s: &str) -> Result<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown preset {s:?} (known: {})",
+                    Self::ALL
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self::preset(Preset::Leveldb)
+    }
+}
+
+impl Options {
+    /// The options of a preset.
+    #[must_use]
+    pub fn preset(preset: Preset) -> Self {
+        match preset {
+            Preset::Leveldb => Self::leveldb(),
+            Preset::Novelsm => Self {
+                preset,
+                nvm_memtable: NvmMemtable::Mutable,
+                ..Self::leveldb()
+            },
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Tests of the option table and its text form. The files under `testdata/` are the
+//! OPTIONS text of the default options, of each preset and of `changed()`, as written before
+//! the options were declared in one table; the text form must not drift from them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mezz_env::PosixFs;
+
+use super::*;
+
+/// Options with every field (internal ones included) changed from its default.
+fn changed() -> Options {
+    Options {
+        preset: Preset::Novelsm,
+        fs: Arc::new(PosixFs::new()),
+        create_if_missing: false,
+        error_if_exists: true,
+        paranoid_checks: true,
+        recovery_mode: RecoveryMode::AbsoluteConsistency,
+        write_buffer_size: 1_000_003,
+        max_write_buffer_number: 3,
+        use_wal: false,
+        block_size: 8192,
+        block_format: BlockFormat::Prefix,
+        block_restart_interval: 8,
+        bloom_bits_per_key: 12,
+        block_cache_capacity: 0,
+        max_open_files: 500,
+        target_file_size: 32 << 20,
+        num_levels: 5,
+        level0_compaction_trigger: 3,
+        level0_slowdown_trigger: 10,
+        level0_stop_trigger: 12,
+        max_bytes_for_level_base: 128 << 20,
+        max_bytes_for_level_multiplier: 7.5,
+        soft_pending_compaction_bytes: 1 << 30,
+        hard_pending_compaction_bytes: 2 << 30,
+        delayed_write_rate: 1 << 20,
+        max_background_jobs: 4,
+        nvm_dir: Some(PathBuf::from("/mnt/pmem/db")),
+        nvm_capacity: 2 << 30,
+        nvm_persistence: PersistMode::Adr,
+        nvm_emulate_adr: true,
+        nvm_read_latency_ns: 100,
+        nvm_write_latency_ns: 300,
+        nvm_persist_bandwidth: 1 << 30,
+        nvm_prefault: false,
+        nvm_sim: Some(SimNvm::new()),
+        manual_background: true,
+        wal_on_nvm: true,
+        nvm_memtable: NvmMemtable::Immutable,
+        nvm_memtable_size: 64 << 20,
+        parallel_reads: true,
+    }
+}
+
+/// Every serialised field of `a` and `b` is equal.
+fn assert_same_fields(a: &Options, b: &Options) {
+    for f in Options::FIELDS {
+        assert_eq!(a.get(f), b.get(f), "field {f}");
+    }
+}
+
+#[test]
+fn text_matches_the_golden_files() {
+    assert_eq!(
+        Options::default().to_text(),
+        include_str!("testdata/default.txt")
+    );
+    for p in Preset::ALL {
+        let golden = match p {
+            Preset::Leveldb => include_str!("testdata/leveldb.txt"),
+            Preset::Novelsm => include_str!("testdata/novelsm.txt"),
+        };
+        assert_eq!(Options::preset(*p).to_text(), golden, "preset {p}");
+    }
+    assert_eq!(changed().to_text(), include_str!("testdata/changed.txt"));
+}
+
+#[test]
+fn golden_files_parse_back() {
+    for (text, want) in [
+        (include_str!("testdata/default.txt"), Options::default()),
+        (
+            include_str!("testdata/leveldb.txt"),
+            Options::preset(Preset::Leveldb),
+        ),
+        (
+            include_str!("testdata/novelsm.txt"),
+            Options::preset(Preset::Novelsm),
+        ),
+        (include_str!("testdata/changed.txt"), changed()),
+    ] {
+        assert_same_fields(&Options::from_text(text).unwrap(), &want);
+    }
+}
+
+#[test]
+fn text_round_trips_default_presets_and_every_field_changed() {
+    let mut all = vec![Options::default(), changed()];
+    all.extend(Preset::ALL.iter().map(|p| Options::preset(*p)));
+    for o in all {
+        let t = o.to_text();
+        let back = Options::from_text(&t).unwrap();
+        assert_same_fields(&back, &o);
+        assert_eq!(back.to_text(), t);
+    }
+}
+
+#[test]
+fn changed_differs_from_the_default_in_every_field() {
+    let (d, c) = (Options::default(), changed());
+    for f in Options::FIELDS {
+        assert_ne!(d.get(f), c.get(f), "field {f}");
+    }
+    assert!(c.nvm_sim.is_some() && c.manual_background);
+}
+
+#[test]
+fn every_name_round_trips_through_get_and_set() {
+    let src = changed();
+    for f in Options::FIELDS {
+        let text = src.get(f).unwrap();
+        let mut o = Options::default();
+        o.set(f, &text).unwrap();
+        assert_eq!(o.get(f).as_deref(), Some(text.as_str()), "field {f}");
+        // Spaces around the value are ignored.
+        let mut o = Options::default();
+        o.set(f, &format!(" {text} ")).unwrap();
+        assert_eq!(o.get(f).as_deref(), Some(text.as_str()), "field {f}");
+    }
+}
+
+#[test]
+fn fields_are_the_text_form_in_order() {
+    let text = Options::default().to_text();
+    let names: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert_eq!(names, Options::FIELDS);
+    for internal in ["fs", "nvm_sim", "manual_background"] {
+        assert!(!Options::FIELDS.contains(&internal), "{internal}");
+        assert_eq!(Options::default().get(internal), None, "{internal}");
+    }
+}
+
+#[test]
+fn unknown_and_internal_names_are_refused() {
+    for name in ["no_such_option", "", "fs", "nvm_sim", "manual_background"] {
+        let mut o = Options::default();
+        match o.set(name, "1") {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(m.contains(&format!("{name:?}")), "{m}");
+            }
+            other => panic!("set({name:?}) gave {other:?}"),
+        }
+        assert!(o.get(name).is_none());
+    }
+    assert!(Options::from_text("no_such_option=1\n").is_err());
+    assert!(Options::from_text("write_buffer_size\n").is_err());
+}
+
+#[test]
+fn bad_values_name_the_option_and_the_value() {
+    for (name, value) in [
+        ("create_if_missing", "maybe"),
+        ("write_buffer_size", "lots"),
+        ("bloom_bits_per_key", "5000000000"),
+        ("max_bytes_for_level_multiplier", "ten"),
+        ("recovery_mode", "sloppy"),
+        ("block_format", "columnar"),
+        ("nvm_persistence", "tape"),
+        ("nvm_memtable", "sideways"),
+    ] {
+        let mut o = Options::default();
+        match o.set(name, value) {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(m.contains(name) && m.contains(value), "{m}");
+            }
+            other => panic!("set({name}, {value}) gave {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn preset_resets_serialised_fields_and_keeps_internal_ones() {
+    let mut o = changed();
+    let fs = Arc::clone(&o.fs);
+    o.set("preset", "leveldb").unwrap();
+    assert_same_fields(&o, &Options::preset(Preset::Leveldb));
+    assert!(Arc::ptr_eq(&o.fs, &fs));
+    assert!(o.nvm_sim.is_some());
+    assert!(o.manual_background);
+}
+
+#[test]
+fn table_checks_name_their_field() {
+    for (name, value, want) in [
+        ("write_buffer_size", "10", "write_buffer_size 10 < 4096"),
+        (
+            "max_write_buffer_number",
+            "1",
+            "max_write_buffer_number must be >= 2",
+        ),
+        ("block_size", "100", "block_size 100 not in 256..=64MiB"),
+        ("num_levels", "40", "num_levels 40 not in 2..=32"),
+        (
+            "max_bytes_for_level_multiplier",
+            "1.5",
+            "max_bytes_for_level_multiplier 1.5 not in 2..=1000",
+        ),
+        (
+            "max_bytes_for_level_multiplier",
+            "NaN",
+            "max_bytes_for_level_multiplier NaN not in 2..=1000",
+        ),
+        ("delayed_write_rate", "0", "delayed_write_rate must be > 0"),
+    ] {
+        let mut o = Options::default();
+        o.set(name, value).unwrap();
+        match o.validate() {
+            Err(Error::InvalidArgument(m)) => assert_eq!(m, want),
+            other => panic!("{name}={value}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn options_and_read_options_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Options>();
+    send_sync::<ReadOptions>();
+    send_sync::<WriteOptions>();
+    send_sync::<Snapshot>();
+}
+
+#[test]
+fn default_validates_and_roundtrips() {
+    let o = Options::default();
+    o.validate().unwrap();
+    let t = o.to_text();
+    let o2 = Options::from_text(&t).unwrap();
+    assert_eq!(o2.to_text(), t);
+}
+
+#[test]
+fn set_parses_sizes_and_rejects_junk() {
+    let mut o = Options::default();
+    o.set("write_buffer_size", "4M").unwrap();
+    assert_eq!(o.write_buffer_size, 4 << 20);
+    o.set("block_format", "prefix").unwrap();
+    assert_eq!(o.block_format, BlockFormat::Prefix);
+    assert!(o.set("write_buffer_size", "lots").is_err());
+    assert!(o.set("no_such_option", "1").is_err());
+    assert!(o.set("preset", "nope").is_err());
+}
+
+#[test]
+fn validate_rejects_inconsistent_triggers() {
+    let o = Options {
+        level0_stop_trigger: 2,
+        ..Options::default()
+    };
+    let e = o.validate().unwrap_err();
+    assert!(e.to_string().contains("level0_stop_trigger"), "{e}");
+}

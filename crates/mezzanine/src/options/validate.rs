@@ -1,0 +1,94 @@
+//! `Options::validate`: the per-field checks declared in the option table, then the checks
+//! that relate several fields.
+//!
+//! Invariant: `Db::open` refuses any options this rejects, before anything is written.
+//! Errors are `InvalidArgument` naming the first bad field. Reads `&self` only.
+
+use super::parse::Named;
+use super::{NvmMemtable, Options, PersistMode};
+use crate::error::{Error, Result};
+
+impl Options {
+    /// Checks every field and their relations.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        self.check_fields()?;
+        self.check_relations()
+    }
+
+    /// The checks that involve more than one field.
+    fn check_relations(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if self.level0_slowdown_trigger < self.level0_compaction_trigger {
+            return bad("level0_slowdown_trigger must be >= level0_compaction_trigger".into());
+        }
+        if self.level0_stop_trigger < self.level0_slowdown_trigger {
+            return bad("level0_stop_trigger must be >= level0_slowdown_trigger".into());
+        }
+        if self.hard_pending_compaction_bytes < self.soft_pending_compaction_bytes {
+            return bad(
+                "hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes".into(),
+            );
+        }
+        if self.nvm_dir.is_none() {
+            if self.wal_on_nvm {
+                return bad("wal_on_nvm needs nvm_dir".into());
+            }
+            if self.nvm_memtable != NvmMemtable::Off {
+                return bad(format!(
+                    "nvm_memtable={} (preset {}) needs nvm_dir (e.g. --nvm-dir /dev/shm/mezz-nvm)",
+                    self.nvm_memtable.name(),
+                    self.preset
+                ));
+            }
+        } else {
+            if self.nvm_capacity < 1 << 20 {
+                return bad(format!("nvm_capacity {} < 1 MiB", self.nvm_capacity));
+            }
+            if self.nvm_persistence == PersistMode::CrashSim && self.nvm_sim.is_none() {
+                return bad("nvm_persistence=crashsim needs a simulated NVM (nvm_sim)".into());
+            }
+        }
+        if self.nvm_memtable != NvmMemtable::Off {
+            if self.nvm_memtable_size < 64 << 10 || self.nvm_memtable_size > (4usize << 30) - 4096 {
+                return bad(format!(
+                    "nvm_memtable_size {} not in 64 KiB..4 GiB",
+                    self.nvm_memtable_size
+                ));
+            }
+            if !self.use_wal {
+                return bad("an NVM memtable needs use_wal=true".into());
+            }
+        }
+        if self.nvm_dir.is_some() {
+            let need = self.nvm_bytes_needed();
+            if need > self.nvm_capacity {
+                return bad(format!(
+                    "nvm_capacity {} cannot hold what the options keep in NVM: {need} bytes \
+                     (the pool's superblock{}{})",
+                    self.nvm_capacity,
+                    if self.nvm_memtable == NvmMemtable::Off {
+                        String::new()
+                    } else {
+                        format!(
+                            ", two NVM memtables of nvm_memtable_size {} (one filling, one \
+                             being flushed) with their headers",
+                            self.nvm_memtable_size
+                        )
+                    },
+                    if self.wal_on_nvm {
+                        format!(
+                            ", max_write_buffer_number {} + 1 WALs sized for write_buffer_size {}",
+                            self.max_write_buffer_number, self.write_buffer_size
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+}
