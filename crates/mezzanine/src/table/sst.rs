@@ -1,5 +1,5 @@
-//! Reading SST files: the [`Table`] implementation over `mezz_format::sst::TableReader`,
-//! the shared block cache, and the table cache of open files.
+//! Reading SST files: the [`Table`] implementation over `mezz_format::sst::TableReader`
+//! and the block cache the SSTs of one database share.
 //!
 //! Owns:
 //! - [`SstTable`]: one open SST file behind the engine's [`Table`] trait. Point lookups
@@ -7,17 +7,18 @@
 //!   data block.
 //! - [`BlockCacheImpl`]: the block cache shared by every table of a DB, over `quick_cache`,
 //!   weighted by block size in bytes, keyed by (table id, block offset).
-//! - [`TableCache`]: open tables by id, at most `max_open` (least recently used evicted
-//!   first, approximately), opened from `<dir>/<id>.sst` through the DB's file system.
+//!
+//! The table cache (`table::cache`) opens SSTs through the storage layer and hands them out
+//! as `dyn Table`.
 //!
 //! Building SSTs is not here: flush and compaction write them with
 //! `mezz_format::sst::TableBuilder`.
 //!
-//! Statistics: every table of one `TableCache` counts its reads into one shared
+//! Statistics: every table of one table cache counts its reads into one shared
 //! `ReadCounters` (blocks and bytes read, decode time, block cache hits and misses). Those
 //! totals are published into the DB's [`StatsCollector`] (`decode_bytes`, `decode_micros`,
 //! `block_cache_hits`, `block_cache_misses`) after every lookup, when a table iterator is
-//! dropped, when a table is opened, and on [`TableCache::publish_stats`]. Each publish
+//! dropped, when a table is opened, and on `TableCache::publish_stats`. Each publish
 //! adds only the part not yet published (claimed with `fetch_max`), so concurrent publishes
 //! never double-count.
 //!

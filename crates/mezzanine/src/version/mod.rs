@@ -1,7 +1,10 @@
 //! Versions: which tables make up the database at one moment, and the super version a reader
 //! pins (memtables + version).
 //!
-//! Owns: the immutable [`Version`] (tables per level) and [`SuperVersion`].
+//! Owns: the immutable [`Version`] (tables per level, seen as [`SortedRun`]s: L0 one run
+//! per table, every deeper level one run; `Version::level_overlaps` is the one place that
+//! says which), [`VersionBuilder`] (applies many edits to a base at once, as manifest
+//! replay does) and [`SuperVersion`].
 //!
 //! Invariants of a `Version`:
 //! - L0 is sorted newest first (by `largest_seq`, then id, descending); its tables may
