@@ -504,6 +504,52 @@ mod tests {
         }
     }
 
+    /// Jobs claim tables, not levels: while one L1 -> L2 compaction runs, another on a
+    /// disjoint key range of the same levels is picked; one overlapping it is not, and L0
+    /// compactions run one at a time.
+    #[test]
+    fn a_running_job_blocks_only_what_it_claims() {
+        let v = version(&[
+            &[],
+            &[(1, "a", "c", 900), (2, "d", "f", 900), (3, "g", "i", 900)],
+            &[(4, "a", "b", 10), (5, "d", "e", 10), (6, "h", "i", 10)],
+        ]);
+        let o = opts();
+        let mut claims = Claims::new();
+        let first = pick_compaction(&v, &o, &claims).unwrap();
+        assert_eq!((first.level, ids(&first.inputs)), (1, vec![1]));
+        claims.claim(&first);
+        let second = pick_compaction(&v, &o, &claims).unwrap();
+        assert_eq!((second.level, ids(&second.inputs)), (1, vec![2]));
+        assert!(!claims.conflicts(&second));
+        claims.claim(&second);
+        let third = pick_compaction(&v, &o, &claims).unwrap();
+        assert_eq!(ids(&third.inputs), vec![3]);
+        claims.claim(&third);
+        assert!(
+            pick_compaction(&v, &o, &claims).is_none(),
+            "every L1 table is taken"
+        );
+
+        let l0 = version(&[
+            &[
+                (1, "a", "b", 10),
+                (2, "c", "d", 10),
+                (3, "e", "f", 10),
+                (4, "g", "h", 10),
+            ],
+            &[],
+        ]);
+        let mut claims = Claims::new();
+        let p = pick_compaction(&l0, &o, &claims).unwrap();
+        assert_eq!((p.level, ids(&p.inputs)), (0, vec![1]));
+        claims.claim(&p);
+        assert!(
+            pick_compaction(&l0, &o, &claims).is_none(),
+            "one L0 compaction at a time"
+        );
+    }
+
     #[test]
     fn compact_pointer_round_robin() {
         let mut v = version(&[
