@@ -1251,14 +1251,16 @@ pub fn run_one(cfg: &CrashConfig) -> Result<CrashReport, CrashFailure> {
             .map_err(|d| w.fail_upto(p.describe(), d, p.issued))?;
         w.report.count(PointKind::Concurrent);
     }
-    w.report.faults_injected = w.injected();
     if let Some(db) = w.db.take() {
-        // After an injected fault, closing may report it again.
+        // After an injected fault, closing may report it again; and the fault may be
+        // injected by the close itself (its trigger is the n-th matching call, and the
+        // close's WAL sync can be that call), so the count is taken after it.
         let closed = db.close();
-        if w.report.faults_injected == 0 {
+        if w.injected() == 0 {
             closed.map_err(|e| w.fail("final close".into(), e.to_string()))?;
         }
     }
+    w.report.faults_injected = w.injected();
     Ok(w.report)
 }
 

@@ -6,7 +6,7 @@
 //! the three tests. `MEZZ_CRASH_SEED=<seed>` reruns the one run a failure names;
 //! `MEZZ_CRASH_BASE=<n>` runs a fresh set of seeds.
 
-use mezz_testkit::crash::{CrashConfig, base_seed, points_from_env, run_campaign};
+use mezz_testkit::crash::{CrashConfig, base_seed, points_from_env, run_campaign, run_one};
 
 const DEFAULT_POINTS: usize = 6000;
 
@@ -43,4 +43,17 @@ fn injected_io_error_then_crash() {
     println!("fault injection: {report}");
     assert!(report.points >= 1);
     assert!(report.acked > 0);
+}
+
+/// Regression (soak, seed 7286458702373338919): the injected fault was the WAL sync of the
+/// final close itself. The engine reported it, as it should; the harness counted injected
+/// faults before closing and so took the reported error for a failure.
+#[test]
+fn a_fault_injected_by_the_final_close_is_not_a_failure() {
+    let report =
+        run_one(&CrashConfig::fault(7_286_458_702_373_338_919)).unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(
+        report.faults_injected, 1,
+        "the close's WAL sync takes the fault"
+    );
 }
