@@ -388,16 +388,11 @@ mod tests {
     fn claimed(jobs: &[(usize, u64, &str, &str)]) -> Claims {
         let mut c = Claims::new();
         for &(level, id, lo, hi) in jobs {
-            c.claim(&CompactionPlan {
+            c.claim(&crate::compaction::policy::tests::plan(
                 level,
-                output_level: level + 1,
-                inputs: vec![Arc::new(meta(id, lo, hi, (id, id), 10))],
-                next_inputs: Vec::new(),
-                grandparents: Vec::new(),
-                trivial_move: false,
-                score: 1.0,
-                reason: CompactionReason::LevelSize,
-            });
+                &[(id, lo, hi)],
+                &[],
+            ));
         }
         c
     }

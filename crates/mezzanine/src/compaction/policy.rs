@@ -234,11 +234,12 @@ impl Claims {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::version::tests::meta;
 
-    fn plan(
+    /// A plan from `level` taking `inputs` and `next` (id, smallest, largest user key).
+    pub(crate) fn plan(
         level: usize,
         inputs: &[(u64, &str, &str)],
         next: &[(u64, &str, &str)],
