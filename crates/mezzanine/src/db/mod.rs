@@ -896,6 +896,55 @@ mod tests {
         it.status().unwrap();
     }
 
+    /// A manifest naming a table in an SSD directory the options do not configure is refused
+    /// at open with a clear error, not at the first read of that table.
+    #[test]
+    fn a_table_in_an_unconfigured_directory_is_refused_at_open() {
+        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let dir = Path::new("/db");
+        let opts = Options {
+            fs: Arc::clone(&fs),
+            ..Options::default()
+        };
+        let db = Db::open(dir, opts.clone()).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.flush().unwrap();
+        drop(db);
+        let r = crate::manifest::recover_manifest(
+            fs.as_ref(),
+            dir,
+            opts.num_levels,
+            crate::options::RecoveryMode::AbsoluteConsistency,
+        )
+        .unwrap();
+        let mut t = TableMeta::clone(&r.version.tables(0)[0]);
+        t.id = r.next_file_number + 10;
+        t.location = TableLocation::Sst { path_id: 3 };
+        let v = r
+            .version
+            .apply(&crate::manifest::VersionEdit {
+                new_tables: vec![(3, t)],
+                ..crate::manifest::VersionEdit::default()
+            })
+            .unwrap();
+        let n = r.next_file_number + 20;
+        crate::manifest::write_new_manifest(
+            fs.as_ref(),
+            dir,
+            n,
+            &v,
+            r.log_number,
+            n + 2,
+            r.last_sequence,
+        )
+        .unwrap();
+        crate::manifest::set_current(fs.as_ref(), dir, n, n + 1).unwrap();
+        match Db::open(dir, opts) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("SSD directory 3"), "{m}"),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+
     #[test]
     fn a_large_manifest_is_replaced_by_a_snapshot() {
         let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());

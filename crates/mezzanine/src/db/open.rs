@@ -76,6 +76,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         Vec::new(),
         nvm.tier.clone(),
     ));
+    storage.check_locations(&rec.version)?;
     let wals = collect_wals(&locked, &nvm, &mut rec);
     let replayed = replay_wals(&locked, &opts, &storage, &mut nvm, &mut rec, &wals)?;
     let lists = arrange_memtables(replayed.kept_mems, nvm.mems, opts.nvm_memtable);

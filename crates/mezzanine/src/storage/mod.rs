@@ -30,6 +30,7 @@ use mezz_env::{FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
 use crate::table::{TableLocation, TableMeta};
+use crate::version::Version;
 use nvm::NvmTier;
 
 /// The places one database keeps its tables: SSD directories and, optionally, an NVM pool.
@@ -195,6 +196,49 @@ impl Storage {
             .map_err(|e| Error::from(e).in_file(dir))
     }
 
+    /// Checks that every table of `version` is somewhere this storage can reach: an SST in
+    /// a configured directory, or (once NVM tables exist) an NVM object the version lists.
+    /// Open runs it, so a mismatch is refused up front instead of failing reads later.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a table in a directory index the options do not configure, or
+    /// in NVM (this build reads no NVM tables); `Corruption` for a table in an NVM object the
+    /// version does not list.
+    pub fn check_locations(&self, version: &Version) -> Result<()> {
+        for (level, t) in version.all_tables() {
+            match t.location {
+                TableLocation::Sst { path_id } => {
+                    if path_id as usize >= self.dirs.len() {
+                        return Err(Error::InvalidArgument(format!(
+                            "the database keeps table {} (L{level}) in SSD directory \
+                             {path_id}, but only {} SSD directories are configured",
+                            t.id,
+                            self.dirs.len()
+                        )));
+                    }
+                }
+                TableLocation::Nvm { object } => {
+                    if !version.nvm_objects.contains_key(&object) {
+                        return Err(Error::corruption(
+                            0,
+                            format!(
+                                "table {} (L{level}) is in NVM object {object}, which the \
+                                 manifest does not list",
+                                t.id
+                            ),
+                        ));
+                    }
+                    return Err(Error::InvalidArgument(format!(
+                        "table {} (L{level}) is in NVM object {object}: tables in NVM are not \
+                         supported by this build",
+                        t.id
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Every SST file in every SSD directory: (table id, location).
     ///
     /// # Errors
@@ -261,6 +305,44 @@ mod tests {
         assert!(matches!(
             s.table_path(1, TableLocation::Nvm { object: 3 }),
             Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn locations_the_storage_cannot_reach_are_refused() {
+        use crate::manifest::VersionEdit;
+        use crate::storage::nvm::{NvmObject, NvmObjectKind};
+        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let s = Storage::new(fs, PathBuf::from("/db"), vec![PathBuf::from("/ssd1")], None);
+        let at = |location| {
+            let mut m = crate::version::tests::meta(9, "a", "b", (1, 1), 10);
+            m.location = location;
+            Version::new(4)
+                .apply(&VersionEdit {
+                    new_tables: vec![(2, m)],
+                    new_nvm_objects: vec![NvmObject {
+                        id: 5,
+                        kind: NvmObjectKind::Memtable,
+                        offset: 4096,
+                        len: 4096,
+                    }],
+                    ..VersionEdit::default()
+                })
+                .unwrap()
+        };
+        s.check_locations(&at(TableLocation::Sst { path_id: 1 }))
+            .unwrap();
+        match s.check_locations(&at(TableLocation::Sst { path_id: 2 })) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("SSD directory 2"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            s.check_locations(&at(TableLocation::Nvm { object: 5 })),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            s.check_locations(&at(TableLocation::Nvm { object: 6 })),
+            Err(Error::Corruption { .. })
         ));
     }
 }
