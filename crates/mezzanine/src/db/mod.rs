@@ -816,6 +816,16 @@ mod tests {
         v
     }
 
+    /// Default options on a fresh in-memory file system (returned too).
+    fn mem_fs_options() -> (Arc<dyn FileSystem>, Options) {
+        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let opts = Options {
+            fs: Arc::clone(&fs),
+            ..Options::default()
+        };
+        (fs, opts)
+    }
+
     fn mem_db() -> Db {
         let opts = Options {
             fs: Arc::new(mezz_env::MemFs::new()),
@@ -900,12 +910,8 @@ mod tests {
     /// at open with a clear error, not at the first read of that table.
     #[test]
     fn a_table_in_an_unconfigured_directory_is_refused_at_open() {
-        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let (fs, opts) = mem_fs_options();
         let dir = Path::new("/db");
-        let opts = Options {
-            fs: Arc::clone(&fs),
-            ..Options::default()
-        };
         let db = Db::open(dir, opts.clone()).unwrap();
         db.put(b"k", b"v").unwrap();
         db.flush().unwrap();
@@ -947,12 +953,8 @@ mod tests {
 
     #[test]
     fn a_large_manifest_is_replaced_by_a_snapshot() {
-        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let (fs, opts) = mem_fs_options();
         let dir = Path::new("/db");
-        let opts = Options {
-            fs: Arc::clone(&fs),
-            ..Options::default()
-        };
         let db = Db::open(dir, opts.clone()).unwrap();
         let first = manifests(fs.as_ref(), dir);
         assert_eq!(first.len(), 1);
