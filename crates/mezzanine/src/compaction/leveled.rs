@@ -47,10 +47,6 @@ fn progress(value: f64, start: f64, stop: f64) -> f64 {
 }
 
 impl CompactionPolicy for LeveledPolicy {
-    fn name(&self) -> &'static str {
-        "leveled"
-    }
-
     fn pick(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
         pick_compaction(version, &self.opts, claims)
     }
@@ -113,10 +109,6 @@ impl CompactionPolicy for LeveledPolicy {
             (None, None) => return WritePressure::None,
         };
         WritePressure::Slowdown { cause, progress }
-    }
-
-    fn scores(&self, version: &Version) -> Vec<f64> {
-        level_scores(version, &self.opts)
     }
 }
 

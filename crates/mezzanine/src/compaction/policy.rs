@@ -112,8 +112,6 @@ pub enum WritePressure {
 
 /// A compaction policy. See the module documentation.
 pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
-    /// The policy's name (for statistics and logs).
-    fn name(&self) -> &'static str;
     /// The next compaction the tree needs, among those that conflict with no claim.
     fn pick(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan>;
     /// A manual compaction of every table of `level` overlapping `[begin, end]` (`None` =
@@ -138,8 +136,6 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn pending_bytes(&self, version: &Version) -> u64;
     /// How hard writers must be held back, given the version and its pending bytes.
     fn write_pressure(&self, version: &Version, pending_bytes: u64) -> WritePressure;
-    /// A score per level (>= 1: needs compaction), for statistics and tests.
-    fn scores(&self, version: &Version) -> Vec<f64>;
 }
 
 /// What one running job holds.
@@ -182,12 +178,6 @@ impl Claims {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.claims.is_empty()
-    }
-
-    /// Number of running jobs holding claims.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.claims.len()
     }
 
     /// Whether table `id` is held by a running job.

@@ -106,7 +106,7 @@ pub struct SstSink<'a> {
     placement: &'a dyn Placement,
     output_level: usize,
     current: Option<OpenSst>,
-    written: Vec<(WrittenTable, PathBuf)>,
+    written: Vec<WrittenTable>,
 }
 
 impl std::fmt::Debug for SstSink<'_> {
@@ -203,14 +203,11 @@ impl TableSink for SstSink<'_> {
                 return Err(e.in_file(&out.path));
             }
         };
-        self.written.push((
-            WrittenTable {
-                meta: meta_from_properties(out.id, location, &props),
-                encode_nanos,
-                data_bytes: props.data_size,
-            },
-            out.path,
-        ));
+        self.written.push(WrittenTable {
+            meta: meta_from_properties(out.id, location, &props),
+            encode_nanos,
+            data_bytes: props.data_size,
+        });
         Ok(())
     }
 
@@ -219,7 +216,7 @@ impl TableSink for SstSink<'_> {
         let mut dirs: Vec<u32> = self
             .written
             .iter()
-            .filter_map(|(w, _)| match w.meta.location {
+            .filter_map(|w| match w.meta.location {
                 TableLocation::Sst { path_id } => Some(path_id),
                 TableLocation::Nvm { .. } => None,
             })
@@ -229,7 +226,7 @@ impl TableSink for SstSink<'_> {
         for d in dirs {
             self.storage.sync_dir(d)?;
         }
-        Ok(self.written.iter().map(|(w, _)| w.clone()).collect())
+        Ok(std::mem::take(&mut self.written))
     }
 
     fn abandon(&mut self) {
@@ -242,7 +239,7 @@ impl TableSink for SstSink<'_> {
                 },
             );
         }
-        for (w, _) in self.written.drain(..) {
+        for w in self.written.drain(..) {
             self.storage.remove_table(w.meta.id, w.meta.location);
         }
     }

@@ -128,9 +128,7 @@ impl DbInner {
         let start = Instant::now();
         // The memtable's WAL (and older ones) become durable first, off the write path.
         self.sync_closed_wals(imm.id())?;
-        if self.state.lock().mems.policy().merges_into_nvm(imm)
-            && self.merge_into_nvm(imm, start)?
-        {
+        if self.mem_policy().merges_into_nvm(imm) && self.merge_into_nvm(imm, start)? {
             return Ok(());
         }
         // Every NVM memtable below the immutable ones holds older data: they reach L0

@@ -41,8 +41,7 @@ use crate::compaction::{Claims, CompactionPolicy, Placement};
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, merging_iterator, run_iterator};
 use crate::manifest::Manifest;
-use crate::memtable::MemTable;
-use crate::memtable::set::MemtableSet;
+use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::stats::{LevelStats, Stats, StatsCollector};
 use crate::storage::Storage;
@@ -274,10 +273,9 @@ impl DbInner {
         self.super_version.store(Arc::new(sv));
     }
 
-    /// The active memtable. REQUIRES: the `write` lock, under which alone it changes (so the
-    /// current super version names it).
-    fn active_memtable(&self) -> Arc<MemTable> {
-        Arc::clone(&self.super_version.load().mem)
+    /// NoveLSM's memtable choices (from `nvm_memtable`).
+    fn mem_policy(&self) -> NvmMemtablePolicy {
+        NvmMemtablePolicy::new(self.opts.nvm_memtable)
     }
 
     fn table_read_options(opts: &ReadOptions) -> TableReadOptions {

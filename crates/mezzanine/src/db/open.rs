@@ -783,12 +783,7 @@ fn assemble_db_inner(
     ));
     let mem = Arc::new(MemTable::new(installed.wal_number));
     let version = Arc::new(rec.version);
-    let mems = MemtableSet::new(
-        NvmMemtablePolicy::new(opts.nvm_memtable),
-        mem,
-        imms,
-        nvm_sealed,
-    );
+    let mems = MemtableSet::new(mem, imms, nvm_sealed);
     let sv = mems.super_version(Arc::clone(&version));
     sv.check_read_order().map_err(|e| {
         Error::corruption(

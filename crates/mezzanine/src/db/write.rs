@@ -86,7 +86,7 @@ impl DbInner {
                 let mut batch = batch;
                 let r = self
                     .make_room_for_write(&mut ws, batch.approximate_size())
-                    .and_then(|()| self.commit(&mut ws, &mut batch, sync));
+                    .and_then(|mem| self.commit(&mut ws, &mem, &mut batch, sync));
                 drop(ws);
                 self.wake_next_writer();
                 return r;
@@ -169,7 +169,7 @@ impl DbInner {
         };
         let result = self
             .make_room_for_write(ws, bytes)
-            .and_then(|()| self.commit(ws, &mut batch, sync));
+            .and_then(|mem| self.commit(ws, &mem, &mut batch, sync));
         match result {
             Ok(()) => {
                 for s in &slots {
@@ -185,12 +185,17 @@ impl DbInner {
     }
 
     /// Logs and applies one group. REQUIRES: the `write` lock.
-    fn commit(&self, ws: &mut WriteState, batch: &mut WriteBatch, sync: bool) -> Result<()> {
+    fn commit(
+        &self,
+        ws: &mut WriteState,
+        mem: &MemTable,
+        batch: &mut WriteBatch,
+        sync: bool,
+    ) -> Result<()> {
         let first = self.last_seq.load(Ordering::Relaxed) + 1;
         let count = batch.len() as u64;
         batch.set_sequence(first);
         let stats = &self.stats;
-        let mem = self.active_memtable();
         if mem.is_nvm() {
             // NoveLSM's mutable NVM memtable: no WAL, every group durable in place. Older
             // WALs' tails must be durable first, or a power cut could keep these writes and
@@ -252,8 +257,9 @@ impl DbInner {
 
     /// Waits until the group of `bytes` may be written: hard stops wait for background
     /// work, slowdowns sleep to follow the delayed write rate, and a full memtable is
-    /// switched. REQUIRES: the `write` lock (`ws`).
-    fn make_room_for_write(&self, ws: &mut WriteState, bytes: usize) -> Result<()> {
+    /// switched. Returns the active memtable the group goes into (it changes only under the
+    /// `write` lock, which the caller keeps). REQUIRES: the `write` lock (`ws`).
+    fn make_room_for_write(&self, ws: &mut WriteState, bytes: usize) -> Result<Arc<MemTable>> {
         let o = &self.opts;
         let mut stopped = false;
         loop {
@@ -310,10 +316,11 @@ impl DbInner {
                 continue;
             }
             // Gradual slowdown: the allowed rate falls as the debt approaches the stop.
+            let mem = Arc::clone(mem);
             drop(st);
             let WritePressure::Slowdown { cause, progress: p } = pressure else {
                 ws.delay_debt_nanos = 0;
-                return Ok(());
+                return Ok(mem);
             };
             let rate = (o.delayed_write_rate as f64 * (1.0 - p).max(MIN_RATE_FRACTION)).max(1.0);
             ws.delay_debt_nanos += (bytes as f64 * 1e9 / rate) as u64;
@@ -327,7 +334,7 @@ impl DbInner {
                 };
                 StatsCollector::add(c, nanos / 1000);
             }
-            return Ok(());
+            return Ok(mem);
         }
     }
 
@@ -367,7 +374,7 @@ impl DbInner {
         // a full NVM memtable to a new DRAM one. Without room in the pool, stay in DRAM.
         let next = {
             let st = self.state.lock();
-            st.mems.policy().next_active(st.mems.active())
+            self.mem_policy().next_active(st.mems.active())
         };
         if next == NextActive::NvmIfRoom
             && let Some(mem) = self.new_nvm_memtable(number)?

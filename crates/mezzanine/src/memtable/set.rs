@@ -3,7 +3,8 @@
 //! Owns: [`MemtableSet`] — the active memtable, the immutable ones waiting for their flush,
 //! and NoveLSM's NVM memtables below them (the receiver that full DRAM memtables are merged
 //! into, and the full ones waiting for their flush to L0) — and [`NvmMemtablePolicy`], the
-//! NoveLSM decisions (what the next active memtable is, where an immutable one goes). The
+//! NoveLSM decisions (what the next active memtable is, where an immutable one goes; a pure
+//! function of `Options::nvm_memtable`, so the engine derives it rather than storing it). The
 //! set is the only place memtables are added, moved or removed, and the only place a
 //! [`SuperVersion`] is built.
 //!
@@ -41,12 +42,6 @@ impl NvmMemtablePolicy {
     #[must_use]
     pub fn new(mode: NvmMemtable) -> Self {
         Self { mode }
-    }
-
-    /// The mode.
-    #[must_use]
-    pub fn mode(&self) -> NvmMemtable {
-        self.mode
     }
 
     /// What replaces the full active memtable `full`: under `mutable`, a DRAM memtable
@@ -95,14 +90,12 @@ pub struct MemtableSet {
     /// `nvm_memtable = immutable`: full NVM memtables waiting for their flush to L0, newest
     /// first (all older than the receiver).
     sealed: Vec<Arc<MemTable>>,
-    policy: NvmMemtablePolicy,
 }
 
 impl MemtableSet {
     /// A set with `active` and the recovered memtables (each list newest first).
     #[must_use]
     pub fn new(
-        policy: NvmMemtablePolicy,
         active: Arc<MemTable>,
         imms: Vec<Arc<MemTable>>,
         sealed: Vec<Arc<MemTable>>,
@@ -112,14 +105,7 @@ impl MemtableSet {
             imms,
             receiver: None,
             sealed,
-            policy,
         }
-    }
-
-    /// NoveLSM's choices.
-    #[must_use]
-    pub fn policy(&self) -> NvmMemtablePolicy {
-        self.policy
     }
 
     /// The active memtable.
@@ -239,12 +225,7 @@ mod tests {
     use super::*;
 
     fn set() -> MemtableSet {
-        MemtableSet::new(
-            NvmMemtablePolicy::new(NvmMemtable::Off),
-            Arc::new(MemTable::new(5)),
-            Vec::new(),
-            Vec::new(),
-        )
+        MemtableSet::new(Arc::new(MemTable::new(5)), Vec::new(), Vec::new())
     }
 
     #[test]

@@ -183,9 +183,7 @@ impl Version {
     /// For a level >= 1: the one table whose range may hold `user_key`.
     #[must_use]
     pub fn find_table(&self, level: usize, user_key: &[u8]) -> Option<&Arc<TableMeta>> {
-        let ts = self.tables(level);
-        let i = ts.partition_point(|t| t.largest_user_key() < user_key);
-        ts.get(i).filter(|t| t.smallest_user_key() <= user_key)
+        SortedRun::Level(self.tables(level)).table_for(user_key)
     }
 
     /// A new version with `edit` applied (compact pointers, deletions, then additions).
