@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
-use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile, WriteLifetime};
 
 /// The kinds of operation that can fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -273,6 +273,16 @@ impl FileSystem for FaultFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.faults.check(FaultOp::Create, &[path])?;
         let f = self.inner.create(path)?;
+        Ok(self.wrap_writer(f, path))
+    }
+
+    fn create_with_hint(
+        &self,
+        path: &Path,
+        lifetime: WriteLifetime,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        self.faults.check(FaultOp::Create, &[path])?;
+        let f = self.inner.create_with_hint(path, lifetime)?;
         Ok(self.wrap_writer(f, path))
     }
 

@@ -48,7 +48,7 @@ mod posix;
 
 pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};
-pub use posix::PosixFs;
+pub use posix::{PosixFs, WriteHintFn};
 
 /// A file opened for appending. Writes may be buffered until `flush` or `sync`.
 pub trait WritableFile: Send + Sync + Debug {
@@ -71,6 +71,21 @@ pub trait RandomAccessFile: Send + Sync + Debug {
     fn size(&self) -> u64;
 }
 
+/// How long the data written to a file is expected to live, relative to the other files
+/// (Linux's write-lifetime hints: a device with streams or flexible data placement keeps
+/// data of similar lifetime together, so it is erased together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WriteLifetime {
+    /// Rewritten soon (L0 and L1 tables).
+    Short,
+    /// L2 tables.
+    Medium,
+    /// L3 tables.
+    Long,
+    /// The deepest levels, rewritten least often.
+    Extreme,
+}
+
 /// A held lock on a file; released when dropped.
 pub trait FileLock: Send + Sync + Debug {}
 
@@ -79,6 +94,15 @@ pub trait FileLock: Send + Sync + Debug {}
 pub trait FileSystem: Send + Sync + Debug {
     /// Creates (or truncates) a file for appending.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// [`FileSystem::create`] with a hint of how long the data will live; the hint is
+    /// advisory (a file system that cannot pass it on ignores it, as the default does).
+    fn create_with_hint(
+        &self,
+        path: &Path,
+        _lifetime: WriteLifetime,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens an existing file for appending at its end (used to reuse a WAL).
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.

@@ -23,7 +23,7 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile, WriteLifetime};
 
 /// Size of a writer's in-memory buffer; appends at least this large bypass it.
 const WRITE_BUFFER_SIZE: usize = 64 * 1024;
@@ -31,15 +31,31 @@ const WRITE_BUFFER_SIZE: usize = 64 * 1024;
 /// Canonical paths of the lock files held by this process.
 static HELD_LOCKS: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
 
+/// Sets a Linux write-lifetime hint (`RWH_WRITE_LIFE_*`, 2..=5) on an open file.
+pub type WriteHintFn = fn(&File, u64) -> io::Result<()>;
+
 /// The real file system.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct PosixFs;
+pub struct PosixFs {
+    /// Passes [`WriteLifetime`] hints to the kernel, if set (the system call needs
+    /// `unsafe`, which this crate does not hold: the caller injects it).
+    write_hint: Option<WriteHintFn>,
+}
 
 impl PosixFs {
-    /// Returns a handle to the real file system.
+    /// Returns a handle to the real file system (write-lifetime hints are not passed on).
     #[must_use]
     pub fn new() -> Self {
-        Self
+        Self { write_hint: None }
+    }
+
+    /// The real file system, passing write-lifetime hints on with `set_hint` (for example
+    /// `fcntl(F_SET_RW_HINT)`); its errors are ignored, since hints are advisory.
+    #[must_use]
+    pub fn with_write_hints(set_hint: WriteHintFn) -> Self {
+        Self {
+            write_hint: Some(set_hint),
+        }
     }
 }
 
@@ -56,6 +72,31 @@ impl FileSystem for PosixFs {
             .truncate(true)
             .open(path)
             .map_err(|e| with_path(e, "create", path))?;
+        Ok(Box::new(PosixWritableFile::new(file, path, 0)))
+    }
+
+    fn create_with_hint(
+        &self,
+        path: &Path,
+        lifetime: WriteLifetime,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| with_path(e, "create", path))?;
+        if let Some(set_hint) = self.write_hint {
+            // Linux's RWH_WRITE_LIFE_SHORT..EXTREME. Advisory: a kernel or file system
+            // without hints refuses it, which changes nothing.
+            let hint = match lifetime {
+                WriteLifetime::Short => 2,
+                WriteLifetime::Medium => 3,
+                WriteLifetime::Long => 4,
+                WriteLifetime::Extreme => 5,
+            };
+            let _ = set_hint(&file, hint);
+        }
         Ok(Box::new(PosixWritableFile::new(file, path, 0)))
     }
 

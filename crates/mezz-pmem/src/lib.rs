@@ -10,7 +10,9 @@
 //!   to each other by offsets — the DRAM memtable's index on a heap arena, and on a
 //!   persistent media arena the crash-consistent NVM memtable (checksummed nodes, a
 //!   persist-then-link insert protocol, [`SkipList::recover`] after a power cut; format in
-//!   `docs/formats/nvm-skiplist.md`).
+//!   `docs/formats/nvm-skiplist.md`);
+//! - [`hint`]: the write-lifetime hint system call for SST files (the one piece of unsafe
+//!   code outside persistent memory, kept here so no other crate needs any).
 //!
 //! Later: mapping an NVM region (or a file emulating one), persist/fence primitives,
 //! persistence modes and crash simulation, so that the same offset-linked skip list can
@@ -41,6 +43,7 @@
 
 pub mod alloc;
 pub mod arena;
+pub mod hint;
 pub mod media;
 pub mod nvmlog;
 pub mod pool;

@@ -30,6 +30,7 @@
 //! - `memtable/`: DRAM and NVM memtables (`nvm_list`) and the memtable set (`set`), which
 //!   owns every memtable in read order and builds super versions.
 //! - `storage/`: where table bytes live (SSD directories, the NVM pool: `nvm`).
+//! - `placement/`: which SSD directory (parallel unit) each new table goes to.
 //! - `table/`: the `Table` trait, SSTs (`sst`) and the table cache (`cache`).
 //! - `manifest/`: version edits and the MANIFEST file.
 //! - `version/`: versions as levels of sorted runs, super versions.
@@ -49,6 +50,7 @@ pub mod manifest;
 pub mod memtable;
 pub mod options;
 pub mod parallel;
+pub mod placement;
 pub mod stats;
 pub mod storage;
 pub mod table;
@@ -61,6 +63,7 @@ pub use error::{Error, Result};
 pub use iter::DbIterator;
 pub use mezz_format::{SeqNo, ValueKind};
 pub use options::{
-    BlockFormat, Options, Preset, ReadOptions, RecoveryMode, Snapshot, WriteOptions,
+    BlockFormat, Options, PlacementPolicy, Preset, ReadOptions, RecoveryMode, Snapshot,
+    WriteOptions,
 };
 pub use stats::Stats;

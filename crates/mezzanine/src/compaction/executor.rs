@@ -23,11 +23,12 @@ use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::compaction::leveled::max_grandparent_overlap;
 use crate::compaction::policy::CompactionPlan;
-use crate::compaction::sink::{Placement, SstSink, TableSink, WrittenTable};
+use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
 use crate::error::{Error, Result};
 use crate::iter::{merging_iterator, run_iterator};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
+use crate::placement::{JobInfo, Placement};
 use crate::storage::Storage;
 use crate::table::cache::TableCache;
 use crate::table::{TableMeta, TableReadOptions};
@@ -138,12 +139,18 @@ pub fn run_compaction(
         children.push(run_iterator(run, ctx.table_cache, ropts)?);
     }
     let mut iter = merging_iterator(children);
+    let inputs: Vec<Arc<TableMeta>> = plan.all_inputs().cloned().collect();
+    let placement = ctx.placement.begin(&JobInfo {
+        version,
+        output_level: plan.output_level,
+        inputs: &inputs,
+    });
     let mut sink = SstSink::new(
         ctx.storage,
         ctx.opts,
         plan.output_level,
         ctx.new_file_number,
-        ctx.placement,
+        placement,
     );
     let outputs = merge_into(ctx, version, plan, iter.as_mut(), &mut sink)
         .and_then(|()| sink.finish())

@@ -9,8 +9,8 @@
 //!   a version and the options).
 //! - [`executor`]: runs a plan (trivial move or merge) into a table sink; the merge loop
 //!   is shared by every sink.
-//! - [`sink`]: the [`TableSink`] trait (flush and compaction outputs), [`SstSink`],
-//!   [`Placement`] (which directory a new table goes to) and [`write_table`].
+//! - [`sink`]: the [`TableSink`] trait (flush and compaction outputs), [`SstSink`] and
+//!   [`write_table`]; which directory a new SST goes to is `crate::placement`'s.
 //!
 //! Thread-safety: policies are pure and shared; each running job has its own executor and
 //! sink.
@@ -25,6 +25,4 @@ pub use leveled::{LeveledPolicy, estimate_pending_compaction_bytes, level_scores
 pub use policy::{
     ClaimId, Claims, CompactionPlan, CompactionPolicy, CompactionReason, StallCause, WritePressure,
 };
-pub use sink::{
-    DbDirPlacement, Placement, SstSink, TableSink, WrittenTable, table_builder_options, write_table,
-};
+pub use sink::{SstSink, TableSink, WrittenTable, table_builder_options, write_table};

@@ -1,11 +1,11 @@
 //! Table sinks: where a flush or a compaction writes its output tables.
 //!
 //! Owns: the [`TableSink`] trait (add entries, cut between tables, finish durably, abandon),
-//! the [`Placement`] trait (which SSD directory a new table goes to), [`SstSink`] (SST
-//! files through the storage layer) and [`write_table`] (a whole iterator into one table,
-//! as flushes do). The merge loop (`compaction::executor`) and the flush only talk to a
-//! `TableSink`, so another kind of output (NVM tables, matrix rows) is one more sink, and a
-//! placement policy (several SSD directories) is one more `Placement`.
+//! [`SstSink`] (SST files through the storage layer, each placed in an SSD directory by the
+//! job's [`JobPlacement`]) and [`write_table`] (a whole iterator into one table, as flushes
+//! do). The merge loop (`compaction::executor`) and the flush only talk to a `TableSink`,
+//! so another kind of output (NVM tables, matrix rows) is one more sink; where SSTs go is
+//! the placement's business (`crate::placement`).
 //!
 //! Invariants: a sink's tables are durable once `finish` returns (each file synced, then
 //! every directory that received one synced), before any manifest edit names them; a
@@ -22,6 +22,7 @@ use mezz_format::sst::{TableBuilder, TableBuilderOptions, TableProperties};
 
 use crate::error::Result;
 use crate::options::Options;
+use crate::placement::JobPlacement;
 use crate::storage::Storage;
 use crate::table::{TableLocation, TableMeta};
 
@@ -62,23 +63,6 @@ pub trait TableSink {
     fn abandon(&mut self);
 }
 
-/// Chooses the SSD directory (parallel unit) of each new table.
-pub trait Placement: Send + Sync + std::fmt::Debug {
-    /// The directory index for the `nth` output table (from 0) of a job writing to
-    /// `output_level`.
-    fn place(&self, output_level: usize, nth: usize) -> u32;
-}
-
-/// Every table in the database directory (directory 0): today's only placement.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DbDirPlacement;
-
-impl Placement for DbDirPlacement {
-    fn place(&self, _output_level: usize, _nth: usize) -> u32 {
-        0
-    }
-}
-
 /// The table-builder options the engine's options ask for.
 #[must_use]
 pub fn table_builder_options(opts: &Options) -> TableBuilderOptions {
@@ -103,7 +87,7 @@ pub struct SstSink<'a> {
     storage: &'a Arc<Storage>,
     builder_options: TableBuilderOptions,
     new_file_number: &'a (dyn Fn() -> u64 + Sync),
-    placement: &'a dyn Placement,
+    placement: Box<dyn JobPlacement>,
     output_level: usize,
     current: Option<OpenSst>,
     written: Vec<WrittenTable>,
@@ -121,14 +105,14 @@ impl std::fmt::Debug for SstSink<'_> {
 
 impl<'a> SstSink<'a> {
     /// A sink writing SSTs for `output_level`, numbering them with `new_file_number` and
-    /// placing them with `placement`.
+    /// placing them with the job's `placement`.
     #[must_use]
     pub fn new(
         storage: &'a Arc<Storage>,
         opts: &Options,
         output_level: usize,
         new_file_number: &'a (dyn Fn() -> u64 + Sync),
-        placement: &'a dyn Placement,
+        placement: Box<dyn JobPlacement>,
     ) -> Self {
         Self {
             storage,
@@ -142,9 +126,11 @@ impl<'a> SstSink<'a> {
     }
 
     fn open_output(&mut self) -> Result<&mut OpenSst> {
-        let path_id = self.placement.place(self.output_level, self.written.len());
         let id = (self.new_file_number)();
-        let (path, file) = self.storage.create_sst(id, path_id)?;
+        let path_id = self.placement.place(id);
+        let (path, file) = self
+            .storage
+            .create_sst(id, path_id, crate::storage::write_life_for_level(self.output_level))?;
         Ok(self.current.insert(OpenSst {
             id,
             path_id,

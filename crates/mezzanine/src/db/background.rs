@@ -26,6 +26,7 @@ use crate::filename;
 use crate::manifest::{VersionEdit, set_current, write_new_manifest};
 use crate::memtable::MemTable;
 use crate::memtable::set::FlushJob;
+use crate::placement::JobInfo;
 use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
 use crate::table::{TableLocation, TableMeta};
@@ -155,13 +156,14 @@ impl DbInner {
         on_install: &mut dyn FnMut(&mut super::State),
     ) -> Result<()> {
         let new_file = || self.new_file_number();
-        let mut sink = SstSink::new(
-            &self.storage,
-            &self.opts,
-            0,
-            &new_file,
-            self.placement.as_ref(),
-        );
+        let version = Arc::clone(&self.state.lock().version);
+        let placement = self.placement.begin(&JobInfo {
+            version: &version,
+            output_level: 0,
+            inputs: &[],
+        });
+        drop(version);
+        let mut sink = SstSink::new(&self.storage, &self.opts, 0, &new_file, placement);
         let mut iter = m.iter();
         let written = write_table(&mut sink, iter.as_mut())?;
         iter.status()?;

@@ -37,7 +37,8 @@ use mezz_format::iter::InternalIterator;
 use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
-use crate::compaction::{Claims, CompactionPolicy, Placement};
+use crate::compaction::{Claims, CompactionPolicy};
+use crate::placement::Placement;
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, merging_iterator, run_iterator};
 use crate::manifest::Manifest;

@@ -43,7 +43,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
 use crate::compaction::{
-    Claims, CompactionPolicy, DbDirPlacement, LeveledPolicy, SstSink, write_table,
+    Claims, CompactionPolicy, LeveledPolicy, SstSink, write_table,
 };
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
@@ -53,6 +53,7 @@ use crate::manifest::{
 use crate::memtable::MemTable;
 use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::NvmMemtable;
+use crate::placement::{JobInfo, Placement, UnitPlacement};
 use crate::options::{Options, RecoveryMode};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
@@ -73,12 +74,25 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let storage = Arc::new(Storage::new(
         Arc::clone(&locked.fs),
         locked.dir.clone(),
-        Vec::new(),
+        opts.ssd_paths.clone(),
         nvm.tier.clone(),
     ));
     storage.check_locations(&rec.version)?;
+    check_units(&locked, &opts, &storage, &rec)?;
+    let placement: Arc<dyn Placement> = Arc::new(UnitPlacement::new(
+        opts.placement,
+        storage.table_units(),
+    ));
     let wals = collect_wals(&locked, &nvm, &mut rec);
-    let replayed = replay_wals(&locked, &opts, &storage, &mut nvm, &mut rec, &wals)?;
+    let replayed = replay_wals(
+        &locked,
+        &opts,
+        &storage,
+        placement.as_ref(),
+        &mut nvm,
+        &mut rec,
+        &wals,
+    )?;
     let lists = arrange_memtables(replayed.kept_mems, nvm.mems, opts.nvm_memtable);
     let installed = install_new_state(
         &locked,
@@ -101,12 +115,34 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         opts,
         rec,
         storage,
+        placement,
         replayed.rewritten,
         lists,
         installed,
     )?;
     start_background_threads(&inner)?;
     Ok(inner)
+}
+
+/// Step 3, last part: checks the further SSD directories (`ssd_paths`) against the
+/// database (see [`Storage::check_units`]) and keeps new file numbers above every table
+/// file found in them.
+fn check_units(
+    locked: &LockedDir,
+    opts: &Options,
+    storage: &Storage,
+    rec: &Recovery,
+) -> Result<()> {
+    if opts.ssd_paths.contains(&locked.dir) {
+        return Err(Error::InvalidArgument(format!(
+            "ssd_paths: {} is the database directory itself",
+            locked.dir.display()
+        )));
+    }
+    let temp = || alloc(&rec.next_file);
+    let max_table = storage.check_units(&rec.db_id, opts.create_if_missing, &rec.version, &temp)?;
+    rec.next_file.fetch_max(max_table + 1, Ordering::SeqCst);
+    Ok(())
 }
 
 /// The database directory, locked by this open (step 1).
@@ -387,6 +423,7 @@ fn replay_wals(
     locked: &LockedDir,
     opts: &Options,
     storage: &Arc<Storage>,
+    placement: &dyn Placement,
     nvm: &mut NvmState,
     rec: &mut Recovery,
     wals: &[WalSource],
@@ -395,7 +432,7 @@ fn replay_wals(
     let keep_memtables =
         NvmMemtablePolicy::new(opts.nvm_memtable).keeps_recovered_memtables(!nvm.mems.is_empty());
     let replayed = if !keep_memtables {
-        replay_into_l0(locked, opts, storage, rec, wals, tolerate)?;
+        replay_into_l0(locked, opts, storage, placement, rec, wals, tolerate)?;
         Replayed::default()
     } else {
         replay_into_memtables(locked, opts, nvm, rec, wals, tolerate)?
@@ -416,6 +453,7 @@ fn replay_into_l0(
     locked: &LockedDir,
     opts: &Options,
     storage: &Arc<Storage>,
+    placement: &dyn Placement,
     rec: &mut Recovery,
     wals: &[WalSource],
     tolerate: bool,
@@ -426,7 +464,12 @@ fn replay_into_l0(
             return Ok(());
         }
         let new_file = || alloc(&rec.next_file);
-        let mut sink = SstSink::new(storage, opts, 0, &new_file, &DbDirPlacement);
+        let job = placement.begin(&JobInfo {
+            version: &rec.version,
+            output_level: 0,
+            inputs: &[],
+        });
+        let mut sink = SstSink::new(storage, opts, 0, &new_file, job);
         let mut it = mem.iter();
         if let Some(w) = write_table(&mut sink, it.as_mut())? {
             edit.new_tables.push((0, w.meta));
@@ -754,6 +797,7 @@ fn assemble_db_inner(
     opts: Options,
     rec: Recovery,
     storage: Arc<Storage>,
+    placement: Arc<dyn Placement>,
     rewritten: Option<WalWriter>,
     lists: MemtableLists,
     installed: Installed,
@@ -828,7 +872,7 @@ fn assemble_db_inner(
         closed_wals: Mutex::new(closed_wals),
         storage,
         policy,
-        placement: Arc::new(DbDirPlacement),
+        placement,
         read_pool,
         opts,
     }))

@@ -33,9 +33,10 @@ pub use mezz_format::block::BlockFormat;
 pub use mezz_pmem::{PersistMode, SimNvm};
 
 use self::declare::{count_serialised, serialised_names};
-use self::parse::{Codec, Dir, Flag, Float, Name, Size};
+use self::parse::{Codec, Dir, Dirs, Flag, Float, Name, Size};
 use self::text::unknown_option;
 use crate::error::{Error, Result};
+pub use crate::placement::PlacementPolicy;
 
 pub use self::presets::Preset;
 pub use self::read_write::{ReadOptions, Snapshot, WriteOptions};
@@ -59,7 +60,7 @@ declare_options! {
         preset: Preset = Preset::Leveldb, Name;
         /// The file system all I/O goes through (tests pass an in-memory or fault-injecting
         /// one). Default: the real file system. Not written to the OPTIONS file.
-        fs: Arc<dyn FileSystem> = Arc::new(PosixFs::new()), Internal;
+        fs: Arc<dyn FileSystem> = Arc::new(PosixFs::with_write_hints(mezz_pmem::hint::set_write_life_hint)), Internal;
 
         // ---- opening ----
         /// Create the database if it does not exist. Default: true.
@@ -106,6 +107,15 @@ declare_options! {
         /// Target size of an SST written by compaction. Default: 64 MiB.
         target_file_size: u64 = 64 << 20, Size,
             check |v| *v >= 4096, "{v} < 4096";
+        /// More SSD directories for table files, each a parallel unit (its own device, or a
+        /// directory the device model maps to one): new tables go to these instead of the
+        /// database directory, which keeps the WALs and metadata. Their order must stay the
+        /// same from one open to the next (each holds a `UNIT` file naming its position).
+        /// Written comma-separated. Default: none (tables in the database directory).
+        ssd_paths: Vec<PathBuf> = Vec::new(), Dirs;
+        /// How new tables are spread over `ssd_paths`: `striped`, `per_file` or `isolated`
+        /// (see `crate::placement`). Default: `isolated`.
+        placement: PlacementPolicy = PlacementPolicy::Isolated, Name;
 
         // ---- compaction ----
         /// Number of levels. Default: 7.

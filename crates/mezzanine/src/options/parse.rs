@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use super::{BlockFormat, NvmMemtable, PersistMode, Preset, RecoveryMode};
+use super::{BlockFormat, NvmMemtable, PersistMode, PlacementPolicy, Preset, RecoveryMode};
 use crate::error::{Error, Result};
 
 /// How a value of type `T` is written in an OPTIONS file and read back.
@@ -31,6 +31,9 @@ pub(super) enum Float {}
 
 /// An optional directory: the path, or the empty string for none.
 pub(super) enum Dir {}
+
+/// A list of directories, comma-separated (a path may not contain a comma).
+pub(super) enum Dirs {}
 
 /// An enum, written as its name (see [`Named`]).
 pub(super) enum Name {}
@@ -79,6 +82,24 @@ impl Codec<Option<PathBuf>> for Dir {
     }
     fn parse(_name: &str, text: &str) -> Result<Option<PathBuf>> {
         Ok((!text.is_empty()).then(|| PathBuf::from(text)))
+    }
+}
+
+impl Codec<Vec<PathBuf>> for Dirs {
+    fn print(value: &Vec<PathBuf>) -> String {
+        value
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+    fn parse(_name: &str, text: &str) -> Result<Vec<PathBuf>> {
+        Ok(text
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .collect())
     }
 }
 
@@ -183,5 +204,18 @@ impl Named for PersistMode {
     fn from_name(option: &str, text: &str) -> Result<Self> {
         text.parse()
             .map_err(|e| Error::InvalidArgument(format!("{option}: {e}")))
+    }
+}
+
+impl Named for PlacementPolicy {
+    fn name(self) -> &'static str {
+        PlacementPolicy::name(self)
+    }
+    fn from_name(option: &str, text: &str) -> Result<Self> {
+        PlacementPolicy::parse(text).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "unknown {option} {text:?} (striped|per_file|isolated)"
+            ))
+        })
     }
 }

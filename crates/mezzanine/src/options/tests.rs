@@ -28,6 +28,8 @@ fn changed() -> Options {
         block_cache_capacity: 0,
         max_open_files: 500,
         target_file_size: 32 << 20,
+        ssd_paths: vec![PathBuf::from("/mnt/ssd1/db"), PathBuf::from("/mnt/ssd2/db")],
+        placement: PlacementPolicy::Striped,
         num_levels: 5,
         level0_compaction_trigger: 3,
         level0_slowdown_trigger: 10,

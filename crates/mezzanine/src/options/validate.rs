@@ -32,6 +32,15 @@ impl Options {
                 "hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes".into(),
             );
         }
+        for (i, p) in self.ssd_paths.iter().enumerate() {
+            let text = p.display().to_string();
+            if text.contains(',') {
+                return bad(format!("ssd_paths: {text:?} contains a comma"));
+            }
+            if self.ssd_paths[..i].contains(p) {
+                return bad(format!("ssd_paths: {text:?} is given twice"));
+            }
+        }
         if self.nvm_dir.is_none() {
             if self.wal_on_nvm {
                 return bad("wal_on_nvm needs nvm_dir".into());

@@ -8,10 +8,14 @@
 //! removes them here.
 //!
 //! Directories: index 0 is the database directory (which also holds the WALs, the MANIFEST,
-//! CURRENT and the other metadata files); further indexes are more SSD directories (parallel
+//! CURRENT and the other metadata files); further indexes are the `ssd_paths` (parallel
 //! units) that hold table files only. A table records its directory index in the manifest
 //! (`TableLocation::Sst { path_id }`), so the order of the directories must stay the same
-//! from one open to the next.
+//! from one open to the next: each further directory holds a `UNIT` file naming the database
+//! and its index, checked at open ([`Storage::check_units`]), so a missing, swapped or
+//! foreign directory is refused with a clear error. With further directories, new tables go
+//! only to them ([`Storage::table_units`]); tables already in the database directory stay
+//! readable there. Every SST read and write is counted per directory ([`UnitIo`]).
 //!
 //! Invariants: a table's location never changes while it is in a version (moving a table
 //! between tiers makes a new table); removing a table that is gone already is not an error
@@ -22,10 +26,12 @@
 
 pub mod nvm;
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use mezz_env::{FileSystem, RandomAccessFile, WritableFile};
+use mezz_env::{FileSystem, RandomAccessFile, WritableFile, WriteLifetime};
 
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
@@ -39,7 +45,127 @@ pub struct Storage {
     fs: Arc<dyn FileSystem>,
     /// SSD directories by index; `dirs[0]` is the database directory.
     dirs: Vec<PathBuf>,
+    /// I/O counters per directory.
+    io: Vec<Arc<UnitIo>>,
     nvm: Option<Arc<NvmTier>>,
+}
+
+/// SST I/O through one directory since open.
+#[derive(Debug, Default)]
+pub struct UnitIo {
+    reads: AtomicU64,
+    read_bytes: AtomicU64,
+    writes: AtomicU64,
+    write_bytes: AtomicU64,
+}
+
+/// One SSD directory's share of the database, for `Db::stats` and `mezz stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct UnitStats {
+    /// The directory index (`0` = the database directory).
+    pub path_id: u32,
+    /// The directory.
+    pub path: PathBuf,
+    /// Tables the current version keeps there.
+    pub tables: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// SST reads since open (block reads, footer and index reads).
+    pub reads: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// SST appends since open.
+    pub writes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+}
+
+/// The write-lifetime hint for an SST of `level`: upper levels are rewritten soon, the
+/// deeper a level the longer its tables live.
+#[must_use]
+pub fn write_life_for_level(level: usize) -> WriteLifetime {
+    match level {
+        0 | 1 => WriteLifetime::Short,
+        2 => WriteLifetime::Medium,
+        3 => WriteLifetime::Long,
+        _ => WriteLifetime::Extreme,
+    }
+}
+
+/// The name of the identity file in each further SSD directory.
+pub const UNIT_FILE: &str = "UNIT";
+
+/// The text of a `UNIT` file: the database id and the directory's index.
+fn unit_text(db_id: &[u8; 16], index: u32) -> String {
+    format!(
+        "mezzanine unit {index} of database {}\n",
+        mezz_pmem::pool::db_id_hex(db_id)
+    )
+}
+
+/// Parses a `UNIT` file: (index, database id hex).
+fn parse_unit(bytes: &[u8]) -> Option<(u32, String)> {
+    let text = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
+    let rest = text.strip_prefix("mezzanine unit ")?;
+    let (index, id) = rest.split_once(" of database ")?;
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some((index.parse().ok()?, id.to_string()))
+}
+
+struct CountedWrite {
+    inner: Box<dyn WritableFile>,
+    io: Arc<UnitIo>,
+}
+
+impl std::fmt::Debug for CountedWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl WritableFile for CountedWrite {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.io.writes.fetch_add(1, Ordering::Relaxed);
+        self.io
+            .write_bytes
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+struct CountedRead {
+    inner: Arc<dyn RandomAccessFile>,
+    io: Arc<UnitIo>,
+}
+
+impl std::fmt::Debug for CountedRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl RandomAccessFile for CountedRead {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.io.reads.fetch_add(1, Ordering::Relaxed);
+        self.io
+            .read_bytes
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
 }
 
 impl Storage {
@@ -55,7 +181,161 @@ impl Storage {
         let mut dirs = Vec::with_capacity(1 + more_dirs.len());
         dirs.push(db_dir);
         dirs.extend(more_dirs);
-        Self { fs, dirs, nvm }
+        let io = dirs.iter().map(|_| Arc::default()).collect();
+        Self { fs, dirs, io, nvm }
+    }
+
+    /// The directory indexes new tables go to: the further SSD directories if there are
+    /// any, else the database directory.
+    #[must_use]
+    pub fn table_units(&self) -> Vec<u32> {
+        if self.dirs.len() == 1 {
+            vec![0]
+        } else {
+            (1..self.dirs.len())
+                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+                .collect()
+        }
+    }
+
+    /// Checks (and, where allowed, prepares) every further SSD directory at open:
+    /// - a missing directory is created if the database keeps nothing there and
+    ///   `create_if_missing` allows, else refused;
+    /// - its `UNIT` file must name this database and this index (a directory of another
+    ///   database, or one moved to another position of `ssd_paths`, is refused);
+    /// - a directory without `UNIT` gets one (a new unit), unless the version keeps tables
+    ///   there (then the directory is not the one the database wrote to).
+    ///
+    /// Returns the largest table number found in any directory (0 if none), so new file
+    /// numbers stay above leftovers. `temp_number` allocates numbers for temporary files.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the directory for each refusal above; `Corruption` for an
+    /// unreadable `UNIT`; `Io`.
+    pub fn check_units(
+        &self,
+        db_id: &[u8; 16],
+        create_if_missing: bool,
+        version: &Version,
+        temp_number: &dyn Fn() -> u64,
+    ) -> Result<u64> {
+        let id_hex = mezz_pmem::pool::db_id_hex(db_id);
+        for (i, dir) in self.dirs.iter().enumerate().skip(1) {
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            let kept = version
+                .all_tables()
+                .filter(|(_, t)| t.location == TableLocation::Sst { path_id: index })
+                .count();
+            let position = i - 1;
+            if !self.fs.exists(dir) {
+                if kept > 0 || !create_if_missing {
+                    return Err(Error::InvalidArgument(format!(
+                        "SSD directory {} (ssd_paths[{position}]) does not exist{}",
+                        dir.display(),
+                        if kept > 0 {
+                            format!(", and the database keeps {kept} tables there")
+                        } else {
+                            " (create_if_missing is false)".into()
+                        }
+                    )));
+                }
+                self.fs
+                    .create_dir_all(dir)
+                    .map_err(|e| Error::from(e).in_file(dir))?;
+                // The new directory's entry becomes durable before anything names it.
+                if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    self.fs
+                        .sync_dir(parent)
+                        .map_err(|e| Error::from(e).in_file(parent))?;
+                }
+            }
+            let unit = dir.join(UNIT_FILE);
+            if self.fs.exists(&unit) {
+                let bytes = self
+                    .fs
+                    .read_all(&unit)
+                    .map_err(|e| Error::from(e).in_file(&unit))?;
+                let (found, owner) = parse_unit(&bytes).ok_or_else(|| Error::Corruption {
+                    file: Some(unit.clone()),
+                    offset: 0,
+                    detail: "not a UNIT file (\"mezzanine unit <n> of database <id>\")".into(),
+                })?;
+                if owner != id_hex {
+                    return Err(Error::InvalidArgument(format!(
+                        "SSD directory {} (ssd_paths[{position}]) belongs to another database \
+                         ({owner}, this one is {id_hex})",
+                        dir.display()
+                    )));
+                }
+                if found != index {
+                    return Err(Error::InvalidArgument(format!(
+                        "SSD directory {} is unit {found} of this database (ssd_paths[{}]) but \
+                         is given as ssd_paths[{position}]: the order of ssd_paths must not \
+                         change between opens",
+                        dir.display(),
+                        found.saturating_sub(1)
+                    )));
+                }
+            } else {
+                if kept > 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "SSD directory {} (ssd_paths[{position}]) has no {UNIT_FILE} file, but \
+                         the database keeps {kept} tables in its unit {index}: it is not the \
+                         directory the database wrote to",
+                        dir.display()
+                    )));
+                }
+                crate::manifest::write_file_atomically(
+                    self.fs.as_ref(),
+                    dir,
+                    &unit,
+                    unit_text(db_id, index).as_bytes(),
+                    temp_number(),
+                )?;
+            }
+        }
+        Ok(self
+            .list_tables()?
+            .iter()
+            .map(|&(n, _)| n)
+            .max()
+            .unwrap_or(0))
+    }
+
+    /// Per-directory bytes (from `version`) and I/O since open.
+    #[must_use]
+    pub fn unit_stats(&self, version: &Version) -> Vec<UnitStats> {
+        let mut out: Vec<UnitStats> = self
+            .dirs
+            .iter()
+            .zip(&self.io)
+            .enumerate()
+            .map(|(i, (dir, io))| UnitStats {
+                path_id: u32::try_from(i).unwrap_or(u32::MAX),
+                path: dir.clone(),
+                reads: io.reads.load(Ordering::Relaxed),
+                read_bytes: io.read_bytes.load(Ordering::Relaxed),
+                writes: io.writes.load(Ordering::Relaxed),
+                write_bytes: io.write_bytes.load(Ordering::Relaxed),
+                ..UnitStats::default()
+            })
+            .collect();
+        for (_, t) in version.all_tables() {
+            if let TableLocation::Sst { path_id } = t.location
+                && let Some(u) = out.get_mut(path_id as usize)
+            {
+                u.tables += 1;
+                u.bytes += t.size;
+            }
+        }
+        out
+    }
+
+    fn unit_io(&self, path_id: u32) -> Arc<UnitIo> {
+        self.io
+            .get(path_id as usize)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The file system every SSD directory is reached through.
@@ -128,16 +408,26 @@ impl Storage {
         })
     }
 
-    /// Creates the SST file of table `id` in directory `path_id`; returns its path too.
+    /// Creates the SST file of table `id` in directory `path_id`, with a write-lifetime
+    /// hint; returns its path too.
     ///
     /// # Errors
     /// `Io` naming the path.
-    pub fn create_sst(&self, id: u64, path_id: u32) -> Result<(PathBuf, Box<dyn WritableFile>)> {
+    pub fn create_sst(
+        &self,
+        id: u64,
+        path_id: u32,
+        lifetime: WriteLifetime,
+    ) -> Result<(PathBuf, Box<dyn WritableFile>)> {
         let path = filename::sst_file(self.dir(path_id)?, id);
         let file = self
             .fs
-            .create(&path)
+            .create_with_hint(&path, lifetime)
             .map_err(|e| Error::from(e).in_file(&path))?;
+        let file = Box::new(CountedWrite {
+            inner: file,
+            io: self.unit_io(path_id),
+        });
         Ok((path, file))
     }
 
@@ -151,6 +441,10 @@ impl Storage {
             .fs
             .open_read(&path)
             .map_err(|e| Error::from(e).in_file(&path))?;
+        let file: Arc<dyn RandomAccessFile> = Arc::new(CountedRead {
+            inner: file,
+            io: self.unit_io(path_id),
+        });
         Ok((path, file))
     }
 
@@ -278,8 +572,8 @@ mod tests {
             None,
         );
         assert_eq!(s.num_dirs(), 2);
-        let (p0, mut f0) = s.create_sst(7, 0).unwrap();
-        let (p1, mut f1) = s.create_sst(8, 1).unwrap();
+        let (p0, mut f0) = s.create_sst(7, 0, WriteLifetime::Short).unwrap();
+        let (p1, mut f1) = s.create_sst(8, 1, WriteLifetime::Extreme).unwrap();
         f0.append(b"x").unwrap();
         f1.append(b"yy").unwrap();
         drop((f0, f1));

@@ -1,0 +1,423 @@
+//! Placement: which SSD directory (parallel unit) each new table goes to.
+//!
+//! Owns: the [`Placement`] seam (a job asks it for a [`JobPlacement`], which places each
+//! output table), the option value [`PlacementPolicy`], the three policies as one pure
+//! function ([`choose_unit`] over a [`PlaceInput`]), the per-unit view a decision sees
+//! ([`UnitView`], built from the version by [`unit_views`]), the record of which units the
+//! running jobs read and write ([`UnitActivity`]), and [`UnitPlacement`], the engine's
+//! placement, which ties them together. A unit is an SSD directory (`ssd_paths`), which may
+//! be its own device, or a parallel unit of one device (see `docs/impl.md`).
+//!
+//! The policies (option `placement`):
+//! - `striped`: every new table goes to the next unit in turn, whatever its level, size or
+//!   the other jobs: a level spreads evenly over every unit (maximum parallelism), and
+//!   writes land where reads are. The baseline the isolation design argues against.
+//! - `per_file`: a table's unit is fixed by its file number (one table, one unit, the static
+//!   mapping): just as blind to levels and load, without the rotation's balance.
+//! - `isolated`: a compaction's outputs go to units that none of its inputs, no other
+//!   running job (reading or writing) and as few hot tables as possible occupy; outputs to
+//!   the small, hot upper levels are spread over the units holding the least of them, while
+//!   a job writing the large, cold bottom level keeps its outputs together on one unit of
+//!   their own; a unit far over its share of bytes is avoided.
+//!
+//! Invariants: [`choose_unit`] is a pure function of its input (tested on its own); it
+//! always returns one of the input's units. A job's reads (its inputs' units) are recorded
+//! before it places its first output and every record is removed when the job's
+//! `JobPlacement` is dropped, so the activity seen by other jobs is exactly that of running
+//! jobs. Placement never affects correctness: any unit is a valid place for any table.
+//!
+//! Thread-safety: `UnitPlacement` is shared by every job (`Send + Sync`; the activity record
+//! is behind a mutex taken briefly per decision); a `JobPlacement` belongs to one job.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::table::{TableLocation, TableMeta};
+use crate::version::Version;
+
+/// How new tables are spread over the SSD directories (option `placement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PlacementPolicy {
+    /// Each new table to the next unit in turn (maximum spread).
+    Striped,
+    /// Each table to the unit its file number maps to (one table, one unit, static).
+    PerFile,
+    /// Units chosen by level, size and what running jobs read and write. The default.
+    #[default]
+    Isolated,
+}
+
+impl PlacementPolicy {
+    /// The name used in options (`striped`, `per_file`, `isolated`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Striped => "striped",
+            Self::PerFile => "per_file",
+            Self::Isolated => "isolated",
+        }
+    }
+
+    /// Parses a name (`per-file` is accepted for `per_file`).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "striped" => Some(Self::Striped),
+            "per_file" | "per-file" => Some(Self::PerFile),
+            "isolated" => Some(Self::Isolated),
+            _ => None,
+        }
+    }
+}
+
+/// One unit as a placement decision sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnitView {
+    /// The unit's SSD directory index (`TableLocation::Sst { path_id }`).
+    pub path_id: u32,
+    /// Bytes of the version's tables on the unit.
+    pub bytes: u64,
+    /// Bytes of the version's tables in the hot levels (every level above the bottom one).
+    pub hot_bytes: u64,
+    /// Bytes this job reads from the unit (its inputs there).
+    pub job_read_bytes: u64,
+    /// Tables this job has already written to the unit.
+    pub job_written: u32,
+    /// Other running jobs reading tables on the unit.
+    pub other_readers: u32,
+    /// Other running jobs writing tables to the unit.
+    pub other_writers: u32,
+}
+
+/// Everything one decision depends on.
+#[derive(Debug, Clone)]
+pub struct PlaceInput<'a> {
+    /// The candidate units (at least one).
+    pub units: &'a [UnitView],
+    /// The level the new table goes to.
+    pub output_level: usize,
+    /// The bottom level of the tree as the job sees it (the deepest holding data, or the
+    /// output level if deeper).
+    pub bottom_level: usize,
+    /// The new table's file number.
+    pub table_id: u64,
+    /// A counter that advances by one per table placed by this database (`striped`).
+    pub cursor: u64,
+}
+
+/// Chooses the unit (its `path_id`) for one new table. Pure: the same input gives the same
+/// unit. Returns 0 (the database directory) only if `units` is empty.
+#[must_use]
+pub fn choose_unit(policy: PlacementPolicy, input: &PlaceInput<'_>) -> u32 {
+    let units = input.units;
+    let n = units.len() as u64;
+    if n == 0 {
+        return 0;
+    }
+    let pick = |i: u64| units[usize::try_from(i % n).unwrap_or(0)].path_id;
+    match policy {
+        PlacementPolicy::Striped => pick(input.cursor),
+        PlacementPolicy::PerFile => pick(input.table_id),
+        PlacementPolicy::Isolated => isolated(input),
+    }
+}
+
+/// `isolated`: the unit with the smallest cost, compared in order:
+/// 1. how many kinds of conflict it has (this job reads there; another job reads there;
+///    another job writes there);
+/// 2. whether it holds more than its share of bytes (over 1.5x the mean plus 64 MiB);
+/// 3. for an output to an upper level, its hot bytes (spread the hot levels over the units
+///    holding the least of them); for an output to the bottom level, whether this job
+///    writes there already (keep a bottom job's tables together), then its hot bytes;
+/// 4. its bytes (balance);
+/// 5. a rotation by table number (no unit is favoured among equals).
+fn isolated(input: &PlaceInput<'_>) -> u32 {
+    let units = input.units;
+    let n = units.len() as u64;
+    let total: u64 = units.iter().map(|u| u.bytes).sum();
+    let share = total / n.max(1);
+    let over = |u: &UnitView| u.bytes > share + share / 2 + (64 << 20);
+    let bottom = input.output_level >= input.bottom_level;
+    let key = |(i, u): (usize, &UnitView)| {
+        let conflicts = u32::from(u.job_read_bytes > 0)
+            + u32::from(u.other_readers > 0)
+            + u32::from(u.other_writers > 0);
+        let together = if bottom { u32::from(u.job_written == 0) } else { 0 };
+        let rotation = (i as u64 + n - input.table_id % n) % n;
+        (
+            conflicts,
+            over(u),
+            together,
+            u.hot_bytes,
+            u.bytes,
+            rotation,
+        )
+    };
+    units
+        .iter()
+        .enumerate()
+        .min_by_key(|&(i, u)| key((i, u)))
+        .map_or(0, |(_, u)| u.path_id)
+}
+
+/// The units `candidates` as the version shows them, with this job's reads: bytes and hot
+/// bytes (levels above the bottom one) per unit from `version`, `inputs` (the job's input
+/// tables) as the job's reads. Activity fields are left zero.
+#[must_use]
+pub fn unit_views(
+    version: &Version,
+    candidates: &[u32],
+    inputs: &[Arc<TableMeta>],
+    bottom_level: usize,
+) -> Vec<UnitView> {
+    let mut views: Vec<UnitView> = candidates
+        .iter()
+        .map(|&path_id| UnitView {
+            path_id,
+            ..UnitView::default()
+        })
+        .collect();
+    let slot = |views: &mut Vec<UnitView>, t: &TableMeta| -> Option<usize> {
+        match t.location {
+            TableLocation::Sst { path_id } => views.iter().position(|v| v.path_id == path_id),
+            TableLocation::Nvm { .. } => None,
+        }
+    };
+    for (level, t) in version.all_tables() {
+        if let Some(i) = slot(&mut views, t) {
+            views[i].bytes += t.size;
+            if level < bottom_level {
+                views[i].hot_bytes += t.size;
+            }
+        }
+    }
+    for t in inputs {
+        if let Some(i) = slot(&mut views, t) {
+            views[i].job_read_bytes += t.size;
+        }
+    }
+    views
+}
+
+/// The units each running job reads and writes.
+#[derive(Debug, Default)]
+pub struct UnitActivity {
+    next_job: AtomicU64,
+    jobs: Mutex<HashMap<u64, JobUnits>>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct JobUnits {
+    reads: Vec<u32>,
+    writes: Vec<u32>,
+}
+
+impl UnitActivity {
+    /// Records a new job reading `reads`; returns its id.
+    fn register(&self, reads: Vec<u32>) -> u64 {
+        let id = self.next_job.fetch_add(1, Ordering::Relaxed);
+        self.jobs.lock().insert(
+            id,
+            JobUnits {
+                reads,
+                writes: Vec::new(),
+            },
+        );
+        id
+    }
+
+    /// Fills the other-job fields of `views` (every job but `job`).
+    fn fill_others(&self, job: u64, views: &mut [UnitView]) {
+        for v in views.iter_mut() {
+            v.other_readers = 0;
+            v.other_writers = 0;
+        }
+        for (&id, units) in self.jobs.lock().iter() {
+            if id == job {
+                continue;
+            }
+            for v in views.iter_mut() {
+                v.other_readers += u32::from(units.reads.contains(&v.path_id));
+                v.other_writers += u32::from(units.writes.contains(&v.path_id));
+            }
+        }
+    }
+
+    fn note_write(&self, job: u64, unit: u32) {
+        if let Some(j) = self.jobs.lock().get_mut(&job)
+            && !j.writes.contains(&unit)
+        {
+            j.writes.push(unit);
+        }
+    }
+
+    fn remove(&self, job: u64) {
+        self.jobs.lock().remove(&job);
+    }
+
+    /// Jobs running now (for tests and stats).
+    #[must_use]
+    pub fn running_jobs(&self) -> usize {
+        self.jobs.lock().len()
+    }
+}
+
+/// What a job tells the placement when it starts.
+#[derive(Debug, Clone, Copy)]
+pub struct JobInfo<'a> {
+    /// The version the job reads.
+    pub version: &'a Version,
+    /// The level its tables go to.
+    pub output_level: usize,
+    /// Its input tables (every level).
+    pub inputs: &'a [Arc<TableMeta>],
+}
+
+/// Chooses the SSD directory of each new table, per job.
+pub trait Placement: Send + Sync + std::fmt::Debug {
+    /// Starts placing the outputs of one job; the returned value places each of its tables
+    /// and ends the job's record when dropped.
+    fn begin(&self, job: &JobInfo<'_>) -> Box<dyn JobPlacement>;
+}
+
+/// The placement of one job's output tables.
+pub trait JobPlacement: Send + std::fmt::Debug {
+    /// The directory index for the new table `table_id`.
+    fn place(&mut self, table_id: u64) -> u32;
+}
+
+/// Every table in the database directory (directory 0).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DbDirPlacement;
+
+impl Placement for DbDirPlacement {
+    fn begin(&self, _job: &JobInfo<'_>) -> Box<dyn JobPlacement> {
+        Box::new(DbDirPlacement)
+    }
+}
+
+impl JobPlacement for DbDirPlacement {
+    fn place(&mut self, _table_id: u64) -> u32 {
+        0
+    }
+}
+
+/// The engine's placement over the configured units.
+#[derive(Debug)]
+pub struct UnitPlacement {
+    policy: PlacementPolicy,
+    units: Vec<u32>,
+    cursor: Arc<AtomicU64>,
+    activity: Arc<UnitActivity>,
+}
+
+impl UnitPlacement {
+    /// A placement with `policy` over the directory indexes `units` (not empty; with a
+    /// single unit every table goes there).
+    #[must_use]
+    pub fn new(policy: PlacementPolicy, units: Vec<u32>) -> Self {
+        let units = if units.is_empty() { vec![0] } else { units };
+        Self {
+            policy,
+            units,
+            cursor: Arc::new(AtomicU64::new(0)),
+            activity: Arc::new(UnitActivity::default()),
+        }
+    }
+
+    /// The units new tables may go to.
+    #[must_use]
+    pub fn units(&self) -> &[u32] {
+        &self.units
+    }
+
+    /// The record of running jobs.
+    #[must_use]
+    pub fn activity(&self) -> &Arc<UnitActivity> {
+        &self.activity
+    }
+}
+
+impl Placement for UnitPlacement {
+    fn begin(&self, job: &JobInfo<'_>) -> Box<dyn JobPlacement> {
+        if self.units.len() == 1 {
+            return Box::new(Fixed(self.units[0]));
+        }
+        let bottom_level = job
+            .version
+            .deepest_nonempty_level()
+            .unwrap_or(0)
+            .max(job.output_level);
+        let views = unit_views(job.version, &self.units, job.inputs, bottom_level);
+        let reads: Vec<u32> = views
+            .iter()
+            .filter(|v| v.job_read_bytes > 0)
+            .map(|v| v.path_id)
+            .collect();
+        let id = self.activity.register(reads);
+        Box::new(UnitJob {
+            policy: self.policy,
+            views,
+            output_level: job.output_level,
+            bottom_level,
+            cursor: Arc::clone(&self.cursor),
+            activity: Arc::clone(&self.activity),
+            id,
+        })
+    }
+}
+
+/// Every table of a job to one directory.
+#[derive(Debug, Clone, Copy)]
+struct Fixed(u32);
+
+impl JobPlacement for Fixed {
+    fn place(&mut self, _table_id: u64) -> u32 {
+        self.0
+    }
+}
+
+#[derive(Debug)]
+struct UnitJob {
+    policy: PlacementPolicy,
+    views: Vec<UnitView>,
+    output_level: usize,
+    bottom_level: usize,
+    cursor: Arc<AtomicU64>,
+    activity: Arc<UnitActivity>,
+    id: u64,
+}
+
+impl JobPlacement for UnitJob {
+    fn place(&mut self, table_id: u64) -> u32 {
+        self.activity.fill_others(self.id, &mut self.views);
+        let cursor = self.cursor.fetch_add(1, Ordering::Relaxed);
+        let unit = choose_unit(
+            self.policy,
+            &PlaceInput {
+                units: &self.views,
+                output_level: self.output_level,
+                bottom_level: self.bottom_level,
+                table_id,
+                cursor,
+            },
+        );
+        if let Some(v) = self.views.iter_mut().find(|v| v.path_id == unit) {
+            v.job_written += 1;
+        }
+        self.activity.note_write(self.id, unit);
+        unit
+    }
+}
+
+impl Drop for UnitJob {
+    fn drop(&mut self) {
+        self.activity.remove(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+//! The placement policies, tested on their own (pure inputs), and the engine's placement
+//! over a version with running jobs.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::manifest::VersionEdit;
+use crate::version::tests::meta;
+
+fn unit(path_id: u32) -> UnitView {
+    UnitView {
+        path_id,
+        ..UnitView::default()
+    }
+}
+
+fn input(units: &[UnitView], output_level: usize, table_id: u64, cursor: u64) -> PlaceInput<'_> {
+    PlaceInput {
+        units,
+        output_level,
+        bottom_level: 3,
+        table_id,
+        cursor,
+    }
+}
+
+#[test]
+fn striped_rotates_over_every_unit_whatever_the_load() {
+    let mut units: Vec<UnitView> = (1..=4).map(unit).collect();
+    units[0].other_writers = 3;
+    units[0].job_read_bytes = 1 << 30;
+    let chosen: Vec<u32> = (0..8)
+        .map(|c| choose_unit(PlacementPolicy::Striped, &input(&units, 1, 99, c)))
+        .collect();
+    assert_eq!(chosen, vec![1, 2, 3, 4, 1, 2, 3, 4]);
+}
+
+#[test]
+fn per_file_maps_each_table_by_its_number_alone() {
+    let mut units: Vec<UnitView> = (1..=3).map(unit).collect();
+    units[1].other_readers = 2;
+    for id in 0..9u64 {
+        let u = choose_unit(PlacementPolicy::PerFile, &input(&units, 2, id, 1000 + id));
+        assert_eq!(u, units[(id % 3) as usize].path_id);
+    }
+}
+
+#[test]
+fn isolated_writes_where_no_input_and_no_other_job_is() {
+    let mut units: Vec<UnitView> = (1..=4).map(unit).collect();
+    units[0].job_read_bytes = 10 << 20; // this job reads unit 1
+    units[1].other_readers = 1; // another compaction reads unit 2
+    units[2].other_writers = 1; // another job writes unit 3
+    for id in 0..6 {
+        assert_eq!(
+            choose_unit(PlacementPolicy::Isolated, &input(&units, 2, id, id)),
+            4,
+            "table {id}"
+        );
+    }
+    // With every unit in conflict, the one with fewest kinds of conflict wins.
+    units[3].other_readers = 1;
+    units[3].other_writers = 1;
+    assert_eq!(
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 2, 7, 7)),
+        1
+    );
+}
+
+#[test]
+fn isolated_spreads_upper_levels_over_the_least_hot_units() {
+    let mut units: Vec<UnitView> = (1..=3).map(unit).collect();
+    units[0].hot_bytes = 30 << 20;
+    units[1].hot_bytes = 10 << 20;
+    units[2].hot_bytes = 20 << 20;
+    assert_eq!(
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 0, 5, 0)),
+        2
+    );
+    // Equal heat: the rotation by table number spreads successive tables.
+    let even: Vec<UnitView> = (1..=3).map(unit).collect();
+    let chosen: Vec<u32> = (0..3)
+        .map(|id| choose_unit(PlacementPolicy::Isolated, &input(&even, 1, id, 0)))
+        .collect();
+    let mut sorted = chosen.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, vec![1, 2, 3], "{chosen:?}");
+}
+
+#[test]
+fn isolated_keeps_a_bottom_jobs_tables_together_until_the_unit_is_over_its_share() {
+    let mut units: Vec<UnitView> = (1..=3).map(unit).collect();
+    units[1].job_written = 2;
+    units[0].hot_bytes = 0;
+    units[1].hot_bytes = 5 << 20; // hotter, but the job already writes there
+    units[2].hot_bytes = 1 << 20;
+    assert_eq!(
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 3, 11, 0)),
+        2
+    );
+    // An upper-level output is not kept together: it goes to the least hot unit.
+    assert_eq!(
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 1, 11, 0)),
+        1
+    );
+    // A unit far over its share of bytes is left even by its own job.
+    units[1].bytes = 4 << 30;
+    units[0].bytes = 1 << 30;
+    units[2].bytes = 1 << 30;
+    assert_ne!(
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 3, 11, 0)),
+        2
+    );
+}
+
+#[test]
+fn names_round_trip() {
+    for p in [
+        PlacementPolicy::Striped,
+        PlacementPolicy::PerFile,
+        PlacementPolicy::Isolated,
+    ] {
+        assert_eq!(PlacementPolicy::parse(p.name()), Some(p));
+    }
+    assert_eq!(PlacementPolicy::parse("raid0"), None);
+}
+
+fn at(id: u64, lo: &str, hi: &str, path_id: u32, size: u64) -> TableMeta {
+    let mut m = meta(id, lo, hi, (id, id), size);
+    m.location = TableLocation::Sst { path_id };
+    m
+}
+
+#[test]
+fn unit_views_count_bytes_hot_bytes_and_the_jobs_reads() {
+    let v = Version::new(4)
+        .apply(&VersionEdit {
+            new_tables: vec![
+                (0, at(1, "a", "c", 1, 100)),
+                (1, at(2, "a", "c", 2, 200)),
+                (3, at(3, "a", "m", 2, 5000)),
+                (3, at(4, "n", "z", 3, 7000)),
+                (2, at(5, "a", "z", 0, 9)), // the database directory: not a candidate
+            ],
+            ..VersionEdit::default()
+        })
+        .unwrap();
+    let inputs: Vec<Arc<TableMeta>> = v.tables(1).to_vec();
+    let views = unit_views(&v, &[1, 2, 3], &inputs, 3);
+    let got: Vec<(u32, u64, u64, u64)> = views
+        .iter()
+        .map(|u| (u.path_id, u.bytes, u.hot_bytes, u.job_read_bytes))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(1, 100, 100, 0), (2, 5200, 200, 200), (3, 7000, 0, 0)]
+    );
+}
+
+#[test]
+fn running_jobs_steer_each_other_and_leave_no_record_behind() {
+    let v = Version::new(4)
+        .apply(&VersionEdit {
+            new_tables: vec![
+                (1, at(1, "a", "m", 1, 1 << 20)),
+                (2, at(2, "a", "m", 2, 4 << 20)),
+                (2, at(3, "n", "z", 3, 4 << 20)),
+            ],
+            ..VersionEdit::default()
+        })
+        .unwrap();
+    let p = UnitPlacement::new(PlacementPolicy::Isolated, vec![1, 2, 3, 4]);
+    // A compaction L1 -> L2 reads units 1 and 2.
+    let inputs = vec![Arc::clone(&v.tables(1)[0]), Arc::clone(&v.tables(2)[0])];
+    let mut compaction = p.begin(&JobInfo {
+        version: &v,
+        output_level: 2,
+        inputs: &inputs,
+    });
+    let first = compaction.place(10);
+    assert!(first == 3 || first == 4, "{first}");
+    // Its tables for the bottom level stay together.
+    assert_eq!(compaction.place(11), first);
+    // A flush meanwhile avoids the units the compaction reads and writes.
+    let mut flush = p.begin(&JobInfo {
+        version: &v,
+        output_level: 0,
+        inputs: &[],
+    });
+    let f = flush.place(12);
+    assert!(![1, 2, first].contains(&f), "flush went to {f}");
+    assert_eq!(p.activity().running_jobs(), 2);
+    drop(compaction);
+    drop(flush);
+    assert_eq!(p.activity().running_jobs(), 0);
+}
+
+#[test]
+fn a_single_unit_takes_every_table() {
+    let v = Version::new(3);
+    let p = UnitPlacement::new(PlacementPolicy::Isolated, vec![0]);
+    let mut j = p.begin(&JobInfo {
+        version: &v,
+        output_level: 1,
+        inputs: &[],
+    });
+    assert_eq!((j.place(1), j.place(2)), (0, 0));
+    assert_eq!(p.activity().running_jobs(), 0);
+    let mut d = DbDirPlacement.begin(&JobInfo {
+        version: &v,
+        output_level: 0,
+        inputs: &[],
+    });
+    assert_eq!(d.place(3), 0);
+}
+
+#[test]
+fn every_policy_returns_one_of_its_units_and_is_pure() {
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    for _ in 0..2000 {
+        let n = rng.random_range(1..6u32);
+        let units: Vec<UnitView> = (1..=n)
+            .map(|path_id| UnitView {
+                path_id,
+                bytes: rng.random_range(0..1u64 << 33),
+                hot_bytes: rng.random_range(0..1u64 << 30),
+                job_read_bytes: rng.random_range(0..2u64),
+                job_written: rng.random_range(0..3u32),
+                other_readers: rng.random_range(0..2u32),
+                other_writers: rng.random_range(0..2u32),
+            })
+            .collect();
+        let level = rng.random_range(0..5usize);
+        let id = rng.random_range(0..1000u64);
+        let cursor = rng.random_range(0..1000u64);
+        for policy in [
+            PlacementPolicy::Striped,
+            PlacementPolicy::PerFile,
+            PlacementPolicy::Isolated,
+        ] {
+            let u = choose_unit(policy, &input(&units, level, id, cursor));
+            assert!(units.iter().any(|v| v.path_id == u), "{policy:?} gave {u}");
+            assert_eq!(u, choose_unit(policy, &input(&units, level, id, cursor)));
+        }
+    }
+}
