@@ -132,6 +132,8 @@ pub struct Stats {
     pub immutable_memtables: usize,
     /// Live snapshots.
     pub snapshots: usize,
+    /// Bytes and SST I/O per SSD directory (parallel unit), database directory first.
+    pub units: Vec<crate::storage::UnitStats>,
 }
 
 impl Stats {
@@ -371,6 +373,28 @@ impl std::fmt::Display for Stats {
                 fmt_bytes(l.bytes_read),
                 fmt_bytes(l.bytes_written)
             )?;
+        }
+        if self.units.len() > 1 {
+            writeln!(f, "** Units **")?;
+            writeln!(
+                f,
+                "{:<5} {:>6} {:>12} {:>10} {:>12} {:>10} {:>12}  path",
+                "unit", "tables", "size", "reads", "read", "writes", "written"
+            )?;
+            for u in &self.units {
+                writeln!(
+                    f,
+                    "{:<5} {:>6} {:>12} {:>10} {:>12} {:>10} {:>12}  {}",
+                    u.path_id,
+                    u.tables,
+                    fmt_bytes(u.bytes),
+                    u.reads,
+                    fmt_bytes(u.read_bytes),
+                    u.writes,
+                    fmt_bytes(u.write_bytes),
+                    u.path.display()
+                )?;
+            }
         }
         writeln!(f, "** Writes **")?;
         writeln!(

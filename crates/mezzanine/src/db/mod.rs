@@ -509,6 +509,7 @@ impl DbInner {
             s.nvm_bytes_written = t.bytes_persisted();
         }
         s.snapshots = self.snapshots.count();
+        s.units = self.storage.unit_stats(&sv.version);
         s
     }
 

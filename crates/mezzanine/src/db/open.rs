@@ -133,12 +133,6 @@ fn check_units(
     storage: &Storage,
     rec: &Recovery,
 ) -> Result<()> {
-    if opts.ssd_paths.contains(&locked.dir) {
-        return Err(Error::InvalidArgument(format!(
-            "ssd_paths: {} is the database directory itself",
-            locked.dir.display()
-        )));
-    }
     let temp = || alloc(&rec.next_file);
     let max_table = storage.check_units(&rec.db_id, opts.create_if_missing, &rec.version, &temp)?;
     rec.next_file.fetch_max(max_table + 1, Ordering::SeqCst);
@@ -166,6 +160,12 @@ fn lock_dir(path: &Path, opts: &Options) -> Result<LockedDir> {
     opts.validate()?;
     let fs = Arc::clone(&opts.fs);
     let dir = path.to_path_buf();
+    if opts.ssd_paths.contains(&dir) {
+        return Err(Error::InvalidArgument(format!(
+            "ssd_paths: {} is the database directory itself",
+            dir.display()
+        )));
+    }
     if !fs.exists(&dir) {
         if !opts.create_if_missing {
             return Err(Error::InvalidArgument(format!(
