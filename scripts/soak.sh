@@ -13,8 +13,9 @@
 #   reopen        reopen_under_changing_options: every option set in turn, both modes
 #   metamorphic   MEZZ_META_LONG seeds of 5,000 ops, each under every option set in both modes
 #   crash         in-process crash campaigns (MEZZ_CRASH_POINTS points, fresh MEZZ_CRASH_BASE)
-#   stress        `mezz stress` kill -9 rounds, rotating leveldb, novelsm (mutable),
-#                 novelsm with the immutable NVM memtable, novelsm with the WAL on NVM
+#   stress        `mezz stress` kill -9 rounds, rotating leveldb (tables over 3 SSD
+#                 directories, isolated placement), novelsm (mutable), novelsm with the
+#                 immutable NVM memtable (2 directories, striped), novelsm with the WAL on NVM
 # A count that is given is a target; with a time budget, the soak stops when the time is
 # spent or every given count is reached, whichever comes first. Output and failing logs go
 # to the --out directory (default: a temporary one, printed); the last line is a summary.
@@ -112,13 +113,13 @@ while time_left && ! counts_done; do
       "MEZZ_CRASH_SEED=<seed named in the log> cargo test -p mezz-testkit --test crash"
   fi
   # kill -9 rounds, one configuration per cycle.
+  db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
   case $((cycle % 4)) in
-    1) preset=leveldb; opts=() ;;
+    1) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
     2) preset=novelsm; opts=() ;;
-    3) preset=novelsm; opts=(--opt nvm_memtable=immutable) ;;
+    3) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
     0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
-  esac
-  db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm"
+  esac"
   if [ "$n_rounds" = 0 ]; then
     :
   elif "$mezz" stress --db "$db" --rounds $n_rounds --seed "$s" --preset $preset "${opts[@]}" \

@@ -49,7 +49,10 @@ pub fn set_write_life_hint(file: &File, hint: u64) -> io::Result<()> {
 /// Always `Unsupported`.
 #[cfg(not(target_os = "linux"))]
 pub fn set_write_life_hint(_file: &File, _hint: u64) -> io::Result<()> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "write-lifetime hints need Linux"))
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "write-lifetime hints need Linux",
+    ))
 }
 
 #[cfg(test)]

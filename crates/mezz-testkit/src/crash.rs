@@ -46,7 +46,9 @@ use mezz_env::{
     CrashOptions, FaultFs, FaultOp, FaultRule, FileSystem, KeepUnsynced, MemFs, Trigger,
 };
 use mezzanine::options::NvmMemtable;
-use mezzanine::{BlockFormat, Db, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
+use mezzanine::{
+    BlockFormat, Db, Options, PlacementPolicy, Preset, ReadOptions, WriteBatch, WriteOptions,
+};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
@@ -551,6 +553,24 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
             NvmMemtable::Mutable,
         );
         o.wal_on_nvm = rng.random_bool(0.5);
+    }
+    // Half the runs spread their tables over 2-4 SSD directories. Drawn from a generator
+    // of their own (seeded from a copy of `rng`), so every other choice a seed makes stays
+    // what it was before directories were added.
+    let mut units_rng =
+        Xoshiro256PlusPlus::seed_from_u64(rng.clone().random::<u64>() ^ 0x756e_6974);
+    if units_rng.random_bool(0.5) {
+        let n = units_rng.random_range(2..=4);
+        let placement = pick(
+            &mut units_rng,
+            &[
+                PlacementPolicy::Striped,
+                PlacementPolicy::PerFile,
+                PlacementPolicy::Isolated,
+            ],
+            PlacementPolicy::Isolated,
+        );
+        crate::option_sets::with_units(&mut o, n, placement);
     }
     // Half the runs with deterministic background work: flushes and compactions run only
     // at the workload's background steps and inline in calls that would wait for them.

@@ -11,10 +11,13 @@
 //! Thread-safety: plain data.
 
 use mezzanine::options::{NvmMemtable, PersistMode, SimNvm};
-use mezzanine::{BlockFormat, Options, Preset};
+use mezzanine::{BlockFormat, Options, PlacementPolicy, Preset};
 
 /// Where the simulated NVM pool of a test database lives.
 pub const SIM_NVM_DIR: &str = "/nvm";
+
+/// Where the further SSD directories of a test database live (`/units/u0`, ...).
+pub const UNITS_DIR: &str = "/units";
 
 /// Gives options that use the NVM tier (an NVM memtable, the WAL on NVM) a simulated one:
 /// `nvm_persistence = crashsim` on a fresh [`SimNvm`] (so power cuts can be simulated), a
@@ -147,7 +150,25 @@ const VARIATIONS: &[Variation] = &[
         tiny_sst(o);
         o.parallel_reads = true;
     }),
+    ("units-2-striped", |o| {
+        tiny_sst(o);
+        with_units(o, 2, PlacementPolicy::Striped);
+    }),
+    ("units-3-isolated", |o| {
+        tiny_sst(o);
+        with_units(o, 3, PlacementPolicy::Isolated);
+    }),
+    ("units-4-per-file", |o| {
+        tiny_sst(o);
+        with_units(o, 4, PlacementPolicy::PerFile);
+    }),
 ];
+
+/// Spreads the tables of `o` over `n` SSD directories (`/units/u0` ...) with `placement`.
+pub fn with_units(o: &mut Options, n: usize, placement: PlacementPolicy) {
+    o.ssd_paths = (0..n).map(|i| format!("{UNITS_DIR}/u{i}").into()).collect();
+    o.placement = placement;
+}
 
 /// A list of named option sets.
 #[derive(Debug, Clone)]

@@ -225,7 +225,8 @@ impl Harness {
 
     /// Replaces the options used by later reopens (their `fs` is kept): data written under
     /// one option set must read the same under another.
-    /// A database with an NVM tier keeps it (its pool holds data) under the new options.
+    /// A database with an NVM tier keeps it (its pool holds data) under the new options, and
+    /// one with SSD directories keeps them.
     pub fn set_options(&mut self, mut options: Options) {
         options.fs = Arc::clone(&self.fs);
         if self.options.nvm_sim.is_none() && options.nvm_sim.is_some() {
@@ -237,6 +238,13 @@ impl Harness {
             options.nvm_sim.clone_from(&self.options.nvm_sim);
             options.nvm_capacity = self.options.nvm_capacity;
             options.nvm_memtable_size = self.options.nvm_memtable_size;
+        }
+        if !self.options.ssd_paths.is_empty()
+            && options.ssd_paths.len() < self.options.ssd_paths.len()
+        {
+            // The database keeps tables in its SSD directories: a user keeps passing them
+            // (more may be appended).
+            options.ssd_paths.clone_from(&self.options.ssd_paths);
         }
         self.options = options;
     }

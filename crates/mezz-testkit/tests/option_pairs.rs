@@ -53,10 +53,12 @@ use std::time::Instant;
 
 use mezz_env::{CrashOptions, FileSystem, KeepUnsynced, MemFs};
 use mezz_pmem::{KeepLines, PowerCut};
-use mezz_testkit::option_sets::{SIM_NVM_DIR, with_simulated_nvm};
+use mezz_testkit::option_sets::{SIM_NVM_DIR, with_simulated_nvm, with_units};
 use mezz_testkit::tiny_options;
 use mezzanine::options::{NvmMemtable, PersistMode, SimNvm};
-use mezzanine::{BlockFormat, Db, Error, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
+use mezzanine::{
+    BlockFormat, Db, Error, Options, PlacementPolicy, Preset, ReadOptions, WriteBatch, WriteOptions,
+};
 
 /// Directory of the database on the `MemFs`.
 const DB_DIR: &str = "/db";
@@ -195,6 +197,15 @@ fn profiles() -> Vec<Profile> {
             forgets_nvm_dir: true,
             ..leveldb_with("no-nvm-dir", |_| {})
         },
+        leveldb_with("units-2-striped", |o| {
+            with_units(o, 2, PlacementPolicy::Striped)
+        }),
+        leveldb_with("units-3-isolated", |o| {
+            with_units(o, 3, PlacementPolicy::Isolated);
+        }),
+        leveldb_with("units-4-per-file", |o| {
+            with_units(o, 4, PlacementPolicy::PerFile)
+        }),
     ]);
     v
 }

@@ -83,13 +83,23 @@ fn every_placement_spreads_tables_over_the_units_and_keeps_every_value() {
         assert_eq!(stats.units[0].tables, 0, "{placement:?}");
         assert_eq!(ssts(&path), 0, "{placement:?}");
         let used = stats.units[1..].iter().filter(|u| u.tables > 0).count();
-        assert!(used >= 2, "{placement:?} used {used} units: {:?}", stats.units);
+        assert!(
+            used >= 2,
+            "{placement:?} used {used} units: {:?}",
+            stats.units
+        );
         let written: u64 = stats.units.iter().map(|u| u.write_bytes).sum();
         assert!(written > 0);
-        assert!(stats.units[1..].iter().any(|u| u.reads > 0), "{placement:?}");
+        assert!(
+            stats.units[1..].iter().any(|u| u.reads > 0),
+            "{placement:?}"
+        );
         let on_disk: usize = units.iter().map(|u| ssts(u)).sum();
         let in_version: u64 = stats.units.iter().map(|u| u.tables).sum();
-        assert_eq!(on_disk as u64, in_version, "{placement:?}: no file left behind");
+        assert_eq!(
+            on_disk as u64, in_version,
+            "{placement:?}: no file left behind"
+        );
         let text = db.property("mezz.stats").expect("stats");
         assert!(text.contains("** Units **"), "{text}");
         db.close().expect("close");
@@ -142,10 +152,13 @@ fn a_swapped_missing_dropped_or_foreign_directory_is_refused() {
     // Another database's unit.
     let other = root.path().join("other");
     let other_unit = root.path().join("other-unit");
-    Db::open(&other, options(&[other_unit.clone()], PlacementPolicy::Striped))
-        .expect("other db")
-        .close()
-        .expect("close");
+    Db::open(
+        &other,
+        options(&[other_unit.clone()], PlacementPolicy::Striped),
+    )
+    .expect("other db")
+    .close()
+    .expect("close");
     let m = open_err(
         &path,
         options(&[units[0].clone(), other_unit], PlacementPolicy::Striped),
@@ -156,7 +169,10 @@ fn a_swapped_missing_dropped_or_foreign_directory_is_refused() {
     assert!(m.contains("database directory itself"), "{m}");
     let m = open_err(
         &path,
-        options(&[units[0].clone(), units[0].clone()], PlacementPolicy::Striped),
+        options(
+            &[units[0].clone(), units[0].clone()],
+            PlacementPolicy::Striped,
+        ),
     );
     assert!(m.contains("given twice"), "{m}");
     // Nothing was harmed: the right directories still open with every value.
@@ -192,6 +208,10 @@ fn units_can_be_added_to_an_existing_database() {
     write(&db, 2000, 3);
     db.compact_range(None, None).expect("compact");
     check(&db, 2000, 3);
-    assert_eq!(ssts(&path), 0, "a full compaction moves every table to the units");
+    assert_eq!(
+        ssts(&path),
+        0,
+        "a full compaction moves every table to the units"
+    );
     db.close().expect("close");
 }

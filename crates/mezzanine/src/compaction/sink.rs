@@ -128,9 +128,11 @@ impl<'a> SstSink<'a> {
     fn open_output(&mut self) -> Result<&mut OpenSst> {
         let id = (self.new_file_number)();
         let path_id = self.placement.place(id);
-        let (path, file) = self
-            .storage
-            .create_sst(id, path_id, crate::storage::write_life_for_level(self.output_level))?;
+        let (path, file) = self.storage.create_sst(
+            id,
+            path_id,
+            crate::storage::write_life_for_level(self.output_level),
+        )?;
         Ok(self.current.insert(OpenSst {
             id,
             path_id,

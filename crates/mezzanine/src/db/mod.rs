@@ -38,12 +38,12 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
 use crate::compaction::{Claims, CompactionPolicy};
-use crate::placement::Placement;
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, merging_iterator, run_iterator};
 use crate::manifest::Manifest;
 use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
+use crate::placement::Placement;
 use crate::stats::{LevelStats, Stats, StatsCollector};
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;

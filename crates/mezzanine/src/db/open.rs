@@ -42,9 +42,7 @@ use mezz_format::SeqNo;
 use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
-use crate::compaction::{
-    Claims, CompactionPolicy, LeveledPolicy, SstSink, write_table,
-};
+use crate::compaction::{Claims, CompactionPolicy, LeveledPolicy, SstSink, write_table};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
 use crate::manifest::{
@@ -53,8 +51,8 @@ use crate::manifest::{
 use crate::memtable::MemTable;
 use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::NvmMemtable;
-use crate::placement::{JobInfo, Placement, UnitPlacement};
 use crate::options::{Options, RecoveryMode};
+use crate::placement::{JobInfo, Placement, UnitPlacement};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
@@ -78,11 +76,9 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         nvm.tier.clone(),
     ));
     storage.check_locations(&rec.version)?;
-    check_units(&locked, &opts, &storage, &rec)?;
-    let placement: Arc<dyn Placement> = Arc::new(UnitPlacement::new(
-        opts.placement,
-        storage.table_units(),
-    ));
+    check_units(&opts, &storage, &rec)?;
+    let placement: Arc<dyn Placement> =
+        Arc::new(UnitPlacement::new(opts.placement, storage.table_units()));
     let wals = collect_wals(&locked, &nvm, &mut rec);
     let replayed = replay_wals(
         &locked,
@@ -127,12 +123,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
 /// Step 3, last part: checks the further SSD directories (`ssd_paths`) against the
 /// database (see [`Storage::check_units`]) and keeps new file numbers above every table
 /// file found in them.
-fn check_units(
-    locked: &LockedDir,
-    opts: &Options,
-    storage: &Storage,
-    rec: &Recovery,
-) -> Result<()> {
+fn check_units(opts: &Options, storage: &Storage, rec: &Recovery) -> Result<()> {
     let temp = || alloc(&rec.next_file);
     let max_table = storage.check_units(&rec.db_id, opts.create_if_missing, &rec.version, &temp)?;
     rec.next_file.fetch_max(max_table + 1, Ordering::SeqCst);

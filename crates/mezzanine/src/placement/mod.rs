@@ -145,16 +145,13 @@ fn isolated(input: &PlaceInput<'_>) -> u32 {
         let conflicts = u32::from(u.job_read_bytes > 0)
             + u32::from(u.other_readers > 0)
             + u32::from(u.other_writers > 0);
-        let together = if bottom { u32::from(u.job_written == 0) } else { 0 };
+        let together = if bottom {
+            u32::from(u.job_written == 0)
+        } else {
+            0
+        };
         let rotation = (i as u64 + n - input.table_id % n) % n;
-        (
-            conflicts,
-            over(u),
-            together,
-            u.hot_bytes,
-            u.bytes,
-            rotation,
-        )
+        (conflicts, over(u), together, u.hot_bytes, u.bytes, rotation)
     };
     units
         .iter()

@@ -332,10 +332,7 @@ impl Storage {
     }
 
     fn unit_io(&self, path_id: u32) -> Arc<UnitIo> {
-        self.io
-            .get(path_id as usize)
-            .cloned()
-            .unwrap_or_default()
+        self.io.get(path_id as usize).cloned().unwrap_or_default()
     }
 
     /// The file system every SSD directory is reached through.
@@ -505,9 +502,11 @@ impl Storage {
                     if path_id as usize >= self.dirs.len() {
                         return Err(Error::InvalidArgument(format!(
                             "the database keeps table {} (L{level}) in SSD directory \
-                             {path_id}, but only {} SSD directories are configured",
+                             {path_id} (ssd_paths[{}]), but ssd_paths gives only {} \
+                             directories",
                             t.id,
-                            self.dirs.len()
+                            path_id.saturating_sub(1),
+                            self.dirs.len() - 1
                         )));
                     }
                 }
