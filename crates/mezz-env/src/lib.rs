@@ -55,9 +55,9 @@ pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};
 pub use posix::PosixFs;
 pub use units::{
-    Arrangement, Clock, DeviceConfig, DeviceModel, DeviceSpec, IoKind, Layout, MixConfig, MixMode,
-    MixResult, Profile, SpecLayout, UnitFs, UnitParams, UnitRandomAccessFile, UnitStats,
-    UnitWritableFile, UnitsError, simulate_mix,
+    Arrangement, Clock, DeviceConfig, DeviceModel, DeviceSpec, IoKind, Layout, MAX_UNITS,
+    MixConfig, MixMode, MixResult, Profile, SpecLayout, UnitFs, UnitParams, UnitRandomAccessFile,
+    UnitStats, UnitWritableFile, UnitsError, simulate_mix,
 };
 
 /// A file opened for appending. Writes may be buffered until `flush` or `sync`.

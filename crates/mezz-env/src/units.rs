@@ -47,6 +47,11 @@ const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 const GIB: u64 = 1024 * MIB;
 
+/// Most units a device may have (a sanity bound against absurd configurations).
+pub const MAX_UNITS: usize = 1024;
+/// Most outstanding I/Os (`jobs * queue_depth`) of a [`simulate_mix`] run.
+const MAX_SLOTS: usize = 1 << 20;
+
 /// An invalid configuration: a bad spec string, an out-of-range unit, a zero size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitsError(String);
@@ -229,10 +234,13 @@ pub struct DeviceModel {
 }
 
 impl DeviceModel {
-    /// A device of `units` idle units. Fails if `units` is 0 or `params.page_bytes` is 0.
+    /// A device of `units` idle units. Fails if `units` is not in `1..=MAX_UNITS` or
+    /// `params.page_bytes` is 0.
     pub fn new(params: UnitParams, units: usize) -> Result<Self, UnitsError> {
-        if units == 0 {
-            return Err(UnitsError::new("a device needs at least one unit"));
+        if units == 0 || units > MAX_UNITS {
+            return Err(UnitsError::new(format!(
+                "a device needs 1..={MAX_UNITS} units, got {units}"
+            )));
         }
         if params.page_bytes == 0 {
             return Err(UnitsError::new("page size must be positive"));
@@ -285,18 +293,18 @@ impl DeviceModel {
                     .last_write_end
                     .is_some_and(|end| now_ns < end.saturating_add(params.penalty_window_ns))
                     && params.read_after_write_penalty_ns > 0;
-                u.stats.reads += 1;
+                u.stats.reads = u.stats.reads.saturating_add(1);
                 u.stats.bytes_read = u.stats.bytes_read.saturating_add(bytes);
                 u.stats.read_wait_ns = u.stats.read_wait_ns.saturating_add(wait);
                 let mut t = params.read_ns(bytes);
                 if penalized {
-                    u.stats.penalized_reads += 1;
+                    u.stats.penalized_reads = u.stats.penalized_reads.saturating_add(1);
                     t = t.saturating_add(params.read_after_write_penalty_ns);
                 }
                 t
             }
             IoKind::Write => {
-                u.stats.writes += 1;
+                u.stats.writes = u.stats.writes.saturating_add(1);
                 u.stats.programs = u.stats.programs.saturating_add(params.pages(bytes));
                 u.stats.bytes_written = u.stats.bytes_written.saturating_add(bytes);
                 u.stats.write_wait_ns = u.stats.write_wait_ns.saturating_add(wait);
@@ -918,16 +926,15 @@ impl DeviceSpec {
             }
             match key {
                 "units" => {
-                    spec.units =
-                        value
-                            .parse::<usize>()
-                            .ok()
-                            .filter(|&n| n > 0)
-                            .ok_or_else(|| {
-                                UnitsError::new(format!(
-                                    "units: expected a positive integer, got {value:?}"
-                                ))
-                            })?;
+                    spec.units = value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n > 0 && n <= MAX_UNITS)
+                        .ok_or_else(|| {
+                            UnitsError::new(format!(
+                                "units: expected an integer in 1..={MAX_UNITS}, got {value:?}"
+                            ))
+                        })?;
                 }
                 "layout" => {
                     spec.layout = match value {
@@ -1160,9 +1167,16 @@ pub fn simulate_mix(cfg: &MixConfig) -> Result<MixResult, UnitsError> {
     if cfg.read_pct > 100 {
         return Err(UnitsError::new("read_pct must be 0..=100"));
     }
-    if cfg.jobs == 0 || cfg.queue_depth == 0 {
-        return Err(UnitsError::new("jobs and queue_depth must be positive"));
-    }
+    let slots = cfg
+        .jobs
+        .checked_mul(cfg.queue_depth)
+        .filter(|&n| n > 0 && n <= MAX_SLOTS)
+        .ok_or_else(|| {
+            UnitsError::new(format!(
+                "jobs * queue_depth must be in 1..={MAX_SLOTS}, got {} * {}",
+                cfg.jobs, cfg.queue_depth
+            ))
+        })?;
     if cfg.read_bytes == 0 || cfg.write_bytes == 0 || cfg.stripe_bytes == 0 {
         return Err(UnitsError::new("I/O sizes and stripe must be positive"));
     }
@@ -1191,9 +1205,8 @@ pub fn simulate_mix(cfg: &MixConfig) -> Result<MixResult, UnitsError> {
     // Next write offset of each writer job; writer j writes its own file at j * 1 TiB.
     let mut write_pos: Vec<u64> = (0..cfg.jobs as u64).map(|j| j << 40).collect();
     // (time the slot issues its next I/O, slot); slot / queue_depth is its job.
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (0..cfg.jobs * cfg.queue_depth)
-        .map(|slot| Reverse((0, slot)))
-        .collect();
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> =
+        (0..slots).map(|slot| Reverse((0, slot))).collect();
     let mut latencies: Vec<u64> = Vec::new();
     let (mut reads, mut writes) = (0u64, 0u64);
     while let Some(Reverse((t, slot))) = heap.pop() {
@@ -1241,8 +1254,8 @@ pub fn simulate_mix(cfg: &MixConfig) -> Result<MixResult, UnitsError> {
     Ok(MixResult {
         reads,
         writes,
-        read_mb_s: (reads * cfg.read_bytes) as f64 / 1e6 / secs,
-        write_mb_s: (writes * cfg.write_bytes) as f64 / 1e6 / secs,
+        read_mb_s: reads as f64 * cfg.read_bytes as f64 / 1e6 / secs,
+        write_mb_s: writes as f64 * cfg.write_bytes as f64 / 1e6 / secs,
         read_iops: reads as f64 / secs,
         write_iops: writes as f64 / secs,
         read_p50_ns: percentile(&latencies, 50.0),
@@ -1512,6 +1525,63 @@ mod tests {
     }
 
     #[test]
+    fn open_append_continues_the_stripe_and_threads_share_the_model() {
+        let inner = mem_with_dirs(&["/s", "/d0", "/d1"]);
+        let clock = Clock::new_virtual();
+        let fs = UnitFs::new(
+            inner,
+            cfg(2, MIB),
+            vec![
+                (
+                    PathBuf::from("/s"),
+                    Layout::Striped {
+                        stripe_bytes: 4 * KIB,
+                    },
+                ),
+                (PathBuf::from("/d0"), Layout::Dedicated(0)),
+                (PathBuf::from("/d1"), Layout::Dedicated(1)),
+            ],
+            clock.clone(),
+        )
+        .expect("fs");
+        let mut w = fs.create(Path::new("/s/f")).expect("create");
+        w.append(&[1u8; 4 * 1024]).expect("append");
+        w.sync().expect("sync");
+        drop(w);
+        let first: Vec<u64> = fs.unit_stats().iter().map(|u| u.programs).collect();
+        let mut w = fs.open_append(Path::new("/s/f")).expect("open_append");
+        w.append(&[2u8; 4 * 1024]).expect("append");
+        w.sync().expect("sync");
+        // The second stripe lives on the other unit.
+        let now: Vec<u64> = fs.unit_stats().iter().map(|u| u.programs).collect();
+        assert_eq!(now.iter().sum::<u64>(), 2);
+        assert_eq!(now, vec![1, 1]);
+        assert_ne!(first, now);
+
+        for d in ["/d0/x", "/d1/x"] {
+            let mut w = fs.create(Path::new(d)).expect("create");
+            w.append(&[3u8; 1024]).expect("append");
+            w.sync().expect("sync");
+        }
+        fs.reset_stats();
+        std::thread::scope(|s| {
+            for d in ["/d0/x", "/d1/x", "/d0/x", "/d1/x"] {
+                let fs = fs.clone();
+                s.spawn(move || {
+                    let r = fs.open_read(Path::new(d)).expect("open");
+                    let mut buf = [0u8; 512];
+                    for _ in 0..100 {
+                        r.read_exact_at(0, &mut buf).expect("read");
+                    }
+                });
+            }
+        });
+        let s = fs.unit_stats();
+        assert_eq!((s[0].reads, s[1].reads), (200, 200));
+        assert_eq!(s[0].bytes_read, 200 * 512);
+    }
+
+    #[test]
     fn bad_mappings_are_rejected() {
         let inner = mem_with_dirs(&["/d"]);
         let c = Clock::new_virtual();
@@ -1565,8 +1635,9 @@ mod tests {
         assert_eq!(odd.config().expect("config").params.write_base_ns, 300_000);
 
         for (bad, msg) in [
-            ("units=0", "units: expected a positive integer"),
-            ("units=x", "units: expected a positive integer"),
+            ("units=0", "units: expected an integer in 1..=1024"),
+            ("units=x", "units: expected an integer in 1..=1024"),
+            ("units=1025", "units: expected an integer in 1..=1024"),
             ("layout=raid", "layout: expected dedicated or striped"),
             ("stripe=0", "stripe: must be positive"),
             ("stripe=12q", "stripe: expected a size"),
@@ -1677,6 +1748,17 @@ mod tests {
         assert_eq!(iso_50.unit_stats[2].reads + iso_50.unit_stats[3].reads, 0);
         // Write-only: no reads.
         assert_eq!(mix(0, Arrangement::Shared).reads, 0);
+        // Per-I/O mixing (fio's rwmixread): a job blocked on a write issues no reads, so
+        // isolation does not save the reads.
+        let per_io = |read_pct| {
+            let mut c = MixConfig::flash(read_pct, iso);
+            c.duration_ns = 200_000_000;
+            c.mode = MixMode::PerIo;
+            simulate_mix(&c).expect("mix")
+        };
+        let (ro, half) = (per_io(100), per_io(50));
+        assert!(half.read_iops < 0.25 * ro.read_iops, "{half:?} vs {ro:?}");
+        assert!(half.writes > 0);
     }
 
     #[test]
@@ -1692,6 +1774,11 @@ mod tests {
             MixConfig { read_pct: 101, ..c },
             MixConfig { units: 0, ..c },
             MixConfig { jobs: 0, ..c },
+            MixConfig {
+                jobs: usize::MAX,
+                queue_depth: 2,
+                ..c
+            },
             MixConfig { read_bytes: 0, ..c },
             MixConfig {
                 arrangement: Arrangement::Isolated { read_units: 4 },
