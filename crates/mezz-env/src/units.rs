@@ -383,7 +383,8 @@ pub enum Layout {
     /// Every byte of every file lives on this unit.
     Dedicated(usize),
     /// A file's bytes are spread over all units: the byte at offset `o` of file `f` lives on
-    /// unit `(h(name of f) + o / stripe_bytes) % N`, `h` being FNV-1a of the file name.
+    /// unit `(h(name of f) + o / stripe_bytes) % N`, `h` being FNV-1a of the file name. The
+    /// placement follows the name the file is opened under (a renamed file moves).
     Striped {
         /// Stripe size in bytes (at least 1).
         stripe_bytes: u64,
@@ -732,7 +733,9 @@ impl FileSystem for UnitFs {
     }
 }
 
-/// A writer whose appended bytes are programmed on the model, page by page.
+/// A writer whose appended bytes are programmed on the model, page by page. A partial page is
+/// programmed by `flush` or `sync` (the next bytes start a new page); bytes still pending when
+/// the writer is dropped are never programmed.
 #[derive(Debug)]
 pub struct UnitWritableFile {
     inner: Box<dyn WritableFile>,
