@@ -180,4 +180,10 @@ pub trait EngineFactory: Send + Sync {
     /// # Errors
     /// `InvalidArgument` if `dir` holds files that are not the engine's; `Io` errors.
     fn destroy(&self, dir: &Path) -> Result<()>;
+
+    /// Every directory holding the SSD data of the database in `dir` (for space
+    /// accounting): `dir` itself, plus any table directories the engine keeps beside it.
+    fn data_dirs(&self, dir: &Path) -> Vec<std::path::PathBuf> {
+        vec![dir.to_path_buf()]
+    }
 }

@@ -41,7 +41,9 @@ pub mod ycsb;
 
 pub use engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult};
 pub use error::{BenchError, Result};
-pub use mezz_engine::{MezzEngine, MezzFactory, build_options, options_json, parse_opt};
+pub use mezz_engine::{
+    MezzEngine, MezzFactory, UnitsSetup, build_options, options_json, parse_opt, unit_dirs,
+};
 pub use report::BenchResult;
 pub use runner::{BenchConfig, run};
 pub use suite::{EngineSpec, Sweep, run_suite};

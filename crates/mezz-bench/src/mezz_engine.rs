@@ -4,8 +4,10 @@
 //! Thread-safety: `Db` is `Send + Sync`, so `MezzEngine` is shared by reference between
 //! worker threads; each scan uses its own iterator.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use mezz_env::{Clock, DeviceSpec, UnitFs};
 
 use mezzanine::filename::{FileType, parse_file_name};
 use mezzanine::{Db, Options, ReadOptions, WriteOptions};
@@ -70,17 +72,49 @@ pub fn options_json(o: &Options) -> serde_json::Value {
     serde_json::Value::Object(map)
 }
 
+/// Tables spread over SSD directories beside the database directory, optionally through
+/// the device model of an SSD with parallel units.
+#[derive(Debug, Clone)]
+pub struct UnitsSetup {
+    /// Number of SSD directories (`<db>.u0`, `<db>.u1`, ...), given as `ssd_paths`.
+    pub count: usize,
+    /// The device model the directories are mapped to (`None`: the real file system only).
+    pub device: Option<DeviceSpec>,
+}
+
+/// The SSD directories of the database in `dir` under `units`: `<dir>.u0`, `<dir>.u1`, ...
+#[must_use]
+pub fn unit_dirs(dir: &Path, count: usize) -> Vec<PathBuf> {
+    let name = dir
+        .file_name()
+        .map_or_else(|| "db".into(), |n| n.to_string_lossy().into_owned());
+    (0..count)
+        .map(|i| dir.with_file_name(format!("{name}.u{i}")))
+        .collect()
+}
+
 /// Opens Mezzanine databases with one fixed set of options.
 #[derive(Debug, Clone)]
 pub struct MezzFactory {
     options: Options,
+    units: Option<UnitsSetup>,
 }
 
 impl MezzFactory {
     /// A factory for `options`.
     #[must_use]
     pub fn new(options: Options) -> Self {
-        Self { options }
+        Self {
+            options,
+            units: None,
+        }
+    }
+
+    /// Spreads each database's tables over SSD directories beside it (see [`UnitsSetup`]).
+    #[must_use]
+    pub fn with_units(mut self, units: UnitsSetup) -> Self {
+        self.units = (units.count > 0).then_some(units);
+        self
     }
 
     /// The options databases are opened with.
@@ -103,12 +137,34 @@ impl EngineFactory for MezzFactory {
         serde_json::json!({
             "preset": self.options.preset.name(),
             "options": options_json(&self.options),
+            "units": self.units.as_ref().map_or(0, |u| u.count),
+            "device": self.units.as_ref().and_then(|u| u.device.as_ref()).map(ToString::to_string),
         })
     }
 
+    fn data_dirs(&self, dir: &Path) -> Vec<PathBuf> {
+        let mut v = vec![dir.to_path_buf()];
+        v.extend(unit_dirs(dir, self.units.as_ref().map_or(0, |u| u.count)));
+        v
+    }
+
     fn open(&self, dir: &Path) -> Result<Arc<dyn KvEngine>> {
-        let db = Db::open(dir, self.options.clone())?;
-        Ok(Arc::new(MezzEngine { db }))
+        let mut options = self.options.clone();
+        let mut device = None;
+        if let Some(units) = &self.units {
+            let dirs = unit_dirs(dir, units.count);
+            options.ssd_paths.clone_from(&dirs);
+            if let Some(spec) = &units.device {
+                let fs = Arc::new(
+                    spec.build(Arc::clone(&options.fs), &dirs, Clock::real())
+                        .map_err(|e| BenchError::InvalidArgument(format!("--device: {e}")))?,
+                );
+                options.fs = Arc::clone(&fs) as Arc<dyn mezz_env::FileSystem>;
+                device = Some(fs);
+            }
+        }
+        let db = Db::open(dir, options)?;
+        Ok(Arc::new(MezzEngine { db, device }))
     }
 
     fn is_engine_dir(&self, dir: &Path) -> bool {
@@ -143,6 +199,30 @@ impl EngineFactory for MezzFactory {
             }
             doomed.push(e.path());
         }
+        // The SSD directories beside it hold table files, their UNIT file and leftovers
+        // of interrupted writes only.
+        for unit in unit_dirs(dir, self.units.as_ref().map_or(0, |u| u.count)) {
+            let Ok(entries) = std::fs::read_dir(&unit) else {
+                continue;
+            };
+            for e in entries {
+                let e = e.map_err(|e| BenchError::io(&unit, e))?;
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                let ours = name == mezzanine::storage::UNIT_FILE
+                    || matches!(
+                        parse_file_name(&name),
+                        Some((FileType::Sst | FileType::Temp, _))
+                    );
+                if !ours || !e.file_type().is_ok_and(|t| t.is_file()) {
+                    return Err(BenchError::InvalidArgument(format!(
+                        "{} holds {name:?}, which is not a Mezzanine file: refusing to delete it",
+                        unit.display()
+                    )));
+                }
+                doomed.push(e.path());
+            }
+        }
         for p in doomed {
             std::fs::remove_file(&p).map_err(|e| BenchError::io(&p, e))?;
         }
@@ -163,13 +243,15 @@ impl EngineFactory for MezzFactory {
 #[derive(Debug)]
 pub struct MezzEngine {
     db: Db,
+    /// The device model its table directories go through, if any.
+    device: Option<Arc<UnitFs>>,
 }
 
 impl MezzEngine {
     /// Wraps an already open database.
     #[must_use]
     pub fn new(db: Db) -> Self {
-        Self { db }
+        Self { db, device: None }
     }
 
     /// The database.
@@ -235,7 +317,28 @@ impl KvEngine for MezzEngine {
     }
 
     fn stats_json(&self) -> serde_json::Value {
-        serde_json::to_value(self.db.stats()).unwrap_or(serde_json::Value::Null)
+        let mut v = serde_json::to_value(self.db.stats()).unwrap_or(serde_json::Value::Null);
+        if let (Some(fs), Some(map)) = (&self.device, v.as_object_mut()) {
+            let units: Vec<serde_json::Value> = fs
+                .unit_stats()
+                .iter()
+                .map(|u| {
+                    serde_json::json!({
+                        "reads": u.reads,
+                        "writes": u.writes,
+                        "programs": u.programs,
+                        "bytes_read": u.bytes_read,
+                        "bytes_written": u.bytes_written,
+                        "busy_ns": u.busy_ns,
+                        "read_wait_ns": u.read_wait_ns,
+                        "write_wait_ns": u.write_wait_ns,
+                        "penalized_reads": u.penalized_reads,
+                    })
+                })
+                .collect();
+            map.insert("device_units".into(), serde_json::Value::Array(units));
+        }
+        v
     }
 
     fn stats_text(&self) -> Option<String> {

@@ -195,14 +195,21 @@ impl BenchConfig {
 
 /// Where the database lives for the run.
 enum DbDir {
-    Temp(tempfile::TempDir),
+    /// `db` inside a temporary directory (removed at the end with whatever the engine kept
+    /// beside `db`, such as table directories).
+    Temp {
+        /// The temporary directory (`_root`: only held, never read, until the end).
+        _root: tempfile::TempDir,
+        /// The database directory inside it.
+        db: PathBuf,
+    },
     Given(PathBuf),
 }
 
 impl DbDir {
     fn path(&self) -> &Path {
         match self {
-            DbDir::Temp(t) => t.path(),
+            DbDir::Temp { db, .. } => db,
             DbDir::Given(p) => p,
         }
     }
@@ -215,7 +222,9 @@ fn prepare_dir(cfg: &BenchConfig, factory: &dyn EngineFactory) -> Result<(DbDir,
             .prefix("mezz-bench-")
             .tempdir()
             .map_err(|e| BenchError::io(std::env::temp_dir(), e))?;
-        return Ok((DbDir::Temp(t), false));
+        let db = t.path().join("db");
+        std::fs::create_dir(&db).map_err(|e| BenchError::io(&db, e))?;
+        return Ok((DbDir::Temp { _root: t, db }, false));
     };
     let mut has_data = false;
     if dir.exists() {
@@ -329,7 +338,7 @@ pub fn run(
         version: factory.version(),
         values: ValueGenerator::new(cfg.value_size.max(cfg.ycsb.record_size)),
         keys: YcsbKeySpace::new(if has_data { cfg.num } else { 0 }),
-        db: dir.path().to_path_buf(),
+        data_dirs: factory.data_dirs(dir.path()),
     };
     writeln!(out, "{}", header(cfg, factory, dir.path())).map_err(out_err)?;
 
@@ -432,10 +441,10 @@ pub fn run(
     }
     engine.close()?;
     drop(engine);
-    if let DbDir::Temp(t) = dir {
+    if let DbDir::Temp { _root: t, db } = dir {
         // Through the factory first: an engine may keep files outside its directory (an
         // NVM pool, the "-nvm" variants' files) that only it knows about.
-        factory.destroy(t.path())?;
+        factory.destroy(&db)?;
         let p = t.path().to_path_buf();
         t.close().map_err(|e| BenchError::io(p, e))?;
     }
@@ -470,7 +479,8 @@ struct Shared {
     version: String,
     values: ValueGenerator,
     keys: YcsbKeySpace,
-    db: PathBuf,
+    /// Every directory holding the database's SSD data (`db` and any table directories).
+    data_dirs: Vec<PathBuf>,
 }
 
 /// Bytes allocated to the files under `dir` (recursively; symbolic links are not followed;
@@ -627,7 +637,7 @@ fn run_one(
         (cfg.num, (cfg.key_size + cfg.value_size) as f64)
     };
     let logical_bytes = (live_keys as f64 * entry_bytes) as u64;
-    let db_bytes = dir_bytes(&shared.db);
+    let db_bytes = shared.data_dirs.iter().map(|d| dir_bytes(d)).sum();
     let nvm_bytes = cfg.nvm_dir.as_deref().map(dir_bytes);
     let space = SpaceUsage {
         db_bytes,

@@ -18,6 +18,7 @@
 //! | `stats`            | print the engine's statistics (measures nothing)                      |
 //! | `ycsb-load`        | YCSB load: insert `num` records (`"user"` + hashed key number, 1000-byte records) into a fresh database |
 //! | `ycsb-a` … `ycsb-f`| YCSB core workloads A–F, `--ops` operations over the loaded records (see [`crate::ycsb`]) |
+//! | `ycsb-r10`, `ycsb-r90` | YCSB-style mixes of 10 % and 90 % reads (the rest updates), zipfian |
 //!
 //! Key numbers are drawn uniformly from `[0, num)`; keys and values are made by
 //! [`crate::keygen`]. `--sync` makes every write synchronous. With `threads > 1` each thread
@@ -99,6 +100,11 @@ pub enum Benchmark {
     YcsbE,
     /// YCSB F: 50 % reads, 50 % read-modify-writes, zipfian.
     YcsbF,
+    /// A YCSB mix of 10 % reads and 90 % updates, zipfian (for read/write mixes beside
+    /// A's 50 %).
+    YcsbR10,
+    /// A YCSB mix of 90 % reads and 10 % updates, zipfian.
+    YcsbR90,
 }
 
 impl Benchmark {
@@ -123,6 +129,8 @@ impl Benchmark {
         Benchmark::YcsbD,
         Benchmark::YcsbE,
         Benchmark::YcsbF,
+        Benchmark::YcsbR10,
+        Benchmark::YcsbR90,
     ];
 
     /// The db_bench name.
@@ -148,6 +156,8 @@ impl Benchmark {
             Benchmark::YcsbD => "ycsb-d",
             Benchmark::YcsbE => "ycsb-e",
             Benchmark::YcsbF => "ycsb-f",
+            Benchmark::YcsbR10 => "ycsb-r10",
+            Benchmark::YcsbR90 => "ycsb-r90",
         }
     }
 
@@ -210,6 +220,8 @@ impl Benchmark {
                 | Benchmark::YcsbD
                 | Benchmark::YcsbE
                 | Benchmark::YcsbF
+                | Benchmark::YcsbR10
+                | Benchmark::YcsbR90
         )
     }
 
@@ -230,6 +242,8 @@ impl Benchmark {
                 | Benchmark::YcsbD
                 | Benchmark::YcsbE
                 | Benchmark::YcsbF
+                | Benchmark::YcsbR10
+                | Benchmark::YcsbR90
         )
     }
 
@@ -254,7 +268,9 @@ impl Benchmark {
             | Benchmark::YcsbC
             | Benchmark::YcsbD
             | Benchmark::YcsbE
-            | Benchmark::YcsbF => reads,
+            | Benchmark::YcsbF
+            | Benchmark::YcsbR10
+            | Benchmark::YcsbR90 => reads,
             Benchmark::Stats => 0,
             Benchmark::Reopen => 1,
         }
@@ -276,7 +292,9 @@ impl Benchmark {
             | Benchmark::YcsbB
             | Benchmark::YcsbC
             | Benchmark::YcsbD
-            | Benchmark::YcsbF => OpKind::Read,
+            | Benchmark::YcsbF
+            | Benchmark::YcsbR10
+            | Benchmark::YcsbR90 => OpKind::Read,
             Benchmark::YcsbLoad => OpKind::Insert,
             Benchmark::YcsbE => OpKind::Scan,
             Benchmark::ReadSeq | Benchmark::ReadReverse => OpKind::Scan,
@@ -580,7 +598,9 @@ pub fn run_worker(ctx: &WorkerCtx<'_>, t: usize) -> Result<ThreadMetrics> {
         | Benchmark::YcsbC
         | Benchmark::YcsbD
         | Benchmark::YcsbE
-        | Benchmark::YcsbF => {
+        | Benchmark::YcsbF
+        | Benchmark::YcsbR10
+        | Benchmark::YcsbR90 => {
             let y = ctx.ycsb.ok_or_else(|| {
                 BenchError::InvalidArgument(format!("{} needs its YCSB state", ctx.bench.name()))
             })?;

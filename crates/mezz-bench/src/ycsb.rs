@@ -336,6 +336,8 @@ impl YcsbSpec {
             Benchmark::YcsbD => s(0.95, 0.0, 0.05, 0.0, 0.0, Latest),
             Benchmark::YcsbE => s(0.0, 0.0, 0.05, 0.95, 0.0, Zipfian),
             Benchmark::YcsbF => s(0.5, 0.0, 0.0, 0.0, 0.5, Zipfian),
+            Benchmark::YcsbR10 => s(0.1, 0.9, 0.0, 0.0, 0.0, Zipfian),
+            Benchmark::YcsbR90 => s(0.9, 0.1, 0.0, 0.0, 0.0, Zipfian),
             _ => return None,
         })
     }

@@ -8,6 +8,10 @@
 //!   files created or renamed since the last directory sync vanish or revert.
 //! - [`FaultFs`]: a wrapper that injects I/O errors on read / write / sync / rename / create
 //!   by countdown or probability.
+//! - [`UnitFs`] (module `units`): a wrapper that charges the I/O of files in mapped directories
+//!   to a [`DeviceModel`] of an SSD with parallel units (per-unit FIFO queues, flash service
+//!   times, a write buffer), in real or virtual time; plus [`DeviceSpec`] to configure it from a
+//!   string and [`simulate_mix`], a deterministic fio-like read/write mix on the model.
 //!
 //! A crash test writes through a [`MemFs`], takes [`MemFs::crash_clone`] and reopens the
 //! database on the clone:
@@ -45,10 +49,16 @@ use std::sync::Arc;
 mod fault;
 mod mem;
 mod posix;
+mod units;
 
 pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};
 pub use posix::{PosixFs, WriteHintFn};
+pub use units::{
+    Arrangement, Clock, DeviceConfig, DeviceModel, DeviceSpec, IoKind, Layout, MAX_UNITS,
+    MixConfig, MixMode, MixResult, Profile, SpecLayout, UnitFs, UnitParams, UnitRandomAccessFile,
+    UnitStats, UnitWritableFile, UnitsError, simulate_mix,
+};
 
 /// A file opened for appending. Writes may be buffered until `flush` or `sync`.
 pub trait WritableFile: Send + Sync + Debug {

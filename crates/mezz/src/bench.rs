@@ -15,6 +15,7 @@ use mezz_bench::suite::setup_json;
 use mezz_bench::ycsb::YcsbParams;
 use mezz_bench::{
     BenchConfig, BenchError, Benchmark, EngineFactory, EngineSpec, MezzFactory, Sweep,
+    UnitsSetup,
 };
 
 use crate::common::{CliError, EngineArgs, Result};
@@ -37,7 +38,8 @@ struct BenchArgs {
     db: Option<PathBuf>,
     /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, readrandom,
     /// readseq, readreverse, seekrandom, deleterandom, readwhilewriting, stats, reopen, ycsb-load,
-    /// ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f.
+    /// ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f, ycsb-r10, ycsb-r90 (10 % and 90 % reads,
+    /// the rest updates).
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
     /// Number of keys (YCSB: records loaded by ycsb-load).
@@ -124,6 +126,17 @@ struct BenchArgs {
     /// on a fresh database.
     #[arg(long, value_delimiter = ',')]
     num_sweep: Vec<u64>,
+    /// Mezzanine: spread tables over this many SSD directories beside the database
+    /// directory (DB.u0, DB.u1, ...; the `ssd_paths` option), placed by the `placement`
+    /// option (--opt placement=striped|per_file|isolated). Default: 0 (tables in DB).
+    #[arg(long, default_value_t = 0)]
+    units: usize,
+    /// Mezzanine with --units: charge the I/O of those directories to a device model of an
+    /// SSD with parallel units, e.g. "units=4,layout=dedicated,scale=1" (layout=striped
+    /// spreads every file over every unit, as a conventional SSD does; see mezz-env's
+    /// `DeviceSpec`). Default: none (the real file system only).
+    #[arg(long, value_name = "SPEC", requires = "units")]
+    device: Option<String>,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -206,7 +219,19 @@ impl BenchArgs {
         if let Some(p) = preset {
             engine.preset = Some(p.to_string());
         }
-        Ok(Box::new(MezzFactory::new(engine.options(&defaults)?)))
+        let device = match &self.device {
+            Some(spec) => Some(
+                mezz_env::DeviceSpec::parse(spec)
+                    .map_err(|e| CliError::Failed(format!("--device {spec:?}: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(Box::new(MezzFactory::new(engine.options(&defaults)?).with_units(
+            UnitsSetup {
+                count: self.units,
+                device,
+            },
+        )))
     }
 
     /// The factory of engine `name` for a run with NVM directory `nvm`.
