@@ -15,10 +15,10 @@
 //! - `per_file`: a table's unit is fixed by its file number (one table, one unit, the static
 //!   mapping): just as blind to levels and load, without the rotation's balance.
 //! - `isolated`: a compaction's outputs go to units that none of its inputs, no other
-//!   running job (reading or writing) and as few hot tables as possible occupy; outputs to
-//!   the small, hot upper levels are spread over the units holding the least of them, while
-//!   a job writing the large, cold bottom level keeps its outputs together on one unit of
-//!   their own; a unit far over its share of bytes is avoided.
+//!   running job (reading or writing) and as little read heat as possible occupy (bytes,
+//!   the small hot upper levels weighing more): ideally units with no live table, which no
+//!   foreground read touches; a job's tables spread over such units for write bandwidth;
+//!   a unit far over its share of bytes is avoided.
 //!
 //! Invariants: [`choose_unit`] is a pure function of its input (tested on its own); it
 //! always returns one of the input's units. A job's reads (its inputs' units) are recorded
@@ -127,31 +127,31 @@ pub fn choose_unit(policy: PlacementPolicy, input: &PlaceInput<'_>) -> u32 {
 
 /// `isolated`: the unit with the smallest cost, compared in order:
 /// 1. how many kinds of conflict it has (this job reads there; another job reads there;
-///    another job writes there);
+///    another job writes there): a write queued on a unit delays every read there;
 /// 2. whether it holds more than its share of bytes (over 1.5x the mean plus 64 MiB);
-/// 3. for an output to an upper level, its hot bytes (spread the hot levels over the units
-///    holding the least of them); for an output to the bottom level, whether this job
-///    writes there already (keep a bottom job's tables together), then its hot bytes;
-/// 4. its bytes (balance);
+/// 3. how many of this job's tables it has taken already (a job's tables spread over as
+///    many free units as there are, for write bandwidth);
+/// 4. its read heat: its bytes, with the hot levels' bytes (L0 and every level above the
+///    bottom one, small and read more per byte) counted four times over; a unit holding no
+///    live table gets no foreground read at all, so an output written there disturbs none;
 /// 5. a rotation by table number (no unit is favoured among equals).
+///
+/// The output level matters through the heat: a new upper-level table makes its unit hot,
+/// so the next upper-level outputs go elsewhere (small hot levels spread), while large
+/// cold bottom tables fill the units that hold least.
 fn isolated(input: &PlaceInput<'_>) -> u32 {
     let units = input.units;
     let n = units.len() as u64;
     let total: u64 = units.iter().map(|u| u.bytes).sum();
     let share = total / n.max(1);
     let over = |u: &UnitView| u.bytes > share + share / 2 + (64 << 20);
-    let bottom = input.output_level >= input.bottom_level;
     let key = |(i, u): (usize, &UnitView)| {
         let conflicts = u32::from(u.job_read_bytes > 0)
             + u32::from(u.other_readers > 0)
             + u32::from(u.other_writers > 0);
-        let together = if bottom {
-            u32::from(u.job_written == 0)
-        } else {
-            0
-        };
+        let heat = u.bytes.saturating_add(u.hot_bytes.saturating_mul(3));
         let rotation = (i as u64 + n - input.table_id % n) % n;
-        (conflicts, over(u), together, u.hot_bytes, u.bytes, rotation)
+        (conflicts, over(u), u.job_written, heat, rotation)
     };
     units
         .iter()

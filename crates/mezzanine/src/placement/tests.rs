@@ -88,28 +88,40 @@ fn isolated_spreads_upper_levels_over_the_least_hot_units() {
 }
 
 #[test]
-fn isolated_keeps_a_bottom_jobs_tables_together_until_the_unit_is_over_its_share() {
+fn isolated_spreads_a_jobs_tables_over_the_coolest_units_and_avoids_over_share() {
     let mut units: Vec<UnitView> = (1..=3).map(unit).collect();
-    units[1].job_written = 2;
-    units[0].hot_bytes = 0;
-    units[1].hot_bytes = 5 << 20; // hotter, but the job already writes there
-    units[2].hot_bytes = 1 << 20;
+    units[0].bytes = 100 << 20;
+    units[2].bytes = 50 << 20;
+    // A unit with no live table takes the first table.
     assert_eq!(
         choose_unit(PlacementPolicy::Isolated, &input(&units, 3, 11, 0)),
         2
     );
-    // An upper-level output is not kept together: it goes to the least hot unit.
+    // Once the job writes there, its next table goes to the next coolest unit.
+    units[1].job_written = 1;
     assert_eq!(
-        choose_unit(PlacementPolicy::Isolated, &input(&units, 1, 11, 0)),
-        1
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 3, 12, 0)),
+        3
     );
-    // A unit far over its share of bytes is left even by its own job.
-    units[1].bytes = 4 << 30;
-    units[0].bytes = 1 << 30;
-    units[2].bytes = 1 << 30;
+    // Hot (upper-level) bytes weigh more than cold ones.
+    units[1].job_written = 0;
+    units[1].bytes = 20 << 20;
+    units[1].hot_bytes = 20 << 20; // heat 80 MiB
+    units[2].hot_bytes = 0; // heat 50 MiB
+    assert_eq!(
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 1, 13, 0)),
+        3
+    );
+    // A unit far over its share of bytes is left, however cool it otherwise is.
+    let mut skewed: Vec<UnitView> = (1..=3).map(unit).collect();
+    skewed[0].bytes = 4 << 30;
+    skewed[1].bytes = 1 << 30;
+    skewed[2].bytes = 1 << 30;
+    skewed[1].hot_bytes = 1 << 30;
+    skewed[2].hot_bytes = 1 << 30;
     assert_ne!(
-        choose_unit(PlacementPolicy::Isolated, &input(&units, 3, 11, 0)),
-        2
+        choose_unit(PlacementPolicy::Isolated, &input(&skewed, 3, 14, 0)),
+        1
     );
 }
 
@@ -179,16 +191,17 @@ fn running_jobs_steer_each_other_and_leave_no_record_behind() {
     });
     let first = compaction.place(10);
     assert!(first == 3 || first == 4, "{first}");
-    // Its tables for the bottom level stay together.
-    assert_eq!(compaction.place(11), first);
     // A flush meanwhile avoids the units the compaction reads and writes.
     let mut flush = p.begin(&JobInfo {
         version: &v,
         output_level: 0,
         inputs: &[],
     });
-    let f = flush.place(12);
-    assert!(![1, 2, first].contains(&f), "flush went to {f}");
+    let f = flush.place(11);
+    assert!(f == 3 || f == 4, "flush went to {f}");
+    assert_ne!(f, first, "flush went where the compaction writes");
+    // Every unit now conflicts for the compaction but the one it writes itself.
+    assert_eq!(compaction.place(12), first);
     assert_eq!(p.activity().running_jobs(), 2);
     drop(compaction);
     drop(flush);
