@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-PLACEMENTS = ["striped", "per_file", "isolated"]
+PLACEMENTS = ["striped", "per_file", "isolated", "isolated-wide"]
 MIXES = [("ycsb-c", 100), ("ycsb-r90", 90), ("ycsb-a", 50), ("ycsb-r10", 10)]
 
 

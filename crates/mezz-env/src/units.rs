@@ -389,6 +389,16 @@ pub enum Layout {
         /// Stripe size in bytes (at least 1).
         stripe_bytes: u64,
     },
+    /// Like [`Layout::Striped`], over the `count` units starting at `first` only (a group
+    /// of units a device gives one directory).
+    StripedOver {
+        /// The group's first unit.
+        first: usize,
+        /// Units in the group (at least 1).
+        count: usize,
+        /// Stripe size in bytes (at least 1).
+        stripe_bytes: u64,
+    },
 }
 
 /// FNV-1a, 64 bits: stable across runs and platforms.
@@ -415,6 +425,14 @@ impl Placement {
             Layout::Striped { stripe_bytes } => {
                 stripe_pieces(offset, len, stripe_bytes, self.name_hash, units)
             }
+            Layout::StripedOver {
+                first,
+                count,
+                stripe_bytes,
+            } => stripe_pieces(offset, len, stripe_bytes, self.name_hash, count)
+                .into_iter()
+                .map(|(u, b)| (first + u, b))
+                .collect(),
         }
     }
 }
@@ -597,10 +615,24 @@ impl UnitFs {
                     ))
                     .into());
                 }
-                Layout::Striped { stripe_bytes: 0 } => {
+                Layout::Striped { stripe_bytes: 0 }
+                | Layout::StripedOver {
+                    stripe_bytes: 0, ..
+                } => {
                     return Err(UnitsError::new(format!(
                         "{}: stripe must be positive",
                         dir.display()
+                    ))
+                    .into());
+                }
+                Layout::StripedOver { first, count, .. }
+                    if count == 0 || first.saturating_add(count) > config.units =>
+                {
+                    return Err(UnitsError::new(format!(
+                        "{}: units {first}..{} out of range (0..{})",
+                        dir.display(),
+                        first.saturating_add(count),
+                        config.units
                     ))
                     .into());
                 }
@@ -857,7 +889,7 @@ pub enum SpecLayout {
 }
 
 /// A device configuration parsed from `units=4,layout=dedicated,stripe=64k,scale=2,
-/// profile=flash,buffer=4m` (every key optional, in any order; the defaults are those
+/// profile=flash,buffer=4m,wide=0` (every key optional, in any order; the defaults are those
 /// values with `scale=1`). Sizes take an optional binary suffix `k`, `m` or `g`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DeviceSpec {
@@ -873,6 +905,10 @@ pub struct DeviceSpec {
     pub profile: Profile,
     /// Per-unit write buffer ([`DeviceConfig::write_buffer_bytes`]).
     pub write_buffer_bytes: u64,
+    /// With [`SpecLayout::Dedicated`]: the first directory is striped over the first `wide`
+    /// units (a wide unit for small, hot tables) and directory `i >= 1` is dedicated to unit
+    /// `wide + (i - 1) % (units - wide)`. 0 (the default): no wide directory.
+    pub wide: usize,
 }
 
 impl Default for DeviceSpec {
@@ -884,6 +920,7 @@ impl Default for DeviceSpec {
             scale: 1.0,
             profile: Profile::Flash,
             write_buffer_bytes: 4 * MIB,
+            wide: 0,
         }
     }
 }
@@ -987,14 +1024,25 @@ impl DeviceSpec {
                     };
                 }
                 "buffer" => spec.write_buffer_bytes = parse_size(key, value)?,
+                "wide" => {
+                    spec.wide = value.parse::<usize>().map_err(|_| {
+                        UnitsError::new(format!("wide: expected an integer, got {value:?}"))
+                    })?;
+                }
                 _ => {
                     return Err(UnitsError::new(format!(
                         "unknown device spec key {key:?} (expected units, layout, stripe, \
-                         scale, profile or buffer)"
+                         scale, profile, buffer or wide)"
                     )));
                 }
             }
             seen.push(key);
+        }
+        if spec.wide > 0 && (spec.layout != SpecLayout::Dedicated || spec.wide >= spec.units) {
+            return Err(UnitsError::new(format!(
+                "wide={} needs layout=dedicated and fewer than units={} units",
+                spec.wide, spec.units
+            )));
         }
         Ok(spec)
     }
@@ -1016,6 +1064,18 @@ impl DeviceSpec {
             .enumerate()
             .map(|(i, d)| {
                 let layout = match self.layout {
+                    SpecLayout::Dedicated if self.wide > 0 => {
+                        if i == 0 {
+                            Layout::StripedOver {
+                                first: 0,
+                                count: self.wide,
+                                stripe_bytes: self.stripe_bytes,
+                            }
+                        } else {
+                            let narrow = self.units.saturating_sub(self.wide).max(1);
+                            Layout::Dedicated(self.wide + (i - 1) % narrow)
+                        }
+                    }
                     SpecLayout::Dedicated => Layout::Dedicated(i % self.units.max(1)),
                     SpecLayout::Striped => Layout::Striped {
                         stripe_bytes: self.stripe_bytes,
@@ -1053,7 +1113,11 @@ impl fmt::Display for DeviceSpec {
             fmt_size(self.stripe_bytes),
             self.scale,
             fmt_size(self.write_buffer_bytes)
-        )
+        )?;
+        if self.wide > 0 {
+            write!(f, ",wide={}", self.wide)?;
+        }
+        Ok(())
     }
 }
 
@@ -1803,5 +1867,52 @@ mod tests {
         ] {
             assert!(simulate_mix(&bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_wide_directory_stripes_over_its_group_and_the_rest_are_dedicated() {
+        let spec = DeviceSpec::parse("units=6,layout=dedicated,wide=2,stripe=4k").expect("spec");
+        assert_eq!(
+            spec.to_string(),
+            "units=6,layout=dedicated,stripe=4k,scale=1,profile=flash,buffer=4m,wide=2"
+        );
+        let dirs: Vec<PathBuf> = (0..5).map(|i| PathBuf::from(format!("/u{i}"))).collect();
+        let m: Vec<Layout> = spec.mappings(&dirs).into_iter().map(|(_, l)| l).collect();
+        assert_eq!(
+            m,
+            vec![
+                Layout::StripedOver {
+                    first: 0,
+                    count: 2,
+                    stripe_bytes: 4096
+                },
+                Layout::Dedicated(2),
+                Layout::Dedicated(3),
+                Layout::Dedicated(4),
+                Layout::Dedicated(5),
+            ]
+        );
+        let p = Placement {
+            layout: m[0],
+            name_hash: 0,
+        };
+        let pieces = p.pieces(6, 0, 3 * 4096);
+        assert_eq!(pieces, vec![(0, 4096), (1, 4096), (0, 4096)]);
+        assert!(DeviceSpec::parse("units=4,wide=4").is_err());
+        assert!(DeviceSpec::parse("units=4,layout=striped,wide=1").is_err());
+        let bad = UnitFs::new(
+            Arc::new(crate::MemFs::new()),
+            DeviceConfig::flash(2),
+            vec![(
+                PathBuf::from("/d"),
+                Layout::StripedOver {
+                    first: 1,
+                    count: 2,
+                    stripe_bytes: 4096,
+                },
+            )],
+            Clock::new_virtual(),
+        );
+        assert!(bad.is_err());
     }
 }

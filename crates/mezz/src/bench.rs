@@ -14,8 +14,7 @@ use mezz_bench::engines::{self, EngineSetup};
 use mezz_bench::suite::setup_json;
 use mezz_bench::ycsb::YcsbParams;
 use mezz_bench::{
-    BenchConfig, BenchError, Benchmark, EngineFactory, EngineSpec, MezzFactory, Sweep,
-    UnitsSetup,
+    BenchConfig, BenchError, Benchmark, EngineFactory, EngineSpec, MezzFactory, Sweep, UnitsSetup,
 };
 
 use crate::common::{CliError, EngineArgs, Result};
@@ -226,12 +225,12 @@ impl BenchArgs {
             ),
             None => None,
         };
-        Ok(Box::new(MezzFactory::new(engine.options(&defaults)?).with_units(
-            UnitsSetup {
+        Ok(Box::new(
+            MezzFactory::new(engine.options(&defaults)?).with_units(UnitsSetup {
                 count: self.units,
                 device,
-            },
-        )))
+            }),
+        ))
     }
 
     /// The factory of engine `name` for a run with NVM directory `nvm`.

@@ -77,8 +77,10 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     ));
     storage.check_locations(&rec.version)?;
     check_units(&opts, &storage, &rec)?;
-    let placement: Arc<dyn Placement> =
-        Arc::new(UnitPlacement::new(opts.placement, storage.table_units()));
+    let placement: Arc<dyn Placement> = Arc::new(
+        UnitPlacement::new(opts.placement, storage.table_units())
+            .with_wide_units(opts.placement_wide_paths),
+    );
     let wals = collect_wals(&locked, &nvm, &mut rec);
     let replayed = replay_wals(
         &locked,

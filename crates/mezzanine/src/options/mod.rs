@@ -116,6 +116,11 @@ declare_options! {
         /// How new tables are spread over `ssd_paths`: `striped`, `per_file` or `isolated`
         /// (see `crate::placement`). Default: `isolated`.
         placement: PlacementPolicy = PlacementPolicy::Isolated, Name;
+        /// How many of the first `ssd_paths` are wide units (their device spreads each of
+        /// them over several parallel units): `isolated` places L0 and L1 tables (small,
+        /// hot, written by every flush) there and deeper tables on the others; fewer than
+        /// `ssd_paths` (ignored without them). Default: 0.
+        placement_wide_paths: usize = 0, Size;
 
         // ---- compaction ----
         /// Number of levels. Default: 7.

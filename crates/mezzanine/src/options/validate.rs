@@ -41,6 +41,13 @@ impl Options {
                 return bad(format!("ssd_paths: {text:?} is given twice"));
             }
         }
+        if !self.ssd_paths.is_empty() && self.placement_wide_paths >= self.ssd_paths.len() {
+            return bad(format!(
+                "placement_wide_paths {} must be below the number of ssd_paths ({})",
+                self.placement_wide_paths,
+                self.ssd_paths.len()
+            ));
+        }
         if self.nvm_dir.is_none() {
             if self.wal_on_nvm {
                 return bad("wal_on_nvm needs nvm_dir".into());

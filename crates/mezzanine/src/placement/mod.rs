@@ -307,6 +307,8 @@ impl JobPlacement for DbDirPlacement {
 pub struct UnitPlacement {
     policy: PlacementPolicy,
     units: Vec<u32>,
+    /// How many of `units` (the first ones) are wide: `isolated` keeps L0 and L1 there.
+    wide: usize,
     cursor: Arc<AtomicU64>,
     activity: Arc<UnitActivity>,
 }
@@ -320,8 +322,31 @@ impl UnitPlacement {
         Self {
             policy,
             units,
+            wide: 0,
             cursor: Arc::new(AtomicU64::new(0)),
             activity: Arc::new(UnitActivity::default()),
+        }
+    }
+
+    /// Declares the first `wide` units wide (each spread by its device over several
+    /// parallel units): under `isolated`, L0 and L1 tables (small, hot, written by every
+    /// flush, where write bandwidth matters most) go there and deeper tables to the other
+    /// units, so flushes never queue on a unit that serves reads of the bottom levels.
+    /// Ignored unless fewer than all units.
+    #[must_use]
+    pub fn with_wide_units(mut self, wide: usize) -> Self {
+        self.wide = if wide < self.units.len() { wide } else { 0 };
+        self
+    }
+
+    /// The candidate units of a job writing `output_level`.
+    fn candidates(&self, output_level: usize) -> &[u32] {
+        if self.policy != PlacementPolicy::Isolated || self.wide == 0 {
+            &self.units
+        } else if output_level <= 1 {
+            &self.units[..self.wide]
+        } else {
+            &self.units[self.wide..]
         }
     }
 
@@ -340,15 +365,16 @@ impl UnitPlacement {
 
 impl Placement for UnitPlacement {
     fn begin(&self, job: &JobInfo<'_>) -> Box<dyn JobPlacement> {
-        if self.units.len() == 1 {
-            return Box::new(Fixed(self.units[0]));
+        let candidates = self.candidates(job.output_level);
+        if candidates.len() == 1 {
+            return Box::new(Fixed(candidates[0]));
         }
         let bottom_level = job
             .version
             .deepest_nonempty_level()
             .unwrap_or(0)
             .max(job.output_level);
-        let views = unit_views(job.version, &self.units, job.inputs, bottom_level);
+        let views = unit_views(job.version, candidates, job.inputs, bottom_level);
         let reads: Vec<u32> = views
             .iter()
             .filter(|v| v.job_read_bytes > 0)

@@ -258,3 +258,38 @@ fn every_policy_returns_one_of_its_units_and_is_pure() {
         }
     }
 }
+
+#[test]
+fn isolated_keeps_upper_levels_on_the_wide_units_and_deeper_ones_off_them() {
+    let v = Version::new(4);
+    let p = UnitPlacement::new(PlacementPolicy::Isolated, vec![1, 2, 3, 4]).with_wide_units(1);
+    let place = |level: usize, id: u64| {
+        p.begin(&JobInfo {
+            version: &v,
+            output_level: level,
+            inputs: &[],
+        })
+        .place(id)
+    };
+    for id in 0..8 {
+        assert_eq!(place(0, id), 1);
+        assert_eq!(place(1, id), 1);
+        assert_ne!(place(2, id), 1);
+        assert_ne!(place(3, id), 1);
+    }
+    // The other policies ignore it; all units wide means none is.
+    let s = UnitPlacement::new(PlacementPolicy::Striped, vec![1, 2]).with_wide_units(1);
+    let got: Vec<u32> = (0..4)
+        .map(|id| {
+            s.begin(&JobInfo {
+                version: &v,
+                output_level: 0,
+                inputs: &[],
+            })
+            .place(id)
+        })
+        .collect();
+    assert_eq!(got, vec![1, 2, 1, 2]);
+    let all = UnitPlacement::new(PlacementPolicy::Isolated, vec![1, 2]).with_wide_units(2);
+    assert_eq!(all.candidates(3), &[1, 2]);
+}
