@@ -13,7 +13,7 @@
 //! batch.put(b"a", b"1");
 //! batch.delete(b"hello");
 //! db.write(&WriteOptions { sync: true }, batch)?;
-//! let mut it = db.iter(&ReadOptions::default())?;
+//! let mut it = db.cursor(&ReadOptions::default())?;
 //! it.seek_to_first();
 //! while it.valid() {
 //!     println!("{:?} = {:?}", it.key(), it.value());

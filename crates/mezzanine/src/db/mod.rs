@@ -442,7 +442,7 @@ impl DbInner {
         Ok(None)
     }
 
-    fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+    fn cursor(&self, opts: &ReadOptions) -> Result<DbIterator> {
         self.check_open()?;
         let (sv, seq) = self.read_view(opts);
         self.iter_in(sv, seq, opts)
@@ -680,8 +680,8 @@ impl Db {
     ///
     /// # Errors
     /// `Closed`, or an error opening a table.
-    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
-        self.inner.iter(opts)
+    pub fn cursor(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        self.inner.cursor(opts)
     }
 
     /// Pins the current state for consistent reads.
