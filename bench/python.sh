@@ -16,7 +16,8 @@ mkdir -p "$out"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check ./python   # a release wheel
 plyvel_note=""
-if ! "$venv/bin/pip" install -q --disable-pip-version-check plyvel 2>"$out/plyvel-install.log"; then
+work_log="$out/plyvel-install.log"
+if ! "$venv/bin/pip" install -q --disable-pip-version-check plyvel 2>"$work_log"; then
   plyvel_note="plyvel did not build (see plyvel-install.log; it needs libleveldb-dev)"
 fi
 cargo build --release -q -p mezz
@@ -25,6 +26,7 @@ trap 'rm -rf "$work"' EXIT
 
 "$venv/bin/python" bench/python_bench.py mezzanine "$work/py-mezz" "$num" "$value" > "$work/py-mezz.json"
 if [ -z "$plyvel_note" ]; then
+  rm -f "$work_log"
   "$venv/bin/python" bench/python_bench.py plyvel "$work/py-leveldb" "$num" "$value" > "$work/py-leveldb.json"
 else
   echo '{}' > "$work/py-leveldb.json"
