@@ -13,6 +13,15 @@ command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 # `mezz bench --plot` draws its text with this font; bench/summarize.py needs python3.
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_apt+=(fonts-dejavu-core)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+# The Python package's tests (scripts/test.sh) build it in a virtualenv: venv + ensurepip,
+# and the interpreter's headers.
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+  python3 -c 'import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' \
+    >/dev/null 2>&1 || need_apt+=(python3-dev)
+else
+  need_apt+=(python3-venv python3-dev)
+fi
 if [ "${1:-}" = "--comparators" ]; then
   for p in librocksdb-dev libleveldb-dev libclang-dev g++; do
     dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")

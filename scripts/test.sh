@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# Runs Mezzanine's test suite (unit, integration, model-based, crash and corruption tests).
+# Runs Mezzanine's test suite (unit, integration, model-based, crash and corruption tests,
+# and the Python package's pytest suite).
 # Longer runs: see docs/testing.md (MEZZ_MODEL_LONG, MEZZ_META_LONG, mezz stress).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 cargo test --workspace "$@"
+
+# The Python package (crates/mezz-py + python/): built into a virtualenv under the target
+# directory with maturin, then its pytest suite.
+target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+venv="$target/python-venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2" pytest
+(cd python && VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop -q)
+"$venv/bin/python" -m pytest -q python/tests

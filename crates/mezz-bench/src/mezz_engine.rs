@@ -279,7 +279,7 @@ impl KvEngine for MezzEngine {
     }
 
     fn scan(&self, start: Option<&[u8]>, n: usize, direction: Direction) -> Result<ScanResult> {
-        let mut it = self.db.iter(&ReadOptions::default())?;
+        let mut it = self.db.cursor(&ReadOptions::default())?;
         match (direction, start) {
             (Direction::Forward, Some(k)) => it.seek(k),
             (Direction::Forward, None) => it.seek_to_first(),

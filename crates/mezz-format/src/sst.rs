@@ -861,6 +861,45 @@ impl TableReader {
         Ok(None)
     }
 
+    /// As [`TableReader::get_unfiltered`], without copying the value: returns the found
+    /// entry's internal key and the data block holding it with the value's byte range in
+    /// [`Block::contents`]. The block (shared with the block cache, if any) stays alive as
+    /// long as the caller holds it.
+    ///
+    /// # Errors
+    /// `Corruption` / `Io` from reading a block.
+    pub fn get_unfiltered_pinned(
+        &self,
+        lookup: &[u8],
+        fill_cache: bool,
+    ) -> Result<Option<PinnedEntry>> {
+        let uk = user_key(lookup);
+        let Some(ks) = self.index.keyset() else {
+            return Ok(None);
+        };
+        let mut i = ks.find(lookup);
+        while i < ks.num_entries() {
+            let h = self.handle_at(i)?;
+            let block = self.data_block(h, fill_cache)?;
+            let mut it = block.iter();
+            it.seek(lookup);
+            if it.valid() {
+                if user_key(it.key()) != uk {
+                    return Ok(None);
+                }
+                let key = it.key().to_vec();
+                let range = subslice_range(block.contents(), it.value()).ok_or_else(|| {
+                    Error::corruption(h.offset, "a block value outside its block")
+                })?;
+                drop(it);
+                return Ok(Some((key, block, range)));
+            }
+            it.status()?;
+            i += 1;
+        }
+        Ok(None)
+    }
+
     /// A two-level iterator over the table, initially unpositioned.
     #[must_use]
     pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
@@ -972,6 +1011,21 @@ impl TableReader {
             _ => self.props.data_size,
         }
     }
+}
+
+/// A pinned lookup's result: the entry's internal key, its data block and the value's byte
+/// range in the block's contents.
+pub type PinnedEntry = (Vec<u8>, Arc<Block>, std::ops::Range<usize>);
+
+/// The byte range `part` occupies in `whole`, if `part` is a subslice of it (address
+/// arithmetic only; nothing is dereferenced). An empty `part` maps to `0..0`.
+fn subslice_range(whole: &[u8], part: &[u8]) -> Option<std::ops::Range<usize>> {
+    if part.is_empty() {
+        return Some(0..0);
+    }
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start..end)
 }
 
 /// Reads and verifies the block at `h`, which must end at or before `limit`.

@@ -601,7 +601,7 @@ fn with_fs(opts: &Options, fs: Arc<dyn FileSystem>) -> Options {
 pub fn read_state(db: &Db, keys: u32) -> Result<Vec<Option<u64>>, String> {
     let mut scanned: Vec<Option<u64>> = vec![None; keys as usize];
     let mut it = db
-        .iter(&ReadOptions::default())
+        .cursor(&ReadOptions::default())
         .map_err(|e| format!("iter: {e}"))?;
     it.seek_to_first();
     let mut prev: Option<Vec<u8>> = None;

@@ -318,7 +318,7 @@ impl Harness {
                 ));
                 let got = self
                     .db()
-                    .iter(&read_opts(lower.as_ref(), upper.as_ref()))
+                    .cursor(&read_opts(lower.as_ref(), upper.as_ref()))
                     .and_then(|mut it| scan(&mut it, *reverse, *limit))
                     .map_err(|e| fail(&want, &err(&e)))?;
                 Self::compare(Output::Entries(got), want, &fail)?
@@ -337,7 +337,7 @@ impl Harness {
                 ));
                 let got = self
                     .db()
-                    .iter(&read_opts(lower.as_ref(), upper.as_ref()))
+                    .cursor(&read_opts(lower.as_ref(), upper.as_ref()))
                     .and_then(|mut it| walk(&mut it, start, steps))
                     .map_err(|e| fail(&want, &err(&e)))?;
                 Self::compare(Output::Walk(got), want, &fail)?
@@ -371,7 +371,7 @@ impl Harness {
                     let got = db
                         .get_opt(&ro, key)
                         .and_then(|value| {
-                            let mut it = db.iter(&ro)?;
+                            let mut it = db.cursor(&ro)?;
                             let entries = scan(&mut it, *reverse, *limit)?;
                             Ok(Output::SnapshotRead { value, entries })
                         })
@@ -418,7 +418,7 @@ impl Harness {
                 let pos = model_pos.map(<[u8]>::to_vec);
                 let mut it = self
                     .db()
-                    .iter(&read_opts(lower.as_ref(), upper.as_ref()))
+                    .cursor(&read_opts(lower.as_ref(), upper.as_ref()))
                     .map_err(|e| fail(&want, &err(&e)))?;
                 seek(&mut it, start);
                 it.status().map_err(|e| fail(&want, &err(&e)))?;
@@ -490,7 +490,7 @@ impl Harness {
         for reverse in [false, true] {
             let got = self
                 .db()
-                .iter(&ReadOptions::default())
+                .cursor(&ReadOptions::default())
                 .and_then(|mut it| scan(&mut it, reverse, usize::MAX))
                 .map_err(|e| Failure::general("final scan", "Ok", err(&e)))?;
             let mut want = want.clone();

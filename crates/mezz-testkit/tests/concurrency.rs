@@ -137,7 +137,7 @@ fn scan_reader(db: &Db, r: usize, done: &AtomicBool, checks: &AtomicUsize) {
             ..ReadOptions::default()
         };
         let reverse = rng.random_bool(0.5);
-        let mut it = db.iter(&ro).unwrap();
+        let mut it = db.cursor(&ro).unwrap();
         let mut entries = Vec::new();
         if reverse {
             it.seek_to_last();
@@ -185,7 +185,7 @@ fn scan_reader(db: &Db, r: usize, done: &AtomicBool, checks: &AtomicUsize) {
 /// on (its tables must stay readable): pairs always agree; then a fresh one.
 fn slow_iterator_reader(db: &Db, r: usize, done: &AtomicBool, checks: &AtomicUsize) {
     while !done.load(Ordering::Acquire) {
-        let mut it = db.iter(&ReadOptions::default()).unwrap();
+        let mut it = db.cursor(&ReadOptions::default()).unwrap();
         it.seek_to_first();
         let mut pending: Option<(Vec<u8>, u64)> = None;
         let mut n = 0;

@@ -205,7 +205,7 @@ fn sst_data_block_damage_is_reported_with_file_and_offset() {
     }
 
     // A scan returns only right entries, then reports the damage.
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     let mut seen = 0;
     while it.valid() {
@@ -453,7 +453,7 @@ fn scan_never_shows_older_versions_behind_a_damaged_block() {
     fs.corrupt(&newest, 64, 0x20).unwrap();
 
     let db = open(&fs).unwrap();
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     while it.valid() {
         let i: usize = std::str::from_utf8(&it.key()[3..])
@@ -601,7 +601,7 @@ fn check_flipped(
         }
     }
     // A full scan: only written keys with their right values, ascending.
-    let Ok(mut it) = db.iter(&ReadOptions::default()) else {
+    let Ok(mut it) = db.cursor(&ReadOptions::default()) else {
         return problems;
     };
     it.seek_to_first();

@@ -301,7 +301,7 @@ fn table_read_errors_never_surface_older_versions() {
         }
     }
     for round in 0..20 {
-        let mut it = db.iter(&mezzanine::ReadOptions::default()).unwrap();
+        let mut it = db.cursor(&mezzanine::ReadOptions::default()).unwrap();
         it.seek_to_first();
         while it.valid() {
             let i: usize = std::str::from_utf8(&it.key()[3..])

@@ -533,7 +533,7 @@ impl Run {
         for reverse in [false, true] {
             let dir = if reverse { "reverse" } else { "forward" };
             let mut it = db
-                .iter(&ReadOptions::default())
+                .cursor(&ReadOptions::default())
                 .map_err(|e| at(format!("iter: {e}")))?;
             if reverse {
                 it.seek_to_last();

@@ -39,7 +39,7 @@ pub fn run(a: &Args) -> Result<()> {
     };
     // The iterator lives in this block so that it is gone before the database closes.
     let (status, write_result) = {
-        let mut it = db.iter(&opts)?;
+        let mut it = db.cursor(&opts)?;
         if a.reverse {
             it.seek_to_last();
         } else {

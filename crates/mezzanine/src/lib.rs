@@ -4,21 +4,34 @@
 //! comes in tiers: DRAM, byte-addressable persistent memory, and SSD.
 //!
 //! ```
-//! use mezzanine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+//! use mezzanine::{Db, Options, WriteBatch, WriteOptions};
 //! # let dir = tempfile::tempdir().unwrap();
 //! let db = Db::open(dir.path(), Options::default())?;
 //! db.put(b"hello", b"world")?;
 //! assert_eq!(db.get(b"hello")?.as_deref(), Some(&b"world"[..]));
-//! let mut batch = WriteBatch::new();
-//! batch.put(b"a", b"1");
+//! let mut batch = WriteBatch::new();                      // applied atomically
+//! batch.put(b"user:1", b"ann");
+//! batch.put(b"user:2", b"bob");
 //! batch.delete(b"hello");
-//! db.write(&WriteOptions { sync: true }, batch)?;
-//! let mut it = db.iter(&ReadOptions::default())?;
-//! it.seek_to_first();
-//! while it.valid() {
-//!     println!("{:?} = {:?}", it.key(), it.value());
-//!     it.next();
+//! db.write(&WriteOptions { sync: true }, batch)?;        // durable when it returns
+//!
+//! for kv in db.iter() {                                   // everything, in key order
+//!     let (key, value) = kv?;
+//!     println!("{key:?} = {value:?}");
 //! }
+//! let users: Vec<_> = db.prefix(b"user:").collect::<Result<_, _>>()?;
+//! assert_eq!(users.len(), 2);
+//! let last = db.range("user:".."user:~").next_back().transpose()?; // BTreeMap::range semantics
+//! assert_eq!(last, Some((b"user:2".to_vec(), b"bob".to_vec())));
+//!
+//! let snap = db.snapshot();                               // a consistent view
+//! db.put(b"user:3", b"cy")?;
+//! assert_eq!(db.prefix_opt(&snap.read_options(), b"user:").count(), 2);
+//! assert_eq!(db.multi_get([&b"user:1"[..], b"user:3"])?, [Some(b"ann".to_vec()), Some(b"cy".to_vec())]);
+//!
+//! let mut cursor = db.cursor(&Default::default())?;      // seeks: the cursor API
+//! cursor.seek(b"user:2");
+//! assert_eq!(cursor.key(), b"user:2");
 //! db.close()?;
 //! # Ok::<(), mezzanine::Error>(())
 //! ```
@@ -50,6 +63,7 @@ pub mod manifest;
 pub mod memtable;
 pub mod options;
 pub mod parallel;
+pub mod pinned;
 pub mod placement;
 pub mod stats;
 pub mod storage;
@@ -60,10 +74,11 @@ pub mod wal;
 pub use batch::WriteBatch;
 pub use db::Db;
 pub use error::{Error, Result};
-pub use iter::DbIterator;
+pub use iter::{DbIterator, Iter, KvPair};
 pub use mezz_format::{SeqNo, ValueKind};
 pub use options::{
     BlockFormat, Options, PlacementPolicy, Preset, ReadOptions, RecoveryMode, Snapshot,
     WriteOptions,
 };
+pub use pinned::PinnedValue;
 pub use stats::Stats;

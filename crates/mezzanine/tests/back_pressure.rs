@@ -60,7 +60,7 @@ fn back_pressure_engages_and_data_stays_correct() {
             model.insert(format!("{k:08}"), format!("{k}-{:0>100}", i));
         }
     }
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     for (k, v) in &model {
         assert!(it.valid(), "missing {k}");

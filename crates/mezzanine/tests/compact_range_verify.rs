@@ -34,7 +34,7 @@ fn compact_range_then_verify() {
             "{i}"
         );
     }
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     let mut prev: Option<Vec<u8>> = None;
     let mut count = 0;

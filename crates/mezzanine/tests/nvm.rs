@@ -64,7 +64,7 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     for (k, v) in model {
         assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]), "key {k:?}");
     }
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     let mut got = BTreeMap::new();
     while it.valid() {
@@ -374,7 +374,7 @@ fn model_after(
 }
 
 fn scan_all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     let mut got = BTreeMap::new();
     while it.valid() {

@@ -58,7 +58,7 @@ fn newest_survives(db: Db, o: &Options, want: &[u8]) {
 
 /// Every key with its value, by a forward scan.
 fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek_to_first();
     let mut m = BTreeMap::new();
     while it.valid() {
@@ -186,7 +186,7 @@ fn an_iterator_does_not_see_a_merge_under_it() {
     }
     // The switch happened on the last put, which went to the new memtable: leave it out
     // of what the iterator must show only if it is newer than the iterator (it is not).
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek(&key(100));
     assert!(it.valid());
     // Merge the immutable memtable into the receiver while `it` is positioned.

@@ -56,7 +56,7 @@ fn snapshot_survives_flush_and_compaction() {
     }
     assert_eq!(db.get_opt(&at_snap, b"only-new").unwrap(), None);
 
-    let mut it = db.iter(&at_snap).unwrap();
+    let mut it = db.cursor(&at_snap).unwrap();
     it.seek_to_first();
     let mut n = 0;
     while it.valid() {

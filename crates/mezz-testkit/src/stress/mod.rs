@@ -654,7 +654,7 @@ pub fn verify_round(
     }
     check_slots(st.slots(), &found, round, seed)?;
     let mut it = db
-        .iter(&ReadOptions::default())
+        .cursor(&ReadOptions::default())
         .map_err(|e| dberr("iter".into(), e))?;
     it.seek_to_first();
     let mut seen = vec![false; keys as usize];
@@ -830,7 +830,7 @@ impl ChildRun<'_> {
         );
         let mut it = self
             .db
-            .iter(&ro)
+            .cursor(&ro)
             .map_err(|e| self.dberr("iter".into(), &e))?;
         match (forward, bounded) {
             (true, true) => it.seek_to_first(),

@@ -3,8 +3,9 @@
 //!
 //! Layout: `mod.rs` (the public `Db`, reads, snapshots, properties, verify), `write.rs`
 //! (group commit, back-pressure, memtable switch), `background.rs` (flush and compaction
-//! threads, version installation, obsolete-file GC), `open.rs` (recovery). The
-//! implementation guide is `docs/impl.md`.
+//! threads, version installation, obsolete-file GC), `open.rs` (recovery), `read_api.rs`
+//! (the `std::iter` reads: `iter`/`range`/`prefix`, `multi_get`, `get_pinned`), `sizes.rs`
+//! (approximate sizes of key ranges). The implementation guide is `docs/impl.md`.
 //!
 //! Locks (never taken in the reverse order):
 //! 1. `write` — held by the write-group leader (and by `flush`/`close`): owns the WAL and
@@ -21,6 +22,8 @@
 
 mod background;
 mod open;
+mod read_api;
+mod sizes;
 mod write;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -443,7 +446,7 @@ impl DbInner {
         Ok(None)
     }
 
-    fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+    fn cursor(&self, opts: &ReadOptions) -> Result<DbIterator> {
         self.check_open()?;
         let (sv, seq) = self.read_view(opts);
         self.iter_in(sv, seq, opts)
@@ -682,8 +685,8 @@ impl Db {
     ///
     /// # Errors
     /// `Closed`, or an error opening a table.
-    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
-        self.inner.iter(opts)
+    pub fn cursor(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        self.inner.cursor(opts)
     }
 
     /// Pins the current state for consistent reads.

@@ -26,7 +26,14 @@
 //! `status()` reports the first child error (`DbIterator::status()` reports it too). A level
 //! iterator likewise stops at the first table that cannot be opened or read.
 //!
+//! Submodule `range`: [`Iter`], the `std::iter` adapter (ranges, prefixes, both ends)
+//! over two `DbIterator` cursors.
+//!
 //! Thread-safety: iterators are `Send` and used by one thread at a time.
+
+pub mod range;
+
+pub use range::{Iter, KvPair};
 
 use std::any::Any;
 use std::cmp::Ordering;

@@ -140,6 +140,19 @@ pub trait Table: Send + Sync + Debug {
         seq: SeqNo,
         opts: &TableReadOptions,
     ) -> Result<Option<LookupResult>>;
+    /// As [`Table::get`], but a value may borrow the block holding it instead of being
+    /// copied (the default copies).
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    fn get_pinned(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        opts: &TableReadOptions,
+    ) -> Result<Option<crate::pinned::PinnedLookup>> {
+        Ok(self.get(user_key, seq, opts)?.map(Into::into))
+    }
     /// An iterator over every entry (internal keys), starting unpositioned.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator>;
     /// Reads every block and verifies every checksum and the key order; returns the number

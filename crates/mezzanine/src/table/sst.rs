@@ -36,6 +36,7 @@ use mezz_format::sst::{BlockCache, ReadCounters, TableIter, TableReader};
 use mezz_format::{InternalIterator, SeqNo};
 
 use crate::error::{Error, Result};
+use crate::pinned::{PinnedLookup, PinnedValue};
 use crate::stats::StatsCollector;
 use crate::table::{LookupResult, Table, TableMeta, TableReadOptions};
 
@@ -256,6 +257,37 @@ impl SstTable {
     }
 }
 
+impl SstTable {
+    /// As `lookup`, returning a value that borrows its data block.
+    fn lookup_pinned(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        opts: &TableReadOptions,
+    ) -> Result<Option<PinnedLookup>> {
+        if !self.reader.may_contain(user_key) {
+            StatsCollector::add(&self.publisher.stats.bloom_negatives, 1);
+            return Ok(None);
+        }
+        let lookup = make_internal_key(user_key, seq, ValueKind::SEEK);
+        let Some((ikey, block, range)) = self
+            .reader
+            .get_unfiltered_pinned(&lookup, opts.fill_cache)?
+        else {
+            return Ok(None);
+        };
+        let p = parse_internal_key(&ikey)
+            .ok_or_else(|| Error::corruption(0, format!("undecodable internal key {ikey:02x?}")))?;
+        Ok(Some(match p.kind {
+            ValueKind::Value => PinnedLookup::Value(
+                PinnedValue::in_block(block, range)
+                    .ok_or_else(|| Error::corruption(0, "a value outside its block"))?,
+            ),
+            ValueKind::Deletion => PinnedLookup::Deleted,
+        }))
+    }
+}
+
 impl Table for SstTable {
     fn meta(&self) -> &TableMeta {
         &self.meta
@@ -268,6 +300,17 @@ impl Table for SstTable {
         opts: &TableReadOptions,
     ) -> Result<Option<LookupResult>> {
         let r = self.lookup(user_key, seq, opts);
+        self.publisher.publish();
+        r.map_err(|e| e.in_file(&self.path))
+    }
+
+    fn get_pinned(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        opts: &TableReadOptions,
+    ) -> Result<Option<PinnedLookup>> {
+        let r = self.lookup_pinned(user_key, seq, opts);
         self.publisher.publish();
         r.map_err(|e| e.in_file(&self.path))
     }

@@ -1,0 +1,1113 @@
+//! The `mezzanine` Python extension (`mezzanine._mezzanine`): plyvel's API over [`Db`].
+//!
+//! Owns the Python classes `DB`, `PrefixedDB`, `WriteBatch`, `Snapshot` and `Iterator`, and
+//! the exception hierarchy (`Error` and one subclass per error kind). Keys and values are
+//! `bytes` (a `str` raises `TypeError`); every call into the engine releases the GIL.
+//!
+//! Invariants: a `DB` and everything made from it share one [`Shared`], whose database is
+//! `None` once closed (every later call raises `ClosedError`); a prefixed view adds its
+//! prefix to every key it writes, reads or seeks and strips it from every key it returns.
+//! An `Iterator` models plyvel's cursor "between" entries: `Gap::Before` means just before
+//! the cursor's (valid) entry.
+//!
+//! Thread-safety: every class is `Send + Sync` (mutable state behind a `Mutex`); the engine
+//! handle is shared through `Arc` and may be used from many Python threads at once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mezzanine::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use parking_lot::{Mutex, RwLock};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+create_exception!(
+    mezzanine,
+    Error,
+    PyException,
+    "Base class of Mezzanine's errors."
+);
+create_exception!(mezzanine, IOError, Error, "An I/O error from the storage.");
+create_exception!(
+    mezzanine,
+    CorruptionError,
+    Error,
+    "Data on disk failed a checksum or invariant."
+);
+create_exception!(
+    mezzanine,
+    InvalidArgumentError,
+    Error,
+    "A bad option or argument."
+);
+create_exception!(
+    mezzanine,
+    NotFoundError,
+    Error,
+    "No database at the path (create_if_missing is false)."
+);
+create_exception!(
+    mezzanine,
+    LockedError,
+    Error,
+    "The database is already open (its LOCK is held)."
+);
+create_exception!(
+    mezzanine,
+    ClosedError,
+    Error,
+    "The database (or snapshot) is closed."
+);
+create_exception!(
+    mezzanine,
+    BackgroundError,
+    Error,
+    "A background job failed; writes are refused until reopened."
+);
+
+/// Maps an engine error to its Python exception.
+fn to_py(e: mezzanine::Error) -> PyErr {
+    use mezzanine::Error as E;
+    let msg = e.to_string();
+    match e {
+        E::Io { .. } => IOError::new_err(msg),
+        E::Corruption { .. } | E::UnsupportedVersion { .. } => CorruptionError::new_err(msg),
+        E::InvalidArgument(m) if m.contains("create_if_missing is false") => {
+            NotFoundError::new_err(msg)
+        }
+        E::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
+        E::Locked(_) => LockedError::new_err(msg),
+        E::Background(_) => BackgroundError::new_err(msg),
+        E::Closed => ClosedError::new_err(msg),
+        _ => Error::new_err(msg),
+    }
+}
+
+/// What a `DB` and all its views, batches, snapshots and iterators share.
+#[derive(Debug)]
+struct Shared {
+    db: RwLock<Option<Arc<Db>>>,
+    name: String,
+}
+
+impl Shared {
+    fn db(&self) -> PyResult<Arc<Db>> {
+        self.db
+            .read()
+            .clone()
+            .ok_or_else(|| ClosedError::new_err("database is closed"))
+    }
+}
+
+/// A database handle with a key prefix (empty for the database itself).
+#[derive(Debug, Clone)]
+struct Handle {
+    shared: Arc<Shared>,
+    prefix: Vec<u8>,
+}
+
+fn with_prefix(prefix: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + key.len());
+    k.extend_from_slice(prefix);
+    k.extend_from_slice(key);
+    k
+}
+
+fn read_options(
+    snapshot: Option<Snapshot>,
+    verify_checksums: bool,
+    fill_cache: bool,
+) -> ReadOptions {
+    ReadOptions {
+        snapshot,
+        verify_checksums,
+        fill_cache,
+        ..ReadOptions::default()
+    }
+}
+
+impl Handle {
+    fn key(&self, key: &[u8]) -> Vec<u8> {
+        with_prefix(&self.prefix, key)
+    }
+
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        ro: &ReadOptions,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let db = self.shared.db()?;
+        let v = if self.prefix.is_empty() {
+            py.detach(|| db.get_pinned_opt(ro, key))
+        } else {
+            let k = self.key(key);
+            py.detach(|| db.get_pinned_opt(ro, &k))
+        }
+        .map_err(to_py)?;
+        Ok(v.map(|v| PyBytes::new(py, &v)))
+    }
+
+    fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
+        let db = self.shared.db()?;
+        let wo = WriteOptions { sync };
+        if self.prefix.is_empty() {
+            py.detach(|| db.put_opt(&wo, key, value))
+        } else {
+            let k = self.key(key);
+            py.detach(|| db.put_opt(&wo, &k, value))
+        }
+        .map_err(to_py)
+    }
+
+    fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
+        let db = self.shared.db()?;
+        let k = self.key(key);
+        py.detach(|| db.delete_opt(&WriteOptions { sync }, &k))
+            .map_err(to_py)
+    }
+
+    fn iterator(
+        &self,
+        py: Python<'_>,
+        snapshot: Option<Snapshot>,
+        spec: IterSpec,
+    ) -> PyResult<PyIterator> {
+        let db = self.shared.db()?;
+        let (lower, upper) = spec.bounds(&self.prefix)?;
+        let ro = ReadOptions {
+            snapshot,
+            lower_bound: lower,
+            upper_bound: upper,
+            verify_checksums: spec.verify_checksums,
+            fill_cache: spec.fill_cache,
+        };
+        let cursor = py.detach(|| db.cursor(&ro)).map_err(to_py)?;
+        Ok(PyIterator {
+            state: Mutex::new(Some(IterState {
+                cursor,
+                // Iteration starts at the low end, or at the high end for a reverse iterator.
+                gap: if spec.reverse { Gap::End } else { Gap::Start },
+            })),
+            reverse: spec.reverse,
+            include_key: spec.include_key,
+            include_value: spec.include_value,
+            strip: self.prefix.len(),
+            prefix: self.prefix.clone(),
+        })
+    }
+}
+
+/// The arguments of `iterator()`, as plyvel names them.
+#[derive(Debug, Clone)]
+struct IterSpec {
+    reverse: bool,
+    start: Option<Vec<u8>>,
+    stop: Option<Vec<u8>>,
+    include_start: bool,
+    include_stop: bool,
+    prefix: Option<Vec<u8>>,
+    include_key: bool,
+    include_value: bool,
+    verify_checksums: bool,
+    fill_cache: bool,
+}
+
+/// `k ++ [0]`: the next key after `k`.
+fn successor(k: &[u8]) -> Vec<u8> {
+    let mut v = k.to_vec();
+    v.push(0);
+    v
+}
+
+/// The smallest key after every key starting with `p` (`None`: no such key).
+fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
+    let mut end = p.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// Cursor bounds: inclusive lower, exclusive upper (`None` = unbounded).
+type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+impl IterSpec {
+    /// Cursor bounds (inclusive lower, exclusive upper) inside the view's `outer` prefix.
+    fn bounds(&self, outer: &[u8]) -> PyResult<Bounds> {
+        if self.prefix.is_some() && (self.start.is_some() || self.stop.is_some()) {
+            return Err(PyTypeError::new_err(
+                "'prefix' cannot be used together with 'start' or 'stop'",
+            ));
+        }
+        if !self.include_key && !self.include_value {
+            return Err(PyValueError::new_err(
+                "'include_key' and 'include_value' cannot both be false",
+            ));
+        }
+        let (lower, upper) = match &self.prefix {
+            Some(p) => (
+                Some(with_prefix(outer, p)),
+                prefix_end(&with_prefix(outer, p)),
+            ),
+            None => {
+                let lower = match &self.start {
+                    Some(s) if self.include_start => with_prefix(outer, s),
+                    Some(s) => successor(&with_prefix(outer, s)),
+                    None => outer.to_vec(),
+                };
+                let upper = match &self.stop {
+                    Some(s) if self.include_stop => Some(successor(&with_prefix(outer, s))),
+                    Some(s) => Some(with_prefix(outer, s)),
+                    None => prefix_end(outer),
+                };
+                (Some(lower), upper)
+            }
+        };
+        Ok((lower.filter(|l| !l.is_empty()), upper))
+    }
+}
+
+/// Extracts an optional bytes argument (`TypeError` for anything but `bytes`/`None`).
+fn opt_bytes(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
+    match v {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => Ok(Some(
+            o.cast::<PyBytes>()
+                .map_err(|_| PyTypeError::new_err("keys must be bytes"))?
+                .as_bytes()
+                .to_vec(),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// DB
+// ---------------------------------------------------------------------------------------
+
+/// A Mezzanine database (plyvel's `DB`).
+#[pyclass(frozen, module = "mezzanine", name = "DB")]
+#[derive(Debug)]
+struct PyDb {
+    h: Handle,
+}
+
+/// Sets a plyvel-named or Mezzanine option from a Python value.
+fn set_option(opts: &mut Options, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let text = if let Ok(b) = value.extract::<bool>() {
+        b.to_string()
+    } else if let Ok(i) = value.extract::<i64>() {
+        i.to_string()
+    } else if let Ok(f) = value.extract::<f64>() {
+        f.to_string()
+    } else if let Ok(p) = value.extract::<PathBuf>() {
+        p.to_string_lossy().into_owned()
+    } else {
+        value.str()?.to_string()
+    };
+    opts.set(name, &text).map_err(to_py)
+}
+
+#[pymethods]
+impl PyDb {
+    /// Opens (or creates) the database in directory `name`. Keyword arguments: plyvel's
+    /// (`create_if_missing`, `error_if_exists`, `paranoid_checks`, `write_buffer_size`,
+    /// `max_open_files`, `lru_cache_size`, `block_size`, `block_restart_interval`,
+    /// `max_file_size`, `compression`, `bloom_filter_bits`), `preset` (`"leveldb"`,
+    /// `"novelsm"`) and any Mezzanine option by name (e.g. `nvm_dir`, `nvm_memtable`,
+    /// `nvm_persistence`, `wal_on_nvm`, `parallel_reads`).
+    #[new]
+    #[pyo3(signature = (name, create_if_missing=false, error_if_exists=false, paranoid_checks=None,
+        write_buffer_size=None, max_open_files=None, lru_cache_size=None, block_size=None,
+        block_restart_interval=None, max_file_size=None, compression=Some("snappy".to_string()),
+        bloom_filter_bits=None, preset=None, **options))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        name: PathBuf,
+        create_if_missing: bool,
+        error_if_exists: bool,
+        paranoid_checks: Option<bool>,
+        write_buffer_size: Option<u64>,
+        max_open_files: Option<u64>,
+        lru_cache_size: Option<u64>,
+        block_size: Option<u64>,
+        block_restart_interval: Option<u64>,
+        max_file_size: Option<u64>,
+        compression: Option<String>,
+        bloom_filter_bits: Option<u32>,
+        preset: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyDb> {
+        let mut opts = Options::default();
+        if let Some(p) = preset {
+            opts.set("preset", &p).map_err(to_py)?;
+        }
+        if !matches!(compression.as_deref(), None | Some("snappy")) {
+            return Err(InvalidArgumentError::new_err(format!(
+                "unsupported compression {compression:?} (blocks are stored uncompressed; \
+                 'snappy' and None are accepted for plyvel compatibility)"
+            )));
+        }
+        opts.create_if_missing = create_if_missing;
+        opts.error_if_exists = error_if_exists;
+        let sets: [(&str, Option<String>); 8] = [
+            ("paranoid_checks", paranoid_checks.map(|v| v.to_string())),
+            (
+                "write_buffer_size",
+                write_buffer_size.map(|v| v.to_string()),
+            ),
+            ("max_open_files", max_open_files.map(|v| v.to_string())),
+            (
+                "block_cache_capacity",
+                lru_cache_size.map(|v| v.to_string()),
+            ),
+            ("block_size", block_size.map(|v| v.to_string())),
+            (
+                "block_restart_interval",
+                block_restart_interval.map(|v| v.to_string()),
+            ),
+            ("target_file_size", max_file_size.map(|v| v.to_string())),
+            (
+                "bloom_bits_per_key",
+                bloom_filter_bits.map(|v| v.to_string()),
+            ),
+        ];
+        for (k, v) in sets {
+            if let Some(v) = v {
+                opts.set(k, &v).map_err(to_py)?;
+            }
+        }
+        if let Some(d) = options {
+            for (k, v) in d.iter() {
+                let k: String = k.extract()?;
+                if k == "preset" || k == "create_if_missing" || k == "error_if_exists" {
+                    continue;
+                }
+                set_option(&mut opts, &k, &v)?;
+            }
+        }
+        let display = name.to_string_lossy().into_owned();
+        let db = py.detach(|| Db::open(&name, opts)).map_err(to_py)?;
+        Ok(PyDb {
+            h: Handle {
+                shared: Arc::new(Shared {
+                    db: RwLock::new(Some(Arc::new(db))),
+                    name: display,
+                }),
+                prefix: Vec::new(),
+            },
+        })
+    }
+
+    /// The database directory.
+    #[getter]
+    fn name(&self) -> String {
+        self.h.shared.name.clone()
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.h.shared.db.read().is_none()
+    }
+
+    /// Closes the database (idempotent); later calls raise `ClosedError`.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.h.shared.db.write().take();
+        match db {
+            Some(db) => py.detach(|| match db.close() {
+                Ok(()) | Err(mezzanine::Error::Closed) => Ok(()),
+                Err(e) => Err(e),
+            }),
+            None => Ok(()),
+        }
+        .map_err(to_py)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    /// The value of `key`, or `default`.
+    #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        default: Option<Bound<'py, PyAny>>,
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let ro = read_options(None, verify_checksums, fill_cache);
+        Ok(match self.h.get(py, key, &ro)? {
+            Some(v) => Some(v.into_any()),
+            None => default,
+        })
+    }
+
+    /// Sets `key` to `value`.
+    #[pyo3(signature = (key, value, sync=false))]
+    fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
+        self.h.put(py, key, value, sync)
+    }
+
+    /// Deletes `key`.
+    #[pyo3(signature = (key, sync=false))]
+    fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
+        self.h.delete(py, key, sync)
+    }
+
+    /// A write batch (a context manager; with `transaction=True` nothing is written if
+    /// the block raises).
+    #[pyo3(signature = (transaction=false, sync=false))]
+    fn write_batch(&self, transaction: bool, sync: bool) -> PyWriteBatch {
+        PyWriteBatch::new(self.h.clone(), transaction, sync)
+    }
+
+    /// An iterator over a range (plyvel's arguments).
+    #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
+        include_stop=false, prefix=None, include_key=true, include_value=true,
+        verify_checksums=false, fill_cache=true, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        py: Python<'_>,
+        reverse: bool,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        include_start: bool,
+        include_stop: bool,
+        prefix: Option<&Bound<'_, PyAny>>,
+        include_key: bool,
+        include_value: bool,
+        verify_checksums: bool,
+        fill_cache: bool,
+        snapshot: Option<&Bound<'_, PySnapshot>>,
+    ) -> PyResult<PyIterator> {
+        let spec = IterSpec {
+            reverse,
+            start: opt_bytes(start)?,
+            stop: opt_bytes(stop)?,
+            include_start,
+            include_stop,
+            prefix: opt_bytes(prefix)?,
+            include_key,
+            include_value,
+            verify_checksums,
+            fill_cache,
+        };
+        let snap = match snapshot {
+            Some(s) => Some(s.get().snapshot()?),
+            None => None,
+        };
+        self.h.iterator(py, snap, spec)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
+        self.h.iterator(py, None, IterSpec::default_spec())
+    }
+
+    /// A consistent read view.
+    fn snapshot(&self) -> PyResult<PySnapshot> {
+        PySnapshot::new(&self.h)
+    }
+
+    /// A view of the keys starting with `prefix` (the prefix is stripped from keys).
+    fn prefixed_db(&self, prefix: &[u8]) -> PyPrefixedDb {
+        PyPrefixedDb {
+            h: Handle {
+                shared: Arc::clone(&self.h.shared),
+                prefix: with_prefix(&self.h.prefix, prefix),
+            },
+        }
+    }
+
+    /// Approximate bytes on disk of keys in `[start, stop)`.
+    fn approximate_size(&self, py: Python<'_>, start: &[u8], stop: &[u8]) -> PyResult<u64> {
+        let db = self.h.shared.db()?;
+        py.detach(|| db.approximate_size(Some(start), Some(stop)))
+            .map_err(to_py)
+    }
+
+    /// `approximate_size` of each `(start, stop)` pair.
+    #[pyo3(signature = (*ranges))]
+    fn approximate_sizes(
+        &self,
+        py: Python<'_>,
+        ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    ) -> PyResult<Vec<u64>> {
+        let db = self.h.shared.db()?;
+        let rs: Vec<_> = ranges
+            .iter()
+            .map(|(s, e)| (Some(s.as_slice()), Some(e.as_slice())))
+            .collect();
+        py.detach(|| db.approximate_sizes(&rs)).map_err(to_py)
+    }
+
+    /// Compacts the tables overlapping `[start, stop]` (`None` = unbounded).
+    #[pyo3(signature = (start=None, stop=None))]
+    fn compact_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&[u8]>,
+        stop: Option<&[u8]>,
+    ) -> PyResult<()> {
+        let db = self.h.shared.db()?;
+        py.detach(|| db.compact_range(start, stop)).map_err(to_py)
+    }
+
+    /// A named engine property (`mezz.stats`, `mezz.levels`, ...), or `None`.
+    fn get_property(&self, name: &str) -> PyResult<Option<String>> {
+        Ok(self.h.shared.db()?.property(name))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<mezzanine.DB name={:?}{}>",
+            self.h.shared.name,
+            if self.closed() { " closed" } else { "" }
+        )
+    }
+}
+
+impl IterSpec {
+    fn default_spec() -> IterSpec {
+        IterSpec {
+            reverse: false,
+            start: None,
+            stop: None,
+            include_start: true,
+            include_stop: false,
+            prefix: None,
+            include_key: true,
+            include_value: true,
+            verify_checksums: false,
+            fill_cache: true,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// PrefixedDB
+// ---------------------------------------------------------------------------------------
+
+/// A view of the keys of a database that start with a prefix (plyvel's `PrefixedDB`).
+#[pyclass(frozen, module = "mezzanine", name = "PrefixedDB")]
+#[derive(Debug)]
+struct PyPrefixedDb {
+    h: Handle,
+}
+
+#[pymethods]
+impl PyPrefixedDb {
+    /// The prefix (including the prefixes of enclosing views).
+    #[getter]
+    fn prefix<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.h.prefix)
+    }
+
+    /// The underlying database.
+    #[getter]
+    fn db(&self) -> PyDb {
+        PyDb {
+            h: Handle {
+                shared: Arc::clone(&self.h.shared),
+                prefix: Vec::new(),
+            },
+        }
+    }
+
+    #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        default: Option<Bound<'py, PyAny>>,
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let ro = read_options(None, verify_checksums, fill_cache);
+        Ok(match self.h.get(py, key, &ro)? {
+            Some(v) => Some(v.into_any()),
+            None => default,
+        })
+    }
+
+    #[pyo3(signature = (key, value, sync=false))]
+    fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
+        self.h.put(py, key, value, sync)
+    }
+
+    #[pyo3(signature = (key, sync=false))]
+    fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
+        self.h.delete(py, key, sync)
+    }
+
+    #[pyo3(signature = (transaction=false, sync=false))]
+    fn write_batch(&self, transaction: bool, sync: bool) -> PyWriteBatch {
+        PyWriteBatch::new(self.h.clone(), transaction, sync)
+    }
+
+    #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
+        include_stop=false, prefix=None, include_key=true, include_value=true,
+        verify_checksums=false, fill_cache=true, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        py: Python<'_>,
+        reverse: bool,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        include_start: bool,
+        include_stop: bool,
+        prefix: Option<&Bound<'_, PyAny>>,
+        include_key: bool,
+        include_value: bool,
+        verify_checksums: bool,
+        fill_cache: bool,
+        snapshot: Option<&Bound<'_, PySnapshot>>,
+    ) -> PyResult<PyIterator> {
+        let spec = IterSpec {
+            reverse,
+            start: opt_bytes(start)?,
+            stop: opt_bytes(stop)?,
+            include_start,
+            include_stop,
+            prefix: opt_bytes(prefix)?,
+            include_key,
+            include_value,
+            verify_checksums,
+            fill_cache,
+        };
+        let snap = match snapshot {
+            Some(s) => Some(s.get().snapshot()?),
+            None => None,
+        };
+        self.h.iterator(py, snap, spec)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
+        self.h.iterator(py, None, IterSpec::default_spec())
+    }
+
+    fn snapshot(&self) -> PyResult<PySnapshot> {
+        PySnapshot::new(&self.h)
+    }
+
+    fn prefixed_db(&self, prefix: &[u8]) -> PyPrefixedDb {
+        PyPrefixedDb {
+            h: Handle {
+                shared: Arc::clone(&self.h.shared),
+                prefix: with_prefix(&self.h.prefix, prefix),
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// WriteBatch
+// ---------------------------------------------------------------------------------------
+
+/// Buffered puts and deletes applied atomically by `write()` (plyvel's `WriteBatch`).
+#[pyclass(frozen, module = "mezzanine", name = "WriteBatch")]
+#[derive(Debug)]
+struct PyWriteBatch {
+    h: Handle,
+    batch: Mutex<WriteBatch>,
+    transaction: bool,
+    sync: bool,
+}
+
+impl PyWriteBatch {
+    fn new(h: Handle, transaction: bool, sync: bool) -> PyWriteBatch {
+        PyWriteBatch {
+            h,
+            batch: Mutex::new(WriteBatch::new()),
+            transaction,
+            sync,
+        }
+    }
+}
+
+#[pymethods]
+impl PyWriteBatch {
+    /// Buffers a put.
+    fn put(&self, key: &[u8], value: &[u8]) {
+        self.batch.lock().put(&self.h.key(key), value);
+    }
+
+    /// Buffers a delete.
+    fn delete(&self, key: &[u8]) {
+        self.batch.lock().delete(&self.h.key(key));
+    }
+
+    /// Discards every buffered update.
+    fn clear(&self) {
+        *self.batch.lock() = WriteBatch::new();
+    }
+
+    /// Applies the buffered updates atomically and empties the batch.
+    fn write(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.h.shared.db()?;
+        let batch = std::mem::take(&mut *self.batch.lock());
+        let wo = WriteOptions { sync: self.sync };
+        py.detach(|| db.write(&wo, batch)).map_err(to_py)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Writes the batch, unless it is a transaction and the block raised.
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let raised = exc_type.is_some_and(|t| !t.is_none());
+        if self.transaction && raised {
+            self.clear();
+        } else {
+            self.write(py)?;
+        }
+        Ok(false)
+    }
+
+    fn __len__(&self) -> usize {
+        self.batch.lock().len()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Snapshot
+// ---------------------------------------------------------------------------------------
+
+/// A consistent read view (plyvel's `Snapshot`); a context manager that releases it.
+#[pyclass(frozen, module = "mezzanine", name = "Snapshot")]
+#[derive(Debug)]
+struct PySnapshot {
+    h: Handle,
+    snap: Mutex<Option<Snapshot>>,
+}
+
+impl PySnapshot {
+    fn new(h: &Handle) -> PyResult<PySnapshot> {
+        let db = h.shared.db()?;
+        Ok(PySnapshot {
+            h: h.clone(),
+            snap: Mutex::new(Some(db.snapshot())),
+        })
+    }
+
+    fn snapshot(&self) -> PyResult<Snapshot> {
+        self.snap
+            .lock()
+            .clone()
+            .ok_or_else(|| ClosedError::new_err("snapshot is released"))
+    }
+}
+
+#[pymethods]
+impl PySnapshot {
+    /// The value of `key` as of the snapshot, or `default`.
+    #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        default: Option<Bound<'py, PyAny>>,
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let ro = read_options(Some(self.snapshot()?), verify_checksums, fill_cache);
+        Ok(match self.h.get(py, key, &ro)? {
+            Some(v) => Some(v.into_any()),
+            None => default,
+        })
+    }
+
+    /// An iterator as of the snapshot (the arguments of `DB.iterator`).
+    #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
+        include_stop=false, prefix=None, include_key=true, include_value=true,
+        verify_checksums=false, fill_cache=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        py: Python<'_>,
+        reverse: bool,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        include_start: bool,
+        include_stop: bool,
+        prefix: Option<&Bound<'_, PyAny>>,
+        include_key: bool,
+        include_value: bool,
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> PyResult<PyIterator> {
+        let spec = IterSpec {
+            reverse,
+            start: opt_bytes(start)?,
+            stop: opt_bytes(stop)?,
+            include_start,
+            include_stop,
+            prefix: opt_bytes(prefix)?,
+            include_key,
+            include_value,
+            verify_checksums,
+            fill_cache,
+        };
+        self.h.iterator(py, Some(self.snapshot()?), spec)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
+        self.h
+            .iterator(py, Some(self.snapshot()?), IterSpec::default_spec())
+    }
+
+    /// Releases the snapshot (idempotent).
+    fn close(&self) {
+        self.snap.lock().take();
+    }
+
+    /// Same as `close()`.
+    fn release(&self) {
+        self.close();
+    }
+
+    /// Whether the snapshot was released.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.snap.lock().is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Iterator
+// ---------------------------------------------------------------------------------------
+
+/// Where the iterator sits between entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gap {
+    /// Before the first entry of the range.
+    Start,
+    /// After the last entry.
+    End,
+    /// Just before the cursor's entry (the cursor is valid).
+    Before,
+}
+
+#[derive(Debug)]
+struct IterState {
+    cursor: DbIterator,
+    gap: Gap,
+}
+
+type Entry = (Vec<u8>, Vec<u8>);
+
+impl IterState {
+    fn entry(&self) -> Entry {
+        (self.cursor.key().to_vec(), self.cursor.value().to_vec())
+    }
+
+    /// The entry after the gap (moving the gap past it).
+    fn forward(&mut self) -> mezzanine::Result<Option<Entry>> {
+        match self.gap {
+            Gap::End => return Ok(None),
+            Gap::Start => self.cursor.seek_to_first(),
+            Gap::Before => {}
+        }
+        if !self.cursor.valid() {
+            self.gap = Gap::End;
+            self.cursor.status()?;
+            return Ok(None);
+        }
+        let e = self.entry();
+        self.cursor.next();
+        self.gap = if self.cursor.valid() {
+            Gap::Before
+        } else {
+            Gap::End
+        };
+        self.cursor.status()?;
+        Ok(Some(e))
+    }
+
+    /// The entry before the gap (moving the gap before it).
+    fn backward(&mut self) -> mezzanine::Result<Option<Entry>> {
+        match self.gap {
+            Gap::Start => return Ok(None),
+            Gap::End => self.cursor.seek_to_last(),
+            Gap::Before => self.cursor.prev(),
+        }
+        if !self.cursor.valid() {
+            self.gap = Gap::Start;
+            self.cursor.status()?;
+            return Ok(None);
+        }
+        self.gap = Gap::Before;
+        Ok(Some(self.entry()))
+    }
+}
+
+/// A cursor over a range (plyvel's `Iterator`): `next()` (the `for` protocol) and
+/// `prev()`, `seek_to_start()`, `seek_to_stop()`, `seek(target)`; a reverse iterator
+/// swaps the directions.
+#[pyclass(frozen, module = "mezzanine", name = "Iterator")]
+#[derive(Debug)]
+struct PyIterator {
+    state: Mutex<Option<IterState>>,
+    reverse: bool,
+    include_key: bool,
+    include_value: bool,
+    /// Bytes of view prefix stripped from returned keys.
+    strip: usize,
+    prefix: Vec<u8>,
+}
+
+impl PyIterator {
+    fn step(&self, py: Python<'_>, forward: bool) -> PyResult<Option<Py<PyAny>>> {
+        let r = py.detach(|| {
+            let mut g = self.state.lock();
+            let Some(st) = g.as_mut() else {
+                return Err(mezzanine::Error::Closed);
+            };
+            if forward != self.reverse {
+                st.forward()
+            } else {
+                st.backward()
+            }
+        });
+        let Some((k, v)) = r.map_err(to_py)? else {
+            return Ok(None);
+        };
+        let key = k.get(self.strip..).unwrap_or_default();
+        Ok(Some(match (self.include_key, self.include_value) {
+            (true, true) => (PyBytes::new(py, key), PyBytes::new(py, &v))
+                .into_pyobject(py)?
+                .into_any()
+                .unbind(),
+            (true, false) => PyBytes::new(py, key).into_any().unbind(),
+            _ => PyBytes::new(py, &v).into_any().unbind(),
+        }))
+    }
+
+    fn set_gap(&self, f: impl FnOnce(&mut IterState) + Send) -> PyResult<()> {
+        let mut g = self.state.lock();
+        let st = g
+            .as_mut()
+            .ok_or_else(|| ClosedError::new_err("iterator is closed"))?;
+        f(st);
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyIterator {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.step(py, true)
+    }
+
+    /// Moves one step back and returns that entry (the one the last `next()` returned);
+    /// raises `StopIteration` at the start.
+    fn prev(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.step(py, false)?
+            .ok_or_else(|| pyo3::exceptions::PyStopIteration::new_err(()))
+    }
+
+    /// Rewinds: the next `next()` returns the first entry (in iteration order).
+    fn seek_to_start(&self, py: Python<'_>) -> PyResult<()> {
+        let reverse = self.reverse;
+        py.detach(|| self.set_gap(|st| st.gap = if reverse { Gap::End } else { Gap::Start }))
+    }
+
+    /// Fast-forwards past the last entry (in iteration order).
+    fn seek_to_stop(&self, py: Python<'_>) -> PyResult<()> {
+        let reverse = self.reverse;
+        py.detach(|| self.set_gap(|st| st.gap = if reverse { Gap::Start } else { Gap::End }))
+    }
+
+    /// Moves just before the first key >= `target` (a reverse iterator's `next()` then
+    /// returns the last key < `target`).
+    fn seek(&self, py: Python<'_>, target: &[u8]) -> PyResult<()> {
+        let t = with_prefix(&self.prefix, target);
+        py.detach(|| {
+            self.set_gap(|st| {
+                st.cursor.seek(&t);
+                st.gap = if st.cursor.valid() {
+                    Gap::Before
+                } else {
+                    Gap::End
+                };
+            })
+        })
+    }
+
+    /// Releases the iterator (idempotent).
+    fn close(&self) {
+        self.state.lock().take();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// The native module `mezzanine._mezzanine` (re-exported by the `mezzanine` package).
+#[pymodule]
+fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<PyDb>()?;
+    m.add_class::<PyPrefixedDb>()?;
+    m.add_class::<PyWriteBatch>()?;
+    m.add_class::<PySnapshot>()?;
+    m.add_class::<PyIterator>()?;
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("IOError", py.get_type::<IOError>())?;
+    m.add("CorruptionError", py.get_type::<CorruptionError>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
+    m.add("NotFoundError", py.get_type::<NotFoundError>())?;
+    m.add("LockedError", py.get_type::<LockedError>())?;
+    m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("BackgroundError", py.get_type::<BackgroundError>())?;
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! [`Iter`]: the idiomatic iterator behind `Db::iter`, `Db::range` and `Db::prefix`.
+//!
+//! Owns the translation of Rust range bounds into the cursor's bounds (inclusive lower,
+//! exclusive upper: an excluded lower bound `k` and an included upper bound `k` both become
+//! `k ++ [0]`, the next key in bytewise order) and a double-ended adapter over two
+//! [`DbIterator`] cursors, one per end, created lazily on the first call from that end.
+//!
+//! Invariants: both cursors read the same super version at the same sequence number, so
+//! they see the same keys; the front never yields a key at or after the last key the back
+//! yielded and vice versa, so mixing `next` and `next_back` meets in the middle without
+//! duplicates, as `BTreeMap::range` does. After an error or after the ends meet, both ends
+//! yield `None`.
+//!
+//! Thread-safety: `Iter` is `Send`; use it from one thread at a time.
+
+use std::fmt;
+use std::ops::{Bound, RangeBounds};
+
+use crate::error::{Error, Result};
+use crate::iter::DbIterator;
+
+/// One key-value pair yielded by [`Iter`].
+pub type KvPair = (Vec<u8>, Vec<u8>);
+
+/// Makes a cursor over the iterator's view (the same super version and sequence number on
+/// every call).
+pub(crate) type CursorFactory = Box<dyn Fn() -> Result<DbIterator> + Send + Sync>;
+
+/// Cursor bounds: inclusive lower, exclusive upper (`None` = unbounded).
+pub(crate) type CursorBounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// The smallest key after every key starting with `prefix` (`None` if there is none: the
+/// prefix is empty or all `0xff`).
+#[must_use]
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// `k ++ [0]`: the next key after `k` in bytewise order.
+fn successor(k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 1);
+    v.extend_from_slice(k);
+    v.push(0);
+    v
+}
+
+/// The cursor bounds of a Rust range over keys.
+///
+/// # Errors
+/// `InvalidArgument` where `BTreeMap::range` would panic: the start is after the end, or
+/// they are equal and both excluded.
+pub(crate) fn range_to_bounds<K, R>(range: &R) -> Result<CursorBounds>
+where
+    K: AsRef<[u8]>,
+    R: RangeBounds<K>,
+{
+    let (start, end) = (range.start_bound(), range.end_bound());
+    let key = |b: Bound<&K>| match b {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+        Bound::Unbounded => None,
+    };
+    if let (Some(s), Some(e)) = (key(start), key(end)) {
+        let both_excluded = matches!((start, end), (Bound::Excluded(_), Bound::Excluded(_)));
+        if s > e || (s == e && both_excluded) {
+            return Err(Error::InvalidArgument(format!(
+                "range start {s:02x?} is after its end {e:02x?}{}",
+                if s == e { " (both excluded)" } else { "" }
+            )));
+        }
+    }
+    let lower = match start {
+        Bound::Included(k) => Some(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Some(successor(k.as_ref())),
+        Bound::Unbounded => None,
+    };
+    let upper = match end {
+        Bound::Included(k) => Some(successor(k.as_ref())),
+        Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+        Bound::Unbounded => None,
+    };
+    Ok((lower, upper))
+}
+
+/// The cursor bounds of the keys starting with `prefix`.
+pub(crate) fn prefix_to_bounds(prefix: &[u8]) -> CursorBounds {
+    (Some(prefix.to_vec()), prefix_successor(prefix))
+}
+
+/// Intersects two sets of cursor bounds (the larger lower, the smaller upper).
+pub(crate) fn intersect(a: CursorBounds, b: CursorBounds) -> CursorBounds {
+    let lower = match (a.0, b.0) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    };
+    let upper = match (a.1, b.1) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    (lower, upper)
+}
+
+/// An iterator over key-value pairs in key order, as of one consistent view of the
+/// database (the latest state when it was made, or a snapshot). Implements
+/// [`Iterator`] and [`DoubleEndedIterator`]; both ends may be mixed and meet in the middle.
+///
+/// Each item is a `Result`: an I/O error or corruption met while reading ends the
+/// iteration after that item. It keeps the memtables and tables it reads alive until
+/// dropped, so do not keep one open for long on a busy database.
+pub struct Iter {
+    factory: Option<CursorFactory>,
+    /// An error to yield first (making the view failed).
+    pending: Option<Error>,
+    front: Option<DbIterator>,
+    back: Option<DbIterator>,
+    /// The last key the front yielded (`front_started` says whether there is one).
+    front_last: Vec<u8>,
+    front_started: bool,
+    back_last: Vec<u8>,
+    back_started: bool,
+    done: bool,
+}
+
+impl fmt::Debug for Iter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter")
+            .field("front", &self.front)
+            .field("back", &self.back)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which end of an [`Iter`] a step moves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Front,
+    Back,
+}
+
+impl Iter {
+    /// An iterator whose cursors `factory` makes.
+    pub(crate) fn new(factory: CursorFactory) -> Iter {
+        Iter {
+            factory: Some(factory),
+            pending: None,
+            front: None,
+            back: None,
+            front_last: Vec::new(),
+            front_started: false,
+            back_last: Vec::new(),
+            back_started: false,
+            done: false,
+        }
+    }
+
+    /// An iterator that yields `err` once.
+    pub(crate) fn failed(err: Error) -> Iter {
+        Iter {
+            factory: None,
+            pending: Some(err),
+            front: None,
+            back: None,
+            front_last: Vec::new(),
+            front_started: false,
+            back_last: Vec::new(),
+            back_started: false,
+            done: false,
+        }
+    }
+
+    fn step(&mut self, end: End) -> Option<Result<KvPair>> {
+        if self.done {
+            return None;
+        }
+        if let Some(e) = self.pending.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        let slot = match end {
+            End::Front => &mut self.front,
+            End::Back => &mut self.back,
+        };
+        let cursor = match slot {
+            Some(c) => {
+                match end {
+                    End::Front => c.next(),
+                    End::Back => c.prev(),
+                }
+                c
+            }
+            None => {
+                let made = match &self.factory {
+                    Some(f) => f(),
+                    None => Err(Error::InvalidArgument("iterator has no source".into())),
+                };
+                let c = match made {
+                    Ok(c) => slot.insert(c),
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                };
+                match end {
+                    End::Front => c.seek_to_first(),
+                    End::Back => c.seek_to_last(),
+                }
+                c
+            }
+        };
+        if !cursor.valid() {
+            self.done = true;
+            return cursor.status().err().map(Err);
+        }
+        let key = cursor.key();
+        let crossed = match end {
+            End::Front => self.back_started && key >= self.back_last.as_slice(),
+            End::Back => self.front_started && key <= self.front_last.as_slice(),
+        };
+        if crossed {
+            self.done = true;
+            return None;
+        }
+        let item = (key.to_vec(), cursor.value().to_vec());
+        let (last, started) = match end {
+            End::Front => (&mut self.front_last, &mut self.front_started),
+            End::Back => (&mut self.back_last, &mut self.back_started),
+        };
+        last.clear();
+        last.extend_from_slice(&item.0);
+        *started = true;
+        Some(Ok(item))
+    }
+}
+
+impl Iterator for Iter {
+    type Item = Result<KvPair>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step(End::Front)
+    }
+}
+
+impl DoubleEndedIterator for Iter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.step(End::Back)
+    }
+}
+
+impl std::iter::FusedIterator for Iter {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_successor_increments_the_last_byte_below_ff() {
+        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_successor(b"a\xff\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_successor(b"\xff"), None);
+        assert_eq!(prefix_successor(b""), None);
+    }
+
+    #[test]
+    fn ranges_map_to_inclusive_exclusive_bounds() {
+        let b = |v: &[u8]| Some(v.to_vec());
+        assert_eq!(range_to_bounds(&("a".."c")).ok(), Some((b(b"a"), b(b"c"))));
+        assert_eq!(
+            range_to_bounds(&("a"..="c")).ok(),
+            Some((b(b"a"), b(b"c\0")))
+        );
+        let r: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Excluded(b"a"), Bound::Unbounded);
+        assert_eq!(
+            range_to_bounds::<&[u8], _>(&r).ok(),
+            Some((b(b"a\0"), None))
+        );
+        assert!(range_to_bounds(&("c".."a")).is_err());
+        let r: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Excluded(b"a"), Bound::Excluded(b"a"));
+        assert!(range_to_bounds::<&[u8], _>(&r).is_err());
+        assert!(range_to_bounds(&("a".."a")).is_ok());
+        let v = vec![1u8];
+        assert!(range_to_bounds(&(v.as_slice()..)).is_ok());
+        assert!(range_to_bounds(&(..v.clone())).is_ok());
+    }
+}
