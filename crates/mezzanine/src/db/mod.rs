@@ -800,6 +800,23 @@ mod tests {
     use crate::filename;
 
     #[test]
+    fn approximate_size_counts_the_tables_a_range_touches() {
+        let db = mem_db();
+        for i in 0..100u32 {
+            db.put(format!("k{i:04}").as_bytes(), &[b'v'; 100]).unwrap();
+        }
+        let size = |a: &[u8], b: &[u8]| db.approximate_size(Some(a), Some(b)).unwrap();
+        assert_eq!(size(b"a", b"z"), 0, "memtables are not counted");
+        db.flush().unwrap();
+        let all = size(b"a", b"z");
+        assert!(all > 100 * 100, "{all}");
+        assert_eq!(size(b"k0050", b"k0060"), all);
+        assert_eq!(size(b"x", b"z"), 0);
+        assert_eq!(size(b"a", b"k0000"), 0, "the end is exclusive");
+        assert!(db.approximate_size(Some(b"z"), Some(b"a")).is_err());
+    }
+
+    #[test]
     fn db_is_send_and_sync() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Db>();

@@ -1,0 +1,509 @@
+//! Database handles: open / close / destroy / repair, reads and writes, snapshots,
+//! properties, approximate sizes and compaction.
+//!
+//! A `leveldb_t*` is a token: the open `Db` lives in a process-wide registry keyed by the
+//! token's address, and every call looks it up there. So a NULL, closed or foreign pointer
+//! is reported as an error instead of being dereferenced. `leveldb_close` removes the entry
+//! (calls already running keep their `Arc<Db>` and finish; later ones fail) and frees the
+//! token; closing a token twice is a no-op. An address may be reused by a later open, so a
+//! stale pointer can reach a newer database: close handles once and drop the pointer.
+//!
+//! Thread safety: the registry is behind a read-write lock held only to look a handle up;
+//! `Db` is `Send + Sync`, so one handle may be used from many threads.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, c_char};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+
+use engine::{Db, ReadOptions, Snapshot, WriteOptions};
+use parking_lot::RwLock;
+
+use crate::options::{leveldb_options_t, leveldb_readoptions_t, leveldb_writeoptions_t};
+use crate::{bytes, c_str, malloc_copy, malloc_cstring, no_errptr, status, with_errptr};
+
+/// An open database, as C sees it: an opaque token (see the module comment).
+#[derive(Debug)]
+pub struct leveldb_t {
+    /// Not zero-sized, so every token has its own address.
+    _private: u8,
+}
+
+/// Open databases by token address.
+static OPEN: LazyLock<RwLock<HashMap<usize, Arc<Db>>>> =
+    LazyLock::new(|| RwLock::new(HashMap::new()));
+
+/// The open database behind `db`.
+pub(crate) fn lookup(db: *const leveldb_t) -> Result<Arc<Db>, String> {
+    if db.is_null() {
+        return Err("Invalid argument: db is NULL".to_string());
+    }
+    OPEN.read().get(&(db as usize)).cloned().ok_or_else(|| {
+        "Invalid argument: db is not an open database (closed, or never opened)".to_string()
+    })
+}
+
+/// A pinned read view (`leveldb_create_snapshot`).
+#[derive(Debug)]
+pub struct leveldb_snapshot_t {
+    pub(crate) snap: Snapshot,
+    /// The token of the database it was taken on.
+    pub(crate) owner: usize,
+}
+
+/// The engine read options behind `opt` (NULL: defaults), checked against `db`.
+pub(crate) fn read_options(
+    opt: *const leveldb_readoptions_t,
+    db: *const leveldb_t,
+) -> Result<ReadOptions, String> {
+    // SAFETY: `opt` is NULL or a live read options handle.
+    match unsafe { opt.as_ref() } {
+        None => Ok(ReadOptions::default()),
+        Some(o) => {
+            if o.snapshot_owner.is_some_and(|owner| owner != db as usize) {
+                return Err(
+                    "Invalid argument: the read options' snapshot belongs to another database"
+                        .to_string(),
+                );
+            }
+            Ok(o.ro.clone())
+        }
+    }
+}
+
+/// The engine write options behind `opt` (NULL: defaults).
+fn write_options(opt: *const leveldb_writeoptions_t) -> WriteOptions {
+    // SAFETY: `opt` is NULL or a live write options handle.
+    unsafe { opt.as_ref() }.map(|o| o.wo).unwrap_or_default()
+}
+
+/// A database path from a C string.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string.
+unsafe fn db_path(name: *const c_char) -> Result<PathBuf, String> {
+    // SAFETY: per the caller's guarantee.
+    let n = unsafe { c_str(name, "name") }?;
+    if n.is_empty() {
+        return Err("Invalid argument: name is empty".to_string());
+    }
+    Ok(PathBuf::from(OsStr::from_bytes(n)))
+}
+
+/// The options behind `options`, or an error if NULL.
+fn options<'a>(options: *const leveldb_options_t) -> Result<&'a leveldb_options_t, String> {
+    // SAFETY: `options` is NULL or a live options handle.
+    unsafe { options.as_ref() }.ok_or_else(|| "Invalid argument: options is NULL".to_string())
+}
+
+/// Opens the database in directory `name`. NULL on error (reported through `errptr`).
+///
+/// # Safety
+/// `options` NULL or a live options handle; `name` NULL or a NUL-terminated string;
+/// `errptr` NULL or a valid `char**`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_open(
+    options_: *const leveldb_options_t,
+    name: *const c_char,
+    errptr: *mut *mut c_char,
+) -> *mut leveldb_t {
+    with_errptr(errptr, std::ptr::null_mut(), || {
+        let o = options(options_)?;
+        // SAFETY: `name` is NULL or NUL-terminated.
+        let path = unsafe { db_path(name) }?;
+        o.check_comparator()?;
+        let db = status(Db::open(&path, o.engine_options()?))?;
+        let token = Box::into_raw(Box::new(leveldb_t { _private: 0 }));
+        OPEN.write().insert(token as usize, Arc::new(db));
+        Ok(token)
+    })
+}
+
+/// Closes the database and frees the handle. NULL, or a handle already closed, is a no-op.
+/// Iterators and snapshots still alive stay safe to use and destroy.
+///
+/// # Safety
+/// `db` must be NULL or a pointer returned by `leveldb_open`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_close(db: *mut leveldb_t) {
+    no_errptr((), || {
+        if db.is_null() {
+            return;
+        }
+        let Some(d) = OPEN.write().remove(&(db as usize)) else {
+            return;
+        };
+        let _ = d.close();
+        drop(d);
+        // SAFETY: the token was in the registry, so it came from `Box::into_raw` in
+        // `leveldb_open` and has not been freed (it leaves the registry exactly once).
+        drop(unsafe { Box::from_raw(db) });
+    });
+}
+
+/// Sets `key` to `val`. NULL write options are the defaults.
+///
+/// # Safety
+/// Handles NULL or live; `key`/`val` NULL or pointing to `keylen`/`vallen` bytes; `errptr`
+/// NULL or a valid `char**`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_put(
+    db: *mut leveldb_t,
+    options: *const leveldb_writeoptions_t,
+    key: *const c_char,
+    keylen: usize,
+    val: *const c_char,
+    vallen: usize,
+    errptr: *mut *mut c_char,
+) {
+    with_errptr(errptr, (), || {
+        let d = lookup(db)?;
+        // SAFETY: per the caller's guarantee on `key` and `val`.
+        let (k, v) = unsafe { (bytes(key, keylen, "key")?, bytes(val, vallen, "value")?) };
+        status(d.put_opt(&write_options(options), k, v))
+    });
+}
+
+/// Deletes `key` (not an error if it is absent).
+///
+/// # Safety
+/// As [`leveldb_put`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_delete(
+    db: *mut leveldb_t,
+    options: *const leveldb_writeoptions_t,
+    key: *const c_char,
+    keylen: usize,
+    errptr: *mut *mut c_char,
+) {
+    with_errptr(errptr, (), || {
+        let d = lookup(db)?;
+        // SAFETY: per the caller's guarantee on `key`.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        status(d.delete_opt(&write_options(options), k))
+    });
+}
+
+/// Applies `batch` atomically. The batch is left unchanged.
+///
+/// # Safety
+/// As [`leveldb_put`]; `batch` NULL or a live batch handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_write(
+    db: *mut leveldb_t,
+    options: *const leveldb_writeoptions_t,
+    batch: *mut crate::batch::leveldb_writebatch_t,
+    errptr: *mut *mut c_char,
+) {
+    with_errptr(errptr, (), || {
+        let d = lookup(db)?;
+        // SAFETY: `batch` is NULL or a live batch handle.
+        let b = unsafe { batch.as_ref() }.ok_or("Invalid argument: batch is NULL")?;
+        if let Some(e) = &b.invalid {
+            return Err(format!(
+                "Invalid argument: the batch holds an invalid update: {e}"
+            ));
+        }
+        status(d.write(&write_options(options), b.batch.clone()))
+    });
+}
+
+/// The value of `key`: a `malloc`ed copy (free with `leveldb_free`) whose length goes to
+/// `*vallen`; NULL with `*vallen = 0` if the key is absent or on error. A present empty
+/// value is a non-NULL pointer with `*vallen = 0`. NULL read options are the defaults.
+///
+/// # Safety
+/// As [`leveldb_put`]; `vallen` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_get(
+    db: *mut leveldb_t,
+    options: *const leveldb_readoptions_t,
+    key: *const c_char,
+    keylen: usize,
+    vallen: *mut usize,
+    errptr: *mut *mut c_char,
+) -> *mut c_char {
+    let set_len = |n: usize| {
+        if !vallen.is_null() {
+            // SAFETY: `vallen` is non-null and writable per the caller's guarantee.
+            unsafe { *vallen = n };
+        }
+    };
+    set_len(0);
+    with_errptr(errptr, std::ptr::null_mut(), || {
+        let d = lookup(db)?;
+        let ro = read_options(options, db)?;
+        // SAFETY: per the caller's guarantee on `key`.
+        let k = unsafe { bytes(key, keylen, "key") }?;
+        match status(d.get_opt(&ro, k))? {
+            None => Ok(std::ptr::null_mut()),
+            Some(v) => {
+                let p = malloc_copy(&v);
+                if p.is_null() {
+                    return Err("IO error: out of memory copying the value".to_string());
+                }
+                set_len(v.len());
+                Ok(p)
+            }
+        }
+    })
+}
+
+/// Pins the current state. NULL if `db` is not an open database.
+///
+/// # Safety
+/// `db` must be NULL or a pointer returned by `leveldb_open`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_create_snapshot(db: *mut leveldb_t) -> *const leveldb_snapshot_t {
+    no_errptr(std::ptr::null(), || match lookup(db) {
+        Ok(d) => Box::into_raw(Box::new(leveldb_snapshot_t {
+            snap: d.snapshot(),
+            owner: db as usize,
+        })),
+        Err(_) => std::ptr::null(),
+    })
+}
+
+/// Releases a snapshot (also after its database was closed; `db` is not needed). NULL is
+/// allowed.
+///
+/// # Safety
+/// `snapshot` must be NULL or a live snapshot handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_release_snapshot(
+    _db: *mut leveldb_t,
+    snapshot: *const leveldb_snapshot_t,
+) {
+    if !snapshot.is_null() {
+        // SAFETY: created by `Box::into_raw` in `leveldb_create_snapshot`, released once.
+        drop(unsafe { Box::from_raw(snapshot.cast_mut()) });
+    }
+}
+
+/// A property as a `malloc`ed string (free with `leveldb_free`), NULL if unknown.
+/// LevelDB names map to the engine's: `leveldb.stats`, `leveldb.num-files-at-level<N>`,
+/// `leveldb.sstables` (files and bytes per level), `leveldb.approximate-memory-usage`
+/// (memtable bytes); the engine's own `mezz.*` names work too.
+///
+/// # Safety
+/// `db` NULL or a pointer returned by `leveldb_open`; `propname` NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_property_value(
+    db: *mut leveldb_t,
+    propname: *const c_char,
+) -> *mut c_char {
+    no_errptr(std::ptr::null_mut(), || {
+        let Ok(d) = lookup(db) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: `propname` is NULL or NUL-terminated.
+        let Ok(name) = (unsafe { c_str(propname, "property") }) else {
+            return std::ptr::null_mut();
+        };
+        let Ok(name) = std::str::from_utf8(name) else {
+            return std::ptr::null_mut();
+        };
+        let value = match name {
+            "leveldb.stats" => d.property("mezz.stats"),
+            "leveldb.sstables" => d.property("mezz.levels"),
+            "leveldb.approximate-memory-usage" => Some(d.stats().memtable_bytes.to_string()),
+            _ => match name.strip_prefix("leveldb.num-files-at-level") {
+                Some(n) => d.property(&format!("mezz.num-files-at-level{n}")),
+                None => d.property(name),
+            },
+        };
+        value.map_or(std::ptr::null_mut(), |v| malloc_cstring(&v))
+    })
+}
+
+/// For each range `[start[i], limit[i])`, the approximate bytes of table storage it uses
+/// (the sizes of the tables it touches; data still in memtables is not counted). A NULL
+/// array, a NULL key with a nonzero length or a closed `db` gives 0s.
+///
+/// # Safety
+/// `db` NULL or from `leveldb_open`; each array NULL or holding `num_ranges` entries, each
+/// key pointing to its length's bytes; `sizes` NULL or writable for `num_ranges` entries.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_approximate_sizes(
+    db: *mut leveldb_t,
+    num_ranges: libc::c_int,
+    range_start_key: *const *const c_char,
+    range_start_key_len: *const usize,
+    range_limit_key: *const *const c_char,
+    range_limit_key_len: *const usize,
+    sizes: *mut u64,
+) {
+    no_errptr((), || {
+        let n = usize::try_from(num_ranges).unwrap_or(0);
+        if sizes.is_null() || n == 0 {
+            return;
+        }
+        // SAFETY: `sizes` is non-null and writable for `n` entries.
+        let out = unsafe { std::slice::from_raw_parts_mut(sizes, n) };
+        out.fill(0);
+        let Ok(d) = lookup(db) else {
+            return;
+        };
+        if range_start_key.is_null()
+            || range_start_key_len.is_null()
+            || range_limit_key.is_null()
+            || range_limit_key_len.is_null()
+        {
+            return;
+        }
+        for (i, slot) in out.iter_mut().enumerate() {
+            // SAFETY: every array holds `n` entries; each key points to its length's bytes.
+            let range = unsafe {
+                let s = bytes(
+                    *range_start_key.add(i),
+                    *range_start_key_len.add(i),
+                    "start",
+                );
+                let l = bytes(
+                    *range_limit_key.add(i),
+                    *range_limit_key_len.add(i),
+                    "limit",
+                );
+                s.and_then(|s| l.map(|l| (s, l)))
+            };
+            // LevelDB gives 0 for an empty or reversed range.
+            if let Ok((s, l)) = range
+                && s < l
+            {
+                *slot = d.approximate_size(Some(s), Some(l)).unwrap_or(0);
+            }
+        }
+    });
+}
+
+/// Compacts the tables overlapping `[start, limit]` (NULL start: from the first key; NULL
+/// limit: to the last) and waits. Errors are dropped, as LevelDB's signature has no errptr.
+///
+/// # Safety
+/// `db` NULL or from `leveldb_open`; each key NULL or pointing to its length's bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_compact_range(
+    db: *mut leveldb_t,
+    start_key: *const c_char,
+    start_key_len: usize,
+    limit_key: *const c_char,
+    limit_key_len: usize,
+) {
+    no_errptr((), || {
+        let Ok(d) = lookup(db) else {
+            return;
+        };
+        // SAFETY: each key is NULL or points to its length's bytes.
+        let (s, l) = unsafe {
+            (
+                (!start_key.is_null())
+                    .then(|| bytes(start_key, start_key_len, "start").unwrap_or_default()),
+                (!limit_key.is_null())
+                    .then(|| bytes(limit_key, limit_key_len, "limit").unwrap_or_default()),
+            )
+        };
+        let _ = d.compact_range(s, l);
+    });
+}
+
+/// Removes the database's files (those the engine names: tables, logs, manifests,
+/// `CURRENT`, `LOCK`, `IDENTITY`, `OPTIONS-*`, temporaries), its NVM pool if the options
+/// name an NVM directory, and the directory if it is then empty. A missing directory is not
+/// an error; an open database is.
+///
+/// # Safety
+/// As [`leveldb_open`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_destroy_db(
+    options_: *const leveldb_options_t,
+    name: *const c_char,
+    errptr: *mut *mut c_char,
+) {
+    with_errptr(errptr, (), || {
+        let o = options(options_)?;
+        // SAFETY: `name` is NULL or NUL-terminated.
+        let path = unsafe { db_path(name) }?;
+        destroy(&path, o.engine_options()?.nvm_dir.as_deref())
+    });
+}
+
+fn destroy(dir: &Path, nvm_dir: Option<&Path>) -> Result<(), String> {
+    use engine::filename::{FileType, lock_file, parse_file_name};
+    if !dir.exists() {
+        return Ok(());
+    }
+    let io = |p: &Path, e: std::io::Error| format!("IO error: {}: {e}", p.display());
+    let fs = engine::Options::default().fs;
+    let lock_path = lock_file(dir);
+    let lock = fs.lock(&lock_path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            format!(
+                "IO error: lock {}: the database is open",
+                lock_path.display()
+            )
+        } else {
+            io(&lock_path, e)
+        }
+    })?;
+    let mut first_err = None;
+    let entries = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        match parse_file_name(name) {
+            Some((FileType::Lock, _)) | None => {}
+            Some(_) => {
+                if let Err(e) = std::fs::remove_file(entry.path()) {
+                    first_err.get_or_insert(io(&entry.path(), e));
+                }
+            }
+        }
+    }
+    if let Some(nvm) = nvm_dir {
+        let pool = nvm.join(engine::storage::nvm::POOL_FILE);
+        if pool.exists()
+            && let Err(e) = std::fs::remove_file(&pool)
+        {
+            first_err.get_or_insert(io(&pool, e));
+        }
+    }
+    drop(lock);
+    let _ = std::fs::remove_file(&lock_path);
+    let _ = std::fs::remove_dir(dir); // only if empty, as LevelDB
+    first_err.map_or(Ok(()), Err)
+}
+
+/// The engine has no repair (LevelDB's rebuilds a manifest from the tables it finds). This
+/// opens the database (recovering its logs as every open does) and verifies every table:
+/// success means there was nothing to repair. Otherwise the error says what is wrong,
+/// prefixed "Not implemented: repair is not supported".
+///
+/// # Safety
+/// As [`leveldb_open`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn leveldb_repair_db(
+    options_: *const leveldb_options_t,
+    name: *const c_char,
+    errptr: *mut *mut c_char,
+) {
+    with_errptr(errptr, (), || {
+        let o = options(options_)?;
+        // SAFETY: `name` is NULL or NUL-terminated.
+        let path = unsafe { db_path(name) }?;
+        let mut eo = o.engine_options()?;
+        eo.create_if_missing = false;
+        eo.error_if_exists = false;
+        let checked = Db::open(&path, eo).and_then(|db| {
+            let r = db.verify().map(|_| ());
+            r.and(db.close())
+        });
+        checked.map_err(|e| {
+            format!(
+                "Not implemented: repair is not supported by this engine, and the database \
+                 does not open and verify cleanly: {}",
+                crate::status_text(&e)
+            )
+        })
+    });
+}

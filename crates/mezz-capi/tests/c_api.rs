@@ -1,0 +1,204 @@
+//! Compiles the C tests of `tests/c/` with the system C compiler (`cc`) against the crate's
+//! headers and the built `libmezzanine`, and runs them: linked to the shared library, to
+//! the static library, and under AddressSanitizer (with leak checking) where `cc` supports
+//! it. Each binary gets its own scratch directory and must print `PASS` and exit 0.
+//!
+//! The library is built first with `cargo build -p mezz-capi` into the target directory
+//! and profile of this test binary (see `lib_dir`), so this works from a clean clone with
+//! `CARGO_TARGET_DIR` set or not.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The C test programs (`tests/c/<name>.c`).
+const PROGRAMS: &[&str] = &["c_api_test", "c_misuse_test", "c_mezzanine_test"];
+
+/// Libraries a Rust staticlib needs from the system (`rustc --print native-static-libs`).
+const NATIVE_STATIC_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding `libmezzanine.so` and `libmezzanine.a`, built (once per test
+/// process) by `cargo build -p mezz-capi` into this test's target directory and profile,
+/// so the C tests never link a stale library. (Cargo does not build a cdylib-only crate's
+/// library before its integration tests, and an rlib would collide with the engine's
+/// `libmezzanine.rlib`.) With the test profile the engine is not compiled again.
+fn lib_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test binary path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test binary in <target>/<profile>/deps")
+            .to_path_buf();
+        let target_dir = profile_dir.parent().expect("target dir");
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
+        let st = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "mezz-capi", "--lib"])
+            .args(if release {
+                &["--release"][..]
+            } else {
+                &["--profile", "test"][..]
+            })
+            .env("CARGO_TARGET_DIR", target_dir)
+            .status()
+            .expect("run cargo build -p mezz-capi");
+        assert!(st.success(), "cargo build -p mezz-capi failed");
+        for f in ["libmezzanine.so", "libmezzanine.a"] {
+            assert!(
+                profile_dir.join(f).exists(),
+                "{f} not found in {}",
+                profile_dir.display()
+            );
+        }
+        profile_dir
+    })
+    .clone()
+}
+
+/// Whether `cc` exists; prints why the test is skipped if not.
+fn have_cc() -> bool {
+    let ok = Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: no C compiler `cc` on PATH (scripts/setup.sh installs gcc)");
+    }
+    ok
+}
+
+/// Compiles `tests/c/<name>.c` into `out_dir` with `extra` flags; returns the binary.
+fn compile(name: &str, out_dir: &Path, suffix: &str, extra: &[&str], link: &[String]) -> PathBuf {
+    let c = crate_dir();
+    let bin = out_dir.join(format!("{name}{suffix}"));
+    let out = Command::new("cc")
+        .args(["-std=c11", "-g", "-Wall", "-Wextra", "-Werror"])
+        .args(extra)
+        .arg("-I")
+        .arg(c.join("include"))
+        .arg("-I")
+        .arg(c.join("tests/c"))
+        .arg(c.join(format!("tests/c/{name}.c")))
+        .arg("-o")
+        .arg(&bin)
+        .args(link)
+        .output()
+        .expect("run cc");
+    assert!(
+        out.status.success(),
+        "cc failed for {name}{suffix}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
+
+/// Runs `bin` on a fresh scratch directory and checks that it passed.
+fn run(bin: &Path, env: &[(&str, &str)]) {
+    let scratch = tempfile::tempdir().expect("scratch dir");
+    let out = Command::new(bin)
+        .arg(scratch.path())
+        .env("TEST_TMPDIR", scratch.path())
+        .envs(env.iter().copied())
+        .output()
+        .expect("run C test");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("PASS"),
+        "{} failed ({}):\n{stderr}",
+        bin.display(),
+        out.status
+    );
+}
+
+/// Link arguments for the shared library, with an rpath so the binary finds it.
+fn shared_link(lib: &Path) -> Vec<String> {
+    vec![
+        lib.join("libmezzanine.so").display().to_string(),
+        format!("-Wl,-rpath,{}", lib.display()),
+    ]
+}
+
+#[test]
+fn c_tests_pass_against_the_shared_library() {
+    if !have_cc() {
+        return;
+    }
+    let lib = lib_dir();
+    let out = tempfile::tempdir().expect("build dir");
+    for name in PROGRAMS {
+        let bin = compile(name, out.path(), "", &[], &shared_link(&lib));
+        run(&bin, &[]);
+    }
+}
+
+#[test]
+fn c_tests_pass_against_the_static_library() {
+    if !have_cc() {
+        return;
+    }
+    let lib = lib_dir();
+    let out = tempfile::tempdir().expect("build dir");
+    let mut link = vec![lib.join("libmezzanine.a").display().to_string()];
+    link.extend(NATIVE_STATIC_LIBS.iter().map(|s| (*s).to_string()));
+    // One program is enough to show the static library links and runs.
+    let bin = compile("c_api_test", out.path(), "-static-lib", &[], &link);
+    run(&bin, &[]);
+}
+
+/// Whether `cc -fsanitize=address` builds a program that runs; prints why not otherwise.
+fn have_asan(dir: &Path) -> bool {
+    let src = dir.join("asan_probe.c");
+    let bin = dir.join("asan_probe");
+    if std::fs::write(&src, "int main(void) { return 0; }\n").is_err() {
+        return false;
+    }
+    let built = Command::new("cc")
+        .arg("-fsanitize=address")
+        .arg(&src)
+        .arg("-o")
+        .arg(&bin)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !built {
+        eprintln!("SKIP: `cc -fsanitize=address` does not build a program here (no libasan)");
+        return false;
+    }
+    let ran = Command::new(&bin)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ran {
+        eprintln!("SKIP: AddressSanitizer programs do not run here");
+    }
+    ran
+}
+
+#[test]
+fn c_tests_pass_under_address_sanitizer() {
+    if !have_cc() {
+        return;
+    }
+    let out = tempfile::tempdir().expect("build dir");
+    if !have_asan(out.path()) {
+        return;
+    }
+    let lib = lib_dir();
+    let flags = ["-fsanitize=address", "-fno-omit-frame-pointer"];
+    for name in PROGRAMS {
+        let bin = compile(name, out.path(), "-asan", &flags, &shared_link(&lib));
+        run(&bin, &[("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")]);
+    }
+}
