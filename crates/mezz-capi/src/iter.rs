@@ -38,7 +38,7 @@ pub unsafe extern "C" fn leveldb_create_iterator(
     let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let d = lookup(db)?;
         let ro = read_options(options, db)?;
-        status(d.iter(&ro))
+        status(d.cursor(&ro))
     }));
     let (it, err) = match made {
         Ok(Ok(it)) => (Some(it), None),

@@ -16,14 +16,15 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 
 /// Small memtables and tables so a few thousand writes make several levels.
 fn options(units: &[PathBuf], placement: PlacementPolicy) -> Options {
-    let mut o = Options::default();
-    o.write_buffer_size = 32 << 10;
-    o.target_file_size = 16 << 10;
-    o.max_bytes_for_level_base = 64 << 10;
-    o.level0_compaction_trigger = 2;
-    o.ssd_paths = units.to_vec();
-    o.placement = placement;
-    o
+    Options {
+        write_buffer_size: 32 << 10,
+        target_file_size: 16 << 10,
+        max_bytes_for_level_base: 64 << 10,
+        level0_compaction_trigger: 2,
+        ssd_paths: units.to_vec(),
+        placement,
+        ..Options::default()
+    }
 }
 
 fn write(db: &Db, n: u32, round: u32) {
@@ -154,7 +155,7 @@ fn a_swapped_missing_dropped_or_foreign_directory_is_refused() {
     let other_unit = root.path().join("other-unit");
     Db::open(
         &other,
-        options(&[other_unit.clone()], PlacementPolicy::Striped),
+        options(std::slice::from_ref(&other_unit), PlacementPolicy::Striped),
     )
     .expect("other db")
     .close()
@@ -165,7 +166,10 @@ fn a_swapped_missing_dropped_or_foreign_directory_is_refused() {
     );
     assert!(m.contains("belongs to another database"), "{m}");
     // The database directory itself, or a directory given twice.
-    let m = open_err(&path, options(&[path.clone()], PlacementPolicy::Striped));
+    let m = open_err(
+        &path,
+        options(std::slice::from_ref(&path), PlacementPolicy::Striped),
+    );
     assert!(m.contains("database directory itself"), "{m}");
     let m = open_err(
         &path,
