@@ -7,7 +7,10 @@
 //!    number, next file number and last sequence; a database being created gets its
 //!    identity (`replay_manifest`).
 //! 3. Open the NVM tier if anything lives or will live there, and map its memtables back
-//!    (`open_nvm`).
+//!    (`open_nvm`). Build the storage layer over the DB directory and the `ssd_paths`:
+//!    every table's location must be reachable (`Storage::check_locations`) and every
+//!    unit must be this database's, at its index (`check_units`); the placement of new
+//!    tables is built from the options.
 //! 4. Replay every WAL numbered >= the log number, oldest first (`collect_wals`,
 //!    `replay_wals`). Without NVM memtables, into a memtable; a memtable that fills is
 //!    written to an L0 table; at the end the last memtable is written too. So every
