@@ -119,7 +119,7 @@ while time_left && ! counts_done; do
     2) preset=novelsm; opts=() ;;
     3) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
     0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
-  esac"
+  esac
   if [ "$n_rounds" = 0 ]; then
     :
   elif "$mezz" stress --db "$db" --rounds $n_rounds --seed "$s" --preset $preset "${opts[@]}" \
@@ -132,7 +132,7 @@ while time_left && ! counts_done; do
     fail "mezz stress ($preset ${opts[*]}) seed $s" "$out/stress-$s.log" \
       "$mezz stress --db <dir> --rounds $n_rounds --seed $s --preset $preset ${opts[*]} --max-kill-delay-ms 400"
   fi
-  rm -rf "$db" "$db.expected" "$db.nvm"
+  rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
   echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
 done
 
