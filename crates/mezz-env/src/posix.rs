@@ -59,6 +59,16 @@ impl PosixFs {
     }
 }
 
+/// Creates (or truncates) `path` for writing.
+fn create_truncated(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| with_path(e, "create", path))
+}
+
 /// Adds the path to an error's message, keeping its kind.
 fn with_path(err: io::Error, what: &str, path: &Path) -> io::Error {
     io::Error::new(err.kind(), format!("{what} {}: {err}", path.display()))
@@ -66,12 +76,7 @@ fn with_path(err: io::Error, what: &str, path: &Path) -> io::Error {
 
 impl FileSystem for PosixFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| with_path(e, "create", path))?;
+        let file = create_truncated(path)?;
         Ok(Box::new(PosixWritableFile::new(file, path, 0)))
     }
 
@@ -80,12 +85,7 @@ impl FileSystem for PosixFs {
         path: &Path,
         lifetime: WriteLifetime,
     ) -> io::Result<Box<dyn WritableFile>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| with_path(e, "create", path))?;
+        let file = create_truncated(path)?;
         if let Some(set_hint) = self.write_hint {
             // Linux's RWH_WRITE_LIFE_SHORT..EXTREME. Advisory: a kernel or file system
             // without hints refuses it, which changes nothing.

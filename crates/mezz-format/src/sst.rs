@@ -839,26 +839,15 @@ impl TableReader {
         lookup: &[u8],
         fill_cache: bool,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let uk = user_key(lookup);
-        let Some(ks) = self.index.keyset() else {
+        let Some((key, block, range)) = self.get_unfiltered_pinned(lookup, fill_cache)? else {
             return Ok(None);
         };
-        let mut i = ks.find(lookup);
-        while i < ks.num_entries() {
-            let h = self.handle_at(i)?;
-            let block = self.data_block(h, fill_cache)?;
-            let mut it = block.iter();
-            it.seek(lookup);
-            if it.valid() {
-                if user_key(it.key()) == uk {
-                    return Ok(Some((it.key().to_vec(), it.value().to_vec())));
-                }
-                return Ok(None);
-            }
-            it.status()?;
-            i += 1;
-        }
-        Ok(None)
+        // `range` was taken from this block's contents by `get_unfiltered_pinned`.
+        let value = block
+            .contents()
+            .get(range)
+            .ok_or_else(|| Error::corruption(0, "a block value outside its block"))?;
+        Ok(Some((key, value.to_vec())))
     }
 
     /// As [`TableReader::get_unfiltered`], without copying the value: returns the found

@@ -156,13 +156,14 @@ impl DbInner {
         on_install: &mut dyn FnMut(&mut super::State),
     ) -> Result<()> {
         let new_file = || self.new_file_number();
-        let version = Arc::clone(&self.state.lock().version);
+        // The published version, read without the state lock: placement only weighs it.
+        let sv = self.super_version.load();
         let placement = self.placement.begin(&JobInfo {
-            version: &version,
+            version: &sv.version,
             output_level: 0,
             inputs: &[],
         });
-        drop(version);
+        drop(sv);
         let mut sink = SstSink::new(&self.storage, &self.opts, 0, &new_file, placement);
         let mut iter = m.iter();
         let written = write_table(&mut sink, iter.as_mut())?;

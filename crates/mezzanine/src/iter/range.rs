@@ -147,24 +147,18 @@ enum End {
 impl Iter {
     /// An iterator whose cursors `factory` makes.
     pub(crate) fn new(factory: CursorFactory) -> Iter {
-        Iter {
-            factory: Some(factory),
-            pending: None,
-            front: None,
-            back: None,
-            front_last: Vec::new(),
-            front_started: false,
-            back_last: Vec::new(),
-            back_started: false,
-            done: false,
-        }
+        Self::with(Some(factory), None)
     }
 
     /// An iterator that yields `err` once.
     pub(crate) fn failed(err: Error) -> Iter {
+        Self::with(None, Some(err))
+    }
+
+    fn with(factory: Option<CursorFactory>, pending: Option<Error>) -> Iter {
         Iter {
-            factory: None,
-            pending: Some(err),
+            factory,
+            pending,
             front: None,
             back: None,
             front_last: Vec::new(),

@@ -95,13 +95,9 @@ pub struct UnitView {
 /// Everything one decision depends on.
 #[derive(Debug, Clone)]
 pub struct PlaceInput<'a> {
-    /// The candidate units (at least one).
+    /// The candidate units (at least one), with the job's level already taken into
+    /// account: the hot bytes of each view, and the candidates themselves (wide units).
     pub units: &'a [UnitView],
-    /// The level the new table goes to.
-    pub output_level: usize,
-    /// The bottom level of the tree as the job sees it (the deepest holding data, or the
-    /// output level if deeper).
-    pub bottom_level: usize,
     /// The new table's file number.
     pub table_id: u64,
     /// A counter that advances by one per table placed by this database (`striped`).
@@ -136,8 +132,8 @@ pub fn choose_unit(policy: PlacementPolicy, input: &PlaceInput<'_>) -> u32 {
 ///    live table gets no foreground read at all, so an output written there disturbs none;
 /// 5. a rotation by table number (no unit is favoured among equals).
 ///
-/// The output level matters through the heat: a new upper-level table makes its unit hot,
-/// so the next upper-level outputs go elsewhere (small hot levels spread), while large
+/// The output level matters through the views: a new upper-level table makes its unit
+/// hot, so the next upper-level outputs go elsewhere (small hot levels spread), while large
 /// cold bottom tables fill the units that hold least.
 fn isolated(input: &PlaceInput<'_>) -> u32 {
     let units = input.units;
@@ -384,8 +380,6 @@ impl Placement for UnitPlacement {
         Box::new(UnitJob {
             policy: self.policy,
             views,
-            output_level: job.output_level,
-            bottom_level,
             cursor: Arc::clone(&self.cursor),
             activity: Arc::clone(&self.activity),
             id,
@@ -407,8 +401,6 @@ impl JobPlacement for Fixed {
 struct UnitJob {
     policy: PlacementPolicy,
     views: Vec<UnitView>,
-    output_level: usize,
-    bottom_level: usize,
     cursor: Arc<AtomicU64>,
     activity: Arc<UnitActivity>,
     id: u64,
@@ -422,8 +414,6 @@ impl JobPlacement for UnitJob {
             self.policy,
             &PlaceInput {
                 units: &self.views,
-                output_level: self.output_level,
-                bottom_level: self.bottom_level,
                 table_id,
                 cursor,
             },

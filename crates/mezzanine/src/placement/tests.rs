@@ -14,11 +14,9 @@ fn unit(path_id: u32) -> UnitView {
     }
 }
 
-fn input(units: &[UnitView], output_level: usize, table_id: u64, cursor: u64) -> PlaceInput<'_> {
+fn input(units: &[UnitView], table_id: u64, cursor: u64) -> PlaceInput<'_> {
     PlaceInput {
         units,
-        output_level,
-        bottom_level: 3,
         table_id,
         cursor,
     }
@@ -30,7 +28,7 @@ fn striped_rotates_over_every_unit_whatever_the_load() {
     units[0].other_writers = 3;
     units[0].job_read_bytes = 1 << 30;
     let chosen: Vec<u32> = (0..8)
-        .map(|c| choose_unit(PlacementPolicy::Striped, &input(&units, 1, 99, c)))
+        .map(|c| choose_unit(PlacementPolicy::Striped, &input(&units, 99, c)))
         .collect();
     assert_eq!(chosen, vec![1, 2, 3, 4, 1, 2, 3, 4]);
 }
@@ -40,7 +38,7 @@ fn per_file_maps_each_table_by_its_number_alone() {
     let mut units: Vec<UnitView> = (1..=3).map(unit).collect();
     units[1].other_readers = 2;
     for id in 0..9u64 {
-        let u = choose_unit(PlacementPolicy::PerFile, &input(&units, 2, id, 1000 + id));
+        let u = choose_unit(PlacementPolicy::PerFile, &input(&units, id, 1000 + id));
         assert_eq!(u, units[(id % 3) as usize].path_id);
     }
 }
@@ -53,7 +51,7 @@ fn isolated_writes_where_no_input_and_no_other_job_is() {
     units[2].other_writers = 1; // another job writes unit 3
     for id in 0..6 {
         assert_eq!(
-            choose_unit(PlacementPolicy::Isolated, &input(&units, 2, id, id)),
+            choose_unit(PlacementPolicy::Isolated, &input(&units, id, id)),
             4,
             "table {id}"
         );
@@ -62,7 +60,7 @@ fn isolated_writes_where_no_input_and_no_other_job_is() {
     units[3].other_readers = 1;
     units[3].other_writers = 1;
     assert_eq!(
-        choose_unit(PlacementPolicy::Isolated, &input(&units, 2, 7, 7)),
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 7, 7)),
         1
     );
 }
@@ -74,13 +72,13 @@ fn isolated_spreads_upper_levels_over_the_least_hot_units() {
     units[1].hot_bytes = 10 << 20;
     units[2].hot_bytes = 20 << 20;
     assert_eq!(
-        choose_unit(PlacementPolicy::Isolated, &input(&units, 0, 5, 0)),
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 5, 0)),
         2
     );
     // Equal heat: the rotation by table number spreads successive tables.
     let even: Vec<UnitView> = (1..=3).map(unit).collect();
     let chosen: Vec<u32> = (0..3)
-        .map(|id| choose_unit(PlacementPolicy::Isolated, &input(&even, 1, id, 0)))
+        .map(|id| choose_unit(PlacementPolicy::Isolated, &input(&even, id, 0)))
         .collect();
     let mut sorted = chosen.clone();
     sorted.sort_unstable();
@@ -94,13 +92,13 @@ fn isolated_spreads_a_jobs_tables_over_the_coolest_units_and_avoids_over_share()
     units[2].bytes = 50 << 20;
     // A unit with no live table takes the first table.
     assert_eq!(
-        choose_unit(PlacementPolicy::Isolated, &input(&units, 3, 11, 0)),
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 11, 0)),
         2
     );
     // Once the job writes there, its next table goes to the next coolest unit.
     units[1].job_written = 1;
     assert_eq!(
-        choose_unit(PlacementPolicy::Isolated, &input(&units, 3, 12, 0)),
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 12, 0)),
         3
     );
     // Hot (upper-level) bytes weigh more than cold ones.
@@ -109,7 +107,7 @@ fn isolated_spreads_a_jobs_tables_over_the_coolest_units_and_avoids_over_share()
     units[1].hot_bytes = 20 << 20; // heat 80 MiB
     units[2].hot_bytes = 0; // heat 50 MiB
     assert_eq!(
-        choose_unit(PlacementPolicy::Isolated, &input(&units, 1, 13, 0)),
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 13, 0)),
         3
     );
     // A unit far over its share of bytes is left, however cool it otherwise is.
@@ -120,7 +118,7 @@ fn isolated_spreads_a_jobs_tables_over_the_coolest_units_and_avoids_over_share()
     skewed[1].hot_bytes = 1 << 30;
     skewed[2].hot_bytes = 1 << 30;
     assert_ne!(
-        choose_unit(PlacementPolicy::Isolated, &input(&skewed, 3, 14, 0)),
+        choose_unit(PlacementPolicy::Isolated, &input(&skewed, 14, 0)),
         1
     );
 }
@@ -244,7 +242,6 @@ fn every_policy_returns_one_of_its_units_and_is_pure() {
                 other_writers: rng.random_range(0..2u32),
             })
             .collect();
-        let level = rng.random_range(0..5usize);
         let id = rng.random_range(0..1000u64);
         let cursor = rng.random_range(0..1000u64);
         for policy in [
@@ -252,9 +249,9 @@ fn every_policy_returns_one_of_its_units_and_is_pure() {
             PlacementPolicy::PerFile,
             PlacementPolicy::Isolated,
         ] {
-            let u = choose_unit(policy, &input(&units, level, id, cursor));
+            let u = choose_unit(policy, &input(&units, id, cursor));
             assert!(units.iter().any(|v| v.path_id == u), "{policy:?} gave {u}");
-            assert_eq!(u, choose_unit(policy, &input(&units, level, id, cursor)));
+            assert_eq!(u, choose_unit(policy, &input(&units, id, cursor)));
         }
     }
 }

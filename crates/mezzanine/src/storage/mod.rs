@@ -379,6 +379,11 @@ impl Storage {
             })
     }
 
+    /// The SST file of table `id` in directory `path_id`.
+    fn sst_path(&self, id: u64, path_id: u32) -> Result<PathBuf> {
+        Ok(filename::sst_file(self.dir(path_id)?, id))
+    }
+
     /// The file holding the bytes of table `id` at `location`: its SST file, or the NVM
     /// pool file for a table in NVM. Errors about a table name this path.
     ///
@@ -386,7 +391,7 @@ impl Storage {
     /// As [`Storage::dir`]; `InvalidArgument` for an NVM location without an NVM tier.
     pub fn table_path(&self, id: u64, location: TableLocation) -> Result<PathBuf> {
         match location {
-            TableLocation::Sst { path_id } => Ok(filename::sst_file(self.dir(path_id)?, id)),
+            TableLocation::Sst { path_id } => self.sst_path(id, path_id),
             TableLocation::Nvm { .. } => Ok(self.nvm_tier()?.dir().join(nvm::POOL_FILE)),
         }
     }
@@ -416,7 +421,7 @@ impl Storage {
         path_id: u32,
         lifetime: WriteLifetime,
     ) -> Result<(PathBuf, Box<dyn WritableFile>)> {
-        let path = filename::sst_file(self.dir(path_id)?, id);
+        let path = self.sst_path(id, path_id)?;
         let file = self
             .fs
             .create_with_hint(&path, lifetime)
@@ -433,7 +438,7 @@ impl Storage {
     /// # Errors
     /// `Io` naming the path.
     pub fn open_sst(&self, id: u64, path_id: u32) -> Result<(PathBuf, Arc<dyn RandomAccessFile>)> {
-        let path = filename::sst_file(self.dir(path_id)?, id);
+        let path = self.sst_path(id, path_id)?;
         let file = self
             .fs
             .open_read(&path)
@@ -452,7 +457,7 @@ impl Storage {
     pub fn table_size(&self, meta: &TableMeta) -> Result<u64> {
         match meta.location {
             TableLocation::Sst { path_id } => {
-                let path = filename::sst_file(self.dir(path_id)?, meta.id);
+                let path = self.sst_path(meta.id, path_id)?;
                 self.fs
                     .file_size(&path)
                     .map_err(|e| Error::from(e).in_file(&path))

@@ -239,21 +239,12 @@ impl SstTable {
         seq: SeqNo,
         opts: &TableReadOptions,
     ) -> Result<Option<LookupResult>> {
-        if !self.reader.may_contain(user_key) {
-            StatsCollector::add(&self.publisher.stats.bloom_negatives, 1);
-            return Ok(None);
-        }
-        let lookup = make_internal_key(user_key, seq, ValueKind::SEEK);
-        // The filter was consulted just above.
-        let Some((ikey, value)) = self.reader.get_unfiltered(&lookup, opts.fill_cache)? else {
-            return Ok(None);
-        };
-        let p = parse_internal_key(&ikey)
-            .ok_or_else(|| Error::corruption(0, format!("undecodable internal key {ikey:02x?}")))?;
-        Ok(Some(match p.kind {
-            ValueKind::Value => LookupResult::Value(value),
-            ValueKind::Deletion => LookupResult::Deleted,
-        }))
+        Ok(self
+            .lookup_pinned(user_key, seq, opts)?
+            .map(|found| match found {
+                PinnedLookup::Value(v) => LookupResult::Value(v.to_vec()),
+                PinnedLookup::Deleted => LookupResult::Deleted,
+            }))
     }
 }
 
