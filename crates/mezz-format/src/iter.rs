@@ -7,6 +7,23 @@
 
 use crate::Result;
 
+/// Where an entry lives in byte-addressable memory: the KeySet block holding it (offset of
+/// the block contents in the memory region, contents length) and its slot, plus the
+/// checksum of the entry (`crc32c(key ++ value)`). Persistent tables in NVM are lists of
+/// such references, so a compaction between them can point at entries instead of copying
+/// them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EntryRef {
+    /// Byte offset of the block contents in the region.
+    pub block: u64,
+    /// Length of the block contents (the 8-byte block trailer follows the padding).
+    pub block_len: u32,
+    /// Index of the entry in the block.
+    pub slot: u32,
+    /// `crc32c(key ++ value)` of the entry.
+    pub crc: u32,
+}
+
 /// A bidirectional cursor over sorted internal keys.
 pub trait InternalIterator: Send {
     /// Whether the iterator is positioned at an entry.
@@ -29,6 +46,11 @@ pub trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
+    /// Where the current entry lives in byte-addressable memory, for iterators over
+    /// persistent tables (`None` for every other source, the default). REQUIRES: `valid()`.
+    fn entry_ref(&self) -> Option<EntryRef> {
+        None
+    }
 }
 
 /// An iterator over nothing (optionally carrying an error).

@@ -27,4 +27,4 @@ mod testfile;
 
 pub use error::{Error, Result};
 pub use ikey::{SeqNo, ValueKind};
-pub use iter::InternalIterator;
+pub use iter::{EntryRef, InternalIterator};

@@ -47,6 +47,7 @@ pub mod hint;
 pub mod media;
 pub mod nvmlog;
 pub mod pool;
+pub mod ptable;
 pub mod region;
 pub mod sim;
 pub mod skiplist;

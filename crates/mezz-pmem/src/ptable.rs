@@ -1,0 +1,1202 @@
+//! Persistent tables in NVM (TLSM): persistent buffers of KeySet blocks, and immutable
+//! skip lists whose nodes point at entries in such blocks.
+//!
+//! Owns:
+//! - [`write_buffer`] / [`check_buffer`]: a *persistent buffer*, one extent holding a
+//!   header and a data section written by one bulk copy. The data section is exactly the
+//!   data-block section of an SST (`contents | pad | 8-byte trailer` per block, see
+//!   `docs/formats/sst.md`), so a buffer moves to an SST file as a copy, not a re-encode.
+//! - [`PTableBuilder`]: writes a *table index* into an extent: a header (with the ids of
+//!   the tables a compaction read, so an interrupted one can resume), then skip-list nodes
+//!   appended in key order. Each node holds an [`EntryRef`] (which block, which slot, the
+//!   entry's checksum) and its tower of next-links; with `add_inline` the entry itself is
+//!   written as a one-entry block just before its node (TLSM's "ps" method). Progress is
+//!   made durable by checkpoints (persist the new bytes and the links they changed, fence,
+//!   then advance the `committed_end` word); `finish` appends a bloom filter and a footer
+//!   and only then sets the `footer_at` word, so a table is complete exactly when that
+//!   word is set. [`PTableBuilder::resume`] reopens an incomplete table after a crash.
+//! - [`PTable`]: a validated reader of a complete table (search, iteration, verify), and
+//!   [`PTableIter`], its [`InternalIterator`].
+//!
+//! Format: `docs/formats/nvm-table.md`. Node heights are a function of the node's position
+//! (a perfect skip list with branching 4), so the size of a table of `n` entries is known
+//! before it is written ([`index_len`]).
+//!
+//! Invariants:
+//! - A reader only resolves references that lie inside the extents it was given (the
+//!   table's own extent and the buffers it references); every entry read is checked
+//!   against its node's checksum, so a damaged entry is reported as `Corruption`, never
+//!   returned as data. Links are bounded by the committed node area.
+//! - A writer owns its extent (claimed in the region) until it is dropped; readers are only
+//!   built over complete tables (or, in recovery, incomplete ones nobody writes), so no
+//!   byte is written while a reader can see it. The engine frees an extent only once no
+//!   table that references it can be reached.
+//!
+//! Thread-safety: a builder belongs to one thread; [`PTable`] is `Send + Sync` and its
+//! methods take `&self`; iterators are single-owner.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use mezz_format::block::{IndexKind, KeySetRef, KeySetWriter};
+use mezz_format::checksum::{crc32c, crc32c_extend, mask};
+use mezz_format::filter::{BloomBuilder, BloomFilter};
+use mezz_format::ikey::compare_internal_keys;
+use mezz_format::iter::{EntryRef, InternalIterator};
+use mezz_format::sst::{BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW};
+use mezz_format::{Error, Result};
+
+use crate::alloc::Extent;
+use crate::media::Media;
+use crate::region::{Claim, Region};
+
+/// Magic of a persistent buffer header.
+pub const BUFFER_MAGIC: u64 = u64::from_le_bytes(*b"MZPBUF\0\x01");
+/// Magic of a table index header.
+pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"MZPTBL\0\x01");
+/// Magic of a table footer.
+pub const FOOTER_MAGIC: u64 = u64::from_le_bytes(*b"MZPTEND\x01");
+/// Format version of buffers and tables.
+pub const PTABLE_VERSION: u32 = 1;
+/// Bytes of a buffer header; the data section starts right after it.
+pub const BUFFER_HEADER_LEN: u64 = 64;
+/// Bytes of a table header (static part, state words, reserved).
+pub const TABLE_HEADER_LEN: usize = 128;
+/// Tallest tower.
+pub const MAX_HEIGHT: usize = 12;
+/// Offset of the `committed_end` word in a table header.
+const COMMITTED_AT: usize = 64;
+/// Offset of the `footer_at` word in a table header.
+const FOOTER_AT: usize = 72;
+/// Bytes of a node before its tower.
+const NODE_FIXED: usize = 24;
+/// Bytes of the footer before the filter.
+const FOOTER_LEN: usize = 40;
+/// Upper bound of the inputs a header records.
+pub const MAX_INPUTS: usize = 4096;
+
+fn corrupt(off: u64, what: impl Into<String>) -> Error {
+    Error::corruption(off, what)
+}
+
+fn round8(n: usize) -> usize {
+    n.div_ceil(8) * 8
+}
+
+/// Height of the `i`-th node (1-based): a perfect skip list with branching factor 4.
+#[must_use]
+pub fn height_of(i: u64) -> usize {
+    let h = 1 + (i.trailing_zeros() / 2) as usize;
+    h.min(MAX_HEIGHT)
+}
+
+/// Bytes of node `i` (1-based).
+#[must_use]
+pub fn node_len(i: u64) -> usize {
+    round8(NODE_FIXED + 4 * height_of(i))
+}
+
+/// Bytes of the one-entry block (contents, pad, trailer) `add_inline` writes.
+#[must_use]
+pub fn inline_block_len(key_len: usize, value_len: usize) -> usize {
+    // key area + value area + one entry + KeySet trailer, then the block trailer.
+    round8(key_len) + round8(value_len) + 16 + 16 + BLOCK_TRAILER_LEN
+}
+
+/// Bytes of the filter `finish` writes for `n_keys` keys (0 bits = no filter).
+#[must_use]
+pub fn filter_len(n_keys: u64, bloom_bits_per_key: u32) -> usize {
+    if bloom_bits_per_key == 0 {
+        return 0;
+    }
+    let bits = n_keys.saturating_mul(u64::from(bloom_bits_per_key)).max(64);
+    round8(usize::try_from(bits.div_ceil(64) * 8).unwrap_or(usize::MAX / 4) + 8)
+}
+
+/// Bytes a table index of `n` entries needs, with `inputs` recorded inputs and a filter
+/// of `bloom_bits_per_key` (0 = none), not counting inline blocks.
+#[must_use]
+pub fn index_len(n: u64, inputs: usize, bloom_bits_per_key: u32) -> u64 {
+    let nodes: u64 = (1..=n).map(|i| node_len(i) as u64).sum();
+    (TABLE_HEADER_LEN + 8 * inputs + head_len() + FOOTER_LEN) as u64
+        + nodes
+        + filter_len(n, bloom_bits_per_key) as u64
+}
+
+/// The sentinel head node sits at the start of the node area; its "index" is 0, which
+/// `height_of` maps to the tallest tower.
+fn head_len() -> usize {
+    node_len(0)
+}
+
+/// Appends `contents` as an SST-style block frame (contents, zero pad to 8, trailer with
+/// the masked crc32c of contents and the raw type byte).
+pub fn append_block_frame(out: &mut Vec<u8>, contents: &[u8]) {
+    out.extend_from_slice(contents);
+    out.resize(round8(out.len()), 0);
+    let crc = mask(crc32c_extend(crc32c(contents), &[BLOCK_TYPE_RAW]));
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&[BLOCK_TYPE_RAW, 0, 0, 0]);
+}
+
+/// The checksum nodes store for an entry.
+#[must_use]
+pub fn entry_crc(key: &[u8], value: &[u8]) -> u32 {
+    crc32c_extend(crc32c(key), value)
+}
+
+fn check_extent(region: &Region, extent: Extent, min: u64, what: &str) -> Result<(usize, usize)> {
+    let bad = |why: &str| {
+        Error::InvalidArgument(format!(
+            "NVM {what} extent [{}, +{}): {why}",
+            extent.offset, extent.len
+        ))
+    };
+    let off = usize::try_from(extent.offset).map_err(|_| bad("offset too large"))?;
+    let len = usize::try_from(extent.len).map_err(|_| bad("length too large"))?;
+    if !off.is_multiple_of(64) {
+        return Err(bad("offset not 64-byte aligned"));
+    }
+    if extent.len < min {
+        return Err(bad("too small"));
+    }
+    if off.checked_add(len).is_none_or(|end| end > region.len()) {
+        return Err(bad("outside the region"));
+    }
+    Ok((off, len))
+}
+
+/// The bytes `[off, off + len)` of `region`. REQUIRES: the range is inside the region
+/// (callers check) and nobody writes it while the borrow lives (module invariant).
+fn region_bytes(region: &Region, off: usize, len: usize) -> &[u8] {
+    debug_assert!(off + len <= region.len());
+    // SAFETY: the range lies inside the mapping (checked by every caller against
+    // `region.len()`), which stays mapped while `region` is borrowed; by the module's
+    // protocol no writer touches a table or buffer once readers may see it, so the shared
+    // borrow observes immutable bytes.
+    unsafe { std::slice::from_raw_parts(region.base().as_ptr().add(off), len) }
+}
+
+fn io_err(region: &Region, e: std::io::Error) -> Error {
+    let err = Error::from(e);
+    match region.path() {
+        Some(p) => err.in_file(p),
+        None => err,
+    }
+}
+
+fn persist_fence(region: &Region, off: usize, len: usize) -> Result<()> {
+    region
+        .persist(off, len)
+        .and_then(|()| region.fence())
+        .map_err(|e| io_err(region, e))
+}
+
+fn get_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn get_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+// ---------------------------------------------------------------------------------------
+// Buffers
+// ---------------------------------------------------------------------------------------
+
+/// Writes a persistent buffer into `extent`: `data` (a sequence of block frames) with one
+/// bulk copy, persisted and fenced, then the header (the commit). Returns the region
+/// offset where the data section starts (block references point there and beyond).
+///
+/// # Errors
+/// `InvalidArgument` for an extent that is too small, misaligned or in use; `Io` from
+/// persisting.
+pub fn write_buffer(region: &Arc<Region>, extent: Extent, id: u64, data: &[u8]) -> Result<u64> {
+    let need = BUFFER_HEADER_LEN + data.len() as u64;
+    let (off, len) = check_extent(region, extent, need, "buffer")?;
+    let _claim = Claim::new(region, off, len)?;
+    let data_at = off + BUFFER_HEADER_LEN as usize;
+    // SAFETY: `[data_at, data_at + data.len())` is inside the extent (checked above), which
+    // this call has claimed; no reader is given the buffer before this function returns.
+    unsafe { region.write_at(data_at, data) };
+    region.on_write(data.len());
+    persist_fence(region, data_at, data.len())?;
+    let mut h = [0u8; BUFFER_HEADER_LEN as usize];
+    h[0..8].copy_from_slice(&BUFFER_MAGIC.to_le_bytes());
+    h[8..12].copy_from_slice(&PTABLE_VERSION.to_le_bytes());
+    h[16..24].copy_from_slice(&id.to_le_bytes());
+    h[24..32].copy_from_slice(&(data.len() as u64).to_le_bytes());
+    let crc = mask(crc32c(&h[..60]));
+    h[60..64].copy_from_slice(&crc.to_le_bytes());
+    // SAFETY: the header lies at the start of the claimed extent (checked above).
+    unsafe { region.write_at(off, &h) };
+    persist_fence(region, off, h.len())?;
+    Ok(data_at as u64)
+}
+
+/// What a buffer header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferInfo {
+    /// The buffer's id.
+    pub id: u64,
+    /// Region offset of the data section.
+    pub data_at: u64,
+    /// Bytes of the data section.
+    pub data_len: u64,
+}
+
+/// Checks a buffer's header. (Its blocks are checked through the tables that reference
+/// them: see [`PTable::verify`].)
+///
+/// # Errors
+/// `Corruption` naming the region offset of the damage.
+pub fn check_buffer(region: &Region, extent: Extent) -> Result<BufferInfo> {
+    let (off, len) = check_extent(region, extent, BUFFER_HEADER_LEN, "buffer")?;
+    let h = region_bytes(region, off, BUFFER_HEADER_LEN as usize);
+    let base = off as u64;
+    if get_u64(h, 0) != Some(BUFFER_MAGIC) {
+        return Err(corrupt(base, "NVM buffer: bad magic (never committed?)"));
+    }
+    if get_u32(h, 60).map(mezz_format::checksum::unmask) != Some(crc32c(&h[..60])) {
+        return Err(corrupt(base, "NVM buffer: header checksum mismatch"));
+    }
+    let id = get_u64(h, 16).unwrap_or(0);
+    let data_len = get_u64(h, 24).unwrap_or(u64::MAX);
+    if data_len > (len as u64).saturating_sub(BUFFER_HEADER_LEN) {
+        return Err(corrupt(
+            base + 24,
+            "NVM buffer: data longer than its extent",
+        ));
+    }
+    let info = BufferInfo {
+        id,
+        data_at: base + BUFFER_HEADER_LEN,
+        data_len,
+    };
+    Ok(info)
+}
+
+// ---------------------------------------------------------------------------------------
+// Table header
+// ---------------------------------------------------------------------------------------
+
+/// What a table's header records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PTableHeader {
+    /// The table's id.
+    pub id: u64,
+    /// The level it was written for.
+    pub level: u32,
+    /// 0 = written from a memtable or a rewrite (discarded if incomplete after a crash),
+    /// 1 = a compaction output (resumed if incomplete).
+    pub kind: u32,
+    /// Ids of the tables the compaction that writes it reads (empty for kind 0).
+    pub inputs: Vec<u64>,
+}
+
+impl PTableHeader {
+    fn encode(&self, extent_len: u64) -> Vec<u8> {
+        let mut h = vec![0u8; TABLE_HEADER_LEN + 8 * self.inputs.len()];
+        h[0..8].copy_from_slice(&TABLE_MAGIC.to_le_bytes());
+        h[8..12].copy_from_slice(&PTABLE_VERSION.to_le_bytes());
+        h[16..24].copy_from_slice(&self.id.to_le_bytes());
+        h[24..28].copy_from_slice(&self.level.to_le_bytes());
+        h[28..32].copy_from_slice(&self.kind.to_le_bytes());
+        h[32..40].copy_from_slice(&extent_len.to_le_bytes());
+        h[40..44].copy_from_slice(&(self.inputs.len() as u32).to_le_bytes());
+        for (i, id) in self.inputs.iter().enumerate() {
+            let at = TABLE_HEADER_LEN + 8 * i;
+            h[at..at + 8].copy_from_slice(&id.to_le_bytes());
+        }
+        let mut crc = crc32c(&h[..60]);
+        crc = crc32c_extend(crc, &h[TABLE_HEADER_LEN..]);
+        h[60..64].copy_from_slice(&mask(crc).to_le_bytes());
+        h
+    }
+
+    fn decode(ext: &[u8], base: u64) -> Result<(PTableHeader, usize)> {
+        if ext.len() < TABLE_HEADER_LEN {
+            return Err(corrupt(base, "NVM table: extent shorter than its header"));
+        }
+        if get_u64(ext, 0) != Some(TABLE_MAGIC) {
+            return Err(corrupt(base, "NVM table: bad magic"));
+        }
+        let version = get_u32(ext, 8).unwrap_or(0);
+        if version != PTABLE_VERSION {
+            if version > PTABLE_VERSION {
+                return Err(Error::UnsupportedVersion {
+                    what: "NVM table",
+                    found: version,
+                    supported: PTABLE_VERSION,
+                });
+            }
+            return Err(corrupt(base + 8, "NVM table: bad version"));
+        }
+        let n = get_u32(ext, 40).unwrap_or(u32::MAX) as usize;
+        if n > MAX_INPUTS || TABLE_HEADER_LEN + 8 * n > ext.len() {
+            return Err(corrupt(base + 40, "NVM table: bad input count"));
+        }
+        let inputs_bytes = &ext[TABLE_HEADER_LEN..TABLE_HEADER_LEN + 8 * n];
+        let crc = crc32c_extend(crc32c(&ext[..60]), inputs_bytes);
+        if get_u32(ext, 60).map(mezz_format::checksum::unmask) != Some(crc) {
+            return Err(corrupt(base, "NVM table: header checksum mismatch"));
+        }
+        if get_u64(ext, 32) != Some(ext.len() as u64) {
+            return Err(corrupt(
+                base + 32,
+                "NVM table: header names another extent length",
+            ));
+        }
+        let h = PTableHeader {
+            id: get_u64(ext, 16).unwrap_or(0),
+            level: get_u32(ext, 24).unwrap_or(0),
+            kind: get_u32(ext, 28).unwrap_or(0),
+            inputs: inputs_bytes
+                .chunks_exact(8)
+                .filter_map(|c| get_u64(c, 0))
+                .collect(),
+        };
+        Ok((h, TABLE_HEADER_LEN + 8 * n))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Builder
+// ---------------------------------------------------------------------------------------
+
+/// Writes one table index (see the module documentation).
+#[derive(Debug)]
+pub struct PTableBuilder {
+    region: Arc<Region>,
+    off: usize,
+    len: usize,
+    /// Next write position (in the extent).
+    end: usize,
+    /// Durable node area end (in the extent).
+    committed: usize,
+    /// Per level, the last node with a tower that tall (the head initially).
+    prev: [usize; MAX_HEIGHT],
+    /// Link words written since the last checkpoint, below `committed`.
+    dirty_links: Vec<usize>,
+    entries: u64,
+    bloom: Option<BloomBuilder>,
+    bloom_bits: u32,
+    last_key: Vec<u8>,
+    _claim: Claim,
+}
+
+impl PTableBuilder {
+    /// Starts a table in `extent` of `region`: writes the header and an empty head node,
+    /// durable when this returns. `bloom_bits_per_key` = 0 builds no filter.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a bad extent or one in use; `Io` from persisting.
+    pub fn create(
+        region: Arc<Region>,
+        extent: Extent,
+        header: &PTableHeader,
+        bloom_bits_per_key: u32,
+    ) -> Result<PTableBuilder> {
+        if header.inputs.len() > MAX_INPUTS {
+            return Err(Error::InvalidArgument(format!(
+                "an NVM table records at most {MAX_INPUTS} inputs"
+            )));
+        }
+        let h = header.encode(extent.len);
+        let head = h.len();
+        let (off, len) = check_extent(&region, extent, (head + head_len()) as u64, "table")?;
+        let claim = Claim::new(&region, off, len)?;
+        let mut bytes = h;
+        bytes.resize(head + head_len(), 0);
+        // SAFETY: `[off, off + head + head_len)` is inside the extent (checked) and claimed.
+        unsafe { region.write_at(off, &bytes) };
+        persist_fence(&region, off, bytes.len())?;
+        Ok(PTableBuilder {
+            region,
+            off,
+            len,
+            end: head + head_len(),
+            committed: head + head_len(),
+            prev: [head; MAX_HEIGHT],
+            dirty_links: Vec::new(),
+            entries: 0,
+            bloom: (bloom_bits_per_key > 0).then(|| BloomBuilder::new(bloom_bits_per_key)),
+            bloom_bits: bloom_bits_per_key,
+            last_key: Vec::new(),
+            _claim: claim,
+        })
+    }
+
+    /// Reopens an incomplete table after a crash: keeps the nodes below its durable
+    /// `committed_end`, unlinks everything past them, and continues after them. Returns the
+    /// builder and the header; [`PTableBuilder::last_key`] is the last entry kept.
+    /// `data`: the extents the table's references may point into (as for [`PTable::open`]).
+    ///
+    /// # Errors
+    /// `Corruption` when the kept part is damaged; `InvalidArgument` when the table is
+    /// complete or its extent is in use.
+    pub fn resume(
+        region: Arc<Region>,
+        extent: Extent,
+        data: &[Extent],
+        bloom_bits_per_key: u32,
+    ) -> Result<(PTableBuilder, PTableHeader)> {
+        let (off, len) = check_extent(&region, extent, TABLE_HEADER_LEN as u64, "table")?;
+        let claim = Claim::new(&region, off, len)?;
+        let ext = region_bytes(&region, off, len);
+        let base = off as u64;
+        let (header, head) = PTableHeader::decode(ext, base)?;
+        if get_u64(ext, FOOTER_AT) != Some(0) {
+            return Err(Error::InvalidArgument(format!(
+                "NVM table {} is complete; nothing to resume",
+                header.id
+            )));
+        }
+        let committed = get_u64(ext, COMMITTED_AT).unwrap_or(0) as usize;
+        let first = head + head_len();
+        let committed = if committed < first || committed > len {
+            first
+        } else {
+            committed
+        };
+        // Walk the kept nodes in order (inline blocks sit just before their nodes, so walk
+        // level 0 from the head); remember the last node of each height.
+        let reader = Walker {
+            region: &region,
+            off,
+            node_end: committed,
+            data: allowed_ranges(extent, data),
+        };
+        let mut prev = [head; MAX_HEIGHT];
+        let mut bloom = (bloom_bits_per_key > 0).then(|| BloomBuilder::new(bloom_bits_per_key));
+        let mut last_key = Vec::new();
+        let mut entries = 0u64;
+        let mut x = reader.next(head, 0)?;
+        let mut last_end = first;
+        while let Some(n) = x {
+            entries += 1;
+            let h = reader.height(n)?;
+            if h != height_of(entries) {
+                return Err(corrupt(
+                    base + n as u64,
+                    "NVM table: node height out of place",
+                ));
+            }
+            for p in prev.iter_mut().take(h) {
+                *p = n;
+            }
+            let (k, v, crc) = reader.entry(n)?;
+            if entry_crc(k, v) != crc {
+                return Err(corrupt(
+                    base + n as u64,
+                    "NVM table: entry checksum mismatch",
+                ));
+            }
+            if let Some(b) = bloom.as_mut() {
+                b.add_key(mezz_format::ikey::user_key(k));
+            }
+            last_key.clear();
+            last_key.extend_from_slice(k);
+            last_end = n + node_len(entries);
+            x = reader.next(n, 0)?;
+        }
+        let b = PTableBuilder {
+            region,
+            off,
+            len,
+            end: last_end,
+            committed: last_end,
+            prev,
+            dirty_links: Vec::new(),
+            entries,
+            bloom,
+            bloom_bits: bloom_bits_per_key,
+            last_key,
+            _claim: claim,
+        };
+        // Unlink whatever the lost part linked in: the last kept node of every level
+        // points nowhere.
+        let mut links: Vec<usize> = (0..MAX_HEIGHT)
+            .map(|l| b.prev[l] + NODE_FIXED + 4 * l)
+            .collect();
+        links.sort_unstable();
+        links.dedup();
+        for &at in &links {
+            b.write(at, &0u32.to_le_bytes());
+            b.region
+                .persist(b.off + at, 4)
+                .map_err(|e| io_err(&b.region, e))?;
+        }
+        b.set_word(COMMITTED_AT, b.committed as u64)?;
+        Ok((b, header))
+    }
+
+    fn write(&self, at: usize, bytes: &[u8]) {
+        debug_assert!(at + bytes.len() <= self.len);
+        // SAFETY: callers keep `[at, at + len)` inside the extent (checked against
+        // `self.len` by `room`/construction), which this builder has claimed; readers only
+        // see the table once it is complete or after the builder is gone.
+        unsafe { self.region.write_at(self.off + at, bytes) };
+    }
+
+    fn set_word(&self, at: usize, v: u64) -> Result<()> {
+        self.write(at, &v.to_le_bytes());
+        persist_fence(&self.region, self.off + at, 8)
+    }
+
+    /// Bytes still free in the extent.
+    #[must_use]
+    pub fn room(&self) -> usize {
+        self.len - self.end
+    }
+
+    /// Entries added so far.
+    #[must_use]
+    pub fn num_entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// The last internal key added (empty if none).
+    #[must_use]
+    pub fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    /// Bytes of the index written so far.
+    #[must_use]
+    pub fn bytes_written(&self) -> u64 {
+        self.end as u64
+    }
+
+    /// Bytes `finish` still needs for the filter and footer.
+    /// (with room for one more key).
+    fn tail_len(&self) -> usize {
+        FOOTER_LEN + filter_len(self.entries + 1, self.bloom_bits)
+    }
+
+    fn check_order(&self, key: &[u8]) -> Result<()> {
+        if self.entries > 0 && compare_internal_keys(&self.last_key, key) != Ordering::Less {
+            return Err(Error::InvalidArgument(
+                "NVM table entries must be added in increasing internal-key order".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn full(&self) -> Error {
+        Error::InvalidArgument(format!("NVM table extent of {} bytes is full", self.len))
+    }
+
+    /// Appends a node pointing at entry `r` (whose internal key is `key`).
+    ///
+    /// # Errors
+    /// `InvalidArgument` when out of order or out of room (nothing written).
+    pub fn add_ref(&mut self, key: &[u8], r: EntryRef) -> Result<()> {
+        self.check_order(key)?;
+        let i = self.entries + 1;
+        let nlen = node_len(i);
+        if self.end + nlen + self.tail_len() > self.len {
+            return Err(self.full());
+        }
+        self.append_node(key, r, i, nlen);
+        Ok(())
+    }
+
+    /// Writes `key`/`value` as a one-entry block, then a node pointing at it.
+    ///
+    /// # Errors
+    /// As [`PTableBuilder::add_ref`].
+    pub fn add_inline(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_order(key)?;
+        let i = self.entries + 1;
+        let nlen = node_len(i);
+        let blen = inline_block_len(key.len(), value.len());
+        if self.end + blen + nlen + self.tail_len() > self.len {
+            return Err(self.full());
+        }
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        w.add_with_value(key, value);
+        let contents = w.finish();
+        let clen = contents.len();
+        let mut frame = Vec::with_capacity(blen);
+        append_block_frame(&mut frame, contents);
+        let at = self.end;
+        self.write(at, &frame);
+        self.region.on_write(frame.len());
+        self.end += frame.len();
+        let r = EntryRef {
+            block: (self.off + at) as u64,
+            block_len: clen as u32,
+            slot: 0,
+            crc: entry_crc(key, value),
+        };
+        self.append_node(key, r, i, nlen);
+        Ok(())
+    }
+
+    fn append_node(&mut self, key: &[u8], r: EntryRef, i: u64, nlen: usize) {
+        let h = height_of(i);
+        let mut node = vec![0u8; nlen];
+        node[0..8].copy_from_slice(&r.block.to_le_bytes());
+        node[8..12].copy_from_slice(&r.block_len.to_le_bytes());
+        node[12..16].copy_from_slice(&r.slot.to_le_bytes());
+        node[16..20].copy_from_slice(&r.crc.to_le_bytes());
+        node[20..22].copy_from_slice(&(h as u16).to_le_bytes());
+        let at = self.end;
+        self.write(at, &node);
+        self.region.on_write(node.len());
+        // Link bottom-up: a higher level never reaches a node level 0 does not.
+        for l in 0..h {
+            let link = self.prev[l] + NODE_FIXED + 4 * l;
+            self.write(link, &(at as u32).to_le_bytes());
+            if link < self.committed {
+                self.dirty_links.push(link);
+            }
+            self.prev[l] = at;
+        }
+        self.end += nlen;
+        self.entries = i;
+        if let Some(b) = self.bloom.as_mut() {
+            b.add_key(mezz_format::ikey::user_key(key));
+        }
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+    }
+
+    /// Makes every node added so far durable (a resume after a crash keeps them).
+    ///
+    /// # Errors
+    /// `Io` from persisting.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        if self.end == self.committed && self.dirty_links.is_empty() {
+            return Ok(());
+        }
+        let r = &self.region;
+        r.persist(self.off + self.committed, self.end - self.committed)
+            .map_err(|e| io_err(r, e))?;
+        self.dirty_links.sort_unstable();
+        self.dirty_links.dedup();
+        for &l in &self.dirty_links {
+            r.persist(self.off + l, 4).map_err(|e| io_err(r, e))?;
+        }
+        r.fence().map_err(|e| io_err(r, e))?;
+        self.dirty_links.clear();
+        self.committed = self.end;
+        self.set_word(COMMITTED_AT, self.committed as u64)
+    }
+
+    /// Writes the filter and footer, makes everything durable and marks the table
+    /// complete. Returns the bytes of the extent actually used.
+    ///
+    /// # Errors
+    /// `Io` from persisting; `InvalidArgument` when the filter does not fit.
+    pub fn finish(mut self) -> Result<u64> {
+        let filter = self
+            .bloom
+            .as_mut()
+            .map(BloomBuilder::finish)
+            .unwrap_or_default();
+        let flen = round8(filter.len());
+        let footer_at = self.end;
+        if footer_at + FOOTER_LEN + flen > self.len {
+            return Err(self.full());
+        }
+        let mut f = vec![0u8; FOOTER_LEN + flen];
+        f[0..8].copy_from_slice(&FOOTER_MAGIC.to_le_bytes());
+        f[8..16].copy_from_slice(&(footer_at as u64).to_le_bytes());
+        f[16..24].copy_from_slice(&self.entries.to_le_bytes());
+        f[24..28].copy_from_slice(&(filter.len() as u32).to_le_bytes());
+        f[FOOTER_LEN..FOOTER_LEN + filter.len()].copy_from_slice(&filter);
+        let crc = crc32c_extend(crc32c(&f[..32]), &f[FOOTER_LEN..]);
+        f[32..36].copy_from_slice(&mask(crc).to_le_bytes());
+        self.write(footer_at, &f);
+        self.end += f.len();
+        self.checkpoint()?;
+        self.set_word(FOOTER_AT, footer_at as u64)?;
+        Ok(self.end as u64)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reader
+// ---------------------------------------------------------------------------------------
+
+fn allowed_ranges(own: Extent, data: &[Extent]) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = std::iter::once(own)
+        .chain(data.iter().copied())
+        .map(|e| (e.offset, e.end()))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Node access shared by the reader and `resume`: every offset is bounded.
+struct Walker<'a> {
+    region: &'a Region,
+    off: usize,
+    node_end: usize,
+    data: Vec<(u64, u64)>,
+}
+
+impl Walker<'_> {
+    fn base(&self) -> u64 {
+        self.off as u64
+    }
+
+    fn node(&self, n: usize) -> Result<&[u8]> {
+        if n + NODE_FIXED > self.node_end || !n.is_multiple_of(8) {
+            return Err(corrupt(
+                self.base() + n as u64,
+                "NVM table: node outside the table",
+            ));
+        }
+        Ok(region_bytes(self.region, self.off + n, NODE_FIXED))
+    }
+
+    fn height(&self, n: usize) -> Result<usize> {
+        let b = self.node(n)?;
+        let h = u16::from_le_bytes([b[20], b[21]]) as usize;
+        if h == 0 || h > MAX_HEIGHT || n + NODE_FIXED + 4 * h > self.node_end {
+            return Err(corrupt(
+                self.base() + n as u64,
+                "NVM table: bad node height",
+            ));
+        }
+        Ok(h)
+    }
+
+    /// The level-`l` successor of node `n` (`None` at the end). Links past the durable
+    /// node area read as the end.
+    fn next(&self, n: usize, l: usize) -> Result<Option<usize>> {
+        let at = n + NODE_FIXED + 4 * l;
+        if at + 4 > self.node_end {
+            return Err(corrupt(
+                self.base() + n as u64,
+                "NVM table: tower outside the table",
+            ));
+        }
+        let b = region_bytes(self.region, self.off + at, 4);
+        let nx = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        if nx == 0 || nx >= self.node_end {
+            return Ok(None);
+        }
+        if nx <= n {
+            return Err(corrupt(
+                self.base() + at as u64,
+                "NVM table: link goes backwards",
+            ));
+        }
+        Ok(Some(nx))
+    }
+
+    fn entry_ref(&self, n: usize) -> Result<EntryRef> {
+        let b = self.node(n)?;
+        Ok(EntryRef {
+            block: get_u64(b, 0).unwrap_or(0),
+            block_len: get_u32(b, 8).unwrap_or(0),
+            slot: get_u32(b, 12).unwrap_or(0),
+            crc: get_u32(b, 16).unwrap_or(0),
+        })
+    }
+
+    /// Key and value of node `n` (not checked against the checksum) and the checksum.
+    fn entry(&self, n: usize) -> Result<(&[u8], &[u8], u32)> {
+        let r = self.entry_ref(n)?;
+        let (k, v) = resolve(self.region, &self.data, r)?;
+        Ok((k, v, r.crc))
+    }
+}
+
+/// Key and value of the entry `r` points at, if its block lies inside one of `allowed`.
+fn resolve<'a>(
+    region: &'a Region,
+    allowed: &[(u64, u64)],
+    r: EntryRef,
+) -> Result<(&'a [u8], &'a [u8])> {
+    let bad = |what: &str| corrupt(r.block, format!("NVM entry reference: {what}"));
+    let end = r
+        .block
+        .checked_add(u64::from(r.block_len))
+        .ok_or_else(|| bad("block overflows"))?;
+    let i = allowed.partition_point(|&(s, _)| s <= r.block);
+    let inside = i > 0 && allowed.get(i - 1).is_some_and(|&(_, e)| end <= e);
+    if !inside || !r.block.is_multiple_of(8) {
+        return Err(bad("block outside the table's extents"));
+    }
+    let block = region_bytes(region, r.block as usize, r.block_len as usize);
+    let ks = KeySetRef::parse_trailer(block, r.block)?;
+    let slot = r.slot as usize;
+    match (ks.key(slot), ks.value(slot)) {
+        (Some(k), Some(v)) => Ok((k, v)),
+        _ => Err(bad("slot outside the block")),
+    }
+}
+
+/// An entry as read from a table: internal key, value, and where it lives.
+pub type EntryView<'a> = (&'a [u8], &'a [u8], EntryRef);
+
+/// A complete table, validated on open (header, footer, filter); entries are checked
+/// against their checksums as they are read.
+#[derive(Debug)]
+pub struct PTable {
+    region: Arc<Region>,
+    off: usize,
+    head: usize,
+    node_end: usize,
+    entries: u64,
+    data: Vec<(u64, u64)>,
+    header: PTableHeader,
+    filter: Option<BloomFilter>,
+}
+
+impl PTable {
+    /// Opens the complete table in `extent`; `data` are the buffers (and inline-holding
+    /// tables) its references may point into.
+    ///
+    /// # Errors
+    /// `Corruption` naming the region offset of the damage; `InvalidArgument` for an
+    /// extent outside the region.
+    pub fn open(region: Arc<Region>, extent: Extent, data: &[Extent]) -> Result<PTable> {
+        let (off, len) = check_extent(&region, extent, TABLE_HEADER_LEN as u64, "table")?;
+        let ext = region_bytes(&region, off, len);
+        let base = off as u64;
+        let (header, head) = PTableHeader::decode(ext, base)?;
+        let footer_at = get_u64(ext, FOOTER_AT).unwrap_or(0) as usize;
+        if footer_at == 0 {
+            return Err(corrupt(
+                base + FOOTER_AT as u64,
+                "NVM table: incomplete (no footer)",
+            ));
+        }
+        if footer_at < head + head_len() || footer_at + FOOTER_LEN > len {
+            return Err(corrupt(
+                base + FOOTER_AT as u64,
+                "NVM table: footer outside the table",
+            ));
+        }
+        let f = &ext[footer_at..];
+        if get_u64(f, 0) != Some(FOOTER_MAGIC) || get_u64(f, 8) != Some(footer_at as u64) {
+            return Err(corrupt(base + footer_at as u64, "NVM table: bad footer"));
+        }
+        let entries = get_u64(f, 16).unwrap_or(0);
+        let flen = get_u32(f, 24).unwrap_or(u32::MAX) as usize;
+        if FOOTER_LEN + flen > f.len() {
+            return Err(corrupt(
+                base + footer_at as u64,
+                "NVM table: filter outside the table",
+            ));
+        }
+        let crc = crc32c_extend(
+            crc32c(&f[..32]),
+            &f[FOOTER_LEN..FOOTER_LEN + round8(flen).min(f.len() - FOOTER_LEN)],
+        );
+        if get_u32(f, 32).map(mezz_format::checksum::unmask) != Some(crc) {
+            return Err(corrupt(
+                base + footer_at as u64,
+                "NVM table: footer checksum mismatch",
+            ));
+        }
+        let filter = if flen == 0 {
+            None
+        } else {
+            Some(BloomFilter::from_bytes_at(
+                f[FOOTER_LEN..FOOTER_LEN + flen].to_vec(),
+                base + (footer_at + FOOTER_LEN) as u64,
+            )?)
+        };
+        Ok(PTable {
+            data: allowed_ranges(extent, data),
+            region,
+            off,
+            head,
+            node_end: footer_at,
+            entries,
+            header,
+            filter,
+        })
+    }
+
+    fn walker(&self) -> Walker<'_> {
+        Walker {
+            region: &self.region,
+            off: self.off,
+            node_end: self.node_end,
+            data: Vec::new(),
+        }
+    }
+
+    /// The header.
+    #[must_use]
+    pub fn header(&self) -> &PTableHeader {
+        &self.header
+    }
+
+    /// Number of entries (from the footer).
+    #[must_use]
+    pub fn num_entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Whether the filter says `user_key` may be present (true without a filter).
+    #[must_use]
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    fn resolve(&self, r: EntryRef) -> Result<(&[u8], &[u8])> {
+        resolve(&self.region, &self.data, r)
+    }
+
+    fn key_at(&self, w: &Walker<'_>, n: usize) -> Result<&[u8]> {
+        let r = w.entry_ref(n)?;
+        self.region.on_read(NODE_FIXED);
+        Ok(self.resolve(r)?.0)
+    }
+
+    /// The first node whose key is >= `ikey` (`None` past the end).
+    fn seek_node(&self, ikey: &[u8]) -> Result<Option<usize>> {
+        let w = self.walker();
+        let mut x = self.head;
+        for l in (0..MAX_HEIGHT).rev() {
+            while let Some(nx) = w.next(x, l)? {
+                if compare_internal_keys(self.key_at(&w, nx)?, ikey) == Ordering::Less {
+                    x = nx;
+                } else {
+                    break;
+                }
+            }
+        }
+        w.next(x, 0)
+    }
+
+    /// The last node whose key is < `ikey` (or <= with `inclusive`); `None` if none.
+    fn seek_before(&self, ikey: &[u8], inclusive: bool) -> Result<Option<usize>> {
+        let w = self.walker();
+        let mut x = self.head;
+        for l in (0..MAX_HEIGHT).rev() {
+            while let Some(nx) = w.next(x, l)? {
+                let c = compare_internal_keys(self.key_at(&w, nx)?, ikey);
+                if c == Ordering::Less || (inclusive && c == Ordering::Equal) {
+                    x = nx;
+                } else {
+                    break;
+                }
+            }
+        }
+        Ok((x != self.head).then_some(x))
+    }
+
+    fn last_node(&self) -> Result<Option<usize>> {
+        let w = self.walker();
+        let mut x = self.head;
+        for l in (0..MAX_HEIGHT).rev() {
+            while let Some(nx) = w.next(x, l)? {
+                x = nx;
+            }
+        }
+        Ok((x != self.head).then_some(x))
+    }
+
+    /// Key, value and reference of node `n`, checked against the node's checksum.
+    fn checked_entry(&self, n: usize) -> Result<EntryView<'_>> {
+        let w = self.walker();
+        let r = w.entry_ref(n)?;
+        let (k, v) = self.resolve(r)?;
+        self.region.on_read(k.len() + v.len());
+        if entry_crc(k, v) != r.crc {
+            return Err(corrupt(
+                self.off as u64 + n as u64,
+                "NVM table: entry does not match its checksum",
+            ));
+        }
+        Ok((k, v, r))
+    }
+
+    /// The first entry whose internal key is >= `ikey`, checked: `(key, value, ref)`.
+    ///
+    /// # Errors
+    /// `Corruption` from a damaged node or entry.
+    pub fn seek(&self, ikey: &[u8]) -> Result<Option<EntryView<'_>>> {
+        match self.seek_node(ikey)? {
+            Some(n) => self.checked_entry(n).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every reference of the table, in order (for accounting and verification).
+    ///
+    /// # Errors
+    /// `Corruption` from a damaged node.
+    pub fn refs(&self) -> Result<Vec<EntryRef>> {
+        let w = self.walker();
+        let mut out = Vec::with_capacity(self.entries as usize);
+        let mut x = w.next(self.head, 0)?;
+        while let Some(n) = x {
+            out.push(w.entry_ref(n)?);
+            x = w.next(n, 0)?;
+        }
+        Ok(out)
+    }
+
+    /// Reads every node and entry: checksums, key order, tower heights and links, the entry
+    /// count and the filter, and every referenced block's frame checksum. Returns the
+    /// number of entries.
+    ///
+    /// # Errors
+    /// The first `Corruption` found.
+    pub fn verify(&self) -> Result<u64> {
+        let w = self.walker();
+        let base = self.off as u64;
+        let mut last: Option<Vec<u8>> = None;
+        let mut i = 0u64;
+        let mut blocks = std::collections::HashSet::new();
+        let mut x = w.next(self.head, 0)?;
+        while let Some(n) = x {
+            i += 1;
+            if w.height(n)? != height_of(i) {
+                return Err(corrupt(
+                    base + n as u64,
+                    "NVM table: node height out of place",
+                ));
+            }
+            let (k, _, r) = self.checked_entry(n)?;
+            if let Some(p) = &last
+                && compare_internal_keys(p, k) != Ordering::Less
+            {
+                return Err(corrupt(base + n as u64, "NVM table: keys out of order"));
+            }
+            if !self.may_contain(mezz_format::ikey::user_key(k)) {
+                return Err(corrupt(base + n as u64, "NVM table: filter misses a key"));
+            }
+            if blocks.insert((r.block, r.block_len)) {
+                check_frame(&self.region, r)?;
+            }
+            last = Some(k.to_vec());
+            x = w.next(n, 0)?;
+        }
+        if i != self.entries {
+            return Err(corrupt(
+                base,
+                format!(
+                    "NVM table: footer says {} entries, list holds {i}",
+                    self.entries
+                ),
+            ));
+        }
+        Ok(i)
+    }
+}
+
+/// Checks the frame trailer (checksum of contents + type) of the block `r` points at.
+/// REQUIRES: `r` was resolved against the table's extents (so the block is in range).
+fn check_frame(region: &Region, r: EntryRef) -> Result<()> {
+    let clen = r.block_len as usize;
+    let t_at = r.block as usize + round8(clen);
+    if t_at + BLOCK_TRAILER_LEN > region.len() {
+        return Err(corrupt(r.block, "NVM block trailer outside the region"));
+    }
+    let contents = region_bytes(region, r.block as usize, clen);
+    let t = region_bytes(region, t_at, BLOCK_TRAILER_LEN);
+    let want = crc32c_extend(crc32c(contents), &[BLOCK_TYPE_RAW]);
+    if get_u32(t, 0).map(mezz_format::checksum::unmask) != Some(want) || t[4] != BLOCK_TYPE_RAW {
+        return Err(corrupt(r.block, "NVM block checksum mismatch"));
+    }
+    Ok(())
+}
+
+/// An [`InternalIterator`] over a [`PTable`]; `entry_ref` gives each entry's reference.
+#[derive(Debug)]
+pub struct PTableIter {
+    table: Arc<PTable>,
+    node: Option<usize>,
+    cur: Option<(usize, usize, usize, usize, EntryRef)>,
+    status: Option<Error>,
+}
+
+impl PTableIter {
+    /// An unpositioned iterator over `table`.
+    #[must_use]
+    pub fn new(table: Arc<PTable>) -> PTableIter {
+        PTableIter {
+            table,
+            node: None,
+            cur: None,
+            status: None,
+        }
+    }
+
+    fn set(&mut self, n: Result<Option<usize>>) {
+        self.cur = None;
+        self.node = None;
+        match n {
+            Ok(Some(n)) => match self.table.checked_entry(n) {
+                Ok((k, v, r)) => {
+                    let rb = self.table.region.base().as_ptr() as usize;
+                    let ko = k.as_ptr() as usize - rb;
+                    let vo = v.as_ptr() as usize - rb;
+                    self.cur = Some((ko, k.len(), vo, v.len(), r));
+                    self.node = Some(n);
+                }
+                Err(e) => self.status = Some(e),
+            },
+            Ok(None) => {}
+            Err(e) => self.status = Some(e),
+        }
+    }
+}
+
+impl InternalIterator for PTableIter {
+    fn valid(&self) -> bool {
+        self.cur.is_some()
+    }
+    fn seek_to_first(&mut self) {
+        let n = self.table.walker().next(self.table.head, 0);
+        self.set(n);
+    }
+    fn seek_to_last(&mut self) {
+        let n = self.table.last_node();
+        self.set(n);
+    }
+    fn seek(&mut self, target: &[u8]) {
+        let n = self.table.seek_node(target);
+        self.set(n);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let n = self.table.seek_before(target, true);
+        self.set(n);
+    }
+    fn next(&mut self) {
+        let Some(n) = self.node else { return };
+        let nx = self.table.walker().next(n, 0);
+        self.set(nx);
+    }
+    fn prev(&mut self) {
+        if self.node.is_none() {
+            return;
+        }
+        let key = self.key().to_vec();
+        let p = self.table.seek_before(&key, false);
+        self.set(p);
+    }
+    fn key(&self) -> &[u8] {
+        match self.cur {
+            Some((ko, kl, ..)) => region_bytes(&self.table.region, ko, kl),
+            None => &[],
+        }
+    }
+    fn value(&self) -> &[u8] {
+        match self.cur {
+            Some((_, _, vo, vl, _)) => region_bytes(&self.table.region, vo, vl),
+            None => &[],
+        }
+    }
+    fn status(&self) -> Result<()> {
+        match &self.status {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+    fn entry_ref(&self) -> Option<EntryRef> {
+        self.cur.map(|c| c.4)
+    }
+}
