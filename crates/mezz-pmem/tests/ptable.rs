@@ -1,6 +1,8 @@
 //! Persistent tables: buffers, reference and inline tables, verification, damage, and a
 //! power cut at every persist point of building (and resuming) a table.
 
+#![allow(clippy::unwrap_used)] // Tests may unwrap, helpers included.
+
 use std::path::Path;
 use std::sync::Arc;
 
