@@ -19,11 +19,15 @@ pub const SIM_NVM_DIR: &str = "/nvm";
 /// Where the further SSD directories of a test database live (`/units/u0`, ...).
 pub const UNITS_DIR: &str = "/units";
 
-/// Gives options that use the NVM tier (an NVM memtable, the WAL on NVM) a simulated one:
+/// Gives options that use the NVM tier (an NVM memtable, the WAL on NVM, NVM tables) a simulated one:
 /// `nvm_persistence = crashsim` on a fresh [`SimNvm`] (so power cuts can be simulated), a
 /// small pool and small NVM memtables. Options without NVM use are left alone.
 pub fn with_simulated_nvm(o: &mut Options) {
-    if o.nvm_memtable == NvmMemtable::Off && !o.wal_on_nvm && !o.has_nvm() {
+    if o.nvm_memtable == NvmMemtable::Off
+        && !o.wal_on_nvm
+        && !o.nvm_tiering.enabled()
+        && !o.has_nvm()
+    {
         return;
     }
     o.nvm_dir = Some(SIM_NVM_DIR.into());

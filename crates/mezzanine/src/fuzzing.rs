@@ -95,6 +95,7 @@ fn sample_table(id: u64, lo: &[u8], hi: &[u8]) -> TableMeta {
         largest_seq: 10 * id + 5,
         num_entries: 100 + id,
         num_deletions: id,
+        nvm_refs: Vec::new(),
     }
 }
 

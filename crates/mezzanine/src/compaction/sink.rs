@@ -153,6 +153,7 @@ fn meta_from_properties(id: u64, location: TableLocation, p: &TableProperties) -
         largest_seq: p.largest_seq,
         num_entries: p.num_entries,
         num_deletions: p.num_deletions,
+        nvm_refs: Vec::new(),
     }
 }
 

@@ -86,6 +86,11 @@ fn encode_table(buf: &mut Vec<u8>, t: &TableMeta) {
         TableLocation::Nvm { object } => {
             buf.push(LOCATION_NVM);
             put_varint64(buf, object);
+            put_usize(buf, t.nvm_refs.len());
+            for &(o, bytes) in &t.nvm_refs {
+                put_varint64(buf, o);
+                put_varint64(buf, bytes);
+            }
         }
     }
     put_varint64(buf, t.size);
@@ -115,13 +120,26 @@ fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
         t => return Err(Error::corruption(off, format!("unknown table tier {t}"))),
     };
     let loc_off = d.offset();
+    let mut nvm_refs = Vec::new();
     let location = match d.u8()? {
         LOCATION_SST => TableLocation::Sst {
             path_id: d.varint32()?,
         },
-        LOCATION_NVM => TableLocation::Nvm {
-            object: d.varint64()?,
-        },
+        LOCATION_NVM => {
+            let object = d.varint64()?;
+            let n_off = d.offset();
+            let n = d.varint64()?;
+            if n > 1 << 20 {
+                return Err(Error::corruption(
+                    n_off,
+                    format!("table {id}: {n} NVM references"),
+                ));
+            }
+            for _ in 0..n {
+                nvm_refs.push((d.varint64()?, d.varint64()?));
+            }
+            TableLocation::Nvm { object }
+        }
         l => {
             return Err(Error::corruption(
                 loc_off,
@@ -148,6 +166,7 @@ fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
         largest_seq: d.varint64()?,
         num_entries: d.varint64()?,
         num_deletions: d.varint64()?,
+        nvm_refs,
     })
 }
 

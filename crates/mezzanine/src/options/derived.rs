@@ -11,6 +11,30 @@ impl Options {
         self.nvm_dir.is_some()
     }
 
+    /// The byte limit of NVM tables under `lru` tiering (3/4 of the pool when not given).
+    #[must_use]
+    pub fn nvm_table_budget(&self) -> u64 {
+        match self.nvm_tiering {
+            super::NvmTiering::Lru(0) => self.nvm_capacity / 4 * 3,
+            super::NvmTiering::Lru(b) => b,
+            _ => self.nvm_capacity,
+        }
+    }
+
+    /// Whether tables written for `level` are NVM tables, given the bytes NVM tables take
+    /// now (`nvm_table_bytes`) and the bytes the new ones will take (`incoming`).
+    #[must_use]
+    pub fn level_in_nvm(&self, level: usize, nvm_table_bytes: u64, incoming: u64) -> bool {
+        match self.nvm_tiering {
+            super::NvmTiering::Off => false,
+            super::NvmTiering::Leveled(k) => level <= k,
+            super::NvmTiering::Lru(_) => {
+                nvm_table_bytes.saturating_add(incoming) <= self.nvm_table_budget()
+            }
+            super::NvmTiering::Full => true,
+        }
+    }
+
     /// The multiplier-derived target size of `level` (>= 1) in bytes.
     #[must_use]
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {

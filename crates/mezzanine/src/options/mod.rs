@@ -33,14 +33,14 @@ pub use mezz_format::block::BlockFormat;
 pub use mezz_pmem::{PersistMode, SimNvm};
 
 use self::declare::{count_serialised, serialised_names};
-use self::parse::{Codec, Dir, Dirs, Flag, Float, Name, Size};
+use self::parse::{Codec, Dir, Dirs, Flag, Float, Name, Size, Tiering};
 use self::text::unknown_option;
 use crate::error::{Error, Result};
 pub use crate::placement::PlacementPolicy;
 
 pub use self::presets::Preset;
 pub use self::read_write::{ReadOptions, Snapshot, WriteOptions};
-pub use self::values::{NvmMemtable, RecoveryMode};
+pub use self::values::{NvmMemtable, NvmTableMethod, NvmTiering, RecoveryMode};
 
 /// The most levels a database can have (`num_levels`).
 pub const MAX_NUM_LEVELS: usize = 32;
@@ -197,6 +197,17 @@ declare_options! {
         /// Probe the memtables and the SST levels concurrently on a small thread pool for
         /// `get` (NoveLSM's parallel reads); the newest hit wins. Default: false.
         parallel_reads: bool = false, Flag;
+        /// Which levels are NVM tables (TLSM): `off`, `leveled:K`, `lru[:BYTES]` or `none`
+        /// (every level in NVM). Needs `nvm_dir`. See [`NvmTiering`]. Default: `off`.
+        nvm_tiering: NvmTiering = NvmTiering::Off, Tiering;
+        /// How NVM tables are built: `ps`, `ps+bac` or `ps+bac+pb` (see [`NvmTableMethod`]).
+        /// Default: `ps+bac+pb`.
+        nvm_table_method: NvmTableMethod = NvmTableMethod::PsBacPb, Name;
+        /// Byte-addressable compaction leaves dead entries in the buffers its inputs point
+        /// into; a buffer whose live share falls below this fraction has the tables that
+        /// still point into it rewritten, so it can be freed. Default: 0.5.
+        nvm_gc_live_ratio: f64 = 0.5, Float,
+            check |v| (0.0..1.0).contains(v), "{v} not in 0..1";
     }
 }
 

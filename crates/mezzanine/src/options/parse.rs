@@ -8,7 +8,10 @@
 
 use std::path::PathBuf;
 
-use super::{BlockFormat, NvmMemtable, PersistMode, PlacementPolicy, Preset, RecoveryMode};
+use super::{
+    BlockFormat, NvmMemtable, NvmTableMethod, NvmTiering, PersistMode, PlacementPolicy, Preset,
+    RecoveryMode,
+};
 use crate::error::{Error, Result};
 
 /// How a value of type `T` is written in an OPTIONS file and read back.
@@ -37,6 +40,41 @@ pub(super) enum Dirs {}
 
 /// An enum, written as its name (see [`Named`]).
 pub(super) enum Name {}
+
+/// NVM tiering: `off`, `leveled:K`, `lru`, `lru:BYTES` (size suffixes allowed), `none`.
+pub(super) enum Tiering {}
+
+impl Codec<NvmTiering> for Tiering {
+    fn print(value: &NvmTiering) -> String {
+        match value {
+            NvmTiering::Off => "off".into(),
+            NvmTiering::Leveled(k) => format!("leveled:{k}"),
+            NvmTiering::Lru(0) => "lru".into(),
+            NvmTiering::Lru(b) => format!("lru:{b}"),
+            NvmTiering::Full => "none".into(),
+        }
+    }
+    fn parse(name: &str, text: &str) -> Result<NvmTiering> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "unknown {name} {text:?} (off|leveled:K|lru|lru:BYTES|none)"
+            ))
+        };
+        match text.split_once(':') {
+            None => match text {
+                "off" => Ok(NvmTiering::Off),
+                "lru" => Ok(NvmTiering::Lru(0)),
+                "none" | "full" => Ok(NvmTiering::Full),
+                _ => Err(bad()),
+            },
+            Some(("leveled", k)) => Ok(NvmTiering::Leveled(
+                k.trim().parse().map_err(|_| bad())?,
+            )),
+            Some(("lru", b)) => Ok(NvmTiering::Lru(parse_size(name, b.trim())?)),
+            Some(_) => Err(bad()),
+        }
+    }
+}
 
 impl Codec<bool> for Flag {
     fn print(value: &bool) -> String {
@@ -173,6 +211,26 @@ impl Named for NvmMemtable {
             "mutable" => Ok(Self::Mutable),
             _ => Err(Error::InvalidArgument(format!(
                 "unknown {option} {text:?} (off|immutable|mutable)"
+            ))),
+        }
+    }
+}
+
+impl Named for NvmTableMethod {
+    fn name(self) -> &'static str {
+        match self {
+            NvmTableMethod::Ps => "ps",
+            NvmTableMethod::PsBac => "ps+bac",
+            NvmTableMethod::PsBacPb => "ps+bac+pb",
+        }
+    }
+    fn from_name(option: &str, text: &str) -> Result<Self> {
+        match text {
+            "ps" => Ok(Self::Ps),
+            "ps+bac" | "ps_bac" => Ok(Self::PsBac),
+            "ps+bac+pb" | "ps_bac_pb" => Ok(Self::PsBacPb),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown {option} {text:?} (ps|ps+bac|ps+bac+pb)"
             ))),
         }
     }

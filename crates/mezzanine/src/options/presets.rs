@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::{NvmMemtable, Options};
+use super::{NvmMemtable, NvmTiering, Options};
 use crate::error::{Error, Result};
 
 /// A named combination of options, one per design the engine implements.
@@ -20,12 +20,18 @@ pub enum Preset {
     /// (`nvm_memtable = mutable`: when the DRAM memtable fills, writes go in place and
     /// durably into the NVM memtable, without a log). Needs `nvm_dir`.
     Novelsm,
+    /// TLSM: the `leveldb` baseline with NVM as a middle tier: flushes and compactions of
+    /// the upper levels write NVM tables (a persistent buffer filled by one bulk copy, a
+    /// persistent skip list of pointers over it; compactions between NVM levels only write
+    /// pointers), and the table that has stayed in NVM longest moves to an SST file when NVM
+    /// tables fill 3/4 of the pool (`nvm_tiering = lru`). Needs `nvm_dir`.
+    Tlsm,
 }
 
 impl Preset {
     /// Every preset that exists; test harnesses iterate over this so a new preset joins them
     /// automatically.
-    pub const ALL: &'static [Preset] = &[Preset::Leveldb, Preset::Novelsm];
+    pub const ALL: &'static [Preset] = &[Preset::Leveldb, Preset::Novelsm, Preset::Tlsm];
 
     /// The preset's name as written in OPTIONS files and on the command line.
     #[must_use]
@@ -33,6 +39,7 @@ impl Preset {
         match self {
             Preset::Leveldb => "leveldb",
             Preset::Novelsm => "novelsm",
+            Preset::Tlsm => "tlsm",
         }
     }
 
@@ -79,6 +86,11 @@ impl Options {
             Preset::Novelsm => Self {
                 preset,
                 nvm_memtable: NvmMemtable::Mutable,
+                ..Self::leveldb()
+            },
+            Preset::Tlsm => Self {
+                preset,
+                nvm_tiering: NvmTiering::Lru(0),
                 ..Self::leveldb()
             },
         }

@@ -55,6 +55,9 @@ fn changed() -> Options {
         nvm_memtable: NvmMemtable::Immutable,
         nvm_memtable_size: 64 << 20,
         parallel_reads: true,
+        nvm_tiering: NvmTiering::Leveled(2),
+        nvm_table_method: NvmTableMethod::Ps,
+        nvm_gc_live_ratio: 0.25,
     }
 }
 
@@ -75,6 +78,7 @@ fn text_matches_the_golden_files() {
         let golden = match p {
             Preset::Leveldb => include_str!("testdata/leveldb.txt"),
             Preset::Novelsm => include_str!("testdata/novelsm.txt"),
+            Preset::Tlsm => include_str!("testdata/tlsm.txt"),
         };
         assert_eq!(Options::preset(*p).to_text(), golden, "preset {p}");
     }
@@ -92,6 +96,10 @@ fn golden_files_parse_back() {
         (
             include_str!("testdata/novelsm.txt"),
             Options::preset(Preset::Novelsm),
+        ),
+        (
+            include_str!("testdata/tlsm.txt"),
+            Options::preset(Preset::Tlsm),
         ),
         (include_str!("testdata/changed.txt"), changed()),
     ] {

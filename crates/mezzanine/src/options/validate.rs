@@ -59,6 +59,13 @@ impl Options {
                     self.preset
                 ));
             }
+            if self.nvm_tiering.enabled() {
+                return bad(format!(
+                    "nvm_tiering={} (preset {}) needs nvm_dir (e.g. --nvm-dir /dev/shm/mezz-nvm)",
+                    <super::parse::Tiering as super::parse::Codec<_>>::print(&self.nvm_tiering),
+                    self.preset
+                ));
+            }
         } else {
             if self.nvm_capacity < 1 << 20 {
                 return bad(format!("nvm_capacity {} < 1 MiB", self.nvm_capacity));

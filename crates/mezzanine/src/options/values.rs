@@ -27,3 +27,59 @@ pub enum NvmMemtable {
     /// is flushed in turn and writes go to a new DRAM memtable.
     Mutable,
 }
+
+/// Which tables live in NVM (TLSM's tiering policies). With anything but `Off`, flushes
+/// and compactions write *NVM tables* (persistent skip lists over persistent buffers) for
+/// the levels this policy keeps in NVM, and SST files for the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum NvmTiering {
+    /// No NVM tables: every level is SST files. The default.
+    #[default]
+    Off,
+    /// `leveled:K`: levels 0..=K are NVM tables, deeper levels SST files.
+    Leveled(usize),
+    /// `lru:BYTES`: every output is an NVM table while NVM tables take less than BYTES;
+    /// above it the table that has stayed in NVM longest moves to an SST file (same level).
+    /// `lru` alone: BYTES = 3/4 of `nvm_capacity`.
+    Lru(u64),
+    /// `none` (no tiering, "full NVM"): every level is NVM tables; when the pool is full a
+    /// flush fails with an error that says so (writes stop; nothing is lost).
+    Full,
+}
+
+impl NvmTiering {
+    /// Whether any table lives in NVM.
+    #[must_use]
+    pub fn enabled(self) -> bool {
+        self != NvmTiering::Off
+    }
+}
+
+/// How NVM tables are built (the three methods of the TLSM paper, for its ablation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum NvmTableMethod {
+    /// `ps`: persistent skip list only. Each entry is written inside the list (as a
+    /// one-entry block before its node, persisted node by node), and compactions copy every
+    /// entry into new lists.
+    Ps,
+    /// `ps+bac`: as `ps` for flushes; compactions between NVM levels write only nodes that
+    /// point at the entries of their inputs (byte-addressable compaction).
+    PsBac,
+    /// `ps+bac+pb`: a flush writes a persistent buffer of KeySet blocks with one bulk copy
+    /// and a list of pointer nodes over it; compactions point. The default.
+    #[default]
+    PsBacPb,
+}
+
+impl NvmTableMethod {
+    /// Whether compactions between NVM levels point at their inputs' entries.
+    #[must_use]
+    pub fn byte_addressable(self) -> bool {
+        self != NvmTableMethod::Ps
+    }
+    /// Whether flushes write a persistent buffer.
+    #[must_use]
+    pub fn persistent_buffer(self) -> bool {
+        self == NvmTableMethod::PsBacPb
+    }
+}

@@ -79,6 +79,11 @@ pub struct TableMeta {
     pub num_entries: u64,
     /// Number of deletion entries.
     pub num_deletions: u64,
+    /// For an NVM table: every NVM object its entries live in (its buffers, the inline
+    /// entries of the tables a byte-addressable compaction pointed at, its own object for
+    /// inline entries), with the bytes of its entries in each. A buffer is freed once no
+    /// live table lists it. Empty for SSTs.
+    pub nvm_refs: Vec<(u64, u64)>,
 }
 
 impl TableMeta {

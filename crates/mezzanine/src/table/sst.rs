@@ -422,6 +422,7 @@ mod tests {
             largest_seq: p.largest_seq,
             num_entries: p.num_entries,
             num_deletions: p.num_deletions,
+            nvm_refs: Vec::new(),
         }
     }
 

@@ -390,6 +390,7 @@ pub(crate) mod tests {
             largest_seq: seq.1,
             num_entries: 10,
             num_deletions: 1,
+            nvm_refs: Vec::new(),
         }
     }
 
