@@ -17,8 +17,10 @@
 
 pub mod executor;
 pub mod leveled;
+pub mod nvm_sink;
 pub mod policy;
 pub mod sink;
+pub mod tiering;
 
 pub use executor::{CompactionContext, CompactionResult, run_compaction, trivial_move_edit};
 pub use leveled::{LeveledPolicy, estimate_pending_compaction_bytes, level_scores};

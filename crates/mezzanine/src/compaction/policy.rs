@@ -28,6 +28,10 @@ pub enum CompactionReason {
     LevelSize,
     /// `Db::compact_range`.
     Manual,
+    /// LRU tiering: an NVM table moves to an SST file at its level.
+    TierMove,
+    /// An NVM table is rewritten so that a mostly dead NVM object can be freed.
+    NvmGc,
 }
 
 /// One planned compaction: inputs from `level` and `level + 1`, output to `level + 1` (or,

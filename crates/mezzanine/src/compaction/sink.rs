@@ -35,6 +35,12 @@ pub struct WrittenTable {
     pub encode_nanos: u64,
     /// Bytes of data blocks.
     pub data_bytes: u64,
+    /// Bytes physically written for the table (the SST file; for an NVM table the buffer
+    /// and index bytes, not the entries it points at).
+    pub bytes_written: u64,
+    /// NVM objects allocated for the table that the edit installing it must record (empty
+    /// for SSTs, and for objects recorded before they were written).
+    pub objects: Vec<crate::storage::nvm::NvmObject>,
 }
 
 /// The output of one flush or compaction: a sequence of tables, each a sorted run of
@@ -46,6 +52,19 @@ pub trait TableSink {
     /// # Errors
     /// I/O errors writing the table.
     fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// As [`TableSink::add`], with where the entry lives when it is in byte-addressable
+    /// memory already (an NVM table's entry): a sink may point at it instead of copying it.
+    ///
+    /// # Errors
+    /// As [`TableSink::add`].
+    fn add_located(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        _at: Option<mezz_format::EntryRef>,
+    ) -> Result<()> {
+        self.add(key, value)
+    }
     /// Bytes written to the current output table so far; `None` if none is open.
     fn current_bytes(&self) -> Option<u64>;
     /// Finishes the current output table (if one is open); the next `add` starts another.
@@ -196,6 +215,8 @@ impl TableSink for SstSink<'_> {
             meta: meta_from_properties(out.id, location, &props),
             encode_nanos,
             data_bytes: props.data_size,
+            bytes_written: props.file_size,
+            objects: Vec::new(),
         });
         Ok(())
     }

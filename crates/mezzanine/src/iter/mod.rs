@@ -309,6 +309,10 @@ impl InternalIterator for MergingIterator {
         self.current().map_or(&[], |c| c.value())
     }
 
+    fn entry_ref(&self) -> Option<mezz_format::EntryRef> {
+        self.current().and_then(|c| c.entry_ref())
+    }
+
     fn status(&self) -> Result<()> {
         for c in &self.children {
             c.status()?;
@@ -525,6 +529,10 @@ impl InternalIterator for LevelIterator {
 
     fn value(&self) -> &[u8] {
         self.iter.as_ref().map_or(&[], |it| it.value())
+    }
+
+    fn entry_ref(&self) -> Option<mezz_format::EntryRef> {
+        self.iter.as_ref().and_then(|it| it.entry_ref())
     }
 
     fn status(&self) -> Result<()> {

@@ -87,9 +87,10 @@ fn encode_table(buf: &mut Vec<u8>, t: &TableMeta) {
             buf.push(LOCATION_NVM);
             put_varint64(buf, object);
             put_usize(buf, t.nvm_refs.len());
-            for &(o, bytes) in &t.nvm_refs {
-                put_varint64(buf, o);
-                put_varint64(buf, bytes);
+            for r in &t.nvm_refs {
+                put_varint64(buf, r.object);
+                put_varint64(buf, r.bytes);
+                buf.push(u8::from(r.created));
             }
         }
     }
@@ -136,7 +137,24 @@ fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
                 ));
             }
             for _ in 0..n {
-                nvm_refs.push((d.varint64()?, d.varint64()?));
+                let object = d.varint64()?;
+                let bytes = d.varint64()?;
+                let f_off = d.offset();
+                let created = match d.u8()? {
+                    0 => false,
+                    1 => true,
+                    f => {
+                        return Err(Error::corruption(
+                            f_off,
+                            format!("table {id}: NVM reference flag {f}"),
+                        ));
+                    }
+                };
+                nvm_refs.push(crate::table::NvmRef {
+                    object,
+                    bytes,
+                    created,
+                });
             }
             TableLocation::Nvm { object }
         }

@@ -67,9 +67,7 @@ impl Codec<NvmTiering> for Tiering {
                 "none" | "full" => Ok(NvmTiering::Full),
                 _ => Err(bad()),
             },
-            Some(("leveled", k)) => Ok(NvmTiering::Leveled(
-                k.trim().parse().map_err(|_| bad())?,
-            )),
+            Some(("leveled", k)) => Ok(NvmTiering::Leveled(k.trim().parse().map_err(|_| bad())?)),
             Some(("lru", b)) => Ok(NvmTiering::Lru(parse_size(name, b.trim())?)),
             Some(_) => Err(bad()),
         }

@@ -462,10 +462,16 @@ impl Storage {
                     .file_size(&path)
                     .map_err(|e| Error::from(e).in_file(&path))
             }
-            TableLocation::Nvm { .. } => Err(Error::InvalidArgument(format!(
-                "table {}: tables in NVM are not supported by this build",
-                meta.id
-            ))),
+            TableLocation::Nvm { object } => {
+                let tier = self.nvm_tier()?;
+                Ok(meta
+                    .nvm_refs
+                    .iter()
+                    .filter(|r| r.object != object)
+                    .filter_map(|r| tier.object(r.object).map(|x| x.len))
+                    .chain(tier.object(object).map(|x| x.len))
+                    .sum())
+            }
         }
     }
 
@@ -526,11 +532,26 @@ impl Storage {
                             ),
                         ));
                     }
-                    return Err(Error::InvalidArgument(format!(
-                        "table {} (L{level}) is in NVM object {object}: tables in NVM are not \
-                         supported by this build",
-                        t.id
-                    )));
+                    if self.nvm.is_none() {
+                        return Err(Error::InvalidArgument(format!(
+                            "table {} (L{level}) is in NVM, but no NVM tier is configured \
+                             (nvm_dir)",
+                            t.id
+                        )));
+                    }
+                    for r in &t.nvm_refs {
+                        let o = &r.object;
+                        if !version.nvm_objects.contains_key(o) {
+                            return Err(Error::corruption(
+                                0,
+                                format!(
+                                    "table {} (L{level}) points into NVM object {o}, which \
+                                     the manifest does not list",
+                                    t.id
+                                ),
+                            ));
+                        }
+                    }
                 }
             }
         }

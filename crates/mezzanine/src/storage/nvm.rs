@@ -42,6 +42,10 @@ pub enum NvmObjectKind {
     Wal,
     /// A persistent skip-list memtable (NoveLSM); the id is the memtable's number.
     Memtable,
+    /// The index (persistent skip list) of an NVM table; the id is the table's number.
+    TableIndex,
+    /// A persistent buffer of KeySet blocks that NVM tables point into.
+    TableBuffer,
 }
 
 impl NvmObjectKind {
@@ -49,12 +53,16 @@ impl NvmObjectKind {
         match self {
             NvmObjectKind::Wal => 1,
             NvmObjectKind::Memtable => 2,
+            NvmObjectKind::TableIndex => 3,
+            NvmObjectKind::TableBuffer => 4,
         }
     }
     pub(crate) fn from_code(c: u8) -> Option<Self> {
         match c {
             1 => Some(NvmObjectKind::Wal),
             2 => Some(NvmObjectKind::Memtable),
+            3 => Some(NvmObjectKind::TableIndex),
+            4 => Some(NvmObjectKind::TableBuffer),
             _ => None,
         }
     }
@@ -74,10 +82,19 @@ pub struct NvmObject {
     pub len: u64,
 }
 
+/// Whether `e` says the NVM pool has no room for an NVM table.
+#[must_use]
+pub fn is_nvm_full(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::StorageFull)
+}
+
 /// The NVM tier of an open database. See the module documentation.
 #[derive(Debug)]
 pub struct NvmTier {
     pool: Mutex<Pool>,
+    /// Every object the engine holds (recovered ones and those allocated since), by id:
+    /// how NVM tables find the extents of the objects they reference.
+    objects: Mutex<std::collections::HashMap<u64, NvmObject>>,
     region: Arc<Region>,
     dir: PathBuf,
     mode: PersistMode,
@@ -185,6 +202,7 @@ impl NvmTier {
         let region = Arc::clone(pool.region());
         Ok(Arc::new(NvmTier {
             pool: Mutex::new(pool),
+            objects: Mutex::new(live.iter().map(|o| (o.id, *o)).collect()),
             region,
             dir,
             mode: opts.nvm_persistence,
@@ -225,17 +243,67 @@ impl NvmTier {
             e @ Error::Io { .. } => e,
             other => Error::InvalidArgument(format!("NVM pool: {other}")),
         })?;
-        Ok(NvmObject {
+        let obj = NvmObject {
             id,
             kind,
             offset: e.offset,
             len: e.len,
-        })
+        };
+        self.objects.lock().insert(id, obj);
+        Ok(obj)
+    }
+
+    /// [`NvmTier::alloc`] for an NVM table's objects: a pool without room is an `Io`
+    /// error of kind `StorageFull` (see [`is_nvm_full`]), so callers can fall back to SSTs.
+    ///
+    /// # Errors
+    /// `StorageFull` as above; others as [`NvmTier::alloc`].
+    pub fn alloc_table_object(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
+        {
+            let pool = self.pool.lock();
+            let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
+            if pool.largest_free() < need {
+                return Err(Error::Io {
+                    path: Some(self.dir.join(POOL_FILE)),
+                    source: io::Error::new(
+                        io::ErrorKind::StorageFull,
+                        format!(
+                            "NVM is full: an NVM table needs {need} bytes, the largest free \
+                             extent has {} ({} free of {}; raise nvm_capacity or use an \
+                             nvm_tiering that moves tables to SSD)",
+                            pool.largest_free(),
+                            pool.free_bytes(),
+                            pool.data_len()
+                        ),
+                    ),
+                });
+            }
+        }
+        self.alloc(id, kind, len)
+    }
+
+    /// The object `id`, if the engine holds it.
+    #[must_use]
+    pub fn object(&self, id: u64) -> Option<NvmObject> {
+        self.objects.lock().get(&id).copied()
+    }
+
+    /// The mapped pool.
+    #[must_use]
+    pub fn region(&self) -> &Arc<mezz_pmem::Region> {
+        &self.region
+    }
+
+    /// Bytes of the pool (allocatable part).
+    #[must_use]
+    pub fn capacity(&self) -> u64 {
+        self.pool.lock().data_len()
     }
 
     /// Returns `obj`'s extent to the allocator. Only after the manifest no longer needs it
     /// and nothing reads it.
     pub fn free(&self, obj: &NvmObject) {
+        self.objects.lock().remove(&obj.id);
         // A double free (a bug) is refused by the allocator and changes nothing.
         let _ = self.pool.lock().free(Extent {
             offset: obj.offset,

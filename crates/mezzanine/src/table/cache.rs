@@ -89,11 +89,15 @@ impl TableCache {
                     SstTable::open(meta, path, file, self.block_cache.as_ref(), &self.publisher)?;
                 Ok(Arc::new(t))
             }
-            TableLocation::Nvm { object } => Err(Error::InvalidArgument(format!(
-                "table {} is in NVM object {object}: tables in NVM are not supported by this \
-                 build",
-                meta.id
-            ))),
+            TableLocation::Nvm { .. } => {
+                let tier = self.storage.nvm().ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "table {} is in NVM, but no NVM tier is open (nvm_dir)",
+                        meta.id
+                    ))
+                })?;
+                Ok(Arc::new(crate::table::nvm::NvmTable::open(tier, meta)?))
+            }
         }
     }
 

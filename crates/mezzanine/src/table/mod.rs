@@ -10,6 +10,7 @@
 //! Thread-safety: `Table` objects are shared (`Arc<dyn Table>`) and used from many threads.
 
 pub mod cache;
+pub mod nvm;
 pub mod sst;
 
 use std::fmt::Debug;
@@ -79,11 +80,23 @@ pub struct TableMeta {
     pub num_entries: u64,
     /// Number of deletion entries.
     pub num_deletions: u64,
-    /// For an NVM table: every NVM object its entries live in (its buffers, the inline
-    /// entries of the tables a byte-addressable compaction pointed at, its own object for
-    /// inline entries), with the bytes of its entries in each. A buffer is freed once no
-    /// live table lists it. Empty for SSTs.
-    pub nvm_refs: Vec<(u64, u64)>,
+    /// For an NVM table: every NVM object its entries live in (its own object, its
+    /// buffers, the objects of the tables a byte-addressable compaction pointed at). An
+    /// object is freed once no live table lists it. Empty for SSTs.
+    pub nvm_refs: Vec<NvmRef>,
+}
+
+/// One NVM object an NVM table's entries live in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NvmRef {
+    /// The object's id.
+    pub object: u64,
+    /// Bytes of the object the table's entries occupy (see
+    /// `compaction::nvm_sink::entry_weight`).
+    pub bytes: u64,
+    /// Whether this table wrote the object (its own object, a buffer of its copied
+    /// entries). An object some live table created is never reclaimed.
+    pub created: bool,
 }
 
 impl TableMeta {

@@ -1,0 +1,416 @@
+//! The NVM table sink (TLSM): flush and compaction outputs written as NVM tables.
+//!
+//! Owns: [`NvmSink`] (a [`TableSink`] whose tables are persistent skip lists in NVM) and
+//! [`NvmRecorder`] (how a compaction records its output objects in the manifest before it
+//! writes them, so an interrupted one can resume).
+//!
+//! What each method writes (option `nvm_table_method`):
+//! - an entry that comes with an [`EntryRef`] (it lives in an NVM table already) and a
+//!   method with byte-addressable compaction (`ps+bac`, `ps+bac+pb`): a node pointing at it;
+//!   nothing of the entry is copied;
+//! - any other entry: `ps+bac+pb` copies it into a new persistent buffer (KeySet blocks, the
+//!   SST data-block layout, written with one bulk copy) and points at it; `ps` and `ps+bac`
+//!   write it inside the table's own object as a one-entry block, node by node, each node
+//!   persisted before the next (the paper's persistent skip list).
+//!
+//! A table's entries are gathered in DRAM (keys and references; values only when they are
+//! copied) until the merge loop cuts it, so its objects are allocated at their exact size.
+//! Compaction outputs record their objects through the [`NvmRecorder`] before writing and
+//! checkpoint their index every [`CHECKPOINT_BYTES`]; flush outputs are recorded by the
+//! edit that installs them (a crash before it frees them: the flush is redone from the WAL).
+//!
+//! Invariants: as [`TableSink`]'s; every object the sink allocated and no edit recorded is
+//! freed by `abandon`; recorded ones are handed to [`NvmRecorder::forget`].
+//!
+//! Thread-safety: a sink belongs to one job on one thread.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mezz_format::block::{IndexKind, KeySetWriter};
+use mezz_format::ikey::parse_internal_key;
+use mezz_format::{EntryRef, ValueKind};
+use mezz_pmem::Extent;
+use mezz_pmem::ptable::{
+    self, PTableBuilder, PTableHeader, append_block_frame, entry_crc, index_len, inline_block_len,
+};
+
+use crate::compaction::sink::{TableSink, WrittenTable};
+use crate::error::{Error, Result};
+use crate::options::{NvmTableMethod, Options};
+use crate::storage::nvm::{NvmObject, NvmObjectKind, NvmTier};
+use crate::table::{NvmRef, TableLocation, TableMeta};
+
+/// Bytes of index between two checkpoints of a compaction output.
+pub const CHECKPOINT_BYTES: u64 = 64 << 10;
+
+/// Records a compaction's output objects in the manifest before they are written.
+pub trait NvmRecorder: Sync {
+    /// Appends an edit listing `objects` (durable when this returns).
+    ///
+    /// # Errors
+    /// The manifest write failed.
+    fn record(&self, objects: &[NvmObject]) -> Result<()>;
+    /// Releases recorded objects of a job that failed: an edit deleting them, then their
+    /// extents. Best effort (recovery releases what this cannot).
+    fn forget(&self, objects: &[NvmObject]);
+}
+
+/// The bytes an entry takes in the object holding it: its share of a buffer's blocks, or
+/// its one-entry block inside a table's object (`inline`). A table's `nvm_refs` sum these,
+/// so an object's live share is the sum over live tables divided by its length.
+#[must_use]
+pub fn entry_weight(key: &[u8], value_len: usize, inline: bool) -> u64 {
+    if inline {
+        inline_block_len(key.len(), value_len) as u64
+    } else {
+        (key.len().div_ceil(8) * 8 + value_len + 16) as u64
+    }
+}
+
+/// An entry of the table being gathered.
+struct Pending {
+    key: Vec<u8>,
+    /// The value, when the entry is copied.
+    value: Option<Vec<u8>>,
+    /// Where it lives, when it is pointed at.
+    at: Option<EntryRef>,
+    value_len: usize,
+}
+
+/// How a job's outputs are headed.
+#[derive(Debug, Clone)]
+pub struct NvmOutput {
+    /// The level the tables are written for.
+    pub level: usize,
+    /// For a compaction: the ids of its input tables (its outputs are resumable); `None`
+    /// for a flush or a rewrite.
+    pub inputs: Option<Vec<u64>>,
+}
+
+/// A [`TableSink`] writing NVM tables. See the module documentation.
+pub struct NvmSink<'a> {
+    tier: &'a Arc<NvmTier>,
+    new_file_number: &'a (dyn Fn() -> u64 + Sync),
+    recorder: Option<&'a dyn NvmRecorder>,
+    out: NvmOutput,
+    method: NvmTableMethod,
+    bloom_bits: u32,
+    block_size: usize,
+    /// Extents of the objects entries may point into: (start, end, object id, holds
+    /// inline entries), sorted.
+    sources: Vec<(u64, u64, u64, bool)>,
+    cur: Vec<Pending>,
+    cur_bytes: u64,
+    written: Vec<WrittenTable>,
+    /// Allocated, not recorded by any edit yet.
+    unrecorded: Vec<NvmObject>,
+    /// Recorded by the recorder (compaction outputs).
+    recorded: Vec<NvmObject>,
+}
+
+impl std::fmt::Debug for NvmSink<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvmSink")
+            .field("out", &self.out)
+            .field("method", &self.method)
+            .field("written", &self.written.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> NvmSink<'a> {
+    /// A sink writing NVM tables for `out`. `sources`: the NVM objects the job's input
+    /// tables reference (entries pointing into them are attributed to them).
+    #[must_use]
+    pub fn new(
+        tier: &'a Arc<NvmTier>,
+        opts: &Options,
+        out: NvmOutput,
+        new_file_number: &'a (dyn Fn() -> u64 + Sync),
+        recorder: Option<&'a dyn NvmRecorder>,
+        sources: &[NvmObject],
+    ) -> Self {
+        let mut s: Vec<(u64, u64, u64, bool)> = sources
+            .iter()
+            .map(|o| {
+                (
+                    o.offset,
+                    o.offset + o.len,
+                    o.id,
+                    o.kind == NvmObjectKind::TableIndex,
+                )
+            })
+            .collect();
+        s.sort_unstable();
+        s.dedup();
+        Self {
+            tier,
+            new_file_number,
+            recorder,
+            out,
+            method: opts.nvm_table_method,
+            bloom_bits: opts.bloom_bits_per_key,
+            block_size: opts.block_size.max(256),
+            sources: s,
+            cur: Vec::new(),
+            cur_bytes: 0,
+            written: Vec::new(),
+            unrecorded: Vec::new(),
+            recorded: Vec::new(),
+        }
+    }
+
+    /// The object holding `block` and whether it holds inline entries.
+    fn source_of(&self, block: u64) -> Option<(u64, bool)> {
+        let i = self.sources.partition_point(|&(s, ..)| s <= block);
+        i.checked_sub(1)
+            .and_then(|i| self.sources.get(i))
+            .filter(|&&(_, e, ..)| block < e)
+            .map(|&(_, _, id, inline)| (id, inline))
+    }
+
+    fn extent(o: &NvmObject) -> Extent {
+        Extent {
+            offset: o.offset,
+            len: o.len,
+        }
+    }
+
+    /// Writes the gathered entries as one table.
+    fn write_current(&mut self) -> Result<()> {
+        let entries = std::mem::take(&mut self.cur);
+        self.cur_bytes = 0;
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let region = Arc::clone(self.tier.region());
+        let id = (self.new_file_number)();
+        let encode_start = Instant::now();
+        // Copied entries: into a new buffer (`pb`) or inline (`ps`, `ps+bac`).
+        let mut refs: Vec<Option<EntryRef>> = entries.iter().map(|e| e.at).collect();
+        let mut inline_bytes = 0u64;
+        let mut buffer: Option<NvmObject> = None;
+        let mut data_bytes = 0u64;
+        if self.method.persistent_buffer() {
+            let mut data = Vec::new();
+            let mut w = KeySetWriter::new(IndexKind::ValueRef);
+            let mut pending: Vec<usize> = Vec::new();
+            let flush = |w: &mut KeySetWriter,
+                         pending: &mut Vec<usize>,
+                         data: &mut Vec<u8>,
+                         refs: &mut Vec<Option<EntryRef>>| {
+                if w.is_empty() {
+                    return;
+                }
+                let at = data.len() as u64;
+                let contents = w.finish();
+                let clen = contents.len() as u32;
+                append_block_frame(data, contents);
+                for (slot, &i) in pending.iter().enumerate() {
+                    if let (Some(e), Some(r)) = (entries.get(i), refs.get_mut(i)) {
+                        *r = Some(EntryRef {
+                            block: at,
+                            block_len: clen,
+                            slot: slot as u32,
+                            crc: entry_crc(&e.key, e.value.as_deref().unwrap_or_default()),
+                        });
+                    }
+                }
+                pending.clear();
+                w.reset();
+            };
+            for (i, e) in entries.iter().enumerate() {
+                let Some(v) = &e.value else { continue };
+                w.add_with_value(&e.key, v);
+                pending.push(i);
+                if w.estimated_size() >= self.block_size {
+                    flush(&mut w, &mut pending, &mut data, &mut refs);
+                }
+            }
+            flush(&mut w, &mut pending, &mut data, &mut refs);
+            if !data.is_empty() {
+                let bid = (self.new_file_number)();
+                let obj = self.tier.alloc_table_object(
+                    bid,
+                    NvmObjectKind::TableBuffer,
+                    ptable::BUFFER_HEADER_LEN + data.len() as u64,
+                )?;
+                self.unrecorded.push(obj);
+                let data_at = ptable::write_buffer(&region, Self::extent(&obj), bid, &data)?;
+                for (r, e) in refs.iter_mut().zip(&entries) {
+                    if e.value.is_some()
+                        && let Some(r) = r
+                    {
+                        r.block += data_at;
+                    }
+                }
+                data_bytes = data.len() as u64;
+                buffer = Some(obj);
+            }
+        } else {
+            for e in &entries {
+                if let Some(v) = &e.value {
+                    inline_bytes += inline_block_len(e.key.len(), v.len()) as u64;
+                }
+            }
+        }
+        let encode_nanos = encode_start.elapsed().as_nanos() as u64;
+        let inputs = self.out.inputs.clone().unwrap_or_default();
+        let len = index_len(entries.len() as u64, inputs.len(), self.bloom_bits) + inline_bytes;
+        let idx = self
+            .tier
+            .alloc_table_object(id, NvmObjectKind::TableIndex, len)?;
+        self.unrecorded.push(idx);
+        let resumable = self.out.inputs.is_some();
+        if resumable && let Some(rec) = self.recorder {
+            let objs: Vec<NvmObject> = buffer.iter().copied().chain([idx]).collect();
+            rec.record(&objs)?;
+            self.unrecorded.retain(|o| !objs.contains(o));
+            self.recorded.extend(objs);
+        }
+        let header = PTableHeader {
+            id,
+            level: self.out.level as u32,
+            kind: u32::from(resumable),
+            inputs,
+        };
+        let mut b = PTableBuilder::create(region, Self::extent(&idx), &header, self.bloom_bits)?;
+        let node_by_node = !self.method.persistent_buffer();
+        let mut last_ck = b.bytes_written();
+        let mut per_object: BTreeMap<u64, u64> = BTreeMap::new();
+        let (mut smallest_seq, mut largest_seq, mut deletions) = (u64::MAX, 0u64, 0u64);
+        let mut logical = 0u64;
+        for (e, r) in entries.iter().zip(&refs) {
+            logical += (e.key.len() + e.value_len) as u64;
+            match (r, &e.value) {
+                (Some(r), _) => {
+                    b.add_ref(&e.key, *r)?;
+                    let owner = match (e.value.is_some(), buffer) {
+                        (true, Some(buf)) => Some((buf.id, false)),
+                        _ => self.source_of(r.block),
+                    };
+                    let (owner, inline) = owner.ok_or_else(|| {
+                        Error::corruption(
+                            r.block,
+                            "an NVM entry reference outside every input object",
+                        )
+                    })?;
+                    *per_object.entry(owner).or_default() +=
+                        entry_weight(&e.key, e.value_len, inline);
+                }
+                (None, Some(v)) => {
+                    b.add_inline(&e.key, v)?;
+                    *per_object.entry(id).or_default() += entry_weight(&e.key, v.len(), true);
+                }
+                (None, None) => {
+                    return Err(Error::InvalidArgument(
+                        "NVM sink: an entry with neither a value nor a reference".into(),
+                    ));
+                }
+            }
+            if let Some(p) = parse_internal_key(&e.key) {
+                smallest_seq = smallest_seq.min(p.seq);
+                largest_seq = largest_seq.max(p.seq);
+                if p.kind == ValueKind::Deletion {
+                    deletions += 1;
+                }
+            }
+            if node_by_node && e.value.is_some() {
+                b.checkpoint()?;
+                last_ck = b.bytes_written();
+            } else if resumable && b.bytes_written() - last_ck >= CHECKPOINT_BYTES {
+                b.checkpoint()?;
+                last_ck = b.bytes_written();
+            }
+        }
+        let index_bytes = b.finish()?;
+        // The table's own object always appears, so it is freed with the table.
+        per_object.entry(id).or_default();
+        let (first, last) = match (entries.first(), entries.last()) {
+            (Some(f), Some(l)) => (f.key.clone(), l.key.clone()),
+            _ => return Ok(()),
+        };
+        let objects: Vec<NvmObject> = self
+            .unrecorded
+            .iter()
+            .filter(|o| o.id == id || buffer.is_some_and(|b| b.id == o.id))
+            .copied()
+            .collect();
+        self.written.push(WrittenTable {
+            meta: TableMeta {
+                id,
+                location: TableLocation::Nvm { object: id },
+                size: logical,
+                smallest: first,
+                largest: last,
+                smallest_seq,
+                largest_seq,
+                num_entries: entries.len() as u64,
+                num_deletions: deletions,
+                nvm_refs: per_object
+                    .into_iter()
+                    .map(|(object, bytes)| NvmRef {
+                        object,
+                        bytes,
+                        created: object == id || buffer.is_some_and(|b| b.id == object),
+                    })
+                    .collect(),
+            },
+            encode_nanos,
+            data_bytes,
+            bytes_written: data_bytes + index_bytes + inline_bytes,
+            objects,
+        });
+        Ok(())
+    }
+}
+
+impl TableSink for NvmSink<'_> {
+    fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add_located(key, value, None)
+    }
+
+    fn add_located(&mut self, key: &[u8], value: &[u8], at: Option<EntryRef>) -> Result<()> {
+        let point = at.filter(|_| self.method.byte_addressable());
+        self.cur_bytes += (key.len() + value.len()) as u64;
+        self.cur.push(Pending {
+            key: key.to_vec(),
+            value: point.is_none().then(|| value.to_vec()),
+            at: point,
+            value_len: value.len(),
+        });
+        Ok(())
+    }
+
+    fn current_bytes(&self) -> Option<u64> {
+        (!self.cur.is_empty()).then_some(self.cur_bytes)
+    }
+
+    fn finish_table(&mut self) -> Result<()> {
+        self.write_current()
+    }
+
+    fn finish(&mut self) -> Result<Vec<WrittenTable>> {
+        self.write_current()?;
+        // Objects recorded early stay recorded; the installing edit records the rest.
+        self.unrecorded.clear();
+        self.recorded.clear();
+        Ok(std::mem::take(&mut self.written))
+    }
+
+    fn abandon(&mut self) {
+        self.cur.clear();
+        self.written.clear();
+        for o in self.unrecorded.drain(..) {
+            self.tier.free(&o);
+        }
+        if !self.recorded.is_empty()
+            && let Some(r) = self.recorder
+        {
+            r.forget(&self.recorded);
+        }
+        self.recorded.clear();
+    }
+}

@@ -1,0 +1,307 @@
+//! TLSM's tiering on top of leveled compaction: which NVM tables move to SSD, which are
+//! rewritten to free NVM space, and which levels' outputs are NVM tables.
+//!
+//! Owns: [`TieredPolicy`] (a [`CompactionPolicy`] that wraps the leveled one), and the
+//! pure helpers it decides with: [`nvm_table_bytes`], [`object_live_bytes`] and
+//! [`gc_candidate`].
+//!
+//! What it adds to the leveled policy, in order of priority:
+//! 1. **LRU tiering** (`nvm_tiering = lru[:BYTES]`): while NVM tables take more than the
+//!    budget, the NVM table that has stayed in NVM longest (lowest id) moves to an SST file
+//!    at its level (reason [`CompactionReason::TierMove`]).
+//! 2. **Buffer reclamation**: byte-addressable compaction leaves entries no live table
+//!    points at in the objects its inputs pointed into. An object whose live share falls
+//!    below `nvm_gc_live_ratio` has one live table that points into it rewritten in place,
+//!    copying the entries it holds there (reason [`CompactionReason::NvmGc`]); once no live
+//!    table points into it, the object is freed.
+//! 3. Everything else is the leveled policy's, except that under `leveled:K` a trivial move
+//!    from level K to K+1 becomes a merge (an NVM table must not land in an SST level).
+//!
+//! Invariants: pure functions of the version, the options and the claims; the plans it adds
+//! take one table, write at its own level (`output_level == level`), and keep every entry
+//! (see `executor::run_copy`), so the level's ordering and contents do not change.
+//!
+//! Thread-safety: stateless, `Send + Sync`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::compaction::leveled::LeveledPolicy;
+use crate::compaction::policy::{
+    Claims, CompactionPlan, CompactionPolicy, CompactionReason, WritePressure,
+};
+use crate::options::{NvmTiering, Options};
+use crate::storage::nvm::NvmObjectKind;
+use crate::table::{TableMeta, Tier};
+use crate::version::Version;
+
+/// Bytes of NVM objects that hold NVM tables (indexes and buffers).
+#[must_use]
+pub fn nvm_table_bytes(version: &Version) -> u64 {
+    version
+        .nvm_objects
+        .values()
+        .filter(|o| {
+            matches!(
+                o.kind,
+                NvmObjectKind::TableIndex | NvmObjectKind::TableBuffer
+            )
+        })
+        .map(|o| o.len)
+        .sum()
+}
+
+/// Per NVM object: the bytes of it that live tables point at (their `nvm_refs`).
+#[must_use]
+pub fn object_live_bytes(version: &Version) -> BTreeMap<u64, u64> {
+    let mut live = BTreeMap::new();
+    for (_, t) in version.all_tables() {
+        for r in &t.nvm_refs {
+            *live.entry(r.object).or_insert(0u64) += r.bytes;
+        }
+    }
+    live
+}
+
+/// The object most worth reclaiming, if one is below `ratio`: an object of NVM tables that
+/// no live table created (its writer is gone; other tables' pointers keep it alive), whose
+/// live bytes are under `ratio` of its length (less one allocation unit, so that rounding
+/// a small object up never makes a live one look half dead). Returns its id.
+#[must_use]
+pub fn gc_candidate(version: &Version, ratio: f64) -> Option<u64> {
+    let live = object_live_bytes(version);
+    let created: BTreeSet<u64> = version
+        .all_tables()
+        .flat_map(|(_, t)| t.nvm_refs.iter().filter(|r| r.created).map(|r| r.object))
+        .collect();
+    version
+        .nvm_objects
+        .values()
+        .filter(|o| {
+            matches!(
+                o.kind,
+                NvmObjectKind::TableBuffer | NvmObjectKind::TableIndex
+            ) && !created.contains(&o.id)
+        })
+        .filter_map(|o| {
+            let l = live.get(&o.id).copied().unwrap_or(0);
+            let room = o.len.saturating_sub(mezz_pmem::pool::EXTENT_ALIGN).max(1);
+            let share = l as f64 / room as f64;
+            (l > 0 && share < ratio).then_some((share, o.id))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, id)| id)
+}
+
+/// A plan that rewrites table `t` of `level` in place.
+fn in_place(level: usize, t: &Arc<TableMeta>, reason: CompactionReason) -> CompactionPlan {
+    CompactionPlan {
+        level,
+        output_level: level,
+        inputs: vec![Arc::clone(t)],
+        next_inputs: Vec::new(),
+        grandparents: Vec::new(),
+        trivial_move: false,
+        score: 1.0,
+        reason,
+    }
+}
+
+/// The leveled policy plus TLSM's tiering. See the module documentation.
+#[derive(Debug)]
+pub struct TieredPolicy {
+    inner: LeveledPolicy,
+    opts: Options,
+}
+
+impl TieredPolicy {
+    /// The policy for `opts`.
+    #[must_use]
+    pub fn new(opts: &Options) -> Self {
+        Self {
+            inner: LeveledPolicy::new(opts),
+            opts: opts.clone(),
+        }
+    }
+
+    fn lru_move(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
+        if !matches!(self.opts.nvm_tiering, NvmTiering::Lru(_))
+            || nvm_table_bytes(version) <= self.opts.nvm_table_budget()
+        {
+            return None;
+        }
+        let (level, t) = version
+            .all_tables()
+            .filter(|(_, t)| t.tier() == Tier::Nvm && !claims.is_claimed(t.id))
+            .min_by_key(|(_, t)| t.id)?;
+        let plan = in_place(level, t, CompactionReason::TierMove);
+        (!claims.conflicts(&plan)).then_some(plan)
+    }
+
+    fn reclaim(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
+        if !self.opts.nvm_table_method.byte_addressable() {
+            return None;
+        }
+        let victim = gc_candidate(version, self.opts.nvm_gc_live_ratio)?;
+        let (level, t) = version
+            .all_tables()
+            .filter(|(_, t)| t.nvm_refs.iter().any(|r| r.object == victim))
+            .find(|(_, t)| !claims.is_claimed(t.id))?;
+        let plan = in_place(level, t, CompactionReason::NvmGc);
+        (!claims.conflicts(&plan)).then_some(plan)
+    }
+}
+
+impl CompactionPolicy for TieredPolicy {
+    fn pick(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
+        if let Some(p) = self.lru_move(version, claims) {
+            return Some(p);
+        }
+        if let Some(p) = self.reclaim(version, claims) {
+            return Some(p);
+        }
+        let mut plan = self.inner.pick(version, claims)?;
+        if let NvmTiering::Leveled(k) = self.opts.nvm_tiering
+            && plan.trivial_move
+            && plan.level <= k
+            && plan.output_level > k
+        {
+            plan.trivial_move = false;
+        }
+        Some(plan)
+    }
+
+    fn manual(
+        &self,
+        version: &Version,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<CompactionPlan> {
+        self.inner.manual(version, level, begin, end)
+    }
+
+    fn manual_in_place(
+        &self,
+        version: &Version,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<CompactionPlan> {
+        self.inner.manual_in_place(version, level, begin, end)
+    }
+
+    fn pending_bytes(&self, version: &Version) -> u64 {
+        self.inner.pending_bytes(version)
+    }
+
+    fn write_pressure(&self, version: &Version, pending_bytes: u64) -> WritePressure {
+        self.inner.write_pressure(version, pending_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::VersionEdit;
+    use crate::storage::nvm::NvmObject;
+    use crate::table::TableLocation;
+    use crate::version::tests::meta;
+
+    fn nvm_table(id: u64, lo: &str, hi: &str, refs: &[(u64, u64)]) -> TableMeta {
+        let mut t = meta(id, lo, hi, (id, id), 100);
+        t.location = TableLocation::Nvm { object: id };
+        t.nvm_refs = refs
+            .iter()
+            .map(|&(object, bytes)| crate::table::NvmRef {
+                object,
+                bytes,
+                created: object == id,
+            })
+            .collect();
+        t
+    }
+
+    fn obj(id: u64, kind: NvmObjectKind, offset: u64, len: u64) -> NvmObject {
+        NvmObject {
+            id,
+            kind,
+            offset,
+            len,
+        }
+    }
+
+    fn version(tables: &[(usize, TableMeta)], objects: &[NvmObject]) -> Version {
+        let e = VersionEdit {
+            new_tables: tables.to_vec(),
+            new_nvm_objects: objects.to_vec(),
+            ..VersionEdit::default()
+        };
+        Version::new(4).apply(&e).unwrap()
+    }
+
+    #[test]
+    fn lru_moves_the_oldest_nvm_table_once_over_budget() {
+        let mut o = Options::default();
+        o.nvm_tiering = NvmTiering::Lru(10_000);
+        let p = TieredPolicy::new(&o);
+        let objs = [
+            obj(5, NvmObjectKind::TableIndex, 4096, 8192),
+            obj(9, NvmObjectKind::TableIndex, 16384, 4096),
+        ];
+        let v = version(
+            &[
+                (1, nvm_table(9, "m", "p", &[(9, 10)])),
+                (0, nvm_table(5, "a", "c", &[(5, 10)])),
+            ],
+            &objs,
+        );
+        let plan = p.pick(&v, &Claims::new()).unwrap();
+        assert_eq!(plan.reason, CompactionReason::TierMove);
+        assert_eq!((plan.level, plan.output_level), (0, 0));
+        assert_eq!(plan.inputs[0].id, 5);
+        // Within budget: nothing to move.
+        o.nvm_tiering = NvmTiering::Lru(20_000);
+        assert!(TieredPolicy::new(&o).pick(&v, &Claims::new()).is_none());
+        // A claimed table is skipped.
+        let mut c = Claims::new();
+        c.claim(&plan);
+        o.nvm_tiering = NvmTiering::Lru(10_000);
+        let next = TieredPolicy::new(&o).pick(&v, &c).unwrap();
+        assert_eq!(next.inputs[0].id, 9);
+    }
+
+    #[test]
+    fn a_mostly_dead_buffer_has_a_table_pointing_into_it_rewritten() {
+        let mut o = Options::default();
+        o.nvm_tiering = NvmTiering::Full;
+        let objs = [
+            obj(3, NvmObjectKind::TableBuffer, 4096, 14_096),
+            obj(7, NvmObjectKind::TableIndex, 20480, 4096),
+            obj(8, NvmObjectKind::TableIndex, 24576, 4096),
+        ];
+        // Tables 7 and 8 point at 4,000 of the buffer's 10,000 bytes: below 0.5.
+        let v = version(
+            &[
+                (1, nvm_table(7, "a", "f", &[(3, 2000), (7, 0)])),
+                (1, nvm_table(8, "g", "k", &[(3, 2000), (8, 0)])),
+            ],
+            &objs,
+        );
+        assert_eq!(gc_candidate(&v, 0.5), Some(3));
+        assert_eq!(gc_candidate(&v, 0.3), None);
+        let plan = TieredPolicy::new(&o).pick(&v, &Claims::new()).unwrap();
+        assert_eq!(plan.reason, CompactionReason::NvmGc);
+        assert_eq!((plan.level, plan.output_level), (1, 1));
+        // Table objects whose own table is live are never candidates.
+        let v = version(&[(1, nvm_table(7, "a", "f", &[(7, 10)]))], &objs[1..2]);
+        assert_eq!(gc_candidate(&v, 0.99), None);
+        // `ps` never points, so it never reclaims.
+        o.nvm_table_method = crate::options::NvmTableMethod::Ps;
+        let v = version(
+            &[(1, nvm_table(7, "a", "f", &[(3, 2000), (7, 0)]))],
+            &objs[..2],
+        );
+        assert!(TieredPolicy::new(&o).reclaim(&v, &Claims::new()).is_none());
+    }
+}
