@@ -360,6 +360,16 @@ impl PTableHeader {
     }
 }
 
+/// Reads and checks the header of the table index in `extent` (complete or not).
+///
+/// # Errors
+/// `Corruption` for a damaged header; `InvalidArgument` for an extent outside the region.
+pub fn read_header(region: &Region, extent: Extent) -> Result<PTableHeader> {
+    let (off, len) = check_extent(region, extent, TABLE_HEADER_LEN as u64, "table")?;
+    let ext = region_bytes(region, off, len);
+    Ok(PTableHeader::decode(ext, off as u64)?.0)
+}
+
 // ---------------------------------------------------------------------------------------
 // Builder
 // ---------------------------------------------------------------------------------------

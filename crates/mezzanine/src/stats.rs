@@ -14,6 +14,8 @@ pub struct LevelStats {
     pub level: usize,
     /// Live tables at this level.
     pub files: usize,
+    /// How many of them are NVM tables.
+    pub nvm_files: usize,
     /// Bytes of those tables.
     pub bytes: u64,
     /// Compactions whose output went to this level.
@@ -134,6 +136,23 @@ pub struct Stats {
     pub snapshots: usize,
     /// Bytes and SST I/O per SSD directory (parallel unit), database directory first.
     pub units: Vec<crate::storage::UnitStats>,
+    /// NVM tables: the space their objects take and how much of it live tables use.
+    pub nvm_tables: NvmTableStats,
+}
+
+/// The NVM space of NVM tables (TLSM).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct NvmTableStats {
+    /// NVM objects (table indexes and buffers) the manifest lists.
+    pub objects: usize,
+    /// Bytes of those objects.
+    pub allocated_bytes: u64,
+    /// Bytes of them that live tables use: entries pointed at, plus the indexes.
+    pub live_bytes: u64,
+    /// Tables moved to SSD by LRU tiering.
+    pub tier_moves: u64,
+    /// Tables rewritten to free mostly dead NVM objects.
+    pub rewrites: u64,
 }
 
 impl Stats {
@@ -221,6 +240,8 @@ pub struct StatsCollector {
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
     pub compaction_micros: AtomicU64,
+    pub nvm_tier_moves: AtomicU64,
+    pub nvm_rewrites: AtomicU64,
     pub l0_slowdown_micros: AtomicU64,
     pub l0_stop_micros: AtomicU64,
     pub memtable_stop_micros: AtomicU64,
@@ -275,6 +296,7 @@ impl StatsCollector {
                     |(level, &(compactions, bytes_read, bytes_written))| LevelStats {
                         level,
                         files: 0,
+                        nvm_files: 0,
                         bytes: 0,
                         compactions,
                         bytes_read,
@@ -372,6 +394,20 @@ impl std::fmt::Display for Stats {
                 l.compactions,
                 fmt_bytes(l.bytes_read),
                 fmt_bytes(l.bytes_written)
+            )?;
+        }
+        if self.nvm_tables.objects > 0 {
+            let n = &self.nvm_tables;
+            writeln!(
+                f,
+                "NVM tables: {} objects, {} allocated, {} live ({:.1} %), {} moved to SSD, {} \
+                 rewritten",
+                n.objects,
+                fmt_bytes(n.allocated_bytes),
+                fmt_bytes(n.live_bytes),
+                100.0 * n.live_bytes as f64 / n.allocated_bytes.max(1) as f64,
+                n.tier_moves,
+                n.rewrites
             )?;
         }
         if self.units.len() > 1 {

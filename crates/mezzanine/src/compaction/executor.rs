@@ -22,16 +22,21 @@ use mezz_format::ikey::{compare_internal_keys, parse_internal_key};
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::compaction::leveled::max_grandparent_overlap;
+use crate::compaction::nvm_sink::{NvmOutput, NvmRecorder, NvmSink};
 use crate::compaction::policy::CompactionPlan;
+use crate::compaction::policy::CompactionReason;
 use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
+use crate::compaction::tiering::nvm_table_bytes;
 use crate::error::{Error, Result};
 use crate::iter::{merging_iterator, run_iterator};
 use crate::manifest::VersionEdit;
+use crate::options::NvmTiering;
 use crate::options::Options;
 use crate::placement::{JobInfo, Placement};
 use crate::storage::Storage;
+use crate::storage::nvm::{NvmObject, is_nvm_full};
 use crate::table::cache::TableCache;
-use crate::table::{TableMeta, TableReadOptions};
+use crate::table::{TableMeta, TableReadOptions, Tier};
 use crate::version::Version;
 
 /// What the executor needs from the engine.
@@ -48,6 +53,9 @@ pub struct CompactionContext<'a> {
     pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
     /// Live snapshot sequence numbers, ascending.
     pub snapshots: &'a [SeqNo],
+    /// Records NVM output objects in the manifest before they are written (resumable
+    /// compactions); `None` without NVM tables.
+    pub recorder: Option<&'a dyn NvmRecorder>,
 }
 
 impl std::fmt::Debug for CompactionContext<'_> {
@@ -139,22 +147,173 @@ pub fn run_compaction(
         children.push(run_iterator(run, ctx.table_cache, ropts)?);
     }
     let mut iter = merging_iterator(children);
-    let inputs: Vec<Arc<TableMeta>> = plan.all_inputs().cloned().collect();
-    let placement = ctx.placement.begin(&JobInfo {
-        version,
-        output_level: plan.output_level,
-        inputs: &inputs,
-    });
-    let mut sink = SstSink::new(
-        ctx.storage,
-        ctx.opts,
-        plan.output_level,
-        ctx.new_file_number,
-        placement,
+    let copy = matches!(
+        plan.reason,
+        CompactionReason::TierMove | CompactionReason::NvmGc
     );
-    let outputs = merge_into(ctx, version, plan, iter.as_mut(), &mut sink)
+    let mut tier = output_tier(ctx, version, plan);
+    let outputs = loop {
+        let res = with_sink(ctx, version, plan, tier, |sink| {
+            if copy {
+                copy_into(iter.as_mut(), sink)
+            } else {
+                merge_into(ctx, version, plan, iter.as_mut(), sink, None)
+            }
+        });
+        match res {
+            Ok(o) => break o,
+            // NVM filled up under a policy that allows SSTs: write this job's outputs as
+            // SSTs instead.
+            Err(e)
+                if tier == Tier::Nvm
+                    && is_nvm_full(&e)
+                    && ctx.opts.nvm_tiering != NvmTiering::Full =>
+            {
+                tier = Tier::Ssd;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    Ok(compaction_result(plan, outputs))
+}
+
+/// Finishes a compaction into NVM tables that a crash interrupted: `kept` are the output
+/// tables it had written (the last one sealed after its last durable entry), and the merge
+/// resumes after the last internal key they hold. Returns the result as if the compaction
+/// had run at once (the kept tables are among its outputs).
+///
+/// # Errors
+/// As [`run_compaction`].
+pub fn resume_compaction(
+    ctx: &CompactionContext<'_>,
+    version: &Version,
+    plan: &CompactionPlan,
+    kept: Vec<WrittenTable>,
+) -> Result<CompactionResult> {
+    let ropts = TableReadOptions {
+        fill_cache: false,
+        verify_checksums: ctx.opts.paranoid_checks,
+    };
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for run in version
+        .runs_of(plan.level, &plan.inputs)
+        .chain(version.runs_of(plan.output_level, &plan.next_inputs))
+    {
+        children.push(run_iterator(run, ctx.table_cache, ropts)?);
+    }
+    let mut iter = merging_iterator(children);
+    let last = kept.last().map(|w| w.meta.largest.clone());
+    let more = with_sink(ctx, version, plan, Tier::Nvm, |sink| {
+        merge_into(ctx, version, plan, iter.as_mut(), sink, last.as_deref())
+    })?;
+    let mut outputs = kept;
+    outputs.extend(more);
+    Ok(compaction_result(plan, outputs))
+}
+
+/// The tier a plan's outputs go to: a tier move writes SSTs, a rewrite stays in NVM, and
+/// a merge follows the tiering option (NVM only when the database has an NVM tier).
+fn output_tier(ctx: &CompactionContext<'_>, version: &Version, plan: &CompactionPlan) -> Tier {
+    if ctx.storage.nvm().is_none() || !ctx.opts.nvm_tiering.enabled() {
+        return Tier::Ssd;
+    }
+    match plan.reason {
+        CompactionReason::TierMove => Tier::Ssd,
+        CompactionReason::NvmGc => Tier::Nvm,
+        _ => {
+            if ctx.opts.level_in_nvm(
+                plan.output_level,
+                nvm_table_bytes(version),
+                plan.input_bytes(),
+            ) {
+                Tier::Nvm
+            } else {
+                Tier::Ssd
+            }
+        }
+    }
+}
+
+/// The NVM objects `tables` reference, as the tier holds them.
+fn referenced_objects(ctx: &CompactionContext<'_>, tables: &[Arc<TableMeta>]) -> Vec<NvmObject> {
+    let Some(tier) = ctx.storage.nvm() else {
+        return Vec::new();
+    };
+    let mut ids: Vec<u64> = tables
+        .iter()
+        .flat_map(|t| t.nvm_refs.iter().map(|r| r.object))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter().filter_map(|id| tier.object(id)).collect()
+}
+
+/// Runs `body` on a sink of `tier` for `plan` and finishes it; on failure the sink's
+/// tables are abandoned.
+fn with_sink(
+    ctx: &CompactionContext<'_>,
+    version: &Version,
+    plan: &CompactionPlan,
+    tier: Tier,
+    body: impl FnOnce(&mut dyn TableSink) -> Result<()>,
+) -> Result<Vec<WrittenTable>> {
+    let inputs: Vec<Arc<TableMeta>> = plan.all_inputs().cloned().collect();
+    let mut nvm_sink;
+    let mut sst_sink;
+    let sink: &mut dyn TableSink = match (tier, ctx.storage.nvm()) {
+        (Tier::Nvm, Some(nvm)) => {
+            let resumable = plan.reason != CompactionReason::NvmGc;
+            let mut s = NvmSink::new(
+                nvm,
+                ctx.opts,
+                NvmOutput {
+                    level: plan.output_level,
+                    inputs: resumable.then(|| inputs.iter().map(|t| t.id).collect()),
+                },
+                ctx.new_file_number,
+                ctx.recorder,
+                &referenced_objects(ctx, &inputs),
+            );
+            if plan.reason == CompactionReason::NvmGc {
+                s.evacuate_all();
+            }
+            nvm_sink = s;
+            &mut nvm_sink
+        }
+        _ => {
+            let placement = ctx.placement.begin(&JobInfo {
+                version,
+                output_level: plan.output_level,
+                inputs: &inputs,
+            });
+            sst_sink = SstSink::new(
+                ctx.storage,
+                ctx.opts,
+                plan.output_level,
+                ctx.new_file_number,
+                placement,
+            );
+            &mut sst_sink
+        }
+    };
+    body(sink)
         .and_then(|()| sink.finish())
-        .inspect_err(|_| sink.abandon())?;
+        .inspect_err(|_| sink.abandon())
+}
+
+/// Copies every entry of `iter` (one table) into one output table, dropping nothing: a
+/// tier move or a rewrite keeps the table's contents and level as they were.
+fn copy_into(iter: &mut dyn InternalIterator, sink: &mut dyn TableSink) -> Result<()> {
+    iter.seek_to_first();
+    while iter.valid() {
+        sink.add_located(iter.key(), iter.value(), iter.entry_ref())?;
+        iter.next();
+    }
+    iter.status()
+}
+
+/// The edit and accounting of a finished compaction.
+fn compaction_result(plan: &CompactionPlan, outputs: Vec<WrittenTable>) -> CompactionResult {
     let mut edit = VersionEdit::default();
     for t in &plan.inputs {
         edit.deleted_tables.push((plan.level, t.id));
@@ -164,6 +323,7 @@ pub fn run_compaction(
     }
     for w in &outputs {
         edit.new_tables.push((plan.output_level, w.meta.clone()));
+        edit.new_nvm_objects.extend(w.objects.iter().copied());
     }
     if let Some(last) = plan
         .inputs
@@ -173,23 +333,27 @@ pub fn run_compaction(
         edit.compact_pointers
             .push((plan.level, last.largest.clone()));
     }
-    Ok(CompactionResult {
+    CompactionResult {
         edit,
         bytes_read: plan.input_bytes(),
-        bytes_written: outputs.iter().map(|w| w.meta.size).sum(),
+        bytes_written: outputs.iter().map(|w| w.bytes_written).sum(),
         outputs,
-    })
+    }
 }
 
 /// The merge loop: drops what no reader can see and cuts output tables between user keys
 /// at about `target_file_size` (or earlier, where the grandparent overlap would grow too
 /// large). Shared by every sink.
+/// `resume_after`: continue a compaction interrupted by a crash after the last internal
+/// key its outputs hold (entries up to it are skipped; the merge state is that of having
+/// just written it).
 fn merge_into(
     ctx: &CompactionContext<'_>,
     version: &Version,
     plan: &CompactionPlan,
     iter: &mut dyn InternalIterator,
     sink: &mut dyn TableSink,
+    resume_after: Option<&[u8]>,
 ) -> Result<()> {
     let max_gp = max_grandparent_overlap(ctx.opts);
     let mut base_ptrs = vec![0usize; version.num_levels()];
@@ -199,7 +363,21 @@ fn merge_into(
     let mut gp_index = 0usize;
     let mut gp_overlap = 0u64;
     let mut gp_seen_key = false;
-    iter.seek_to_first();
+    match resume_after {
+        None => iter.seek_to_first(),
+        Some(last) => {
+            iter.seek(last);
+            if iter.valid() && iter.key() == last {
+                iter.next();
+            }
+            if let Some(p) = parse_internal_key(last) {
+                user_key.extend_from_slice(p.user_key);
+                have_key = true;
+                last_stripe = Some(stripe(ctx.snapshots, p.seq));
+                gp_seen_key = true;
+            }
+        }
+    }
     while iter.valid() {
         let ikey = iter.key();
         let parsed = parse_internal_key(ikey).ok_or_else(|| {
@@ -245,7 +423,7 @@ fn merge_into(
         };
         last_stripe = Some(s);
         if !drop {
-            sink.add(ikey, iter.value())?;
+            sink.add_located(ikey, iter.value(), iter.entry_ref())?;
         }
         iter.next();
     }

@@ -22,7 +22,9 @@ pub mod policy;
 pub mod sink;
 pub mod tiering;
 
-pub use executor::{CompactionContext, CompactionResult, run_compaction, trivial_move_edit};
+pub use executor::{
+    CompactionContext, CompactionResult, resume_compaction, run_compaction, trivial_move_edit,
+};
 pub use leveled::{LeveledPolicy, estimate_pending_compaction_bytes, level_scores};
 pub use policy::{
     ClaimId, Claims, CompactionPlan, CompactionPolicy, CompactionReason, StallCause, WritePressure,

@@ -108,6 +108,8 @@ pub struct NvmSink<'a> {
     unrecorded: Vec<NvmObject>,
     /// Recorded by the recorder (compaction outputs).
     recorded: Vec<NvmObject>,
+    /// Copy every entry, even those it could point at (a rewrite that frees objects).
+    copy_all: bool,
 }
 
 impl std::fmt::Debug for NvmSink<'_> {
@@ -159,7 +161,14 @@ impl<'a> NvmSink<'a> {
             written: Vec::new(),
             unrecorded: Vec::new(),
             recorded: Vec::new(),
+            copy_all: false,
         }
+    }
+
+    /// Copies every entry into objects of its own (a rewrite whose point is to stop
+    /// pointing into the objects its input points into).
+    pub fn evacuate_all(&mut self) {
+        self.copy_all = true;
     }
 
     /// The object holding `block` and whether it holds inline entries.
@@ -373,7 +382,7 @@ impl TableSink for NvmSink<'_> {
     }
 
     fn add_located(&mut self, key: &[u8], value: &[u8], at: Option<EntryRef>) -> Result<()> {
-        let point = at.filter(|_| self.method.byte_addressable());
+        let point = at.filter(|_| self.method.byte_addressable() && !self.copy_all);
         self.cur_bytes += (key.len() + value.len()) as u64;
         self.cur.push(Pending {
             key: key.to_vec(),

@@ -18,8 +18,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::compaction::nvm_sink::{NvmOutput, NvmRecorder, NvmSink};
 use crate::compaction::{
-    CompactionContext, CompactionPlan, SstSink, run_compaction, trivial_move_edit, write_table,
+    CompactionContext, CompactionPlan, SstSink, TableSink, run_compaction, trivial_move_edit,
+    write_table,
 };
 use crate::error::{Error, Result};
 use crate::filename;
@@ -28,7 +30,7 @@ use crate::memtable::MemTable;
 use crate::memtable::set::FlushJob;
 use crate::placement::JobInfo;
 use crate::stats::StatsCollector;
-use crate::storage::nvm::NvmObjectKind;
+use crate::storage::nvm::{NvmObject, NvmObjectKind};
 use crate::table::{TableLocation, TableMeta};
 
 use super::DbInner;
@@ -156,22 +158,28 @@ impl DbInner {
         on_install: &mut dyn FnMut(&mut super::State),
     ) -> Result<()> {
         let new_file = || self.new_file_number();
-        // The published version, read without the state lock: placement only weighs it.
-        let sv = self.super_version.load();
-        let placement = self.placement.begin(&JobInfo {
-            version: &sv.version,
-            output_level: 0,
-            inputs: &[],
-        });
-        drop(sv);
-        let mut sink = SstSink::new(&self.storage, &self.opts, 0, &new_file, placement);
-        let mut iter = m.iter();
-        let written = write_table(&mut sink, iter.as_mut())?;
-        iter.status()?;
-        drop(iter);
+        let mut force_ssd = false;
+        let written = loop {
+            let mut sink = self.flush_sink(m, &new_file, force_ssd);
+            let mut iter = m.iter();
+            match write_table(sink.as_mut(), iter.as_mut()).and_then(|w| iter.status().map(|()| w))
+            {
+                Ok(w) => break w,
+                // NVM filled up under a tiering that allows SSTs: flush to an SST.
+                Err(e)
+                    if !force_ssd
+                        && crate::storage::nvm::is_nvm_full(&e)
+                        && self.opts.nvm_tiering != crate::options::NvmTiering::Full =>
+                {
+                    force_ssd = true;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let mut edit = VersionEdit::default();
         if let Some(w) = &written {
             edit.new_tables.push((0, w.meta.clone()));
+            edit.new_nvm_objects.extend(w.objects.iter().copied());
         }
         if m.is_nvm() {
             edit.deleted_nvm_objects.push(m.id());
@@ -181,7 +189,7 @@ impl DbInner {
             l.mark_obsolete();
         }
         let s = &self.stats;
-        let bytes = written.as_ref().map_or(0, |w| w.meta.size);
+        let bytes = written.as_ref().map_or(0, |w| w.bytes_written);
         StatsCollector::add(&s.flushes, 1);
         StatsCollector::add(&s.flush_bytes_written, bytes);
         StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
@@ -303,6 +311,11 @@ impl DbInner {
                 table_cache: &self.table_cache,
                 new_file_number: &new_file,
                 snapshots: &snapshots,
+                recorder: self
+                    .opts
+                    .nvm_tiering
+                    .enabled()
+                    .then_some(self as &dyn NvmRecorder),
             };
             let result = run_compaction(&ctx, &version, plan)?;
             // On failure the outputs stay: the edit may have reached the manifest even
@@ -316,10 +329,65 @@ impl DbInner {
             }
             s.record_level_io(plan.output_level, result.bytes_read, result.bytes_written);
         }
+        match plan.reason {
+            crate::compaction::CompactionReason::TierMove => {
+                StatsCollector::add(&s.nvm_tier_moves, 1);
+            }
+            crate::compaction::CompactionReason::NvmGc => {
+                StatsCollector::add(&s.nvm_rewrites, 1);
+            }
+            _ => {}
+        }
         StatsCollector::add(&s.compactions, 1);
         StatsCollector::add(&s.compaction_micros, start.elapsed().as_micros() as u64);
         self.purge_obsolete();
         Ok(())
+    }
+
+    /// The sink a flush writes `m` to: NVM tables when the tiering keeps L0 in NVM (and
+    /// there is room under its budget), else SSTs placed by the placement policy.
+    fn flush_sink<'a>(
+        &'a self,
+        m: &MemTable,
+        new_file: &'a (dyn Fn() -> u64 + Sync),
+        force_ssd: bool,
+    ) -> Box<dyn TableSink + 'a> {
+        // The published version, read without the state lock: placement and the tiering
+        // budget only weigh it.
+        let sv = self.super_version.load();
+        if !force_ssd
+            && let Some(tier) = self.storage.nvm()
+            && self.opts.level_in_nvm(
+                0,
+                crate::compaction::tiering::nvm_table_bytes(&sv.version),
+                m.approximate_memory_usage() as u64,
+            )
+        {
+            return Box::new(NvmSink::new(
+                tier,
+                &self.opts,
+                NvmOutput {
+                    level: 0,
+                    inputs: None,
+                },
+                new_file,
+                None,
+                &[],
+            ));
+        }
+        let placement = self.placement.begin(&JobInfo {
+            version: &sv.version,
+            output_level: 0,
+            inputs: &[],
+        });
+        drop(sv);
+        Box::new(SstSink::new(
+            &self.storage,
+            &self.opts,
+            0,
+            new_file,
+            placement,
+        ))
     }
 
     /// Appends `edit` to the manifest (synced) and installs the resulting version.
@@ -369,6 +437,7 @@ impl DbInner {
                 }
             }
         }
+        let dead_objects = dead_nvm_objects(&base, &mut edit);
         edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
         edit.last_sequence = Some(self.last_seq.load(Ordering::Acquire));
         let new_version = base.apply_with(&edit, moved).map_err(|e| {
@@ -413,6 +482,25 @@ impl DbInner {
                 st.obsolete.push((*id, t.location, Arc::downgrade(t)));
             }
         }
+        for o in dead_objects {
+            // Every table that points into `o` and may still be read: those this edit
+            // removes, and those removed earlier that an old version still holds.
+            let mut holders: Vec<_> = base
+                .all_tables()
+                .filter(|(_, t)| t.nvm_refs.iter().any(|r| r.object == o.id))
+                .map(|(_, t)| Arc::downgrade(t))
+                .collect();
+            holders.extend(
+                st.obsolete
+                    .iter()
+                    .filter(|(_, _, w)| {
+                        w.upgrade()
+                            .is_some_and(|t| t.nvm_refs.iter().any(|r| r.object == o.id))
+                    })
+                    .map(|(_, _, w)| w.clone()),
+            );
+            st.obsolete_nvm.push((o, holders));
+        }
         st.pending_compaction_bytes = self.policy.pending_bytes(&new_version);
         st.version = new_version;
         st.log_number = log_number;
@@ -436,8 +524,17 @@ impl DbInner {
     /// Deletes the stored form of obsolete tables that no live version (reader, iterator,
     /// compaction) holds any more.
     pub(super) fn purge_obsolete(&self) {
-        let dead: Vec<(u64, TableLocation)> = {
+        let (dead, dead_objects): (Vec<(u64, TableLocation)>, Vec<NvmObject>) = {
             let mut st = self.state.lock();
+            let mut objs = Vec::new();
+            st.obsolete_nvm.retain(|(o, holders)| {
+                if holders.iter().all(|w| w.strong_count() == 0) {
+                    objs.push(*o);
+                    false
+                } else {
+                    true
+                }
+            });
             let mut dead = Vec::new();
             st.obsolete.retain(|(id, loc, w)| {
                 if w.strong_count() == 0 {
@@ -447,11 +544,16 @@ impl DbInner {
                     true
                 }
             });
-            dead
+            (dead, objs)
         };
         for (id, loc) in dead {
             self.table_cache.evict(id, loc);
             self.storage.remove_table(id, loc);
+        }
+        if let Some(tier) = self.nvm() {
+            for o in &dead_objects {
+                tier.free(o);
+            }
         }
     }
 
@@ -570,6 +672,68 @@ impl DbInner {
         match first_err {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+}
+
+/// The NVM objects of tables that `edit` deletes from `base` which no table of the result
+/// references any more: they are added to `edit.deleted_nvm_objects` (so the manifest stops
+/// listing them in the same edit) and returned, to be freed once no reader holds a table
+/// that points into them.
+fn dead_nvm_objects(base: &crate::version::Version, edit: &mut VersionEdit) -> Vec<NvmObject> {
+    if edit.deleted_tables.is_empty() {
+        return Vec::new();
+    }
+    let deleted: std::collections::HashSet<u64> =
+        edit.deleted_tables.iter().map(|(_, id)| *id).collect();
+    let mut still: std::collections::HashSet<u64> = base
+        .all_tables()
+        .filter(|(_, t)| !deleted.contains(&t.id))
+        .flat_map(|(_, t)| t.nvm_refs.iter().map(|r| r.object))
+        .collect();
+    still.extend(
+        edit.new_tables
+            .iter()
+            .flat_map(|(_, t)| t.nvm_refs.iter().map(|r| r.object)),
+    );
+    let mut dead = Vec::new();
+    for (_, t) in base.all_tables().filter(|(_, t)| deleted.contains(&t.id)) {
+        for r in &t.nvm_refs {
+            if still.contains(&r.object)
+                || edit.deleted_nvm_objects.contains(&r.object)
+                || dead.iter().any(|o: &NvmObject| o.id == r.object)
+            {
+                continue;
+            }
+            if let Some(o) = base.nvm_objects.get(&r.object) {
+                edit.deleted_nvm_objects.push(o.id);
+                dead.push(*o);
+            }
+        }
+    }
+    dead
+}
+
+impl NvmRecorder for DbInner {
+    fn record(&self, objects: &[NvmObject]) -> Result<()> {
+        let edit = VersionEdit {
+            new_nvm_objects: objects.to_vec(),
+            ..VersionEdit::default()
+        };
+        self.log_and_apply(edit, None, &[])
+    }
+
+    fn forget(&self, objects: &[NvmObject]) {
+        let edit = VersionEdit {
+            deleted_nvm_objects: objects.iter().map(|o| o.id).collect(),
+            ..VersionEdit::default()
+        };
+        if self.log_and_apply(edit, None, &[]).is_ok()
+            && let Some(tier) = self.nvm()
+        {
+            for o in objects {
+                tier.free(o);
+            }
         }
     }
 }

@@ -21,6 +21,7 @@
 //! Thread-safety: `Db` is `Send + Sync`; every method may be called from many threads.
 
 mod background;
+mod nvm_recovery;
 mod open;
 mod read_api;
 mod sizes;
@@ -128,6 +129,9 @@ pub(crate) struct State {
     pending_compaction_bytes: u64,
     /// Tables removed from the current version, deleted once nothing holds them.
     obsolete: Vec<(u64, TableLocation, Weak<TableMeta>)>,
+    /// NVM objects the manifest no longer lists, freed once no table that points into
+    /// them is held.
+    obsolete_nvm: Vec<(crate::storage::nvm::NvmObject, Vec<Weak<TableMeta>>)>,
 }
 
 /// A writer waiting in the group-commit queue.
@@ -504,6 +508,35 @@ impl DbInner {
         for (level, ls) in s.levels.iter_mut().enumerate() {
             ls.files = sv.version.num_files(level);
             ls.bytes = sv.version.level_bytes(level);
+            ls.nvm_files = sv
+                .version
+                .tables(level)
+                .iter()
+                .filter(|t| t.tier() == crate::table::Tier::Nvm)
+                .count();
+        }
+        {
+            use crate::storage::nvm::NvmObjectKind;
+            let v = &sv.version;
+            let live = crate::compaction::tiering::object_live_bytes(v);
+            let n = &mut s.nvm_tables;
+            for o in v.nvm_objects.values().filter(|o| {
+                matches!(
+                    o.kind,
+                    NvmObjectKind::TableIndex | NvmObjectKind::TableBuffer
+                )
+            }) {
+                n.objects += 1;
+                n.allocated_bytes += o.len;
+                let own = v.all_tables().any(|(_, t)| t.id == o.id);
+                n.live_bytes += if own {
+                    o.len
+                } else {
+                    live.get(&o.id).copied().unwrap_or(0).min(o.len)
+                };
+            }
+            n.tier_moves = self.stats.nvm_tier_moves.load(Ordering::Relaxed);
+            n.rewrites = self.stats.nvm_rewrites.load(Ordering::Relaxed);
         }
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;
@@ -557,8 +590,10 @@ impl DbInner {
                 offset,
                 detail,
             };
+            // An NVM table's size is the bytes of its entries (which may live in buffers
+            // other tables share); only an SST's stored size must match it.
             let size = self.storage.table_size(t)?;
-            if size != t.size {
+            if t.tier() == crate::table::Tier::Ssd && size != t.size {
                 return Err(bad(
                     0,
                     format!(

@@ -120,6 +120,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         lists,
         installed,
     )?;
+    inner.recover_nvm_tables()?;
     start_background_threads(&inner)?;
     Ok(inner)
 }
@@ -304,7 +305,10 @@ fn open_nvm(locked: &LockedDir, opts: &Options, rec: &mut Recovery) -> Result<Nv
     let live: Vec<NvmObject> = rec.version.nvm_objects.values().copied().collect();
     // The tier is opened when something lives or will live there (an `nvm_dir` that no
     // option uses costs nothing).
-    let uses_nvm = opts.wal_on_nvm || opts.nvm_memtable != NvmMemtable::Off || !live.is_empty();
+    let uses_nvm = opts.wal_on_nvm
+        || opts.nvm_memtable != NvmMemtable::Off
+        || opts.nvm_tiering.enabled()
+        || !live.is_empty();
     let tier = if opts.has_nvm() && uses_nvm {
         Some(NvmTier::open(opts, rec.db_id, &live, !locked.exists)?)
     } else if !live.is_empty() {
@@ -829,7 +833,11 @@ fn assemble_db_inner(
             format!("recovered state of {}: {e}", locked.dir.display()),
         )
     })?;
-    let policy: Arc<dyn CompactionPolicy> = Arc::new(LeveledPolicy::new(&opts));
+    let policy: Arc<dyn CompactionPolicy> = if opts.nvm_tiering.enabled() {
+        Arc::new(crate::compaction::tiering::TieredPolicy::new(&opts))
+    } else {
+        Arc::new(LeveledPolicy::new(&opts))
+    };
     let pending = policy.pending_bytes(&version);
     Ok(Arc::new(DbInner {
         path: locked.dir,
@@ -856,6 +864,7 @@ fn assemble_db_inner(
             shutting_down: false,
             pending_compaction_bytes: pending,
             obsolete: Vec::new(),
+            obsolete_nvm: Vec::new(),
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),

@@ -1,0 +1,294 @@
+//! Recovery of NVM tables at open (TLSM Algorithm 3): what a crash left half done.
+//!
+//! Owns: [`DbInner::recover_nvm_tables`]. The manifest lists every NVM object the engine
+//! uses. An object of NVM tables that no table of the recovered version references was
+//! being written when the process stopped:
+//! - a flush's or a rewrite's objects are never recorded before their table is installed,
+//!   so none is left over (the flush is redone from the WAL, the rewrite planned again);
+//! - a compaction records each output's objects before writing them. If every input of
+//!   that compaction is still in the version, the compaction resumes: complete outputs are
+//!   kept, the last one is sealed after its last durable entry, and the merge continues
+//!   after the last key they hold; one edit then installs all outputs and retires the
+//!   inputs. Otherwise (inputs gone, a damaged header) the objects are dropped.
+//!
+//! Cost: the headers of the left-over objects, the entries of the kept outputs (to rebuild
+//! their metadata) and the rest of the interrupted merge; never a scan of the other NVM
+//! tables.
+//!
+//! Thread-safety: runs during open, before any background thread starts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use mezz_format::ikey::parse_internal_key;
+use mezz_format::{InternalIterator, ValueKind};
+use mezz_pmem::Extent;
+use mezz_pmem::ptable::{PTable, PTableBuilder, PTableIter};
+
+use crate::compaction::nvm_sink::{NvmRecorder, entry_weight};
+use crate::compaction::{
+    CompactionContext, CompactionPlan, CompactionReason, WrittenTable, resume_compaction,
+};
+use crate::error::Result;
+use crate::manifest::VersionEdit;
+use crate::storage::nvm::{NvmObject, NvmObjectKind, NvmTier};
+use crate::table::{NvmRef, TableLocation, TableMeta};
+
+use super::DbInner;
+
+fn extent(o: &NvmObject) -> Extent {
+    Extent {
+        offset: o.offset,
+        len: o.len,
+    }
+}
+
+/// Rebuilds the metadata of output table `obj` (complete) by reading its entries.
+fn kept_meta(
+    tier: &NvmTier,
+    obj: &NvmObject,
+    sources: &[NvmObject],
+    created_buffers: &[u64],
+) -> Result<Option<WrittenTable>> {
+    let data: Vec<Extent> = sources
+        .iter()
+        .filter(|o| o.id != obj.id)
+        .map(extent)
+        .collect();
+    let t = Arc::new(PTable::open(Arc::clone(tier.region()), extent(obj), &data)?);
+    let mut it = PTableIter::new(Arc::clone(&t));
+    it.seek_to_first();
+    let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+    let (mut lo, mut hi, mut n, mut dels, mut logical) = (u64::MAX, 0, 0u64, 0u64, 0u64);
+    let mut per: BTreeMap<u64, u64> = BTreeMap::new();
+    while it.valid() {
+        let k = it.key();
+        if n == 0 {
+            smallest = k.to_vec();
+        }
+        largest.clear();
+        largest.extend_from_slice(k);
+        n += 1;
+        logical += (k.len() + it.value().len()) as u64;
+        if let Some(p) = parse_internal_key(k) {
+            lo = lo.min(p.seq);
+            hi = hi.max(p.seq);
+            if p.kind == ValueKind::Deletion {
+                dels += 1;
+            }
+        }
+        if let Some(r) = it.entry_ref() {
+            let owner = sources
+                .iter()
+                .find(|o| r.block >= o.offset && r.block < o.offset + o.len);
+            if let Some(o) = owner {
+                *per.entry(o.id).or_default() +=
+                    entry_weight(k, it.value().len(), o.kind == NvmObjectKind::TableIndex);
+            }
+        }
+        it.next();
+    }
+    it.status()?;
+    if n == 0 {
+        return Ok(None);
+    }
+    per.entry(obj.id).or_default();
+    Ok(Some(WrittenTable {
+        meta: TableMeta {
+            id: obj.id,
+            location: TableLocation::Nvm { object: obj.id },
+            size: logical,
+            smallest,
+            largest,
+            smallest_seq: lo,
+            largest_seq: hi,
+            num_entries: n,
+            num_deletions: dels,
+            nvm_refs: per
+                .into_iter()
+                .map(|(object, bytes)| NvmRef {
+                    object,
+                    bytes,
+                    created: object == obj.id || created_buffers.contains(&object),
+                })
+                .collect(),
+        },
+        encode_nanos: 0,
+        data_bytes: 0,
+        bytes_written: 0,
+        objects: Vec::new(),
+    }))
+}
+
+impl DbInner {
+    /// See the module documentation.
+    ///
+    /// # Errors
+    /// Manifest writes and reads of the interrupted compaction's inputs.
+    pub(super) fn recover_nvm_tables(&self) -> Result<()> {
+        let Some(tier) = self.nvm().cloned() else {
+            return Ok(());
+        };
+        let version = Arc::clone(&self.state.lock().version);
+        let referenced: std::collections::HashSet<u64> = version
+            .all_tables()
+            .flat_map(|(_, t)| t.nvm_refs.iter().map(|r| r.object))
+            .collect();
+        let orphans: Vec<NvmObject> = version
+            .nvm_objects
+            .values()
+            .filter(|o| {
+                matches!(
+                    o.kind,
+                    NvmObjectKind::TableIndex | NvmObjectKind::TableBuffer
+                ) && !referenced.contains(&o.id)
+            })
+            .copied()
+            .collect();
+        if orphans.is_empty() {
+            return Ok(());
+        }
+        let tables: BTreeMap<u64, (usize, Arc<TableMeta>)> = version
+            .all_tables()
+            .map(|(l, t)| (t.id, (l, Arc::clone(t))))
+            .collect();
+        // Interrupted compactions, by their input sets.
+        let mut groups: BTreeMap<Vec<u64>, (u32, Vec<NvmObject>)> = BTreeMap::new();
+        let mut drop_objs: Vec<NvmObject> = Vec::new();
+        let buffers: Vec<NvmObject> = orphans
+            .iter()
+            .filter(|o| o.kind == NvmObjectKind::TableBuffer)
+            .copied()
+            .collect();
+        for o in orphans
+            .iter()
+            .filter(|o| o.kind == NvmObjectKind::TableIndex)
+        {
+            match mezz_pmem::ptable::read_header(tier.region(), extent(o)) {
+                Ok(h)
+                    if h.kind == 1
+                        && !h.inputs.is_empty()
+                        && h.inputs.iter().all(|id| tables.contains_key(id)) =>
+                {
+                    let mut key = h.inputs.clone();
+                    key.sort_unstable();
+                    groups
+                        .entry(key)
+                        .or_insert((h.level, Vec::new()))
+                        .1
+                        .push(*o);
+                }
+                _ => drop_objs.push(*o),
+            }
+        }
+        let mut used_buffers: Vec<u64> = Vec::new();
+        let buffer_ids: Vec<u64> = buffers.iter().map(|b| b.id).collect();
+        for (inputs, (out_level, mut outs)) in groups {
+            outs.sort_by_key(|o| o.id);
+            let out_level = out_level as usize;
+            let mut plan = CompactionPlan {
+                level: out_level,
+                output_level: out_level,
+                inputs: Vec::new(),
+                next_inputs: Vec::new(),
+                grandparents: Vec::new(),
+                trivial_move: false,
+                score: 1.0,
+                reason: CompactionReason::LevelSize,
+            };
+            for id in &inputs {
+                if let Some((l, t)) = tables.get(id) {
+                    if *l < out_level {
+                        plan.level = *l;
+                        plan.inputs.push(Arc::clone(t));
+                    } else {
+                        plan.next_inputs.push(Arc::clone(t));
+                    }
+                }
+            }
+            if plan.inputs.is_empty() {
+                plan.inputs = std::mem::take(&mut plan.next_inputs);
+            }
+            // The objects the outputs may point into.
+            let mut sources: Vec<NvmObject> = plan
+                .all_inputs()
+                .flat_map(|t| {
+                    t.nvm_refs
+                        .iter()
+                        .filter_map(|r| version.nvm_objects.get(&r.object))
+                })
+                .copied()
+                .collect();
+            sources.extend(buffers.iter().copied());
+            sources.extend(outs.iter().copied());
+            let mut kept = Vec::new();
+            for o in &outs {
+                let data: Vec<Extent> = sources
+                    .iter()
+                    .filter(|s| s.id != o.id)
+                    .map(extent)
+                    .collect();
+                if PTable::open(Arc::clone(tier.region()), extent(o), &data).is_err() {
+                    // Incomplete: keep its durable prefix.
+                    match PTableBuilder::resume(
+                        Arc::clone(tier.region()),
+                        extent(o),
+                        &data,
+                        self.opts.bloom_bits_per_key,
+                    ) {
+                        Ok((b, _)) => {
+                            b.finish()?;
+                        }
+                        Err(_) => {
+                            drop_objs.push(*o);
+                            continue;
+                        }
+                    }
+                }
+                match kept_meta(&tier, o, &sources, &buffer_ids) {
+                    Ok(Some(w)) => {
+                        for r in &w.meta.nvm_refs {
+                            if buffers.iter().any(|b| b.id == r.object) {
+                                used_buffers.push(r.object);
+                            }
+                        }
+                        kept.push(w);
+                    }
+                    _ => drop_objs.push(*o),
+                }
+            }
+            // Outputs are cut between user keys in key order, so the kept ones are a
+            // prefix of the merge; resume after the last key they hold.
+            let snapshots = Vec::new();
+            let new_file = || self.new_file_number();
+            let ctx = CompactionContext {
+                storage: &self.storage,
+                placement: self.placement.as_ref(),
+                opts: &self.opts,
+                table_cache: &self.table_cache,
+                new_file_number: &new_file,
+                snapshots: &snapshots,
+                recorder: Some(self as &dyn NvmRecorder),
+            };
+            let result = resume_compaction(&ctx, &version, &plan, kept)?;
+            self.log_and_apply(result.edit, None, &[])?;
+        }
+        drop_objs.extend(
+            buffers
+                .iter()
+                .filter(|b| !used_buffers.contains(&b.id))
+                .copied(),
+        );
+        if !drop_objs.is_empty() {
+            let edit = VersionEdit {
+                deleted_nvm_objects: drop_objs.iter().map(|o| o.id).collect(),
+                ..VersionEdit::default()
+            };
+            self.log_and_apply(edit, None, &[])?;
+            for o in &drop_objs {
+                tier.free(o);
+            }
+        }
+        Ok(())
+    }
+}
