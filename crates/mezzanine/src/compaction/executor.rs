@@ -26,7 +26,6 @@ use crate::compaction::nvm_sink::{NvmOutput, NvmRecorder, NvmSink};
 use crate::compaction::policy::CompactionPlan;
 use crate::compaction::policy::CompactionReason;
 use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
-use crate::compaction::tiering::nvm_table_bytes;
 use crate::error::{Error, Result};
 use crate::iter::{merging_iterator, run_iterator};
 use crate::manifest::VersionEdit;
@@ -151,7 +150,7 @@ pub fn run_compaction(
         plan.reason,
         CompactionReason::TierMove | CompactionReason::NvmGc
     );
-    let mut tier = output_tier(ctx, version, plan);
+    let mut tier = output_tier(ctx, plan);
     let outputs = loop {
         let res = with_sink(ctx, version, plan, tier, |sink| {
             if copy {
@@ -213,7 +212,7 @@ pub fn resume_compaction(
 
 /// The tier a plan's outputs go to: a tier move writes SSTs, a rewrite stays in NVM, and
 /// a merge follows the tiering option (NVM only when the database has an NVM tier).
-fn output_tier(ctx: &CompactionContext<'_>, version: &Version, plan: &CompactionPlan) -> Tier {
+fn output_tier(ctx: &CompactionContext<'_>, plan: &CompactionPlan) -> Tier {
     if ctx.storage.nvm().is_none() || !ctx.opts.nvm_tiering.enabled() {
         return Tier::Ssd;
     }
@@ -221,11 +220,7 @@ fn output_tier(ctx: &CompactionContext<'_>, version: &Version, plan: &Compaction
         CompactionReason::TierMove => Tier::Ssd,
         CompactionReason::NvmGc => Tier::Nvm,
         _ => {
-            if ctx.opts.level_in_nvm(
-                plan.output_level,
-                nvm_table_bytes(version),
-                plan.input_bytes(),
-            ) {
+            if ctx.opts.level_in_nvm(plan.output_level) {
                 Tier::Nvm
             } else {
                 Tier::Ssd

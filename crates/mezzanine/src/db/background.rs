@@ -160,7 +160,7 @@ impl DbInner {
         let new_file = || self.new_file_number();
         let mut force_ssd = false;
         let written = loop {
-            let mut sink = self.flush_sink(m, &new_file, force_ssd);
+            let mut sink = self.flush_sink(&new_file, force_ssd);
             let mut iter = m.iter();
             match write_table(sink.as_mut(), iter.as_mut()).and_then(|w| iter.status().map(|()| w))
             {
@@ -348,7 +348,6 @@ impl DbInner {
     /// there is room under its budget), else SSTs placed by the placement policy.
     fn flush_sink<'a>(
         &'a self,
-        m: &MemTable,
         new_file: &'a (dyn Fn() -> u64 + Sync),
         force_ssd: bool,
     ) -> Box<dyn TableSink + 'a> {
@@ -357,11 +356,7 @@ impl DbInner {
         let sv = self.super_version.load();
         if !force_ssd
             && let Some(tier) = self.storage.nvm()
-            && self.opts.level_in_nvm(
-                0,
-                crate::compaction::tiering::nvm_table_bytes(&sv.version),
-                m.approximate_memory_usage() as u64,
-            )
+            && self.opts.level_in_nvm(0)
         {
             return Box::new(NvmSink::new(
                 tier,

@@ -21,17 +21,15 @@ impl Options {
         }
     }
 
-    /// Whether tables written for `level` are NVM tables, given the bytes NVM tables take
-    /// now (`nvm_table_bytes`) and the bytes the new ones will take (`incoming`).
+    /// Whether tables written for `level` are NVM tables. (Under `lru` every new table is;
+    /// the ones that stayed longest move to SSD once NVM tables pass the budget, and a
+    /// full pool falls back to SSTs.)
     #[must_use]
-    pub fn level_in_nvm(&self, level: usize, nvm_table_bytes: u64, incoming: u64) -> bool {
+    pub fn level_in_nvm(&self, level: usize) -> bool {
         match self.nvm_tiering {
             super::NvmTiering::Off => false,
             super::NvmTiering::Leveled(k) => level <= k,
-            super::NvmTiering::Lru(_) => {
-                nvm_table_bytes.saturating_add(incoming) <= self.nvm_table_budget()
-            }
-            super::NvmTiering::Full => true,
+            super::NvmTiering::Lru(_) | super::NvmTiering::Full => true,
         }
     }
 
