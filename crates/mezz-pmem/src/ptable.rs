@@ -586,9 +586,12 @@ impl PTableBuilder {
 
     fn check_order(&self, key: &[u8]) -> Result<()> {
         if self.entries > 0 && compare_internal_keys(&self.last_key, key) != Ordering::Less {
-            return Err(Error::InvalidArgument(
-                "NVM table entries must be added in increasing internal-key order".into(),
-            ));
+            return Err(Error::InvalidArgument(format!(
+                "NVM table entries must be added in increasing internal-key order: {:02x?} \
+                 after {:02x?}",
+                &key[..key.len().min(40)],
+                &self.last_key[..self.last_key.len().min(40)]
+            )));
         }
         Ok(())
     }

@@ -57,3 +57,14 @@ fn a_fault_injected_by_the_final_close_is_not_a_failure() {
         "the close's WAL sync takes the fault"
     );
 }
+
+/// Regression (seed 9886610073994345514, preset tlsm): a compaction into NVM tables
+/// interrupted by the crash resumed at open with the tables of its output level read in
+/// id order instead of key order, so the resumed merge produced keys out of order.
+#[test]
+fn an_interrupted_nvm_compaction_resumes_with_its_levels_in_key_order() {
+    for _ in 0..5 {
+        run_one(&CrashConfig::process_crash(9_886_610_073_994_345_514))
+            .unwrap_or_else(|f| panic!("{f}"));
+    }
+}

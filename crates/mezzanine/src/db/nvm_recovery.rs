@@ -209,6 +209,14 @@ impl DbInner {
             if plan.inputs.is_empty() {
                 plan.inputs = std::mem::take(&mut plan.next_inputs);
             }
+            // A level's tables are read as one sorted run: in key order, as planned.
+            let by_key = |a: &Arc<TableMeta>, b: &Arc<TableMeta>| {
+                mezz_format::ikey::compare_internal_keys(&a.smallest, &b.smallest)
+            };
+            if plan.level > 0 {
+                plan.inputs.sort_by(by_key);
+            }
+            plan.next_inputs.sort_by(by_key);
             // The objects the outputs may point into.
             let mut sources: Vec<NvmObject> = plan
                 .all_inputs()
