@@ -151,11 +151,27 @@ impl ActiveRule {
 }
 
 /// State shared by a `FaultFs`, its clones and the files it opened.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Faults {
     rules: Mutex<Vec<ActiveRule>>,
     enabled: AtomicBool,
     injected: AtomicU64,
+    /// Once this returns true, every call that changes the file system fails.
+    freeze_when: Mutex<Option<FreezePredicate>>,
+}
+
+/// See [`FaultFs::freeze_when`].
+type FreezePredicate = Arc<dyn Fn() -> bool + Send + Sync>;
+
+impl fmt::Debug for Faults {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Faults")
+            .field("rules", &self.rules)
+            .field("enabled", &self.enabled)
+            .field("injected", &self.injected)
+            .field("freeze_when", &self.freeze_when.lock().is_some())
+            .finish()
+    }
 }
 
 impl Faults {
@@ -164,7 +180,8 @@ impl Faults {
         if !self.enabled.load(Ordering::Acquire) {
             return Ok(());
         }
-        let mut fail = false;
+        let mut fail = !matches!(op, FaultOp::Read | FaultOp::Open | FaultOp::List)
+            && self.freeze_when.lock().as_ref().is_some_and(|f| f());
         for rule in self.rules.lock().iter_mut() {
             if rule.matches(op, paths) && rule.fires() {
                 fail = true;
@@ -253,6 +270,14 @@ impl FaultFs {
     #[must_use]
     pub fn injected(&self) -> u64 {
         self.faults.injected.load(Ordering::Acquire)
+    }
+
+    /// Once `pred` returns true, every call that would change the file system (create,
+    /// write, sync, rename, remove, directory sync) fails as an injected fault: the state
+    /// left is the one of that moment. Used to cut power to the file system at the same
+    /// instant as another event (e.g. a simulated NVM power cut).
+    pub fn freeze_when(&self, pred: impl Fn() -> bool + Send + Sync + 'static) {
+        *self.faults.freeze_when.lock() = Some(Arc::new(pred));
     }
 
     /// Turns injection (and the counting of matching calls) on or off.

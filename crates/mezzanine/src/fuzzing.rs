@@ -182,6 +182,7 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
                     kind: NvmObjectKind::Wal,
                     offset: 1 << 21,
                     len: 1 << 20,
+                    weight: 0,
                 }],
                 deleted_nvm_objects: vec![33],
                 deleted_tables: vec![(0, 31)],

@@ -153,6 +153,9 @@ pub struct NvmTableStats {
     pub tier_moves: u64,
     /// Tables rewritten to free mostly dead NVM objects.
     pub rewrites: u64,
+    /// Compactions into NVM tables that a crash interrupted and the last open resumed
+    /// after the outputs they had written.
+    pub resumed_compactions: u64,
 }
 
 impl Stats {
@@ -242,6 +245,7 @@ pub struct StatsCollector {
     pub compaction_micros: AtomicU64,
     pub nvm_tier_moves: AtomicU64,
     pub nvm_rewrites: AtomicU64,
+    pub nvm_resumed_compactions: AtomicU64,
     pub l0_slowdown_micros: AtomicU64,
     pub l0_stop_micros: AtomicU64,
     pub memtable_stop_micros: AtomicU64,

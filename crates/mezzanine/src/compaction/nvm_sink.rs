@@ -241,11 +241,19 @@ impl<'a> NvmSink<'a> {
             flush(&mut w, &mut pending, &mut data, &mut refs);
             if !data.is_empty() {
                 let bid = (self.new_file_number)();
-                let obj = self.tier.alloc_table_object(
+                let mut obj = self.tier.alloc_table_object(
                     bid,
                     NvmObjectKind::TableBuffer,
                     ptable::BUFFER_HEADER_LEN + data.len() as u64,
                 )?;
+                obj.weight = entries
+                    .iter()
+                    .filter_map(|e| {
+                        e.value
+                            .as_ref()
+                            .map(|v| entry_weight(&e.key, v.len(), false))
+                    })
+                    .sum();
                 self.unrecorded.push(obj);
                 let data_at = ptable::write_buffer(&region, Self::extent(&obj), bid, &data)?;
                 for (r, e) in refs.iter_mut().zip(&entries) {
@@ -268,9 +276,21 @@ impl<'a> NvmSink<'a> {
         let encode_nanos = encode_start.elapsed().as_nanos() as u64;
         let inputs = self.out.inputs.clone().unwrap_or_default();
         let len = index_len(entries.len() as u64, inputs.len(), self.bloom_bits) + inline_bytes;
-        let idx = self
+        let mut idx = self
             .tier
             .alloc_table_object(id, NvmObjectKind::TableIndex, len)?;
+        idx.weight = if self.method.persistent_buffer() {
+            0
+        } else {
+            entries
+                .iter()
+                .filter_map(|e| {
+                    e.value
+                        .as_ref()
+                        .map(|v| entry_weight(&e.key, v.len(), true))
+                })
+                .sum()
+        };
         self.unrecorded.push(idx);
         let resumable = self.out.inputs.is_some();
         if resumable && let Some(rec) = self.recorder {

@@ -65,8 +65,7 @@ pub fn object_live_bytes(version: &Version) -> BTreeMap<u64, u64> {
 
 /// The object most worth reclaiming, if one is below `ratio`: an object of NVM tables that
 /// no live table created (its writer is gone; other tables' pointers keep it alive), whose
-/// live bytes are under `ratio` of its length (less one allocation unit, so that rounding
-/// a small object up never makes a live one look half dead). Returns its id.
+/// live bytes are under `ratio` of the entry bytes written into it. Returns its id.
 #[must_use]
 pub fn gc_candidate(version: &Version, ratio: f64) -> Option<u64> {
     let live = object_live_bytes(version);
@@ -85,8 +84,10 @@ pub fn gc_candidate(version: &Version, ratio: f64) -> Option<u64> {
         })
         .filter_map(|o| {
             let l = live.get(&o.id).copied().unwrap_or(0);
-            let room = o.len.saturating_sub(mezz_pmem::pool::EXTENT_ALIGN).max(1);
-            let share = l as f64 / room as f64;
+            if o.weight == 0 {
+                return None;
+            }
+            let share = l as f64 / o.weight as f64;
             (l > 0 && share < ratio).then_some((share, o.id))
         })
         .min_by(|a, b| a.0.total_cmp(&b.0))
@@ -228,6 +229,7 @@ mod tests {
             kind,
             offset,
             len,
+            weight: len.saturating_sub(4096),
         }
     }
 

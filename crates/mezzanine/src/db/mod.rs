@@ -529,14 +529,17 @@ impl DbInner {
                 n.objects += 1;
                 n.allocated_bytes += o.len;
                 let own = v.all_tables().any(|(_, t)| t.id == o.id);
-                n.live_bytes += if own {
+                // The object's share that live tables use, in bytes of the object.
+                n.live_bytes += if own || o.weight == 0 {
                     o.len
                 } else {
-                    live.get(&o.id).copied().unwrap_or(0).min(o.len)
+                    let l = live.get(&o.id).copied().unwrap_or(0).min(o.weight);
+                    (u128::from(o.len) * u128::from(l) / u128::from(o.weight)) as u64
                 };
             }
             n.tier_moves = self.stats.nvm_tier_moves.load(Ordering::Relaxed);
             n.rewrites = self.stats.nvm_rewrites.load(Ordering::Relaxed);
+            n.resumed_compactions = self.stats.nvm_resumed_compactions.load(Ordering::Relaxed);
         }
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;

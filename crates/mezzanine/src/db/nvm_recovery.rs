@@ -278,6 +278,9 @@ impl DbInner {
                 snapshots: &snapshots,
                 recorder: Some(self as &dyn NvmRecorder),
             };
+            if !kept.is_empty() {
+                crate::stats::StatsCollector::add(&self.stats.nvm_resumed_compactions, 1);
+            }
             let result = resume_compaction(&ctx, &version, &plan, kept)?;
             self.log_and_apply(result.edit, None, &[])?;
         }

@@ -231,6 +231,9 @@ impl VersionEdit {
             buf.push(o.kind.code());
             put_varint64(buf, o.offset);
             put_varint64(buf, o.len);
+            if o.kind.is_table() {
+                put_varint64(buf, o.weight);
+            }
         }
         for id in &self.deleted_nvm_objects {
             put_varint32(buf, TAG_DELETED_NVM_OBJECT);
@@ -296,11 +299,13 @@ impl VersionEdit {
                         .ok_or_else(|| Error::corruption(off, "unknown NVM object kind"))?;
                     let offset = d.varint64()?;
                     let len = d.varint64()?;
+                    let weight = if kind.is_table() { d.varint64()? } else { 0 };
                     e.new_nvm_objects.push(NvmObject {
                         id,
                         kind,
                         offset,
                         len,
+                        weight,
                     });
                 }
                 TAG_DELETED_NVM_OBJECT => e.deleted_nvm_objects.push(d.varint64()?),
@@ -361,6 +366,7 @@ mod tests {
                 kind: NvmObjectKind::Memtable,
                 offset: 1 << 20,
                 len: 64 << 20,
+                weight: 0,
             }],
             deleted_nvm_objects: vec![11],
         };
@@ -420,6 +426,7 @@ mod tests {
                 kind: NvmObjectKind::Memtable,
                 offset: 4096,
                 len: 1 << 20,
+                weight: 0,
             }],
             new_tables: vec![(0, t.clone()), (2, meta(22, "a", "b", (1, 2), 10))],
             ..VersionEdit::default()

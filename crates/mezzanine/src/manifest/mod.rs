@@ -439,6 +439,7 @@ mod tests {
             kind: NvmObjectKind::Wal,
             offset: (id % 2) * 4096,
             len: 4096,
+            weight: 0,
         };
         // Flushes (a table into L0, the WAL on NVM replaced) and, every eighth edit, a
         // compaction of L0 into one new L1 table: L1 keeps growing.

@@ -644,6 +644,7 @@ mod tests {
                         kind: NvmObjectKind::Memtable,
                         offset: 4096,
                         len: 4096,
+                        weight: 0,
                     }],
                     ..VersionEdit::default()
                 })

@@ -49,6 +49,12 @@ pub enum NvmObjectKind {
 }
 
 impl NvmObjectKind {
+    /// Whether the object holds (parts of) NVM tables.
+    #[must_use]
+    pub fn is_table(self) -> bool {
+        matches!(self, NvmObjectKind::TableIndex | NvmObjectKind::TableBuffer)
+    }
+
     pub(crate) fn code(self) -> u8 {
         match self {
             NvmObjectKind::Wal => 1,
@@ -80,6 +86,10 @@ pub struct NvmObject {
     pub offset: u64,
     /// Length of its extent in bytes.
     pub len: u64,
+    /// For an object of NVM tables: the bytes of entries written into it (see
+    /// `compaction::nvm_sink::entry_weight`); its live share is the part of them live
+    /// tables still use. 0 for other objects, and for table objects holding only nodes.
+    pub weight: u64,
 }
 
 /// Whether `e` says the NVM pool has no room for an NVM table.
@@ -248,6 +258,7 @@ impl NvmTier {
             kind,
             offset: e.offset,
             len: e.len,
+            weight: 0,
         };
         self.objects.lock().insert(id, obj);
         Ok(obj)

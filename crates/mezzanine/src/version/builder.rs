@@ -349,6 +349,7 @@ mod tests {
             },
             offset,
             len,
+            weight: 0,
         }
     }
 

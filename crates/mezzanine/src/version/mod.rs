@@ -401,6 +401,7 @@ pub(crate) mod tests {
             kind: NvmObjectKind::Wal,
             offset,
             len,
+            weight: 0,
         };
         let v = Version::new(3)
             .apply(&VersionEdit {
