@@ -2219,6 +2219,41 @@ impl Container {
             .collect())
     }
 
+    /// Consumes the column `[start, end]` (user keys, inclusive) from the compactor rows, as
+    /// [`Container::consume_through`]`(end)`, after checking that no compactor row holds a
+    /// live entry whose user key is below `start`: rows drain as prefixes, so such an entry
+    /// would be dropped without having been compacted (e.g. a column planned from a cursor
+    /// in the middle of a fresh compactor).
+    ///
+    /// # Errors
+    /// `InvalidArgument` when a compactor row has a live entry below `start` (nothing
+    /// changes then); `Corruption` from a damaged entry.
+    pub fn consume_column(&mut self, start: &[u8], end: &[u8]) -> Result<Vec<(u64, u32)>> {
+        let probe = Probe {
+            uk: start,
+            trailer: None,
+            upper: false,
+        };
+        let mut stats = SearchStats::default();
+        for s in self.rows.iter().take(self.compactor_len) {
+            let t = &s.table;
+            if s.consumed >= t.num_entries() {
+                continue;
+            }
+            let e = t.entry(s.consumed)?;
+            let mut cache = None;
+            if t.compare_entry(s.consumed, &e, probe, &mut cache, &mut stats)? == Ordering::Less {
+                return Err(invalid(format!(
+                    "matrix row {}: live entry {} lies before the column start; consuming the \
+                     column would drop it uncompacted",
+                    t.id(),
+                    s.consumed
+                )));
+            }
+        }
+        self.consume_through(end)
+    }
+
     /// Hands back the pages that consumption made free since the last call, and removes the
     /// fully drained rows (all their pages, header page included, are handed back).
     ///
@@ -3123,6 +3158,11 @@ mod tests {
         assert!(c.receiver_bytes() >= 12 * P as u64);
         assert!(!c.maybe_switch());
         assert_eq!((c.compactor_rows(), c.receiver_rows()), (6, 6));
+        // A column starting after live entries is refused; one from the first live key is
+        // consumed.
+        assert!(c.consume_column(&[2], &[3]).is_err());
+        assert_eq!(c.rows().next().unwrap().consumed, 1);
+        assert_eq!(c.consume_column(&[1], &[1]).unwrap().len(), 6);
         // Once the compactor is drained, the receiver switches.
         c.consume_through(&[0xff]).unwrap();
         let rel = c.take_releasable().unwrap();
