@@ -2420,7 +2420,8 @@ impl Container {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::cmp::Reverse;
+    use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
 
     use mezz_format::ikey::make_internal_key;
@@ -3280,15 +3281,19 @@ mod tests {
         assert!(row.pages_in_use(2000).unwrap().is_empty());
     }
 
+    /// The model of a container: every live entry by (user key, newest first), with its row.
+    type Model = BTreeMap<(Vec<u8>, Reverse<u64>), (u64, ValueKind, Vec<u8>)>;
+
     /// A seeded random walk of flushes, column consumption, page release and reuse, and
-    /// recovery, comparing every lookup (with and without hints) and seek with a model.
+    /// recovery, comparing every lookup (with and without hints) and seek with a `BTreeMap`
+    /// model.
     #[test]
     fn matrix_container_matches_model_randomized() {
         for seed in 0..4u64 {
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
             let (region, space) = heap(400, P);
             let mut c = Container::for_space(&space, 0.08).unwrap();
-            let mut model: Vec<(u64, Vec<E>)> = Vec::new();
+            let mut model = Model::new();
             let (mut next_id, mut seq) = (1u64, 0u64);
             let keys = 60;
             for step in 0..150 {
@@ -3300,7 +3305,10 @@ mod tests {
                         match build(&region, &space, next_id, &es, c.hint_source(), bs) {
                             Ok(r) => {
                                 c.push(Arc::new(r)).unwrap();
-                                model.push((next_id, es));
+                                for e in es {
+                                    model
+                                        .insert((e.uk, Reverse(e.seq)), (next_id, e.kind, e.value));
+                                }
                             }
                             Err(e) => {
                                 assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
@@ -3316,13 +3324,17 @@ mod tests {
                         } else {
                             key(rng.random_range(0..keys))
                         };
-                        let ncomp = c.compactor_rows();
+                        let compactor: BTreeSet<u64> = c
+                            .rows()
+                            .filter(|r| r.compactor)
+                            .map(|r| r.table.id())
+                            .collect();
                         c.consume_through(&end).unwrap();
-                        for (_, es) in model.iter_mut().take(ncomp) {
-                            es.retain(|e| e.uk > end);
-                        }
+                        model.retain(|(uk, _), (row, _, _)| *uk > end || !compactor.contains(row));
                         let rel = c.take_releasable().unwrap();
-                        model.retain(|(id, _)| !rel.dropped_rows.contains(id));
+                        for id in &rel.dropped_rows {
+                            assert!(!model.values().any(|(row, _, _)| row == id));
+                        }
                         for p in &rel.pages {
                             let off = space.page_offset(*p).unwrap() as usize;
                             // SAFETY: a private heap region; released pages are not read.
@@ -3354,16 +3366,18 @@ mod tests {
 
     fn check_container(
         c: &Container,
-        model: &[(u64, Vec<E>)],
+        model: &Model,
         rng: &mut Xoshiro256PlusPlus,
         seq: u64,
         keys: usize,
         step: usize,
     ) {
-        assert_eq!(c.len(), model.len(), "step {step}");
-        for (st, (id, es)) in c.rows().zip(model) {
-            assert_eq!(st.table.id(), *id);
-            assert_eq!(st.table.verify(st.consumed).unwrap(), es.len() as u64);
+        let rows_in_model: BTreeSet<u64> = model.values().map(|v| v.0).collect();
+        let rows_in_c: BTreeSet<u64> = c.rows().map(|r| r.table.id()).collect();
+        assert_eq!(rows_in_c, rows_in_model, "step {step}");
+        for st in c.rows() {
+            let n = model.values().filter(|v| v.0 == st.table.id()).count();
+            assert_eq!(st.table.verify(st.consumed).unwrap(), n as u64);
         }
         let mut stats = SearchStats::default();
         for _ in 0..40 {
@@ -3373,7 +3387,18 @@ mod tests {
                 b"absent".to_vec()
             };
             let snap = rng.random_range(0..=seq + 1);
-            let want = model_get(model.iter().map(|(_, e)| e.as_slice()), &uk, snap);
+            // The newest version at or below `snap`: the first model entry from
+            // (uk, snap) on, if it is still `uk`.
+            let want = model
+                .range((uk.clone(), Reverse(snap))..)
+                .next()
+                .filter(|((k, _), _)| *k == uk)
+                .map(|((k, Reverse(s)), (_, kind, v))| E {
+                    uk: k.clone(),
+                    seq: *s,
+                    kind: *kind,
+                    value: v.clone(),
+                });
             for hints in [true, false] {
                 let got = c.get(&uk, snap, hints, &mut stats).unwrap();
                 assert_eq!(found_as_e(got, &uk), want, "step {step} hints {hints}");
@@ -3382,12 +3407,12 @@ mod tests {
             let brute: Vec<RowPosition> = c
                 .rows()
                 .rev()
-                .zip(model.iter().rev())
-                .map(|(st, (id, es))| RowPosition {
-                    row_id: *id,
+                .map(|st| RowPosition {
+                    row_id: st.table.id(),
                     pos: st.consumed
-                        + es.iter()
-                            .filter(|e| compare_internal_keys(&e.ikey(), &t) == Ordering::Less)
+                        + model
+                            .range(..(uk.clone(), Reverse(snap.min(MAX_SEQ))))
+                            .filter(|(_, v)| v.0 == st.table.id())
                             .count() as u32,
                 })
                 .collect();
