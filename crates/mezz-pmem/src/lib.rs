@@ -44,6 +44,7 @@
 pub mod alloc;
 pub mod arena;
 pub mod hint;
+pub mod matrix;
 pub mod media;
 pub mod nvmlog;
 pub mod pool;

@@ -15,6 +15,7 @@
 //! Thread-safety: policies are pure and shared; each running job has its own executor and
 //! sink.
 
+pub mod column;
 pub mod executor;
 pub mod leveled;
 pub mod nvm_sink;
