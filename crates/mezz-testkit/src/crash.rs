@@ -45,7 +45,7 @@ use std::time::Duration;
 use mezz_env::{
     CrashOptions, FaultFs, FaultOp, FaultRule, FileSystem, KeepUnsynced, MemFs, Trigger,
 };
-use mezzanine::options::NvmMemtable;
+use mezzanine::options::{NvmMemtable, NvmTableMethod, NvmTiering};
 use mezzanine::{
     BlockFormat, Db, Options, PlacementPolicy, Preset, ReadOptions, WriteBatch, WriteOptions,
 };
@@ -571,6 +571,31 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
             PlacementPolicy::Isolated,
         );
         crate::option_sets::with_units(&mut o, n, placement);
+    }
+    // TLSM runs vary how NVM tables are built and tiered, from a generator of their own
+    // (other presets' seeds keep every choice).
+    if preset == Preset::Tlsm {
+        let mut t_rng =
+            Xoshiro256PlusPlus::seed_from_u64(rng.clone().random::<u64>() ^ 0x746c_736d);
+        o.nvm_table_method = pick(
+            &mut t_rng,
+            &[
+                NvmTableMethod::Ps,
+                NvmTableMethod::PsBac,
+                NvmTableMethod::PsBacPb,
+            ],
+            NvmTableMethod::PsBacPb,
+        );
+        o.nvm_tiering = pick(
+            &mut t_rng,
+            &[
+                NvmTiering::Lru(64 << 10),
+                NvmTiering::Leveled(1),
+                NvmTiering::Full,
+            ],
+            NvmTiering::Full,
+        );
+        o.nvm_gc_live_ratio = pick(&mut t_rng, &[0.5, 0.9], 0.5);
     }
     // Half the runs with deterministic background work: flushes and compactions run only
     // at the workload's background steps and inline in calls that would wait for them.

@@ -10,7 +10,7 @@
 //!
 //! Thread-safety: plain data.
 
-use mezzanine::options::{NvmMemtable, PersistMode, SimNvm};
+use mezzanine::options::{NvmMemtable, NvmTableMethod, NvmTiering, PersistMode, SimNvm};
 use mezzanine::{BlockFormat, Options, PlacementPolicy, Preset};
 
 /// Where the simulated NVM pool of a test database lives.
@@ -165,6 +165,22 @@ const VARIATIONS: &[Variation] = &[
     ("units-4-per-file", |o| {
         tiny_sst(o);
         with_units(o, 4, PlacementPolicy::PerFile);
+    }),
+    ("nvm-tables-ps-leveled-1", |o| {
+        tiny_sst(o);
+        o.nvm_tiering = NvmTiering::Leveled(1);
+        o.nvm_table_method = NvmTableMethod::Ps;
+    }),
+    ("nvm-tables-bac-lru", |o| {
+        tiny_sst(o);
+        o.nvm_tiering = NvmTiering::Lru(64 << 10);
+        o.nvm_table_method = NvmTableMethod::PsBac;
+        o.nvm_gc_live_ratio = 0.9;
+    }),
+    ("nvm-tables-pb-full", |o| {
+        tiny_sst(o);
+        o.nvm_tiering = NvmTiering::Full;
+        o.nvm_gc_live_ratio = 0.9;
     }),
 ];
 
