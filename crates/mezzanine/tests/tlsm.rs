@@ -281,7 +281,7 @@ mod power_cut {
         let (points, checked) =
             at_every_persist_point(NvmTableMethod::PsBacPb, NvmTiering::Full, 1);
         assert!(points > 20, "{points}");
-        assert!(checked as u64 >= 2 * points);
+        assert!(checked >= 2 * points);
     }
 
     #[test]

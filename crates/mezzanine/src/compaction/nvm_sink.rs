@@ -346,10 +346,10 @@ impl<'a> NvmSink<'a> {
                     deletions += 1;
                 }
             }
-            if node_by_node && e.value.is_some() {
-                b.checkpoint()?;
-                last_ck = b.bytes_written();
-            } else if resumable && b.bytes_written() - last_ck >= CHECKPOINT_BYTES {
+            // `ps` persists node by node (the paper's persistent skip list); resumable
+            // outputs checkpoint every CHECKPOINT_BYTES.
+            let per_node = node_by_node && e.value.is_some();
+            if per_node || (resumable && b.bytes_written() - last_ck >= CHECKPOINT_BYTES) {
                 b.checkpoint()?;
                 last_ck = b.bytes_written();
             }

@@ -244,8 +244,10 @@ mod tests {
 
     #[test]
     fn lru_moves_the_oldest_nvm_table_once_over_budget() {
-        let mut o = Options::default();
-        o.nvm_tiering = NvmTiering::Lru(10_000);
+        let mut o = Options {
+            nvm_tiering: NvmTiering::Lru(10_000),
+            ..Options::default()
+        };
         let p = TieredPolicy::new(&o);
         let objs = [
             obj(5, NvmObjectKind::TableIndex, 4096, 8192),
@@ -275,8 +277,10 @@ mod tests {
 
     #[test]
     fn a_mostly_dead_buffer_has_a_table_pointing_into_it_rewritten() {
-        let mut o = Options::default();
-        o.nvm_tiering = NvmTiering::Full;
+        let mut o = Options {
+            nvm_tiering: NvmTiering::Full,
+            ..Options::default()
+        };
         let objs = [
             obj(3, NvmObjectKind::TableBuffer, 4096, 14_096),
             obj(7, NvmObjectKind::TableIndex, 20480, 4096),
