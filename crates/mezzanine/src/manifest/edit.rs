@@ -15,7 +15,7 @@ use crate::storage::nvm::{NvmObject, NvmObjectKind};
 use crate::table::{TableLocation, TableMeta, Tier};
 
 /// The manifest format version this build writes and the newest it reads.
-pub const MANIFEST_FORMAT_VERSION: u32 = 2;
+pub const MANIFEST_FORMAT_VERSION: u32 = 3;
 
 /// The name of the key ordering, recorded in the manifest and checked on open.
 pub const COMPARATOR_NAME: &str = "mezz.bytewise";
