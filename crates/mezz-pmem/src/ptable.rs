@@ -69,7 +69,7 @@ const COMMITTED_AT: usize = 64;
 /// Offset of the `footer_at` word in a table header.
 const FOOTER_AT: usize = 72;
 /// Bytes of a node before its tower.
-const NODE_FIXED: usize = 24;
+const NODE_FIXED: usize = 36;
 /// Bytes of the footer before the filter.
 const FOOTER_LEN: usize = 40;
 /// Upper bound of the inputs a header records.
@@ -137,6 +137,18 @@ pub fn append_block_frame(out: &mut Vec<u8>, contents: &[u8]) {
     let crc = mask(crc32c_extend(crc32c(contents), &[BLOCK_TYPE_RAW]));
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&[BLOCK_TYPE_RAW, 0, 0, 0]);
+}
+
+/// The 4 bytes of `user_key` after its first `prefix_len` bytes, zero padded, as a
+/// big-endian number: unequal fingerprints order two keys that share the prefix.
+#[must_use]
+pub fn fingerprint(user_key: &[u8], prefix_len: usize) -> u32 {
+    let mut b = [0u8; 4];
+    if let Some(rest) = user_key.get(prefix_len..) {
+        let n = rest.len().min(4);
+        b[..n].copy_from_slice(&rest[..n]);
+    }
+    u32::from_be_bytes(b)
 }
 
 /// The checksum nodes store for an entry.
@@ -281,7 +293,7 @@ pub fn check_buffer(region: &Region, extent: Extent) -> Result<BufferInfo> {
 // ---------------------------------------------------------------------------------------
 
 /// What a table's header records.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PTableHeader {
     /// The table's id.
     pub id: u64,
@@ -292,6 +304,10 @@ pub struct PTableHeader {
     pub kind: u32,
     /// Ids of the tables the compaction that writes it reads (empty for kind 0).
     pub inputs: Vec<u64>,
+    /// Length of the user-key prefix every key of the table shares; nodes hold the next 4
+    /// bytes of their key ([`fingerprint`]), so a search compares most keys without
+    /// reading them.
+    pub prefix_len: u32,
 }
 
 impl PTableHeader {
@@ -304,6 +320,7 @@ impl PTableHeader {
         h[28..32].copy_from_slice(&self.kind.to_le_bytes());
         h[32..40].copy_from_slice(&extent_len.to_le_bytes());
         h[40..44].copy_from_slice(&(self.inputs.len() as u32).to_le_bytes());
+        h[44..48].copy_from_slice(&self.prefix_len.to_le_bytes());
         for (i, id) in self.inputs.iter().enumerate() {
             let at = TABLE_HEADER_LEN + 8 * i;
             h[at..at + 8].copy_from_slice(&id.to_le_bytes());
@@ -355,6 +372,7 @@ impl PTableHeader {
                 .chunks_exact(8)
                 .filter_map(|c| get_u64(c, 0))
                 .collect(),
+            prefix_len: get_u32(ext, 44).unwrap_or(0),
         };
         Ok((h, TABLE_HEADER_LEN + 8 * n))
     }
@@ -392,6 +410,9 @@ pub struct PTableBuilder {
     bloom: Option<BloomBuilder>,
     bloom_bits: u32,
     last_key: Vec<u8>,
+    /// The shared user-key prefix (taken from the first key).
+    prefix: Vec<u8>,
+    prefix_len: usize,
     _claim: Claim,
 }
 
@@ -433,6 +454,8 @@ impl PTableBuilder {
             bloom: (bloom_bits_per_key > 0).then(|| BloomBuilder::new(bloom_bits_per_key)),
             bloom_bits: bloom_bits_per_key,
             last_key: Vec::new(),
+            prefix: Vec::new(),
+            prefix_len: header.prefix_len as usize,
             _claim: claim,
         })
     }
@@ -480,6 +503,7 @@ impl PTableBuilder {
         let mut prev = [head; MAX_HEIGHT];
         let mut bloom = (bloom_bits_per_key > 0).then(|| BloomBuilder::new(bloom_bits_per_key));
         let mut last_key = Vec::new();
+        let mut prefix = Vec::new();
         let mut entries = 0u64;
         let mut x = reader.next(head, 0)?;
         let mut last_end = first;
@@ -502,6 +526,10 @@ impl PTableBuilder {
                     "NVM table: entry checksum mismatch",
                 ));
             }
+            if entries == 1 {
+                let uk = mezz_format::ikey::user_key(k);
+                prefix = uk.get(..header.prefix_len as usize).unwrap_or(uk).to_vec();
+            }
             if let Some(b) = bloom.as_mut() {
                 b.add_key(mezz_format::ikey::user_key(k));
             }
@@ -522,6 +550,8 @@ impl PTableBuilder {
             bloom,
             bloom_bits: bloom_bits_per_key,
             last_key,
+            prefix,
+            prefix_len: header.prefix_len as usize,
             _claim: claim,
         };
         // Unlink whatever the lost part linked in: the last kept node of every level
@@ -584,7 +614,21 @@ impl PTableBuilder {
         FOOTER_LEN + filter_len(self.entries + 1, self.bloom_bits)
     }
 
-    fn check_order(&self, key: &[u8]) -> Result<()> {
+    fn check_order(&mut self, key: &[u8]) -> Result<()> {
+        let uk = mezz_format::ikey::user_key(key);
+        if self.entries == 0 {
+            if uk.len() < self.prefix_len {
+                return Err(Error::InvalidArgument(format!(
+                    "NVM table: key shorter than the shared prefix of {} bytes",
+                    self.prefix_len
+                )));
+            }
+            self.prefix = uk[..self.prefix_len].to_vec();
+        } else if !uk.starts_with(&self.prefix) {
+            return Err(Error::InvalidArgument(
+                "NVM table: a key without the table's shared prefix".into(),
+            ));
+        }
         if self.entries > 0 && compare_internal_keys(&self.last_key, key) != Ordering::Less {
             return Err(Error::InvalidArgument(format!(
                 "NVM table entries must be added in increasing internal-key order: {:02x?} \
@@ -611,8 +655,28 @@ impl PTableBuilder {
         if self.end + nlen + self.tail_len() > self.len {
             return Err(self.full());
         }
-        self.append_node(key, r, i, nlen);
+        let key_off = self.key_offset(key, r)?;
+        self.append_node(key, key_off, r, i, nlen);
         Ok(())
+    }
+
+    /// Where `key` sits in the block `r` points at (checked against the block).
+    fn key_offset(&self, key: &[u8], r: EntryRef) -> Result<u32> {
+        let bad = || corrupt(r.block, "NVM entry reference: key not in its block");
+        let end = r
+            .block
+            .checked_add(u64::from(r.block_len))
+            .ok_or_else(bad)?;
+        if end > self.region.len() as u64 || !r.block.is_multiple_of(8) {
+            return Err(bad());
+        }
+        let block = region_bytes(&self.region, r.block as usize, r.block_len as usize);
+        let ks = KeySetRef::parse_trailer(block, r.block)?;
+        let k = ks.key(r.slot as usize).ok_or_else(bad)?;
+        if k != key {
+            return Err(bad());
+        }
+        Ok((k.as_ptr() as usize - block.as_ptr() as usize) as u32)
     }
 
     /// Writes `key`/`value` as a one-entry block, then a node pointing at it.
@@ -643,13 +707,18 @@ impl PTableBuilder {
             slot: 0,
             crc: entry_crc(key, value),
         };
-        self.append_node(key, r, i, nlen);
+        // The only key of a one-entry block starts it.
+        self.append_node(key, 0, r, i, nlen);
         Ok(())
     }
 
-    fn append_node(&mut self, key: &[u8], r: EntryRef, i: u64, nlen: usize) {
+    fn append_node(&mut self, key: &[u8], key_off: u32, r: EntryRef, i: u64, nlen: usize) {
         let h = height_of(i);
         let mut node = vec![0u8; nlen];
+        node[24..28].copy_from_slice(&key_off.to_le_bytes());
+        node[28..32].copy_from_slice(&(key.len() as u32).to_le_bytes());
+        let fp = fingerprint(mezz_format::ikey::user_key(key), self.prefix_len);
+        node[32..36].copy_from_slice(&fp.to_le_bytes());
         node[0..8].copy_from_slice(&r.block.to_le_bytes());
         node[8..12].copy_from_slice(&r.block_len.to_le_bytes());
         node[12..16].copy_from_slice(&r.slot.to_le_bytes());
@@ -860,6 +929,8 @@ pub struct PTable {
     data: Vec<(u64, u64)>,
     header: PTableHeader,
     filter: Option<BloomFilter>,
+    /// The user-key prefix all keys share (`header.prefix_len` bytes of the first key).
+    prefix: Vec<u8>,
 }
 
 impl PTable {
@@ -917,7 +988,7 @@ impl PTable {
                 base + (footer_at + FOOTER_LEN) as u64,
             )?)
         };
-        Ok(PTable {
+        let mut t = PTable {
             data: allowed_ranges(extent, data),
             region,
             off,
@@ -926,7 +997,77 @@ impl PTable {
             entries,
             header,
             filter,
-        })
+            prefix: Vec::new(),
+        };
+        if let Some(first) = t.walker().next(t.head, 0)? {
+            let uk = mezz_format::ikey::user_key(t.node_key(first)?);
+            let plen = t.header.prefix_len as usize;
+            t.prefix = uk
+                .get(..plen)
+                .ok_or_else(|| {
+                    corrupt(
+                        base + first as u64,
+                        "NVM table: key shorter than its prefix",
+                    )
+                })?
+                .to_vec();
+        }
+        Ok(t)
+    }
+
+    /// The internal key of node `n`, read through the node's key location (no block
+    /// parse); bounded by the block and the table's extents.
+    fn node_key(&self, n: usize) -> Result<&[u8]> {
+        let w = self.walker();
+        let b = w.node(n)?;
+        let block = get_u64(b, 0).unwrap_or(0);
+        let block_len = get_u32(b, 8).unwrap_or(0);
+        let key_off = get_u32(b, 24).unwrap_or(0);
+        let key_len = get_u32(b, 28).unwrap_or(0);
+        let bad = || {
+            corrupt(
+                self.off as u64 + n as u64,
+                "NVM table: node key outside its block",
+            )
+        };
+        if u64::from(key_off) + u64::from(key_len) > u64::from(block_len) {
+            return Err(bad());
+        }
+        let end = block.checked_add(u64::from(block_len)).ok_or_else(bad)?;
+        let i = self.data.partition_point(|&(s, _)| s <= block);
+        if i == 0 || self.data.get(i - 1).is_none_or(|&(_, e)| end > e) {
+            return Err(bad());
+        }
+        self.region.on_read(NODE_FIXED + key_len as usize);
+        Ok(region_bytes(
+            &self.region,
+            (block + u64::from(key_off)) as usize,
+            key_len as usize,
+        ))
+    }
+
+    /// The fingerprint of `ikey` if it shares the table's prefix.
+    fn target_fp(&self, ikey: &[u8]) -> Option<u32> {
+        let uk = mezz_format::ikey::user_key(ikey);
+        uk.starts_with(&self.prefix)
+            .then(|| fingerprint(uk, self.prefix.len()))
+    }
+
+    /// Node `n`'s key against `ikey` (whose fingerprint is `tfp`).
+    fn cmp_node(
+        &self,
+        w: &Walker<'_>,
+        n: usize,
+        ikey: &[u8],
+        tfp: Option<u32>,
+    ) -> Result<Ordering> {
+        if let Some(tfp) = tfp {
+            let nfp = get_u32(w.node(n)?, 32).unwrap_or(0);
+            if nfp != tfp {
+                return Ok(nfp.cmp(&tfp));
+            }
+        }
+        Ok(compare_internal_keys(self.node_key(n)?, ikey))
     }
 
     fn walker(&self) -> Walker<'_> {
@@ -960,19 +1101,14 @@ impl PTable {
         resolve(&self.region, &self.data, r)
     }
 
-    fn key_at(&self, w: &Walker<'_>, n: usize) -> Result<&[u8]> {
-        let r = w.entry_ref(n)?;
-        self.region.on_read(NODE_FIXED);
-        Ok(self.resolve(r)?.0)
-    }
-
     /// The first node whose key is >= `ikey` (`None` past the end).
     fn seek_node(&self, ikey: &[u8]) -> Result<Option<usize>> {
         let w = self.walker();
+        let tfp = self.target_fp(ikey);
         let mut x = self.head;
         for l in (0..MAX_HEIGHT).rev() {
             while let Some(nx) = w.next(x, l)? {
-                if compare_internal_keys(self.key_at(&w, nx)?, ikey) == Ordering::Less {
+                if self.cmp_node(&w, nx, ikey, tfp)? == Ordering::Less {
                     x = nx;
                 } else {
                     break;
@@ -985,10 +1121,11 @@ impl PTable {
     /// The last node whose key is < `ikey` (or <= with `inclusive`); `None` if none.
     fn seek_before(&self, ikey: &[u8], inclusive: bool) -> Result<Option<usize>> {
         let w = self.walker();
+        let tfp = self.target_fp(ikey);
         let mut x = self.head;
         for l in (0..MAX_HEIGHT).rev() {
             while let Some(nx) = w.next(x, l)? {
-                let c = compare_internal_keys(self.key_at(&w, nx)?, ikey);
+                let c = self.cmp_node(&w, nx, ikey, tfp)?;
                 if c == Ordering::Less || (inclusive && c == Ordering::Equal) {
                     x = nx;
                 } else {
@@ -1073,6 +1210,18 @@ impl PTable {
                 ));
             }
             let (k, _, r) = self.checked_entry(n)?;
+            if self.node_key(n)? != k
+                || get_u32(w.node(n)?, 32)
+                    != Some(fingerprint(
+                        mezz_format::ikey::user_key(k),
+                        self.prefix.len(),
+                    ))
+            {
+                return Err(corrupt(
+                    base + n as u64,
+                    "NVM table: node key location or fingerprint wrong",
+                ));
+            }
             if let Some(p) = &last
                 && compare_internal_keys(p, k) != Ordering::Less
             {

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mezz_format::block::{IndexKind, KeySetWriter};
-use mezz_format::ikey::parse_internal_key;
+use mezz_format::ikey::{parse_internal_key, user_key};
 use mezz_format::{EntryRef, ValueKind};
 use mezz_pmem::Extent;
 use mezz_pmem::ptable::{
@@ -299,11 +299,19 @@ impl<'a> NvmSink<'a> {
             self.unrecorded.retain(|o| !objs.contains(o));
             self.recorded.extend(objs);
         }
+        let prefix_len = match (entries.first(), entries.last()) {
+            (Some(f), Some(l)) => {
+                let (a, b) = (user_key(&f.key), user_key(&l.key));
+                a.iter().zip(b).take_while(|(x, y)| x == y).count()
+            }
+            _ => 0,
+        };
         let header = PTableHeader {
             id,
             level: self.out.level as u32,
             kind: u32::from(resumable),
             inputs,
+            prefix_len: prefix_len as u32,
         };
         let mut b = PTableBuilder::create(region, Self::extent(&idx), &header, self.bloom_bits)?;
         let node_by_node = !self.method.persistent_buffer();
