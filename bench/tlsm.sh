@@ -9,7 +9,9 @@
 #                       for tlsm with each method (ps, ps+bac, ps+bac+pb; every level in
 #                       NVM: nvm_tiering=none), `leveldb-nvm` (the leveldb preset with its
 #                       whole database on the NVM file system) and `leveldb` (the preset on
-#                       the disk). Stall seconds and compaction bytes come from the same runs.
+#                       the disk). tlsm and leveldb-nvm keep their database directories (WAL,
+#                       manifest) on /dev/shm too. Stall seconds and compaction bytes come
+#                       from the same runs.
 #   tiering-<n>.jsonl   Fig. 5(c,d): tlsm (ps+bac+pb) under leveled:2, lru (3/4 of the pool)
 #                       and none, with a pool of $POOL bytes, as the data grows past it.
 #   values-<v>.jsonl    Fig. 5(e-h): value sizes 100 B-1600 B (4 MiB memtable) and 1-16 KiB
@@ -57,7 +59,9 @@ run() {
 }
 
 small=(--opt write_buffer_size=4M --opt target_file_size=4M --opt max_bytes_for_level_base=40M)
-tlsm_all_nvm=(--preset tlsm --opt nvm_tiering=none --opt nvm_capacity=3G --nvm-dir "$nvm" --db "$ssd/db")
+# With every level in NVM, the database directory (WAL, manifest) is on the NVM file system
+# too, as leveldb-nvm's is: the two differ only in their tables.
+tlsm_all_nvm=(--preset tlsm --opt nvm_tiering=none --opt nvm_capacity=3G --nvm-dir "$nvm" --db /dev/shm/mezz-tlsm-db)
 ldb_nvm=(--preset leveldb --db /dev/shm/mezz-tlsm-db)
 ldb=(--preset leveldb --db "$ssd/db")
 
