@@ -270,7 +270,10 @@ fn with_sink(
                 &referenced_objects(ctx, &inputs),
             );
             if plan.reason == CompactionReason::NvmGc {
-                s.evacuate_all();
+                // Copy what lives in objects worth reclaiming; keep pointing at the rest.
+                let victims =
+                    crate::compaction::tiering::reclaimable(version, ctx.opts.nvm_gc_live_ratio);
+                s.evacuate(victims.into_keys().collect());
             }
             nvm_sink = s;
             &mut nvm_sink

@@ -108,8 +108,9 @@ pub struct NvmSink<'a> {
     unrecorded: Vec<NvmObject>,
     /// Recorded by the recorder (compaction outputs).
     recorded: Vec<NvmObject>,
-    /// Copy every entry, even those it could point at (a rewrite that frees objects).
-    copy_all: bool,
+    /// Copy the entries that live in these objects, even where it could point at them
+    /// (a rewrite that frees mostly dead objects).
+    evacuate: Vec<(u64, u64)>,
 }
 
 impl std::fmt::Debug for NvmSink<'_> {
@@ -161,14 +162,19 @@ impl<'a> NvmSink<'a> {
             written: Vec::new(),
             unrecorded: Vec::new(),
             recorded: Vec::new(),
-            copy_all: false,
+            evacuate: Vec::new(),
         }
     }
 
-    /// Copies every entry into objects of its own (a rewrite whose point is to stop
-    /// pointing into the objects its input points into).
-    pub fn evacuate_all(&mut self) {
-        self.copy_all = true;
+    /// Copies the entries that live in `objects` into objects of its own (a rewrite whose
+    /// point is to stop pointing into them), and keeps pointing at the others.
+    pub fn evacuate(&mut self, objects: Vec<u64>) {
+        self.evacuate = self
+            .sources
+            .iter()
+            .filter(|s| objects.contains(&s.2))
+            .map(|s| (s.0, s.1))
+            .collect();
     }
 
     /// The object holding `block` and whether it holds inline entries.
@@ -397,7 +403,7 @@ impl<'a> NvmSink<'a> {
             },
             encode_nanos,
             data_bytes,
-            bytes_written: data_bytes + index_bytes + inline_bytes,
+            bytes_written: data_bytes + index_bytes,
             objects,
         });
         Ok(())
@@ -410,7 +416,13 @@ impl TableSink for NvmSink<'_> {
     }
 
     fn add_located(&mut self, key: &[u8], value: &[u8], at: Option<EntryRef>) -> Result<()> {
-        let point = at.filter(|_| self.method.byte_addressable() && !self.copy_all);
+        let point = at.filter(|r| {
+            self.method.byte_addressable()
+                && !self
+                    .evacuate
+                    .iter()
+                    .any(|&(s, e)| r.block >= s && r.block < e)
+        });
         self.cur_bytes += (key.len() + value.len()) as u64;
         self.cur.push(Pending {
             key: key.to_vec(),

@@ -63,11 +63,11 @@ pub fn object_live_bytes(version: &Version) -> BTreeMap<u64, u64> {
     live
 }
 
-/// The object most worth reclaiming, if one is below `ratio`: an object of NVM tables that
-/// no live table created (its writer is gone; other tables' pointers keep it alive), whose
-/// live bytes are under `ratio` of the entry bytes written into it. Returns its id.
+/// Objects of NVM tables worth reclaiming, with their live share: those no live table
+/// created (their writer is gone; other tables' pointers keep them alive) whose live bytes
+/// are under `ratio` of the entry bytes written into them.
 #[must_use]
-pub fn gc_candidate(version: &Version, ratio: f64) -> Option<u64> {
+pub fn reclaimable(version: &Version, ratio: f64) -> BTreeMap<u64, f64> {
     let live = object_live_bytes(version);
     let created: BTreeSet<u64> = version
         .all_tables()
@@ -76,22 +76,22 @@ pub fn gc_candidate(version: &Version, ratio: f64) -> Option<u64> {
     version
         .nvm_objects
         .values()
-        .filter(|o| {
-            matches!(
-                o.kind,
-                NvmObjectKind::TableBuffer | NvmObjectKind::TableIndex
-            ) && !created.contains(&o.id)
-        })
+        .filter(|o| o.kind.is_table() && o.weight > 0 && !created.contains(&o.id))
         .filter_map(|o| {
             let l = live.get(&o.id).copied().unwrap_or(0);
-            if o.weight == 0 {
-                return None;
-            }
             let share = l as f64 / o.weight as f64;
-            (l > 0 && share < ratio).then_some((share, o.id))
+            (l > 0 && share < ratio).then_some((o.id, share))
         })
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, id)| id)
+        .collect()
+}
+
+/// The object most worth reclaiming (the lowest live share among [`reclaimable`]).
+#[must_use]
+pub fn gc_candidate(version: &Version, ratio: f64) -> Option<u64> {
+    reclaimable(version, ratio)
+        .into_iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(id, _)| id)
 }
 
 /// A plan that rewrites table `t` of `level` in place.
