@@ -8,7 +8,10 @@
 
 use std::path::PathBuf;
 
-use super::{BlockFormat, NvmMemtable, PersistMode, PlacementPolicy, Preset, RecoveryMode};
+use super::{
+    BlockFormat, Compression, LevelCompression, NvmMemtable, PersistMode, PlacementPolicy, Preset,
+    RecoveryMode,
+};
 use crate::error::{Error, Result};
 
 /// How a value of type `T` is written in an OPTIONS file and read back.
@@ -37,6 +40,10 @@ pub(super) enum Dirs {}
 
 /// An enum, written as its name (see [`Named`]).
 pub(super) enum Name {}
+
+/// A compression per level: codec names (`none`, `lz4`, `zstd`), comma-separated, the last
+/// one for every deeper level.
+pub(super) enum PerLevel {}
 
 impl Codec<bool> for Flag {
     fn print(value: &bool) -> String {
@@ -109,6 +116,27 @@ impl<T: Named> Codec<T> for Name {
     }
     fn parse(name: &str, text: &str) -> Result<T> {
         T::from_name(name, text)
+    }
+}
+
+impl Codec<LevelCompression> for PerLevel {
+    fn print(value: &LevelCompression) -> String {
+        value.to_string()
+    }
+    fn parse(name: &str, text: &str) -> Result<LevelCompression> {
+        let levels = text
+            .split(',')
+            .map(|part| {
+                let part = part.trim();
+                Compression::from_name(part).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{name}: unknown compression {part:?} in {text:?} (none|lz4|zstd, \
+                         comma-separated per level)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LevelCompression::per_level(levels))
     }
 }
 
