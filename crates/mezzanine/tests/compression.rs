@@ -7,6 +7,8 @@
 //! The level of each table comes from replaying the MANIFEST; its codec from the table's
 //! own properties.
 
+#![allow(clippy::unwrap_used)] // helpers shared by the tests below
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
