@@ -28,8 +28,8 @@
 //!
 //! Invariants: keys strictly increase across the file; the reader verifies the footer, the
 //! index, the filter and the properties at open, and every data block's checksum (over the
-//! stored, possibly compressed, bytes) when it reads it; every error names a byte offset (the engine adds the path with
-//! [`Error::in_file`]).
+//! stored, possibly compressed, bytes) when it reads it; every error names a byte offset
+//! (the engine adds the path with [`Error::in_file`]).
 //!
 //! Thread-safety: a [`TableReader`] is shared (`Arc`) by many readers; its counters are
 //! relaxed atomics ([`ReadCounters`], optionally shared between tables). A [`TableBuilder`]
