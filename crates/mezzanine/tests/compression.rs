@@ -7,7 +7,7 @@
 //! The level of each table comes from replaying the MANIFEST; its codec from the table's
 //! own properties.
 
-#![allow(clippy::unwrap_used)] // helpers shared by the tests below
+#![allow(clippy::unwrap_used)] // in the functions shared by the tests below
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
