@@ -111,6 +111,7 @@ pub fn setup_json(setup: &EngineSetup) -> serde_json::Value {
         "bloom_bits": setup.bloom_bits,
         "nvm_dir": setup.nvm_dir.as_ref().map(|p| p.display().to_string()),
         "sync": setup.sync,
+        "compress": setup.compress,
     })
 }
 
@@ -379,6 +380,7 @@ mod tests {
         assert_eq!(j["block_cache_bytes"], 8 << 20);
         assert_eq!(j["bloom_bits"], 10);
         assert_eq!(j["sync"], false);
+        assert_eq!(j["compress"], false);
         assert!(j["nvm_dir"].is_null());
     }
 }

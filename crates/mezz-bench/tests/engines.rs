@@ -6,7 +6,8 @@
 //! stop after `n` entries, keep its data across close and reopen (with and without a
 //! flush), be recognised by `is_engine_dir`, refuse to destroy a directory holding a file
 //! that is not its own, and leave no file behind (in `dir` or on the NVM path) after
-//! `destroy`.
+//! `destroy`. Every engine runs the check twice: without compression and with its fast
+//! codec (`EngineSetup::compress`).
 
 #![allow(clippy::unwrap_used)]
 #![cfg_attr(
@@ -188,18 +189,27 @@ fn conformance(f: &dyn EngineFactory, root: &Path, nvm: Option<&Path>) {
     f.destroy(&dir).unwrap();
 }
 
-/// Runs [`conformance`] for `name` in a fresh temporary directory.
+/// Runs [`conformance`] for `name` in fresh temporary directories, without and with
+/// compression.
 fn check(name: &str) {
+    check_with(name, false);
+    check_with(name, true);
+}
+
+fn check_with(name: &str, compress: bool) {
     let t = tempfile::tempdir().unwrap();
     let nvm = t.path().join("nvm");
     let setup = EngineSetup {
         write_buffer_size: 1 << 20,
         block_cache_bytes: 1 << 20,
         nvm_dir: Some(nvm.clone()),
+        compress,
         ..EngineSetup::default()
     };
     let f = factory(name, &setup).unwrap();
     assert_eq!(f.name(), name);
+    let c = f.config_json()["compression"].as_str().unwrap().to_string();
+    assert_eq!(c.starts_with("none"), !compress, "{name}: {c}");
     let uses_nvm = name.ends_with("-nvm");
     conformance(&*f, t.path(), uses_nvm.then_some(nvm.as_path()));
     if uses_nvm {

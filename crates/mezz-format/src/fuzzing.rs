@@ -30,7 +30,7 @@ use crate::ikey::{
 };
 use crate::iter::InternalIterator;
 use crate::log::{LOG_BLOCK_SIZE, LogRead, LogReader, LogWriter};
-use crate::sst::{FOOTER_LEN, TableBuilder, TableBuilderOptions, TableReader};
+use crate::sst::{Compression, FOOTER_LEN, TableBuilder, TableBuilderOptions, TableReader};
 
 /// Upper bound on the entries visited by one forward walk. Every entry takes at least a
 /// few bytes of input, so a walk over an input of at most 64 KiB never reaches it unless the
@@ -451,7 +451,8 @@ fn fuzz_table_once(data: Vec<u8>) {
 
 /// Opens `data` as a whole SST file, verifies it, iterates it both ways, seeks and looks
 /// up a few keys. Runs twice: on the bytes as given, and with every checksum repaired (so
-/// that mutations reach the index, filter, properties and data-block decoders).
+/// that mutations reach the index, filter, properties and data-block decoders, and the
+/// LZ4 and Zstd decompressors of compressed data blocks).
 pub fn fuzz_sst_table(data: &[u8]) {
     fuzz_table_once(data.to_vec());
     if let Some(repaired) = repair_checksums(data.to_vec())
@@ -656,18 +657,37 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
             block_seed(BlockFormat::Prefix, interval, n),
         ));
     }
-    for (name, format, bloom, block_size, n) in [
-        ("keyset-bloom", BlockFormat::KeySet, 10, 256, 40),
-        ("keyset-nofilter", BlockFormat::KeySet, 0, 512, 20),
-        ("keyset-empty", BlockFormat::KeySet, 10, 4096, 0),
-        ("prefix-bloom", BlockFormat::Prefix, 10, 256, 40),
-        ("prefix-nofilter", BlockFormat::Prefix, 0, 4096, 8),
+    let none = Compression::None;
+    for (name, format, bloom, block_size, n, compression) in [
+        ("keyset-bloom", BlockFormat::KeySet, 10, 256, 40, none),
+        ("keyset-nofilter", BlockFormat::KeySet, 0, 512, 20, none),
+        ("keyset-empty", BlockFormat::KeySet, 10, 4096, 0, none),
+        ("prefix-bloom", BlockFormat::Prefix, 10, 256, 40, none),
+        ("prefix-nofilter", BlockFormat::Prefix, 0, 4096, 8, none),
+        (
+            "keyset-lz4",
+            BlockFormat::KeySet,
+            10,
+            256,
+            40,
+            Compression::Lz4,
+        ),
+        (
+            "prefix-zstd",
+            BlockFormat::Prefix,
+            0,
+            512,
+            40,
+            Compression::Zstd,
+        ),
     ] {
         let opts = TableBuilderOptions {
             block_size,
             block_format: format,
             restart_interval: 4,
             bloom_bits_per_key: bloom,
+            compression,
+            zstd_level: 3,
         };
         s.push(("sst_table", format!("seed-sst-{name}"), table_seed(opts, n)));
     }
@@ -767,6 +787,20 @@ mod tests {
                 _ => false,
             };
             assert!(ok, "seed {name} of {target} does not decode");
+        }
+    }
+
+    #[test]
+    fn compressed_seeds_hold_compressed_blocks() {
+        for (target, name, bytes) in seed_corpus() {
+            if target != "sst_table" || !(name.contains("lz4") || name.contains("zstd")) {
+                continue;
+            }
+            let len = bytes.len() as u64;
+            let t = TableReader::open(Arc::new(BytesFile(bytes)), len, 0, None).unwrap();
+            let p = t.properties();
+            assert_ne!(p.compression, Compression::None, "{name}");
+            assert!(p.num_compressed_blocks > 0, "{name}: no block compressed");
         }
     }
 

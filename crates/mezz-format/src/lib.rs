@@ -1,8 +1,8 @@
 //! Pure encodings of Mezzanine's persisted and in-memory structures.
 //!
 //! Owns: little-endian coding, checksums, the internal key, the unified KeySet block
-//! (JigsawDB) and LevelDB's prefix-compressed block, bloom filters, the SST builder and
-//! reader, and the log framing shared by the WAL and the MANIFEST.
+//! (JigsawDB) and LevelDB's prefix-compressed block, bloom filters, block compression (LZ4,
+//! Zstd), the SST builder and reader, and the log framing shared by the WAL and the MANIFEST.
 //!
 //! Layering: this crate knows nothing of versions, levels, compaction or the engine's
 //! options. It depends on `mezz-env` only for file handles. Every decoder returns a typed
@@ -14,6 +14,7 @@
 pub mod block;
 pub mod checksum;
 pub mod coding;
+pub mod compress;
 pub mod error;
 pub mod filter;
 #[doc(hidden)]

@@ -52,6 +52,22 @@ fn every_target_has_its_seeds() {
     }
 }
 
+/// The uncompressed table seeds were written before tables could be compressed: a table
+/// written without compression must still be the same bytes.
+#[test]
+fn uncompressed_table_seeds_are_unchanged() {
+    let mut n = 0;
+    for (target, name, bytes) in fuzzing::seed_corpus() {
+        if target != "sst_table" || name.contains("lz4") || name.contains("zstd") {
+            continue;
+        }
+        let on_disk = std::fs::read(corpus_dir(target).join(&name)).unwrap();
+        assert!(on_disk == bytes, "seed {name}: the writer's bytes changed");
+        n += 1;
+    }
+    assert!(n >= 5);
+}
+
 #[test]
 #[ignore = "rewrites the seed files under fuzz/corpus"]
 fn generate_fuzz_seeds() {

@@ -349,11 +349,10 @@ impl PyDb {
         if let Some(p) = preset {
             opts.set("preset", &p).map_err(to_py)?;
         }
-        if !matches!(compression.as_deref(), None | Some("snappy")) {
-            return Err(InvalidArgumentError::new_err(format!(
-                "unsupported compression {compression:?} (blocks are stored uncompressed; \
-                 'snappy' and None are accepted for plyvel compatibility)"
-            )));
+        // plyvel's default 'snappy' (and None) leave the engine's `compression` as it is;
+        // anything else is the engine's option (`lz4`, `zstd`, or one per level).
+        if let Some(c) = compression.as_deref().filter(|c| *c != "snappy") {
+            opts.set("compression", c).map_err(to_py)?;
         }
         opts.create_if_missing = create_if_missing;
         opts.error_if_exists = error_if_exists;

@@ -10,7 +10,9 @@
 //!
 //! Thread-safety: plain data.
 
-use mezzanine::options::{NvmMemtable, NvmTableMethod, NvmTiering, PersistMode, SimNvm};
+use mezzanine::options::{
+    Compression, LevelCompression, NvmMemtable, NvmTableMethod, NvmTiering, PersistMode, SimNvm,
+};
 use mezzanine::{BlockFormat, Options, PlacementPolicy, Preset};
 
 /// Where the simulated NVM pool of a test database lives.
@@ -112,6 +114,12 @@ const VARIATIONS: &[Variation] = &[
     ("no-cache", |o| {
         tiny_sst(o);
         o.block_cache_capacity = 0;
+    }),
+    ("compressed", |o| {
+        // LZ4 for flushes (L0), Zstd for compaction outputs; blocks that do not shrink
+        // enough stay raw, so tables mix both kinds.
+        tiny_sst(o);
+        o.compression = LevelCompression::per_level(vec![Compression::Lz4, Compression::Zstd]);
     }),
     ("one-background-job", |o| {
         tiny_memtable(o);
@@ -309,6 +317,15 @@ mod tests {
         }
         tiny_options(Preset::ALL[0]).validate().unwrap();
         assert!(sets.find("leveldb/block-256").is_some());
+        for &p in Preset::ALL {
+            let c = &sets
+                .find(&format!("{}/compressed", p.name()))
+                .unwrap()
+                .options
+                .compression;
+            assert_eq!(c.for_level(0), Compression::Lz4);
+            assert_eq!(c.for_level(3), Compression::Zstd);
+        }
         let both = sets.both_modes();
         assert_eq!(both.len(), 2 * sets.len());
         assert!(

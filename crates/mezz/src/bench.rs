@@ -6,7 +6,9 @@
 //! given to every comparator (defaults 64 MiB, 8 MiB, 10, none: the `leveldb` preset's
 //! values); Mezzanine gets them as option overrides (`write_buffer_size`,
 //! `block_cache_capacity`, `bloom_bits_per_key`, `nvm_dir`) only when they are given, so a
-//! preset keeps its own values otherwise; `--opt` overrides everything.
+//! preset keeps its own values otherwise; `--opt` overrides everything. `--compress` turns
+//! on each engine's fast block codec: Mezzanine `compression=lz4`, RocksDB LZ4, LevelDB
+//! Snappy, fjall LZ4.
 
 use std::path::{Path, PathBuf};
 
@@ -111,6 +113,11 @@ struct BenchArgs {
     /// Bloom filter bits per key of every engine. Default: 10 (Mezzanine: its preset's).
     #[arg(long)]
     bloom_bits: Option<u32>,
+    /// Compress data blocks in every engine with its fast codec: Mezzanine LZ4 on every
+    /// level (the option `compression=lz4`; `--opt compression=...` still overrides),
+    /// RocksDB LZ4, LevelDB Snappy, fjall LZ4. Default: no engine compresses.
+    #[arg(long)]
+    compress: bool,
     /// Emulated NVM directory (e.g. under /dev/shm) for engines with an NVM tier or "-nvm"
     /// variants; each engine and sweep point gets a fresh subdirectory when several run.
     /// Default: a temporary directory on /dev/shm (else the system's temporary directory),
@@ -182,6 +189,7 @@ impl BenchArgs {
             bloom_bits: self.bloom_bits.unwrap_or(d.bloom_bits),
             nvm_dir: nvm.map(Path::to_path_buf),
             sync: self.sync,
+            compress: self.compress,
         })
     }
 
@@ -201,6 +209,9 @@ impl BenchArgs {
         }
         if let Some(v) = self.bloom_bits {
             knobs.push(("bloom_bits_per_key", v.to_string()));
+        }
+        if self.compress {
+            knobs.push(("compression", "lz4".into()));
         }
         let nvm_text = nvm.map(|p| p.display().to_string());
         if let Some(p) = &nvm_text {

@@ -4,8 +4,9 @@
 //! Configuration (listed by `config_json`): the keyspace's `max_memtable_size` is the
 //! setup's `write_buffer_size`, the database's block cache is `block_cache_bytes`, data
 //! blocks have a bloom filter of `bloom_bits` bits per key on every level, and nothing is
-//! compressed (the crate is built without its `lz4` feature; blocks and journal are set to
-//! `CompressionType::None` explicitly). Durability: fjall writes every insert or remove
+//! compressed (blocks and journal are set to `CompressionType::None` explicitly) unless
+//! `EngineSetup::compress` asks for LZ4 data blocks on every level (the crate's `lz4`
+//! feature; index blocks and journal stay uncompressed, as Mezzanine's index). Durability: fjall writes every insert or remove
 //! into its journal and hands it to the operating system before returning (its default,
 //! `manual_journal_persist = false`: like an unsynced RocksDB or LevelDB write, a process
 //! crash loses nothing, a machine crash may lose the tail). A `sync` write is followed by
@@ -74,7 +75,11 @@ impl FjallFactory {
         KeyspaceCreateOptions::default()
             .max_memtable_size(self.setup.write_buffer_size as u64)
             .filter_policy(filter)
-            .data_block_compression_policy(CompressionPolicy::all(CompressionType::None))
+            .data_block_compression_policy(CompressionPolicy::all(if self.setup.compress {
+                CompressionType::Lz4
+            } else {
+                CompressionType::None
+            }))
             .index_block_compression_policy(CompressionPolicy::all(CompressionType::None))
     }
 }
@@ -92,7 +97,11 @@ impl EngineFactory for FjallFactory {
             "max_memtable_size": s.write_buffer_size,
             "cache_size": s.block_cache_bytes,
             "bloom_bits_per_key": s.bloom_bits,
-            "compression": "none (blocks and journal)",
+            "compression": if s.compress {
+                "lz4 data blocks (index blocks and journal: none)"
+            } else {
+                "none (blocks and journal)"
+            },
             "manual_journal_persist": false,
             "sync": s.sync,
             "sync_method": "persist(SyncData) after the write",

@@ -14,7 +14,8 @@
 //!
 //! Configuration (listed by `config_json`): `write_buffer_size`, an LRU block cache of
 //! `block_cache_bytes`, a bloom filter of `bloom_bits` bits per key, **no compression** (to
-//! match Mezzanine), `create_if_missing`; `sync` writes use `leveldb_writeoptions_set_sync`.
+//! match Mezzanine's default; Snappy, LevelDB's only codec, with `EngineSetup::compress`),
+//! `create_if_missing`; `sync` writes use `leveldb_writeoptions_set_sync`.
 //! The `leveldb-nvm` variant opens the whole database (WAL, SSTs, MANIFEST) in a directory
 //! under the NVM path, recorded in the marker file that is then the only file in `dir`.
 //!
@@ -156,6 +157,8 @@ mod ffi {
 
 /// `leveldb_no_compression` in `c.h`.
 const NO_COMPRESSION: c_int = 0;
+/// `leveldb_snappy_compression` in `c.h` (a library built without Snappy stores blocks raw).
+const SNAPPY_COMPRESSION: c_int = 1;
 /// LevelDB 1.23's `kL0_CompactionTrigger`.
 const L0_COMPACTION_TRIGGER: usize = 4;
 /// LevelDB 1.23's `kNumLevels`.
@@ -221,7 +224,7 @@ impl EngineFactory for LevelDbFactory {
             "block_cache": "lru",
             "block_cache_bytes": s.block_cache_bytes,
             "bloom_bits_per_key": s.bloom_bits,
-            "compression": "none",
+            "compression": if s.compress { "snappy" } else { "none" },
             "create_if_missing": true,
             "sync": s.sync,
         });
@@ -353,7 +356,14 @@ impl Handles {
             if let Some(f) = h.filter {
                 ffi::leveldb_options_set_filter_policy(o, f.as_ptr());
             }
-            ffi::leveldb_options_set_compression(o, NO_COMPRESSION);
+            ffi::leveldb_options_set_compression(
+                o,
+                if s.compress {
+                    SNAPPY_COMPRESSION
+                } else {
+                    NO_COMPRESSION
+                },
+            );
             ffi::leveldb_writeoptions_set_sync(h.write_sync.as_ptr(), 1);
             ffi::leveldb_writeoptions_set_sync(h.write_default.as_ptr(), u8::from(s.sync));
         }

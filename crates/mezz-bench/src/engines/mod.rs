@@ -42,6 +42,11 @@ pub struct EngineSetup {
     /// Whether every write syncs its log (the harness also passes `sync` per write; an
     /// engine syncs when either asks).
     pub sync: bool,
+    /// Compress data blocks with each engine's fast codec: RocksDB LZ4 (every level,
+    /// bottommost included), LevelDB Snappy (the only codec LevelDB 1.23 has), fjall LZ4
+    /// (data blocks). Mezzanine is not built from this: `mezz bench --compress` gives it
+    /// `compression=lz4`. Default: false (no engine compresses).
+    pub compress: bool,
 }
 
 impl Default for EngineSetup {
@@ -52,6 +57,7 @@ impl Default for EngineSetup {
             bloom_bits: 10,
             nvm_dir: None,
             sync: false,
+            compress: false,
         }
     }
 }

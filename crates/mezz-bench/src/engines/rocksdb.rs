@@ -9,7 +9,8 @@
 //! `LOG`.
 //!
 //! Configuration (the same for every run, listed by `config_json`): `write_buffer_size`,
-//! a block-based table with an LRU block cache and a bloom filter, no compression,
+//! a block-based table with an LRU block cache and a bloom filter, no compression (LZ4 on
+//! every level, bottommost included, with `EngineSetup::compress`),
 //! `max_background_jobs = 2`, `max_bytes_for_level_base` = 256 MiB (RocksDB's default),
 //! `level_compaction_dynamic_level_bytes` left at its default (off in 7.x), statistics on.
 //! The `rocksdb-l0-nvm` variant puts the WAL in `<nvm>/wal` and gives `db_paths` two
@@ -119,8 +120,13 @@ impl RocksDbFactory {
         o.set_write_buffer_size(s.write_buffer_size);
         o.set_max_background_jobs(MAX_BACKGROUND_JOBS);
         o.set_max_bytes_for_level_base(MAX_BYTES_FOR_LEVEL_BASE);
-        o.set_compression_type(DBCompressionType::None);
-        o.set_bottommost_compression_type(DBCompressionType::None);
+        let compression = if s.compress {
+            DBCompressionType::Lz4
+        } else {
+            DBCompressionType::None
+        };
+        o.set_compression_type(compression);
+        o.set_bottommost_compression_type(compression);
         o.enable_statistics();
         let mut t = BlockBasedOptions::default();
         let cache = Cache::new_lru_cache(s.block_cache_bytes)
@@ -168,7 +174,7 @@ impl EngineFactory for RocksDbFactory {
             "block_cache": "lru",
             "block_cache_bytes": s.block_cache_bytes,
             "bloom_bits_per_key": s.bloom_bits,
-            "compression": "none",
+            "compression": if s.compress { "lz4 (also bottommost)" } else { "none" },
             "max_background_jobs": MAX_BACKGROUND_JOBS,
             "max_bytes_for_level_base": MAX_BYTES_FOR_LEVEL_BASE,
             "level_compaction_dynamic_level_bytes": "default (false)",

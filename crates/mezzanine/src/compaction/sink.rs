@@ -82,14 +82,17 @@ pub trait TableSink {
     fn abandon(&mut self);
 }
 
-/// The table-builder options the engine's options ask for.
+/// The table-builder options the engine's options ask for, for a table of `level` (its
+/// compression is the level's).
 #[must_use]
-pub fn table_builder_options(opts: &Options) -> TableBuilderOptions {
+pub fn table_builder_options(opts: &Options, level: usize) -> TableBuilderOptions {
     TableBuilderOptions {
         block_size: opts.block_size,
         block_format: opts.block_format,
         restart_interval: opts.block_restart_interval,
         bloom_bits_per_key: opts.bloom_bits_per_key,
+        compression: opts.compression.for_level(level),
+        zstd_level: i32::try_from(opts.zstd_level).unwrap_or(i32::MAX),
     }
 }
 
@@ -135,7 +138,7 @@ impl<'a> SstSink<'a> {
     ) -> Self {
         Self {
             storage,
-            builder_options: table_builder_options(opts),
+            builder_options: table_builder_options(opts, output_level),
             new_file_number,
             placement,
             output_level,

@@ -30,17 +30,18 @@ use std::sync::Arc;
 
 use mezz_env::{FileSystem, PosixFs};
 pub use mezz_format::block::BlockFormat;
+pub use mezz_format::compress::Compression;
 pub use mezz_pmem::{PersistMode, SimNvm};
 
 use self::declare::{count_serialised, serialised_names};
-use self::parse::{Codec, Dir, Dirs, Flag, Float, Name, Size, Tiering};
+use self::parse::{Codec, Dir, Dirs, Flag, Float, Name, PerLevel, Size, Tiering};
 use self::text::unknown_option;
 use crate::error::{Error, Result};
 pub use crate::placement::PlacementPolicy;
 
 pub use self::presets::Preset;
 pub use self::read_write::{ReadOptions, Snapshot, WriteOptions};
-pub use self::values::{NvmMemtable, NvmTableMethod, NvmTiering, RecoveryMode};
+pub use self::values::{LevelCompression, NvmMemtable, NvmTableMethod, NvmTiering, RecoveryMode};
 
 /// The most levels a database can have (`num_levels`).
 pub const MAX_NUM_LEVELS: usize = 32;
@@ -99,6 +100,18 @@ declare_options! {
         /// Bloom filter bits per key (0 disables filters). Default: 10.
         bloom_bits_per_key: u32 = 10, Size,
             check |v| *v <= 64, "{v} > 64";
+        /// Compression of SST data blocks, per level: `none`, `lz4` or `zstd` for every
+        /// level, or a comma-separated list with one entry per level from L0, the last
+        /// entry repeating for deeper levels (e.g. `none,none,lz4,lz4,zstd`). A block is
+        /// stored compressed only if that saves at least 12.5 %; index, filter and
+        /// properties blocks are never compressed. Tables in the NVM tier (memtables, WALs)
+        /// are not SSTs and are never compressed. Default: `none` (tables are written as
+        /// without compression).
+        compression: LevelCompression = LevelCompression::none(), PerLevel;
+        /// Zstd compression level for levels whose `compression` is `zstd` (1 fastest ..=
+        /// 22 smallest). Default: 3, the library's default.
+        zstd_level: u32 = 3, Size,
+            check |v| (1..=22).contains(v), "{v} not in 1..=22";
         /// Capacity of the block cache in bytes (0 disables it). Default: 8 MiB.
         block_cache_capacity: usize = 8 * MIB, Size;
         /// Number of open tables kept in the table cache. Default: 1000.

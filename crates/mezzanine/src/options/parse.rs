@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use super::{
-    BlockFormat, NvmMemtable, NvmTableMethod, NvmTiering, PersistMode, PlacementPolicy, Preset,
-    RecoveryMode,
+    BlockFormat, Compression, LevelCompression, NvmMemtable, NvmTableMethod, NvmTiering,
+    PersistMode, PlacementPolicy, Preset, RecoveryMode,
 };
 use crate::error::{Error, Result};
 
@@ -73,6 +73,10 @@ impl Codec<NvmTiering> for Tiering {
         }
     }
 }
+
+/// A compression per level: codec names (`none`, `lz4`, `zstd`), comma-separated, the last
+/// one for every deeper level.
+pub(super) enum PerLevel {}
 
 impl Codec<bool> for Flag {
     fn print(value: &bool) -> String {
@@ -145,6 +149,27 @@ impl<T: Named> Codec<T> for Name {
     }
     fn parse(name: &str, text: &str) -> Result<T> {
         T::from_name(name, text)
+    }
+}
+
+impl Codec<LevelCompression> for PerLevel {
+    fn print(value: &LevelCompression) -> String {
+        value.to_string()
+    }
+    fn parse(name: &str, text: &str) -> Result<LevelCompression> {
+        let levels = text
+            .split(',')
+            .map(|part| {
+                let part = part.trim();
+                Compression::from_name(part).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{name}: unknown compression {part:?} in {text:?} (none|lz4|zstd, \
+                         comma-separated per level)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LevelCompression::per_level(levels))
     }
 }
 

@@ -25,6 +25,12 @@ fn changed() -> Options {
         block_format: BlockFormat::Prefix,
         block_restart_interval: 8,
         bloom_bits_per_key: 12,
+        compression: LevelCompression::per_level(vec![
+            Compression::None,
+            Compression::Lz4,
+            Compression::Zstd,
+        ]),
+        zstd_level: 9,
         block_cache_capacity: 0,
         max_open_files: 500,
         target_file_size: 32 << 20,
@@ -185,6 +191,9 @@ fn bad_values_name_the_option_and_the_value() {
         ("block_format", "columnar"),
         ("nvm_persistence", "tape"),
         ("nvm_memtable", "sideways"),
+        ("compression", "snappy"),
+        ("compression", "lz4,,zstd"),
+        ("zstd_level", "high"),
     ] {
         let mut o = Options::default();
         match o.set(name, value) {
@@ -229,6 +238,8 @@ fn table_checks_name_their_field() {
             "max_bytes_for_level_multiplier NaN not in 2..=1000",
         ),
         ("delayed_write_rate", "0", "delayed_write_rate must be > 0"),
+        ("zstd_level", "0", "zstd_level 0 not in 1..=22"),
+        ("zstd_level", "23", "zstd_level 23 not in 1..=22"),
     ] {
         let mut o = Options::default();
         o.set(name, value).unwrap();
@@ -267,6 +278,46 @@ fn set_parses_sizes_and_rejects_junk() {
     assert!(o.set("write_buffer_size", "lots").is_err());
     assert!(o.set("no_such_option", "1").is_err());
     assert!(o.set("preset", "nope").is_err());
+}
+
+#[test]
+fn compression_is_per_level_with_the_last_entry_repeating() {
+    let mut o = Options::default();
+    assert_eq!(o.compression, LevelCompression::none());
+    assert_eq!(o.get("compression").as_deref(), Some("none"));
+    for level in 0..MAX_NUM_LEVELS {
+        assert_eq!(o.compression.for_level(level), Compression::None);
+    }
+    o.set("compression", "lz4").unwrap();
+    assert_eq!(o.compression.for_level(0), Compression::Lz4);
+    assert_eq!(o.compression.for_level(6), Compression::Lz4);
+    o.set("compression", " none, none ,lz4,lz4,zstd ").unwrap();
+    assert_eq!(
+        o.get("compression").as_deref(),
+        Some("none,none,lz4,lz4,zstd")
+    );
+    let want = [
+        Compression::None,
+        Compression::None,
+        Compression::Lz4,
+        Compression::Lz4,
+        Compression::Zstd,
+        Compression::Zstd,
+        Compression::Zstd,
+    ];
+    for (level, c) in want.iter().enumerate() {
+        assert_eq!(o.compression.for_level(level), *c, "level {level}");
+    }
+    assert_eq!(o.compression.for_level(100), Compression::Zstd);
+    o.validate().unwrap();
+    // More entries than levels is a mistake.
+    o.set("compression", "none,lz4,lz4,lz4,lz4,lz4,lz4,zstd")
+        .unwrap();
+    let e = o.validate().unwrap_err();
+    assert!(e.to_string().contains("compression lists 8 levels"), "{e}");
+    o.set("num_levels", "8").unwrap();
+    o.validate().unwrap();
+    assert!(o.set("compression", "").is_err());
 }
 
 #[test]

@@ -27,6 +27,14 @@ impl Options {
         if self.level0_stop_trigger < self.level0_slowdown_trigger {
             return bad("level0_stop_trigger must be >= level0_slowdown_trigger".into());
         }
+        if self.compression.levels().len() > self.num_levels {
+            return bad(format!(
+                "compression lists {} levels ({}) but num_levels is {}",
+                self.compression.levels().len(),
+                self.compression,
+                self.num_levels
+            ));
+        }
         if self.hard_pending_compaction_bytes < self.soft_pending_compaction_bytes {
             return bad(
                 "hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes".into(),
