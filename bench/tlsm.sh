@@ -8,7 +8,9 @@
 #                       entries (16 B keys, 100 B values, 4 MiB memtable as in the paper)
 #                       for tlsm with each method (ps, ps+bac, ps+bac+pb; every level in
 #                       NVM: nvm_tiering=none), `leveldb-nvm` (the leveldb preset with its
-#                       whole database on the NVM file system) and `leveldb` (the preset on
+#                       whole database on the NVM file system), `leveldb-nvm prefix` (the
+#                       same with LevelDB's prefix-compressed blocks instead of the unified
+#                       KeySet format) and `leveldb` (the preset on
 #                       the disk). tlsm and leveldb-nvm keep their database directories (WAL,
 #                       manifest) on /dev/shm too. Stall seconds and compaction bytes come
 #                       from the same runs.
@@ -73,6 +75,7 @@ for n in $((1000000 / scale)) $((2000000 / scale)) $((4000000 / scale)); do
       --num $n --reads $((n / 5)) --benchmarks fillrandom,readrandom
   done
   run "leveldb-nvm n=$n" "$f" "${ldb_nvm[@]}" "${small[@]}" --num $n --reads $((n / 5)) --benchmarks fillrandom,readrandom
+  run "leveldb-nvm prefix n=$n" "$f" "${ldb_nvm[@]}" --opt block_format=prefix "${small[@]}" --num $n --reads $((n / 5)) --benchmarks fillrandom,readrandom
   run "leveldb n=$n" "$f" "${ldb[@]}" "${small[@]}" --num $n --reads $((n / 5)) --benchmarks fillrandom,readrandom
 done
 
