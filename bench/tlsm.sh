@@ -109,8 +109,8 @@ run "leveldb ycsb" "$out/ycsb.jsonl" "${ldb[@]}" "${ycsb[@]}"
 # Reopen: recovery maps NVM tables; it reads no entry of them. Timed with and without
 # pre-faulting the pool (nvm_prefault touches every page of it when opening).
 n=$((2000000 / scale))
-run "tlsm reopen" "$out/reopen.jsonl" "${tlsm_all_nvm[@]}" --opt nvm_prefault=false "${small[@]}" --num $n --benchmarks fillrandom,reopen
-run "tlsm reopen, prefault" "$out/reopen.jsonl" "${tlsm_all_nvm[@]}" "${small[@]}" --num $n --benchmarks fillrandom,reopen
+run "tlsm reopen" "$out/reopen.jsonl" "${tlsm_all_nvm[@]}" "${small[@]}" --num $n --benchmarks fillrandom,reopen
+run "tlsm reopen, prefault" "$out/reopen.jsonl" "${tlsm_all_nvm[@]}" --opt nvm_prefault=true "${small[@]}" --num $n --benchmarks fillrandom,reopen
 run "leveldb-nvm reopen" "$out/reopen.jsonl" "${ldb_nvm[@]}" "${small[@]}" --num $n --benchmarks fillrandom,reopen
 
 python3 bench/tlsm_summary.py "$out" > "$out/summary.md"

@@ -24,7 +24,8 @@ pub enum Preset {
     /// the upper levels write NVM tables (a persistent buffer filled by one bulk copy, a
     /// persistent skip list of pointers over it; compactions between NVM levels only write
     /// pointers), and the table that has stayed in NVM longest moves to an SST file when NVM
-    /// tables fill 3/4 of the pool (`nvm_tiering = lru`). Needs `nvm_dir`.
+    /// tables fill 3/4 of the pool (`nvm_tiering = lru`). The pool is not pre-faulted
+    /// (`nvm_prefault = false`): only background jobs write it. Needs `nvm_dir`.
     Tlsm,
 }
 
@@ -88,9 +89,12 @@ impl Options {
                 nvm_memtable: NvmMemtable::Mutable,
                 ..Self::leveldb()
             },
+            // Only background jobs write NVM tables, so the pool is not pre-faulted (a
+            // first touch costs a flush what a new file's pages cost an SST write).
             Preset::Tlsm => Self {
                 preset,
                 nvm_tiering: NvmTiering::Lru(0),
+                nvm_prefault: false,
                 ..Self::leveldb()
             },
         }
