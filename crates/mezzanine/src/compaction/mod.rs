@@ -5,12 +5,17 @@
 //! - [`policy`]: the [`CompactionPolicy`] trait, [`CompactionPlan`], the [`Claims`] of
 //!   running jobs (jobs claim tables and key ranges, not whole levels) and
 //!   [`WritePressure`] (the stall triggers are the policy's).
-//! - [`leveled`]: [`LeveledPolicy`], the planner every preset uses today (pure functions of
-//!   a version and the options).
+//! - [`leveled`]: [`LeveledPolicy`], the planner of the SST levels (pure functions of a
+//!   version and the options).
+//! - [`tiering`]: [`tiering::TieredPolicy`], TLSM's tiering on top of it (moves of NVM
+//!   tables to SSD, reclamation of mostly dead NVM objects, which levels are NVM tables).
+//! - [`column`](mod@column): MatrixKV's column planner (a pure function; not yet used by a policy).
 //! - [`executor`]: runs a plan (trivial move or merge) into a table sink; the merge loop
 //!   is shared by every sink.
 //! - [`sink`]: the [`TableSink`] trait (flush and compaction outputs), [`SstSink`] and
 //!   [`write_table`]; which directory a new SST goes to is `crate::placement`'s.
+//! - [`nvm_sink`]: [`nvm_sink::NvmSink`], outputs written as NVM tables (pointing at their
+//!   inputs' entries where the method allows).
 //!
 //! Thread-safety: policies are pure and shared; each running job has its own executor and
 //! sink.

@@ -499,13 +499,14 @@ impl Storage {
     }
 
     /// Checks that every table of `version` is somewhere this storage can reach: an SST in
-    /// a configured directory, or (once NVM tables exist) an NVM object the version lists.
-    /// Open runs it, so a mismatch is refused up front instead of failing reads later.
+    /// a configured directory, or an NVM table whose objects (its own and every one its
+    /// entries live in) the version lists. Open runs it, so a mismatch is refused up front
+    /// instead of failing reads later.
     ///
     /// # Errors
     /// `InvalidArgument` for a table in a directory index the options do not configure, or
-    /// in NVM (this build reads no NVM tables); `Corruption` for a table in an NVM object the
-    /// version does not list.
+    /// in NVM without an NVM tier; `Corruption` for a table in (or pointing into) an NVM
+    /// object the version does not list.
     pub fn check_locations(&self, version: &Version) -> Result<()> {
         for (level, t) in version.all_tables() {
             match t.location {

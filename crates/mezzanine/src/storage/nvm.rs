@@ -1,6 +1,6 @@
 //! The NVM tier of one open database: its pool and the extents (objects) the engine keeps
-//! in it (WALs on NVM, NoveLSM's persistent skip-list memtables; NVM tables and matrix rows
-//! later).
+//! in it (WALs on NVM, NoveLSM's persistent skip-list memtables, TLSM's NVM tables and
+//! their buffers; matrix rows later).
 //!
 //! Owns: [`NvmTier`] (the pool file under `Options::nvm_dir`, its allocator, the
 //! persistence mode), [`NvmObject`] (one extent as the manifest records it) and

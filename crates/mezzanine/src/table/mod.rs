@@ -2,10 +2,11 @@
 //!
 //! Owns: [`TableMeta`] (what the version set records about a table: identity, tier,
 //! location, key range, sequence range, size) and the [`Table`] trait (point lookup,
-//! iterator, verification). Reads and compaction reach every table — an SST file today, NVM
-//! tables and matrix rows later — only through `Table`, so a new tier plugs in without
-//! touching them. Submodules: `sst` (SST files, the block cache) and `cache` (the table
-//! cache, keyed by location, which opens each kind of table through the storage layer).
+//! iterator, verification). Reads and compaction reach every table — SST files, NVM tables
+//! (TLSM), matrix rows later — only through `Table`, so a new tier plugs in without
+//! touching them. Submodules: `sst` (SST files, the block cache), `nvm` (NVM tables: skip
+//! lists in the NVM pool pointing at KeySet entries) and `cache` (the table cache, keyed by
+//! location, which opens each kind of table through the storage layer).
 //!
 //! Thread-safety: `Table` objects are shared (`Arc<dyn Table>`) and used from many threads.
 
