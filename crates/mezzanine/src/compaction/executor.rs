@@ -124,16 +124,13 @@ pub fn trivial_move_edit(plan: &CompactionPlan) -> VersionEdit {
     edit
 }
 
-/// Runs a (non-trivial) compaction: merges the inputs, drops what no reader can see, and
-/// writes output tables of about `target_file_size`, cut only between user keys.
-///
-/// # Errors
-/// Corruption / I/O errors from inputs or outputs; output files written so far are removed.
-pub fn run_compaction(
+/// One iterator over every input of `plan`, in internal-key order (not filling the block
+/// cache).
+fn input_iterator(
     ctx: &CompactionContext<'_>,
     version: &Version,
     plan: &CompactionPlan,
-) -> Result<CompactionResult> {
+) -> Result<Box<dyn InternalIterator>> {
     let ropts = TableReadOptions {
         fill_cache: false,
         verify_checksums: ctx.opts.paranoid_checks,
@@ -145,7 +142,20 @@ pub fn run_compaction(
     {
         children.push(run_iterator(run, ctx.table_cache, ropts)?);
     }
-    let mut iter = merging_iterator(children);
+    Ok(merging_iterator(children))
+}
+
+/// Runs a (non-trivial) compaction: merges the inputs, drops what no reader can see, and
+/// writes output tables of about `target_file_size`, cut only between user keys.
+///
+/// # Errors
+/// Corruption / I/O errors from inputs or outputs; output files written so far are removed.
+pub fn run_compaction(
+    ctx: &CompactionContext<'_>,
+    version: &Version,
+    plan: &CompactionPlan,
+) -> Result<CompactionResult> {
+    let mut iter = input_iterator(ctx, version, plan)?;
     let copy = matches!(
         plan.reason,
         CompactionReason::TierMove | CompactionReason::NvmGc
@@ -189,18 +199,7 @@ pub fn resume_compaction(
     plan: &CompactionPlan,
     kept: Vec<WrittenTable>,
 ) -> Result<CompactionResult> {
-    let ropts = TableReadOptions {
-        fill_cache: false,
-        verify_checksums: ctx.opts.paranoid_checks,
-    };
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    for run in version
-        .runs_of(plan.level, &plan.inputs)
-        .chain(version.runs_of(plan.output_level, &plan.next_inputs))
-    {
-        children.push(run_iterator(run, ctx.table_cache, ropts)?);
-    }
-    let mut iter = merging_iterator(children);
+    let mut iter = input_iterator(ctx, version, plan)?;
     let last = kept.last().map(|w| w.meta.largest.clone());
     let more = with_sink(ctx, version, plan, Tier::Nvm, |sink| {
         merge_into(ctx, version, plan, iter.as_mut(), sink, last.as_deref())
