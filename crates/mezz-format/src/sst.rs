@@ -42,7 +42,9 @@ use std::time::Instant;
 
 use mezz_env::{RandomAccessFile, WritableFile};
 
-use crate::block::{Block, BlockBuilder, BlockFormat, BlockIter, IndexKind, KeySetWriter};
+use crate::block::{
+    Block, BlockBuilder, BlockFormat, BlockIter, IndexKind, KeySetRef, KeySetWriter,
+};
 use crate::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::coding::{Decoder, get_fixed32, get_fixed64, put_length_prefixed, put_varint64};
 pub use crate::compress::Compression;
@@ -355,6 +357,10 @@ fn successor(key: &[u8], out: &mut Vec<u8>) {
 /// Thread-safety: single owner.
 #[derive(Debug)]
 pub struct TableBuilder {
+    /// Bytes of blocks added whole (`add_keyset_block`).
+    copied_block_bytes: u64,
+    /// Reused buffer for the contents of the block being written.
+    block_buf: Vec<u8>,
     file: Box<dyn WritableFile>,
     opts: TableBuilderOptions,
     data_block: BlockBuilder,
@@ -395,6 +401,8 @@ impl TableBuilder {
                 ..TableProperties::empty(opts.block_format)
             },
             encode_nanos: 0,
+            copied_block_bytes: 0,
+            block_buf: Vec::new(),
             compressor: BlockCompressor::new(opts.compression, opts.zstd_level),
             compress_nanos: 0,
             failed: false,
@@ -479,13 +487,102 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Adds a whole KeySet run (the contents of an SST data block, e.g. a block of an NVM
+    /// table's persistent buffer) as one data block, copied as it is: no entry is decoded
+    /// or re-encoded, only its keys are read for the filter, the properties and the index.
+    /// Returns `false` (nothing done) when the table's blocks are not KeySet blocks; the
+    /// caller then adds the entries one by one.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a run that is not a valid ValueRef KeySet run, whose keys are
+    /// not internal keys or not above every key added so far; I/O errors.
+    pub fn add_keyset_block(&mut self, contents: &[u8]) -> Result<bool> {
+        if self.failed {
+            return Err(Error::InvalidArgument(
+                "table builder: an earlier write failed".into(),
+            ));
+        }
+        if self.opts.block_format != BlockFormat::KeySet {
+            return Ok(false);
+        }
+        let run = KeySetRef::parse(contents, 0)
+            .map_err(|e| Error::InvalidArgument(format!("table builder: copied block: {e}")))?;
+        if run.index_kind() != IndexKind::ValueRef || run.num_entries() == 0 {
+            return Err(Error::InvalidArgument(
+                "table builder: a copied block must hold entries with their values".into(),
+            ));
+        }
+        self.flush_data_block()?;
+        for i in 0..run.num_entries() {
+            let (Some(ikey), Some(value)) = (run.key(i), run.value(i)) else {
+                return Err(Error::InvalidArgument(
+                    "table builder: copied block: unreadable entry".into(),
+                ));
+            };
+            let Some(parsed) = parse_internal_key(ikey) else {
+                return Err(Error::InvalidArgument(
+                    "table builder: copied block: not an internal key".into(),
+                ));
+            };
+            if self.props.num_entries > 0
+                && compare_internal_keys(&self.last_key, ikey) != Ordering::Less
+            {
+                return Err(Error::InvalidArgument(
+                    "table builder: copied block: keys not strictly increasing".into(),
+                ));
+            }
+            if let Some(h) = self.pending.take() {
+                separator(&self.last_key, ikey, &mut self.scratch);
+                self.index.add_with_value(&self.scratch, &h.encode());
+            }
+            if let Some(b) = &mut self.bloom {
+                b.add_key(parsed.user_key);
+            }
+            let p = &mut self.props;
+            if p.num_entries == 0 {
+                p.smallest_key = ikey.to_vec();
+            }
+            p.num_entries += 1;
+            if parsed.kind == ValueKind::Deletion {
+                p.num_deletions += 1;
+            }
+            p.raw_key_size += ikey.len() as u64;
+            p.raw_value_size += value.len() as u64;
+            p.smallest_seq = p.smallest_seq.min(parsed.seq);
+            p.largest_seq = p.largest_seq.max(parsed.seq);
+            self.last_key.clear();
+            self.last_key.extend_from_slice(ikey);
+        }
+        self.copied_block_bytes += contents.len() as u64;
+        self.store_block(contents)?;
+        Ok(true)
+    }
+
+    /// Bytes of data blocks added whole by [`TableBuilder::add_keyset_block`].
+    #[must_use]
+    pub fn copied_block_bytes(&self) -> u64 {
+        self.copied_block_bytes
+    }
+
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
             return Ok(());
         }
         let start = Instant::now();
-        let contents = self.data_block.finish();
+        // The block's bytes move to a reused buffer so `store_block` can borrow `self`.
+        let mut contents = std::mem::take(&mut self.block_buf);
+        contents.clear();
+        contents.extend_from_slice(self.data_block.finish());
         self.encode_nanos += start.elapsed().as_nanos() as u64;
+        self.data_block.reset();
+        let r = self.store_block(&contents);
+        self.block_buf = contents;
+        r
+    }
+
+    /// Writes the contents of a data block (compressed when that pays) and makes it the
+    /// pending index entry.
+    fn store_block(&mut self, contents: &[u8]) -> Result<()> {
         // Compression is timed apart from encoding, so the encode cost stays the cost of
         // building blocks.
         let (stored, block_type) = if self.compressor.kind() == Compression::None {
@@ -508,7 +605,6 @@ impl TableBuilder {
             Ok(h) => {
                 self.pending = Some(h);
                 self.props.num_data_blocks += 1;
-                self.data_block.reset();
                 Ok(())
             }
             Err(e) => self.fail(e),
@@ -1582,6 +1678,64 @@ mod tests {
         assert!(blocks > 0 && bytes_read > 0);
         assert_eq!((hits, misses), (0, 0), "no cache configured");
         props
+    }
+
+    /// Whole KeySet runs added as blocks (an NVM buffer's blocks moved to an SST) land in
+    /// the file byte for byte, mixed with entries added one by one; the table reads and
+    /// verifies as if built entry by entry.
+    #[test]
+    fn keyset_blocks_are_copied_whole() {
+        let e = entries(900, 11);
+        let mut runs = Vec::new();
+        for chunk in e[300..].chunks(150) {
+            let mut w = KeySetWriter::new(IndexKind::ValueRef);
+            for (k, v) in chunk {
+                w.add_with_value(k, v);
+            }
+            runs.push(w.finish().to_vec());
+        }
+        let buf = SharedBuf::default();
+        let mut b = TableBuilder::new(buf.writer(), TableBuilderOptions::default());
+        for (k, v) in &e[..300] {
+            b.add(k, v).unwrap();
+        }
+        for r in &runs {
+            assert!(b.add_keyset_block(r).unwrap());
+        }
+        // Out of order: refused, nothing added.
+        assert!(b.add_keyset_block(&runs[0]).is_err());
+        assert_eq!(
+            b.copied_block_bytes(),
+            runs.iter().map(|r| r.len() as u64).sum::<u64>()
+        );
+        let props = b.finish().unwrap();
+        assert_eq!(props.num_entries, 900);
+        let bytes = buf.bytes();
+        for r in &runs {
+            assert!(
+                bytes.windows(r.len()).any(|w| w == &r[..]),
+                "a copied run is not in the file"
+            );
+        }
+        let t = open(bytes, None).unwrap();
+        assert_eq!(t.verify().unwrap(), 900);
+        let mut it = t.iter(false);
+        it.seek_to_first();
+        for (k, v) in &e {
+            assert!(it.valid());
+            assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+            it.next();
+        }
+        assert!(!it.valid());
+        // Prefix tables take entries one by one.
+        let mut p = TableBuilder::new(
+            SharedBuf::default().writer(),
+            TableBuilderOptions {
+                block_format: BlockFormat::Prefix,
+                ..TableBuilderOptions::default()
+            },
+        );
+        assert!(!p.add_keyset_block(&runs[0]).unwrap());
     }
 
     #[test]

@@ -1173,6 +1173,31 @@ impl PTable {
         }
     }
 
+    /// The KeySet run `r` points into (its contents, checked against its frame's checksum)
+    /// and its number of entries: a block that can be copied whole.
+    ///
+    /// # Errors
+    /// `Corruption` for a reference outside the table's extents or a damaged block.
+    pub fn block_of(&self, r: EntryRef) -> Result<(&[u8], usize)> {
+        self.resolve(r)?;
+        check_frame(&self.region, r)?;
+        let contents = region_bytes(&self.region, r.block as usize, r.block_len as usize);
+        let n = KeySetRef::parse(contents, r.block)?.num_entries();
+        Ok((contents, n))
+    }
+
+    /// The entry `r` points at, checked against `r`'s checksum.
+    ///
+    /// # Errors
+    /// `Corruption` as for [`PTable::block_of`], or a checksum mismatch.
+    pub fn entry(&self, r: EntryRef) -> Result<(&[u8], &[u8])> {
+        let (k, v) = self.resolve(r)?;
+        if entry_crc(k, v) != r.crc {
+            return Err(corrupt(r.block, "NVM entry does not match its checksum"));
+        }
+        Ok((k, v))
+    }
+
     /// Every reference of the table, in order (for accounting and verification).
     ///
     /// # Errors

@@ -156,6 +156,10 @@ pub struct NvmTableStats {
     /// Compactions into NVM tables that a crash interrupted and the last open resumed
     /// after the outputs they had written.
     pub resumed_compactions: u64,
+    /// Bytes of data blocks that moves to SSD copied whole from persistent buffers.
+    pub moved_block_bytes: u64,
+    /// Bytes of data blocks that moves to SSD built entry by entry (encoded).
+    pub moved_encoded_bytes: u64,
 }
 
 impl Stats {
@@ -246,6 +250,8 @@ pub struct StatsCollector {
     pub nvm_tier_moves: AtomicU64,
     pub nvm_rewrites: AtomicU64,
     pub nvm_resumed_compactions: AtomicU64,
+    pub nvm_moved_block_bytes: AtomicU64,
+    pub nvm_moved_encoded_bytes: AtomicU64,
     pub l0_slowdown_micros: AtomicU64,
     pub l0_stop_micros: AtomicU64,
     pub memtable_stop_micros: AtomicU64,
@@ -404,13 +410,15 @@ impl std::fmt::Display for Stats {
             let n = &self.nvm_tables;
             writeln!(
                 f,
-                "NVM tables: {} objects, {} allocated, {} live ({:.1} %), {} moved to SSD, {} \
-                 rewritten",
+                "NVM tables: {} objects, {} allocated, {} live ({:.1} %), {} moved to SSD ({} of \
+                 blocks copied, {} encoded), {} rewritten",
                 n.objects,
                 fmt_bytes(n.allocated_bytes),
                 fmt_bytes(n.live_bytes),
                 100.0 * n.live_bytes as f64 / n.allocated_bytes.max(1) as f64,
                 n.tier_moves,
+                fmt_bytes(n.moved_block_bytes),
+                fmt_bytes(n.moved_encoded_bytes),
                 n.rewrites
             )?;
         }

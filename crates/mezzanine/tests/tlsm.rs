@@ -108,6 +108,10 @@ fn every_method_and_tiering_matches_the_model_across_reopen() {
                         s.nvm_tables.tier_moves > 0,
                         "{method:?}: no move to SSD\n{s}"
                     );
+                    if method == NvmTableMethod::PsBacPb {
+                        // Flushed tables move as copies of their buffers' blocks.
+                        assert!(s.nvm_tables.moved_block_bytes > 0, "{s}");
+                    }
                     // Moves run after the budget is passed: at most a few tables over it.
                     assert!(s.nvm_tables.allocated_bytes < budget + (256 << 10), "{s}");
                 }

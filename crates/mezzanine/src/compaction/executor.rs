@@ -163,7 +163,11 @@ pub fn run_compaction(
     let mut tier = output_tier(ctx, plan);
     let outputs = loop {
         let res = with_sink(ctx, version, plan, tier, |sink| {
-            if copy {
+            if plan.reason == CompactionReason::TierMove
+                && let Some(t) = plan.inputs.first()
+            {
+                move_to_ssd(ctx, t, iter.as_mut(), sink)
+            } else if copy {
                 copy_into(iter.as_mut(), sink)
             } else {
                 merge_into(ctx, version, plan, iter.as_mut(), sink, None)
@@ -296,6 +300,46 @@ fn with_sink(
     body(sink)
         .and_then(|()| sink.finish())
         .inspect_err(|_| sink.abandon())
+}
+
+/// Moves an NVM table to an SST (LRU tiering): every block of a persistent buffer whose
+/// entries the table references all, in order, is copied into the SST as one data block
+/// (JigsawDB's point: the unified block needs no re-encoding between tiers); the other
+/// entries (blocks shared with entries the table does not hold, inline entries) are added
+/// one by one. Falls back to [`copy_into`] for a table that is not an NVM table.
+fn move_to_ssd(
+    ctx: &CompactionContext<'_>,
+    meta: &Arc<TableMeta>,
+    iter: &mut dyn InternalIterator,
+    sink: &mut dyn TableSink,
+) -> Result<()> {
+    let table = ctx.table_cache.open(meta)?;
+    let Some(nvm) = table.as_nvm() else {
+        return copy_into(iter, sink);
+    };
+    let t = nvm.ptable();
+    let refs = t.refs()?;
+    let mut i = 0;
+    while let Some(&r) = refs.get(i) {
+        if r.slot == 0 {
+            let (contents, n) = t.block_of(r)?;
+            // Small blocks (a `ps` table's one-entry blocks) are not worth a block each.
+            let whole = contents.len() * 2 >= ctx.opts.block_size
+                && refs.get(i..i + n).is_some_and(|run| {
+                    run.iter()
+                        .enumerate()
+                        .all(|(j, x)| x.block == r.block && x.slot as usize == j)
+                });
+            if whole && sink.add_keyset_block(contents)? {
+                i += n;
+                continue;
+            }
+        }
+        let (k, v) = t.entry(r)?;
+        sink.add(k, v)?;
+        i += 1;
+    }
+    Ok(())
 }
 
 /// Copies every entry of `iter` (one table) into one output table, dropping nothing: a

@@ -405,6 +405,7 @@ impl<'a> NvmSink<'a> {
             data_bytes,
             bytes_written: data_bytes + index_bytes,
             objects,
+            copied_block_bytes: 0,
         });
         Ok(())
     }

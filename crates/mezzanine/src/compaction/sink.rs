@@ -41,6 +41,8 @@ pub struct WrittenTable {
     /// NVM objects allocated for the table that the edit installing it must record (empty
     /// for SSTs, and for objects recorded before they were written).
     pub objects: Vec<crate::storage::nvm::NvmObject>,
+    /// Bytes of data blocks copied whole from NVM buffers (not re-encoded).
+    pub copied_block_bytes: u64,
 }
 
 /// The output of one flush or compaction: a sequence of tables, each a sorted run of
@@ -64,6 +66,15 @@ pub trait TableSink {
         _at: Option<mezz_format::EntryRef>,
     ) -> Result<()> {
         self.add(key, value)
+    }
+    /// Adds a whole KeySet run (a data block's contents, e.g. a block of an NVM buffer) to
+    /// the current output table as one block, copied, not re-encoded. Returns `false`
+    /// (nothing done) when this sink cannot; the caller then adds the entries one by one.
+    ///
+    /// # Errors
+    /// As [`TableSink::add`]; a run whose keys are out of order.
+    fn add_keyset_block(&mut self, _contents: &[u8]) -> Result<bool> {
+        Ok(false)
     }
     /// Bytes written to the current output table so far; `None` if none is open.
     fn current_bytes(&self) -> Option<u64>;
@@ -190,6 +201,16 @@ impl TableSink for SstSink<'_> {
             .map_err(|e| e.in_file(&out.path))
     }
 
+    fn add_keyset_block(&mut self, contents: &[u8]) -> Result<bool> {
+        let out = match self.current.as_mut() {
+            Some(out) => out,
+            None => self.open_output()?,
+        };
+        out.builder
+            .add_keyset_block(contents)
+            .map_err(|e| e.in_file(&out.path))
+    }
+
     fn current_bytes(&self) -> Option<u64> {
         self.current.as_ref().map(|c| c.builder.file_size())
     }
@@ -207,6 +228,7 @@ impl TableSink for SstSink<'_> {
             return Ok(());
         }
         let encode_nanos = out.builder.encode_nanos();
+        let copied_block_bytes = out.builder.copied_block_bytes();
         let props = match out.builder.finish() {
             Ok(p) => p,
             Err(e) => {
@@ -220,6 +242,7 @@ impl TableSink for SstSink<'_> {
             data_bytes: props.data_size,
             bytes_written: props.file_size,
             objects: Vec::new(),
+            copied_block_bytes,
         });
         Ok(())
     }

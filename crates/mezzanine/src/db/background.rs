@@ -324,8 +324,13 @@ impl DbInner {
             StatsCollector::add(&s.compaction_bytes_read, result.bytes_read);
             StatsCollector::add(&s.compaction_bytes_written, result.bytes_written);
             for w in &result.outputs {
-                StatsCollector::add(&s.encode_bytes, w.data_bytes);
+                let encoded = w.data_bytes.saturating_sub(w.copied_block_bytes);
+                StatsCollector::add(&s.encode_bytes, encoded);
                 StatsCollector::add(&s.encode_micros, w.encode_nanos / 1000);
+                if plan.reason == crate::compaction::CompactionReason::TierMove {
+                    StatsCollector::add(&s.nvm_moved_block_bytes, w.copied_block_bytes);
+                    StatsCollector::add(&s.nvm_moved_encoded_bytes, encoded);
+                }
             }
             s.record_level_io(plan.output_level, result.bytes_read, result.bytes_written);
         }

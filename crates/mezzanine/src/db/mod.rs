@@ -540,6 +540,8 @@ impl DbInner {
             n.tier_moves = self.stats.nvm_tier_moves.load(Ordering::Relaxed);
             n.rewrites = self.stats.nvm_rewrites.load(Ordering::Relaxed);
             n.resumed_compactions = self.stats.nvm_resumed_compactions.load(Ordering::Relaxed);
+            n.moved_block_bytes = self.stats.nvm_moved_block_bytes.load(Ordering::Relaxed);
+            n.moved_encoded_bytes = self.stats.nvm_moved_encoded_bytes.load(Ordering::Relaxed);
         }
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;

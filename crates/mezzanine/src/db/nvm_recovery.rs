@@ -117,6 +117,7 @@ fn kept_meta(
         data_bytes: 0,
         bytes_written: 0,
         objects: Vec::new(),
+        copied_block_bytes: 0,
     }))
 }
 

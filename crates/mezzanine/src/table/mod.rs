@@ -174,6 +174,10 @@ pub trait Table: Send + Sync + Debug {
     }
     /// An iterator over every entry (internal keys), starting unpositioned.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator>;
+    /// The NVM table behind this handle, if it is one (moving it to SSD copies its blocks).
+    fn as_nvm(&self) -> Option<&nvm::NvmTable> {
+        None
+    }
     /// Reads every block and verifies every checksum and the key order; returns the number
     /// of entries.
     ///

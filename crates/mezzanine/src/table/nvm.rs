@@ -139,6 +139,10 @@ impl Table for NvmTable {
     fn verify(&self) -> Result<u64> {
         self.table.verify().map_err(|e| e.in_file(&self.pool_path))
     }
+
+    fn as_nvm(&self) -> Option<&NvmTable> {
+        Some(self)
+    }
 }
 
 /// A table iterator that names the pool in errors.
