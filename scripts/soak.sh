@@ -116,15 +116,14 @@ while time_left && ! counts_done; do
   # kill -9 rounds, one configuration per cycle.
   db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
   case $((cycle % 6)) in
-    1) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
-    2) preset=novelsm; opts=() ;;
-    3) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
-    4) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
+    1) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
                           --opt nvm_tiering=lru:1M --opt nvm_capacity=16M --opt nvm_prefault=false) ;;
-    5) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
+    2) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
                           --opt nvm_tiering=none --opt nvm_table_method=ps+bac --opt nvm_gc_live_ratio=0.9
                           --opt nvm_capacity=64M --opt nvm_prefault=false) ;;
-    0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
+    3) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
+    4) preset=novelsm; opts=() ;;
+    5) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
   esac
   if [ "$n_rounds" = 0 ]; then
     :
