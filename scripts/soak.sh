@@ -124,6 +124,7 @@ while time_left && ! counts_done; do
     3) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
     4) preset=novelsm; opts=() ;;
     5) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
+    0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
   esac
   if [ "$n_rounds" = 0 ]; then
     :
