@@ -51,7 +51,8 @@ pub use crate::compress::Compression;
 use crate::compress::{BlockCompressor, DEFAULT_ZSTD_LEVEL, decompress_block};
 use crate::filter::{BloomBuilder, BloomFilter};
 use crate::ikey::{
-    MAX_SEQ, SeqNo, ValueKind, compare_internal_keys, pack_trailer, parse_internal_key, user_key,
+    MAX_SEQ, ParsedInternalKey, SeqNo, ValueKind, compare_internal_keys, pack_trailer,
+    parse_internal_key, user_key,
 };
 use crate::iter::InternalIterator;
 use crate::{Error, Result};
@@ -456,28 +457,8 @@ impl TableBuilder {
             .num_entries
             .is_multiple_of(ENCODE_SAMPLE)
             .then(Instant::now);
-        if let Some(h) = self.pending.take() {
-            separator(&self.last_key, ikey, &mut self.scratch);
-            self.index.add_with_value(&self.scratch, &h.encode());
-        }
-        if let Some(b) = &mut self.bloom {
-            b.add_key(parsed.user_key);
-        }
         self.data_block.add(ikey, value);
-        let p = &mut self.props;
-        if p.num_entries == 0 {
-            p.smallest_key = ikey.to_vec();
-        }
-        p.num_entries += 1;
-        if parsed.kind == ValueKind::Deletion {
-            p.num_deletions += 1;
-        }
-        p.raw_key_size += ikey.len() as u64;
-        p.raw_value_size += value.len() as u64;
-        p.smallest_seq = p.smallest_seq.min(parsed.seq);
-        p.largest_seq = p.largest_seq.max(parsed.seq);
-        self.last_key.clear();
-        self.last_key.extend_from_slice(ikey);
+        self.note_entry(ikey, &parsed, value.len());
         if let Some(start) = start {
             self.encode_nanos += start.elapsed().as_nanos() as u64 * ENCODE_SAMPLE;
         }
@@ -531,31 +512,37 @@ impl TableBuilder {
                     "table builder: copied block: keys not strictly increasing".into(),
                 ));
             }
-            if let Some(h) = self.pending.take() {
-                separator(&self.last_key, ikey, &mut self.scratch);
-                self.index.add_with_value(&self.scratch, &h.encode());
-            }
-            if let Some(b) = &mut self.bloom {
-                b.add_key(parsed.user_key);
-            }
-            let p = &mut self.props;
-            if p.num_entries == 0 {
-                p.smallest_key = ikey.to_vec();
-            }
-            p.num_entries += 1;
-            if parsed.kind == ValueKind::Deletion {
-                p.num_deletions += 1;
-            }
-            p.raw_key_size += ikey.len() as u64;
-            p.raw_value_size += value.len() as u64;
-            p.smallest_seq = p.smallest_seq.min(parsed.seq);
-            p.largest_seq = p.largest_seq.max(parsed.seq);
-            self.last_key.clear();
-            self.last_key.extend_from_slice(ikey);
+            self.note_entry(ikey, &parsed, value.len());
         }
         self.copied_block_bytes += contents.len() as u64;
         self.store_block(contents)?;
         Ok(true)
+    }
+
+    /// Records an entry just placed in a data block: the index entry of the block before it
+    /// (if that one was finished), the filter, the properties and the last key.
+    fn note_entry(&mut self, ikey: &[u8], parsed: &ParsedInternalKey<'_>, value_len: usize) {
+        if let Some(h) = self.pending.take() {
+            separator(&self.last_key, ikey, &mut self.scratch);
+            self.index.add_with_value(&self.scratch, &h.encode());
+        }
+        if let Some(b) = &mut self.bloom {
+            b.add_key(parsed.user_key);
+        }
+        let p = &mut self.props;
+        if p.num_entries == 0 {
+            p.smallest_key = ikey.to_vec();
+        }
+        p.num_entries += 1;
+        if parsed.kind == ValueKind::Deletion {
+            p.num_deletions += 1;
+        }
+        p.raw_key_size += ikey.len() as u64;
+        p.raw_value_size += value_len as u64;
+        p.smallest_seq = p.smallest_seq.min(parsed.seq);
+        p.largest_seq = p.largest_seq.max(parsed.seq);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
     }
 
     /// Bytes of data blocks added whole by [`TableBuilder::add_keyset_block`].
