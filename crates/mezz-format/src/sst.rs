@@ -286,16 +286,12 @@ impl TableProperties {
     }
 }
 
-/// Writes `contents` (stored as block type `block_type`), its padding and trailer; returns
-/// its handle.
-fn write_block(
-    file: &mut dyn WritableFile,
-    offset: &mut u64,
-    contents: &[u8],
-    block_type: u8,
-) -> std::io::Result<BlockHandle> {
-    let size = contents.len() as u64;
-    let pad = pad_len(size) as usize;
+/// What follows a block's contents in a block frame: zero padding to 8 bytes, then the
+/// trailer (masked crc32c of contents ++ type, the type, 3 zero bytes). Returns the bytes
+/// and how many of them are used.
+#[must_use]
+pub fn block_frame_tail(contents: &[u8], block_type: u8) -> ([u8; 8 + BLOCK_TRAILER_LEN], usize) {
+    let pad = pad_len(contents.len() as u64) as usize;
     let crc = mask(crc32c_extend(crc32c(contents), &[block_type]));
     let mut tail = [0u8; 8 + BLOCK_TRAILER_LEN];
     let (_, t) = tail.split_at_mut(pad);
@@ -305,8 +301,69 @@ fn write_block(
     if let Some(ty) = t.get_mut(4) {
         *ty = block_type;
     }
+    (tail, pad + BLOCK_TRAILER_LEN)
+}
+
+/// Appends a whole block frame (the contents, then [`block_frame_tail`]) to `out`: the
+/// layout of SST data blocks, of NVM buffers and of matrix rows.
+pub fn append_block_frame(out: &mut Vec<u8>, contents: &[u8], block_type: u8) {
+    let (tail, n) = block_frame_tail(contents, block_type);
+    out.extend_from_slice(contents);
+    out.extend_from_slice(tail.get(..n).unwrap_or(&tail));
+}
+
+/// Checks the frame of a block: `contents`, then `tail` (its padding and trailer, at least
+/// [`block_frame_tail`]'s length). `offset` is where the contents start (for errors).
+/// Returns the block type (not checked against the known ones).
+///
+/// # Errors
+/// `Corruption` for non-zero padding or reserved bytes, a short tail or a checksum
+/// mismatch.
+pub fn check_block_frame(contents: &[u8], tail: &[u8], offset: u64) -> Result<u8> {
+    let size = contents.len() as u64;
+    let pad = pad_len(size) as usize;
+    let (padding, trailer) = tail.split_at(pad.min(tail.len()));
+    let stored = get_fixed32(trailer, 0).map(unmask);
+    let ty = trailer.get(4).copied();
+    if padding
+        .iter()
+        .chain(trailer.get(5..BLOCK_TRAILER_LEN).unwrap_or_default())
+        .any(|&b| b != 0)
+    {
+        return Err(Error::corruption(
+            offset + size,
+            "block padding or trailer bytes not zero",
+        ));
+    }
+    let Some(ty) = ty else {
+        return Err(Error::corruption(offset, "truncated block trailer"));
+    };
+    let actual = crc32c_extend(crc32c(contents), &[ty]);
+    if stored != Some(actual) {
+        return Err(Error::corruption(
+            offset,
+            format!(
+                "block checksum mismatch: got {:#010x}, expected {:#010x}",
+                actual,
+                stored.unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(ty)
+}
+
+/// Writes `contents` (stored as block type `block_type`), its padding and trailer; returns
+/// its handle.
+fn write_block(
+    file: &mut dyn WritableFile,
+    offset: &mut u64,
+    contents: &[u8],
+    block_type: u8,
+) -> std::io::Result<BlockHandle> {
+    let size = contents.len() as u64;
+    let (tail, n) = block_frame_tail(contents, block_type);
     file.append(contents)?;
-    file.append(tail.get(..pad + BLOCK_TRAILER_LEN).unwrap_or(&tail))?;
+    file.append(tail.get(..n).unwrap_or(&tail))?;
     let h = BlockHandle {
         offset: *offset,
         size,
@@ -1308,34 +1365,8 @@ fn check_block(mut buf: Vec<u8>, h: BlockHandle, size: usize) -> Result<(Vec<u8>
         return Err(Error::corruption(h.offset, "truncated block"));
     }
     let (contents, tail) = buf.split_at(size);
+    let ty = check_block_frame(contents, tail, h.offset)?;
     let pad = pad_len(h.size) as usize;
-    let (padding, trailer) = tail.split_at(pad.min(tail.len()));
-    let stored = get_fixed32(trailer, 0).map(unmask);
-    let ty = trailer.get(4).copied();
-    if padding
-        .iter()
-        .chain(trailer.get(5..).unwrap_or_default())
-        .any(|&b| b != 0)
-    {
-        return Err(Error::corruption(
-            h.offset + h.size,
-            "block padding or trailer bytes not zero",
-        ));
-    }
-    let Some(ty) = ty else {
-        return Err(Error::corruption(h.offset, "truncated block trailer"));
-    };
-    let actual = crc32c_extend(crc32c(contents), &[ty]);
-    if stored != Some(actual) {
-        return Err(Error::corruption(
-            h.offset,
-            format!(
-                "block checksum mismatch: got {:#010x}, expected {:#010x}",
-                actual,
-                stored.unwrap_or_default()
-            ),
-        ));
-    }
     if Compression::from_block_type(ty).is_none() {
         return Err(Error::corruption(
             h.offset + h.size + pad as u64 + 4,

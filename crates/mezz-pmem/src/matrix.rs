@@ -63,7 +63,10 @@ use mezz_format::ikey::{
     parse_internal_key, trailer, user_key,
 };
 use mezz_format::iter::InternalIterator;
-use mezz_format::sst::{BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, MAX_KEY_LEN, MAX_VALUE_LEN};
+use mezz_format::sst::{
+    BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, MAX_KEY_LEN, MAX_VALUE_LEN, append_block_frame,
+    check_block_frame,
+};
 use mezz_format::{Error, Result};
 use parking_lot::Mutex;
 
@@ -878,11 +881,7 @@ impl RowBuilder {
         let rel = self.blocks.len() as u32;
         let contents = self.writer.finish();
         let len = contents.len();
-        let crc = mask(crc32c_extend(crc32c(contents), &[BLOCK_TYPE_RAW]));
-        self.blocks.extend_from_slice(contents);
-        self.blocks.resize(self.blocks.len() + pad8(len), 0);
-        self.blocks.extend_from_slice(&crc.to_le_bytes());
-        self.blocks.extend_from_slice(&[BLOCK_TYPE_RAW, 0, 0, 0]);
+        append_block_frame(&mut self.blocks, contents, BLOCK_TYPE_RAW);
         self.block_table.push((rel, len as u32));
         self.writer.reset();
     }
@@ -1400,28 +1399,12 @@ impl RowTable {
         stats.block_reads += 1;
         let mut b = self.bytes(off, total)?;
         let (contents, tail) = b.split_at(len);
-        let (padding, t) = tail.split_at(pad8(len));
-        let stored = get_fixed32(t, 0).map(unmask);
-        let ty = t.get(4).copied();
-        if padding
-            .iter()
-            .chain(t.get(5..).unwrap_or_default())
-            .any(|&x| x != 0)
-        {
-            return Err(self.corrupt(off + len, "block padding or trailer bytes not zero".into()));
-        }
-        let actual = ty.map(|ty| crc32c_extend(crc32c(contents), &[ty]));
-        if stored.is_none() || stored != actual {
-            return Err(self.corrupt(
-                off,
-                format!(
-                    "block checksum mismatch: got {:#010x}, expected {:#010x}",
-                    actual.unwrap_or_default(),
-                    stored.unwrap_or_default()
-                ),
-            ));
-        }
-        if ty != Some(BLOCK_TYPE_RAW) {
+        // The frame check reports row offsets; name them as pool offsets.
+        let ty = check_block_frame(contents, tail, off as u64).map_err(|e| match e {
+            Error::Corruption { offset, detail, .. } => self.corrupt(offset as usize, detail),
+            other => other,
+        })?;
+        if ty != BLOCK_TYPE_RAW {
             return Err(self.corrupt(off + len, format!("unknown block type {ty:?}")));
         }
         match &mut b {

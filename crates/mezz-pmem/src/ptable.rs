@@ -43,7 +43,7 @@ use mezz_format::checksum::{crc32c, crc32c_extend, mask};
 use mezz_format::filter::{BloomBuilder, BloomFilter};
 use mezz_format::ikey::compare_internal_keys;
 use mezz_format::iter::{EntryRef, InternalIterator};
-use mezz_format::sst::{BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW};
+use mezz_format::sst::{BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, append_block_frame, check_block_frame};
 use mezz_format::{Error, Result};
 
 use crate::alloc::Extent;
@@ -127,16 +127,6 @@ pub fn index_len(n: u64, inputs: usize, bloom_bits_per_key: u32) -> u64 {
 /// `height_of` maps to the tallest tower.
 fn head_len() -> usize {
     node_len(0)
-}
-
-/// Appends `contents` as an SST-style block frame (contents, zero pad to 8, trailer with
-/// the masked crc32c of contents and the raw type byte).
-pub fn append_block_frame(out: &mut Vec<u8>, contents: &[u8]) {
-    out.extend_from_slice(contents);
-    out.resize(round8(out.len()), 0);
-    let crc = mask(crc32c_extend(crc32c(contents), &[BLOCK_TYPE_RAW]));
-    out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&[BLOCK_TYPE_RAW, 0, 0, 0]);
 }
 
 /// The 4 bytes of `user_key` after its first `prefix_len` bytes, zero padded, as a
@@ -696,7 +686,7 @@ impl PTableBuilder {
         let contents = w.finish();
         let clen = contents.len();
         let mut frame = Vec::with_capacity(blen);
-        append_block_frame(&mut frame, contents);
+        append_block_frame(&mut frame, contents, BLOCK_TYPE_RAW);
         let at = self.end;
         self.write(at, &frame);
         self.region.on_write(frame.len());
@@ -1278,15 +1268,15 @@ impl PTable {
 /// REQUIRES: `r` was resolved against the table's extents (so the block is in range).
 fn check_frame(region: &Region, r: EntryRef) -> Result<()> {
     let clen = r.block_len as usize;
-    let t_at = r.block as usize + round8(clen);
-    if t_at + BLOCK_TRAILER_LEN > region.len() {
+    let t_at = r.block as usize + clen;
+    let tail_len = round8(clen) - clen + BLOCK_TRAILER_LEN;
+    if t_at + tail_len > region.len() {
         return Err(corrupt(r.block, "NVM block trailer outside the region"));
     }
     let contents = region_bytes(region, r.block as usize, clen);
-    let t = region_bytes(region, t_at, BLOCK_TRAILER_LEN);
-    let want = crc32c_extend(crc32c(contents), &[BLOCK_TYPE_RAW]);
-    if get_u32(t, 0).map(mezz_format::checksum::unmask) != Some(want) || t[4] != BLOCK_TYPE_RAW {
-        return Err(corrupt(r.block, "NVM block checksum mismatch"));
+    let tail = region_bytes(region, t_at, tail_len);
+    if check_block_frame(contents, tail, r.block)? != BLOCK_TYPE_RAW {
+        return Err(corrupt(r.block, "NVM block of a type other than raw"));
     }
     Ok(())
 }

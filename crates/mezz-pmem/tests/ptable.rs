@@ -10,9 +10,10 @@ use mezz_format::InternalIterator;
 use mezz_format::block::{IndexKind, KeySetWriter};
 use mezz_format::ikey::{ValueKind, make_internal_key, user_key};
 use mezz_format::iter::EntryRef;
+use mezz_format::sst::{BLOCK_TYPE_RAW, append_block_frame};
 use mezz_pmem::ptable::{
-    PTable, PTableBuilder, PTableHeader, PTableIter, append_block_frame, check_buffer, entry_crc,
-    index_len, inline_block_len, write_buffer,
+    PTable, PTableBuilder, PTableHeader, PTableIter, check_buffer, entry_crc, index_len,
+    inline_block_len, write_buffer,
 };
 use mezz_pmem::sim::{KeepLines, PowerCut};
 use mezz_pmem::{Extent, Pool, RegionOptions, SimNvm};
@@ -53,7 +54,7 @@ fn buffer_data(keys: &[u32], seq: u64) -> (Vec<u8>, Vec<(Vec<u8>, EntryRef)>) {
             }
             let at = data.len() as u64;
             let contents = w.finish().to_vec();
-            append_block_frame(data, &contents);
+            append_block_frame(data, &contents, BLOCK_TYPE_RAW);
             for (slot, (k, i)) in pending.drain(..).enumerate() {
                 let v = value(i);
                 refs.push((

@@ -30,10 +30,11 @@ use std::time::Instant;
 
 use mezz_format::block::{IndexKind, KeySetWriter};
 use mezz_format::ikey::{parse_internal_key, user_key};
+use mezz_format::sst::{BLOCK_TYPE_RAW, append_block_frame};
 use mezz_format::{EntryRef, ValueKind};
 use mezz_pmem::Extent;
 use mezz_pmem::ptable::{
-    self, PTableBuilder, PTableHeader, append_block_frame, entry_crc, index_len, inline_block_len,
+    self, PTableBuilder, PTableHeader, entry_crc, index_len, inline_block_len,
 };
 
 use crate::compaction::sink::{TableSink, WrittenTable};
@@ -222,7 +223,7 @@ impl<'a> NvmSink<'a> {
                 let at = data.len() as u64;
                 let contents = w.finish();
                 let clen = contents.len() as u32;
-                append_block_frame(data, contents);
+                append_block_frame(data, contents, BLOCK_TYPE_RAW);
                 for (slot, &i) in pending.iter().enumerate() {
                     if let (Some(e), Some(r)) = (entries.get(i), refs.get_mut(i)) {
                         *r = Some(EntryRef {
