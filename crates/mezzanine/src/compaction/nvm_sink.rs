@@ -70,6 +70,72 @@ pub fn entry_weight(key: &[u8], value_len: usize, inline: bool) -> u64 {
     }
 }
 
+/// The metadata of an NVM table, gathered entry by entry in key order (by the sink as it
+/// writes a table, and by recovery from a table a crash left behind).
+#[derive(Debug, Default)]
+pub(crate) struct NvmMetaBuilder {
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    seqs: Option<(u64, u64)>,
+    entries: u64,
+    deletions: u64,
+    logical: u64,
+    per_object: BTreeMap<u64, u64>,
+}
+
+impl NvmMetaBuilder {
+    /// Records an entry whose bytes live in object `owner` (`inline`: inside a table's own
+    /// object, as a one-entry block).
+    pub(crate) fn add(&mut self, key: &[u8], value_len: usize, owner: u64, inline: bool) {
+        if self.entries == 0 {
+            self.smallest = key.to_vec();
+        }
+        self.largest.clear();
+        self.largest.extend_from_slice(key);
+        self.entries += 1;
+        self.logical += (key.len() + value_len) as u64;
+        *self.per_object.entry(owner).or_default() += entry_weight(key, value_len, inline);
+        if let Some(p) = parse_internal_key(key) {
+            let (lo, hi) = self.seqs.unwrap_or((p.seq, p.seq));
+            self.seqs = Some((lo.min(p.seq), hi.max(p.seq)));
+            if p.kind == ValueKind::Deletion {
+                self.deletions += 1;
+            }
+        }
+    }
+
+    /// The metadata of table `id` (`None` without entries). Its own object is always among
+    /// its references (so it is freed with the table); `created` says which objects it
+    /// wrote.
+    pub(crate) fn finish(mut self, id: u64, created: impl Fn(u64) -> bool) -> Option<TableMeta> {
+        if self.entries == 0 {
+            return None;
+        }
+        self.per_object.entry(id).or_default();
+        let (smallest_seq, largest_seq) = self.seqs.unwrap_or_default();
+        Some(TableMeta {
+            id,
+            location: TableLocation::Nvm { object: id },
+            size: self.logical,
+            smallest: self.smallest,
+            largest: self.largest,
+            smallest_seq,
+            largest_seq,
+            num_entries: self.entries,
+            num_deletions: self.deletions,
+            nvm_refs: self
+                .per_object
+                .into_iter()
+                .map(|(object, bytes)| NvmRef {
+                    object,
+                    bytes,
+                    created: object == id || created(object),
+                })
+                .collect(),
+        })
+    }
+}
+
 /// An entry of the table being gathered.
 struct Pending {
     key: Vec<u8>,
@@ -323,11 +389,8 @@ impl<'a> NvmSink<'a> {
         let mut b = PTableBuilder::create(region, Self::extent(&idx), &header, self.bloom_bits)?;
         let node_by_node = !self.method.persistent_buffer();
         let mut last_ck = b.bytes_written();
-        let mut per_object: BTreeMap<u64, u64> = BTreeMap::new();
-        let (mut smallest_seq, mut largest_seq, mut deletions) = (u64::MAX, 0u64, 0u64);
-        let mut logical = 0u64;
+        let mut meta = NvmMetaBuilder::default();
         for (e, r) in entries.iter().zip(&refs) {
-            logical += (e.key.len() + e.value_len) as u64;
             match (r, &e.value) {
                 (Some(r), _) => {
                     b.add_ref(&e.key, *r)?;
@@ -341,24 +404,16 @@ impl<'a> NvmSink<'a> {
                             "an NVM entry reference outside every input object",
                         )
                     })?;
-                    *per_object.entry(owner).or_default() +=
-                        entry_weight(&e.key, e.value_len, inline);
+                    meta.add(&e.key, e.value_len, owner, inline);
                 }
                 (None, Some(v)) => {
                     b.add_inline(&e.key, v)?;
-                    *per_object.entry(id).or_default() += entry_weight(&e.key, v.len(), true);
+                    meta.add(&e.key, v.len(), id, true);
                 }
                 (None, None) => {
                     return Err(Error::InvalidArgument(
                         "NVM sink: an entry with neither a value nor a reference".into(),
                     ));
-                }
-            }
-            if let Some(p) = parse_internal_key(&e.key) {
-                smallest_seq = smallest_seq.min(p.seq);
-                largest_seq = largest_seq.max(p.seq);
-                if p.kind == ValueKind::Deletion {
-                    deletions += 1;
                 }
             }
             // `ps` persists node by node (the paper's persistent skip list); resumable
@@ -370,11 +425,8 @@ impl<'a> NvmSink<'a> {
             }
         }
         let index_bytes = b.finish()?;
-        // The table's own object always appears, so it is freed with the table.
-        per_object.entry(id).or_default();
-        let (first, last) = match (entries.first(), entries.last()) {
-            (Some(f), Some(l)) => (f.key.clone(), l.key.clone()),
-            _ => return Ok(()),
+        let Some(meta) = meta.finish(id, |o| buffer.is_some_and(|b| b.id == o)) else {
+            return Ok(());
         };
         let objects: Vec<NvmObject> = self
             .unrecorded
@@ -383,25 +435,7 @@ impl<'a> NvmSink<'a> {
             .copied()
             .collect();
         self.written.push(WrittenTable {
-            meta: TableMeta {
-                id,
-                location: TableLocation::Nvm { object: id },
-                size: logical,
-                smallest: first,
-                largest: last,
-                smallest_seq,
-                largest_seq,
-                num_entries: entries.len() as u64,
-                num_deletions: deletions,
-                nvm_refs: per_object
-                    .into_iter()
-                    .map(|(object, bytes)| NvmRef {
-                        object,
-                        bytes,
-                        created: object == id || buffer.is_some_and(|b| b.id == object),
-                    })
-                    .collect(),
-            },
+            meta,
             encode_nanos,
             data_bytes,
             bytes_written: data_bytes + index_bytes,

@@ -20,19 +20,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mezz_format::ikey::parse_internal_key;
-use mezz_format::{InternalIterator, ValueKind};
+use mezz_format::InternalIterator;
 use mezz_pmem::Extent;
 use mezz_pmem::ptable::{PTable, PTableBuilder, PTableIter};
 
-use crate::compaction::nvm_sink::{NvmRecorder, entry_weight};
+use crate::compaction::nvm_sink::{NvmMetaBuilder, NvmRecorder};
 use crate::compaction::{
     CompactionContext, CompactionPlan, CompactionReason, WrittenTable, resume_compaction,
 };
 use crate::error::Result;
 use crate::manifest::VersionEdit;
 use crate::storage::nvm::{NvmObject, NvmObjectKind, NvmTier};
-use crate::table::{NvmRef, TableLocation, TableMeta};
+use crate::table::TableMeta;
 
 use super::DbInner;
 
@@ -58,67 +57,33 @@ fn kept_meta(
     let t = Arc::new(PTable::open(Arc::clone(tier.region()), extent(obj), &data)?);
     let mut it = PTableIter::new(Arc::clone(&t));
     it.seek_to_first();
-    let (mut smallest, mut largest) = (Vec::new(), Vec::new());
-    let (mut lo, mut hi, mut n, mut dels, mut logical) = (u64::MAX, 0, 0u64, 0u64, 0u64);
-    let mut per: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut meta = NvmMetaBuilder::default();
     while it.valid() {
-        let k = it.key();
-        if n == 0 {
-            smallest = k.to_vec();
-        }
-        largest.clear();
-        largest.extend_from_slice(k);
-        n += 1;
-        logical += (k.len() + it.value().len()) as u64;
-        if let Some(p) = parse_internal_key(k) {
-            lo = lo.min(p.seq);
-            hi = hi.max(p.seq);
-            if p.kind == ValueKind::Deletion {
-                dels += 1;
-            }
-        }
-        if let Some(r) = it.entry_ref() {
-            let owner = sources
-                .iter()
-                .find(|o| r.block >= o.offset && r.block < o.offset + o.len);
-            if let Some(o) = owner {
-                *per.entry(o.id).or_default() +=
-                    entry_weight(k, it.value().len(), o.kind == NvmObjectKind::TableIndex);
-            }
-        }
+        let (k, vlen) = (it.key(), it.value().len());
+        // The table opened with `sources` as its extents, so every reference is in one.
+        let r = it.entry_ref().ok_or_else(|| {
+            crate::error::Error::corruption(obj.offset, "NVM table entry without a reference")
+        })?;
+        let o = sources
+            .iter()
+            .find(|o| r.block >= o.offset && r.block < o.offset + o.len)
+            .ok_or_else(|| {
+                crate::error::Error::corruption(r.block, "NVM entry outside the table's objects")
+            })?;
+        meta.add(k, vlen, o.id, o.kind == NvmObjectKind::TableIndex);
         it.next();
     }
     it.status()?;
-    if n == 0 {
-        return Ok(None);
-    }
-    per.entry(obj.id).or_default();
-    Ok(Some(WrittenTable {
-        meta: TableMeta {
-            id: obj.id,
-            location: TableLocation::Nvm { object: obj.id },
-            size: logical,
-            smallest,
-            largest,
-            smallest_seq: lo,
-            largest_seq: hi,
-            num_entries: n,
-            num_deletions: dels,
-            nvm_refs: per
-                .into_iter()
-                .map(|(object, bytes)| NvmRef {
-                    object,
-                    bytes,
-                    created: object == obj.id || created_buffers.contains(&object),
-                })
-                .collect(),
-        },
-        encode_nanos: 0,
-        data_bytes: 0,
-        bytes_written: 0,
-        objects: Vec::new(),
-        copied_block_bytes: 0,
-    }))
+    Ok(meta
+        .finish(obj.id, |o| created_buffers.contains(&o))
+        .map(|meta| WrittenTable {
+            meta,
+            encode_nanos: 0,
+            data_bytes: 0,
+            bytes_written: 0,
+            objects: Vec::new(),
+            copied_block_bytes: 0,
+        }))
 }
 
 impl DbInner {
