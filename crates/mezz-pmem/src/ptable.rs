@@ -879,6 +879,12 @@ impl Walker<'_> {
     }
 }
 
+/// Whether `[start, end)` lies inside one of the sorted, disjoint `allowed` ranges.
+fn within(allowed: &[(u64, u64)], start: u64, end: u64) -> bool {
+    let i = allowed.partition_point(|&(s, _)| s <= start);
+    i > 0 && allowed.get(i - 1).is_some_and(|&(_, e)| end <= e)
+}
+
 /// Key and value of the entry `r` points at, if its block lies inside one of `allowed`.
 fn resolve<'a>(
     region: &'a Region,
@@ -890,9 +896,7 @@ fn resolve<'a>(
         .block
         .checked_add(u64::from(r.block_len))
         .ok_or_else(|| bad("block overflows"))?;
-    let i = allowed.partition_point(|&(s, _)| s <= r.block);
-    let inside = i > 0 && allowed.get(i - 1).is_some_and(|&(_, e)| end <= e);
-    if !inside || !r.block.is_multiple_of(8) {
+    if !within(allowed, r.block, end) || !r.block.is_multiple_of(8) {
         return Err(bad("block outside the table's extents"));
     }
     let block = region_bytes(region, r.block as usize, r.block_len as usize);
@@ -1024,8 +1028,7 @@ impl PTable {
             return Err(bad());
         }
         let end = block.checked_add(u64::from(block_len)).ok_or_else(bad)?;
-        let i = self.data.partition_point(|&(s, _)| s <= block);
-        if i == 0 || self.data.get(i - 1).is_none_or(|&(_, e)| end > e) {
+        if !within(&self.data, block, end) {
             return Err(bad());
         }
         self.region.on_read(NODE_FIXED + key_len as usize);

@@ -29,11 +29,10 @@ use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
 use crate::error::{Error, Result};
 use crate::iter::{merging_iterator, run_iterator};
 use crate::manifest::VersionEdit;
-use crate::options::NvmTiering;
 use crate::options::Options;
 use crate::placement::{JobInfo, Placement};
 use crate::storage::Storage;
-use crate::storage::nvm::{NvmObject, is_nvm_full};
+use crate::storage::nvm::{NvmObject, falls_back_to_ssd};
 use crate::table::cache::TableCache;
 use crate::table::{TableMeta, TableReadOptions, Tier};
 use crate::version::Version;
@@ -177,11 +176,7 @@ pub fn run_compaction(
             Ok(o) => break o,
             // NVM filled up under a policy that allows SSTs: write this job's outputs as
             // SSTs instead.
-            Err(e)
-                if tier == Tier::Nvm
-                    && is_nvm_full(&e)
-                    && ctx.opts.nvm_tiering != NvmTiering::Full =>
-            {
+            Err(e) if tier == Tier::Nvm && falls_back_to_ssd(&e, ctx.opts.nvm_tiering) => {
                 tier = Tier::Ssd;
             }
             Err(e) => return Err(e),

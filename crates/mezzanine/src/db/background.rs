@@ -168,8 +168,7 @@ impl DbInner {
                 // NVM filled up under a tiering that allows SSTs: flush to an SST.
                 Err(e)
                     if !force_ssd
-                        && crate::storage::nvm::is_nvm_full(&e)
-                        && self.opts.nvm_tiering != crate::options::NvmTiering::Full =>
+                        && crate::storage::nvm::falls_back_to_ssd(&e, self.opts.nvm_tiering) =>
                 {
                     force_ssd = true;
                 }

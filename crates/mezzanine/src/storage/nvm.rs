@@ -92,10 +92,12 @@ pub struct NvmObject {
     pub weight: u64,
 }
 
-/// Whether `e` says the NVM pool has no room for an NVM table.
+/// Whether a job that failed with `e` writes its tables as SSTs instead: the NVM pool had
+/// no room for an NVM table, and the tiering allows SSTs (all but `none`).
 #[must_use]
-pub fn is_nvm_full(e: &Error) -> bool {
-    matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::StorageFull)
+pub fn falls_back_to_ssd(e: &Error, tiering: crate::options::NvmTiering) -> bool {
+    tiering != crate::options::NvmTiering::Full
+        && matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::StorageFull)
 }
 
 /// The NVM tier of an open database. See the module documentation.
@@ -265,7 +267,7 @@ impl NvmTier {
     }
 
     /// [`NvmTier::alloc`] for an NVM table's objects: a pool without room is an `Io`
-    /// error of kind `StorageFull` (see [`is_nvm_full`]), so callers can fall back to SSTs.
+    /// error of kind `StorageFull` (see [`falls_back_to_ssd`]), so callers can fall back to SSTs.
     ///
     /// # Errors
     /// `StorageFull` as above; others as [`NvmTier::alloc`].
