@@ -185,3 +185,80 @@ pub trait Table: Send + Sync + Debug {
     /// The first `Corruption` found.
     fn verify(&self) -> Result<u64>;
 }
+
+/// A table's iterator that names the table's file (or pool) in errors, and runs `on_drop`
+/// (e.g. publishing read statistics) when dropped.
+pub(crate) struct InFileIter<I> {
+    inner: I,
+    path: std::path::PathBuf,
+    on_drop: Option<Box<dyn Fn() + Send>>,
+}
+
+impl<I> InFileIter<I> {
+    /// Wraps `inner`, naming `path` in its errors.
+    pub(crate) fn new(inner: I, path: std::path::PathBuf) -> Self {
+        Self {
+            inner,
+            path,
+            on_drop: None,
+        }
+    }
+
+    /// Runs `f` when the iterator is dropped.
+    pub(crate) fn on_drop(mut self, f: impl Fn() + Send + 'static) -> Self {
+        self.on_drop = Some(Box::new(f));
+        self
+    }
+}
+
+impl<I> Debug for InFileIter<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFileIter")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<I> Drop for InFileIter<I> {
+    fn drop(&mut self) {
+        if let Some(f) = &self.on_drop {
+            f();
+        }
+    }
+}
+
+impl<I: InternalIterator> InternalIterator for InFileIter<I> {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        self.inner.seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.inner.seek_for_prev(target);
+    }
+    fn next(&mut self) {
+        self.inner.next();
+    }
+    fn prev(&mut self) {
+        self.inner.prev();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status().map_err(|e| e.in_file(&self.path))
+    }
+    fn entry_ref(&self) -> Option<mezz_format::EntryRef> {
+        self.inner.entry_ref()
+    }
+}

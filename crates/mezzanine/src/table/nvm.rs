@@ -3,7 +3,7 @@
 //! written inside the list's own object).
 //!
 //! Owns: [`NvmTable`] (opened from a [`TableMeta`] through the NVM tier: the table's own
-//! object and the objects its `nvm_refs` name) and its iterator. The persistent structure
+//! object and the objects its `nvm_refs` name). The persistent structure
 //! itself, and every byte access to it, is `mezz_pmem::ptable`; formats in
 //! `docs/formats/nvm-table.md`.
 //!
@@ -18,13 +18,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mezz_format::ikey::{ValueKind, make_internal_key, parse_internal_key};
-use mezz_format::{EntryRef, InternalIterator, SeqNo};
+use mezz_format::{InternalIterator, SeqNo};
 use mezz_pmem::Extent;
 use mezz_pmem::ptable::{PTable, PTableIter};
 
 use crate::error::{Error, Result};
 use crate::storage::nvm::{NvmTier, POOL_FILE};
-use crate::table::{LookupResult, Table, TableLocation, TableMeta, TableReadOptions};
+use crate::table::{InFileIter, LookupResult, Table, TableLocation, TableMeta, TableReadOptions};
 
 /// An open NVM table. See the module documentation.
 #[derive(Debug)]
@@ -130,10 +130,10 @@ impl Table for NvmTable {
     }
 
     fn iter(&self, _opts: &TableReadOptions) -> Box<dyn InternalIterator> {
-        Box::new(NvmIter {
-            inner: PTableIter::new(Arc::clone(&self.table)),
-            pool_path: self.pool_path.clone(),
-        })
+        Box::new(InFileIter::new(
+            PTableIter::new(Arc::clone(&self.table)),
+            self.pool_path.clone(),
+        ))
     }
 
     fn verify(&self) -> Result<u64> {
@@ -142,48 +142,5 @@ impl Table for NvmTable {
 
     fn as_nvm(&self) -> Option<&NvmTable> {
         Some(self)
-    }
-}
-
-/// A table iterator that names the pool in errors.
-#[derive(Debug)]
-struct NvmIter {
-    inner: PTableIter,
-    pool_path: PathBuf,
-}
-
-impl InternalIterator for NvmIter {
-    fn valid(&self) -> bool {
-        self.inner.valid()
-    }
-    fn seek_to_first(&mut self) {
-        self.inner.seek_to_first();
-    }
-    fn seek_to_last(&mut self) {
-        self.inner.seek_to_last();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.inner.seek(target);
-    }
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        self.inner.seek_for_prev(target);
-    }
-    fn next(&mut self) {
-        self.inner.next();
-    }
-    fn prev(&mut self) {
-        self.inner.prev();
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-    fn status(&self) -> Result<()> {
-        self.inner.status().map_err(|e| e.in_file(&self.pool_path))
-    }
-    fn entry_ref(&self) -> Option<EntryRef> {
-        self.inner.entry_ref()
     }
 }

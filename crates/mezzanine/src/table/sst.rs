@@ -32,7 +32,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::block::Block;
 use mezz_format::ikey::{ValueKind, make_internal_key, parse_internal_key};
-use mezz_format::sst::{BlockCache, ReadCounters, TableIter, TableReader};
+use mezz_format::sst::{BlockCache, ReadCounters, TableReader};
+
+use crate::table::InFileIter;
 use mezz_format::{InternalIterator, SeqNo};
 
 use crate::error::{Error, Result};
@@ -309,69 +311,18 @@ impl Table for SstTable {
     /// `opts.verify_checksums` has no effect yet: blocks are verified when read from the
     /// file, and cached blocks are trusted.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator> {
-        Box::new(SstIter {
-            inner: self.reader.iter(opts.fill_cache),
-            path: self.path.clone(),
-            publisher: Arc::clone(&self.publisher),
-        })
+        // Statistics are published when the iterator is dropped.
+        let publisher = Arc::clone(&self.publisher);
+        Box::new(
+            InFileIter::new(self.reader.iter(opts.fill_cache), self.path.clone())
+                .on_drop(move || publisher.publish()),
+        )
     }
 
     fn verify(&self) -> Result<u64> {
         let r = self.reader.verify();
         self.publisher.publish();
         r.map_err(|e| e.in_file(&self.path))
-    }
-}
-
-/// A table iterator that names its file in errors and publishes statistics when dropped.
-struct SstIter {
-    inner: TableIter,
-    path: PathBuf,
-    publisher: Arc<StatsPublisher>,
-}
-
-impl std::fmt::Debug for SstIter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SstIter").field("path", &self.path).finish()
-    }
-}
-
-impl Drop for SstIter {
-    fn drop(&mut self) {
-        self.publisher.publish();
-    }
-}
-
-impl InternalIterator for SstIter {
-    fn valid(&self) -> bool {
-        self.inner.valid()
-    }
-    fn seek_to_first(&mut self) {
-        self.inner.seek_to_first();
-    }
-    fn seek_to_last(&mut self) {
-        self.inner.seek_to_last();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.inner.seek(target);
-    }
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        self.inner.seek_for_prev(target);
-    }
-    fn next(&mut self) {
-        self.inner.next();
-    }
-    fn prev(&mut self) {
-        self.inner.prev();
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-    fn status(&self) -> Result<()> {
-        self.inner.status().map_err(|e| e.in_file(&self.path))
     }
 }
 
