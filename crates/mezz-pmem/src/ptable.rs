@@ -283,7 +283,7 @@ pub fn check_buffer(region: &Region, extent: Extent) -> Result<BufferInfo> {
 // ---------------------------------------------------------------------------------------
 
 /// What a table's header records.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PTableHeader {
     /// The table's id.
     pub id: u64,
@@ -572,12 +572,6 @@ impl PTableBuilder {
     fn set_word(&self, at: usize, v: u64) -> Result<()> {
         self.write(at, &v.to_le_bytes());
         persist_fence(&self.region, self.off + at, 8)
-    }
-
-    /// Bytes still free in the extent.
-    #[must_use]
-    pub fn room(&self) -> usize {
-        self.len - self.end
     }
 
     /// Entries added so far.

@@ -155,22 +155,13 @@ pub fn run_compaction(
     plan: &CompactionPlan,
 ) -> Result<CompactionResult> {
     let mut iter = input_iterator(ctx, version, plan)?;
-    let copy = matches!(
-        plan.reason,
-        CompactionReason::TierMove | CompactionReason::NvmGc
-    );
     let mut tier = output_tier(ctx, plan);
     let outputs = loop {
-        let res = with_sink(ctx, version, plan, tier, |sink| {
-            if plan.reason == CompactionReason::TierMove
-                && let Some(t) = plan.inputs.first()
-            {
-                move_to_ssd(ctx, t, iter.as_mut(), sink)
-            } else if copy {
-                copy_into(iter.as_mut(), sink)
-            } else {
-                merge_into(ctx, version, plan, iter.as_mut(), sink, None)
-            }
+        let res = with_sink(ctx, version, plan, tier, |sink| match plan.reason {
+            // Both keep the one input table's every entry, at its level.
+            CompactionReason::TierMove => move_to_ssd(ctx, plan, iter.as_mut(), sink),
+            CompactionReason::NvmGc => copy_into(iter.as_mut(), sink),
+            _ => merge_into(ctx, version, plan, iter.as_mut(), sink, None),
         });
         match res {
             Ok(o) => break o,
@@ -304,11 +295,14 @@ fn with_sink(
 /// one by one. Falls back to [`copy_into`] for a table that is not an NVM table.
 fn move_to_ssd(
     ctx: &CompactionContext<'_>,
-    meta: &Arc<TableMeta>,
+    plan: &CompactionPlan,
     iter: &mut dyn InternalIterator,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    let table = ctx.table_cache.open(meta)?;
+    let table = match plan.inputs.first() {
+        Some(meta) => ctx.table_cache.open(meta)?,
+        None => return copy_into(iter, sink),
+    };
     let Some(nvm) = table.as_nvm() else {
         return copy_into(iter, sink);
     };

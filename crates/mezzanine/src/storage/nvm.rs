@@ -307,12 +307,6 @@ impl NvmTier {
         &self.region
     }
 
-    /// Bytes of the pool (allocatable part).
-    #[must_use]
-    pub fn capacity(&self) -> u64 {
-        self.pool.lock().data_len()
-    }
-
     /// Returns `obj`'s extent to the allocator. Only after the manifest no longer needs it
     /// and nothing reads it.
     pub fn free(&self, obj: &NvmObject) {
