@@ -190,6 +190,27 @@ impl FreeList {
         Some(Extent { offset, len })
     }
 
+    /// As [`FreeList::alloc`], but from the top: the end of the highest free range that
+    /// fits. Objects of one kind allocated from the top and the others from the bottom do
+    /// not fragment each other's space.
+    pub fn alloc_high(&mut self, len: u64) -> Option<Extent> {
+        if len == 0 {
+            return None;
+        }
+        let len = len.checked_next_multiple_of(self.align)?;
+        let (&offset, &have) = self.free.iter().rev().find(|&(_, &have)| have >= len)?;
+        if have > len {
+            self.free.insert(offset, have - len);
+        } else {
+            self.free.remove(&offset);
+        }
+        self.free_bytes -= len;
+        Some(Extent {
+            offset: offset + have - len,
+            len,
+        })
+    }
+
     /// Returns `e` to the free list, merging it with touching free neighbours.
     ///
     /// # Errors
@@ -323,5 +344,23 @@ mod tests {
         assert!(e.detail.contains("outside"), "{}", e.detail);
         assert!(FreeList::from_live(A, 6 * A, A, &[ext(0, A)]).is_err());
         assert!(FreeList::from_live(A, 6 * A, A, &[ext(A + 8, A)]).is_err());
+    }
+
+    #[test]
+    fn alloc_high_takes_the_top_of_the_highest_range_that_fits() {
+        let mut f = FreeList::new(0, 16 * 4096, 4096);
+        let low = f.alloc(4096).unwrap();
+        let high = f.alloc_high(2 * 4096).unwrap();
+        assert_eq!(low.offset, 0);
+        assert_eq!((high.offset, high.len), (14 * 4096, 2 * 4096));
+        assert_eq!(f.free_bytes(), 13 * 4096);
+        // A range that fits exactly is taken whole.
+        f.free(low).unwrap();
+        let all = f.alloc_high(14 * 4096).unwrap();
+        assert_eq!((all.offset, all.len), (0, 14 * 4096));
+        assert!(f.alloc_high(4096).is_none());
+        f.free(high).unwrap();
+        f.free(all).unwrap();
+        assert_eq!(f.largest_free(), 16 * 4096);
     }
 }

@@ -376,6 +376,28 @@ impl Pool {
         })
     }
 
+    /// Like [`Pool::alloc`], from the top of the pool ([`FreeList::alloc_high`]).
+    ///
+    /// # Errors
+    /// As [`Pool::alloc`].
+    pub fn alloc_high(&self, len: u64) -> Result<Extent> {
+        let mut free = self.free.lock();
+        if len == 0 {
+            return Err(Error::InvalidArgument(
+                "cannot allocate an empty NVM extent".to_string(),
+            ));
+        }
+        free.alloc_high(len).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "NVM pool {} is full: cannot allocate {len} bytes ({} bytes free, largest free \
+                 range {} bytes)",
+                self.path.display(),
+                free.free_bytes(),
+                free.largest_free()
+            ))
+        })
+    }
+
     /// Like [`Pool::alloc`], then fills the extent with zeros and makes them durable.
     ///
     /// # Errors

@@ -11,11 +11,15 @@ impl Options {
         self.nvm_dir.is_some()
     }
 
-    /// The byte limit of NVM tables under `lru` tiering (3/4 of the pool when not given).
+    /// The byte limit of NVM tables under `lru` tiering (when not given: 3/4 of the pool
+    /// left by the NVM WALs and memtables the options keep there).
     #[must_use]
     pub fn nvm_table_budget(&self) -> u64 {
         match self.nvm_tiering {
-            super::NvmTiering::Lru(0) => self.nvm_capacity / 4 * 3,
+            // 3/4 of what the pool's other users (NVM WALs, memtables) leave.
+            super::NvmTiering::Lru(0) => {
+                self.nvm_capacity.saturating_sub(self.nvm_bytes_needed()) / 4 * 3
+            }
             super::NvmTiering::Lru(b) => b,
             _ => self.nvm_capacity,
         }

@@ -24,7 +24,7 @@ pub enum Preset {
     /// the upper levels write NVM tables (a persistent buffer filled by one bulk copy, a
     /// persistent skip list of pointers over it; compactions between NVM levels only write
     /// pointers), and the table that has stayed in NVM longest moves to an SST file when NVM
-    /// tables fill 3/4 of the pool (`nvm_tiering = lru`). The pool is not pre-faulted
+    /// tables fill 3/4 of the pool (less its other users) (`nvm_tiering = lru`). The pool is not pre-faulted
     /// (`nvm_prefault = false`): only background jobs write it. Needs `nvm_dir`.
     Tlsm,
 }

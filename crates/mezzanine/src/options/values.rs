@@ -42,7 +42,7 @@ pub enum NvmTiering {
     Leveled(usize),
     /// `lru:BYTES`: every output is an NVM table while NVM tables take less than BYTES;
     /// above it the table that has stayed in NVM longest moves to an SST file (same level).
-    /// `lru` alone: BYTES = 3/4 of `nvm_capacity`.
+    /// `lru` alone: BYTES = 3/4 of `nvm_capacity` less what NVM WALs and memtables need.
     Lru(u64),
     /// `none` (no tiering, "full NVM"): every level is NVM tables; when the pool is full a
     /// flush fails with an error that says so (writes stop; nothing is lost).

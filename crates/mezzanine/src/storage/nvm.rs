@@ -110,6 +110,9 @@ pub struct NvmTier {
     region: Arc<Region>,
     dir: PathBuf,
     mode: PersistMode,
+    /// Contiguous bytes NVM tables must leave free for the pool's other users (the NVM
+    /// WALs and memtables the options keep there), so a table never starves them.
+    table_reserve: u64,
 }
 
 fn pmem_err(e: mezz_format::Error, path: &Path) -> Error {
@@ -218,6 +221,9 @@ impl NvmTier {
             region,
             dir,
             mode: opts.nvm_persistence,
+            table_reserve: opts
+                .nvm_bytes_needed()
+                .saturating_sub(mezz_pmem::pool::SUPERBLOCK_SIZE),
         }))
     }
 
@@ -272,27 +278,44 @@ impl NvmTier {
     /// # Errors
     /// `StorageFull` as above; others as [`NvmTier::alloc`].
     pub fn alloc_table_object(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
-        {
-            let pool = self.pool.lock();
-            let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
-            if pool.largest_free() < need {
-                return Err(Error::Io {
-                    path: Some(self.dir.join(POOL_FILE)),
-                    source: io::Error::new(
-                        io::ErrorKind::StorageFull,
-                        format!(
-                            "NVM is full: an NVM table needs {need} bytes, the largest free \
-                             extent has {} ({} free of {}; raise nvm_capacity or use an \
-                             nvm_tiering that moves tables to SSD)",
-                            pool.largest_free(),
-                            pool.free_bytes(),
-                            pool.data_len()
-                        ),
+        let pool = self.pool.lock();
+        let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
+        // A free range must hold the table and still the reserve, so that the WALs and
+        // memtables the options keep in NVM always find room after it.
+        if pool.largest_free() < need.saturating_add(self.table_reserve) {
+            return Err(Error::Io {
+                path: Some(self.dir.join(POOL_FILE)),
+                source: io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    format!(
+                        "NVM is full: an NVM table needs {need} bytes beside the {} bytes kept \
+                         for NVM WALs and memtables, the largest free extent has {} ({} free \
+                         of {}; raise nvm_capacity or use an nvm_tiering that moves tables to \
+                         SSD)",
+                        self.table_reserve,
+                        pool.largest_free(),
+                        pool.free_bytes(),
+                        pool.data_len()
                     ),
-                });
-            }
+                ),
+            });
         }
-        self.alloc(id, kind, len)
+        // Tables fill the pool from the top, WALs and memtables from the bottom, so table
+        // objects never cut up the ranges the others reuse.
+        let e = pool.alloc_high(len).map_err(|e| match e {
+            e @ Error::Io { .. } => e,
+            other => Error::InvalidArgument(format!("NVM pool: {other}")),
+        })?;
+        drop(pool);
+        let obj = NvmObject {
+            id,
+            kind,
+            offset: e.offset,
+            len: e.len,
+            weight: 0,
+        };
+        self.objects.lock().insert(id, obj);
+        Ok(obj)
     }
 
     /// The object `id`, if the engine holds it.
