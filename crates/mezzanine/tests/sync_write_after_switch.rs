@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use mezz_env::{CrashOptions, FileSystem, KeepUnsynced, MemFs};
+use mezz_env::{
+    CrashOptions, FaultFs, FaultOp, FaultRule, FileSystem, KeepUnsynced, MemFs, Trigger,
+};
 use mezzanine::{Db, Options, WriteOptions};
 
 fn opts(fs: &MemFs) -> Options {
@@ -74,6 +76,68 @@ fn power_cut_without_sync_recovers_a_prefix() {
         assert!(
             present[k..].iter().all(|p| !p),
             "seed {seed}: survivors are not a prefix (first gap at {k})"
+        );
+        db.close().unwrap();
+    }
+}
+
+/// Regression (crash campaign seed 7889101056834849533): `close` syncs the WAL of a
+/// switched-out memtable and then the active one. When the older log's sync failed, close
+/// still synced the newer log, so a power cut kept the later writes and lost earlier ones.
+/// Now no log is synced after a failed one: what survives is still a prefix.
+#[test]
+fn failed_sync_of_an_older_wal_at_close_leaves_a_prefix() {
+    for seed in 0..10u64 {
+        let mem = MemFs::new();
+        let fault = FaultFs::new(Arc::new(mem.clone()));
+        let db = Db::open(
+            "/db",
+            Options {
+                fs: Arc::new(fault.clone()) as Arc<dyn FileSystem>,
+                write_buffer_size: 16 << 10,
+                manual_background: true,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let logs = |fs: &MemFs| {
+            fs.list_dir(std::path::Path::new("/db"))
+                .unwrap()
+                .iter()
+                .filter(|n| n.ends_with(".log"))
+                .count()
+        };
+        // Unsynced writes until the memtable (and its WAL) is switched once, then more
+        // writes into the new WAL; the flush of the old memtable never runs.
+        let mut n = 0u64;
+        while logs(&mem) < 2 {
+            db.put(format!("k{n:05}").as_bytes(), &[b'v'; 200]).unwrap();
+            n += 1;
+        }
+        let extra = 5 + seed * 7;
+        for _ in 0..extra {
+            db.put(format!("k{n:05}").as_bytes(), &[b'v'; 200]).unwrap();
+            n += 1;
+        }
+        // The first sync at close is the older WAL's: it fails.
+        fault.add_rule(FaultRule::new(Some(FaultOp::Sync), Trigger::Once(0)).on_path(".log"));
+        assert!(
+            db.close().is_err(),
+            "seed {seed}: the failed sync is reported"
+        );
+        let crashed = mem.crash_clone(&CrashOptions {
+            keep_unsynced: KeepUnsynced::None,
+            seed,
+        });
+        drop(db);
+        let db = Db::open("/db", opts(&crashed)).unwrap();
+        let present: Vec<bool> = (0..n)
+            .map(|i| db.get(format!("k{i:05}").as_bytes()).unwrap().is_some())
+            .collect();
+        let k = present.iter().take_while(|p| **p).count();
+        assert!(
+            present[k..].iter().all(|p| !p),
+            "seed {seed}: survivors are not a prefix (first gap at {k} of {n})"
         );
         db.close().unwrap();
     }

@@ -656,12 +656,15 @@ impl DbInner {
         for t in threads {
             let _ = t.join();
         }
+        // The active WAL is synced only after every older one: if an older log could not
+        // be synced, syncing the newest would keep later writes and lose earlier ones.
         let mut first_err = self.sync_closed_wals(u64::MAX).err();
-        {
+        if first_err.is_none() {
             let mut ws = self.write.lock();
             if let Some(w) = ws.wal.as_mut()
                 && let Err(e) = w.sync()
             {
+                self.wal_failed.store(true, Ordering::Release);
                 first_err.get_or_insert(e);
             }
         }

@@ -189,6 +189,11 @@ pub(crate) struct DbInner {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// WALs of switched-out memtables whose tails may not be durable yet, oldest first.
     closed_wals: Mutex<Vec<Arc<ClosedWal>>>,
+    /// Set when a WAL append or sync failed. From then on no WAL is synced again: a failed
+    /// sync may have dropped that log's tail, and a later sync of a newer log would make
+    /// later writes durable after lost ones (a hole that recovery cannot see, because a
+    /// log that lost its tail ends cleanly).
+    wal_failed: AtomicBool,
     /// The pool of parallel reads (`parallel_reads`).
     read_pool: Option<crate::parallel::ReadPool>,
 }

@@ -873,6 +873,7 @@ fn assemble_db_inner(
         lock: Mutex::new(Some(locked.lock)),
         threads: Mutex::new(Vec::new()),
         closed_wals: Mutex::new(closed_wals),
+        wal_failed: AtomicBool::new(false),
         storage,
         policy,
         placement,

@@ -221,6 +221,7 @@ impl DbInner {
                 self.sync_closed_wals(u64::MAX)?;
             }
             if let Err(e) = wal.append(data, sync) {
+                self.wal_failed.store(true, Ordering::Release);
                 self.set_bg_error(&format!("WAL append failed: {e}"));
                 return Err(e);
             }
@@ -339,8 +340,10 @@ impl DbInner {
     }
 
     /// Syncs every closed WAL numbered `up_to` or lower that is not synced yet, oldest
-    /// first. A failure is sticky (background error): the WAL's tail is then not durable.
+    /// first. A failure is sticky (background error): the WAL's tail is then not durable,
+    /// and no WAL is synced again (see `wal_failed`).
     pub(super) fn sync_closed_wals(&self, up_to: u64) -> Result<()> {
+        self.check_wal_intact()?;
         let pending: Vec<Arc<super::ClosedWal>> = {
             let list = self.closed_wals.lock();
             if list.is_empty() {
@@ -352,6 +355,7 @@ impl DbInner {
             let mut g = w.writer.lock();
             if let Some(wal) = g.as_mut() {
                 if let Err(e) = wal.sync() {
+                    self.wal_failed.store(true, Ordering::Release);
                     self.set_bg_error(&format!("WAL sync failed: {e}"));
                     return Err(e);
                 }
@@ -361,6 +365,17 @@ impl DbInner {
         self.closed_wals
             .lock()
             .retain(|w| w.writer.lock().is_some());
+        Ok(())
+    }
+
+    /// `Err` once a WAL append or sync has failed: syncing any log after that could make
+    /// newer writes durable behind lost ones.
+    pub(super) fn check_wal_intact(&self) -> Result<()> {
+        if self.wal_failed.load(Ordering::Acquire) {
+            return Err(Error::Background(
+                "a WAL append or sync failed earlier; no log is synced after it".to_string(),
+            ));
+        }
         Ok(())
     }
 
