@@ -154,6 +154,15 @@ pub fn run_compaction(
     version: &Version,
     plan: &CompactionPlan,
 ) -> Result<CompactionResult> {
+    if plan.reason == CompactionReason::Column {
+        let merge = |p: &CompactionPlan, it: &mut dyn InternalIterator| {
+            let outputs = with_sink(ctx, version, p, Tier::Ssd, |sink| {
+                merge_into(ctx, version, p, it, sink, None)
+            })?;
+            Ok(compaction_result(p, outputs))
+        };
+        return crate::compaction::matrix::run_column(ctx, version, plan, &merge);
+    }
     let mut iter = input_iterator(ctx, version, plan)?;
     let mut tier = output_tier(ctx, plan);
     let outputs = loop {

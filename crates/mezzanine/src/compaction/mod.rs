@@ -9,7 +9,9 @@
 //!   version and the options).
 //! - [`tiering`]: [`tiering::TieredPolicy`], TLSM's tiering on top of it (moves of NVM
 //!   tables to SSD, reclamation of mostly dead NVM objects, which levels are NVM tables).
-//! - [`column`](mod@column): MatrixKV's column planner (a pure function; not yet used by a policy).
+//! - [`column`](mod@column): MatrixKV's column planner (a pure function).
+//! - [`matrix`]: [`matrix::MatrixPolicy`] (a matrix-container L0: column compactions,
+//!   triggers on container bytes) and the column compaction it plans.
 //! - [`executor`]: runs a plan (trivial move or merge) into a table sink; the merge loop
 //!   is shared by every sink.
 //! - [`sink`]: the [`TableSink`] trait (flush and compaction outputs), [`SstSink`] and
@@ -23,6 +25,7 @@
 pub mod column;
 pub mod executor;
 pub mod leveled;
+pub mod matrix;
 pub mod nvm_sink;
 pub mod policy;
 pub mod sink;

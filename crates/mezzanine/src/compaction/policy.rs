@@ -32,6 +32,8 @@ pub enum CompactionReason {
     TierMove,
     /// An NVM table is rewritten so that a mostly dead NVM object can be freed.
     NvmGc,
+    /// MatrixKV: a column of the matrix container's compactor rows merges into L1.
+    Column,
 }
 
 /// One planned compaction: inputs from `level` and `level + 1`, output to `level + 1` (or,

@@ -254,7 +254,7 @@ impl TableSink for SstSink<'_> {
             .iter()
             .filter_map(|w| match w.meta.location {
                 TableLocation::Sst { path_id } => Some(path_id),
-                TableLocation::Nvm { .. } => None,
+                TableLocation::Nvm { .. } | TableLocation::Row { .. } => None,
             })
             .collect();
         dirs.sort_unstable();

@@ -157,6 +157,11 @@ impl DbInner {
         flushed: Option<u64>,
         on_install: &mut dyn FnMut(&mut super::State),
     ) -> Result<()> {
+        if let Some(space) = self.storage.matrix().filter(|_| self.opts.matrix_bytes > 0)
+            && self.write_row(space, m, start, flushed, on_install)?
+        {
+            return Ok(());
+        }
         let new_file = || self.new_file_number();
         let mut force_ssd = false;
         let written = loop {
@@ -199,6 +204,63 @@ impl DbInner {
         s.record_level_io(0, 0, bytes);
         self.purge_obsolete();
         Ok(())
+    }
+
+    /// MatrixKV: writes memtable `m` as one row of the matrix container (one bulk copy),
+    /// its hints pointing into the newest L0 row, and installs it as an L0 table like
+    /// [`DbInner::write_l0`]. Returns false (nothing done) when the container has no room:
+    /// the caller writes an L0 SST instead.
+    fn write_row(
+        &self,
+        space: &Arc<crate::storage::matrix::MatrixSpace>,
+        m: &Arc<MemTable>,
+        start: Instant,
+        flushed: Option<u64>,
+        on_install: &mut dyn FnMut(&mut super::State),
+    ) -> Result<bool> {
+        // The newest L0 table, if it is a row, is what the new row's hints point into.
+        let newest = self.super_version.load().version.tables(0).first().cloned();
+        let prev = match &newest {
+            Some(t) if matches!(t.location, TableLocation::Row { .. }) => {
+                Some(self.table_cache.open(t)?)
+            }
+            _ => None,
+        };
+        let prev = prev
+            .as_ref()
+            .and_then(|t| t.as_row())
+            .map(|r| (r.row().as_ref(), r.consumed()));
+        let row_id = self.new_file_number();
+        let mut iter = m.iter();
+        let Some(row) = space.build_row(iter.as_mut(), row_id, prev, self.opts.block_size)? else {
+            return Ok(false);
+        };
+        drop(iter);
+        let installed = crate::storage::matrix::row_meta(row_id, space.object().id, &row, 0)
+            .and_then(|meta| {
+                let mut edit = VersionEdit::default();
+                if let Some(meta) = meta {
+                    edit.new_tables.push((0, meta));
+                }
+                if m.is_nvm() {
+                    edit.deleted_nvm_objects.push(m.id());
+                }
+                self.log_and_apply_ext(edit, flushed, &[], on_install)
+            });
+        // From here the row's pages follow the tables naming it (none, if this failed:
+        // they are freed with the next clean-up, or by the next open).
+        space.built(row_id);
+        installed?;
+        if let Some(l) = m.nvm_list() {
+            l.mark_obsolete();
+        }
+        let s = &self.stats;
+        StatsCollector::add(&s.flushes, 1);
+        StatsCollector::add(&s.flush_bytes_written, row.len_bytes());
+        StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
+        s.record_level_io(0, 0, row.len_bytes());
+        self.purge_obsolete();
+        Ok(true)
     }
 
     /// `nvm_memtable = immutable`: merges the DRAM memtable `imm` into the NVM receiver
@@ -543,6 +605,17 @@ impl DbInner {
                     true
                 }
             });
+            // Matrix rows: pages no table a reader may hold still uses go back to the
+            // container, under the state lock so that no row is installed meanwhile.
+            if let Some(space) = self.storage.matrix() {
+                let pinned: Vec<Arc<TableMeta>> = st
+                    .obsolete
+                    .iter()
+                    .filter_map(|(_, _, w)| w.upgrade())
+                    .collect();
+                let current = st.version.all_tables().map(|(_, t)| t.as_ref());
+                space.release_unused(current.chain(pinned.iter().map(AsRef::as_ref)));
+            }
             (dead, objs)
         };
         for (id, loc) in dead {

@@ -233,10 +233,18 @@ fn levels_get(
     key: &[u8],
     cancel: Option<&AtomicBool>,
 ) -> Result<Option<LookupResult>> {
-    let probe = |t: &TableMeta| -> Result<Option<LookupResult>> {
+    // L0 rows of a matrix container pass cross-row hints down to older rows.
+    let mut hint = None;
+    let mut probe = |t: &TableMeta| -> Result<Option<LookupResult>> {
         let path = || cache.storage().describe(t);
         let table = cache.open(t).map_err(|e| e.in_file(path()))?;
-        table.get(key, seq, topts).map_err(|e| e.in_file(path()))
+        let r = table
+            .get_chained(key, seq, topts, &mut hint)
+            .map_err(|e| e.in_file(path()))?;
+        Ok(r.map(|r| match r {
+            crate::pinned::PinnedLookup::Value(v) => LookupResult::Value(v.into_vec()),
+            crate::pinned::PinnedLookup::Deleted => LookupResult::Deleted,
+        }))
     };
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     for level in levels {

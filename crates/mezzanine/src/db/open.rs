@@ -72,12 +72,15 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let locked = lock_dir(path, &opts)?;
     let mut rec = replay_manifest(&locked, &opts)?;
     let mut nvm = open_nvm(&locked, &opts, &mut rec)?;
-    let storage = Arc::new(Storage::new(
-        Arc::clone(&locked.fs),
-        locked.dir.clone(),
-        opts.ssd_paths.clone(),
-        nvm.tier.clone(),
-    ));
+    let storage = Arc::new(
+        Storage::new(
+            Arc::clone(&locked.fs),
+            locked.dir.clone(),
+            opts.ssd_paths.clone(),
+            nvm.tier.clone(),
+        )
+        .with_matrix(nvm.matrix.clone()),
+    );
     storage.check_locations(&rec.version)?;
     check_units(&opts, &storage, &rec)?;
     let placement: Arc<dyn Placement> = Arc::new(
@@ -293,6 +296,8 @@ struct NvmState {
     live: Vec<NvmObject>,
     /// The NVM memtables mapped back, in the version's object order.
     mems: Vec<Arc<MemTable>>,
+    /// The matrix container's page space, if the database has one.
+    matrix: Option<Arc<crate::storage::matrix::MatrixSpace>>,
 }
 
 /// Step 3: opens the NVM tier when something lives or will live there and maps the NVM
@@ -308,6 +313,7 @@ fn open_nvm(locked: &LockedDir, opts: &Options, rec: &mut Recovery) -> Result<Nv
     let uses_nvm = opts.wal_on_nvm
         || opts.nvm_memtable != NvmMemtable::Off
         || opts.nvm_tiering.enabled()
+        || opts.matrix_bytes > 0
         || !live.is_empty();
     let tier = if opts.has_nvm() && uses_nvm {
         Some(NvmTier::open(opts, rec.db_id, &live, !locked.exists)?)
@@ -328,7 +334,53 @@ fn open_nvm(locked: &LockedDir, opts: &Options, rec: &mut Recovery) -> Result<Nv
             mems.push(Arc::new(MemTable::nvm(o.id, list)));
         }
     }
-    Ok(NvmState { tier, live, mems })
+    let matrix = match &tier {
+        Some(t) => open_matrix(t, opts, rec)?,
+        None => None,
+    };
+    Ok(NvmState {
+        tier,
+        live,
+        mems,
+        matrix,
+    })
+}
+
+/// The matrix container's page space: the one the version lists, or (with `matrix_bytes`)
+/// a new one, recorded by this open's manifest before any row is written into it. Its
+/// free pages are those the version's rows do not use.
+fn open_matrix(
+    tier: &Arc<NvmTier>,
+    opts: &Options,
+    rec: &mut Recovery,
+) -> Result<Option<Arc<crate::storage::matrix::MatrixSpace>>> {
+    let existing = rec
+        .version
+        .nvm_objects
+        .values()
+        .find(|o| o.kind == NvmObjectKind::MatrixSpace)
+        .copied();
+    let object = match existing {
+        Some(o) => o,
+        None if opts.matrix_bytes > 0 => {
+            let id = alloc(&rec.next_file);
+            let mut o = tier.alloc(id, NvmObjectKind::MatrixSpace, opts.matrix_bytes)?;
+            o.weight = opts.matrix_page_size as u64;
+            rec.edit.new_nvm_objects.push(o);
+            o
+        }
+        None => return Ok(None),
+    };
+    let page_size = usize::try_from(object.weight).unwrap_or(0);
+    let space = crate::storage::matrix::MatrixSpace::open(
+        tier,
+        object,
+        page_size,
+        opts.matrix_hints,
+        rec.version.all_tables().map(|(_, t)| t.as_ref()),
+    )
+    .map_err(|e| e.in_file(tier.dir().join(crate::storage::nvm::POOL_FILE)))?;
+    Ok(Some(Arc::new(space)))
 }
 
 /// A WAL to replay: a file, or a log in the NVM pool.
@@ -835,6 +887,8 @@ fn assemble_db_inner(
     })?;
     let policy: Arc<dyn CompactionPolicy> = if opts.nvm_tiering.enabled() {
         Arc::new(crate::compaction::tiering::TieredPolicy::new(&opts))
+    } else if opts.matrix_bytes > 0 {
+        Arc::new(crate::compaction::matrix::MatrixPolicy::new(&opts))
     } else {
         Arc::new(LeveledPolicy::new(&opts))
     };

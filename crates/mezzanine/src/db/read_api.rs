@@ -74,11 +74,13 @@ impl DbInner {
         let topts = Self::table_read_options(opts);
         let v = &sv.version;
         let cache = &self.table_cache;
-        let probe = |t: &TableMeta| -> Result<Option<PinnedLookup>> {
+        // L0 rows of a matrix container pass cross-row hints down to older rows.
+        let mut hint = None;
+        let mut probe = |t: &TableMeta| -> Result<Option<PinnedLookup>> {
             let path = || cache.storage().describe(t);
             let table = cache.open(t).map_err(|e| e.in_file(path()))?;
             table
-                .get_pinned(key, seq, &topts)
+                .get_chained(key, seq, &topts, &mut hint)
                 .map_err(|e| e.in_file(path()))
         };
         for level in 0..v.num_levels() {

@@ -15,7 +15,7 @@ use crate::storage::nvm::{NvmObject, NvmObjectKind};
 use crate::table::{TableLocation, TableMeta, Tier};
 
 /// The manifest format version this build writes and the newest it reads.
-pub const MANIFEST_FORMAT_VERSION: u32 = 3;
+pub const MANIFEST_FORMAT_VERSION: u32 = 4;
 
 /// The name of the key ordering, recorded in the manifest and checked on open.
 pub const COMPARATOR_NAME: &str = "mezz.bytewise";
@@ -39,6 +39,8 @@ const TIER_SSD: u8 = 0;
 const LOCATION_SST: u8 = 0;
 const TIER_NVM: u8 = 1;
 const LOCATION_NVM: u8 = 1;
+const LOCATION_ROW: u8 = 2;
+const TAG_MATRIX_COMPACTOR: u32 = 12;
 
 /// A change from one version to the next, as recorded in the MANIFEST.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -66,6 +68,8 @@ pub struct VersionEdit {
     pub new_nvm_objects: Vec<NvmObject>,
     /// NVM objects released (their space is free once this edit is durable).
     pub deleted_nvm_objects: Vec<u64>,
+    /// The matrix container's compactor: the rows with an id up to this one (`0` = none).
+    pub matrix_compactor: Option<u64>,
 }
 
 fn put_usize(buf: &mut Vec<u8>, v: usize) {
@@ -92,6 +96,18 @@ fn encode_table(buf: &mut Vec<u8>, t: &TableMeta) {
                 put_varint64(buf, r.bytes);
                 buf.push(u8::from(r.created));
             }
+        }
+        TableLocation::Row {
+            space,
+            row,
+            header_page,
+            consumed,
+        } => {
+            buf.push(LOCATION_ROW);
+            put_varint64(buf, space);
+            put_varint64(buf, row);
+            put_varint32(buf, header_page);
+            put_varint32(buf, consumed);
         }
     }
     put_varint64(buf, t.size);
@@ -158,6 +174,12 @@ fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
             }
             TableLocation::Nvm { object }
         }
+        LOCATION_ROW => TableLocation::Row {
+            space: d.varint64()?,
+            row: d.varint64()?,
+            header_page: d.varint32()?,
+            consumed: d.varint32()?,
+        },
         l => {
             return Err(Error::corruption(
                 loc_off,
@@ -231,13 +253,17 @@ impl VersionEdit {
             buf.push(o.kind.code());
             put_varint64(buf, o.offset);
             put_varint64(buf, o.len);
-            if o.kind.is_table() {
+            if o.kind.is_table() || o.kind == NvmObjectKind::MatrixSpace {
                 put_varint64(buf, o.weight);
             }
         }
         for id in &self.deleted_nvm_objects {
             put_varint32(buf, TAG_DELETED_NVM_OBJECT);
             put_varint64(buf, *id);
+        }
+        if let Some(r) = self.matrix_compactor {
+            put_varint32(buf, TAG_MATRIX_COMPACTOR);
+            put_varint64(buf, r);
         }
         for (level, t) in &self.new_tables {
             put_varint32(buf, TAG_NEW_TABLE);
@@ -299,7 +325,11 @@ impl VersionEdit {
                         .ok_or_else(|| Error::corruption(off, "unknown NVM object kind"))?;
                     let offset = d.varint64()?;
                     let len = d.varint64()?;
-                    let weight = if kind.is_table() { d.varint64()? } else { 0 };
+                    let weight = if kind.is_table() || kind == NvmObjectKind::MatrixSpace {
+                        d.varint64()?
+                    } else {
+                        0
+                    };
                     e.new_nvm_objects.push(NvmObject {
                         id,
                         kind,
@@ -309,6 +339,7 @@ impl VersionEdit {
                     });
                 }
                 TAG_DELETED_NVM_OBJECT => e.deleted_nvm_objects.push(d.varint64()?),
+                TAG_MATRIX_COMPACTOR => e.matrix_compactor = Some(d.varint64()?),
                 TAG_DELETED_TABLE => {
                     let level = decode_level(&mut d)?;
                     e.deleted_tables.push((level, d.varint64()?));

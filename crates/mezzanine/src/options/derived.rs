@@ -55,8 +55,8 @@ impl Options {
     }
 
     /// The least pool size the NVM options need: the superblock, two NVM memtables (one
-    /// filling, one being flushed) and, with `wal_on_nvm`, one WAL per memtable that may
-    /// exist at once plus one (an open keeps the WALs of the memtables it recovers and
+    /// filling, one being flushed), the matrix container (`matrix_bytes`) and, with
+    /// `wal_on_nvm`, one WAL per memtable that may exist at once plus one (an open keeps the WALs of the memtables it recovers and
     /// creates a new one before any of them is flushed); every extent rounded up to the
     /// pool's alignment.
     #[must_use]
@@ -71,6 +71,9 @@ impl Options {
         }
         if self.wal_on_nvm {
             need += (self.max_write_buffer_number as u64 + 1) * align(self.nvm_wal_bytes());
+        }
+        if self.matrix_bytes > 0 {
+            need += align(self.matrix_bytes);
         }
         need
     }

@@ -221,6 +221,28 @@ declare_options! {
         /// still point into it rewritten, so it can be freed. Default: 0.5.
         nvm_gc_live_ratio: f64 = 0.5, Float,
             check |v| (0.0..1.0).contains(v), "{v} not in 0..1";
+
+        // ---- MatrixKV: L0 as a matrix container in NVM (docs/formats/matrix-row.md) ----
+        /// Bytes of the matrix container that holds L0 in the NVM pool: each flush writes one
+        /// row there instead of an L0 SST, and column compactions drain rows into L1. `0`
+        /// turns it off. Needs `nvm_dir`. Default: 0.
+        matrix_bytes: u64 = 0, Size;
+        /// Page size of the container (a power of two, 4 KiB..1 GiB): partly drained rows
+        /// give back whole pages. Default: 256 KiB.
+        matrix_page_size: usize = 256 << 10, Size,
+            check |v| v.is_power_of_two() && (4096..=1 << 30).contains(v),
+            "{v} is not a power of two in 4 KiB..1 GiB";
+        /// The receiver rows become the compactor once they hold this share of the
+        /// container. Default: 0.6.
+        matrix_switch_fraction: f64 = 0.6, Float,
+            check |v| (0.05..=0.95).contains(v), "{v} not in 0.05..=0.95";
+        /// Narrow each older row's search with the cross-row hints of the newer row.
+        /// Default: true.
+        matrix_hints: bool = true, Flag;
+        /// Threads that fetch a column's entries from the compactor rows (`0` = one per
+        /// core). Default: 0.
+        column_threads: usize = 0, Size,
+            check |v| *v <= 64, "{v} > 64";
     }
 }
 

@@ -27,12 +27,23 @@ pub enum Preset {
     /// tables fill 3/4 of the pool (less its other users) (`nvm_tiering = lru`). The pool is not pre-faulted
     /// (`nvm_prefault = false`): only background jobs write it. Needs `nvm_dir`.
     Tlsm,
+    /// MatrixKV: L0 is a matrix container in NVM (`matrix_bytes`, 1/2 of the pool): each
+    /// flush appends one row (one bulk copy), column compactions drain the oldest rows into
+    /// L1 a key range at a time; L1 is as large as the container (wide, flat levels); the
+    /// WAL is in NVM too (`wal_on_nvm`). Writes slow down and stop on container bytes, not
+    /// L0 file counts. Needs `nvm_dir`.
+    Matrixkv,
 }
 
 impl Preset {
     /// Every preset that exists; test harnesses iterate over this so a new preset joins them
     /// automatically.
-    pub const ALL: &'static [Preset] = &[Preset::Leveldb, Preset::Novelsm, Preset::Tlsm];
+    pub const ALL: &'static [Preset] = &[
+        Preset::Leveldb,
+        Preset::Novelsm,
+        Preset::Tlsm,
+        Preset::Matrixkv,
+    ];
 
     /// The preset's name as written in OPTIONS files and on the command line.
     #[must_use]
@@ -41,6 +52,7 @@ impl Preset {
             Preset::Leveldb => "leveldb",
             Preset::Novelsm => "novelsm",
             Preset::Tlsm => "tlsm",
+            Preset::Matrixkv => "matrixkv",
         }
     }
 
@@ -94,6 +106,15 @@ impl Options {
             Preset::Tlsm => Self {
                 preset,
                 nvm_tiering: NvmTiering::Lru(0),
+                nvm_prefault: false,
+                ..Self::leveldb()
+            },
+            // The container is half the default pool; L1 is as large as it.
+            Preset::Matrixkv => Self {
+                preset,
+                matrix_bytes: 512 << 20,
+                max_bytes_for_level_base: 512 << 20,
+                wal_on_nvm: true,
                 nvm_prefault: false,
                 ..Self::leveldb()
             },

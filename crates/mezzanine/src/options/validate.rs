@@ -67,6 +67,12 @@ impl Options {
                     self.preset
                 ));
             }
+            if self.matrix_bytes > 0 {
+                return bad(format!(
+                    "matrix_bytes={} (preset {}) needs nvm_dir (e.g. --nvm-dir /dev/shm/mezz-nvm)",
+                    self.matrix_bytes, self.preset
+                ));
+            }
             if self.nvm_tiering.enabled() {
                 return bad(format!(
                     "nvm_tiering={} (preset {}) needs nvm_dir (e.g. --nvm-dir /dev/shm/mezz-nvm)",
@@ -93,12 +99,29 @@ impl Options {
                 return bad("an NVM memtable needs use_wal=true".into());
             }
         }
+        if self.matrix_bytes > 0 {
+            if self.nvm_tiering.enabled() {
+                return bad(
+                    "matrix_bytes (a matrix container as L0) and nvm_tiering (NVM tables) \
+                     cannot be combined: choose one design for the upper levels"
+                        .into(),
+                );
+            }
+            let least = (16 * self.matrix_page_size as u64).max(4 * self.write_buffer_size as u64);
+            if self.matrix_bytes < least {
+                return bad(format!(
+                    "matrix_bytes {} < {least}: the container must hold 16 pages of \
+                     matrix_page_size and 4 memtables of write_buffer_size",
+                    self.matrix_bytes
+                ));
+            }
+        }
         if self.nvm_dir.is_some() {
             let need = self.nvm_bytes_needed();
             if need > self.nvm_capacity {
                 return bad(format!(
                     "nvm_capacity {} cannot hold what the options keep in NVM: {need} bytes \
-                     (the pool's superblock{}{})",
+                     (the pool's superblock{}{}{})",
                     self.nvm_capacity,
                     if self.nvm_memtable == NvmMemtable::Off {
                         String::new()
@@ -114,6 +137,11 @@ impl Options {
                             ", max_write_buffer_number {} + 1 WALs sized for write_buffer_size {}",
                             self.max_write_buffer_number, self.write_buffer_size
                         )
+                    } else {
+                        String::new()
+                    },
+                    if self.matrix_bytes > 0 {
+                        format!(", a matrix container of matrix_bytes {}", self.matrix_bytes)
                     } else {
                         String::new()
                     }

@@ -176,7 +176,7 @@ pub fn unit_views(
     let slot = |views: &mut Vec<UnitView>, t: &TableMeta| -> Option<usize> {
         match t.location {
             TableLocation::Sst { path_id } => views.iter().position(|v| v.path_id == path_id),
-            TableLocation::Nvm { .. } => None,
+            TableLocation::Nvm { .. } | TableLocation::Row { .. } => None,
         }
     };
     for (level, t) in version.all_tables() {

@@ -24,6 +24,7 @@
 //! Thread-safety: `Storage` is immutable after construction and shared through `Arc`; the
 //! file system and the NVM tier do their own locking.
 
+pub mod matrix;
 pub mod nvm;
 
 use std::io;
@@ -48,6 +49,8 @@ pub struct Storage {
     /// I/O counters per directory.
     io: Vec<Arc<UnitIo>>,
     nvm: Option<Arc<NvmTier>>,
+    /// The matrix container's page space (MatrixKV's L0 rows), if the database has one.
+    matrix: Option<Arc<matrix::MatrixSpace>>,
 }
 
 /// SST I/O through one directory since open.
@@ -182,7 +185,26 @@ impl Storage {
         dirs.push(db_dir);
         dirs.extend(more_dirs);
         let io = dirs.iter().map(|_| Arc::default()).collect();
-        Self { fs, dirs, io, nvm }
+        Self {
+            fs,
+            dirs,
+            io,
+            nvm,
+            matrix: None,
+        }
+    }
+
+    /// The same storage with the matrix container's page space `m`.
+    #[must_use]
+    pub fn with_matrix(mut self, m: Option<Arc<matrix::MatrixSpace>>) -> Self {
+        self.matrix = m;
+        self
+    }
+
+    /// The matrix container's page space, if the database has one.
+    #[must_use]
+    pub fn matrix(&self) -> Option<&Arc<matrix::MatrixSpace>> {
+        self.matrix.as_ref()
     }
 
     /// The directory indexes new tables go to: the further SSD directories if there are
@@ -392,7 +414,9 @@ impl Storage {
     pub fn table_path(&self, id: u64, location: TableLocation) -> Result<PathBuf> {
         match location {
             TableLocation::Sst { path_id } => self.sst_path(id, path_id),
-            TableLocation::Nvm { .. } => Ok(self.nvm_tier()?.dir().join(nvm::POOL_FILE)),
+            TableLocation::Nvm { .. } | TableLocation::Row { .. } => {
+                Ok(self.nvm_tier()?.dir().join(nvm::POOL_FILE))
+            }
         }
     }
 
@@ -472,6 +496,7 @@ impl Storage {
                     .chain(tier.object(object).map(|x| x.len))
                     .sum())
             }
+            TableLocation::Row { .. } => Ok(meta.size),
         }
     }
 
@@ -552,6 +577,19 @@ impl Storage {
                                 ),
                             ));
                         }
+                    }
+                }
+                TableLocation::Row { space, row, .. } => {
+                    let known = self.matrix.as_ref().is_some_and(|m| m.object().id == space);
+                    if !version.nvm_objects.contains_key(&space) || !known {
+                        return Err(Error::corruption(
+                            0,
+                            format!(
+                                "table {} (L{level}) is matrix row {row} in NVM object \
+                                 {space}, which is not the database's matrix container",
+                                t.id
+                            ),
+                        ));
                     }
                 }
             }

@@ -46,6 +46,8 @@ pub enum NvmObjectKind {
     TableIndex,
     /// A persistent buffer of KeySet blocks that NVM tables point into.
     TableBuffer,
+    /// The page space of the matrix container (MatrixKV's L0): rows live in its pages.
+    MatrixSpace,
 }
 
 impl NvmObjectKind {
@@ -61,6 +63,7 @@ impl NvmObjectKind {
             NvmObjectKind::Memtable => 2,
             NvmObjectKind::TableIndex => 3,
             NvmObjectKind::TableBuffer => 4,
+            NvmObjectKind::MatrixSpace => 5,
         }
     }
     pub(crate) fn from_code(c: u8) -> Option<Self> {
@@ -69,6 +72,7 @@ impl NvmObjectKind {
             2 => Some(NvmObjectKind::Memtable),
             3 => Some(NvmObjectKind::TableIndex),
             4 => Some(NvmObjectKind::TableBuffer),
+            5 => Some(NvmObjectKind::MatrixSpace),
             _ => None,
         }
     }
@@ -89,6 +93,7 @@ pub struct NvmObject {
     /// For an object of NVM tables: the bytes of entries written into it (see
     /// `compaction::nvm_sink::entry_weight`); its live share is the part of them live
     /// tables still use. 0 for other objects, and for table objects holding only nodes.
+    /// For the matrix container's space: its page size.
     pub weight: u64,
 }
 

@@ -98,6 +98,21 @@ impl TableCache {
                 })?;
                 Ok(Arc::new(crate::table::nvm::NvmTable::open(tier, meta)?))
             }
+            TableLocation::Row { .. } => {
+                let (Some(tier), Some(space)) = (self.storage.nvm(), self.storage.matrix()) else {
+                    return Err(Error::InvalidArgument(format!(
+                        "table {} is a matrix row, but no matrix container is open",
+                        meta.id
+                    )));
+                };
+                Ok(Arc::new(crate::table::row::RowHandle::open(
+                    space,
+                    meta,
+                    space.hints(),
+                    Arc::clone(space.counters()),
+                    crate::table::row::pool_path(tier.dir()),
+                )?))
+            }
         }
     }
 

@@ -12,6 +12,7 @@
 
 pub mod cache;
 pub mod nvm;
+pub mod row;
 pub mod sst;
 
 use std::fmt::Debug;
@@ -47,6 +48,19 @@ pub enum TableLocation {
         /// The id of the NVM object holding the table's bytes.
         object: u64,
     },
+    /// A row of the matrix container (MatrixKV's L0) in the page space of NVM object
+    /// `space`, with its first `consumed` entries drained into L1 by column compactions.
+    /// Each consumption makes a new table (a new id) over the same row.
+    Row {
+        /// The id of the NVM object holding the container's page space.
+        space: u64,
+        /// The row's id (written in its header; unique for the database's life).
+        row: u64,
+        /// The page holding the row's header.
+        header_page: u32,
+        /// Entries `[0, consumed)` are gone.
+        consumed: u32,
+    },
 }
 
 impl TableLocation {
@@ -55,7 +69,7 @@ impl TableLocation {
     pub fn tier(&self) -> Tier {
         match self {
             TableLocation::Sst { .. } => Tier::Ssd,
-            TableLocation::Nvm { .. } => Tier::Nvm,
+            TableLocation::Nvm { .. } | TableLocation::Row { .. } => Tier::Nvm,
         }
     }
 }
@@ -172,10 +186,31 @@ pub trait Table: Send + Sync + Debug {
     ) -> Result<Option<crate::pinned::PinnedLookup>> {
         Ok(self.get(user_key, seq, opts)?.map(Into::into))
     }
+    /// As [`Table::get_pinned`], for a point read that consults L0 tables newest first:
+    /// `hint` is what the previous (newer) table left for this one, and this table leaves
+    /// its own for the next (matrix rows narrow an older row's search with cross-row
+    /// hints). Other tables ignore and clear it (the default).
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    fn get_chained(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        opts: &TableReadOptions,
+        hint: &mut Option<row::RowHint>,
+    ) -> Result<Option<crate::pinned::PinnedLookup>> {
+        *hint = None;
+        self.get_pinned(user_key, seq, opts)
+    }
     /// An iterator over every entry (internal keys), starting unpositioned.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator>;
     /// The NVM table behind this handle, if it is one (moving it to SSD copies its blocks).
     fn as_nvm(&self) -> Option<&nvm::NvmTable> {
+        None
+    }
+    /// The matrix row behind this handle, if it is one (column compactions drain it).
+    fn as_row(&self) -> Option<&row::RowHandle> {
         None
     }
     /// Reads every block and verifies every checksum and the key order; returns the number

@@ -89,6 +89,7 @@ pub struct VersionBuilder<'a> {
     compact_pointers: Vec<Vec<u8>>,
     nvm_objects: BTreeMap<u64, NvmObject>,
     db_id: Option<[u8; 16]>,
+    matrix_compactor: u64,
     /// The next key of `LevelChanges::added` (one sequence for every level).
     next_order: u64,
 }
@@ -107,6 +108,7 @@ impl<'a> VersionBuilder<'a> {
             compact_pointers: base.compact_pointers.clone(),
             nvm_objects: base.nvm_objects.clone(),
             db_id: base.db_id,
+            matrix_compactor: base.matrix_compactor,
             next_order: 0,
         }
     }
@@ -159,6 +161,9 @@ impl<'a> VersionBuilder<'a> {
         if let Some(id) = edit.db_id {
             self.db_id = Some(id);
         }
+        if let Some(r) = edit.matrix_compactor {
+            self.matrix_compactor = r;
+        }
         for id in &edit.deleted_nvm_objects {
             if self.nvm_objects.remove(id).is_none() {
                 return Err(bad(format!("deleted NVM object {id} does not exist")));
@@ -209,6 +214,7 @@ impl<'a> VersionBuilder<'a> {
             compact_pointers: self.compact_pointers,
             nvm_objects: self.nvm_objects,
             db_id: self.db_id,
+            matrix_compactor: self.matrix_compactor,
         };
         v.sort_levels();
         v
@@ -238,6 +244,7 @@ mod tests {
         assert_eq!(a.compact_pointers, b.compact_pointers, "{what}: pointers");
         assert_eq!(a.nvm_objects, b.nvm_objects, "{what}: NVM objects");
         assert_eq!(a.db_id, b.db_id, "{what}: db id");
+        assert_eq!(a.matrix_compactor, b.matrix_compactor, "{what}: compactor");
     }
 
     /// `Version::apply` as it was before the builder: a clone of the whole version, the edit

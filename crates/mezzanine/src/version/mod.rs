@@ -44,6 +44,9 @@ pub struct Version {
     pub nvm_objects: std::collections::BTreeMap<u64, NvmObject>,
     /// The database's identity, once recorded.
     pub db_id: Option<[u8; 16]>,
+    /// The matrix container's compactor: the L0 rows with a row id up to this one (`0` =
+    /// none). Column compactions drain them; newer rows are the receiver.
+    pub matrix_compactor: u64,
 }
 
 /// A sorted run: tables whose key ranges do not overlap, in key order. A read consults the
@@ -89,6 +92,7 @@ impl Version {
             compact_pointers: vec![Vec::new(); num_levels],
             nvm_objects: std::collections::BTreeMap::new(),
             db_id: None,
+            matrix_compactor: 0,
         }
     }
 
@@ -283,6 +287,7 @@ impl Version {
                 .collect(),
             db_id: self.db_id,
             new_nvm_objects: self.nvm_objects.values().copied().collect(),
+            matrix_compactor: (self.matrix_compactor != 0).then_some(self.matrix_compactor),
             ..VersionEdit::default()
         }
     }

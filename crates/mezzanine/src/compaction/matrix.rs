@@ -1,0 +1,474 @@
+//! MatrixKV's compaction of a matrix-container L0: the policy and the column compaction.
+//!
+//! Owns: [`MatrixPolicy`] (a [`CompactionPolicy`] wrapping the leveled one) and
+//! [`run_column`] (one column compaction, run by the executor for plans of reason
+//! [`CompactionReason::Column`]).
+//!
+//! The policy, when L0 holds only matrix rows:
+//! 1. The rows with an id up to `Version::matrix_compactor` are the compactor. While it has
+//!    rows, the next job is a column compaction of them. When it is empty and the rows (the
+//!    receiver) hold `matrix_switch_fraction` of the container, every row becomes the
+//!    compactor (the job's edit records the new compactor; no byte moves).
+//! 2. Levels >= 1 are the leveled policy's, with L0's file-count triggers out of play
+//!    (rows leave L0 only through columns, never by a trivial move).
+//! 3. Writers slow down from 85 % of the container's bytes and stop at 95 % (rows' live
+//!    bytes), and the leveled pending-bytes triggers still apply.
+//!
+//! When L0 also holds an SST (a flush found the container full, or recovery replayed a
+//! WAL), the plain leveled policy compacts the whole of L0 (rows and SSTs) into L1, which
+//! keeps the read order: no key of a newer L0 table moves below an older row.
+//!
+//! A column compaction ([`run_column`]): the planner (`compaction::column::plan_column`,
+//! pure) cuts the compactor's live data along L1's table boundaries into a column `[start,
+//! end]` of about `af · target_file_size` bytes; the entries of every compactor row up to
+//! `end` (fetched by `column_threads` threads when the column is small enough to hold in
+//! DRAM) are merged with the L1 tables overlapping the column into new L1 tables; each row's
+//! table is replaced by one over the same row with a larger consumed count (or dropped once
+//! drained). Pages a drained prefix no longer uses go back to the container once no reader
+//! holds the old table (see `storage::matrix`).
+//!
+//! Invariants: rows drain as prefixes, cut between user keys, and a column holds every
+//! version of its keys from every compactor row, so an L1 key never has a newer version in a
+//! compactor row below it; the receiver rows (newer) stay above L1 in the read order.
+//!
+//! Thread-safety: the policy is stateless; a column compaction runs on one background
+//! thread and uses scoped threads for the fetch.
+
+use std::sync::Arc;
+
+use mezz_format::InternalIterator;
+use mezz_format::ikey::user_key;
+
+use crate::compaction::column::{ColumnBounds, ColumnCursor, RowKeySizes, plan_column};
+use crate::compaction::executor::{CompactionContext, CompactionResult};
+use crate::compaction::leveled::LeveledPolicy;
+use crate::compaction::policy::{
+    Claims, CompactionPlan, CompactionPolicy, CompactionReason, StallCause, WritePressure,
+};
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::table::row::RowHandle;
+use crate::table::{Table, TableLocation, TableMeta, TableReadOptions};
+use crate::version::Version;
+
+/// Writers slow down once the rows' bytes reach this share of the container...
+const SLOWDOWN_FRACTION: f64 = 0.85;
+/// ... and stop at this share.
+const STOP_FRACTION: f64 = 0.95;
+/// A column whose row data is at most this large is fetched into DRAM by parallel threads;
+/// a larger one is streamed from the rows.
+const MAX_FETCH_BYTES: u64 = 128 << 20;
+
+/// The row id of a matrix row table, `None` for any other table.
+#[must_use]
+pub fn row_id(t: &TableMeta) -> Option<u64> {
+    match t.location {
+        TableLocation::Row { row, .. } => Some(row),
+        _ => None,
+    }
+}
+
+/// The policy of a database whose L0 is a matrix container. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct MatrixPolicy {
+    /// The leveled policy with the options as given (for an L0 that holds SSTs too).
+    plain: LeveledPolicy,
+    /// The leveled policy with L0's file-count triggers out of play.
+    deeper: LeveledPolicy,
+    capacity: u64,
+    switch_fraction: f64,
+}
+
+impl MatrixPolicy {
+    /// The policy for `opts` (`matrix_bytes > 0`).
+    #[must_use]
+    pub fn new(opts: &Options) -> Self {
+        let deeper = Options {
+            level0_compaction_trigger: usize::MAX / 4,
+            level0_slowdown_trigger: usize::MAX / 4,
+            level0_stop_trigger: usize::MAX / 4,
+            ..opts.clone()
+        };
+        Self {
+            plain: LeveledPolicy::new(opts),
+            deeper: LeveledPolicy::new(&deeper),
+            capacity: opts.matrix_bytes.max(1),
+            switch_fraction: opts.matrix_switch_fraction,
+        }
+    }
+
+    /// Whether L0 is rows only (the matrix policy's own case).
+    fn rows_only(version: &Version) -> bool {
+        version.tables(0).iter().all(|t| row_id(t).is_some())
+    }
+
+    /// The leveled policy that applies to `version`.
+    fn leveled(&self, version: &Version) -> &LeveledPolicy {
+        if Self::rows_only(version) {
+            &self.deeper
+        } else {
+            &self.plain
+        }
+    }
+
+    /// The column compaction the container needs, if any.
+    fn column_plan(&self, version: &Version) -> Option<CompactionPlan> {
+        let rows = version.tables(0);
+        if rows.is_empty() || !Self::rows_only(version) {
+            return None;
+        }
+        let compactor: Vec<Arc<TableMeta>> = rows
+            .iter()
+            .filter(|t| row_id(t).is_some_and(|r| r <= version.matrix_compactor))
+            .cloned()
+            .collect();
+        let bytes: u64 = rows.iter().map(|t| t.size).sum();
+        let inputs = if !compactor.is_empty() {
+            compactor
+        } else if bytes as f64 >= self.switch_fraction * self.capacity as f64 {
+            rows.to_vec()
+        } else {
+            return None;
+        };
+        let lo = inputs.iter().map(|t| t.smallest_user_key()).min()?.to_vec();
+        let hi = inputs.iter().map(|t| t.largest_user_key()).max()?.to_vec();
+        let next_inputs = version.overlapping(1, Some(&lo), Some(&hi));
+        let grandparents = version.overlapping(2, Some(&lo), Some(&hi));
+        Some(CompactionPlan {
+            level: 0,
+            output_level: 1,
+            inputs,
+            next_inputs,
+            grandparents,
+            trivial_move: false,
+            score: bytes as f64 / self.capacity as f64 / self.switch_fraction,
+            reason: CompactionReason::Column,
+        })
+    }
+}
+
+/// A plan that would move a row out of L0 whole becomes a merge (rows stay in the
+/// container).
+fn no_row_moves(mut plan: CompactionPlan) -> CompactionPlan {
+    if plan.trivial_move && plan.inputs.iter().any(|t| row_id(t).is_some()) {
+        plan.trivial_move = false;
+    }
+    plan
+}
+
+impl CompactionPolicy for MatrixPolicy {
+    fn pick(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
+        if let Some(plan) = self.column_plan(version)
+            && !claims.conflicts(&plan)
+        {
+            return Some(plan);
+        }
+        self.leveled(version)
+            .pick(version, claims)
+            .map(no_row_moves)
+    }
+
+    fn manual(
+        &self,
+        version: &Version,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<CompactionPlan> {
+        self.plain.manual(version, level, begin, end)
+    }
+
+    fn manual_in_place(
+        &self,
+        version: &Version,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<CompactionPlan> {
+        self.plain.manual_in_place(version, level, begin, end)
+    }
+
+    fn pending_bytes(&self, version: &Version) -> u64 {
+        self.leveled(version).pending_bytes(version)
+    }
+
+    fn write_pressure(&self, version: &Version, pending: u64) -> WritePressure {
+        let base = self.leveled(version).write_pressure(version, pending);
+        if matches!(base, WritePressure::Stop(_)) {
+            return base;
+        }
+        let rows: u64 = version
+            .tables(0)
+            .iter()
+            .filter(|t| row_id(t).is_some())
+            .map(|t| t.size)
+            .sum();
+        let share = rows as f64 / self.capacity as f64;
+        if share >= STOP_FRACTION {
+            return WritePressure::Stop(StallCause::L0);
+        }
+        if share >= SLOWDOWN_FRACTION {
+            let p = (share - SLOWDOWN_FRACTION) / (STOP_FRACTION - SLOWDOWN_FRACTION);
+            return match base {
+                WritePressure::Slowdown { progress, .. } if progress > p => base,
+                _ => WritePressure::Slowdown {
+                    cause: StallCause::L0,
+                    progress: p,
+                },
+            };
+        }
+        base
+    }
+}
+
+/// Entries held in DRAM, as an iterator (a column's fetched share of one row).
+struct VecIter {
+    items: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: usize,
+}
+
+impl InternalIterator for VecIter {
+    fn valid(&self) -> bool {
+        self.pos < self.items.len()
+    }
+    fn seek_to_first(&mut self) {
+        self.pos = 0;
+    }
+    fn seek_to_last(&mut self) {
+        self.pos = self.items.len().saturating_sub(1);
+        if self.items.is_empty() {
+            self.pos = 0;
+        }
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.pos = self.items.partition_point(|(k, _)| {
+            mezz_format::ikey::compare_internal_keys(k, target) == std::cmp::Ordering::Less
+        });
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let p = self.items.partition_point(|(k, _)| {
+            mezz_format::ikey::compare_internal_keys(k, target) != std::cmp::Ordering::Greater
+        });
+        self.pos = if p == 0 { self.items.len() } else { p - 1 };
+    }
+    fn next(&mut self) {
+        self.pos += 1;
+    }
+    fn prev(&mut self) {
+        self.pos = if self.pos == 0 {
+            self.items.len()
+        } else {
+            self.pos - 1
+        };
+    }
+    fn key(&self) -> &[u8] {
+        &self.items[self.pos].0
+    }
+    fn value(&self) -> &[u8] {
+        &self.items[self.pos].1
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A row's iterator cut after the last entry whose user key is <= `end` (forward only: a
+/// compaction input).
+struct UpTo {
+    inner: Box<dyn InternalIterator>,
+    end: Vec<u8>,
+}
+
+impl UpTo {
+    fn in_range(&self) -> bool {
+        self.inner.valid() && user_key(self.inner.key()) <= self.end.as_slice()
+    }
+}
+
+impl InternalIterator for UpTo {
+    fn valid(&self) -> bool {
+        self.in_range()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        let target =
+            mezz_format::ikey::make_internal_key(&self.end, 0, mezz_format::ValueKind::Deletion);
+        self.inner.seek_for_prev(&target);
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.inner.seek_for_prev(target);
+    }
+    fn next(&mut self) {
+        self.inner.next();
+    }
+    fn prev(&mut self) {
+        self.inner.prev();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+/// Reads a row's entries with user keys <= `end` into DRAM.
+fn fetch(t: &Arc<dyn Table>, end: &[u8], opts: &TableReadOptions) -> Result<VecIter> {
+    let mut it = UpTo {
+        inner: t.iter(opts),
+        end: end.to_vec(),
+    };
+    it.seek_to_first();
+    let mut items = Vec::new();
+    while it.valid() {
+        items.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok(VecIter { items, pos: 0 })
+}
+
+/// The column bounds for `opts`: `af · target_file_size / 2` to `af · target_file_size`,
+/// `af` the level size multiplier.
+#[must_use]
+pub fn column_bounds(opts: &Options) -> ColumnBounds {
+    ColumnBounds::from_sst_size(
+        opts.max_bytes_for_level_multiplier.round() as u64,
+        opts.target_file_size,
+    )
+}
+
+/// Runs one column compaction of `plan` (reason [`CompactionReason::Column`]): see the
+/// module documentation. `merge` is the executor's merge of an input iterator into output
+/// tables for a plan.
+///
+/// # Errors
+/// Corruption / I/O errors from the rows, L1 or the outputs.
+pub(crate) fn run_column(
+    ctx: &CompactionContext<'_>,
+    version: &Version,
+    plan: &CompactionPlan,
+    merge: &dyn Fn(&CompactionPlan, &mut dyn InternalIterator) -> Result<CompactionResult>,
+) -> Result<CompactionResult> {
+    let ropts = TableReadOptions {
+        fill_cache: false,
+        verify_checksums: ctx.opts.paranoid_checks,
+    };
+    let open = |t: &Arc<TableMeta>| -> Result<Arc<dyn Table>> {
+        ctx.table_cache
+            .open(t)
+            .map_err(|e| e.in_file(ctx.storage.describe(t)))
+    };
+    let tables: Vec<Arc<dyn Table>> = plan.inputs.iter().map(open).collect::<Result<_>>()?;
+    let rows: Vec<&RowHandle> = tables
+        .iter()
+        .map(|t| {
+            t.as_row().ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "column compaction input {} is not a matrix row",
+                    t.meta().id
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let sizes: Vec<RowKeySizes> = rows
+        .iter()
+        .map(|r| Ok(RowKeySizes::new(r.row().block_summary(r.consumed())?)))
+        .collect::<Result<_>>()?;
+    let l1: Vec<Arc<TableMeta>> = plan.next_inputs.clone();
+    let Some(col) = plan_column(&sizes, &l1, &ColumnCursor::Start, column_bounds(ctx.opts)) else {
+        return Err(Error::InvalidArgument(
+            "column compaction of rows without live data".into(),
+        ));
+    };
+    // The inputs of this column: every compactor row (up to `end`), the L1 tables in it.
+    let narrowed = CompactionPlan {
+        next_inputs: col.l1_inputs.clone(),
+        grandparents: version.overlapping(2, Some(&col.start), Some(&col.end)),
+        ..plan.clone()
+    };
+    let threads = match ctx.opts.column_threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        n => n,
+    }
+    .clamp(1, tables.len().max(1));
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    if col.row_bytes <= MAX_FETCH_BYTES && threads > 1 {
+        // Fetch the rows' share of the column in parallel, `threads` rows at a time.
+        let fetched: Vec<Result<VecIter>> = std::thread::scope(|s| {
+            let chunks: Vec<_> = tables
+                .chunks(tables.len().div_ceil(threads))
+                .map(|chunk| {
+                    let end = &col.end;
+                    let ropts = &ropts;
+                    s.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|t| fetch(t, end, ropts))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            chunks
+                .into_iter()
+                .flat_map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        vec![Err(Error::InvalidArgument(
+                            "a column fetch thread panicked".into(),
+                        ))]
+                    })
+                })
+                .collect()
+        });
+        for f in fetched {
+            children.push(Box::new(f?));
+        }
+    } else {
+        for t in &tables {
+            children.push(Box::new(UpTo {
+                inner: t.iter(&ropts),
+                end: col.end.clone(),
+            }));
+        }
+    }
+    for run in version.runs_of(1, &narrowed.next_inputs) {
+        children.push(crate::iter::run_iterator(run, ctx.table_cache, ropts)?);
+    }
+    let mut iter = crate::iter::merging_iterator(children);
+    let mut result = merge(&narrowed, iter.as_mut())?;
+    result.bytes_read = col.total_bytes();
+    // Replace each row's table with one over its remaining entries (none once drained).
+    for r in &rows {
+        let mut stats = mezz_pmem::matrix::SearchStats::default();
+        let consumed = r.row().user_key_end(&col.end, r.consumed(), &mut stats)?;
+        let space = match r.meta().location {
+            TableLocation::Row { space, .. } => space,
+            _ => continue,
+        };
+        if let Some(meta) =
+            crate::storage::matrix::row_meta((ctx.new_file_number)(), space, r.row(), consumed)?
+        {
+            result.edit.new_tables.push((0, meta));
+        }
+    }
+    // The first column of a sweep makes its rows the compactor.
+    let newest = plan
+        .inputs
+        .iter()
+        .filter_map(|t| row_id(t))
+        .max()
+        .unwrap_or(0);
+    if newest > version.matrix_compactor {
+        result.edit.matrix_compactor = Some(newest);
+    }
+    result.edit.compact_pointers.clear();
+    Ok(result)
+}

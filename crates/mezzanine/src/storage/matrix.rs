@@ -1,0 +1,317 @@
+//! The matrix container's page space in the NVM pool (MatrixKV's L0): where L0 rows live.
+//!
+//! Owns: [`MatrixSpace`], one NVM object of kind `MatrixSpace` cut into pages
+//! (`mezz_pmem::matrix::PageSpace`), the open rows by id, and the rule that frees pages.
+//! Rows are L0 tables (`TableLocation::Row`); a column compaction that drains a prefix of a
+//! row replaces its table with one over the same row and a larger consumed count. The row
+//! format is `docs/formats/matrix-row.md`.
+//!
+//! Invariants:
+//! - The space's object is in the manifest before any row is written into it; a row is in
+//!   the manifest (as an L0 table) only after its commit word was persisted.
+//! - The free list is never stored: open rebuilds it from the pages the recovered version's
+//!   rows still use ([`MatrixSpace::open`]), so a crash leaks no page.
+//! - A page returns to the free list only when no table that a reader may still hold uses
+//!   it: [`MatrixSpace::release_unused`] is called with every row table still alive (the
+//!   current version and those old versions pin), and frees exactly the pages of
+//!   allocated rows that none of them uses, except rows still being built.
+//!
+//! Thread-safety: `MatrixSpace` is shared (`Arc`); the page space and the row map have their
+//! own mutexes.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use mezz_format::InternalIterator;
+use mezz_pmem::Extent;
+use mezz_pmem::matrix::{HintSource, PageSpace, RowBuildOptions, RowBuilder, RowTable};
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::storage::nvm::{NvmObject, NvmTier};
+use crate::table::row::RowSearchCounters;
+use crate::table::{TableLocation, TableMeta};
+
+/// The matrix container's pages and rows. See the module documentation.
+pub struct MatrixSpace {
+    object: NvmObject,
+    region: Arc<mezz_pmem::Region>,
+    space: PageSpace,
+    /// Open rows by row id, with the pages each still holds (allocated for it and not
+    /// released yet).
+    rows: Mutex<HashMap<u64, (Arc<RowTable>, Vec<u32>)>>,
+    /// Rows being built: their pages are allocated but no table names them yet.
+    building: Mutex<HashSet<u64>>,
+    /// Whether point reads narrow older rows with cross-row hints (`matrix_hints`).
+    hints: bool,
+    /// Search counters of every row.
+    counters: Arc<RowSearchCounters>,
+}
+
+impl std::fmt::Debug for MatrixSpace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatrixSpace")
+            .field("object", &self.object)
+            .field("space", &self.space)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The rows (`row id`, header page, consumed count) that the tables of `tables` name.
+fn row_locations<'a>(
+    tables: impl Iterator<Item = &'a TableMeta>,
+) -> impl Iterator<Item = (u64, u32, u32)> {
+    tables.filter_map(|t| match t.location {
+        TableLocation::Row {
+            row,
+            header_page,
+            consumed,
+            ..
+        } => Some((row, header_page, consumed)),
+        _ => None,
+    })
+}
+
+impl MatrixSpace {
+    /// Opens the page space of `object` (pages of `page_size` bytes), with the rows the
+    /// recovered version's tables name. Every such row must open (it committed before the
+    /// manifest named it). The free list is every page none of them still uses.
+    ///
+    /// # Errors
+    /// `Corruption` for a named row that is missing, damaged or inconsistent with the space.
+    pub fn open<'a>(
+        tier: &NvmTier,
+        object: NvmObject,
+        page_size: usize,
+        hints: bool,
+        tables: impl Iterator<Item = &'a TableMeta>,
+    ) -> Result<MatrixSpace> {
+        let extent = Extent {
+            offset: object.offset,
+            len: object.len,
+        };
+        let region = Arc::clone(tier.region());
+        let probe = PageSpace::new(extent, page_size)?;
+        let mut rows: HashMap<u64, (Arc<RowTable>, Vec<u32>)> = HashMap::new();
+        let mut live: HashSet<u32> = HashSet::new();
+        // The smallest consumed count per row: its pages are a superset of the others'.
+        let mut least: HashMap<u64, (u32, u32)> = HashMap::new();
+        for (row, header_page, consumed) in row_locations(tables) {
+            let e = least.entry(row).or_insert((header_page, consumed));
+            e.1 = e.1.min(consumed);
+        }
+        for (&row, &(header_page, consumed)) in &least {
+            let t = RowTable::open(&region, &probe, header_page, row)?.ok_or_else(|| {
+                Error::corruption(
+                    0,
+                    format!("matrix row {row} (header page {header_page}) never committed"),
+                )
+            })?;
+            let held = t.pages_in_use(consumed)?;
+            live.extend(held.iter().copied());
+            rows.insert(row, (Arc::new(t), held));
+        }
+        let mut live: Vec<u32> = live.into_iter().collect();
+        live.sort_unstable();
+        let space = PageSpace::from_live(extent, page_size, &live)?;
+        Ok(MatrixSpace {
+            object,
+            region,
+            space,
+            rows: Mutex::new(rows),
+            building: Mutex::new(HashSet::new()),
+            hints,
+            counters: Arc::default(),
+        })
+    }
+
+    /// Whether point reads use cross-row hints.
+    #[must_use]
+    pub fn hints(&self) -> bool {
+        self.hints
+    }
+
+    /// The search counters of every row.
+    #[must_use]
+    pub fn counters(&self) -> &Arc<RowSearchCounters> {
+        &self.counters
+    }
+
+    /// The NVM object holding the space.
+    #[must_use]
+    pub fn object(&self) -> NvmObject {
+        self.object
+    }
+
+    /// Bytes of the container (whole pages).
+    #[must_use]
+    pub fn capacity_bytes(&self) -> u64 {
+        self.space.capacity_bytes()
+    }
+
+    /// Bytes of pages in use (rows, live or not yet freed).
+    #[must_use]
+    pub fn used_bytes(&self) -> u64 {
+        let p = self.space.page_size() as u64;
+        u64::from(self.space.page_count() - self.space.free_count()) * p
+    }
+
+    /// Bytes of free pages.
+    #[must_use]
+    pub fn free_bytes(&self) -> u64 {
+        u64::from(self.space.free_count()) * self.space.page_size() as u64
+    }
+
+    /// The pool file (for errors).
+    #[must_use]
+    pub fn region(&self) -> &Arc<mezz_pmem::Region> {
+        &self.region
+    }
+
+    /// The open row `row` whose header is at `header_page`.
+    ///
+    /// # Errors
+    /// `Corruption` when it does not open (never committed, or damaged).
+    pub fn row(&self, row: u64, header_page: u32) -> Result<Arc<RowTable>> {
+        match self.rows.lock().get(&row) {
+            Some((t, _)) if t.header_page() == header_page => Ok(Arc::clone(t)),
+            _ => Err(Error::corruption(
+                0,
+                format!("matrix row {row} (header page {header_page}) is not in the container"),
+            )),
+        }
+    }
+
+    /// Builds row `row_id` from `iter` (internal-key order), its hints pointing into `prev`
+    /// (the newest row in L0, with its consumed count). `Ok(None)` when the space has no
+    /// room for it (the caller writes an SST instead) or `iter` is empty.
+    ///
+    /// # Errors
+    /// `Corruption` / `Io` from reading `iter` or `prev`, or from persisting.
+    pub fn build_row(
+        &self,
+        iter: &mut dyn InternalIterator,
+        row_id: u64,
+        prev: Option<(&RowTable, u32)>,
+        block_size: usize,
+    ) -> Result<Option<Arc<RowTable>>> {
+        let mut b = RowBuilder::new(RowBuildOptions { block_size });
+        iter.seek_to_first();
+        while iter.valid() {
+            b.add(iter.key(), iter.value())?;
+            iter.next();
+        }
+        iter.status()?;
+        if b.is_empty() {
+            return Ok(None);
+        }
+        // The row's bytes plus a page of slack (the header page and the layout's padding).
+        let need = b.estimated_size() as u64 + self.space.page_size() as u64;
+        if need > self.free_bytes() {
+            return Ok(None);
+        }
+        self.building.lock().insert(row_id);
+        let built = b.finish(
+            &self.region,
+            &self.space,
+            row_id,
+            prev.map(|(row, consumed)| HintSource { row, consumed }),
+        );
+        let t = match built {
+            Ok(t) => Arc::new(t),
+            Err(e) => {
+                self.building.lock().remove(&row_id);
+                // Too few free pages after all (the estimate was short): no row.
+                if matches!(e, mezz_format::Error::InvalidArgument(_)) && need > 0 {
+                    return Ok(None);
+                }
+                return Err(e.into());
+            }
+        };
+        let held = t.pages().to_vec();
+        self.rows.lock().insert(row_id, (Arc::clone(&t), held));
+        Ok(Some(t))
+    }
+
+    /// Row `row_id` is named by an installed table now (or was abandoned): its pages follow
+    /// the tables from here on.
+    pub fn built(&self, row_id: u64) {
+        self.building.lock().remove(&row_id);
+    }
+
+    /// Frees every page of the known rows that none of `alive` (every row table a reader
+    /// may still hold) uses, and forgets rows no table names. Rows being built keep theirs.
+    pub fn release_unused<'a>(&self, alive: impl Iterator<Item = &'a TableMeta>) {
+        let mut least: HashMap<u64, u32> = HashMap::new();
+        for (row, _, consumed) in row_locations(alive) {
+            let e = least.entry(row).or_insert(consumed);
+            *e = (*e).min(consumed);
+        }
+        let building = self.building.lock().clone();
+        let mut rows = self.rows.lock();
+        let mut free: Vec<u32> = Vec::new();
+        rows.retain(|id, (t, held)| {
+            if building.contains(id) {
+                return true;
+            }
+            let keep: HashSet<u32> = match least.get(id) {
+                // A row whose live part cannot be read keeps every page it holds.
+                Some(&c) => match t.pages_in_use(c) {
+                    Ok(p) => p.into_iter().collect(),
+                    Err(_) => held.iter().copied().collect(),
+                },
+                None => HashSet::new(),
+            };
+            let (kept, gone): (Vec<u32>, Vec<u32>) =
+                held.iter().copied().partition(|p| keep.contains(p));
+            free.extend(gone);
+            *held = kept;
+            least.contains_key(id)
+        });
+        drop(rows);
+        free.sort_unstable();
+        free.dedup();
+        if !free.is_empty() {
+            // Each page is released once: it leaves its row's held list here. A failure
+            // would mean broken bookkeeping; the pages then stay allocated until the next
+            // open rebuilds the free list.
+            let _ = self.space.release(&free);
+        }
+    }
+}
+
+/// The L0 table of row `row` (in the space object `space`) with entries `[0, consumed)`
+/// gone, as table `id`; `None` when every entry is consumed.
+///
+/// # Errors
+/// `Corruption` from reading the row's key array or blocks.
+pub fn row_meta(id: u64, space: u64, row: &RowTable, consumed: u32) -> Result<Option<TableMeta>> {
+    let n = row.num_entries();
+    if consumed >= n {
+        return Ok(None);
+    }
+    let h = row.header();
+    let size = if consumed == 0 {
+        row.len_bytes()
+    } else {
+        let data: u64 = row.block_summary(consumed)?.iter().map(|(_, b)| b).sum();
+        data + u64::from(n - consumed) * mezz_pmem::matrix::KEY_ENTRY_LEN as u64
+    };
+    Ok(Some(TableMeta {
+        id,
+        location: TableLocation::Row {
+            space,
+            row: row.id(),
+            header_page: row.header_page(),
+            consumed,
+        },
+        size,
+        smallest: row.key(consumed)?,
+        largest: row.key(n - 1)?,
+        smallest_seq: h.smallest_seq,
+        largest_seq: h.largest_seq,
+        num_entries: u64::from(n - consumed),
+        num_deletions: u64::from(h.num_deletions.min(n - consumed)),
+        nvm_refs: Vec::new(),
+    }))
+}

@@ -1,0 +1,203 @@
+//! Matrix rows (MatrixKV's L0) behind the [`Table`] trait.
+//!
+//! Owns: [`RowHandle`], one row of the matrix container with its consumed prefix, opened
+//! from a [`TableMeta`] whose location is `TableLocation::Row`, and [`RowHint`], the
+//! cross-row hint a point read carries from a row to the next older one. The persistent
+//! row, and every byte access to it, is `mezz_pmem::matrix`; format in
+//! `docs/formats/matrix-row.md`.
+//!
+//! Invariants: only entries `[consumed, n)` are ever read; every key-array entry and data
+//! block read is checked against its checksum, so a damaged entry is a `Corruption` error
+//! naming the pool, never a value. A hint narrows the search of a row only when it came
+//! from the row the hints were built over (`prev_row_id`, `prev_entry_count` match).
+//!
+//! Thread-safety: `RowHandle` is `Send + Sync`; iterators are single-owner.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mezz_format::ikey::ValueKind;
+use mezz_format::{InternalIterator, SeqNo};
+use mezz_pmem::matrix::{HintWindow, RowTable, SearchStats};
+
+use crate::error::{Error, Result};
+use crate::pinned::PinnedLookup;
+use crate::storage::matrix::MatrixSpace;
+use crate::storage::nvm::POOL_FILE;
+use crate::table::{InFileIter, LookupResult, Table, TableLocation, TableMeta, TableReadOptions};
+
+/// What a point read learned in a newer row about where to look in the row its hints
+/// point into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowHint {
+    /// The row the window is in.
+    pub row: u64,
+    /// That row's entry count when the hints were built.
+    pub entries: u32,
+    /// The window holding the target's lower bound there.
+    pub window: HintWindow,
+}
+
+/// Counters of row searches (shared by the rows of one database): how much the hints save.
+#[derive(Debug, Default)]
+pub struct RowSearchCounters {
+    /// Rows searched by point reads.
+    pub rows_searched: AtomicU64,
+    /// Rows whose search was narrowed by a hint.
+    pub rows_hinted: AtomicU64,
+    /// Key comparisons.
+    pub comparisons: AtomicU64,
+}
+
+/// An open matrix row. See the module documentation.
+#[derive(Debug)]
+pub struct RowHandle {
+    meta: TableMeta,
+    row: Arc<RowTable>,
+    consumed: u32,
+    hints: bool,
+    counters: Arc<RowSearchCounters>,
+    pool_path: PathBuf,
+}
+
+impl RowHandle {
+    /// Opens the row `meta` describes in `space`; `hints` lets reads use cross-row hints.
+    ///
+    /// # Errors
+    /// `Corruption` when the row is not in the container; `InvalidArgument` for a table
+    /// that is not a row.
+    pub fn open(
+        space: &MatrixSpace,
+        meta: &TableMeta,
+        hints: bool,
+        counters: Arc<RowSearchCounters>,
+        pool_path: PathBuf,
+    ) -> Result<RowHandle> {
+        let TableLocation::Row {
+            row,
+            header_page,
+            consumed,
+            ..
+        } = meta.location
+        else {
+            return Err(Error::InvalidArgument(format!(
+                "table {} is not a matrix row",
+                meta.id
+            )));
+        };
+        let t = space
+            .row(row, header_page)
+            .map_err(|e| e.in_file(&pool_path))?;
+        Ok(RowHandle {
+            meta: meta.clone(),
+            row: t,
+            consumed,
+            hints,
+            counters,
+            pool_path,
+        })
+    }
+
+    /// The persistent row.
+    #[must_use]
+    pub fn row(&self) -> &Arc<RowTable> {
+        &self.row
+    }
+
+    /// Entries `[0, consumed)` are gone.
+    #[must_use]
+    pub fn consumed(&self) -> u32 {
+        self.consumed
+    }
+
+    fn lookup(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        hint: &mut Option<RowHint>,
+    ) -> Result<Option<LookupResult>> {
+        let n = self.row.num_entries();
+        let window = hint
+            .take()
+            .filter(|h| self.hints && h.row == self.row.id() && h.entries == n)
+            .map(|h| h.window);
+        let mut stats = SearchStats::default();
+        let r = self
+            .row
+            .get(user_key, seq, self.consumed, window, &mut stats);
+        let c = &self.counters;
+        c.rows_searched.fetch_add(1, Ordering::Relaxed);
+        c.rows_hinted
+            .fetch_add(u64::from(window.is_some()), Ordering::Relaxed);
+        c.comparisons
+            .fetch_add(stats.comparisons, Ordering::Relaxed);
+        let r = r?;
+        if let Some(f) = r.found {
+            return Ok(Some(match f.kind {
+                ValueKind::Value => LookupResult::Value(f.value),
+                ValueKind::Deletion => LookupResult::Deleted,
+            }));
+        }
+        if self.hints && self.row.prev_row_id() != 0 {
+            *hint = Some(RowHint {
+                row: self.row.prev_row_id(),
+                entries: self.row.header().prev_entry_count,
+                window: self.row.next_window(r.pos, self.consumed)?,
+            });
+        }
+        Ok(None)
+    }
+}
+
+impl Table for RowHandle {
+    fn meta(&self) -> &TableMeta {
+        &self.meta
+    }
+
+    fn get(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        _opts: &TableReadOptions,
+    ) -> Result<Option<LookupResult>> {
+        self.lookup(user_key, seq, &mut None)
+            .map_err(|e| e.in_file(&self.pool_path))
+    }
+
+    fn get_chained(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        _opts: &TableReadOptions,
+        hint: &mut Option<RowHint>,
+    ) -> Result<Option<PinnedLookup>> {
+        Ok(self
+            .lookup(user_key, seq, hint)
+            .map_err(|e| e.in_file(&self.pool_path))?
+            .map(Into::into))
+    }
+
+    fn iter(&self, _opts: &TableReadOptions) -> Box<dyn InternalIterator> {
+        Box::new(InFileIter::new(
+            self.row.iter(self.consumed),
+            self.pool_path.clone(),
+        ))
+    }
+
+    fn verify(&self) -> Result<u64> {
+        self.row
+            .verify(self.consumed)
+            .map_err(|e| e.in_file(&self.pool_path))
+    }
+
+    fn as_row(&self) -> Option<&RowHandle> {
+        Some(self)
+    }
+}
+
+/// The pool file's path for a database whose NVM tier lives in `dir`.
+#[must_use]
+pub fn pool_path(dir: &std::path::Path) -> PathBuf {
+    dir.join(POOL_FILE)
+}
