@@ -28,6 +28,7 @@ pub fn with_simulated_nvm(o: &mut Options) {
     if o.nvm_memtable == NvmMemtable::Off
         && !o.wal_on_nvm
         && !o.nvm_tiering.enabled()
+        && o.matrix_bytes == 0
         && !o.has_nvm()
     {
         return;
@@ -36,8 +37,21 @@ pub fn with_simulated_nvm(o: &mut Options) {
     o.nvm_persistence = PersistMode::CrashSim;
     o.nvm_sim = Some(SimNvm::new());
     o.nvm_memtable_size = 256 << 10;
-    o.nvm_capacity = 8 << 20;
     o.nvm_prefault = false;
+    with_small_matrix(o);
+    o.nvm_capacity = (8 << 20).max(o.nvm_bytes_needed() + (1 << 20));
+}
+
+/// A matrix container (MatrixKV) scaled to test sizes: memtables of at most 256 KiB, 4 KiB
+/// pages and room for 8 memtables, so rows switch to the compactor and drain every few
+/// flushes. Options without a container are left alone.
+pub fn with_small_matrix(o: &mut Options) {
+    if o.matrix_bytes == 0 {
+        return;
+    }
+    o.write_buffer_size = o.write_buffer_size.min(256 << 10);
+    o.matrix_page_size = 4096;
+    o.matrix_bytes = (8 * o.write_buffer_size as u64).max(64 << 10);
 }
 
 /// An option set with a name for reports (`<preset>/<variation>`).

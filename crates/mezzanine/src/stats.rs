@@ -138,6 +138,33 @@ pub struct Stats {
     pub units: Vec<crate::storage::UnitStats>,
     /// NVM tables: the space their objects take and how much of it live tables use.
     pub nvm_tables: NvmTableStats,
+    /// The matrix container (MatrixKV's L0): rows, pages, columns, hint use.
+    pub matrix: MatrixStats,
+}
+
+/// The matrix container of L0 (MatrixKV).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct MatrixStats {
+    /// Bytes of the container (0 without one).
+    pub capacity_bytes: u64,
+    /// Bytes of its pages in use (rows, including drained pages a reader still pins).
+    pub used_bytes: u64,
+    /// Rows in L0, and those of them in the compactor.
+    pub rows: usize,
+    /// Rows being drained by column compactions.
+    pub compactor_rows: usize,
+    /// Live bytes of the rows.
+    pub row_bytes: u64,
+    /// Bytes flushes wrote into rows (NVM, not counted in `flush_bytes_written`).
+    pub row_bytes_written: u64,
+    /// Column compactions run.
+    pub columns: u64,
+    /// Rows point reads searched, and how many of them a cross-row hint narrowed.
+    pub rows_searched: u64,
+    /// See `rows_searched`.
+    pub rows_hinted: u64,
+    /// Key comparisons of point reads in rows.
+    pub comparisons: u64,
 }
 
 /// The NVM space of NVM tables (TLSM).
@@ -252,6 +279,8 @@ pub struct StatsCollector {
     pub nvm_resumed_compactions: AtomicU64,
     pub nvm_moved_block_bytes: AtomicU64,
     pub nvm_moved_encoded_bytes: AtomicU64,
+    pub matrix_row_bytes_written: AtomicU64,
+    pub matrix_columns: AtomicU64,
     pub l0_slowdown_micros: AtomicU64,
     pub l0_stop_micros: AtomicU64,
     pub memtable_stop_micros: AtomicU64,
@@ -420,6 +449,25 @@ impl std::fmt::Display for Stats {
                 fmt_bytes(n.moved_block_bytes),
                 fmt_bytes(n.moved_encoded_bytes),
                 n.rewrites
+            )?;
+        }
+        if self.matrix.capacity_bytes > 0 {
+            let m = &self.matrix;
+            writeln!(
+                f,
+                "Matrix L0: {} rows ({} compactor), {} live, pages {} of {} in use; {} written \
+                 into rows, {} columns; reads searched {} rows ({} narrowed by hints), {} \
+                 comparisons",
+                m.rows,
+                m.compactor_rows,
+                fmt_bytes(m.row_bytes),
+                fmt_bytes(m.used_bytes),
+                fmt_bytes(m.capacity_bytes),
+                fmt_bytes(m.row_bytes_written),
+                m.columns,
+                m.rows_searched,
+                m.rows_hinted,
+                m.comparisons
             )?;
         }
         if self.units.len() > 1 {

@@ -337,6 +337,7 @@ pub fn stress_options(preset: &str, opts: &[String]) -> Result<Options, String> 
     // NVM presets: NVM memtables of 1 MiB in a 16 MiB pool.
     o.nvm_memtable_size = 1 << 20;
     o.nvm_capacity = 16 << 20;
+    crate::option_sets::with_small_matrix(&mut o);
     for kv in opts {
         let (k, v) = kv
             .split_once('=')

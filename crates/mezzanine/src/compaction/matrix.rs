@@ -379,9 +379,16 @@ pub(crate) fn run_column(
             })
         })
         .collect::<Result<_>>()?;
+    // Per row: its data blocks keyed by their largest user key, plus its first live key
+    // (no bytes), so that the column starts at the rows' true smallest key and takes every
+    // L1 table from there.
     let sizes: Vec<RowKeySizes> = rows
         .iter()
-        .map(|r| Ok(RowKeySizes::new(r.row().block_summary(r.consumed())?)))
+        .map(|r| {
+            let mut items = r.row().block_summary(r.consumed())?;
+            items.push((r.meta().smallest_user_key().to_vec(), 0));
+            Ok(RowKeySizes::new(items))
+        })
         .collect::<Result<_>>()?;
     let l1: Vec<Arc<TableMeta>> = plan.next_inputs.clone();
     let Some(col) = plan_column(&sizes, &l1, &ColumnCursor::Start, column_bounds(ctx.opts)) else {

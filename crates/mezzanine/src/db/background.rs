@@ -256,9 +256,8 @@ impl DbInner {
         }
         let s = &self.stats;
         StatsCollector::add(&s.flushes, 1);
-        StatsCollector::add(&s.flush_bytes_written, row.len_bytes());
+        StatsCollector::add(&s.matrix_row_bytes_written, row.len_bytes());
         StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
-        s.record_level_io(0, 0, row.len_bytes());
         self.purge_obsolete();
         Ok(true)
     }
@@ -402,6 +401,9 @@ impl DbInner {
             crate::compaction::CompactionReason::NvmGc => {
                 StatsCollector::add(&s.nvm_rewrites, 1);
             }
+            crate::compaction::CompactionReason::Column => {
+                StatsCollector::add(&s.matrix_columns, 1);
+            }
             _ => {}
         }
         StatsCollector::add(&s.compactions, 1);
@@ -501,11 +503,14 @@ impl DbInner {
         let dead_objects = dead_nvm_objects(&base, &mut edit);
         edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
         edit.last_sequence = Some(self.last_seq.load(Ordering::Acquire));
-        let new_version = base.apply_with(&edit, moved).map_err(|e| {
-            let msg = format!("version edit does not apply: {e}");
-            self.set_bg_error(&msg);
-            Error::Background(msg)
-        })?;
+        let new_version = base
+            .apply_with(&edit, moved)
+            .and_then(|v| v.check_invariants().map(|()| v))
+            .map_err(|e| {
+                let msg = format!("version edit does not apply: {e}");
+                self.set_bg_error(&msg);
+                Error::Background(msg)
+            })?;
         let res = if manifest.size() > self.max_manifest_bytes.load(Ordering::Relaxed) {
             let number = self.new_file_number();
             let old = manifest.number();

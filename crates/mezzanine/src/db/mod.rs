@@ -556,6 +556,25 @@ impl DbInner {
             n.moved_block_bytes = self.stats.nvm_moved_block_bytes.load(Ordering::Relaxed);
             n.moved_encoded_bytes = self.stats.nvm_moved_encoded_bytes.load(Ordering::Relaxed);
         }
+        if let Some(space) = self.storage.matrix() {
+            let v = &sv.version;
+            let m = &mut s.matrix;
+            m.capacity_bytes = space.capacity_bytes();
+            m.used_bytes = space.used_bytes();
+            for t in v.tables(0) {
+                if let Some(r) = crate::compaction::matrix::row_id(t) {
+                    m.rows += 1;
+                    m.compactor_rows += usize::from(r <= v.matrix_compactor);
+                    m.row_bytes += t.size;
+                }
+            }
+            m.row_bytes_written = self.stats.matrix_row_bytes_written.load(Ordering::Relaxed);
+            m.columns = self.stats.matrix_columns.load(Ordering::Relaxed);
+            let c = space.counters();
+            m.rows_searched = c.rows_searched.load(Ordering::Relaxed);
+            m.rows_hinted = c.rows_hinted.load(Ordering::Relaxed);
+            m.comparisons = c.comparisons.load(Ordering::Relaxed);
+        }
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;
         s.immutable_memtables = sv.imms.len();

@@ -40,7 +40,7 @@ const LOCATION_SST: u8 = 0;
 const TIER_NVM: u8 = 1;
 const LOCATION_NVM: u8 = 1;
 const LOCATION_ROW: u8 = 2;
-const TAG_MATRIX_COMPACTOR: u32 = 12;
+const TAG_MATRIX_COMPACTOR: u32 = 20;
 
 /// A change from one version to the next, as recorded in the MANIFEST.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -390,16 +390,38 @@ mod tests {
             new_tables: vec![
                 (0, meta(13, "a", "zz", (5, 9), 4096)),
                 (4, meta(14, "b", "c", (1, 1), 1)),
+                (
+                    0,
+                    TableMeta {
+                        location: TableLocation::Row {
+                            space: 16,
+                            row: 17,
+                            header_page: 3,
+                            consumed: 250,
+                        },
+                        ..meta(18, "d", "e", (10, 20), 8192)
+                    },
+                ),
             ],
             db_id: Some([7; 16]),
-            new_nvm_objects: vec![NvmObject {
-                id: 15,
-                kind: NvmObjectKind::Memtable,
-                offset: 1 << 20,
-                len: 64 << 20,
-                weight: 0,
-            }],
+            new_nvm_objects: vec![
+                NvmObject {
+                    id: 15,
+                    kind: NvmObjectKind::Memtable,
+                    offset: 1 << 20,
+                    len: 64 << 20,
+                    weight: 0,
+                },
+                NvmObject {
+                    id: 16,
+                    kind: NvmObjectKind::MatrixSpace,
+                    offset: 65 << 20,
+                    len: 64 << 20,
+                    weight: 4096,
+                },
+            ],
             deleted_nvm_objects: vec![11],
+            matrix_compactor: Some(17),
         };
         let mut buf = Vec::new();
         e.encode(&mut buf);
@@ -523,10 +545,10 @@ mod tests {
     #[test]
     fn an_unknown_location_or_tier_byte_is_corruption() {
         let t = meta(7, "a", "b", (1, 1), 1);
-        let (buf, tier_index) = table_record(&t, None, Some(2));
+        let (buf, tier_index) = table_record(&t, None, Some(3));
         let (offset, detail) = expect_corruption(&buf, 64);
         assert_eq!(offset, 64 + tier_index as u64 + 1);
-        assert!(detail.contains("unknown table location 2"), "{detail}");
+        assert!(detail.contains("unknown table location 3"), "{detail}");
 
         let (buf, tier_index) = table_record(&t, Some(9), None);
         let (offset, detail) = expect_corruption(&buf, 64);

@@ -64,6 +64,11 @@ fn changed() -> Options {
         nvm_tiering: NvmTiering::Leveled(2),
         nvm_table_method: NvmTableMethod::Ps,
         nvm_gc_live_ratio: 0.25,
+        matrix_bytes: 64 << 20,
+        matrix_page_size: 64 << 10,
+        matrix_switch_fraction: 0.5,
+        matrix_hints: false,
+        column_threads: 3,
     }
 }
 
@@ -74,8 +79,24 @@ fn assert_same_fields(a: &Options, b: &Options) {
     }
 }
 
+/// With `MEZZ_BLESS` set, rewrites the golden files from the current option table (then
+/// review the diff).
+fn bless() {
+    if std::env::var_os("MEZZ_BLESS").is_none() {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/options/testdata");
+    let write = |name: &str, o: &Options| std::fs::write(dir.join(name), o.to_text()).unwrap();
+    write("default.txt", &Options::default());
+    for p in Preset::ALL {
+        write(&format!("{p}.txt"), &Options::preset(*p));
+    }
+    write("changed.txt", &changed());
+}
+
 #[test]
 fn text_matches_the_golden_files() {
+    bless();
     assert_eq!(
         Options::default().to_text(),
         include_str!("testdata/default.txt")
@@ -85,6 +106,7 @@ fn text_matches_the_golden_files() {
             Preset::Leveldb => include_str!("testdata/leveldb.txt"),
             Preset::Novelsm => include_str!("testdata/novelsm.txt"),
             Preset::Tlsm => include_str!("testdata/tlsm.txt"),
+            Preset::Matrixkv => include_str!("testdata/matrixkv.txt"),
         };
         assert_eq!(Options::preset(*p).to_text(), golden, "preset {p}");
     }
@@ -106,6 +128,10 @@ fn golden_files_parse_back() {
         (
             include_str!("testdata/tlsm.txt"),
             Options::preset(Preset::Tlsm),
+        ),
+        (
+            include_str!("testdata/matrixkv.txt"),
+            Options::preset(Preset::Matrixkv),
         ),
         (include_str!("testdata/changed.txt"), changed()),
     ] {

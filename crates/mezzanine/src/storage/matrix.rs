@@ -32,6 +32,9 @@ use crate::storage::nvm::{NvmObject, NvmTier};
 use crate::table::row::RowSearchCounters;
 use crate::table::{TableLocation, TableMeta};
 
+/// Open rows by row id, with the pages each still holds.
+type RowMap = HashMap<u64, (Arc<RowTable>, Vec<u32>)>;
+
 /// The matrix container's pages and rows. See the module documentation.
 pub struct MatrixSpace {
     object: NvmObject,
@@ -39,7 +42,7 @@ pub struct MatrixSpace {
     space: PageSpace,
     /// Open rows by row id, with the pages each still holds (allocated for it and not
     /// released yet).
-    rows: Mutex<HashMap<u64, (Arc<RowTable>, Vec<u32>)>>,
+    rows: Mutex<RowMap>,
     /// Rows being built: their pages are allocated but no table names them yet.
     building: Mutex<HashSet<u64>>,
     /// Whether point reads narrow older rows with cross-row hints (`matrix_hints`).
@@ -92,7 +95,7 @@ impl MatrixSpace {
         };
         let region = Arc::clone(tier.region());
         let probe = PageSpace::new(extent, page_size)?;
-        let mut rows: HashMap<u64, (Arc<RowTable>, Vec<u32>)> = HashMap::new();
+        let mut rows: RowMap = HashMap::new();
         let mut live: HashSet<u32> = HashSet::new();
         // The smallest consumed count per row: its pages are a superset of the others'.
         let mut least: HashMap<u64, (u32, u32)> = HashMap::new();
@@ -205,8 +208,11 @@ impl MatrixSpace {
         if b.is_empty() {
             return Ok(None);
         }
-        // The row's bytes plus a page of slack (the header page and the layout's padding).
-        let need = b.estimated_size() as u64 + self.space.page_size() as u64;
+        // Blocks, key array, header (with its page list) and a page of slack for padding.
+        let need = b.estimated_size() as u64
+            + (b.len() * mezz_pmem::matrix::KEY_ENTRY_LEN) as u64
+            + 4096
+            + self.space.page_size() as u64;
         if need > self.free_bytes() {
             return Ok(None);
         }
@@ -222,10 +228,10 @@ impl MatrixSpace {
             Err(e) => {
                 self.building.lock().remove(&row_id);
                 // Too few free pages after all (the estimate was short): no row.
-                if matches!(e, mezz_format::Error::InvalidArgument(_)) && need > 0 {
+                if matches!(&e, Error::InvalidArgument(m) if m.contains("page space full")) {
                     return Ok(None);
                 }
-                return Err(e.into());
+                return Err(e);
             }
         };
         let held = t.pages().to_vec();
