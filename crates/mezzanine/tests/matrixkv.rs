@@ -85,6 +85,9 @@ fn rows_columns_and_reopen_match_the_model() {
     }
     let db = Db::open(dir.path(), o.clone()).unwrap();
     check(&db, &model);
+    // The WAL replayed at open became rows too: L0 holds no SST.
+    let s = db.stats();
+    assert_eq!(s.levels[0].files, s.matrix.rows, "{s}");
     workload(&db, &mut model, 4000, 9);
     check(&db, &model);
     db.verify().unwrap();

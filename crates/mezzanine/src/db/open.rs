@@ -514,6 +514,24 @@ fn replay_into_l0(
         if mem.is_empty() {
             return Ok(());
         }
+        // With a matrix container, a replayed memtable becomes a row, as a flush would
+        // write it (an SST when the container has no room).
+        if let Some(space) = storage.matrix().filter(|_| opts.matrix_bytes > 0) {
+            let row_id = alloc(&rec.next_file);
+            let mut it = mem.iter();
+            let row = space.build_row(it.as_mut(), row_id, None, opts.block_size);
+            // The row is named by the edit below (or by nothing if this open fails: its
+            // pages are free at the next open).
+            space.built(row_id);
+            if let Some(row) = row? {
+                if let Some(meta) =
+                    crate::storage::matrix::row_meta(row_id, space.object().id, &row, 0)?
+                {
+                    edit.new_tables.push((0, meta));
+                }
+                return Ok(());
+            }
+        }
         let new_file = || alloc(&rec.next_file);
         let job = placement.begin(&JobInfo {
             version: &rec.version,
