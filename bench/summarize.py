@@ -236,7 +236,8 @@ def read_report(t, data):
     m = best((e, ops(data, "fill-100", "readrandom", e)) for e in PRESETS)
     r = best((e, ops(data, "fill-100", "readrandom", e)) for e in REFERENCES)
     if m is None or r is None:
-        t.missing(name, "reported", "fill-100: no readrandom")
+        t.missing(name, "reported",
+                  f"fill-100: no {'Mezzanine preset' if m is None else 'reference'} readrandom")
         return
     t.rows.append((name, f"{fmt_ops(m[1])} ({short(m[0])})", f"{fmt_ops(r[1])} ({r[0]})",
                    f"{m[1] / r[1]:.2f}x", "reported", "-"))
