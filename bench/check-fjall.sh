@@ -97,8 +97,9 @@ result = {
     "judged_on": "median ops/s, p50 and p99 of both benchmarks (p99.9 reported only)",
     "load_average_before": load_before, "load_average_after": load_after,
     "direct": direct, "adapter": mezz,
-    "commands": {"direct": f"{direct_bin} DIR {num} {reads} 100 8388608 67108864 10",
-                 "adapter": f"{mezz_bin} {ma} --db DIR --json FILE"},
+    # Binaries named relative to the target directory (CARGO_TARGET_DIR, default target).
+    "commands": {"direct": f"<target>/release/examples/fjall_direct DIR {num} {reads} 100 8388608 67108864 10",
+                 "adapter": f"<target>/release/mezz {ma} --db DIR --json FILE"},
 }
 with open(f"{out}/fjall.json", "w") as f:
     json.dump(result, f, indent=2)
