@@ -1,32 +1,62 @@
 #!/usr/bin/env python3
-"""Summarizes `mezz bench --json` result files as one markdown table per workload file:
-ops/s, p99 of the benchmark's main operation, stall seconds, write amplification (engine
-statistics; /proc/self/io in parentheses), and ops/s as a ratio to RocksDB's (the release
-build when it ran, else Debian's) in the same workload. Standard library only.
+"""Summarizes `mezz bench --json` result files of one suite run.
+
+First one markdown table per workload file: ops/s, p99 of the benchmark's main operation,
+stall seconds, write amplification (engine statistics; /proc/self/io in parentheses), and
+ops/s as a ratio to RocksDB's in the same workload. Then a "Targets" table: each
+performance target of the suite next to the measured ratio, marked met / not met (or "not
+measured" when a workload or engine it needs is missing from the files). Standard library
+only.
 
     python3 bench/summarize.py bench/results/<date>/*.jsonl > summary.md
+
+The workload of a result is its file's name without `.jsonl` (bench/suite writes fill-100,
+fill-4k, fill-100-t2, read-t2, ycsb, ycsb-e, open-loop). Targets compare Mezzanine's
+presets (`mezzanine:leveldb`, `mezzanine:novelsm`) with the reference engines `rocksdb` and
+`leveldb` of the same run:
+
+- fillrandom throughput, 100 B (fill-100) and 4 KiB (fill-4k) values: the best preset's
+  ops/s over the best reference's >= 1.3.
+- write amplification of those fills: the best (lowest) preset's over RocksDB's <= 1.
+- open loop (YCSB A at a fixed rate), for each preset: read and update p99 and p99.9 <= the
+  best (lowest) reference's, max latency <= 10 ms, zero stall seconds.
+- 2-thread scaling (fill-100-t2 fillrandom over fill-100 fillrandom; read-t2 readrandom over
+  fill-100 readrandom): the best preset's ratio >= RocksDB's.
+- readrandom (fill-100): the best preset's ops/s over the best reference's, reported only.
 """
 import json
 import os
 import sys
+
+PRESETS = ["mezzanine:leveldb", "mezzanine:novelsm"]
+REFERENCES = ["rocksdb", "leveldb"]
+FILL_RATIO_GOAL = 1.3
+OPEN_LOOP_MAX_US = 10_000.0
 
 
 def fmt_ops(x):
     return f"{x / 1000:,.1f} K" if x >= 1000 else f"{x:,.0f}"
 
 
-def main(paths):
-    print("| workload | benchmark | engine | ops/s | p99 µs | stall s | WA | vs RocksDB |")
-    print("|---|---|---|---|---|---|---|---|")
-    versions = {}
+def load(paths):
+    """{workload: [result, ...]} in file order."""
+    out = {}
     for path in paths:
         workload = os.path.splitext(os.path.basename(path))[0]
-        rows = []
+        rows = out.setdefault(workload, [])
         with open(path) as f:
             for line in f:
                 line = line.strip()
                 if line:
                     rows.append(json.loads(line))
+    return out
+
+
+def print_results(data):
+    print("| workload | benchmark | engine | ops/s | p99 µs | stall s | WA | vs RocksDB |")
+    print("|---|---|---|---|---|---|---|---|")
+    versions = {}
+    for workload, rows in data.items():
         ref = {}
         for r in rows:
             if r["engine"] == "rocksdb":
@@ -53,6 +83,9 @@ def main(paths):
                 continue
             if r.get("point"):
                 bench += f" @ {r['point']}"
+            threads = (r.get("config") or {}).get("threads", 1)
+            if threads and threads > 1:
+                bench += f" ({threads} threads)"
             print(
                 f"| {workload} | {bench} | {r['engine']} | {fmt_ops(r['ops_per_sec'])} | "
                 f"{'-' if p99 is None else f'{p99:,.1f}'} | {r.get('stall_seconds', 0)} | "
@@ -60,6 +93,179 @@ def main(paths):
             )
     print()
     print("Engines: " + "; ".join(f"{k} = {v}" for k, v in sorted(versions.items())))
+    return versions
+
+
+def find(data, workload, benchmark, engine):
+    """The (last) result of `engine` for `benchmark` in `workload`, outside sweeps."""
+    hit = None
+    for r in data.get(workload, []):
+        if r["benchmark"] == benchmark and r["engine"] == engine and not r.get("point"):
+            hit = r
+    return hit
+
+
+def ops(data, workload, benchmark, engine):
+    r = find(data, workload, benchmark, engine)
+    return None if r is None else r["ops_per_sec"]
+
+
+def wa(data, workload, benchmark, engine):
+    r = find(data, workload, benchmark, engine)
+    if r is None:
+        return None
+    return (r.get("engine_interval") or {}).get("write_amplification")
+
+
+def best(values, lowest=False):
+    """(engine, value) of the best present value, or None."""
+    present = [(e, v) for e, v in values if v is not None]
+    if not present:
+        return None
+    return (min if lowest else max)(present, key=lambda ev: ev[1])
+
+
+def short(engine):
+    return engine.split(":", 1)[1] if engine.startswith("mezzanine:") else engine
+
+
+class Targets:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, target, measured, reference, ratio, goal, met):
+        status = "not measured" if met is None else ("met" if met else "**not met**")
+        self.rows.append((target, measured, reference, ratio, goal, status))
+
+    def missing(self, target, goal, why):
+        self.add(target, f"not measured ({why})", "-", "-", goal, None)
+
+    def print(self):
+        print("| target | Mezzanine | reference | ratio | goal | status |")
+        print("|---|---|---|---|---|---|")
+        for row in self.rows:
+            print("| " + " | ".join(row) + " |")
+
+
+def throughput_targets(t, data):
+    for workload, label in [("fill-100", "100 B"), ("fill-4k", "4 KiB")]:
+        name = f"fillrandom {label} throughput"
+        goal = f"≥ {FILL_RATIO_GOAL}x best of {' / '.join(REFERENCES)}"
+        m = best((e, ops(data, workload, "fillrandom", e)) for e in PRESETS)
+        r = best((e, ops(data, workload, "fillrandom", e)) for e in REFERENCES)
+        if m is None or r is None:
+            t.missing(name, goal, f"{workload}: no {'Mezzanine preset' if m is None else 'reference'}")
+            continue
+        ratio = m[1] / r[1]
+        t.add(name, f"{fmt_ops(m[1])} ({short(m[0])})", f"{fmt_ops(r[1])} ({r[0]})",
+              f"{ratio:.2f}x", goal, ratio >= FILL_RATIO_GOAL)
+    for workload, label in [("fill-100", "100 B"), ("fill-4k", "4 KiB")]:
+        name = f"write amplification, fillrandom {label}"
+        goal = "≤ 1.00x RocksDB's"
+        m = best(((e, wa(data, workload, "fillrandom", e)) for e in PRESETS), lowest=True)
+        r = wa(data, workload, "fillrandom", "rocksdb")
+        if m is None or r is None or r <= 0:
+            t.missing(name, goal, f"{workload}: no {'Mezzanine preset' if m is None else 'RocksDB'} WA")
+            continue
+        ratio = m[1] / r
+        t.add(name, f"{m[1]:.2f} ({short(m[0])})", f"{r:.2f} (rocksdb)", f"{ratio:.2f}x",
+              goal, ratio <= 1.0)
+
+
+def latency(r, op, key):
+    return ((r.get("latency") or {}).get(op) or {}).get(key)
+
+
+def open_loop_targets(t, data):
+    workload, bench = "open-loop", "ycsb-a"
+    refs = {e: find(data, workload, bench, e) for e in REFERENCES}
+    for preset in PRESETS:
+        r = find(data, workload, bench, preset)
+        who = short(preset)
+        for op in ["read", "update"]:
+            for key, label in [("p99_us", "p99"), ("p999_us", "p99.9")]:
+                name = f"open-loop {op} {label} ({who})"
+                goal = "≤ best of " + " / ".join(REFERENCES)
+                ref = best(((e, latency(x, op, key)) for e, x in refs.items() if x), lowest=True)
+                mine = None if r is None else latency(r, op, key)
+                if mine is None or ref is None:
+                    t.missing(name, goal, f"{workload}: no {preset if mine is None else 'reference'}")
+                    continue
+                ratio = mine / ref[1] if ref[1] > 0 else float("inf")
+                t.add(name, f"{mine:,.1f} µs", f"{ref[1]:,.1f} µs ({ref[0]})", f"{ratio:.2f}x",
+                      goal, mine <= ref[1])
+        name = f"open-loop max latency ({who})"
+        goal = f"≤ {OPEN_LOOP_MAX_US / 1000:g} ms"
+        if r is None:
+            t.missing(name, goal, f"{workload}: no {preset}")
+        else:
+            worst = max((latency(r, op, "max_us") or 0.0) for op in ["read", "update"])
+            t.add(name, f"{worst / 1000:,.2f} ms", "-", "-", goal, worst <= OPEN_LOOP_MAX_US)
+        name = f"open-loop stall seconds ({who})"
+        if r is None:
+            t.missing(name, "0", f"{workload}: no {preset}")
+        else:
+            s = r.get("stall_seconds", 0)
+            t.add(name, str(s), "-", "-", "0", s == 0)
+
+
+def scaling_targets(t, data):
+    for label, one, two in [
+        ("fill", ("fill-100", "fillrandom"), ("fill-100-t2", "fillrandom")),
+        ("read", ("fill-100", "readrandom"), ("read-t2", "readrandom")),
+    ]:
+        name = f"2-thread {label} scaling (2 threads / 1)"
+        goal = "≥ RocksDB's"
+
+        def scaling(e):
+            a, b = ops(data, *one, e), ops(data, *two, e)
+            return None if a is None or b is None or a <= 0 else b / a
+
+        m = best((e, scaling(e)) for e in PRESETS)
+        r = scaling("rocksdb")
+        if m is None or r is None:
+            what = "Mezzanine preset" if m is None else "RocksDB"
+            t.missing(name, goal, f"{one[0]} + {two[0]}: no {what}")
+            continue
+        t.add(name, f"{m[1]:.2f}x ({short(m[0])})", f"{r:.2f}x (rocksdb)", f"{m[1] / r:.2f}",
+              goal, m[1] >= r)
+
+
+def read_report(t, data):
+    name = "readrandom throughput (fill-100)"
+    m = best((e, ops(data, "fill-100", "readrandom", e)) for e in PRESETS)
+    r = best((e, ops(data, "fill-100", "readrandom", e)) for e in REFERENCES)
+    if m is None or r is None:
+        t.missing(name, "reported",
+                  f"fill-100: no {'Mezzanine preset' if m is None else 'reference'} readrandom")
+        return
+    t.rows.append((name, f"{fmt_ops(m[1])} ({short(m[0])})", f"{fmt_ops(r[1])} ({r[0]})",
+                   f"{m[1] / r[1]:.2f}x", "reported", "-"))
+
+
+def print_targets(data, versions):
+    t = Targets()
+    throughput_targets(t, data)
+    open_loop_targets(t, data)
+    scaling_targets(t, data)
+    read_report(t, data)
+    print()
+    print("## Targets")
+    print()
+    print("Mezzanine's presets (`leveldb`, `novelsm`) against RocksDB and LevelDB of the same "
+          "run; \"best\" is the preset or reference engine with the best value.")
+    print()
+    t.print()
+    rv = versions.get("rocksdb", "")
+    if rv and "release" not in rv:
+        print()
+        print(f"Note: the targets ask for a release RocksDB; this run's RocksDB is `{rv}`.")
+
+
+def main(paths):
+    data = load(paths)
+    versions = print_results(data)
+    print_targets(data, versions)
 
 
 if __name__ == "__main__":

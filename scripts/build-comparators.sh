@@ -30,22 +30,14 @@ case "$mode" in
     # librocksdb-sys enables SSE 4.2 (hardware CRC32C), AVX2, PCLMUL... only when the Rust
     # target has them: without this the bundled RocksDB is a generic x86-64 build.
     export RUSTFLAGS="${RUSTFLAGS:--C target-cpu=native}"
-    # What RocksDB's own build (build_tools/build_detect_platform) defines on Linux and
-    # librocksdb-sys's build script does not. Without ROCKSDB_SCHED_GETCPU_PRESENT the
-    # per-core statistics find the current core with `cpuid`, which traps to the hypervisor
-    # on a VM once per recorded tick (92 % of a fill's time in PhysicalCoreID).
-    export CXXFLAGS="${CXXFLAGS:-} -DROCKSDB_SCHED_GETCPU_PRESENT -DROCKSDB_FALLOCATE_PRESENT \
--DROCKSDB_MALLOC_USABLE_SIZE -DROCKSDB_PTHREAD_ADAPTIVE_MUTEX -DROCKSDB_RANGESYNC_PRESENT \
--DROCKSDB_AUXV_GETAUXVAL_PRESENT -DROCKSDB_BACKTRACE -DHAVE_UINT128_EXTENSION"
+    # What RocksDB's own build defines on Linux and librocksdb-sys's build script does not
+    # (scripts/rocksdb-defines.sh; scripts/build-db-bench.sh compiles db_bench with them too).
+    # shellcheck source=scripts/rocksdb-defines.sh
+    . scripts/rocksdb-defines.sh
+    export CXXFLAGS="${CXXFLAGS:-} $ROCKSDB_LINUX_DEFINES"
     # bindgen must read the headers of the bundled source, not the system's.
-    manifest=$(cargo metadata --format-version 1 --all-features \
-      | grep -o '"manifest_path":"[^"]*librocksdb-sys-[^"]*/Cargo.toml"' | head -n 1 \
-      | sed 's/^"manifest_path":"//; s/"$//')
-    if [ -z "$manifest" ]; then
-      echo "build-comparators: librocksdb-sys source not found (cargo fetch first?)" >&2
-      exit 1
-    fi
-    export ROCKSDB_INCLUDE_DIR="$(dirname "$manifest")/rocksdb/include"
+    sys_dir=$(rocksdb_sys_dir)
+    export ROCKSDB_INCLUDE_DIR="$sys_dir/rocksdb/include"
     ;;
   *)
     echo "usage: $0 [debian|release] [cargo arguments...]" >&2
