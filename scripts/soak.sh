@@ -13,7 +13,8 @@
 #   reopen        reopen_under_changing_options: every option set in turn, both modes
 #   metamorphic   MEZZ_META_LONG seeds of 5,000 ops, each under every option set in both modes
 #   crash         in-process crash campaigns (MEZZ_CRASH_POINTS points, fresh MEZZ_CRASH_BASE)
-#   stress        `mezz stress` kill -9 rounds, rotating tlsm (NVM tables: LRU moves; all in
+#   stress        `mezz stress` kill -9 rounds, rotating matrixkv (rows, columns, page
+#                 reuse in a small container), tlsm (NVM tables: LRU moves; all in
 #                 NVM with ps+bac and eager reclamation), leveldb (tables over 3 SSD
 #                 directories, isolated placement), novelsm (mutable), novelsm with the
 #                 immutable NVM memtable (2 directories, striped), novelsm with the WAL on NVM
@@ -115,15 +116,16 @@ while time_left && ! counts_done; do
   fi
   # kill -9 rounds, one configuration per cycle.
   db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
-  case $((cycle % 6)) in
-    1) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
-                          --opt nvm_tiering=lru:1M --opt nvm_capacity=16M --opt nvm_prefault=false) ;;
+  case $((cycle % 7)) in
+    1) preset=matrixkv; opts=() ;;
     2) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
+                          --opt nvm_tiering=lru:1M --opt nvm_capacity=16M --opt nvm_prefault=false) ;;
+    3) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
                           --opt nvm_tiering=none --opt nvm_table_method=ps+bac --opt nvm_gc_live_ratio=0.9
                           --opt nvm_capacity=64M --opt nvm_prefault=false) ;;
-    3) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
-    4) preset=novelsm; opts=() ;;
-    5) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
+    4) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
+    5) preset=novelsm; opts=() ;;
+    6) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
     0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
   esac
   if [ "$n_rounds" = 0 ]; then
