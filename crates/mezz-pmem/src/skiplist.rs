@@ -20,7 +20,8 @@
 //! The head node is the first allocation of the arena: it has `MAX_HEIGHT` links and an
 //! empty key that no comparison ever looks at. On a media arena, the arena's first
 //! [`MEDIA_HEADER`] bytes hold the list header (magic, format version, maximum height, head
-//! offset, arena length, list id, checksum), and every node's checksum covers the list id,
+//! offset, arena length, list id, checksum, and the checksummed allocation bound: no node
+//! ends after it, so recovery reads no node), and every node's checksum covers the list id,
 //! the node's own offset, its height, key length, value length, key and value: everything
 //! but the links, which change after the node is written.
 //!
@@ -36,10 +37,17 @@
 //! 5. Persistence (only when the arena [`is_persistent`](Arena::is_persistent)): a node is
 //!    durable (persisted and fenced) before any link to it is stored; the level-0 link that
 //!    publishes it is persisted and fenced before the insert returns. Upper-level links are
-//!    never persisted (recovery rebuilds them). Inserts into a persistent list are
+//!    not persisted on their own and are stored only after the level-0 link is durable, so
+//!    whatever value of them reaches the media names a durably linked node (recovery uses
+//!    them as found). The allocation bound in the header covers every node before the
+//!    node is linked. Inserts into a persistent list are
 //!    serialized by an internal mutex, so every durable node is reachable from the head
 //!    through durable level-0 links only: a later insert can never be reachable solely
 //!    through a link that is not yet persisted. An insert is durable once it returned `Ok`.
+//!
+//! A list recovered without a walk checks each node written before the recovery when a
+//! read first reaches it ([`SkipList::recover`]); every read then returns `Result`s or
+//! keeps a status ([`CorruptNode`]), so damaged media is an error, never a value or a panic.
 //!
 //! Thread-safety: [`SkipList`] is `Send + Sync` when its comparator is. Any number of
 //! threads may call [`SkipList::insert`] at the same time (each link is set with a

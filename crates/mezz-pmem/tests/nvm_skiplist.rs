@@ -211,7 +211,9 @@ fn contents(list: &SkipList<Bytewise>) -> Vec<(Vec<u8>, Vec<u8>)> {
     try_contents(list).unwrap()
 }
 
-fn try_contents(list: &SkipList<Bytewise>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CorruptNode> {
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn try_contents(list: &SkipList<Bytewise>) -> Result<Entries, CorruptNode> {
     let mut it = list.iter();
     let got = it.by_ref().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
     it.status().map(|()| got)
@@ -546,10 +548,10 @@ fn corrupt_headers_and_nodes_are_typed_errors() {
         Err(RecoverError::Header { .. })
     ));
     // The allocation bound word (48..56) carries its own checksum: any flip is found.
-    for at in 48..56 {
+    for (at, &byte) in image.iter().enumerate().take(56).skip(48) {
         assert!(
             matches!(
-                damaged(at, &[image[at] ^ 0x10]),
+                damaged(at, &[byte ^ 0x10]),
                 Some(RecoverError::Header { .. })
             ),
             "bound byte {at}"
