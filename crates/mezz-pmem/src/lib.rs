@@ -32,7 +32,7 @@
 //! list.insert(b"b", b"2").unwrap();
 //! list.insert(b"a", b"1").unwrap();
 //! assert_eq!(list.insert(b"a", b"x"), Err(InsertError::Duplicate));
-//! assert_eq!(list.get(b"a"), Some(&b"1"[..]));
+//! assert_eq!(list.get(b"a").unwrap(), Some(&b"1"[..]));
 //!
 //! let mut c = list.cursor();
 //! c.seek_ge(b"aa");
@@ -62,6 +62,7 @@ pub use pool::Pool;
 pub use region::{Emulation, FlushInstruction, PersistMode, Region, RegionOptions, RegionStats};
 pub use sim::{KeepLines, PowerCut, SimNvm};
 pub use skiplist::{
-    Bytewise, Comparator, Cursor, InsertError, Iter, RecoverError, RecoveryReport, SkipList,
+    Bytewise, Comparator, CorruptNode, Cursor, InsertError, Iter, RecoverError, RecoveryReport,
+    SkipList,
 };
 pub use word::PersistentWord;

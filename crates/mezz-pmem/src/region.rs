@@ -20,6 +20,12 @@
 //! and fixed for the region's life; the mapping is removed on drop only. A file-backed
 //! region never grows. `persist` ignores the parts of a range beyond the region.
 //!
+//! Pre-faulting (`RegionOptions::prefault`): a new file is populated before
+//! [`Region::create`] returns; an existing file ([`Region::open`]) is populated by a
+//! background thread (`madvise(MADV_POPULATE_WRITE)`, 8 MiB at a time; the region's drop
+//! stops it and waits for its current step), so reopening a large pool does not wait for
+//! its page tables.
+//!
 //! Thread-safety: `Region` is `Send + Sync`; `persist`, `fence`, and the latency hooks may be
 //! called from any thread. `fence` completes every `persist` that returned before it started,
 //! whichever thread made it. Access to the bytes through `base()` follows the protocol of
@@ -143,7 +149,8 @@ pub struct RegionOptions {
     pub emulate_adr: bool,
     /// Latency/bandwidth emulation.
     pub emulation: Emulation,
-    /// Touch every page after mapping, so first-touch page faults are not paid later.
+    /// Touch every page after mapping, so first-touch page faults are not paid later: before
+    /// [`Region::create`] returns, and in the background after [`Region::open`] of a file.
     pub prefault: bool,
     /// The registry of simulated files; required by [`PersistMode::CrashSim`], ignored by the
     /// other modes.
@@ -323,6 +330,14 @@ pub struct Region {
     emulated_ns: AtomicU64,
     /// Ranges `[start, end)` claimed exclusively by a writer (see [`Claim`]).
     claims: Mutex<Vec<(usize, usize)>>,
+    /// The thread pre-faulting a reopened file and its stop flag (stopped and joined on
+    /// drop, before the mapping goes).
+    populating: Mutex<
+        Option<(
+            Arc<std::sync::atomic::AtomicBool>,
+            std::thread::JoinHandle<()>,
+        )>,
+    >,
 }
 
 // SAFETY: the region owns its mapping or buffer (or shares a simulated file that is itself
@@ -423,8 +438,57 @@ impl Region {
                 path.display()
             )));
         }
-        Region::map_file(path, &file, len, opts).map(Arc::new)
+        let mapped = RegionOptions {
+            prefault: false,
+            ..opts.clone()
+        };
+        let region = Region::map_file(path, &file, len, &mapped)?;
+        if opts.prefault {
+            region.populate_in_background();
+        }
+        Ok(Arc::new(region))
     }
+
+    /// Populates the page tables of a file mapping from a background thread, in steps of
+    /// 8 MiB, until done or until the region drops (which stops the thread and waits for
+    /// its current step before unmapping). Best effort: a kernel without
+    /// `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages to fault in on first use.
+    #[cfg(target_os = "linux")]
+    fn populate_in_background(&self) {
+        /// `MADV_POPULATE_WRITE` (Linux 5.14+): prefault page tables writable, as
+        /// `MAP_POPULATE` does, without touching the contents.
+        const MADV_POPULATE_WRITE: libc::c_int = 23;
+        const STEP: usize = 8 << 20;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (base, len) = (self.base.as_ptr() as usize, self.len);
+        let stopped = Arc::clone(&stop);
+        let spawned = std::thread::Builder::new()
+            .name("mezz-nvm-populate".to_owned())
+            .spawn(move || {
+                let mut off = 0;
+                while off < len && !stopped.load(Ordering::Acquire) {
+                    let n = STEP.min(len - off);
+                    // SAFETY: `[off, off + n)` lies inside the mapping (`off < len`,
+                    // `n <= len - off`), which stays mapped while this thread runs: the
+                    // region's drop stops and joins it before unmapping. The advice only
+                    // populates page tables and never changes the contents.
+                    let rc = unsafe {
+                        libc::madvise((base + off) as *mut libc::c_void, n, MADV_POPULATE_WRITE)
+                    };
+                    if rc != 0 {
+                        return;
+                    }
+                    off += n;
+                }
+            });
+        // No thread (resource limits): the pages fault in on first use instead.
+        if let Ok(handle) = spawned {
+            *self.populating.lock() = Some((stop, handle));
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn populate_in_background(&self) {}
 
     /// A heap-backed region of `len` zero bytes (DRAM), never persistent: `Adr`/`Eadr` still
     /// execute their flush/fence instructions (so their cost can be measured), the other
@@ -480,6 +544,7 @@ impl Region {
             bytes_persisted: AtomicU64::new(0),
             emulated_ns: AtomicU64::new(0),
             claims: Mutex::new(Vec::new()),
+            populating: Mutex::new(None),
         }
     }
 
@@ -889,6 +954,11 @@ fn sim_of(opts: &RegionOptions) -> Result<&SimNvm> {
 
 impl Drop for Region {
     fn drop(&mut self) {
+        if let Some((stop, handle)) = self.populating.lock().take() {
+            stop.store(true, Ordering::Release);
+            // A panic in it would only have ended the pre-faulting early.
+            let _ = handle.join();
+        }
         #[cfg(target_os = "linux")]
         if let Backing::Mapped { .. } = self.backing {
             // SAFETY: `base`/`len` describe the mapping made in `map_file`, unmapped only

@@ -20,7 +20,8 @@
 //! The head node is the first allocation of the arena: it has `MAX_HEIGHT` links and an
 //! empty key that no comparison ever looks at. On a media arena, the arena's first
 //! [`MEDIA_HEADER`] bytes hold the list header (magic, format version, maximum height, head
-//! offset, arena length, list id, checksum), and every node's checksum covers the list id,
+//! offset, arena length, list id, checksum, and the checksummed allocation bound: no node
+//! ends after it, so recovery reads no node), and every node's checksum covers the list id,
 //! the node's own offset, its height, key length, value length, key and value: everything
 //! but the links, which change after the node is written.
 //!
@@ -36,10 +37,17 @@
 //! 5. Persistence (only when the arena [`is_persistent`](Arena::is_persistent)): a node is
 //!    durable (persisted and fenced) before any link to it is stored; the level-0 link that
 //!    publishes it is persisted and fenced before the insert returns. Upper-level links are
-//!    never persisted (recovery rebuilds them). Inserts into a persistent list are
+//!    not persisted on their own and are stored only after the level-0 link is durable, so
+//!    whatever value of them reaches the media names a durably linked node (recovery uses
+//!    them as found). The allocation bound in the header covers every node before the
+//!    node is linked. Inserts into a persistent list are
 //!    serialized by an internal mutex, so every durable node is reachable from the head
 //!    through durable level-0 links only: a later insert can never be reachable solely
 //!    through a link that is not yet persisted. An insert is durable once it returned `Ok`.
+//!
+//! A list recovered without a walk checks each node written before the recovery when a
+//! read first reaches it ([`SkipList::recover`]); every read then returns `Result`s or
+//! keeps a status ([`CorruptNode`]), so damaged media is an error, never a value or a panic.
 //!
 //! Thread-safety: [`SkipList`] is `Send + Sync` when its comparator is. Any number of
 //! threads may call [`SkipList::insert`] at the same time (each link is set with a
@@ -66,8 +74,8 @@ use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::arena::{Arena, MEDIA_HEADER};
 
@@ -90,12 +98,23 @@ pub const NODE_READ_BYTES: usize = 64;
 
 /// Magic number at offset 0 of a persistent list's arena (`"MEZZSKL"` and a 1).
 pub const LIST_MAGIC: u64 = u64::from_le_bytes(*b"MEZZSKL\x01");
-/// Format version of the persistent layout.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version of the persistent layout written by this build. Version 2 keeps the
+/// allocation bound in the header (so recovery reads no node); version 1 lists (no bound)
+/// are still recovered, by a walk over every node.
+pub const FORMAT_VERSION: u32 = 2;
+/// The first version: no allocation bound in the header.
+const FORMAT_V1: u32 = 1;
 /// Bytes of the list header that are written (the rest of [`MEDIA_HEADER`] is zero).
-const LIST_HEADER_SIZE: usize = 48;
+const LIST_HEADER_SIZE: usize = 56;
 /// Offset of the header checksum (it covers the bytes before it).
 const LIST_HEADER_CRC_AT: usize = 40;
+/// Offset of the allocation bound word (version 2): the low 32 bits are the bound (no node
+/// of the list ends after it), the high 32 bits their checksum. One 8-byte word, stored
+/// atomically; not covered by the header checksum, as it moves while the list grows.
+const END_WORD_AT: u32 = 48;
+/// Largest step by which the allocation bound moves (it moves by `capacity / 64`, at least
+/// 4 KiB and at most this): one persist of the header line per step of allocations.
+const MAX_END_STEP: usize = 256 << 10;
 
 /// Bytes of arena a node of `height` links with this key and value takes (before padding).
 pub fn node_size(height: usize, key_len: usize, value_len: usize) -> usize {
@@ -143,6 +162,9 @@ pub enum InsertError {
     /// Persisting to the media failed (the media's I/O error kind). The entry may or may
     /// not be linked in memory; it is not known to be durable. Treat the list as failed.
     Persist(io::ErrorKind),
+    /// The search for the entry's place met a corrupt node of a recovered list (at this
+    /// arena offset); nothing was linked.
+    Corrupt(u32),
 }
 
 impl fmt::Display for InsertError {
@@ -152,6 +174,9 @@ impl fmt::Display for InsertError {
             InsertError::Duplicate => f.write_str("key already present in the skip list"),
             InsertError::Persist(kind) => {
                 write!(f, "persisting to the skip list's media failed: {kind}")
+            }
+            InsertError::Corrupt(offset) => {
+                write!(f, "corrupt skip list node at arena offset {offset}")
             }
         }
     }
@@ -194,6 +219,12 @@ fn persist_err(e: io::Error) -> InsertError {
     InsertError::Persist(e.kind())
 }
 
+/// Maps a corrupt node met by an insert's search to the insert error.
+#[allow(clippy::needless_pass_by_value)] // used as `map_err(corrupt_err)`
+fn corrupt_err(e: CorruptNode) -> InsertError {
+    InsertError::Corrupt(e.offset)
+}
+
 /// A random 64-bit list id (distinguishes a list from earlier lists in the same extent).
 fn random_list_id() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -201,8 +232,14 @@ fn random_list_id() -> u64 {
     h.finish()
 }
 
-/// The list header stored at offset 0 of a media arena (see `docs/formats/nvm-skiplist.md`).
-fn encode_list_header(head: u32, capacity: usize, list_id: u64) -> [u8; LIST_HEADER_SIZE] {
+/// The list header stored at offset 0 of a media arena (see `docs/formats/nvm-skiplist.md`),
+/// with the allocation bound `end`.
+fn encode_list_header(
+    head: u32,
+    capacity: usize,
+    list_id: u64,
+    end: u32,
+) -> [u8; LIST_HEADER_SIZE] {
     let mut h = [0u8; LIST_HEADER_SIZE];
     h[0..8].copy_from_slice(&LIST_MAGIC.to_le_bytes());
     h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -213,7 +250,27 @@ fn encode_list_header(head: u32, capacity: usize, list_id: u64) -> [u8; LIST_HEA
     h[32..40].copy_from_slice(&list_id.to_le_bytes());
     let crc = crc32c::crc32c(&h[..LIST_HEADER_CRC_AT]);
     h[LIST_HEADER_CRC_AT..LIST_HEADER_CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    let at = END_WORD_AT as usize;
+    h[at..at + 8].copy_from_slice(&bound_word(end, list_id).to_le_bytes());
     h
+}
+
+/// The allocation bound word for bound `end` of the list `list_id`: `end` in the low 32
+/// bits, `crc32c(end ‖ list_id)` (little-endian) in the high 32 bits.
+fn bound_word(end: u32, list_id: u64) -> u64 {
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&end.to_le_bytes()), &list_id.to_le_bytes());
+    u64::from(end) | u64::from(crc) << 32
+}
+
+/// The bound of a bound word, if its checksum matches.
+fn bound_of(word: u64, list_id: u64) -> Option<u32> {
+    let end = word as u32;
+    (bound_word(end, list_id) == word).then_some(end)
+}
+
+/// How far the allocation bound of a list in an arena of `capacity` bytes moves at once.
+fn end_step(capacity: usize) -> usize {
+    (capacity / 64).clamp(4096, MAX_END_STEP)
 }
 
 /// The little-endian `u32` at `at` of `b` (in bounds by construction of the callers).
@@ -238,17 +295,39 @@ fn crc_seed(list_id: u64) -> u32 {
 /// What [`SkipList::recover`] found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
-    /// Entries recovered (reachable from the head at level 0, all checksums valid).
-    pub entries: usize,
+    /// Format version of the recovered list: 2 (only the header and the head node were
+    /// read; every other node is checked when first reached) or 1 (every node was checked
+    /// by a walk).
+    pub version: u32,
     /// Arena bytes in use after recovery: the header area, the head node, the recovered
-    /// nodes and whatever unreachable space lies between them. New nodes go after it.
+    /// nodes and whatever unreachable space lies between or after them (version 2: the
+    /// allocation bound of the header). New nodes go after it.
     pub bytes: usize,
-    /// Complete nodes (valid checksum) found right after the last recovered byte but not
-    /// linked: an insert that had not published its node at the power cut, or nodes refused
-    /// as duplicates. Their space is reused by later inserts. (Unlinked nodes between
-    /// recovered ones are not counted.)
-    pub nodes_rejected: usize,
 }
+
+/// A node reached while reading a recovered list that fails its checks: out of bounds,
+/// misaligned, a bad height, a checksum mismatch, a key not greater than its predecessor's.
+/// The persist protocol never links a node that is not durable, so this is media
+/// corruption. Nothing of the node was used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorruptNode {
+    /// Offset of the node (or of the node holding the bad link) in the arena.
+    pub offset: u32,
+    /// What is wrong.
+    pub detail: String,
+}
+
+impl fmt::Display for CorruptNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "corrupt skip list node at arena offset {}: {}",
+            self.offset, self.detail
+        )
+    }
+}
+
+impl std::error::Error for CorruptNode {}
 
 /// Why a persistent skip list could not be recovered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -298,6 +377,70 @@ struct NodeInfo {
     size: usize,
 }
 
+/// What a list recovered without a walk (version 2) has verified so far. Nodes and links
+/// below `below` were written before the list was recovered and are checked when first
+/// reached (see [`SkipList::step`]); nodes at or after it were written by this handle.
+struct LazyCheck {
+    /// The recovered allocation bound: every node linked before recovery ends at or below.
+    below: u32,
+    /// One bit per 4-byte word of the arena, set once the node starting at that word is
+    /// verified, or was allocated by this handle. Bits are only ever set; nodes are
+    /// immutable (invariant 1), so a verified node stays valid.
+    nodes: Box<[AtomicU64]>,
+    /// One bit per 4-byte word of the arena, set once the link stored in that word is
+    /// verified (its value then, and every value this handle stores later, names a valid
+    /// node in key order).
+    links: Box<[AtomicU64]>,
+    /// Entries linked before recovery, counted by a checked walk on first use of `len`.
+    recovered: OnceLock<usize>,
+}
+
+impl LazyCheck {
+    fn new(capacity: usize, below: u32) -> LazyCheck {
+        LazyCheck {
+            below,
+            nodes: zeroed_bits(capacity.div_ceil(4 * 64)),
+            links: zeroed_bits(capacity.div_ceil(4 * 64)),
+            recovered: OnceLock::new(),
+        }
+    }
+
+    #[inline]
+    fn is_set(bits: &[AtomicU64], off: u32) -> bool {
+        let w = (off / 4) as usize;
+        bits.get(w / 64)
+            .is_some_and(|b| b.load(AtomicOrdering::Relaxed) & (1 << (w % 64)) != 0)
+    }
+
+    #[inline]
+    fn set(bits: &[AtomicU64], off: u32) {
+        let w = (off / 4) as usize;
+        if let Some(b) = bits.get(w / 64) {
+            b.fetch_or(1 << (w % 64), AtomicOrdering::Relaxed);
+        }
+    }
+}
+
+/// `words` zeroed atomic words, allocated without touching them: the allocator hands out
+/// fresh zero pages for a large request, so a 2 MiB bitmap (a 64 MiB arena) costs no page
+/// faults until its words are used.
+fn zeroed_bits(words: usize) -> Box<[AtomicU64]> {
+    if words == 0 {
+        return Box::new([]);
+    }
+    let layout = std::alloc::Layout::array::<AtomicU64>(words)
+        .unwrap_or_else(|_| std::alloc::handle_alloc_error(std::alloc::Layout::new::<u64>()));
+    // SAFETY: `layout` has a non-zero size (`words > 0`).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<AtomicU64>();
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: `p` points to `words` zero-initialised `AtomicU64`s (an all-zero `AtomicU64`
+    // is a valid 0) allocated by the global allocator with the layout of `[AtomicU64;
+    // words]`, which is the layout `Box<[AtomicU64]>` frees with; nothing else owns it.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, words)) }
+}
+
 /// A concurrent, insert-only skip list stored in an [`Arena`]. See the module
 /// documentation for the layout, the invariants and the thread-safety contract.
 pub struct SkipList<C> {
@@ -317,6 +460,13 @@ pub struct SkipList<C> {
     crc_seed: u32,
     /// Serializes the inserts into a persistent list (untouched otherwise).
     insert_turn: Mutex<()>,
+    /// The header keeps the allocation bound (a media list of version 2).
+    end_word: bool,
+    /// The list id (media lists; 0 on the heap): seeds the bound word's checksum.
+    list_id: u64,
+    /// Checks still owed to the nodes written before recovery (a list recovered without a
+    /// walk); `None` when every reachable node is trusted.
+    lazy: Option<LazyCheck>,
 }
 
 impl<C: Comparator> SkipList<C> {
@@ -344,6 +494,9 @@ impl<C: Comparator> SkipList<C> {
             on_media,
             crc_seed: crc_seed(list_id),
             insert_turn: Mutex::new(()),
+            end_word: on_media,
+            list_id,
+            lazy: None,
         };
         // Initialise the whole head explicitly (the arena may have been written outside its
         // allocations before the list took it): empty key and value, every link NIL.
@@ -370,7 +523,8 @@ impl<C: Comparator> SkipList<C> {
                 .persist(head, node_size(MAX_HEIGHT, 0, 0))
                 .map_err(persist_err)?;
             list.arena.fence().map_err(persist_err)?;
-            let header = encode_list_header(head, list.arena.capacity(), list_id);
+            let end = list.next_end(list.arena.used());
+            let header = encode_list_header(head, list.arena.capacity(), list_id, end);
             // SAFETY: the header lies in the arena's reserved first MEDIA_HEADER bytes
             // (LIST_HEADER_SIZE < MEDIA_HEADER <= capacity), which no allocation covers, and
             // the list is not shared yet: nothing else reads or writes them.
@@ -386,13 +540,21 @@ impl<C: Comparator> SkipList<C> {
     /// Number of entries. Every entry counted is visible to searches and scans that start
     /// after this call (the count is read with `Acquire`, and incremented with `Release`
     /// after the entry is linked).
+    ///
+    /// On a list recovered without a walk (version 2), the first call counts the recovered
+    /// entries by a checked walk over level 0 (O(n)); a walk that meets a corrupt node
+    /// counts the entries before it.
     pub fn len(&self) -> usize {
-        self.len.load(AtomicOrdering::Acquire)
+        let inserted = self.len.load(AtomicOrdering::Acquire);
+        match &self.lazy {
+            None => inserted,
+            Some(lazy) => inserted + *lazy.recovered.get_or_init(|| self.recovered_entries(lazy)),
+        }
     }
 
-    /// Whether the list has no entries.
+    /// Whether the list has no entries (O(1), also after a recovery).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len.load(AtomicOrdering::Acquire) == 0 && self.next_of(self.head, 0) == NIL
     }
 
     /// Arena bytes used so far (nodes, padding, the head node and the reserved null bytes).
@@ -462,7 +624,9 @@ impl<C: Comparator> SkipList<C> {
         let list_height = self.raise_height(height);
 
         // Find the neighbours of `key` at every level, from the top.
-        let (mut prev, mut next) = self.find_splices(key, 0, list_height);
+        let (mut prev, mut next) = self
+            .find_splices(key, 0, list_height)
+            .map_err(corrupt_err)?;
         if next[0] != NIL && self.cmp.compare(key, self.key(next[0])) == Ordering::Equal {
             return Err(InsertError::Duplicate);
         }
@@ -500,7 +664,16 @@ impl<C: Comparator> SkipList<C> {
                         break;
                     }
                     Err(_) => {
-                        let (p, n) = self.find_splice(key, level, prev[level], NIL);
+                        let (p, n) = match self.find_splice(key, level, prev[level], NIL) {
+                            Ok(found) => found,
+                            Err(e) => {
+                                if level > 0 {
+                                    // Linked (and durable) at level 0 already.
+                                    self.len.fetch_add(1, AtomicOrdering::Release);
+                                }
+                                return Err(corrupt_err(e));
+                            }
+                        };
                         if level == 0
                             && n != NIL
                             && self.cmp.compare(key, self.key(n)) == Ordering::Equal
@@ -565,7 +738,7 @@ impl<C: Comparator> SkipList<C> {
         // 3. Level-0 neighbours in the current list (frozen: we hold the insert turn).
         let mut splices = Vec::with_capacity(nodes.len());
         for &(node, _, _) in &nodes {
-            let (p, n) = self.find_level0(self.key(node));
+            let (p, n) = self.find_level0(self.key(node)).map_err(corrupt_err)?;
             if n != NIL && self.cmp.compare(self.key(node), self.key(n)) == Ordering::Equal {
                 return Err(InsertError::Duplicate);
             }
@@ -600,13 +773,15 @@ impl<C: Comparator> SkipList<C> {
             result = self.arena.fence().map_err(persist_err);
         }
         self.len.fetch_add(nodes.len(), AtomicOrdering::Release);
-        // 6. Upper levels, never persisted.
+        // 6. Upper levels, never persisted; only over nodes known durable at level 0 (an
+        //    upper link must never name a node a power cut could unlink).
+        result?;
         for &(node, height, _) in &nodes {
             if height > 1 {
-                self.link_upper(node, height);
+                self.link_upper(node, height).map_err(corrupt_err)?;
             }
         }
-        result
+        Ok(())
     }
 
     /// Allocates a node of a random height for `key_len + value_len` bytes, writes its
@@ -663,7 +838,47 @@ impl<C: Comparator> SkipList<C> {
                 .store(crc, AtomicOrdering::Relaxed);
             self.arena.on_write(size);
         }
+        if self.end_word {
+            self.cover(node as usize + size)?;
+        }
+        if let Some(lazy) = &self.lazy {
+            // Published (if ever) by the `Release` store that links the node.
+            LazyCheck::set(&lazy.nodes, node);
+        }
         Ok((node, height, size))
+    }
+
+    /// The allocation bound to store once allocations reach `used` bytes: `used` rounded up
+    /// to the next step of [`end_step`], at most the capacity.
+    fn next_end(&self, used: usize) -> u32 {
+        let capacity = self.arena.capacity();
+        let step = end_step(capacity);
+        let end = used.div_ceil(step).saturating_mul(step).min(capacity);
+        // The capacity fits in a u32 (`MAX_CAPACITY`).
+        u32::try_from(end).unwrap_or(u32::MAX)
+    }
+
+    /// Makes the header's allocation bound cover `end`, the end of a node just allocated:
+    /// if it does not yet, moves it a step further and persists it. No fence here: the
+    /// node is persisted and fenced before anything links it, and that fence makes the new
+    /// bound durable too, so a bound below a linked node never reaches the media.
+    fn cover(&self, end: usize) -> Result<(), InsertError> {
+        let word = self.arena.atomic_u64(END_WORD_AT);
+        let mut cur = word.load(AtomicOrdering::Relaxed);
+        loop {
+            // Only this list writes the word, always with a valid checksum.
+            if end <= cur as u32 as usize {
+                return Ok(());
+            }
+            let new = bound_word(self.next_end(end), self.list_id);
+            // Persistent lists insert in turns; a volatile one may race: keep the larger.
+            match word.compare_exchange(cur, new, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        self.arena.persist(END_WORD_AT, 8).map_err(persist_err)
     }
 
     /// Raises the list height to at least `height`; returns the list height.
@@ -685,17 +900,17 @@ impl<C: Comparator> SkipList<C> {
     }
 
     /// The level-0 neighbours `(p, n)` of `key`: `p < key <= n` (head / NIL at the ends).
-    fn find_level0(&self, key: &[u8]) -> (u32, u32) {
+    fn find_level0(&self, key: &[u8]) -> Result<(u32, u32), CorruptNode> {
         let mut before = self.head;
         let mut stop = NIL;
         let mut n = NIL;
         for level in (0..self.height.load(AtomicOrdering::Relaxed) as usize).rev() {
-            let (p, next) = self.find_splice(key, level, before, stop);
+            let (p, next) = self.find_splice(key, level, before, stop)?;
             before = p;
             stop = next;
             n = next;
         }
-        (before, n)
+        Ok((before, n))
     }
 
     /// The neighbours (`prev[level] < key <= next[level]`) of `key` at levels
@@ -706,26 +921,26 @@ impl<C: Comparator> SkipList<C> {
         key: &[u8],
         lowest: usize,
         list_height: usize,
-    ) -> ([u32; MAX_HEIGHT], [u32; MAX_HEIGHT]) {
+    ) -> Result<([u32; MAX_HEIGHT], [u32; MAX_HEIGHT]), CorruptNode> {
         let mut prev = [self.head; MAX_HEIGHT];
         let mut next = [NIL; MAX_HEIGHT];
         let mut before = self.head;
         let mut stop = NIL;
         for level in (lowest..list_height).rev() {
-            let (p, n) = self.find_splice(key, level, before, stop);
+            let (p, n) = self.find_splice(key, level, before, stop)?;
             stop = n;
             prev[level] = p;
             next[level] = n;
             before = p;
         }
-        (prev, next)
+        Ok((prev, next))
     }
 
     /// Links `node` (already linked at level 0, `height` links) at levels `1..height`.
-    fn link_upper(&self, node: u32, height: usize) {
+    fn link_upper(&self, node: u32, height: usize) -> Result<(), CorruptNode> {
         let key = self.key(node);
         let list_height = self.raise_height(height);
-        let (mut prev, mut next) = self.find_splices(key, 1, list_height);
+        let (mut prev, mut next) = self.find_splices(key, 1, list_height)?;
         for level in 1..height {
             loop {
                 self.link(node, level)
@@ -738,13 +953,14 @@ impl<C: Comparator> SkipList<C> {
                 ) {
                     Ok(_) => break,
                     Err(_) => {
-                        let (p, n) = self.find_splice(key, level, prev[level], NIL);
+                        let (p, n) = self.find_splice(key, level, prev[level], NIL)?;
                         prev[level] = p;
                         next[level] = n;
                     }
                 }
             }
         }
+        Ok(())
     }
 
     /// Persists the link of `node` at `level` and fences.
@@ -776,12 +992,16 @@ impl<C: Comparator> SkipList<C> {
     }
 
     /// The value stored under a key equal to `key`, if any.
-    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
-        let n = self.find_ge(key);
+    ///
+    /// # Errors
+    /// A node the search reached failed its checks (a recovered list; see
+    /// [`SkipList::recover`]): nothing of it is returned.
+    pub fn get(&self, key: &[u8]) -> Result<Option<&[u8]>, CorruptNode> {
+        let n = self.find_ge(key)?;
         if n != NIL && self.cmp.compare(self.key(n), key) == Ordering::Equal {
-            Some(self.value(n))
+            Ok(Some(self.value(n)))
         } else {
-            None
+            Ok(None)
         }
     }
 
@@ -790,11 +1010,17 @@ impl<C: Comparator> SkipList<C> {
         Cursor::new(self)
     }
 
-    /// An iterator over all entries in key order, as `(key, value)`.
+    /// An iterator over all entries in key order, as `(key, value)`. On a corrupt node
+    /// (a recovered list) it ends early and [`Iter::status`] tells why.
     pub fn iter(&self) -> Iter<'_, C> {
+        let (node, err) = match self.step(self.head, 0) {
+            Ok(n) => (n, None),
+            Err(e) => (NIL, Some(e)),
+        };
         Iter {
             list: self,
-            node: self.next_of(self.head, 0),
+            node,
+            err,
         }
     }
 
@@ -868,6 +1094,10 @@ impl<C: Comparator> SkipList<C> {
     fn prefetch(&self, node: u32) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         {
+            // The offset may come from a link not checked yet: never out of the arena.
+            if node as usize >= self.arena.capacity() {
+                return;
+            }
             let p = self.arena.ptr(node, 0);
             // SAFETY: a prefetch is only a hint: it never faults and has no effect on the
             // program's memory; `p` is inside (or one past) the arena anyway.
@@ -885,21 +1115,27 @@ impl<C: Comparator> SkipList<C> {
     /// at `level`: `(p, n)` with `p < key <= n` and `n` the successor of `p` (NIL at end).
     /// `stop` is a node already known to be `>= key` (or NIL): it is not compared again.
     #[inline]
-    fn find_splice(&self, key: &[u8], level: usize, mut before: u32, stop: u32) -> (u32, u32) {
+    fn find_splice(
+        &self,
+        key: &[u8],
+        level: usize,
+        mut before: u32,
+        stop: u32,
+    ) -> Result<(u32, u32), CorruptNode> {
         let mut visits = 0;
         loop {
-            let next = self.next_of(before, level);
+            let next = self.step(before, level)?;
             if level > 0 {
                 self.prefetch(self.next_of(before, level - 1));
             }
             if next == NIL || next == stop {
                 self.arena.on_read(visits * NODE_READ_BYTES);
-                return (before, next);
+                return Ok((before, next));
             }
             visits += 1;
             if self.cmp.compare(key, self.key(next)) != Ordering::Greater {
                 self.arena.on_read(visits * NODE_READ_BYTES);
-                return (before, next);
+                return Ok((before, next));
             }
             before = next;
         }
@@ -913,7 +1149,7 @@ impl<C: Comparator> SkipList<C> {
     /// `n` must be the link value that was compared, never a fresh load of `x`'s link: a
     /// concurrent insert may have linked a node between `x` and `n` since then, and that
     /// node may be on the wrong side of `key`.
-    fn find_boundary(&self, key: &[u8], inclusive: bool) -> (u32, u32) {
+    fn find_boundary(&self, key: &[u8], inclusive: bool) -> Result<(u32, u32), CorruptNode> {
         let mut x = self.head;
         let mut n = NIL;
         // The node that ended the walk at the level above: known not to advance, so it is
@@ -924,7 +1160,7 @@ impl<C: Comparator> SkipList<C> {
         while level > 0 {
             level -= 1;
             loop {
-                n = self.next_of(x, level);
+                n = self.step(x, level)?;
                 if level > 0 {
                     self.prefetch(self.next_of(x, level - 1));
                 }
@@ -946,38 +1182,38 @@ impl<C: Comparator> SkipList<C> {
             }
         }
         self.arena.on_read(visits * NODE_READ_BYTES);
-        (if x == self.head { NIL } else { x }, n)
+        Ok((if x == self.head { NIL } else { x }, n))
     }
 
     /// The first node whose key is `>= key`, or NIL.
-    fn find_ge(&self, key: &[u8]) -> u32 {
-        self.find_boundary(key, false).1
+    fn find_ge(&self, key: &[u8]) -> Result<u32, CorruptNode> {
+        Ok(self.find_boundary(key, false)?.1)
     }
 
     /// The first node whose key is `> key`, or NIL.
-    fn find_gt(&self, key: &[u8]) -> u32 {
-        self.find_boundary(key, true).1
+    fn find_gt(&self, key: &[u8]) -> Result<u32, CorruptNode> {
+        Ok(self.find_boundary(key, true)?.1)
     }
 
     /// The last node whose key is `< key`, or NIL.
-    fn find_lt(&self, key: &[u8]) -> u32 {
-        self.find_boundary(key, false).0
+    fn find_lt(&self, key: &[u8]) -> Result<u32, CorruptNode> {
+        Ok(self.find_boundary(key, false)?.0)
     }
 
     /// The last node whose key is `<= key`, or NIL.
-    fn find_le(&self, key: &[u8]) -> u32 {
-        self.find_boundary(key, true).0
+    fn find_le(&self, key: &[u8]) -> Result<u32, CorruptNode> {
+        Ok(self.find_boundary(key, true)?.0)
     }
 
     /// The last node of the list, or NIL.
-    fn find_last(&self) -> u32 {
+    fn find_last(&self) -> Result<u32, CorruptNode> {
         let mut x = self.head;
         let mut visits = 0;
         let mut level = self.height.load(AtomicOrdering::Relaxed) as usize;
         while level > 0 {
             level -= 1;
             loop {
-                let next = self.next_of(x, level);
+                let next = self.step(x, level)?;
                 if next == NIL {
                     break;
                 }
@@ -986,7 +1222,7 @@ impl<C: Comparator> SkipList<C> {
             }
         }
         self.arena.on_read(visits * NODE_READ_BYTES);
-        if x == self.head { NIL } else { x }
+        Ok(if x == self.head { NIL } else { x })
     }
 }
 
@@ -995,19 +1231,31 @@ impl<C: Comparator> SkipList<C> {
     /// [`Arena::recover_on_media`](crate::Arena::recover_on_media)), ordered by `cmp` (the
     /// comparator it was built with).
     ///
-    /// Checks the header, walks level 0 from the head checking every node (bounds,
-    /// alignment, height, checksum, keys strictly increasing, at most as many nodes as fit
-    /// in the arena), rebuilds every upper-level link in place (they are never persisted),
-    /// and moves the arena's allocation cursor past the last byte of the furthest recovered
-    /// node, so later inserts reuse whatever lies after it. Never panics on bad bytes
-    /// (provided `cmp` does not panic on the keys that were inserted).
+    /// Version 2 (what [`SkipList::new`] writes): checks the header and the head node and
+    /// nothing else, in time independent of the number of entries. The allocation cursor
+    /// moves to the header's allocation bound (later inserts go after it); the list height
+    /// is read from the head's tower. Every other node is checked when a search, a cursor or
+    /// [`SkipList::len`] first reaches it (bounds, alignment, height, checksum, key greater
+    /// than its predecessor's), before any of its bytes is used; a node that fails is
+    /// reported as [`CorruptNode`] by that read and never returned. Upper-level links are
+    /// used as found: each is a value the link held at some time, so it names a node that
+    /// was durably linked at level 0 then (invariant 5), and a search through it is correct.
+    ///
+    /// Version 1 (no allocation bound): walks level 0 from the head checking every node
+    /// (bounds, alignment, height, checksum, keys strictly increasing, at most as many
+    /// nodes as fit in the arena), rebuilds every upper-level link in place, and moves the
+    /// allocation cursor past the furthest recovered node. The list stays version 1.
+    ///
+    /// Never panics on bad bytes (provided `cmp` does not panic on the keys that were
+    /// inserted).
     ///
     /// # Errors
     /// [`RecoverError::NotOnMedia`] for a heap arena, [`RecoverError::Header`] for a
-    /// missing or damaged header, [`RecoverError::Node`] (with the node's offset) for any
-    /// invalid node reachable from the head. A linked node is never silently dropped: the
-    /// persist protocol makes a node durable before it is linked, so a bad linked node is
-    /// corruption, not an interrupted insert.
+    /// missing or damaged header (or an allocation bound outside the arena),
+    /// [`RecoverError::Node`] (with the node's offset) for a bad head node or, in version
+    /// 1, any invalid node reachable from the head. A linked node is never silently
+    /// dropped: the persist protocol makes a node durable before it is linked, so a bad
+    /// linked node is corruption, not an interrupted insert.
     pub fn recover(arena: Arena, cmp: C) -> Result<(Self, RecoveryReport), RecoverError> {
         if !arena.is_on_media() {
             return Err(RecoverError::NotOnMedia);
@@ -1026,7 +1274,7 @@ impl<C: Comparator> SkipList<C> {
             return Err(header_err("header checksum mismatch".to_owned()));
         }
         let version = le_u32(&header, 8);
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_V1 {
             return Err(header_err(format!("unknown format version {version}")));
         }
         let max_height = le_u32(&header, 12);
@@ -1044,6 +1292,7 @@ impl<C: Comparator> SkipList<C> {
         }
         let head = le_u32(&header, 16);
         let list_id = le_u64(&header, 32);
+        let end_word = le_u64(&header, END_WORD_AT as usize);
         let list = SkipList {
             durable: arena.is_persistent(),
             arena,
@@ -1054,6 +1303,9 @@ impl<C: Comparator> SkipList<C> {
             on_media: true,
             crc_seed: crc_seed(list_id),
             insert_turn: Mutex::new(()),
+            end_word: version == FORMAT_VERSION,
+            list_id,
+            lazy: None,
         };
         let head_info = list.check_node(head).map_err(|detail| RecoverError::Node {
             offset: head,
@@ -1065,10 +1317,44 @@ impl<C: Comparator> SkipList<C> {
                 detail: "head node with a key, a value or a short tower".to_owned(),
             });
         }
+        let head_end = head as usize + head_info.size;
+        if version == FORMAT_V1 {
+            return list.recover_by_walk(head_end);
+        }
+        let end = bound_of(end_word, list_id)
+            .ok_or_else(|| header_err("allocation bound checksum mismatch".to_owned()))?;
+        if (end as usize) < head_end || end as usize > list.arena.capacity() {
+            return Err(header_err(format!(
+                "allocation bound {end} outside {head_end}..={}",
+                list.arena.capacity()
+            )));
+        }
+        let mut list = list;
+        let lazy = LazyCheck::new(list.arena.capacity(), end);
+        LazyCheck::set(&lazy.nodes, head);
+        list.lazy = Some(lazy);
+        // The tallest level the head links (its links are checked when followed).
+        let tallest = (0..MAX_HEIGHT)
+            .rev()
+            .find(|&level| list.next_of(head, level) != NIL)
+            .map_or(1, |level| level + 1);
+        list.height.store(tallest as u32, AtomicOrdering::Relaxed);
+        list.arena.set_used(end as usize);
+        let report = RecoveryReport {
+            version,
+            bytes: end as usize,
+        };
+        Ok((list, report))
+    }
 
+    /// Version 1 recovery (see [`SkipList::recover`]): walks level 0 from the head, whose
+    /// node ends at `head_end`, checking every node and relinking the upper levels.
+    fn recover_by_walk(self, head_end: usize) -> Result<(Self, RecoveryReport), RecoverError> {
+        let list = self;
+        let head = list.head;
         // Walk level 0; relink the upper levels behind the walk.
         let mut last = [head; MAX_HEIGHT];
-        let mut end = head as usize + head_info.size;
+        let mut end = head_end;
         let mut tallest = 1;
         let mut entries = 0usize;
         let max_entries = list.arena.capacity() / node_size(1, 0, 0);
@@ -1106,24 +1392,106 @@ impl<C: Comparator> SkipList<C> {
         list.height.store(tallest as u32, AtomicOrdering::Relaxed);
         list.len.store(entries, AtomicOrdering::Release);
         list.arena.set_used(end);
-
-        // Count the complete but unlinked nodes right after the recovered ones.
-        let mut nodes_rejected = 0;
-        let mut at = end.next_multiple_of(4);
-        while let Some(info) = u32::try_from(at).ok().and_then(|a| list.check_node(a).ok()) {
-            nodes_rejected += 1;
-            at = (at + info.size).next_multiple_of(4);
-        }
         let report = RecoveryReport {
-            entries,
+            version: FORMAT_V1,
             bytes: end,
-            nodes_rejected,
         };
         Ok((list, report))
     }
 
+    /// The next node after `x` at `level` (NIL at the end), `x` being the head or a node
+    /// this list reached through checked links. On a list recovered without a walk, a link
+    /// stored before recovery is checked the first time it is followed: the node it names
+    /// must be valid ([`SkipList::check_node`], once per node), end within the recovered
+    /// allocation bound, be tall enough for `level`, and hold a key greater than `x`'s
+    /// (so no walk can cycle). Links this handle stored are trusted: they name nodes it
+    /// checked or wrote.
+    #[inline]
+    fn step(&self, x: u32, level: usize) -> Result<u32, CorruptNode> {
+        let n = self.next_of(x, level);
+        match &self.lazy {
+            None => Ok(n),
+            Some(lazy) => {
+                let at = self.link_offset(x, level);
+                if n == NIL || at >= lazy.below || LazyCheck::is_set(&lazy.links, at) {
+                    Ok(n)
+                } else {
+                    self.verify_link(lazy, x, level, n, at)
+                }
+            }
+        }
+    }
+
+    /// The first check of the link at arena offset `at` (of `x` at `level`) naming `n`;
+    /// see [`SkipList::step`].
+    #[cold]
+    #[inline(never)]
+    fn verify_link(
+        &self,
+        lazy: &LazyCheck,
+        x: u32,
+        level: usize,
+        n: u32,
+        at: u32,
+    ) -> Result<u32, CorruptNode> {
+        let bad = |detail: String| CorruptNode { offset: n, detail };
+        // The bits are per 4-byte word: a misaligned offset shares the bit of a node.
+        if !n.is_multiple_of(4) {
+            return Err(bad(format!("misaligned link from {x}")));
+        }
+        if !LazyCheck::is_set(&lazy.nodes, n) {
+            // Nodes at or after the bound are this handle's, and were marked when allocated.
+            if n >= lazy.below {
+                return Err(bad(format!(
+                    "linked from {x} past the recovered allocation bound {}",
+                    lazy.below
+                )));
+            }
+            let info = self.check_node(n).map_err(bad)?;
+            if n as usize + info.size > lazy.below as usize {
+                return Err(bad(format!(
+                    "node ends past the recovered allocation bound {}",
+                    lazy.below
+                )));
+            }
+            LazyCheck::set(&lazy.nodes, n);
+        }
+        let height = self.field(n, 8);
+        if height <= level {
+            return Err(bad(format!(
+                "linked from {x} at level {level} with a tower of {height}"
+            )));
+        }
+        if x != self.head && self.cmp.compare(self.key(x), self.key(n)) != Ordering::Less {
+            return Err(bad(format!(
+                "key not greater than the key of its predecessor at {x}"
+            )));
+        }
+        LazyCheck::set(&lazy.links, at);
+        Ok(n)
+    }
+
+    /// Entries linked before a recovery without a walk: counted by a checked walk over
+    /// level 0 (nodes at or after the recovered bound are this handle's, counted by `len`
+    /// already). A walk that meets a corrupt node counts the entries before it.
+    fn recovered_entries(&self, lazy: &LazyCheck) -> usize {
+        let mut count = 0;
+        let mut node = self.head;
+        while let Ok(next) = self.step(node, 0) {
+            if next == NIL {
+                break;
+            }
+            if next < lazy.below {
+                count += 1;
+            }
+            node = next;
+        }
+        count
+    }
+
     /// Checks the node at `node` without trusting any of its bytes: alignment, bounds,
-    /// height and checksum. Only for a list that is not shared (recovery).
+    /// height and checksum. Only for nodes no thread writes (except their links, which it
+    /// does not read): a list being recovered, or a node written before recovery.
     fn check_node(&self, node: u32) -> Result<NodeInfo, String> {
         let capacity = self.arena.capacity();
         if !node.is_multiple_of(4) {
@@ -1177,10 +1545,12 @@ impl<C> fmt::Debug for SkipList<C> {
 /// The cursor stores only the current node's offset. A new cursor is not positioned
 /// ([`Cursor::valid`] is false). Moving forward is O(1); moving backward searches from the
 /// head (O(log n)), as the nodes have no back links. Entries inserted after the cursor was
-/// positioned may or may not be visited.
+/// positioned may or may not be visited. A move that meets a corrupt node of a recovered
+/// list leaves the cursor not positioned and sets [`Cursor::status`], which stays set.
 pub struct Cursor<L> {
     list: L,
     node: u32,
+    err: Option<CorruptNode>,
 }
 
 impl<C, L> Cursor<L>
@@ -1190,7 +1560,11 @@ where
 {
     /// A cursor over `list`, not positioned.
     pub fn new(list: L) -> Self {
-        Cursor { list, node: NIL }
+        Cursor {
+            list,
+            node: NIL,
+            err: None,
+        }
     }
 
     /// The list this cursor moves over.
@@ -1206,6 +1580,28 @@ where
     /// Whether the cursor is at an entry.
     pub fn valid(&self) -> bool {
         self.node != NIL
+    }
+
+    /// The first corrupt node a move of this cursor met, if any.
+    ///
+    /// # Errors
+    /// That node.
+    pub fn status(&self) -> Result<(), CorruptNode> {
+        match &self.err {
+            None => Ok(()),
+            Some(e) => Err(e.clone()),
+        }
+    }
+
+    /// Takes the result of a move: the node, or not positioned and the error kept.
+    fn land(&mut self, r: Result<u32, CorruptNode>) {
+        match r {
+            Ok(n) => self.node = n,
+            Err(e) => {
+                self.node = NIL;
+                self.err.get_or_insert(e);
+            }
+        }
     }
 
     /// The current key; empty when not [`valid`](Cursor::valid).
@@ -1232,40 +1628,47 @@ where
 
     /// Moves to the first entry whose key is `>= key`.
     pub fn seek_ge(&mut self, key: &[u8]) {
-        self.node = self.list.find_ge(key);
+        let r = self.list.find_ge(key);
+        self.land(r);
     }
 
     /// Moves to the first entry whose key is `> key`.
     pub fn seek_gt(&mut self, key: &[u8]) {
-        self.node = self.list.find_gt(key);
+        let r = self.list.find_gt(key);
+        self.land(r);
     }
 
     /// Moves to the last entry whose key is `< key`.
     pub fn seek_lt(&mut self, key: &[u8]) {
-        self.node = self.list.find_lt(key);
+        let r = self.list.find_lt(key);
+        self.land(r);
     }
 
     /// Moves to the last entry whose key is `<= key`.
     pub fn seek_le(&mut self, key: &[u8]) {
-        self.node = self.list.find_le(key);
+        let r = self.list.find_le(key);
+        self.land(r);
     }
 
     /// Moves to the first entry.
     pub fn first(&mut self) {
-        self.node = self.list.next_of(self.list.head, 0);
+        let r = self.list.step(self.list.head, 0);
         self.list.arena.on_read(NODE_READ_BYTES);
+        self.land(r);
     }
 
     /// Moves to the last entry.
     pub fn last(&mut self) {
-        self.node = self.list.find_last();
+        let r = self.list.find_last();
+        self.land(r);
     }
 
     /// Moves to the next entry (becomes invalid past the last one). No-op when invalid.
     pub fn next(&mut self) {
         if self.node != NIL {
-            self.node = self.list.next_of(self.node, 0);
+            let r = self.list.step(self.node, 0);
             self.list.arena.on_read(NODE_READ_BYTES);
+            self.land(r);
         }
     }
 
@@ -1273,7 +1676,8 @@ where
     /// invalid.
     pub fn prev(&mut self) {
         if self.node != NIL {
-            self.node = self.list.find_lt(self.list.key(self.node));
+            let r = self.list.find_lt(self.list.key(self.node));
+            self.land(r);
         }
     }
 }
@@ -1284,10 +1688,25 @@ impl<L> fmt::Debug for Cursor<L> {
     }
 }
 
-/// Forward iterator over a [`SkipList`]'s entries, as `(key, value)` pairs.
+/// Forward iterator over a [`SkipList`]'s entries, as `(key, value)` pairs. It ends early
+/// at a corrupt node of a recovered list; [`Iter::status`] then tells which.
 pub struct Iter<'a, C> {
     list: &'a SkipList<C>,
     node: u32,
+    err: Option<CorruptNode>,
+}
+
+impl<C> Iter<'_, C> {
+    /// The corrupt node that ended the iteration early, if any.
+    ///
+    /// # Errors
+    /// That node.
+    pub fn status(&self) -> Result<(), CorruptNode> {
+        match &self.err {
+            None => Ok(()),
+            Some(e) => Err(e.clone()),
+        }
+    }
 }
 
 impl<'a, C: Comparator> Iterator for Iter<'a, C> {
@@ -1298,7 +1717,13 @@ impl<'a, C: Comparator> Iterator for Iter<'a, C> {
             return None;
         }
         let item = (self.list.key(self.node), self.list.value(self.node));
-        self.node = self.list.next_of(self.node, 0);
+        match self.list.step(self.node, 0) {
+            Ok(n) => self.node = n,
+            Err(e) => {
+                self.node = NIL;
+                self.err = Some(e);
+            }
+        }
         self.list.arena.on_read(NODE_READ_BYTES);
         Some(item)
     }

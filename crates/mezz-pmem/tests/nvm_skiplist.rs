@@ -1,7 +1,9 @@
 //! The skip list on a persistent media: creation and clean reopen, a power cut at every
 //! persist point of an insert sequence (and of a batch), random workloads cut at random
-//! points, corrupt headers and nodes (typed errors, never a panic), random byte flips, and
-//! the rebuilt upper levels (searches visit O(log n) nodes after recovery).
+//! points, corrupt headers (typed errors at recovery) and nodes (typed errors when read,
+//! never a value, never a panic), random byte flips, the upper levels kept across a
+//! recovery (searches visit O(log n) nodes after it), and version 1 lists (recovered by a
+//! walk).
 //!
 //! Two media: `ShadowMedia`, defined here (live bytes plus a durable image that only
 //! persist + fence update; a cut freezes the image and records the live bytes of that
@@ -22,8 +24,8 @@ use std::sync::{Arc, Mutex};
 use common::{Rng, scale};
 use mezz_pmem::skiplist::{MAX_HEIGHT, NODE_READ_BYTES, node_size};
 use mezz_pmem::{
-    Arena, Bytewise, InsertError, KeepLines, Media, PowerCut, RecoverError, Region, RegionOptions,
-    SimNvm, SkipList,
+    Arena, Bytewise, CorruptNode, InsertError, KeepLines, Media, PowerCut, RecoverError, Region,
+    RegionOptions, SimNvm, SkipList,
 };
 
 const LINE: usize = 64;
@@ -206,7 +208,15 @@ fn reopen(
 }
 
 fn contents(list: &SkipList<Bytewise>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    list.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect()
+    try_contents(list).unwrap()
+}
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn try_contents(list: &SkipList<Bytewise>) -> Result<Entries, CorruptNode> {
+    let mut it = list.iter();
+    let got = it.by_ref().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+    it.status().map(|()| got)
 }
 
 /// Asserts that `list` holds exactly `model`, through iteration, gets and seeks.
@@ -216,10 +226,11 @@ fn assert_same(list: &SkipList<Bytewise>, model: &Model) {
     assert_eq!(got, want);
     assert_eq!(list.len(), model.len());
     for (k, v) in model {
-        assert_eq!(list.get(k), Some(&v[..]));
+        assert_eq!(list.get(k).unwrap(), Some(&v[..]));
         let mut c = list.cursor();
         c.seek_le(k);
         assert_eq!(c.key(), &k[..]);
+        c.status().unwrap();
     }
     let mut c = list.cursor();
     c.last();
@@ -298,14 +309,12 @@ fn create_insert_reopen_and_continue() {
     }
     // A clean reopen (the live bytes) and a power cut after the last insert returned (the
     // durable image only) recover the same entries.
-    // The refused duplicate left a complete, unlinked node after the last entry: in the
-    // live bytes only (it was never persisted).
     let mut crng = Rng::new(2);
-    for (media, rejected) in [(media.clone(), 1), (media.power_cut(&mut crng, 0), 0)] {
+    for media in [media.clone(), media.power_cut(&mut crng, 0)] {
         let (list, report) = reopen(&media).unwrap();
-        assert_eq!(report.entries, model.len());
+        assert_eq!(report.version, 2);
         assert_eq!(report.bytes, list.memory_usage());
-        assert_eq!(report.nodes_rejected, rejected);
+        assert_eq!(list.len(), model.len());
         assert_same(&list, &model);
     }
     // Continue after recovery from the durable image, then recover again.
@@ -317,8 +326,8 @@ fn create_insert_reopen_and_continue() {
     }
     assert_same(&list, &model);
     drop(list);
-    let (list, report) = reopen(&media.power_cut(&mut crng, 0)).unwrap();
-    assert_eq!(report.entries, model.len());
+    let (list, _) = reopen(&media.power_cut(&mut crng, 0)).unwrap();
+    assert_eq!(list.len(), model.len());
     assert_same(&list, &model);
 }
 
@@ -342,13 +351,14 @@ fn power_cut_at_every_persist_point() {
             let returned = returned_at.iter().filter(|&&p| p < cut).count();
             let after = media.power_cut(&mut rng, keep_percent);
             match reopen(&after) {
-                Ok((list, report)) => {
+                Ok((list, _)) => {
                     let got = contents(&list);
                     assert_prefix(&got, &inserts, returned);
-                    assert_eq!(report.entries, got.len());
+                    assert_eq!(list.len(), got.len());
                     // The recovered list takes further inserts.
                     list.insert(b"\xff\xff\xff after", b"x").unwrap();
-                    assert_eq!(list.get(b"\xff\xff\xff after"), Some(&b"x"[..]));
+                    assert_eq!(list.get(b"\xff\xff\xff after").unwrap(), Some(&b"x"[..]));
+                    assert_eq!(list.len(), got.len() + 1);
                 }
                 // Only a cut before the header was durable may leave no list.
                 Err(RecoverError::Header { .. }) => assert!(cut <= 2, "cut {cut}"),
@@ -458,7 +468,7 @@ fn random_workloads_cut_at_random_points() {
 }
 
 #[test]
-fn upper_levels_are_rebuilt() {
+fn upper_levels_survive_recovery() {
     let n = scale(3000, 200);
     let media = ShadowMedia::new(node_size(MAX_HEIGHT, 0, 0) + 64 + n * 80);
     let mut model = Model::new();
@@ -471,17 +481,22 @@ fn upper_levels_are_rebuilt() {
         }
     }
     let mut rng = Rng::new(6);
-    // Keep random unpersisted lines: the stale upper links they hold must not matter.
-    let after = media.power_cut(&mut rng, 50);
-    let (list, report) = reopen(&after).unwrap();
-    assert_eq!(report.entries, n);
+    // After a power cut (random unpersisted lines kept), upper links are stale, as they were
+    // when their lines were last persisted: searches stay correct.
+    let (list, _) = reopen(&media.power_cut(&mut rng, 50)).unwrap();
+    assert_eq!(list.len(), n);
     assert_same(&list, &model);
-    // Searches visit O(log n) nodes, not O(n): count the nodes through the read hook.
+    drop(list);
+    // After a clean stop (the live bytes), the upper levels are whole: searches visit
+    // O(log n) nodes, not O(n). Count the nodes through the read hook.
+    let after = ShadowMedia::with_image(media.live());
+    let (list, _) = reopen(&after).unwrap();
+    assert_same(&list, &model);
     let gets = 100;
     let before = after.read_bytes.load(Ordering::Relaxed);
     for i in 0..gets {
         let k = format!("key{:08}", i * 31 % n).into_bytes();
-        assert!(list.get(&k).is_some());
+        assert!(list.get(&k).unwrap().is_some());
     }
     let visits = (after.read_bytes.load(Ordering::Relaxed) - before) as usize / NODE_READ_BYTES;
     let per_get = visits / gets;
@@ -516,7 +531,7 @@ fn corrupt_headers_and_nodes_are_typed_errors() {
         m.poke(at, bytes);
         reopen(&m).err()
     };
-    // Every header byte matters (44..64 are zero padding).
+    // Every header byte matters (44..48 and 56..64 are zero padding).
     for (at, &byte) in image.iter().enumerate().take(44) {
         assert!(
             matches!(
@@ -532,31 +547,69 @@ fn corrupt_headers_and_nodes_are_typed_errors() {
         SkipList::recover(Arena::recover_on_media(m, 0, len - 64).unwrap(), Bytewise),
         Err(RecoverError::Header { .. })
     ));
+    // The allocation bound word (48..56) carries its own checksum: any flip is found.
+    for (at, &byte) in image.iter().enumerate().take(56).skip(48) {
+        assert!(
+            matches!(
+                damaged(at, &[byte ^ 0x10]),
+                Some(RecoverError::Header { .. })
+            ),
+            "bound byte {at}"
+        );
+    }
     // Find the nodes: the head is the first allocation, after the 64 header bytes.
     let head = 64usize;
     let link0 = |node: usize| u32::from_le_bytes(image[node + 16..node + 20].try_into().unwrap());
     let first = link0(head) as usize;
     let second = link0(first) as usize;
     assert!(first > head && second > head);
-    // A flipped key byte: the node's checksum fails, reported with its offset.
+    // A damaged head is found at recovery.
+    assert!(matches!(
+        damaged(head + 8, &5u32.to_le_bytes()),
+        Some(RecoverError::Node { .. })
+    ));
+    // Any other node is checked when a read first reaches it: recovery succeeds (it reads
+    // no node), and every read that reaches the damaged node reports it, with its offset
+    // (or, for a bad link, the offset it names), and never returns its bytes.
+    // `probe` is a key whose search must reach the damage: the damaged node's own key, or
+    // the key after a node whose level-0 link is damaged.
+    let read_errors = |at: usize, bytes: &[u8], probe: &[u8]| -> Vec<CorruptNode> {
+        let m = ShadowMedia::with_image(image.clone());
+        m.poke(at, bytes);
+        let (list, _) = reopen(&m).unwrap();
+        let mut errs = Vec::new();
+        errs.extend(try_contents(&list).err());
+        errs.extend(list.get(probe).err());
+        let mut c = list.cursor();
+        c.seek_ge(probe);
+        assert!(!c.valid(), "a cursor stopped on or after the damage");
+        errs.extend(c.status().err());
+        // Other reads and inserts return a typed error or skip the damage; none panics.
+        let _ = list.get(b"d");
+        let _ = list.insert(b"e", b"");
+        let mut c = list.cursor();
+        c.last();
+        c.prev();
+        let _ = list.len();
+        errs
+    };
+    // A flipped key or value byte: the node's checksum fails.
     let key_at = second + 16 + 4 * (image[second + 8] as usize);
-    match damaged(key_at, &[image[key_at] ^ 1]) {
-        Some(RecoverError::Node { offset, .. }) => assert_eq!(offset as usize, second),
-        other => panic!("{other:?}"),
+    for at in [key_at, key_at + 3] {
+        let errs = read_errors(at, &[image[at] ^ 1], b"b");
+        assert_eq!(errs.len(), 3, "byte {at}: {errs:?}");
+        assert!(errs.iter().all(|e| e.offset as usize == second), "{errs:?}");
     }
     // A link out of the arena, misaligned, into the header, or back to an earlier node.
     for bad in [len as u32 + 8, u32::MAX, first as u32 + 1, 8, first as u32] {
-        match damaged(second + 16, &bad.to_le_bytes()) {
-            Some(RecoverError::Node { offset, .. }) => assert_eq!(offset, bad),
-            other => panic!("link {bad}: {other:?}"),
-        }
+        let errs = read_errors(second + 16, &bad.to_le_bytes(), b"c");
+        assert_eq!(errs.len(), 3, "link {bad}: {errs:?}");
+        assert!(errs.iter().all(|e| e.offset == bad), "link {bad}: {errs:?}");
     }
     // A bad height or length (the checksum would catch it too, but never a panic first).
     for (field, v) in [(8, 0u32), (8, 13), (0, u32::MAX), (4, u32::MAX - 3)] {
-        assert!(matches!(
-            damaged(second + field, &v.to_le_bytes()),
-            Some(RecoverError::Node { .. })
-        ));
+        let errs = read_errors(second + field, &v.to_le_bytes(), b"b");
+        assert_eq!(errs.len(), 3, "field {field} = {v}: {errs:?}");
     }
 }
 
@@ -565,11 +618,13 @@ fn random_byte_flips_never_panic() {
     let len = 4 << 10;
     let media = ShadowMedia::new(len);
     let used;
+    let model: Model;
     {
         let list = fresh_list(&media);
         let mut rng = Rng::new(7);
-        for (k, v) in entries(&mut rng, 20) {
-            list.insert(&k, &v).unwrap();
+        model = entries(&mut rng, 20).into_iter().collect();
+        for (k, v) in &model {
+            list.insert(k, v).unwrap();
         }
         used = list.memory_usage();
     }
@@ -582,22 +637,131 @@ fn random_byte_flips_never_panic() {
             let at = rng.below(used);
             m.poke(at, &[rng.next_u64() as u8]);
         }
-        match reopen(&m) {
-            Ok((list, report)) => {
+        let Ok((list, _)) = reopen(&m) else {
+            errors += 1;
+            continue;
+        };
+        match try_contents(&list) {
+            Ok(got) => {
                 ok += 1;
-                let got = contents(&list);
-                assert_eq!(got.len(), report.entries);
+                assert_eq!(got.len(), list.len());
                 assert!(got.windows(2).all(|w| w[0].0 < w[1].0));
-                // Still usable.
-                let _ = list.insert(b"\x00new", b"");
+                // A flipped link may hide entries, but what is returned was inserted.
+                for (k, v) in &got {
+                    assert_eq!(model.get(k), Some(v), "a damaged entry was returned");
+                }
             }
             Err(_) => errors += 1,
         }
+        // Gets return inserted values or a typed error, never damaged bytes.
+        for k in model.keys() {
+            if let Ok(Some(v)) = list.get(k) {
+                assert_eq!(model.get(k).map(Vec::as_slice), Some(v));
+            }
+        }
+        // Still usable (or a typed error).
+        let _ = list.insert(b"\x00new", b"");
     }
     // Both outcomes occur (flips in upper links or padding are harmless); too few trials
     // under Miri to be sure of a harmless one.
     assert!(errors > 0, "ok {ok}, errors {errors}");
     assert!(ok > 0 || cfg!(miri), "ok {ok}, errors {errors}");
+}
+
+/// Rewrites the header of the list at `media`'s offset 0 as version 1 (no allocation
+/// bound; the node layout is the same).
+fn as_version_1(media: &ShadowMedia) {
+    let mut h = media.live()[..56].to_vec();
+    h[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let crc = crc32c::crc32c(&h[..40]);
+    h[40..44].copy_from_slice(&crc.to_le_bytes());
+    h[48..56].copy_from_slice(&[0; 8]);
+    media.poke(0, &h);
+}
+
+#[test]
+fn version_1_lists_are_recovered_by_a_walk() {
+    let media = ShadowMedia::new(16 << 10);
+    let mut rng = Rng::new(12);
+    let mut model: Model = entries(&mut rng, 40).into_iter().collect();
+    {
+        let list = fresh_list(&media);
+        for (k, v) in &model {
+            list.insert(k, v).unwrap();
+        }
+    }
+    as_version_1(&media);
+    let (list, report) = reopen(&media).unwrap();
+    assert_eq!(report.version, 1);
+    assert_same(&list, &model);
+    // It stays version 1: inserts keep no allocation bound, the next recovery walks again.
+    list.insert(b"\xffv1", b"more").unwrap();
+    model.insert(b"\xffv1".to_vec(), b"more".to_vec());
+    drop(list);
+    let (list, report) = reopen(&media).unwrap();
+    assert_eq!(report.version, 1);
+    assert_same(&list, &model);
+    // A damaged node of a version 1 list is found by the walk.
+    let link0 = |img: &[u8], node: usize| {
+        u32::from_le_bytes(img[node + 16..node + 20].try_into().unwrap()) as usize
+    };
+    let image = media.live();
+    let first = link0(&image, 64);
+    media.poke(first + 12, &[image[first + 12] ^ 1]);
+    assert!(matches!(
+        reopen(&media),
+        Err(RecoverError::Node { offset, .. }) if offset as usize == first
+    ));
+}
+
+/// A list recovered without a walk takes inserts again, and a power cut at every persist
+/// point of those inserts (the allocation bound's included) still recovers a prefix of
+/// them, the recovered entries first.
+#[test]
+fn power_cut_at_every_persist_point_after_a_recovery() {
+    let mut rng = Rng::new(13);
+    let all = entries(&mut rng, scale(120, 16));
+    let (first, second) = all.split_at(all.len() / 3);
+    let len = 32 << 10;
+    // Phase 1 on a fresh list; its durable image is the start of every run of phase 2.
+    let base = ShadowMedia::new(len);
+    run_inserts(&base, first);
+    let start = base.power_cut(&mut rng, 0).live();
+    let run = |media: &Arc<ShadowMedia>| -> Vec<u64> {
+        let (list, _) = reopen(media).unwrap();
+        second
+            .iter()
+            .map(|(k, v)| {
+                list.insert(k, v).unwrap();
+                media.persists()
+            })
+            .collect()
+    };
+    let full = ShadowMedia::with_image(start.clone());
+    let returned_at = run(&full);
+    let points = full.persists();
+    assert!(points >= 2 * second.len() as u64);
+    let mut bound_moves = 0;
+    for cut in 1..=points + 1 {
+        let media = ShadowMedia::with_image(start.clone());
+        media.arm_cut_at(cut);
+        run(&media);
+        let returned = returned_at.iter().filter(|&&p| p < cut).count();
+        for keep in [0, 50, 100] {
+            let after = media.power_cut(&mut rng, keep);
+            let (list, report) = reopen(&after).unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+            bound_moves += usize::from(report.bytes > 4096);
+            let got = try_contents(&list).unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+            assert_prefix(&got, &all, first.len() + returned);
+            assert_eq!(list.len(), got.len());
+            // New inserts never land on a recovered node.
+            list.insert(b"\xff\xfe\xfd new", b"z").unwrap();
+            let again: Model = try_contents(&list).unwrap().into_iter().collect();
+            assert_eq!(again.len(), got.len() + 1);
+            assert!(got.iter().all(|(k, v)| again.get(k) == Some(v)));
+        }
+    }
+    assert!(bound_moves > 0, "the allocation bound never moved");
 }
 
 #[test]
@@ -620,8 +784,8 @@ fn arena_on_a_media_subrange() {
     let after: Arc<dyn Media> = media.power_cut(&mut rng, 0);
     for (start, v) in [(0, b"a"), (8 << 10, b"b")] {
         let arena = Arena::recover_on_media(after.clone(), start, 8 << 10).unwrap();
-        let (list, report) = SkipList::recover(arena, Bytewise).unwrap();
-        assert_eq!(report.entries, 50);
+        let (list, _) = SkipList::recover(arena, Bytewise).unwrap();
+        assert_eq!(list.len(), 50);
         assert!(list.iter().all(|(_, val)| val == v));
     }
     // Inserts report their nodes to the write hook.

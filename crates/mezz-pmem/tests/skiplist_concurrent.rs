@@ -100,7 +100,11 @@ fn concurrent_writers_and_readers() {
                         if known > 0 {
                             for _ in 0..4 {
                                 let k = key(w, rng.below(known));
-                                assert_eq!(list.get(&k), Some(&value_of(&k)[..]), "lost {k:?}");
+                                assert_eq!(
+                                    list.get(&k).unwrap(),
+                                    Some(&value_of(&k)[..]),
+                                    "lost {k:?}"
+                                );
                             }
                             let mut c = list.cursor();
                             let k = key(w, known - 1);
@@ -140,7 +144,7 @@ fn concurrent_writers_and_readers() {
     for w in 0..WRITERS {
         for i in 0..per_writer {
             let k = key(w, i);
-            assert_eq!(list.get(&k), Some(&value_of(&k)[..]));
+            assert_eq!(list.get(&k).unwrap(), Some(&value_of(&k)[..]));
         }
     }
     // Backward iteration agrees with forward iteration.
@@ -175,8 +179,8 @@ fn concurrent_writers_racing_to_fill_the_arena() {
                         Ok(()) => ok.push((k, v)),
                         Err(InsertError::Full) => full.push(k),
                         Err(InsertError::Duplicate) => panic!("no duplicates here: {k:?}"),
-                        Err(e @ InsertError::Persist(_)) => {
-                            panic!("a heap arena persists nothing: {e}")
+                        Err(e @ (InsertError::Persist(_) | InsertError::Corrupt(_))) => {
+                            panic!("a heap arena persists nothing and is never recovered: {e}")
                         }
                     }
                     i += 1;
@@ -190,12 +194,16 @@ fn concurrent_writers_racing_to_fill_the_arena() {
     for h in writers {
         let (ok, full) = h.join().unwrap();
         for (k, v) in ok {
-            assert_eq!(list.get(&k), Some(&v[..]));
+            assert_eq!(list.get(&k).unwrap(), Some(&v[..]));
             inserted.insert(k);
             n += 1;
         }
         for k in full {
-            assert_eq!(list.get(&k), None, "a refused node is not visible: {k:?}");
+            assert_eq!(
+                list.get(&k).unwrap(),
+                None,
+                "a refused node is not visible: {k:?}"
+            );
         }
     }
     assert_eq!(list.len(), n);
@@ -241,6 +249,6 @@ fn writers_colliding_on_every_key() {
     assert_eq!(check_scan(&list), keys);
     for i in 0..keys {
         let k = key(0, i);
-        assert_eq!(list.get(&k), Some(&value_of(&k)[..]));
+        assert_eq!(list.get(&k).unwrap(), Some(&value_of(&k)[..]));
     }
 }

@@ -113,7 +113,7 @@ fn model_random_inserts_seeks_and_walks() {
             // Point lookups and seeks for a random probe, present or not.
             let probe = rng.small_key(8);
             assert_eq!(
-                list.get(&probe),
+                list.get(&probe).unwrap(),
                 model.get(&probe).map(|v| &v[..]),
                 "get {probe:?}"
             );
@@ -151,7 +151,7 @@ fn model_random_inserts_seeks_and_walks() {
         }
         assert_same(&list, &model);
         for (k, v) in &model {
-            assert_eq!(list.get(k), Some(&v[..]));
+            assert_eq!(list.get(k).unwrap(), Some(&v[..]));
         }
     }
 }
@@ -160,7 +160,7 @@ fn model_random_inserts_seeks_and_walks() {
 fn empty_list() {
     let list = new_list(4096);
     assert_same(&list, &Model::new());
-    assert_eq!(list.get(b""), None);
+    assert_eq!(list.get(b"").unwrap(), None);
     let mut c = list.cursor();
     c.seek_ge(b"k");
     assert!(!c.valid());
@@ -184,9 +184,9 @@ fn zero_length_keys_and_values() {
     list.insert(b"k", b"").unwrap();
     list.insert(b"\0", b"").unwrap();
     assert_eq!(list.insert(b"", b"again"), Err(InsertError::Duplicate));
-    assert_eq!(list.get(b""), Some(&b"empty key"[..]));
-    assert_eq!(list.get(b"k"), Some(&b""[..]));
-    assert_eq!(list.get(b"\0"), Some(&b""[..]));
+    assert_eq!(list.get(b"").unwrap(), Some(&b"empty key"[..]));
+    assert_eq!(list.get(b"k").unwrap(), Some(&b""[..]));
+    assert_eq!(list.get(b"\0").unwrap(), Some(&b""[..]));
     let mut c = list.cursor();
     c.first();
     assert_eq!(c.key(), b"", "the empty key sorts first");
@@ -223,14 +223,14 @@ fn large_values() {
     }
     assert_same(&list, &model);
     for (k, v) in &model {
-        assert_eq!(list.get(k).map(<[u8]>::len), Some(v.len()));
-        assert_eq!(list.get(k), Some(&v[..]));
+        assert_eq!(list.get(k).unwrap().map(<[u8]>::len), Some(v.len()));
+        assert_eq!(list.get(k).unwrap(), Some(&v[..]));
     }
     // A fourth one does not fit: refused whole.
     let used = list.memory_usage();
     assert_eq!(list.insert(b"x", &vec![1u8; big]), Err(InsertError::Full));
     assert_eq!(list.memory_usage(), used);
-    assert_eq!(list.get(b"x"), None);
+    assert_eq!(list.get(b"x").unwrap(), None);
 }
 
 #[test]
@@ -254,14 +254,20 @@ fn full_arena_refuses_whole_nodes() {
             // refused as Full too.
             Err(InsertError::Full) => refused.push(key),
             Err(InsertError::Duplicate) => assert!(model.contains_key(&key)),
-            Err(e @ InsertError::Persist(_)) => panic!("a heap arena persists nothing: {e}"),
+            Err(e @ (InsertError::Persist(_) | InsertError::Corrupt(_))) => {
+                panic!("a heap arena persists nothing and is never recovered: {e}")
+            }
         }
         assert!(list.memory_usage() <= capacity);
     }
     assert_same(&list, &model);
     for key in &refused {
         if !model.contains_key(key) {
-            assert_eq!(list.get(key), None, "a refused node is not visible");
+            assert_eq!(
+                list.get(key).unwrap(),
+                None,
+                "a refused node is not visible"
+            );
         }
     }
     // A failed allocation reserves nothing: an entry that still fits goes in (the worst
@@ -294,7 +300,7 @@ fn insert_with_writes_in_place() {
         v.copy_from_slice(b"val");
     })
     .unwrap();
-    assert_eq!(list.get(b"abc\0\0\x07"), Some(&b"val"[..]));
+    assert_eq!(list.get(b"abc\0\0\x07").unwrap(), Some(&b"val"[..]));
     let r = list.insert_with(6, 0, |k, _| k.copy_from_slice(b"abc\0\0\x07"));
     assert_eq!(r, Err(InsertError::Duplicate));
     assert_eq!(list.len(), 1);
@@ -337,7 +343,7 @@ fn custom_comparator_decides_the_order() {
         Err(InsertError::Duplicate),
         "equal under the comparator"
     );
-    assert_eq!(by_len.get(b"zzz"), Some(&b""[..]));
+    assert_eq!(by_len.get(b"zzz").unwrap(), Some(&b""[..]));
 }
 
 #[test]

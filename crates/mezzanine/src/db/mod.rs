@@ -363,7 +363,7 @@ impl DbInner {
         if let Some(pool) = &self.read_pool {
             return Ok(self.get_parallel(pool, sv, seq, opts, key)?.and_then(found));
         }
-        if let Some(r) = Self::memtables_get(sv, key, seq) {
+        if let Some(r) = Self::memtables_get(sv, key, seq)? {
             return Ok(found(r));
         }
         Ok(self
@@ -372,16 +372,16 @@ impl DbInner {
     }
 
     /// The newest entry for `key` at `seq` in the memtables of `sv` (DRAM and NVM).
-    fn memtables_get(sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Option<LookupResult> {
-        if let Some(r) = sv.mem.get(key, seq) {
-            return Some(r);
+    fn memtables_get(sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<LookupResult>> {
+        if let Some(r) = sv.mem.get(key, seq)? {
+            return Ok(Some(r));
         }
         for m in sv.imms.iter().chain(sv.nvm.iter()) {
-            if let Some(r) = m.get(key, seq) {
-                return Some(r);
+            if let Some(r) = m.get(key, seq)? {
+                return Ok(Some(r));
             }
         }
-        None
+        Ok(None)
     }
 
     /// The newest entry for `key` at `seq` in the tables of `v`.
@@ -419,7 +419,7 @@ impl DbInner {
         let n = v.num_levels();
         let deepest = v.deepest_nonempty_level().map_or(0, |l| l + 1);
         if deepest == 0 {
-            return Ok(Self::memtables_get(sv, key, seq));
+            return Self::memtables_get(sv, key, seq);
         }
         let topts = Self::table_read_options(opts);
         let cancel = Arc::new(AtomicBool::new(false));
@@ -446,7 +446,7 @@ impl DbInner {
             });
             pending.push(rx);
         }
-        if let Some(r) = Self::memtables_get(sv, key, seq) {
+        if let Some(r) = Self::memtables_get(sv, key, seq)? {
             cancel.store(true, Ordering::Relaxed);
             return Ok(Some(r));
         }

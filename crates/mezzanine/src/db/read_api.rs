@@ -65,7 +65,7 @@ impl DbInner {
         if self.read_pool.is_some() {
             return Ok(self.get_in(sv, seq, opts, key)?.map(PinnedValue::owned));
         }
-        if let Some(r) = Self::memtables_get(sv, key, seq) {
+        if let Some(r) = Self::memtables_get(sv, key, seq)? {
             return Ok(match r {
                 LookupResult::Value(v) => Some(PinnedValue::owned(v)),
                 LookupResult::Deleted => None,

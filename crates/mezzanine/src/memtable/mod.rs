@@ -362,8 +362,10 @@ impl MemTable {
     }
 
     /// The newest entry for `user_key` with sequence number <= `seq`, if any.
-    #[must_use]
-    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<LookupResult> {
+    ///
+    /// # Errors
+    /// `Corruption` from an NVM memtable whose search reached a damaged node.
+    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Result<Option<LookupResult>> {
         let map = match &self.store {
             Store::Dram(map) => map,
             Store::Nvm(list) => return list.get(user_key, seq),
@@ -372,15 +374,17 @@ impl MemTable {
             user_key,
             trailer: ikey::pack_trailer(seq.min(ikey::MAX_SEQ), ValueKind::SEEK),
         };
-        let e = map.lower_bound(Bound::Included(&lookup as &dyn KeyLike))?;
+        let Some(e) = map.lower_bound(Bound::Included(&lookup as &dyn KeyLike)) else {
+            return Ok(None);
+        };
         let k = e.key();
         if k.user_key() != user_key {
-            return None;
+            return Ok(None);
         }
-        match ValueKind::from_u8((k.trailer() & 0xff) as u8) {
+        Ok(match ValueKind::from_u8((k.trailer() & 0xff) as u8) {
             Some(ValueKind::Value) => Some(LookupResult::Value(k.value().to_vec())),
             Some(ValueKind::Deletion) | None => Some(LookupResult::Deleted),
-        }
+        })
     }
 
     /// A bidirectional iterator over every entry (internal keys), starting unpositioned. It
@@ -404,7 +408,8 @@ impl MemTable {
         self.memory.load(AtomicOrdering::Relaxed)
     }
 
-    /// Number of entries.
+    /// Number of entries (a recovered NVM memtable counts its entries on the first call:
+    /// O(n) once).
     #[must_use]
     pub fn len(&self) -> usize {
         match &self.store {
@@ -413,10 +418,13 @@ impl MemTable {
         }
     }
 
-    /// Whether the memtable holds no entry.
+    /// Whether the memtable holds no entry (O(1)).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match &self.store {
+            Store::Dram(map) => map.is_empty(),
+            Store::Nvm(list) => list.is_empty(),
+        }
     }
 
     /// The largest sequence number added (0 if empty).
@@ -609,21 +617,21 @@ mod tests {
         assert_eq!(m.len(), 6);
         assert_eq!(m.max_seq(), 6);
 
-        assert_eq!(m.get(b"a", 0), None);
-        assert_eq!(m.get(b"a", 1), val(b"a1"));
-        assert_eq!(m.get(b"a", 2), val(b"a1"));
-        assert_eq!(m.get(b"a", 3), val(b"a3"));
-        assert_eq!(m.get(b"a", 4), Some(LookupResult::Deleted));
-        assert_eq!(m.get(b"a", 5), val(b"a5"));
-        assert_eq!(m.get(b"a", ikey::MAX_SEQ), val(b"a5"));
-        assert_eq!(m.get(b"b", 1), None);
-        assert_eq!(m.get(b"b", 100), val(b"b2"));
-        assert_eq!(m.get(b"c", 5), None);
-        assert_eq!(m.get(b"c", 6), Some(LookupResult::Deleted));
+        assert_eq!(m.get(b"a", 0).unwrap(), None);
+        assert_eq!(m.get(b"a", 1).unwrap(), val(b"a1"));
+        assert_eq!(m.get(b"a", 2).unwrap(), val(b"a1"));
+        assert_eq!(m.get(b"a", 3).unwrap(), val(b"a3"));
+        assert_eq!(m.get(b"a", 4).unwrap(), Some(LookupResult::Deleted));
+        assert_eq!(m.get(b"a", 5).unwrap(), val(b"a5"));
+        assert_eq!(m.get(b"a", ikey::MAX_SEQ).unwrap(), val(b"a5"));
+        assert_eq!(m.get(b"b", 1).unwrap(), None);
+        assert_eq!(m.get(b"b", 100).unwrap(), val(b"b2"));
+        assert_eq!(m.get(b"c", 5).unwrap(), None);
+        assert_eq!(m.get(b"c", 6).unwrap(), Some(LookupResult::Deleted));
         // Prefixes and extensions of stored keys are different keys.
-        assert_eq!(m.get(b"", 100), None);
-        assert_eq!(m.get(b"aa", 100), None);
-        assert_eq!(m.get(b"d", 100), None);
+        assert_eq!(m.get(b"", 100).unwrap(), None);
+        assert_eq!(m.get(b"aa", 100).unwrap(), None);
+        assert_eq!(m.get(b"d", 100).unwrap(), None);
         // Memory grows with the data.
         assert!(m.approximate_memory_usage() >= 6 * (1 + 8) + 2 + 2 + 2 + 2);
     }
@@ -639,11 +647,11 @@ mod tests {
         m.insert_batch(&b).unwrap();
         assert_eq!(m.len(), 3);
         assert_eq!(m.max_seq(), 102);
-        assert_eq!(m.get(b"x", 100), val(b"1"));
-        assert_eq!(m.get(b"x", 101), val(b"1"));
-        assert_eq!(m.get(b"x", 102), val(b"2"));
-        assert_eq!(m.get(b"y", 101), Some(LookupResult::Deleted));
-        assert_eq!(m.get(b"y", 100), None);
+        assert_eq!(m.get(b"x", 100).unwrap(), val(b"1"));
+        assert_eq!(m.get(b"x", 101).unwrap(), val(b"1"));
+        assert_eq!(m.get(b"x", 102).unwrap(), val(b"2"));
+        assert_eq!(m.get(b"y", 101).unwrap(), Some(LookupResult::Deleted));
+        assert_eq!(m.get(b"y", 100).unwrap(), None);
     }
 
     fn filled(n: u32) -> (Arc<MemTable>, Vec<Vec<u8>>) {
@@ -795,7 +803,7 @@ mod tests {
                 .max()
                 .unwrap();
             assert_eq!(
-                m.get(key.as_bytes(), ikey::MAX_SEQ),
+                m.get(key.as_bytes(), ikey::MAX_SEQ).unwrap(),
                 Some(LookupResult::Value(newest.to_le_bytes().to_vec()))
             );
         }

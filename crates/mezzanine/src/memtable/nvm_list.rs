@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mezz_format::ikey::{self, TRAILER_LEN, compare_internal_keys};
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
-use mezz_pmem::skiplist::{Comparator, Cursor, InsertError, SkipList};
+use mezz_pmem::skiplist::{Comparator, CorruptNode, Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, PersistentWord};
 
 use crate::error::{Error, Result};
@@ -46,6 +46,11 @@ fn insert_err(e: InsertError, obj: &NvmObject) -> Error {
         InsertError::Persist(kind) => Error::Io {
             path: None,
             source: io::Error::new(kind, format!("persisting NVM memtable {} failed", obj.id)),
+        },
+        InsertError::Corrupt(offset) => Error::Corruption {
+            file: None,
+            offset: obj.offset + (LIST_PREFIX as u64) + u64::from(offset),
+            detail: format!("NVM memtable {}: corrupt skip list node", obj.id),
         },
         other => Error::InvalidArgument(format!("NVM memtable {}: {other}", obj.id)),
     }
@@ -133,8 +138,10 @@ impl NvmList {
         Ok(l)
     }
 
-    /// Maps the persistent skip list of `obj` back (checking every node, rebuilding the
-    /// upper levels).
+    /// Maps the persistent skip list of `obj` back: reads its prefix words, the list header
+    /// and the head node, and nothing else (format 2; see `SkipList::recover`). Each other
+    /// node is checked (bounds, checksum, key order) when a read first reaches it; a damaged
+    /// one is a `Corruption` error of that read.
     ///
     /// # Errors
     /// `Corruption` naming the pool file and offset.
@@ -304,16 +311,16 @@ impl NvmList {
             .saturating_sub(self.list.memory_usage())
     }
 
-    /// Entries.
+    /// Entries (a recovered list counts them on the first call: O(n) once).
     #[must_use]
     pub fn len(&self) -> usize {
         self.list.len()
     }
 
-    /// Whether the list is empty.
+    /// Whether the list is empty (O(1)).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.list.is_empty()
     }
 
     /// Adds one entry, durable on return; returns the arena bytes used. An entry already
@@ -362,26 +369,34 @@ impl NvmList {
         self.commit(self.max_seq.load(Ordering::Relaxed))
     }
 
+    /// The error for a damaged node found by a read.
+    fn corrupt(&self, e: &CorruptNode) -> Error {
+        corruption(&self.tier, &self.obj, e)
+    }
+
     /// The newest entry for `user_key` at or below `seq`.
-    #[must_use]
-    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Option<LookupResult> {
+    ///
+    /// # Errors
+    /// `Corruption` if the search reached a damaged node (nothing of it is returned).
+    pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Result<Option<LookupResult>> {
         let seq = seq
             .min(self.visible_max.load(Ordering::Acquire))
             .min(ikey::MAX_SEQ);
         let target = ikey::make_internal_key(user_key, seq, ValueKind::SEEK);
         let mut c = Cursor::new(&*self.list);
         c.seek_ge(&target);
+        c.status().map_err(|e| self.corrupt(&e))?;
         if !c.valid() {
-            return None;
+            return Ok(None);
         }
         let k = c.key();
         if ikey::user_key(k) != user_key {
-            return None;
+            return Ok(None);
         }
-        match ValueKind::from_u8((ikey::trailer(k) & 0xff) as u8) {
+        Ok(match ValueKind::from_u8((ikey::trailer(k) & 0xff) as u8) {
             Some(ValueKind::Value) => Some(LookupResult::Value(c.value().to_vec())),
             Some(ValueKind::Deletion) | None => Some(LookupResult::Deleted),
-        }
+        })
     }
 
     /// A bidirectional iterator over every entry; it keeps the list alive.
@@ -400,6 +415,8 @@ impl NvmList {
         Box::new(NvmListIter {
             cursor: Cursor::new(Arc::clone(&self.list)),
             visible_max,
+            tier: Arc::clone(&self.tier),
+            obj: self.obj,
         })
     }
 }
@@ -416,6 +433,9 @@ impl Drop for NvmList {
 struct NvmListIter {
     cursor: Cursor<Arc<SkipList<IkeyCmp>>>,
     visible_max: SeqNo,
+    /// For the error naming a damaged node.
+    tier: Arc<NvmTier>,
+    obj: NvmObject,
 }
 
 impl NvmListIter {
@@ -485,6 +505,18 @@ impl InternalIterator for NvmListIter {
         }
     }
     fn status(&self) -> mezz_format::Result<()> {
-        Ok(())
+        self.cursor
+            .status()
+            .map_err(|e| corruption(&self.tier, &self.obj, &e))
+    }
+}
+
+/// The `Corruption` error for damaged node `e` of the NVM memtable in `obj`: the pool file
+/// and the node's offset in it.
+fn corruption(tier: &NvmTier, obj: &NvmObject, e: &CorruptNode) -> Error {
+    Error::Corruption {
+        file: Some(tier.dir().join(POOL_FILE)),
+        offset: obj.offset + (LIST_PREFIX as u64) + u64::from(e.offset),
+        detail: format!("NVM memtable {}: {}", obj.id, e.detail),
     }
 }
