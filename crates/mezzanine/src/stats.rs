@@ -81,7 +81,7 @@ pub struct Stats {
     pub levels: Vec<LevelStats>,
     /// Bytes of keys and values accepted by `put`/`delete`/`write`.
     pub user_bytes_written: u64,
-    /// Bytes appended to WAL files.
+    /// Bytes appended to WAL files (a WAL kept in NVM is in `nvm_bytes_written` instead).
     pub wal_bytes_written: u64,
     /// Bytes made durable on the NVM tier (persisted ranges: NVM WAL, NVM memtables, NVM
     /// tables). Zero without an NVM tier.
@@ -140,6 +140,96 @@ pub struct Stats {
     pub nvm_tables: NvmTableStats,
     /// The matrix container (MatrixKV's L0): rows, pages, columns, hint use.
     pub matrix: MatrixStats,
+    /// Where slow write groups spent their time (groups of 1 ms or more), and the slowest.
+    pub slow_writes: SlowWriteStats,
+}
+
+/// What one write group waited on, in microseconds (the trace of a slow request: a writer's
+/// latency is its wait for the groups ahead of it plus its own group's).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct WriteTrace {
+    /// The whole group, from taking the write lock to the last memtable insert.
+    pub total: u64,
+    /// Sleeping in a gradual slowdown.
+    pub slowdown: u64,
+    /// Waiting at a stop trigger (L0, pending bytes, no free memtable).
+    pub stop: u64,
+    /// Switching to a new memtable (creating its WAL or NVM memtable, recording it).
+    pub switch: u64,
+    /// Syncing older WALs before a `sync` write or an NVM memtable insert.
+    pub older_wal_sync: u64,
+    /// Appending to the WAL (with its sync for a `sync` group).
+    pub wal: u64,
+    /// Inserting into the memtable (DRAM or NVM).
+    pub insert: u64,
+}
+
+impl WriteTrace {
+    /// The phase that took the longest, by name.
+    #[must_use]
+    pub fn main_cause(&self) -> &'static str {
+        let phases = [
+            ("slowdown", self.slowdown),
+            ("stop", self.stop),
+            ("memtable switch", self.switch),
+            ("older WAL sync", self.older_wal_sync),
+            ("WAL append", self.wal),
+            ("memtable insert", self.insert),
+        ];
+        let (name, t) = phases
+            .iter()
+            .max_by_key(|(_, t)| *t)
+            .copied()
+            .unwrap_or(("", 0));
+        let accounted: u64 = phases.iter().map(|(_, t)| t).sum();
+        if self.total.saturating_sub(accounted) > t {
+            "other (locks, scheduling)"
+        } else {
+            name
+        }
+    }
+
+    fn add(&mut self, o: &WriteTrace) {
+        self.total += o.total;
+        self.slowdown += o.slowdown;
+        self.stop += o.stop;
+        self.switch += o.switch;
+        self.older_wal_sync += o.older_wal_sync;
+        self.wal += o.wal;
+        self.insert += o.insert;
+    }
+}
+
+/// Slow write groups: how many, their phases summed, and the slowest few.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct SlowWriteStats {
+    /// Groups that took 1 ms or more.
+    pub groups: u64,
+    /// Their phases, summed.
+    pub phases: WriteTrace,
+    /// The slowest groups since open, slowest first (at most 8).
+    pub slowest: Vec<WriteTrace>,
+}
+
+impl SlowWriteStats {
+    /// Slowest groups kept.
+    const KEEP: usize = 8;
+    /// A group this slow (µs) or slower is counted.
+    const SLOW_MICROS: u64 = 1000;
+
+    /// Records one group's trace.
+    pub fn record(&mut self, t: WriteTrace) {
+        if t.total < Self::SLOW_MICROS {
+            return;
+        }
+        self.groups += 1;
+        self.phases.add(&t);
+        let at = self.slowest.partition_point(|x| x.total >= t.total);
+        if at < Self::KEEP {
+            self.slowest.insert(at, t);
+            self.slowest.truncate(Self::KEEP);
+        }
+    }
 }
 
 /// The matrix container of L0 (MatrixKV).
@@ -299,6 +389,7 @@ pub struct StatsCollector {
     pub level_compactions: Mutex<Vec<(u64, u64, u64)>>,
     pub get_latency: LatencyHistogram,
     pub write_latency: LatencyHistogram,
+    pub slow_writes: Mutex<SlowWriteStats>,
 }
 
 impl StatsCollector {
@@ -374,6 +465,7 @@ impl StatsCollector {
             block_cache_hits: g(&self.block_cache_hits),
             block_cache_misses: g(&self.block_cache_misses),
             bloom_negatives: g(&self.bloom_negatives),
+            slow_writes: self.slow_writes.lock().clone(),
             ..Stats::default()
         }
     }
@@ -553,6 +645,27 @@ impl std::fmt::Display for Stats {
         writeln!(f, "** Latency **")?;
         fmt_latency(f, "get", &self.get_latency)?;
         fmt_latency(f, "write", &self.write_latency)?;
+        let w = &self.slow_writes;
+        if w.groups > 0 {
+            let p = &w.phases;
+            writeln!(
+                f,
+                "slow write groups (>= 1 ms) {}: {:.3} s in all: slowdown {:.3} s, stop {:.3} s, \
+                 memtable switch {:.3} s, older WAL sync {:.3} s, WAL append {:.3} s, memtable \
+                 insert {:.3} s",
+                w.groups,
+                p.total as f64 / 1e6,
+                p.slowdown as f64 / 1e6,
+                p.stop as f64 / 1e6,
+                p.switch as f64 / 1e6,
+                p.older_wal_sync as f64 / 1e6,
+                p.wal as f64 / 1e6,
+                p.insert as f64 / 1e6
+            )?;
+            for t in w.slowest.iter().take(3) {
+                writeln!(f, "  {} us, mostly {}", t.total, t.main_cause())?;
+            }
+        }
         writeln!(f, "** Encode / decode **")?;
         writeln!(
             f,
@@ -606,5 +719,43 @@ mod display_tests {
         ] {
             assert!(t.contains(needle), "missing {needle:?} in\n{t}");
         }
+    }
+}
+
+#[cfg(test)]
+mod slow_write_tests {
+    use super::*;
+
+    fn trace(total: u64, stop: u64, wal: u64) -> WriteTrace {
+        WriteTrace {
+            total,
+            stop,
+            wal,
+            ..WriteTrace::default()
+        }
+    }
+
+    #[test]
+    fn slow_groups_are_counted_summed_and_the_slowest_kept_in_order() {
+        let mut s = SlowWriteStats::default();
+        s.record(trace(999, 900, 0));
+        assert_eq!(s.groups, 0, "under 1 ms is not slow");
+        for i in 0..20u64 {
+            s.record(trace(1000 + i * 100, i * 100, 1000));
+        }
+        assert_eq!(s.groups, 20);
+        assert_eq!(s.phases.wal, 20 * 1000);
+        assert_eq!(s.phases.stop, (0..20).map(|i| i * 100).sum::<u64>());
+        let totals: Vec<u64> = s.slowest.iter().map(|t| t.total).collect();
+        assert_eq!(
+            totals,
+            (12..20).rev().map(|i| 1000 + i * 100).collect::<Vec<_>>()
+        );
+        assert_eq!(s.slowest[0].main_cause(), "stop");
+        assert_eq!(trace(5000, 100, 4000).main_cause(), "WAL append");
+        assert_eq!(
+            trace(5000, 100, 100).main_cause(),
+            "other (locks, scheduling)"
+        );
     }
 }

@@ -110,6 +110,8 @@ pub(crate) struct WriteState {
     wal: Option<WalWriter>,
     /// Nanoseconds of write delay owed but not yet slept (delays are slept in chunks).
     delay_debt_nanos: u64,
+    /// What the group being committed has waited on so far.
+    trace: crate::stats::WriteTrace,
 }
 
 /// Background bookkeeping behind `DbInner::state`.

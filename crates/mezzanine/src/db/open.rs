@@ -923,6 +923,7 @@ fn assemble_db_inner(
         write: Mutex::new(WriteState {
             wal: installed.wal,
             delay_debt_nanos: 0,
+            trace: crate::stats::WriteTrace::default(),
         }),
         queue: Mutex::new(std::collections::VecDeque::new()),
         manifest: Mutex::new(installed.manifest),

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
 use crate::memtable::set::NextActive;
-use crate::stats::StatsCollector;
+use crate::stats::{StatsCollector, WriteTrace};
 use crate::storage::nvm::NvmObjectKind;
 use crate::wal::WalWriter;
 
@@ -64,6 +64,11 @@ impl Slot {
     }
 }
 
+/// Microseconds since `t`.
+fn micros(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 /// The error of a call that must wait for background work when, with
 /// `manual_background`, no job is due (it would wait forever).
 fn no_job(what: &str) -> Error {
@@ -84,9 +89,12 @@ impl DbInner {
         if let Some(mut ws) = self.write.try_lock() {
             if self.queue.lock().is_empty() {
                 let mut batch = batch;
+                let t = Instant::now();
+                ws.trace = WriteTrace::default();
                 let r = self
                     .make_room_for_write(&mut ws, batch.approximate_size())
                     .and_then(|mem| self.commit(&mut ws, &mem, &mut batch, sync));
+                self.finish_trace(&mut ws, t);
                 drop(ws);
                 self.wake_next_writer();
                 return r;
@@ -167,9 +175,12 @@ impl DbInner {
         let Some(mut batch) = combined else {
             return;
         };
+        let t = Instant::now();
+        ws.trace = WriteTrace::default();
         let result = self
             .make_room_for_write(ws, bytes)
             .and_then(|mem| self.commit(ws, &mem, &mut batch, sync));
+        self.finish_trace(ws, t);
         match result {
             Ok(()) => {
                 for s in &slots {
@@ -181,6 +192,15 @@ impl DbInner {
                     s.finish(Err(e.duplicate()));
                 }
             }
+        }
+    }
+
+    /// Records the trace of the group that started at `start` (kept when it was slow).
+    fn finish_trace(&self, ws: &mut WriteState, start: Instant) {
+        let mut t = ws.trace;
+        t.total = start.elapsed().as_micros() as u64;
+        if t.total >= 1000 {
+            self.stats.slow_writes.lock().record(t);
         }
     }
 
@@ -200,8 +220,13 @@ impl DbInner {
             // NoveLSM's mutable NVM memtable: no WAL, every group durable in place. Older
             // WALs' tails must be durable first, or a power cut could keep these writes and
             // lose earlier acknowledged ones (a hole in the history).
+            let t = Instant::now();
             self.sync_closed_wals(u64::MAX)?;
-            let user_bytes = match mem.insert_batch(batch) {
+            ws.trace.older_wal_sync += micros(t);
+            let t = Instant::now();
+            let inserted = mem.insert_batch(batch);
+            ws.trace.insert += micros(t);
+            let user_bytes = match inserted {
                 Ok(b) => b,
                 Err(e) => {
                     self.set_bg_error(&format!("NVM memtable insert failed: {e}"));
@@ -218,19 +243,30 @@ impl DbInner {
             if sync {
                 // A synced write may not be acknowledged while an older WAL's tail is not
                 // durable (recovery stops at the first torn tail).
+                let t = Instant::now();
                 self.sync_closed_wals(u64::MAX)?;
+                ws.trace.older_wal_sync += micros(t);
             }
-            if let Err(e) = wal.append(data, sync) {
+            let t = Instant::now();
+            let appended = wal.append(data, sync);
+            ws.trace.wal += micros(t);
+            if let Err(e) = appended {
                 self.wal_failed.store(true, Ordering::Release);
                 self.set_bg_error(&format!("WAL append failed: {e}"));
                 return Err(e);
             }
-            StatsCollector::add(&stats.wal_bytes_written, data.len() as u64);
+            // A WAL in NVM is not an SSD write (the pool's persisted bytes count it).
+            if wal.nvm_object().is_none() {
+                StatsCollector::add(&stats.wal_bytes_written, data.len() as u64);
+            }
             if sync {
                 StatsCollector::add(&stats.wal_syncs, 1);
             }
         }
-        let user_bytes = mem.insert_batch(batch)?;
+        let t = Instant::now();
+        let inserted = mem.insert_batch(batch);
+        ws.trace.insert += micros(t);
+        let user_bytes = inserted?;
         StatsCollector::add(&stats.write_groups, 1);
         StatsCollector::add(&stats.user_bytes_written, user_bytes);
         self.last_seq.store(first + count - 1, Ordering::Release);
@@ -294,6 +330,7 @@ impl DbInner {
                     return Err(no_job("a write"));
                 }
                 let micros = t.elapsed().as_micros() as u64;
+                ws.trace.stop += micros;
                 let c = match cause {
                     StallCause::L0 => &self.stats.l0_stop_micros,
                     StallCause::PendingBytes => &self.stats.pending_bytes_stop_micros,
@@ -313,7 +350,10 @@ impl DbInner {
                          smaller batches or raise write_buffer_size"
                     )));
                 }
-                self.switch_memtable(ws)?;
+                let t = Instant::now();
+                let switched = self.switch_memtable(ws);
+                ws.trace.switch += micros(t);
+                switched?;
                 continue;
             }
             // Gradual slowdown: the allowed rate falls as the debt approaches the stop.
@@ -328,6 +368,7 @@ impl DbInner {
             if ws.delay_debt_nanos >= MIN_SLEEP_NANOS {
                 let nanos = std::mem::take(&mut ws.delay_debt_nanos);
                 std::thread::sleep(Duration::from_nanos(nanos));
+                ws.trace.slowdown += nanos / 1000;
                 StatsCollector::add(&self.stats.delayed_writes, 1);
                 let c = match cause {
                     StallCause::PendingBytes => &self.stats.pending_bytes_slowdown_micros,
