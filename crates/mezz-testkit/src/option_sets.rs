@@ -85,9 +85,14 @@ fn tiny_memtable(o: &mut Options) {
 }
 
 /// NVM tables replace the upper levels; a matrix container cannot be combined with them,
-/// so the `matrixkv` preset drops its container in these variations.
+/// so the `matrixkv` preset drops its container in these variations, and its WAL in NVM
+/// too (the pool is for the tables, as under the `tlsm` preset: `nvm-tables-pb-full`
+/// keeps every level in it).
 fn no_matrix(o: &mut Options) {
-    o.matrix_bytes = 0;
+    if o.matrix_bytes > 0 {
+        o.matrix_bytes = 0;
+        o.wal_on_nvm = false;
+    }
 }
 
 fn tiny_sst(o: &mut Options) {
