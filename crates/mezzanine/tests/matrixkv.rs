@@ -152,6 +152,66 @@ fn drained_pages_are_reused() {
     check(&db, &model);
 }
 
+/// An iterator and a snapshot taken before columns drain rows and their pages are reused
+/// keep reading the state they saw, with background threads running; the pages come back
+/// once they are dropped.
+#[test]
+fn readers_pin_drained_rows_until_they_let_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    // Background work at chosen points, so the run is the same every time.
+    let mut o = options(nvm.path());
+    o.manual_background = true;
+    let db = Db::open(dir.path(), o).unwrap();
+    let mut model = BTreeMap::new();
+    workload(&db, &mut model, 6000, 0);
+    db.flush().unwrap();
+    let before = model.clone();
+    let live_at_pin = db.stats().matrix.row_bytes;
+    assert!(live_at_pin > 0, "{}", db.stats());
+    let snap = db.snapshot();
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    // Enough writes for several switches, columns and reused pages.
+    for round in 1..5 {
+        workload(&db, &mut model, 10_000, round);
+        db.run_background_work(usize::MAX).unwrap();
+    }
+    let s = db.stats();
+    assert!(s.matrix.columns >= 1, "{s}");
+    // The readers pin the rows they saw, drained or not: their pages are not back yet.
+    let pinned = s.matrix.used_bytes;
+    assert!(pinned >= live_at_pin, "{s}");
+    let ro = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    for (k, v) in before.iter().step_by(5) {
+        assert_eq!(
+            db.get_opt(&ro, k).unwrap().as_deref(),
+            Some(&v[..]),
+            "{k:?}"
+        );
+    }
+    let mut got = BTreeMap::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    assert!(got == before, "the old iterator's view changed");
+    drop(it);
+    drop(snap);
+    drop(ro);
+    // Once they let go, the next clean-up gives the pages back.
+    workload(&db, &mut model, 10_000, 9);
+    db.run_background_work(usize::MAX).unwrap();
+    let s = db.stats();
+    assert!(s.matrix.used_bytes < pinned, "pages did not come back\n{s}");
+    check(&db, &model);
+    db.verify().unwrap();
+}
+
 /// A power cut at every persist point of the background work after acknowledged (synced)
 /// writes: flushes into rows, switches, column compactions and the rows written into
 /// recycled pages. Reopening recovers exactly the acknowledged data, every table verifies,

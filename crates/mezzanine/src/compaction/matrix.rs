@@ -12,7 +12,10 @@
 //! 2. Levels >= 1 are the leveled policy's, with L0's file-count triggers out of play
 //!    (rows leave L0 only through columns, never by a trivial move).
 //! 3. Writers slow down from 85 % of the container's bytes and stop at 95 % (rows' live
-//!    bytes), and the leveled pending-bytes triggers still apply.
+//!    bytes; lower when the memtables that may wait for a flush need the room: the stop
+//!    leaves room for one row per memtable), and the leveled pending-bytes triggers still
+//!    apply. A flush whose row would not fit waits for a running or due column instead of
+//!    writing an L0 SST.
 //!
 //! When L0 also holds an SST (a flush found the container full, or recovery replayed a
 //! WAL), the plain leveled policy compacts the whole of L0 (rows and SSTs) into L1, which
@@ -51,9 +54,10 @@ use crate::table::row::RowHandle;
 use crate::table::{Table, TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 
-/// Writers slow down once the rows' bytes reach this share of the container...
+/// Writers slow down once the rows' bytes reach this share of the container (or less, see
+/// `MatrixPolicy::new`)...
 const SLOWDOWN_FRACTION: f64 = 0.85;
-/// ... and stop at this share.
+/// ... and stop at this share (or less).
 const STOP_FRACTION: f64 = 0.95;
 /// A column whose row data is at most this large is fetched into DRAM by parallel threads;
 /// a larger one is streamed from the rows.
@@ -77,6 +81,12 @@ pub struct MatrixPolicy {
     deeper: LeveledPolicy,
     capacity: u64,
     switch_fraction: f64,
+    /// Bytes of the row one memtable makes, at most (entries, key array, header).
+    row_bytes: u64,
+    /// Writers slow down from this many row bytes...
+    slowdown_at: u64,
+    /// ... and stop at this many: room stays for a row per memtable that may exist.
+    stop_at: u64,
 }
 
 impl MatrixPolicy {
@@ -89,11 +99,26 @@ impl MatrixPolicy {
             level0_stop_trigger: usize::MAX / 4,
             ..opts.clone()
         };
+        let capacity = opts.matrix_bytes.max(1);
+        // A memtable's row: its bytes plus a quarter for the key array and block trailers.
+        let row_bytes = opts.write_buffer_size as u64 / 4 * 5;
+        let reserve = row_bytes.saturating_mul(opts.max_write_buffer_number as u64);
+        let of = |f: f64| (capacity as f64 * f) as u64;
+        let stop_at = of(STOP_FRACTION)
+            .min(capacity.saturating_sub(reserve))
+            .max(of(opts.matrix_switch_fraction));
+        let slowdown_at = of(SLOWDOWN_FRACTION)
+            .min(stop_at.saturating_sub(row_bytes))
+            .max(of(opts.matrix_switch_fraction))
+            .min(stop_at);
         Self {
             plain: LeveledPolicy::new(opts),
             deeper: LeveledPolicy::new(&deeper),
-            capacity: opts.matrix_bytes.max(1),
+            capacity,
             switch_fraction: opts.matrix_switch_fraction,
+            row_bytes,
+            slowdown_at,
+            stop_at,
         }
     }
 
@@ -192,6 +217,15 @@ impl CompactionPolicy for MatrixPolicy {
         self.leveled(version).pending_bytes(version)
     }
 
+    /// A flush waits for a column while the rows leave no room for another row.
+    fn flush_waits_for_compaction(&self, version: &Version) -> bool {
+        if !Self::rows_only(version) {
+            return false;
+        }
+        let rows: u64 = version.tables(0).iter().map(|t| t.size).sum();
+        rows.saturating_add(self.row_bytes) > self.capacity
+    }
+
     fn write_pressure(&self, version: &Version, pending: u64) -> WritePressure {
         let base = self.leveled(version).write_pressure(version, pending);
         if matches!(base, WritePressure::Stop(_)) {
@@ -203,12 +237,12 @@ impl CompactionPolicy for MatrixPolicy {
             .filter(|t| row_id(t).is_some())
             .map(|t| t.size)
             .sum();
-        let share = rows as f64 / self.capacity as f64;
-        if share >= STOP_FRACTION {
+        if rows >= self.stop_at {
             return WritePressure::Stop(StallCause::L0);
         }
-        if share >= SLOWDOWN_FRACTION {
-            let p = (share - SLOWDOWN_FRACTION) / (STOP_FRACTION - SLOWDOWN_FRACTION);
+        if rows >= self.slowdown_at {
+            let p =
+                (rows - self.slowdown_at) as f64 / (self.stop_at - self.slowdown_at).max(1) as f64;
             return match base {
                 WritePressure::Slowdown { progress, .. } if progress > p => base,
                 _ => WritePressure::Slowdown {

@@ -142,6 +142,12 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
     fn pending_bytes(&self, version: &Version) -> u64;
     /// How hard writers must be held back, given the version and its pending bytes.
     fn write_pressure(&self, version: &Version, pending_bytes: u64) -> WritePressure;
+    /// Whether a flush should wait for a compaction that is running or due, because its
+    /// output would not fit where flushes go (MatrixKV: the container has no room for
+    /// another row until a column drains one). Default: never.
+    fn flush_waits_for_compaction(&self, _version: &Version) -> bool {
+        false
+    }
 }
 
 /// What one running job holds.

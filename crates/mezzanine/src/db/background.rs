@@ -57,7 +57,12 @@ impl DbInner {
         if st.bg_error.is_some() || st.shutting_down {
             return false;
         }
+        // A flush whose output has no room yet waits for the compaction that makes some
+        // (running, or picked next below); with nothing to wait for it goes ahead.
+        let flush_waits = self.policy.flush_waits_for_compaction(&st.version)
+            && (!st.claims.is_empty() || self.policy.pick(&st.version, &st.claims).is_some());
         if !st.flush_running
+            && !flush_waits
             && let Some(job) = st.mems.next_flush()
         {
             st.flush_running = true;

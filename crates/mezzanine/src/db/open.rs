@@ -363,6 +363,21 @@ fn open_matrix(
     let object = match existing {
         Some(o) => o,
         None if opts.matrix_bytes > 0 => {
+            // The container must leave room for what else the options keep in the pool
+            // (NVM WALs, memtables): refuse up front, naming the options.
+            let others = opts
+                .nvm_bytes_needed()
+                .saturating_sub(opts.matrix_bytes)
+                .saturating_sub(mezz_pmem::pool::SUPERBLOCK_SIZE);
+            let free = tier.free_bytes();
+            if opts.matrix_bytes.saturating_add(others) > free {
+                return Err(Error::InvalidArgument(format!(
+                    "the NVM pool has {free} bytes free: not enough for a matrix container of \
+                     matrix_bytes {} plus {others} bytes of NVM WALs and memtables; lower \
+                     matrix_bytes, or use a pool with more room (nvm_capacity sizes a new pool)",
+                    opts.matrix_bytes
+                )));
+            }
             let id = alloc(&rec.next_file);
             let mut o = tier.alloc(id, NvmObjectKind::MatrixSpace, opts.matrix_bytes)?;
             o.weight = opts.matrix_page_size as u64;
