@@ -5,18 +5,13 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
+mod common;
+
 use std::path::Path;
 
+use common::nvm_dir;
 use mezzanine::options::NvmMemtable;
 use mezzanine::{Db, Error, Options, Preset, ReadOptions};
-
-fn nvm_dir() -> tempfile::TempDir {
-    if Path::new("/dev/shm").is_dir() {
-        tempfile::tempdir_in("/dev/shm").unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    }
-}
 
 fn options(nvm: &Path) -> Options {
     let mut o = Options::preset(Preset::Novelsm);

@@ -1,21 +1,16 @@
 //! TLSM end to end: NVM tables under each method and tiering policy, checked against a
 //! model through flushes, compactions, moves to SSD, buffer reclamation and reopen.
 
-#![allow(clippy::unwrap_used)] // helpers shared by the tests below
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use common::{check, nvm_dir, workload};
 use mezzanine::options::{NvmTableMethod, NvmTiering};
-use mezzanine::{Db, Options, Preset, ReadOptions};
-
-fn nvm_dir() -> tempfile::TempDir {
-    if Path::new("/dev/shm").is_dir() {
-        tempfile::tempdir_in("/dev/shm").unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    }
-}
+use mezzanine::{Db, Options, Preset};
 
 fn options(nvm: &Path, method: NvmTableMethod, tiering: NvmTiering) -> Options {
     let mut o = Options::preset(Preset::Tlsm);
@@ -30,49 +25,6 @@ fn options(nvm: &Path, method: NvmTableMethod, tiering: NvmTiering) -> Options {
     o.nvm_table_method = method;
     o.nvm_tiering = tiering;
     o
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{:08}", i.wrapping_mul(2_654_435_761) % 100_003).into_bytes()
-}
-
-fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    for (k, v) in model.iter().step_by(7) {
-        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]), "key {k:?}");
-    }
-    let mut it = db.cursor(&ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let mut got = BTreeMap::new();
-    while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    assert_eq!(got.len(), model.len());
-    assert!(got == *model, "scan differs from the model");
-    // Backwards too.
-    it.seek_to_last();
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.prev();
-    }
-    it.status().unwrap();
-    assert_eq!(n, model.len());
-}
-
-fn workload(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, n: u64, round: u64) {
-    for i in 0..n {
-        let k = key(i % 3000);
-        let v = format!("value-{round}-{i}-{}", "x".repeat((i % 60) as usize)).into_bytes();
-        db.put(&k, &v).unwrap();
-        model.insert(k, v);
-        if i % 11 == 5 {
-            let d = key((i / 3) % 3000);
-            db.delete(&d).unwrap();
-            model.remove(&d);
-        }
-    }
 }
 
 #[test]

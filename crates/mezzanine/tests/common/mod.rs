@@ -1,0 +1,67 @@
+//! Helpers shared by the end-to-end tests of the NVM designs: a directory for the emulated
+//! NVM pool, a key spread, a mixed workload mirrored into a model, and a check of a
+//! database against that model (point reads, a forward and a backward scan).
+
+#![allow(clippy::unwrap_used, dead_code)] // test helpers; not every test uses each one
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use mezzanine::{Db, ReadOptions};
+
+/// A fresh directory for an NVM pool: on /dev/shm when it exists (a memory file system, as
+/// emulated NVM), else in the system's temporary directory.
+pub fn nvm_dir() -> tempfile::TempDir {
+    if Path::new("/dev/shm").is_dir() {
+        tempfile::tempdir_in("/dev/shm").unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    }
+}
+
+/// Key `i` of 100,003, spread over the key space.
+pub fn key(i: u64) -> Vec<u8> {
+    format!("key{:08}", i.wrapping_mul(2_654_435_761) % 100_003).into_bytes()
+}
+
+/// Every 7th key of `model` by `get`, then a forward scan equal to `model`, then a backward
+/// scan of the same length.
+pub fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model.iter().step_by(7) {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]), "key {k:?}");
+    }
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut got = BTreeMap::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(got.len(), model.len());
+    assert!(got == *model, "scan differs from the model");
+    it.seek_to_last();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.prev();
+    }
+    it.status().unwrap();
+    assert_eq!(n, model.len());
+}
+
+/// `n` puts over 3,000 keys with values of varying length (round `round` in them), and a
+/// delete after every 11th, applied to `db` and `model`.
+pub fn workload(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, n: u64, round: u64) {
+    for i in 0..n {
+        let k = key(i % 3000);
+        let v = format!("value-{round}-{i}-{}", "x".repeat((i % 60) as usize)).into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+        if i % 11 == 5 {
+            let d = key((i / 3) % 3000);
+            db.delete(&d).unwrap();
+            model.remove(&d);
+        }
+    }
+}
