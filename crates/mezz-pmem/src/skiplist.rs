@@ -1021,6 +1021,7 @@ impl<C: Comparator> SkipList<C> {
             list: self,
             node,
             err,
+            budget: self.arena.capacity() / 4 + 1,
         }
     }
 
@@ -1168,6 +1169,15 @@ impl<C: Comparator> SkipList<C> {
                     break;
                 }
                 visits += 1;
+                // A walk longer than the arena has 4-byte words to hold nodes went round a
+                // cycle of damaged links that the per-link checks missed: an error, never
+                // an endless loop.
+                if visits > self.arena.capacity() / 4 + 1 {
+                    return Err(CorruptNode {
+                        offset: n,
+                        detail: format!("search went round a cycle of links (at {x})"),
+                    });
+                }
                 // Advance while n < key (exclusive) or n <= key (inclusive).
                 let advance = match self.cmp.compare(self.key(n), key) {
                     Ordering::Less => true,
@@ -1477,10 +1487,13 @@ impl<C: Comparator> SkipList<C> {
     fn recovered_entries(&self, lazy: &LazyCheck) -> usize {
         let mut count = 0;
         let mut node = self.head;
+        // More steps than the arena has link words means a cycle of damaged links: stop.
+        let mut budget = self.arena.capacity() / 4 + 1;
         while let Ok(next) = self.step(node, 0) {
-            if next == NIL {
+            if next == NIL || budget == 0 {
                 break;
             }
+            budget -= 1;
             if next < lazy.below {
                 count += 1;
             }
@@ -1694,6 +1707,9 @@ pub struct Iter<'a, C> {
     list: &'a SkipList<C>,
     node: u32,
     err: Option<CorruptNode>,
+    /// Steps left before the walk counts as a cycle of damaged links: one per link word
+    /// the arena can hold.
+    budget: usize,
 }
 
 impl<C> Iter<'_, C> {
@@ -1718,7 +1734,17 @@ impl<'a, C: Comparator> Iterator for Iter<'a, C> {
         }
         let item = (self.list.key(self.node), self.list.value(self.node));
         match self.list.step(self.node, 0) {
-            Ok(n) => self.node = n,
+            Ok(_) if self.budget == 0 => {
+                self.err = Some(CorruptNode {
+                    offset: self.node,
+                    detail: "iteration went round a cycle of links".to_owned(),
+                });
+                self.node = NIL;
+            }
+            Ok(n) => {
+                self.budget -= 1;
+                self.node = n;
+            }
             Err(e) => {
                 self.node = NIL;
                 self.err = Some(e);

@@ -80,7 +80,8 @@ pub struct MatrixPolicy {
     /// The leveled policy with L0's file-count triggers out of play.
     deeper: LeveledPolicy,
     capacity: u64,
-    switch_fraction: f64,
+    /// Row bytes at which the receiver becomes the compactor (`matrix_switch_fraction`).
+    switch_at: u64,
     /// Bytes of the row one memtable makes, at most (entries, key array, header).
     row_bytes: u64,
     /// Writers slow down from this many row bytes...
@@ -104,18 +105,20 @@ impl MatrixPolicy {
         let row_bytes = opts.write_buffer_size as u64 / 4 * 5;
         let reserve = row_bytes.saturating_mul(opts.max_write_buffer_number as u64);
         let of = |f: f64| (capacity as f64 * f) as u64;
+        // Writers never stop before a switch is due: at the stop, a column can always run.
+        let switch_at = of(opts.matrix_switch_fraction).max(1);
         let stop_at = of(STOP_FRACTION)
             .min(capacity.saturating_sub(reserve))
-            .max(of(opts.matrix_switch_fraction));
+            .max(switch_at);
         let slowdown_at = of(SLOWDOWN_FRACTION)
             .min(stop_at.saturating_sub(row_bytes))
-            .max(of(opts.matrix_switch_fraction))
+            .max(switch_at)
             .min(stop_at);
         Self {
             plain: LeveledPolicy::new(opts),
             deeper: LeveledPolicy::new(&deeper),
             capacity,
-            switch_fraction: opts.matrix_switch_fraction,
+            switch_at,
             row_bytes,
             slowdown_at,
             stop_at,
@@ -150,7 +153,7 @@ impl MatrixPolicy {
         let bytes: u64 = rows.iter().map(|t| t.size).sum();
         let inputs = if !compactor.is_empty() {
             compactor
-        } else if bytes as f64 >= self.switch_fraction * self.capacity as f64 {
+        } else if bytes >= self.switch_at {
             rows.to_vec()
         } else {
             return None;
@@ -166,7 +169,7 @@ impl MatrixPolicy {
             next_inputs,
             grandparents,
             trivial_move: false,
-            score: bytes as f64 / self.capacity as f64 / self.switch_fraction,
+            score: bytes as f64 / self.switch_at as f64,
             reason: CompactionReason::Column,
         })
     }
@@ -512,4 +515,67 @@ pub(crate) fn run_column(
     }
     result.edit.compact_pointers.clear();
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::VersionEdit;
+    use crate::version::tests::meta;
+
+    fn row(id: u64, size: u64) -> TableMeta {
+        TableMeta {
+            location: TableLocation::Row {
+                space: 1,
+                row: id,
+                header_page: 0,
+                consumed: 0,
+            },
+            ..meta(id, "a", "z", (id * 10, id * 10 + 9), size)
+        }
+    }
+
+    /// Regression (soak): the stop threshold was rounded down below the switch point, so
+    /// writers stopped while no column was due and nothing ever woke them. Wherever writers
+    /// stop, a column must be due.
+    #[test]
+    fn writers_never_stop_without_a_column_due() {
+        for (wbs, n_mem, cap_mul, frac) in [
+            (8 << 10, 6usize, 8u64, 0.6),
+            (8 << 10, 2, 8, 0.6),
+            (64 << 20, 2, 8, 0.6),
+            (256 << 10, 4, 8, 0.95),
+            (4 << 10, 8, 16, 0.05),
+        ] {
+            let opts = Options {
+                write_buffer_size: wbs,
+                max_write_buffer_number: n_mem,
+                matrix_bytes: cap_mul * wbs as u64,
+                matrix_switch_fraction: frac,
+                ..Options::default()
+            };
+            let p = MatrixPolicy::new(&opts);
+            // Rows up to the stop, in steps of a hundredth of the container.
+            let step = (opts.matrix_bytes / 100).max(1);
+            let mut sizes = Vec::new();
+            loop {
+                sizes.push(step);
+                let edit = VersionEdit {
+                    new_tables: (0..sizes.len() as u64)
+                        .map(|i| (0, row(i + 1, step)))
+                        .collect(),
+                    ..VersionEdit::default()
+                };
+                let v = Version::new(7).apply(&edit).unwrap();
+                if let WritePressure::Stop(_) = p.write_pressure(&v, 0) {
+                    assert!(
+                        p.pick(&v, &Claims::new()).is_some(),
+                        "stopped with no column due: {wbs} {n_mem} {cap_mul} {frac}"
+                    );
+                    break;
+                }
+                assert!(sizes.len() < 200, "never stopped");
+            }
+        }
+    }
 }
