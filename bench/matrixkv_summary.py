@@ -26,7 +26,7 @@ import math
 import os
 import sys
 
-ENGINES = ["mezzanine:matrixkv", "rocksdb-l0-nvm", "rocksdb", "leveldb-nvm",
+ENGINES = ["mezzanine:matrixkv", "mezzanine:matrixkv (4 MiB tables)", "rocksdb-l0-nvm", "rocksdb", "leveldb-nvm",
            "mezzanine:novelsm", "mezzanine:leveldb"]
 COLORS = ["#d62728", "#1f77b4", "#7f7f7f", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
           "#17becf"]
@@ -53,8 +53,17 @@ def order(names):
     return sorted(names, key=lambda n: (ENGINES.index(n) if n in ENGINES else len(ENGINES), n))
 
 
+def label(r):
+    """The engine, and for matrixkv a table size other than the preset's."""
+    e = r["engine"]
+    t = get(r, "config", "options", "target_file_size")
+    if e == "mezzanine:matrixkv" and t and int(t) != 64 * MIB:
+        e += f" ({int(t) // MIB} MiB tables)"
+    return e
+
+
 def by_engine(rows, bench):
-    return {r["engine"]: r for r in rows if r["benchmark"] == bench}
+    return {label(r): r for r in rows if r["benchmark"] == bench}
 
 
 def opt(r, name):
@@ -117,6 +126,12 @@ def nice_ticks(lo, hi, n=5):
     return out
 
 
+def tick(y):
+    if abs(y) >= 1e4:
+        return f"{y / 1000:,.4g} K"
+    return f"{y:,.4g}"
+
+
 def svg_lines(path, title, xlabel, ylabel, series, logx=False, logy=False, dots=True):
     """series: {name: [(x, y), ...]} -> a line chart; names keep the given order."""
     w, h, m, right = 720, 420, 70, 170
@@ -146,9 +161,11 @@ def svg_lines(path, title, xlabel, ylabel, series, logx=False, logy=False, dots=
     yt = [10 ** e for e in range(int(y0), int(y1) + 1)] if logy else nice_ticks(0, y1)
     for y in yt:
         out.append(f'<line x1="{m}" y1="{sy(y):.1f}" x2="{w - right}" y2="{sy(y):.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{m - 5}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:,.4g}</text>')
+        out.append(f'<text x="{m - 5}" y="{sy(y) + 4:.1f}" text-anchor="end">{tick(y)}</text>')
     if logx:
         xt = sorted({p[0] for p in pts})
+        if len(xt) > 10:
+            xt = [10 ** e for e in range(math.ceil(x0), math.floor(x1) + 1)]
     else:
         xt = nice_ticks(x0, x1, 8)
     for x in xt:
@@ -188,7 +205,7 @@ def svg_bars(path, title, ylabel, groups, names):
            f'<text x="16" y="{h / 2}" transform="rotate(-90 16 {h / 2})" text-anchor="middle">{ylabel}</text>']
     for y in nice_ticks(0, y1):
         out.append(f'<line x1="{m}" y1="{sy(y):.1f}" x2="{w - right}" y2="{sy(y):.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{m - 5}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:,.4g}</text>')
+        out.append(f'<text x="{m - 5}" y="{sy(y) + 4:.1f}" text-anchor="end">{tick(y)}</text>')
     for gi, (label, g) in enumerate(groups):
         gx = m + gi * gw + gw * 0.1
         for i, name in enumerate(names):
@@ -221,7 +238,7 @@ def main(d):
     for p in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
         for r in load(p):
             first = first or r
-            seen.setdefault(r["engine"], r.get("engine_version"))
+            seen.setdefault(label(r), r.get("engine_version"))
     if seen:
         print("Engines and builds: " + "; ".join(f"`{e}` {seen[e]}" for e in order(seen)) + ".\n")
 
