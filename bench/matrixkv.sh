@@ -19,7 +19,8 @@
 #   fill.jsonl       Fig. 10(a) at 4 KiB, Fig. 12, Fig. 13: fillrandom of FILL entries of
 #                    4 KiB (default 1 M, 4.1 GB: 8x the NVM budget, 57x the DRAM budget);
 #                    per-second throughput, stall seconds, write amplification. matrixkv
-#                    also runs with 4 MiB tables (columns of 20-40 MiB instead of 320-640).
+#                    also runs with 4 MiB tables (columns of 20-40 MiB instead of 320-640),
+#                    and, outside the common NVM budget, with a 2 GiB container.
 #   values-<v>.jsonl Fig. 10(a): fillrandom of SWEEP bytes (default 1 GiB) of entries with
 #                    values of 64 B, 256 B, 1 KiB, 4 KiB and 16 KiB.
 #   ycsb.jsonl       Table 2: YCSB load of RECORDS records of 4 KiB (4 fields of 1 KiB;
@@ -40,6 +41,7 @@
 #   summary.md, *.svg  bench/matrixkv_summary.py: the tables, the targets, the plots.
 #
 # Usage: bench/matrixkv.sh [--quick | --large] [--out DIR] [--nvm-dir DIR] [--engines LIST]
+#                          [--experiments LIST]   (default fill,ycsb,fig16,hints,values)
 #   default  about 35 minutes on 2 cores;
 #   --quick  a tenth of every size (the NVM L0 does not fill: checks that it all runs);
 #   --large  the paper's shape at 4 KiB: a fill of 20 GB (5 M entries), a load of 5 M
@@ -57,6 +59,7 @@ mode=default
 out=""
 nvm=/dev/shm/mezz-matrixkv
 engines="mezzanine:matrixkv,rocksdb-l0-nvm,rocksdb,leveldb-nvm,mezzanine:novelsm,mezzanine:leveldb"
+experiments="fill,ycsb,fig16,hints,values"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) mode=quick ;;
@@ -64,8 +67,9 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift ;;
     --nvm-dir) nvm="$2"; shift ;;
     --engines) engines="$2"; shift ;;
+    --experiments) experiments="$2"; shift ;;
     -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [--quick | --large] [--out DIR] [--nvm-dir DIR] [--engines LIST]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick | --large] [--out DIR] [--nvm-dir DIR] [--engines LIST] [--experiments LIST]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -155,48 +159,63 @@ fits() { # $1 = engine, $2 = bytes of data
   fi
 }
 
+want() { echo ",$experiments," | grep -q ",$1,"; }
+
 # Fig. 10(a) at 4 KiB, Fig. 12, Fig. 13: the long random fill. matrixkv runs twice: as the
 # preset is (64 MiB tables, so a column holds 320-640 MiB: most of a 512 MiB container and
 # its L1), and with 4 MiB tables, which gives columns of 20-40 MiB, the paper's ratio of
 # column to container (320-640 MB columns in an 8 GB container).
+if want fill; then
 for e in "${run_engines[@]}"; do
   fits "$e" $((fill * 4112)) || continue
   run "$e" "$out/fill.jsonl" --benchmarks fillrandom --num "$fill" --value-size 4096
   if [ "$e" = mezzanine:matrixkv ]; then
     run "$e" "$out/fill.jsonl" --benchmarks fillrandom --num "$fill" --value-size 4096 \
       --opt target_file_size=4M
+    # Outside the common NVM budget, for reference: a container of 32 rows instead of 8.
+    run "$e" "$out/fill.jsonl" --benchmarks fillrandom --num "$fill" --value-size 4096 \
+      --opt matrix_bytes=2G --opt nvm_capacity=3G --opt max_bytes_for_level_base=2G
   fi
 done
+fi
 
 # Table 2: open-loop YCSB A at 20 K requests/s after a load (both at that rate).
+if want ycsb; then
 for e in "${run_engines[@]}"; do
   fits "$e" $((records * 4120)) || continue
   run "$e" "$out/ycsb.jsonl" --benchmarks ycsb-load,ycsb-a --num "$records" --ops "$ops" \
     --ycsb-fields 4 --ycsb-field-size 1024 --rate "$rate"
 done
+fi
 
 if printf '%s\n' "${run_engines[@]}" | grep -qx mezzanine:matrixkv; then
   # Fig. 16: narrow against wide L1 (the container is 512 MiB).
-  for base in 64M 512M; do
-    run mezzanine:matrixkv "$out/fig16.jsonl" --benchmarks fillrandom --num "$fill" --value-size 4096 \
-      --opt max_bytes_for_level_base=$base
-  done
+  if want fig16; then
+    for base in 64M 512M; do
+      run mezzanine:matrixkv "$out/fig16.jsonl" --benchmarks fillrandom --num "$fill" \
+        --value-size 4096 --opt max_bytes_for_level_base=$base
+    done
+  fi
   # Cross-row hints: rows accumulate (no compactor before 0.95 of the container), then reads.
-  for h in true false; do
-    wb=8M run mezzanine:matrixkv "$out/hints.jsonl" --benchmarks fillrandom,readrandom,stats \
-      --num "$hint_n" --reads "$hint_n" --value-size 4096 \
-      --opt matrix_switch_fraction=0.95 --opt matrix_hints=$h
-  done
+  if want hints; then
+    for h in true false; do
+      wb=8M run mezzanine:matrixkv "$out/hints.jsonl" --benchmarks fillrandom,readrandom,stats \
+        --num "$hint_n" --reads "$hint_n" --value-size 4096 \
+        --opt matrix_switch_fraction=0.95 --opt matrix_hints=$h
+    done
+  fi
 fi
 
 # Fig. 10(a): the same bytes at every value size.
-for v in 64 256 1024 4096 16384; do
-  n=$((sweep / (16 + v)))
-  for e in "${run_engines[@]}"; do
-    fits "$e" "$sweep" || continue
-    run "$e" "$out/values-$v.jsonl" --benchmarks fillrandom --num "$n" --value-size "$v"
+if want values; then
+  for v in 64 256 1024 4096 16384; do
+    n=$((sweep / (16 + v)))
+    for e in "${run_engines[@]}"; do
+      fits "$e" "$sweep" || continue
+      run "$e" "$out/values-$v.jsonl" --benchmarks fillrandom --num "$n" --value-size "$v"
+    done
   done
-done
+fi
 
 machine "after"
 python3 bench/matrixkv_summary.py "$out" > "$out/summary.md"

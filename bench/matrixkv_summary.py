@@ -26,7 +26,8 @@ import math
 import os
 import sys
 
-ENGINES = ["mezzanine:matrixkv", "mezzanine:matrixkv (4 MiB tables)", "rocksdb-l0-nvm", "rocksdb", "leveldb-nvm",
+ENGINES = ["mezzanine:matrixkv", "mezzanine:matrixkv (4 MiB tables)",
+           "mezzanine:matrixkv (2048 MiB container)", "rocksdb-l0-nvm", "rocksdb", "leveldb-nvm",
            "mezzanine:novelsm", "mezzanine:leveldb"]
 COLORS = ["#d62728", "#1f77b4", "#7f7f7f", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
           "#17becf"]
@@ -57,8 +58,11 @@ def label(r):
     """The engine, and for matrixkv a table size other than the preset's."""
     e = r["engine"]
     t = get(r, "config", "options", "target_file_size")
+    c = get(r, "config", "options", "matrix_bytes")
     if e == "mezzanine:matrixkv" and t and int(t) != 64 * MIB:
         e += f" ({int(t) // MIB} MiB tables)"
+    if e == "mezzanine:matrixkv" and c and int(c) != 512 * MIB:
+        e += f" ({int(c) // MIB} MiB container)"
     return e
 
 
@@ -258,7 +262,7 @@ def main(d):
             full = tl[:-1] if len(tl) > 1 else tl  # the last second is partial
             lat = get(r, "latency", "write", default={})
             print(f"| {e} | {k(r['ops_per_sec'])} | {r['mb_per_sec']:.1f} | "
-                  f"{fx(ratio(r['ops_per_sec'], base and base['ops_per_sec']))}x | "
+                  f"{fx(ratio(r['ops_per_sec'], base and base['ops_per_sec']), '{:.2f}x')} | "
                   f"{us(lat.get('p99_us'))} | {us(lat.get('p999_us'))} | {lat.get('max_us', 0) / 1000:,.1f} | "
                   f"{r['stall_seconds']} | {min(full) if full else '-':,} | "
                   f"{(get(r, 'engine_interval', 'stall_micros') or 0) / 1e6:.1f} | {r.get('settle_secs', 0):.1f} |")
@@ -292,6 +296,20 @@ def main(d):
             print(f"| {e} | " + " | ".join(f"{l['bytes'] / MIB:,.0f}" for l in lv[:5]) +
                   f" | {(get(fill[e], 'engine_stats', 'compaction_bytes_written') or 0) / MIB:,.0f} | "
                   f"{cols if get(fill[e], 'engine_stats', 'matrix', 'capacity_bytes') else '-'} |")
+        print()
+        print("Where the Mezzanine engines' writers waited (s), and what their flushes wrote:\n")
+        print("| engine | L0 slowdown | L0 stop | memtable full | flushes | into rows | into L0 SSTs | rows at the end |")
+        print("|---|---|---|---|---|---|---|---|")
+        for e in order(fill):
+            es = get(fill[e], "engine_stats")
+            st = get(es, "stalls")
+            if not isinstance(st, dict):
+                continue
+            mx = get(es, "matrix", default={})
+            print(f"| {e} | {st.get('l0_slowdown_micros', 0) / 1e6:.1f} | {st.get('l0_stop_micros', 0) / 1e6:.1f} | "
+                  f"{st.get('memtable_stop_micros', 0) / 1e6:.1f} | {es.get('flushes')} | "
+                  f"{mib(mx.get('row_bytes_written')) if mx.get('capacity_bytes') else '-'} | "
+                  f"{mib(es.get('flush_bytes_written'))} | {mx.get('rows') if mx.get('capacity_bytes') else '-'} |")
         print()
         svg_lines(os.path.join(d, "fig12-timeline.svg"),
                   f"Fig. 12: random fill of {n * (v + 16) / 1e9:.1f} GB (4 KiB values), throughput per second",
