@@ -17,7 +17,7 @@
 # default a new temporary directory under /tmp).
 #
 #   fill.jsonl       Fig. 10(a) at 4 KiB, Fig. 12, Fig. 13: fillrandom of FILL entries of
-#                    4 KiB (default 1 M, 4.1 GB: 8x the NVM budget, 57x the DRAM budget);
+#                    4 KiB (default 1 M, 4.1 GB: 8x the NVM budget, 30x the DRAM budget);
 #                    per-second throughput, stall seconds, write amplification. matrixkv
 #                    also runs with 4 MiB tables (columns of 20-40 MiB instead of 320-640),
 #                    and, outside the common NVM budget, with a 2 GiB container.
