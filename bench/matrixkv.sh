@@ -35,18 +35,20 @@
 #                    fill of 100 K entries of 4 KiB (0.78 of the container) stays in rows;
 #                    then 100 K random reads. The row counters (rows searched, rows narrowed
 #                    by hints, key comparisons) are in engine_stats.matrix of the JSON.
-#   *.txt            each run's output (the engine's statistics after every run).
+#   *.txt            each run's output (the hint runs end with the engine's statistics).
 #   failures.txt     runs that ended in an error.
 #   machine.txt      load average and the busiest processes before and after the run.
 #   summary.md, *.svg  bench/matrixkv_summary.py: the tables, the targets, the plots.
 #
 # Usage: bench/matrixkv.sh [--quick | --large] [--out DIR] [--nvm-dir DIR] [--engines LIST]
 #                          [--experiments LIST]   (default fill,ycsb,fig16,hints,values)
-#   default  about 35 minutes on 2 cores;
+#   default  about 30 minutes on 2 vCPUs;
 #   --quick  a tenth of every size (the NVM L0 does not fill: checks that it all runs);
 #   --large  the paper's shape at 4 KiB: a fill of 20 GB (5 M entries), a load of 5 M
 #            records, SWEEP 4 GiB per value size (many hours; leveldb-nvm needs the whole
 #            data set in memory on the NVM file system and is skipped when it does not fit).
+#            The NVM budget stays 512 MiB (2.5 % of the data; the paper's was 10 %), since
+#            the RocksDB adapter fixes its NVM path at that size.
 # The binary: $MEZZ_BIN if set, else target/rocksdb-release/release/mezz (the release RocksDB
 # build, see docs/comparators.md) if present, else `scripts/build-comparators.sh release`
 # (15-30 minutes), else `scripts/build-comparators.sh debian` (Debian's RocksDB, built with
