@@ -117,8 +117,13 @@ for e in ${engines//,/ }; do
   fi
 done
 
-ssd=${SSD_DIR:-$(mktemp -d /tmp/mezz-matrixkv-ssd.XXXXXX)}
-trap 'rm -rf "$ssd/db" "$nvm"' EXIT
+if [ -n "${SSD_DIR:-}" ]; then
+  ssd=$SSD_DIR
+  trap 'rm -rf "$ssd/db" "$nvm"' EXIT
+else
+  ssd=$(mktemp -d /tmp/mezz-matrixkv-ssd.XXXXXX)
+  trap 'rm -rf "$ssd" "$nvm"' EXIT
+fi
 
 machine() {
   { echo "== $1 ($(date -u +%FT%TZ))"; uptime; ps -eo pcpu,comm --sort=-pcpu | head -8; } >>"$out/machine.txt"
