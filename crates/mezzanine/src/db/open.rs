@@ -360,7 +360,19 @@ fn open_matrix(
         .values()
         .find(|o| o.kind == NvmObjectKind::MatrixSpace)
         .copied();
+    let no_rows = !rec
+        .version
+        .tables(0)
+        .iter()
+        .any(|t| matches!(t.location, crate::table::TableLocation::Row { .. }));
     let object = match existing {
+        // A container the options no longer ask for and no row uses is released with
+        // this open's manifest, so its space serves the pool's other users again.
+        Some(o) if opts.matrix_bytes == 0 && no_rows => {
+            rec.edit.deleted_nvm_objects.push(o.id);
+            rec.released.push(o);
+            return Ok(None);
+        }
         Some(o) => o,
         None if opts.matrix_bytes > 0 => {
             // The container must leave room for what else the options keep in the pool
