@@ -226,7 +226,7 @@ impl DbInner {
         // The newest L0 table, if it is a row, is what the new row's hints point into.
         let newest = self.super_version.load().version.tables(0).first().cloned();
         let prev = match &newest {
-            Some(t) if matches!(t.location, TableLocation::Row { .. }) => {
+            Some(t) if crate::compaction::matrix::row_id(t).is_some() => {
                 Some(self.table_cache.open(t)?)
             }
             _ => None,

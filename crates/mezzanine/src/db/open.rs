@@ -364,7 +364,7 @@ fn open_matrix(
         .version
         .tables(0)
         .iter()
-        .any(|t| matches!(t.location, crate::table::TableLocation::Row { .. }));
+        .any(|t| crate::compaction::matrix::row_id(t).is_some());
     let object = match existing {
         // A container the options no longer ask for and no row uses is released with
         // this open's manifest, so its space serves the pool's other users again.

@@ -60,19 +60,23 @@ impl std::fmt::Debug for MatrixSpace {
     }
 }
 
-/// The rows (`row id`, header page, consumed count) that the tables of `tables` name.
-fn row_locations<'a>(
-    tables: impl Iterator<Item = &'a TableMeta>,
-) -> impl Iterator<Item = (u64, u32, u32)> {
-    tables.filter_map(|t| match t.location {
-        TableLocation::Row {
+/// Per row the tables of `tables` name: its header page and the smallest consumed count
+/// among them (the pages of that count are a superset of the others').
+fn least_consumed<'a>(tables: impl Iterator<Item = &'a TableMeta>) -> HashMap<u64, (u32, u32)> {
+    let mut least: HashMap<u64, (u32, u32)> = HashMap::new();
+    for t in tables {
+        if let TableLocation::Row {
             row,
             header_page,
             consumed,
             ..
-        } => Some((row, header_page, consumed)),
-        _ => None,
-    })
+        } = t.location
+        {
+            let e = least.entry(row).or_insert((header_page, consumed));
+            e.1 = e.1.min(consumed);
+        }
+    }
+    least
 }
 
 impl MatrixSpace {
@@ -97,13 +101,7 @@ impl MatrixSpace {
         let probe = PageSpace::new(extent, page_size)?;
         let mut rows: RowMap = HashMap::new();
         let mut live: HashSet<u32> = HashSet::new();
-        // The smallest consumed count per row: its pages are a superset of the others'.
-        let mut least: HashMap<u64, (u32, u32)> = HashMap::new();
-        for (row, header_page, consumed) in row_locations(tables) {
-            let e = least.entry(row).or_insert((header_page, consumed));
-            e.1 = e.1.min(consumed);
-        }
-        for (&row, &(header_page, consumed)) in &least {
+        for (row, (header_page, consumed)) in least_consumed(tables) {
             let t = RowTable::open(&region, &probe, header_page, row)?.ok_or_else(|| {
                 Error::corruption(
                     0,
@@ -248,11 +246,7 @@ impl MatrixSpace {
     /// Frees every page of the known rows that none of `alive` (every row table a reader
     /// may still hold) uses, and forgets rows no table names. Rows being built keep theirs.
     pub fn release_unused<'a>(&self, alive: impl Iterator<Item = &'a TableMeta>) {
-        let mut least: HashMap<u64, u32> = HashMap::new();
-        for (row, _, consumed) in row_locations(alive) {
-            let e = least.entry(row).or_insert(consumed);
-            *e = (*e).min(consumed);
-        }
+        let least = least_consumed(alive);
         let building = self.building.lock().clone();
         let mut rows = self.rows.lock();
         let mut free: Vec<u32> = Vec::new();
@@ -262,7 +256,7 @@ impl MatrixSpace {
             }
             let keep: HashSet<u32> = match least.get(id) {
                 // A row whose live part cannot be read keeps every page it holds.
-                Some(&c) => match t.pages_in_use(c) {
+                Some(&(_, c)) => match t.pages_in_use(c) {
                     Ok(p) => p.into_iter().collect(),
                     Err(_) => held.iter().copied().collect(),
                 },
