@@ -237,21 +237,18 @@ impl DbInner {
             .map(|r| (r.row().as_ref(), r.consumed()));
         let row_id = self.new_file_number();
         let mut iter = m.iter();
-        let Some(row) = space.build_row(iter.as_mut(), row_id, prev, self.opts.block_size)? else {
+        let Some((row, meta)) =
+            space.build_row(iter.as_mut(), row_id, prev, self.opts.block_size)?
+        else {
             return Ok(false);
         };
         drop(iter);
-        let installed = crate::storage::matrix::row_meta(row_id, space.object().id, &row, 0)
-            .and_then(|meta| {
-                let mut edit = VersionEdit::default();
-                if let Some(meta) = meta {
-                    edit.new_tables.push((0, meta));
-                }
-                if m.is_nvm() {
-                    edit.deleted_nvm_objects.push(m.id());
-                }
-                self.log_and_apply_ext(edit, flushed, &[], on_install)
-            });
+        let mut edit = VersionEdit::default();
+        edit.new_tables.push((0, meta));
+        if m.is_nvm() {
+            edit.deleted_nvm_objects.push(m.id());
+        }
+        let installed = self.log_and_apply_ext(edit, flushed, &[], on_install);
         // From here the row's pages follow the tables naming it (none, if this failed:
         // they are freed with the next clean-up, or by the next open).
         space.built(row_id);

@@ -550,12 +550,8 @@ fn replay_into_l0(
             // The row is named by the edit below (or by nothing if this open fails: its
             // pages are free at the next open).
             space.built(row_id);
-            if let Some(row) = row? {
-                if let Some(meta) =
-                    crate::storage::matrix::row_meta(row_id, space.object().id, &row, 0)?
-                {
-                    edit.new_tables.push((0, meta));
-                }
+            if let Some((_, meta)) = row? {
+                edit.new_tables.push((0, meta));
                 return Ok(());
             }
         }

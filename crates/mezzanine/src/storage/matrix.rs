@@ -184,8 +184,9 @@ impl MatrixSpace {
     }
 
     /// Builds row `row_id` from `iter` (internal-key order), its hints pointing into `prev`
-    /// (the newest row in L0, with its consumed count). `Ok(None)` when the space has no
-    /// room for it (the caller writes an SST instead) or `iter` is empty.
+    /// (the newest row in L0, with its consumed count), and returns it with its L0 table
+    /// (id `row_id`). `Ok(None)` when the space has no room for it (the caller writes an
+    /// SST instead) or `iter` is empty.
     ///
     /// # Errors
     /// `Corruption` / `Io` from reading `iter` or `prev`, or from persisting.
@@ -195,7 +196,7 @@ impl MatrixSpace {
         row_id: u64,
         prev: Option<(&RowTable, u32)>,
         block_size: usize,
-    ) -> Result<Option<Arc<RowTable>>> {
+    ) -> Result<Option<(Arc<RowTable>, TableMeta)>> {
         let mut b = RowBuilder::new(RowBuildOptions { block_size });
         iter.seek_to_first();
         while iter.valid() {
@@ -234,7 +235,19 @@ impl MatrixSpace {
         };
         let held = t.pages().to_vec();
         self.rows.lock().insert(row_id, (Arc::clone(&t), held));
-        Ok(Some(t))
+        match row_meta(row_id, self.object.id, &t, 0) {
+            Ok(Some(meta)) => Ok(Some((t, meta))),
+            // A committed row holds entries, so it has a table; a row that cannot be read
+            // back is given up (its pages are freed by the next clean-up).
+            Ok(None) => {
+                self.built(row_id);
+                Ok(None)
+            }
+            Err(e) => {
+                self.built(row_id);
+                Err(e)
+            }
+        }
     }
 
     /// Row `row_id` is named by an installed table now (or was abandoned): its pages follow
