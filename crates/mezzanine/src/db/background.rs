@@ -35,6 +35,17 @@ use crate::table::{TableLocation, TableMeta};
 
 use super::DbInner;
 
+/// What became of a memtable flushed into the matrix container.
+enum RowFlush {
+    /// It is a row now.
+    Written,
+    /// No row: the container has no room and nothing will free any, or the memtable is
+    /// empty (the caller writes an SST, or nothing).
+    NoRow,
+    /// No room yet, and a compaction that may free pages is running or due: try later.
+    Wait,
+}
+
 impl DbInner {
     /// The loop of one background thread.
     pub(super) fn background_loop(self: &Arc<Self>) {
@@ -59,8 +70,14 @@ impl DbInner {
         }
         // A flush whose output has no room yet waits for the compaction that makes some
         // (running, or picked next below); with nothing to wait for it goes ahead.
-        let flush_waits = self.policy.flush_waits_for_compaction(&st.version)
-            && (!st.claims.is_empty() || self.policy.pick(&st.version, &st.claims).is_some());
+        // A matrix container whose free pages fell short of the last row waits the same way
+        // (rows' live bytes undercount the pages that drained rows and pinned tables hold).
+        let no_room = self.policy.flush_waits_for_compaction(&st.version)
+            || self
+                .storage
+                .matrix()
+                .is_some_and(|m| m.short_of_room().is_some());
+        let flush_waits = no_room && self.compaction_pending(st);
         if !st.flush_running
             && !flush_waits
             && let Some(job) = st.mems.next_flush()
@@ -82,6 +99,11 @@ impl DbInner {
             return true;
         }
         false
+    }
+
+    /// Whether a compaction is running or due (one may free room a flush waits for).
+    fn compaction_pending(&self, st: &super::State) -> bool {
+        !st.claims.is_empty() || self.policy.pick(&st.version, &st.claims).is_some()
     }
 
     /// Ends a background job: its failure (if no earlier one) becomes the sticky background
@@ -142,7 +164,11 @@ impl DbInner {
         // Every NVM memtable below the immutable ones holds older data: they reach L0
         // first, or they would be consulted before a newer L0 table.
         self.drain_nvm_memtables()?;
-        self.write_l0(imm, start, Some(imm.id()), &mut |_| {})?;
+        if !self.write_l0(imm, start, Some(imm.id()), true, &mut |_| {})? {
+            // No room in the matrix container yet: the memtable stays queued until a
+            // column compaction frees pages.
+            return Ok(());
+        }
         if self.opts.use_wal {
             let _ = self
                 .fs
@@ -155,17 +181,25 @@ impl DbInner {
     /// also releases `m`'s NVM object (if it has one) and, with `flushed`, moves the log
     /// number (see [`DbInner::log_and_apply`]); `on_install` adjusts the state under the
     /// same lock. Then counts the flush and deletes what became obsolete.
+    ///
+    /// With a matrix container, `m` becomes a row; when the container has no room and
+    /// `may_wait`, nothing is written while a compaction that may free pages is running or
+    /// due, and false is returned (the flush is retried later). Otherwise the table is an
+    /// SST.
     fn write_l0(
         &self,
         m: &Arc<MemTable>,
         start: Instant,
         flushed: Option<u64>,
+        may_wait: bool,
         on_install: &mut dyn FnMut(&mut super::State),
-    ) -> Result<()> {
-        if let Some(space) = self.storage.matrix().filter(|_| self.opts.matrix_bytes > 0)
-            && self.write_row(space, m, start, flushed, on_install)?
-        {
-            return Ok(());
+    ) -> Result<bool> {
+        if let Some(space) = self.storage.matrix().filter(|_| self.opts.matrix_bytes > 0) {
+            match self.write_row(space, m, start, flushed, may_wait, on_install)? {
+                RowFlush::Written => return Ok(true),
+                RowFlush::Wait => return Ok(false),
+                RowFlush::NoRow => {}
+            }
         }
         let new_file = || self.new_file_number();
         let mut force_ssd = false;
@@ -208,41 +242,66 @@ impl DbInner {
         }
         s.record_level_io(0, 0, bytes);
         self.purge_obsolete();
-        Ok(())
+        Ok(true)
     }
 
     /// MatrixKV: writes memtable `m` as one row of the matrix container (one bulk copy),
     /// its hints pointing into the newest L0 row, and installs it as an L0 table like
-    /// [`DbInner::write_l0`]. Returns false (nothing done) when the container has no room:
-    /// the caller writes an L0 SST instead.
+    /// [`DbInner::write_l0`].
+    ///
+    /// When the container has no room, pages no reader holds any more are released and the
+    /// row is tried once more; then, with `may_wait` and a compaction running or due, the
+    /// result is [`RowFlush::Wait`] (nothing done: the flush waits for the column), else
+    /// [`RowFlush::NoRow`] (the caller writes an L0 SST).
     fn write_row(
         &self,
         space: &Arc<crate::storage::matrix::MatrixSpace>,
         m: &Arc<MemTable>,
         start: Instant,
         flushed: Option<u64>,
+        may_wait: bool,
         on_install: &mut dyn FnMut(&mut super::State),
-    ) -> Result<bool> {
-        // The newest L0 table, if it is a row, is what the new row's hints point into.
-        let newest = self.super_version.load().version.tables(0).first().cloned();
-        let prev = match &newest {
-            Some(t) if crate::compaction::matrix::row_id(t).is_some() => {
-                Some(self.table_cache.open(t)?)
-            }
-            _ => None,
-        };
-        let prev = prev
-            .as_ref()
-            .and_then(|t| t.as_row())
-            .map(|r| (r.row().as_ref(), r.consumed()));
+    ) -> Result<RowFlush> {
         let row_id = self.new_file_number();
-        let mut iter = m.iter();
-        let Some((row, meta)) =
-            space.build_row(iter.as_mut(), row_id, prev, self.opts.block_size)?
-        else {
-            return Ok(false);
+        let mut attempts = 0;
+        let (row, meta) = loop {
+            attempts += 1;
+            // The newest L0 table, if it is a row, is what the new row's hints point into.
+            let newest = self.super_version.load().version.tables(0).first().cloned();
+            let prev = match &newest {
+                Some(t) if crate::compaction::matrix::row_id(t).is_some() => {
+                    Some(self.table_cache.open(t)?)
+                }
+                _ => None,
+            };
+            let prev = prev
+                .as_ref()
+                .and_then(|t| t.as_row())
+                .map(|r| (r.row().as_ref(), r.consumed()));
+            let mut iter = m.iter();
+            if let Some(built) =
+                space.build_row(iter.as_mut(), row_id, prev, self.opts.block_size)?
+            {
+                break built;
+            }
+            // An empty memtable, or no room.
+            if m.is_empty() {
+                return Ok(RowFlush::NoRow);
+            }
+            if attempts == 1 {
+                // Pages of tables nobody reads any more may not have gone back yet.
+                self.purge_obsolete();
+                if space.short_of_room().is_none() {
+                    continue;
+                }
+            }
+            let st = self.state.lock();
+            return Ok(if may_wait && self.compaction_pending(&st) {
+                RowFlush::Wait
+            } else {
+                RowFlush::NoRow
+            });
         };
-        drop(iter);
         let mut edit = VersionEdit::default();
         edit.new_tables.push((0, meta));
         if m.is_nvm() {
@@ -261,7 +320,7 @@ impl DbInner {
         StatsCollector::add(&s.matrix_row_bytes_written, row.len_bytes());
         StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
         self.purge_obsolete();
-        Ok(true)
+        Ok(RowFlush::Written)
     }
 
     /// `nvm_memtable = immutable`: merges the DRAM memtable `imm` into the NVM receiver
@@ -350,9 +409,10 @@ impl DbInner {
     /// releases its extent.
     fn flush_sealed_nvm(&self, m: &Arc<MemTable>) -> Result<()> {
         let mid = m.id();
-        self.write_l0(m, Instant::now(), None, &mut |st| {
+        self.write_l0(m, Instant::now(), None, false, &mut |st| {
             st.mems.remove_sealed(mid);
         })
+        .map(|_| ())
     }
 
     /// Executes a compaction plan (trivial move or merge) and installs its result.

@@ -21,6 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::InternalIterator;
 use mezz_pmem::Extent;
@@ -49,6 +50,9 @@ pub struct MatrixSpace {
     hints: bool,
     /// Search counters of every row.
     counters: Arc<RowSearchCounters>,
+    /// The bytes the last row that found no room needed (0 once a row fitted again): a
+    /// flush waits for a column while the free pages are fewer.
+    shortfall: AtomicU64,
 }
 
 impl std::fmt::Debug for MatrixSpace {
@@ -123,6 +127,7 @@ impl MatrixSpace {
             building: Mutex::new(HashSet::new()),
             hints,
             counters: Arc::default(),
+            shortfall: AtomicU64::new(0),
         })
     }
 
@@ -161,6 +166,14 @@ impl MatrixSpace {
     #[must_use]
     pub fn free_bytes(&self) -> u64 {
         u64::from(self.space.free_count()) * self.space.page_size() as u64
+    }
+
+    /// The bytes the last row that did not fit needed, when the free pages are still fewer
+    /// (a flush then waits for a column to free some); `None` otherwise.
+    #[must_use]
+    pub fn short_of_room(&self) -> Option<u64> {
+        let need = self.shortfall.load(Ordering::Relaxed);
+        (need > self.free_bytes()).then_some(need)
     }
 
     /// The pool file (for errors).
@@ -213,6 +226,7 @@ impl MatrixSpace {
             + 4096
             + self.space.page_size() as u64;
         if need > self.free_bytes() {
+            self.shortfall.store(need, Ordering::Relaxed);
             return Ok(None);
         }
         self.building.lock().insert(row_id);
@@ -228,11 +242,15 @@ impl MatrixSpace {
                 self.building.lock().remove(&row_id);
                 // Too few free pages after all (the estimate was short): no row.
                 if matches!(&e, Error::InvalidArgument(m) if m.contains("page space full")) {
+                    let p = self.space.page_size() as u64;
+                    self.shortfall
+                        .store(need.max(self.free_bytes() + p), Ordering::Relaxed);
                     return Ok(None);
                 }
                 return Err(e);
             }
         };
+        self.shortfall.store(0, Ordering::Relaxed);
         let held = t.pages().to_vec();
         self.rows.lock().insert(row_id, (Arc::clone(&t), held));
         match row_meta(row_id, self.object.id, &t, 0) {
