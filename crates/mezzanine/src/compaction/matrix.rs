@@ -23,7 +23,7 @@
 //!
 //! A column compaction ([`run_column`]): the planner (`compaction::column::plan_column`,
 //! pure) cuts the compactor's live data along L1's table boundaries into a column `[start,
-//! end]` of about `af · target_file_size` bytes; the entries of every compactor row up to
+//! end]` of about `af · target_file_size` bytes (at most 1/8 of the container); the entries of every compactor row up to
 //! `end` (fetched by `column_threads` threads when the column is small enough to hold in
 //! DRAM) are merged with the L1 tables overlapping the column into new L1 tables; each row's
 //! table is replaced by one over the same row with a larger consumed count (or dropped once
@@ -375,14 +375,28 @@ fn fetch(t: &Arc<dyn Table>, end: &[u8], opts: &TableReadOptions) -> Result<VecI
     Ok(VecIter { items, pos: 0 })
 }
 
+/// A column holds at most this share of the container: the paper's columns (320-640 MiB)
+/// are 4-8 % of its 8 GiB container, so that pages come back while the receiver fills; a
+/// column as large as the container frees nothing until it ends, and writers stop meanwhile.
+const MAX_COLUMN_SHARE: u64 = 8;
+
 /// The column bounds for `opts`: `af · target_file_size / 2` to `af · target_file_size`,
-/// `af` the level size multiplier.
+/// `af` the level size multiplier, with the upper bound at most 1/8 of the container
+/// (`matrix_bytes`).
 #[must_use]
 pub fn column_bounds(opts: &Options) -> ColumnBounds {
-    ColumnBounds::from_sst_size(
+    let paper = ColumnBounds::from_sst_size(
         opts.max_bytes_for_level_multiplier.round() as u64,
         opts.target_file_size,
-    )
+    );
+    let cap = (opts.matrix_bytes / MAX_COLUMN_SHARE).max(1);
+    if opts.matrix_bytes == 0 || paper.upper <= cap {
+        return paper;
+    }
+    ColumnBounds {
+        lower: cap / 2,
+        upper: cap,
+    }
 }
 
 /// Runs one column compaction of `plan` (reason [`CompactionReason::Column`]): see the
@@ -535,6 +549,24 @@ mod tests {
             },
             ..meta(id, "a", "z", (id * 10, id * 10 + 9), size)
         }
+    }
+
+    /// Columns follow the paper's `af · target_file_size` until that passes 1/8 of the
+    /// container.
+    #[test]
+    fn columns_are_a_fraction_of_the_container() {
+        let opts = |tfs: u64, matrix: u64| Options {
+            target_file_size: tfs,
+            matrix_bytes: matrix,
+            max_bytes_for_level_multiplier: 10.0,
+            ..Options::default()
+        };
+        let b = column_bounds(&opts(4 << 20, 512 << 20));
+        assert_eq!((b.lower, b.upper), (20 << 20, 40 << 20));
+        let b = column_bounds(&opts(64 << 20, 512 << 20));
+        assert_eq!((b.lower, b.upper), (32 << 20, 64 << 20));
+        let b = column_bounds(&opts(64 << 20, 8 << 30));
+        assert_eq!((b.lower, b.upper), (320 << 20, 640 << 20));
     }
 
     /// Regression (soak): the stop threshold was rounded down below the switch point, so
