@@ -5,7 +5,9 @@
 //! oldest immutable memtable first, one at a time so L0 stays ordered by sequence) has
 //! priority over compaction; the compaction policy picks plans that conflict with no
 //! running job's claims (tables and key ranges), so compactions run concurrently wherever
-//! they are disjoint.
+//! they are disjoint. With two threads or more, at most `max_background_jobs - 1`
+//! compactions run at once (RocksDB's split of its background jobs), so a flush never
+//! waits for a thread.
 //!
 //! Version changes go through [`DbInner::log_and_apply`]: under the `manifest` lock it
 //! builds the new version, appends the edit to the MANIFEST and syncs it, and only then
@@ -91,9 +93,17 @@ impl DbInner {
             self.finish_job(st, &r, "flush");
             return true;
         }
+        // Compactions leave one thread free for flushes (with two threads or more), so a
+        // full memtable never waits for a long compaction to end.
+        let threads = self.opts.max_background_jobs;
+        if !self.opts.manual_background && threads >= 2 && st.bg_compactions + 1 >= threads {
+            return false;
+        }
         if let Some(plan) = self.policy.pick(&st.version, &st.claims) {
             let claim = st.claims.claim(&plan);
+            st.bg_compactions += 1;
             let r = parking_lot::MutexGuard::unlocked(st, || self.run_plan(&plan));
+            st.bg_compactions -= 1;
             st.claims.release(claim);
             self.finish_job(st, &r, "compaction");
             return true;

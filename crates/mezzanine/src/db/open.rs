@@ -956,6 +956,7 @@ fn assemble_db_inner(
             log_number: installed.log_number,
             flush_running: false,
             claims: Claims::new(),
+            bg_compactions: 0,
             bg_error: None,
             shutting_down: false,
             pending_compaction_bytes: pending,
