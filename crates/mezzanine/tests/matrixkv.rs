@@ -25,11 +25,19 @@ fn options(nvm: &Path) -> Options {
     o
 }
 
+/// Columns streamed from the rows (one thread) and fetched into DRAM (two threads).
 #[test]
 fn rows_columns_and_reopen_match_the_model() {
+    for threads in [1, 2] {
+        rows_columns_and_reopen(threads);
+    }
+}
+
+fn rows_columns_and_reopen(column_threads: usize) {
     let dir = tempfile::tempdir().unwrap();
     let nvm = nvm_dir();
-    let o = options(nvm.path());
+    let mut o = options(nvm.path());
+    o.column_threads = column_threads;
     let mut model = BTreeMap::new();
     {
         let db = Db::open(dir.path(), o.clone()).unwrap();

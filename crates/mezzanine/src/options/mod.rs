@@ -239,8 +239,10 @@ declare_options! {
         /// Narrow each older row's search with the cross-row hints of the newer row.
         /// Default: true.
         matrix_hints: bool = true, Flag;
-        /// Threads that fetch a column's entries from the compactor rows (`0` = one per
-        /// core). Default: 0.
+        /// Threads that fetch a column's entries from the compactor rows into DRAM before
+        /// the merge; `1` streams the entries from the rows into the merge instead (no
+        /// copy); `0` = one per two cores (the writers and the other background jobs keep
+        /// the rest busy), so a 2-core machine streams. Default: 0.
         column_threads: usize = 0, Size,
             check |v| *v <= 64, "{v} > 64";
     }
