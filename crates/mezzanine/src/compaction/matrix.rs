@@ -12,10 +12,12 @@
 //! 2. Levels >= 1 are the leveled policy's, with L0's file-count triggers out of play
 //!    (rows leave L0 only through columns, never by a trivial move).
 //! 3. Writers slow down from 85 % of the container's bytes and stop at 95 % (rows' live
-//!    bytes; lower when the memtables that may wait for a flush need the room: the stop
-//!    leaves room for one row per memtable), and the leveled pending-bytes triggers still
-//!    apply. A flush whose row would not fit waits for a running or due column instead of
-//!    writing an L0 SST.
+//!    bytes; lower when a row needs the room: the stop leaves room for the row of the
+//!    memtable being filled, and never comes before a switch is due), and the leveled
+//!    pending-bytes triggers still apply. A flush whose row would not fit in the free pages
+//!    waits for a running or due column instead of writing an L0 SST (so further memtables
+//!    wait as memtables, not as a stop on the container: a reserve of one row per memtable
+//!    stopped writers while most of a small container was free).
 //!
 //! When L0 also holds an SST (a flush found the container full, or recovery replayed a
 //! WAL), the plain leveled policy compacts the whole of L0 (rows and SSTs) into L1, which
@@ -86,7 +88,7 @@ pub struct MatrixPolicy {
     row_bytes: u64,
     /// Writers slow down from this many row bytes...
     slowdown_at: u64,
-    /// ... and stop at this many: room stays for a row per memtable that may exist.
+    /// ... and stop at this many: room stays for one row.
     stop_at: u64,
 }
 
@@ -103,12 +105,11 @@ impl MatrixPolicy {
         let capacity = opts.matrix_bytes.max(1);
         // A memtable's row: its bytes plus a quarter for the key array and block trailers.
         let row_bytes = opts.write_buffer_size as u64 / 4 * 5;
-        let reserve = row_bytes.saturating_mul(opts.max_write_buffer_number as u64);
         let of = |f: f64| (capacity as f64 * f) as u64;
         // Writers never stop before a switch is due: at the stop, a column can always run.
         let switch_at = of(opts.matrix_switch_fraction).max(1);
         let stop_at = of(STOP_FRACTION)
-            .min(capacity.saturating_sub(reserve))
+            .min(capacity.saturating_sub(row_bytes))
             .max(switch_at);
         let slowdown_at = of(SLOWDOWN_FRACTION)
             .min(stop_at.saturating_sub(row_bytes))
