@@ -25,6 +25,14 @@ fn options(nvm: &Path) -> Options {
     o
 }
 
+/// A database with the test's options whose background work runs only when the writers
+/// (or the test) run it: the same interleaving on every run.
+fn open_manual(dir: &Path, nvm: &Path) -> Db {
+    let mut o = options(nvm);
+    o.manual_background = true;
+    Db::open(dir, o).unwrap()
+}
+
 /// Columns streamed from the rows (one thread) and fetched into DRAM (two threads).
 #[test]
 fn rows_columns_and_reopen_match_the_model() {
@@ -71,9 +79,7 @@ fn rows_columns_and_reopen(column_threads: usize) {
 fn a_flush_without_room_waits_for_a_column() {
     let dir = tempfile::tempdir().unwrap();
     let nvm = nvm_dir();
-    let mut o = options(nvm.path());
-    o.manual_background = true;
-    let db = Db::open(dir.path(), o).unwrap();
+    let db = open_manual(dir.path(), nvm.path());
     let mut model = BTreeMap::new();
     for round in 0..4 {
         workload(&db, &mut model, 8000, round);
@@ -160,9 +166,7 @@ fn readers_pin_drained_rows_until_they_let_go() {
     let dir = tempfile::tempdir().unwrap();
     let nvm = nvm_dir();
     // Background work at chosen points, so the run is the same every time.
-    let mut o = options(nvm.path());
-    o.manual_background = true;
-    let db = Db::open(dir.path(), o).unwrap();
+    let db = open_manual(dir.path(), nvm.path());
     let mut model = BTreeMap::new();
     workload(&db, &mut model, 6000, 0);
     db.flush().unwrap();
