@@ -2,7 +2,8 @@
 //! gradual write slowdown): L0 tables overlap and are compacted into L1 when there are
 //! `level0_compaction_trigger` of them; every deeper level is one sorted run with a target
 //! size growing by `max_bytes_for_level_multiplier`, compacted one table at a time into the
-//! next (round robin by compact pointer).
+//! next: the table whose overlap with the next level is the smallest share of its size
+//! (RocksDB's default), or round robin by compact pointer (LevelDB's), by `compaction_pri`.
 //!
 //! Owns: [`LeveledPolicy`] (the [`CompactionPolicy`] of every preset so far) and its pure
 //! planning functions ([`pick_compaction`], [`manual_plan`], [`bottom_plan`],
@@ -20,7 +21,7 @@ use mezz_format::ikey::compare_internal_keys;
 use crate::compaction::policy::{
     Claims, CompactionPlan, CompactionPolicy, CompactionReason, StallCause, WritePressure,
 };
-use crate::options::Options;
+use crate::options::{CompactionPri, Options};
 use crate::table::TableMeta;
 use crate::version::Version;
 
@@ -183,9 +184,13 @@ fn complete_plan(
     let (lo, hi) = user_range(&all)?;
     let grandparents = version.overlapping(output_level + 1, Some(&lo), Some(&hi));
     let gp_bytes: u64 = grandparents.iter().map(|t| t.size).sum();
+    // A moved table keeps its blocks: only where both levels use the same codec (as
+    // RocksDB's `InputCompressionMatchesOutput`).
+    let same_codec = opts.compression.for_level(level) == opts.compression.for_level(output_level);
     let trivial_move = reason != CompactionReason::Manual
         && inputs.len() == 1
         && next_inputs.is_empty()
+        && same_codec
         && gp_bytes <= max_grandparent_overlap(opts);
     Some(CompactionPlan {
         level,
@@ -203,9 +208,9 @@ fn complete_plan(
 /// upper level), and plans the first compaction that conflicts with no claim. L0 takes its
 /// oldest table plus every L0 table overlapping the growing range, and the overlapping L1
 /// tables (one L0 compaction at a time, so L0 drains oldest first); Ln takes the first
-/// table after the level's compact pointer (round robin) whose plan is free, and the
-/// overlapping L(n+1) tables. A single input with nothing to merge below and little
-/// grandparent overlap becomes a trivial move.
+/// table in `compaction_pri` order (see `candidates`) whose plan is free, and the
+/// overlapping L(n+1) tables. A single input with nothing to merge below, little
+/// grandparent overlap and the same compression on both levels becomes a trivial move.
 #[must_use]
 pub fn pick_compaction(
     version: &Version,
@@ -236,7 +241,32 @@ pub fn pick_compaction(
             )
             .filter(free)
         } else {
-            let tables = version.tables(level);
+            candidates(version, opts, level).into_iter().find_map(|t| {
+                complete_plan(
+                    version,
+                    opts,
+                    level,
+                    vec![Arc::clone(t)],
+                    score,
+                    CompactionReason::LevelSize,
+                )
+                .filter(free)
+            })
+        };
+        if plan.is_some() {
+            return plan;
+        }
+    }
+    None
+}
+
+/// The tables of sorted level `level` in the order the planner tries them (see
+/// [`CompactionPri`]): by the ratio of their overlap with the next level to their own size,
+/// smallest first (ties in key order), or round robin from the compact pointer.
+fn candidates<'a>(version: &'a Version, opts: &Options, level: usize) -> Vec<&'a Arc<TableMeta>> {
+    let tables = version.tables(level);
+    match opts.compaction_pri {
+        CompactionPri::RoundRobin => {
             let ptr = version
                 .compact_pointers
                 .get(level)
@@ -247,23 +277,35 @@ pub fn pick_compaction(
                 .unwrap_or(0);
             (0..tables.len())
                 .filter_map(|i| tables.get((start + i) % tables.len()))
-                .find_map(|t| {
-                    complete_plan(
-                        version,
-                        opts,
-                        level,
-                        vec![Arc::clone(t)],
-                        score,
-                        CompactionReason::LevelSize,
-                    )
-                    .filter(free)
+                .collect()
+        }
+        CompactionPri::MinOverlappingRatio => {
+            let below = version.tables(level + 1);
+            let mut ratio: Vec<(u128, usize)> = tables
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let overlap: u64 = overlapping_run(below, t).iter().map(|b| b.size).sum();
+                    // Fixed point, as RocksDB: overlap * 1024 / size.
+                    (u128::from(overlap) * 1024 / u128::from(t.size.max(1)), i)
                 })
-        };
-        if plan.is_some() {
-            return plan;
+                .collect();
+            ratio.sort_unstable();
+            ratio
+                .into_iter()
+                .filter_map(|(_, i)| tables.get(i))
+                .collect()
         }
     }
-    None
+}
+
+/// The tables of the sorted run `run` (key order, disjoint) whose user-key range overlaps
+/// `t`'s: two binary searches.
+fn overlapping_run<'a>(run: &'a [Arc<TableMeta>], t: &TableMeta) -> &'a [Arc<TableMeta>] {
+    let (lo, hi) = (t.smallest_user_key(), t.largest_user_key());
+    let first = run.partition_point(|b| b.largest_user_key() < lo);
+    let end = run.partition_point(|b| b.smallest_user_key() <= hi);
+    run.get(first..end.max(first)).unwrap_or(&[])
 }
 
 /// A manual compaction of every table of `level` overlapping `[begin, end]` into
@@ -543,9 +585,13 @@ mod tests {
             &[],
             &[(1, "a", "c", 600), (2, "d", "f", 600), (3, "g", "i", 600)],
         ]);
+        let o = Options {
+            compaction_pri: CompactionPri::RoundRobin,
+            ..opts()
+        };
         let mut picked = Vec::new();
         for _ in 0..4 {
-            let p = pick_compaction(&v, &opts(), &Claims::new()).unwrap();
+            let p = pick_compaction(&v, &o, &Claims::new()).unwrap();
             picked.push(p.inputs[0].id);
             let e = VersionEdit {
                 compact_pointers: vec![(1, p.inputs[0].largest.clone())],
@@ -554,6 +600,65 @@ mod tests {
             v = v.apply(&e).unwrap();
         }
         assert_eq!(picked, vec![1, 2, 3, 1]);
+    }
+
+    /// A table is moved (not rewritten) only between levels of the same codec, so every
+    /// table is stored with its level's compression.
+    #[test]
+    fn no_trivial_move_across_codecs() {
+        use mezz_format::compress::Compression;
+        let v = version(&[&[], &[(1, "a", "c", 600), (2, "d", "f", 600)]]);
+        let o = opts();
+        assert!(
+            pick_compaction(&v, &o, &Claims::new())
+                .unwrap()
+                .trivial_move
+        );
+        let o = Options {
+            compression: crate::options::LevelCompression::per_level(vec![
+                Compression::None,
+                Compression::Lz4,
+                Compression::Zstd,
+            ]),
+            ..opts()
+        };
+        let p = pick_compaction(&v, &o, &Claims::new()).unwrap();
+        assert!(!p.trivial_move, "{p:?}");
+        // Deeper levels repeat the last codec: L2 -> L3 may move again.
+        let w = version(&[&[], &[], &[(1, "a", "c", 60_000), (2, "d", "f", 60_000)]]);
+        assert!(
+            pick_compaction(&w, &o, &Claims::new())
+                .unwrap()
+                .trivial_move
+        );
+    }
+
+    /// `min_overlapping_ratio` takes the table that rewrites the fewest next-level bytes per
+    /// byte it moves down, whatever its place in the key space; ties go in key order.
+    #[test]
+    fn min_overlapping_ratio_picks_the_cheapest_table() {
+        let v = version(&[
+            &[],
+            &[(1, "a", "c", 600), (2, "d", "f", 600), (3, "g", "i", 600)],
+            &[
+                (10, "a", "b", 3000),
+                (11, "c", "c", 3000),
+                (12, "d", "e", 500),
+                (13, "g", "h", 1000),
+            ],
+        ]);
+        let p = pick_compaction(&v, &opts(), &Claims::new()).unwrap();
+        assert_eq!(ids(&p.inputs), vec![2]);
+        assert_eq!(ids(&p.next_inputs), vec![12]);
+        // A claim on the cheapest leaves the next cheapest.
+        let mut claims = Claims::new();
+        claims.claim(&p);
+        let q = pick_compaction(&v, &opts(), &claims).unwrap();
+        assert_eq!(ids(&q.inputs), vec![3]);
+        // Equal ratios: key order.
+        let flat = version(&[&[], &[(1, "a", "c", 600), (2, "d", "f", 600)]]);
+        let r = pick_compaction(&flat, &opts(), &Claims::new()).unwrap();
+        assert_eq!(ids(&r.inputs), vec![1]);
     }
 
     #[test]

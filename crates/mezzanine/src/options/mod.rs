@@ -41,7 +41,9 @@ pub use crate::placement::PlacementPolicy;
 
 pub use self::presets::Preset;
 pub use self::read_write::{ReadOptions, Snapshot, WriteOptions};
-pub use self::values::{LevelCompression, NvmMemtable, NvmTableMethod, NvmTiering, RecoveryMode};
+pub use self::values::{
+    CompactionPri, LevelCompression, NvmMemtable, NvmTableMethod, NvmTiering, RecoveryMode,
+};
 
 /// The most levels a database can have (`num_levels`).
 pub const MAX_NUM_LEVELS: usize = 32;
@@ -153,6 +155,11 @@ declare_options! {
         /// Size ratio between adjacent levels. Default: 10.
         max_bytes_for_level_multiplier: f64 = 10.0, Float,
             check |v| (2.0..=1000.0).contains(v), "{v} not in 2..=1000";
+        /// Which table of a level over its target is compacted next:
+        /// `min_overlapping_ratio` (the one whose overlap with the next level is the
+        /// smallest share of its size, RocksDB's default) or `round_robin` (LevelDB's).
+        /// Default: `CompactionPri::MinOverlappingRatio`.
+        compaction_pri: CompactionPri = CompactionPri::MinOverlappingRatio, Name;
         /// Estimated bytes of pending compaction at which writes start to be slowed down.
         /// Default: 64 GiB.
         soft_pending_compaction_bytes: u64 = 64 << 30, Size;

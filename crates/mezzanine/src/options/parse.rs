@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use super::{
-    BlockFormat, Compression, LevelCompression, NvmMemtable, NvmTableMethod, NvmTiering,
-    PersistMode, PlacementPolicy, Preset, RecoveryMode,
+    BlockFormat, CompactionPri, Compression, LevelCompression, NvmMemtable, NvmTableMethod,
+    NvmTiering, PersistMode, PlacementPolicy, Preset, RecoveryMode,
 };
 use crate::error::{Error, Result};
 
@@ -215,6 +215,24 @@ impl Named for RecoveryMode {
             "tolerate_corrupt_tail" => Ok(Self::TolerateCorruptTail),
             "absolute_consistency" => Ok(Self::AbsoluteConsistency),
             _ => Err(Error::InvalidArgument(format!("unknown {option} {text:?}"))),
+        }
+    }
+}
+
+impl Named for CompactionPri {
+    fn name(self) -> &'static str {
+        match self {
+            CompactionPri::MinOverlappingRatio => "min_overlapping_ratio",
+            CompactionPri::RoundRobin => "round_robin",
+        }
+    }
+    fn from_name(option: &str, text: &str) -> Result<Self> {
+        match text {
+            "min_overlapping_ratio" => Ok(Self::MinOverlappingRatio),
+            "round_robin" => Ok(Self::RoundRobin),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown {option} {text:?} (min_overlapping_ratio or round_robin)"
+            ))),
         }
     }
 }

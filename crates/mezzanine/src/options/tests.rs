@@ -43,6 +43,7 @@ fn changed() -> Options {
         level0_stop_trigger: 12,
         max_bytes_for_level_base: 128 << 20,
         max_bytes_for_level_multiplier: 7.5,
+        compaction_pri: CompactionPri::RoundRobin,
         soft_pending_compaction_bytes: 1 << 30,
         hard_pending_compaction_bytes: 2 << 30,
         delayed_write_rate: 1 << 20,

@@ -15,6 +15,19 @@ pub enum RecoveryMode {
     AbsoluteConsistency,
 }
 
+/// Which table of a level (>= 1) over its target the leveled policy compacts next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CompactionPri {
+    /// The table whose overlap with the next level, in bytes, is the smallest share of its
+    /// own size (RocksDB's `kMinOverlappingRatio`, its default since 6.x): fewer bytes of
+    /// the next level are rewritten per byte moved down. The default.
+    #[default]
+    MinOverlappingRatio,
+    /// The table after the level's compact pointer, cycling through the key space
+    /// (LevelDB's choice).
+    RoundRobin,
+}
+
 /// Whether and how a memtable lives in NVM (NoveLSM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum NvmMemtable {
