@@ -23,7 +23,7 @@ use crate::compaction::policy::{
 };
 use crate::options::{CompactionPri, Options};
 use crate::table::TableMeta;
-use crate::version::Version;
+use crate::version::{SortedRun, Version};
 
 /// The leveled policy over a set of options.
 #[derive(Debug, Clone)]
@@ -280,12 +280,16 @@ fn candidates<'a>(version: &'a Version, opts: &Options, level: usize) -> Vec<&'a
                 .collect()
         }
         CompactionPri::MinOverlappingRatio => {
-            let below = version.tables(level + 1);
+            let below = SortedRun::Level(version.tables(level + 1));
             let mut ratio: Vec<(u128, usize)> = tables
                 .iter()
                 .enumerate()
                 .map(|(i, t)| {
-                    let overlap: u64 = overlapping_run(below, t).iter().map(|b| b.size).sum();
+                    let overlap: u64 = below
+                        .overlapping(t.smallest_user_key(), t.largest_user_key())
+                        .iter()
+                        .map(|b| b.size)
+                        .sum();
                     // Fixed point, as RocksDB: overlap * 1024 / size.
                     (u128::from(overlap) * 1024 / u128::from(t.size.max(1)), i)
                 })
@@ -297,15 +301,6 @@ fn candidates<'a>(version: &'a Version, opts: &Options, level: usize) -> Vec<&'a
                 .collect()
         }
     }
-}
-
-/// The tables of the sorted run `run` (key order, disjoint) whose user-key range overlaps
-/// `t`'s: two binary searches.
-fn overlapping_run<'a>(run: &'a [Arc<TableMeta>], t: &TableMeta) -> &'a [Arc<TableMeta>] {
-    let (lo, hi) = (t.smallest_user_key(), t.largest_user_key());
-    let first = run.partition_point(|b| b.largest_user_key() < lo);
-    let end = run.partition_point(|b| b.smallest_user_key() <= hi);
-    run.get(first..end.max(first)).unwrap_or(&[])
 }
 
 /// A manual compaction of every table of `level` overlapping `[begin, end]` into

@@ -77,6 +77,16 @@ impl<'a> SortedRun<'a> {
         let i = ts.partition_point(|t| t.largest_user_key() < user_key);
         ts.get(i).filter(|t| t.smallest_user_key() <= user_key)
     }
+
+    /// The run's tables whose user-key range intersects `[lo, hi]`: two binary searches, no
+    /// copy (what [`Version::overlapping`] gives for a sorted level, without the scan).
+    #[must_use]
+    pub fn overlapping(&self, lo: &[u8], hi: &[u8]) -> &'a [Arc<TableMeta>] {
+        let ts = self.tables();
+        let first = ts.partition_point(|t| t.largest_user_key() < lo);
+        let end = ts.partition_point(|t| t.smallest_user_key() <= hi);
+        ts.get(first..end.max(first)).unwrap_or(&[])
+    }
 }
 
 fn l0_order(a: &Arc<TableMeta>, b: &Arc<TableMeta>) -> Ordering {
