@@ -75,10 +75,7 @@ impl DbInner {
         // A matrix container whose free pages fell short of the last row waits the same way
         // (rows' live bytes undercount the pages that drained rows and pinned tables hold).
         let no_room = self.policy.flush_waits_for_compaction(&st.version)
-            || self
-                .storage
-                .matrix()
-                .is_some_and(|m| m.short_of_room().is_some());
+            || self.storage.matrix().is_some_and(|m| m.is_short_of_room());
         let flush_waits = no_room && self.compaction_pending(st);
         if !st.flush_running
             && !flush_waits
@@ -272,39 +269,32 @@ impl DbInner {
         may_wait: bool,
         on_install: &mut dyn FnMut(&mut super::State),
     ) -> Result<RowFlush> {
+        if m.is_empty() {
+            return Ok(RowFlush::NoRow);
+        }
+        // The newest L0 table, if it is a row, is what the new row's hints point into.
+        let newest = self.super_version.load().version.tables(0).first().cloned();
+        let prev = match &newest {
+            Some(t) if crate::compaction::matrix::row_id(t).is_some() => {
+                Some(self.table_cache.open(t)?)
+            }
+            _ => None,
+        };
+        let prev = prev
+            .as_ref()
+            .and_then(|t| t.as_row())
+            .map(|r| (r.row().as_ref(), r.consumed()));
         let row_id = self.new_file_number();
-        let mut attempts = 0;
-        let (row, meta) = loop {
-            attempts += 1;
-            // The newest L0 table, if it is a row, is what the new row's hints point into.
-            let newest = self.super_version.load().version.tables(0).first().cloned();
-            let prev = match &newest {
-                Some(t) if crate::compaction::matrix::row_id(t).is_some() => {
-                    Some(self.table_cache.open(t)?)
-                }
-                _ => None,
-            };
-            let prev = prev
-                .as_ref()
-                .and_then(|t| t.as_row())
-                .map(|r| (r.row().as_ref(), r.consumed()));
-            let mut iter = m.iter();
-            if let Some(built) =
-                space.build_row(iter.as_mut(), row_id, prev, self.opts.block_size)?
-            {
-                break built;
+        let build = || space.build_row(m.iter().as_mut(), row_id, prev, self.opts.block_size);
+        let mut built = build()?;
+        if built.is_none() {
+            // Pages of tables nobody reads any more may not have gone back yet.
+            self.purge_obsolete();
+            if !space.is_short_of_room() {
+                built = build()?;
             }
-            // An empty memtable, or no room.
-            if m.is_empty() {
-                return Ok(RowFlush::NoRow);
-            }
-            if attempts == 1 {
-                // Pages of tables nobody reads any more may not have gone back yet.
-                self.purge_obsolete();
-                if space.short_of_room().is_none() {
-                    continue;
-                }
-            }
+        }
+        let Some((row, meta)) = built else {
             let st = self.state.lock();
             return Ok(if may_wait && self.compaction_pending(&st) {
                 RowFlush::Wait

@@ -168,12 +168,11 @@ impl MatrixSpace {
         u64::from(self.space.free_count()) * self.space.page_size() as u64
     }
 
-    /// The bytes the last row that did not fit needed, when the free pages are still fewer
-    /// (a flush then waits for a column to free some); `None` otherwise.
+    /// Whether the free pages are still fewer than the last row that did not fit needed (a
+    /// flush then waits for a column to free some).
     #[must_use]
-    pub fn short_of_room(&self) -> Option<u64> {
-        let need = self.shortfall.load(Ordering::Relaxed);
-        (need > self.free_bytes()).then_some(need)
+    pub fn is_short_of_room(&self) -> bool {
+        self.shortfall.load(Ordering::Relaxed) > self.free_bytes()
     }
 
     /// The pool file (for errors).
