@@ -141,7 +141,12 @@ impl ColumnBounds {
     /// `af · sst_size / 2` to `af · sst_size` (320 to 640 MiB for 10 and 64 MiB).
     #[must_use]
     pub fn from_sst_size(af: u64, sst_size: u64) -> ColumnBounds {
-        let upper = af.saturating_mul(sst_size);
+        ColumnBounds::up_to(af.saturating_mul(sst_size))
+    }
+
+    /// Columns of `upper / 2` to `upper` bytes.
+    #[must_use]
+    pub fn up_to(upper: u64) -> ColumnBounds {
         ColumnBounds {
             lower: upper / 2,
             upper,

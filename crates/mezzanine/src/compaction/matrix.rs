@@ -25,9 +25,9 @@
 //!
 //! A column compaction ([`run_column`]): the planner (`compaction::column::plan_column`,
 //! pure) cuts the compactor's live data along L1's table boundaries into a column `[start,
-//! end]` of about `af · target_file_size` bytes (at most 1/8 of the container); the entries of every compactor row up to
-//! `end` (fetched by `column_threads` threads when the column is small enough to hold in
-//! DRAM) are merged with the L1 tables overlapping the column into new L1 tables; each row's
+//! end]` of about `af · target_file_size` bytes (at most 1/8 of the container); the
+//! entries of every compactor row up to `end` (fetched by `column_threads` threads when the
+//! column is small enough to hold in DRAM) are merged with the L1 tables overlapping the column into new L1 tables; each row's
 //! table is replaced by one over the same row with a larger consumed count (or dropped once
 //! drained). Pages a drained prefix no longer uses go back to the container once no reader
 //! holds the old table (see `storage::matrix`).
@@ -390,14 +390,14 @@ pub fn column_bounds(opts: &Options) -> ColumnBounds {
         opts.max_bytes_for_level_multiplier.round() as u64,
         opts.target_file_size,
     );
-    let cap = (opts.matrix_bytes / MAX_COLUMN_SHARE).max(1);
-    if opts.matrix_bytes == 0 || paper.upper <= cap {
+    if opts.matrix_bytes == 0 {
         return paper;
     }
-    ColumnBounds {
-        lower: cap / 2,
-        upper: cap,
-    }
+    ColumnBounds::up_to(
+        paper
+            .upper
+            .min((opts.matrix_bytes / MAX_COLUMN_SHARE).max(1)),
+    )
 }
 
 /// The threads that fetch a column for option `column_threads` on a machine of `cores`:
