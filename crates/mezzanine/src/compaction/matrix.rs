@@ -25,12 +25,12 @@
 //!
 //! A column compaction ([`run_column`]): the planner (`compaction::column::plan_column`,
 //! pure) cuts the compactor's live data along L1's table boundaries into a column `[start,
-//! end]` of about `af · target_file_size` bytes (at most 1/8 of the container); the
-//! entries of every compactor row up to `end` (fetched by `column_threads` threads when the
-//! column is small enough to hold in DRAM) are merged with the L1 tables overlapping the column into new L1 tables; each row's
-//! table is replaced by one over the same row with a larger consumed count (or dropped once
-//! drained). Pages a drained prefix no longer uses go back to the container once no reader
-//! holds the old table (see `storage::matrix`).
+//! end]` of about `af · target_file_size` bytes (at most 1/8 of the container); the entries
+//! of every compactor row up to `end` (fetched by `column_threads` threads when the column
+//! is small enough to hold in DRAM) are merged with the L1 tables overlapping the column
+//! into new L1 tables; each row's table is replaced by one over the same row with a larger
+//! consumed count (or dropped once drained). Pages a drained prefix no longer uses go back
+//! to the container once no reader holds the old table (see `storage::matrix`).
 //!
 //! Invariants: rows drain as prefixes, cut between user keys, and a column holds every
 //! version of its keys from every compactor row, so an L1 key never has a newer version in a
