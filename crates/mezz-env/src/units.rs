@@ -1777,9 +1777,11 @@ mod tests {
             "real clock overshoot: p50 {} ns, p90 {} ns, p99 {} ns, max {} ns",
             late[100], late[180], late[198], late[199]
         );
-        // Generous: the machine may be shared; this only catches gross errors such as paying
-        // the whole timer slack on every wait or sleeping far too long.
-        assert!(late[100] < 1_000_000, "median overshoot {} ns", late[100]);
+        // This only catches gross errors such as paying the whole timer slack on every wait
+        // or sleeping far too long: those make every wait late, the fastest one included.
+        // On a shared machine any share of waits may be descheduled (CI measured a median of
+        // 3.3 ms beside a build), so the bound is on the fastest wait, not the median.
+        assert!(late[0] < 1_000_000, "fastest overshoot {} ns", late[0]);
         let c = Clock::new_virtual();
         c.wait_until(5);
         c.wait_until(3);
