@@ -1827,6 +1827,57 @@ impl RowIter {
         self.pos
     }
 
+    /// Positions at the first live entry >= the internal key `target`, searching only
+    /// `window` when given (from the hints of the newer row, see [`RowTable::next_window`]),
+    /// and returns that lower bound: the position to hand to `next_window` for the next
+    /// older row (the entry count when every live entry is before `target`). `None` after
+    /// an error (see `status`).
+    pub fn seek_within(
+        &mut self,
+        target: &[u8],
+        window: Option<HintWindow>,
+        stats: &mut SearchStats,
+    ) -> Option<u32> {
+        self.status = None;
+        match self.row.lower_bound(target, self.from, window, stats) {
+            Ok(p) => {
+                self.load(p);
+                Some(p)
+            }
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    /// Positions at the last live entry <= the internal key `target`, searching only
+    /// `window` when given; returns the lower bound of `target`, as
+    /// [`RowIter::seek_within`] does.
+    pub fn seek_for_prev_within(
+        &mut self,
+        target: &[u8],
+        window: Option<HintWindow>,
+        stats: &mut SearchStats,
+    ) -> Option<u32> {
+        let p = self.seek_within(target, window, stats)?;
+        if self.status.is_some() {
+            return None;
+        }
+        if self.valid && compare_internal_keys(&self.key, target) == Ordering::Equal {
+            return Some(p);
+        }
+        if p > self.from {
+            self.load(p - 1);
+            if self.status.is_some() {
+                return None;
+            }
+        } else {
+            self.valid = false;
+        }
+        Some(p)
+    }
+
     fn fail(&mut self, e: Error) {
         self.valid = false;
         if self.status.is_none() {
@@ -1890,33 +1941,11 @@ impl InternalIterator for RowIter {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.status = None;
-        let mut stats = SearchStats::default();
-        match self.row.lower_bound(target, self.from, None, &mut stats) {
-            Ok(p) => self.load(p),
-            Err(e) => self.fail(e),
-        }
+        self.seek_within(target, None, &mut SearchStats::default());
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.status = None;
-        let mut stats = SearchStats::default();
-        let p = match self.row.lower_bound(target, self.from, None, &mut stats) {
-            Ok(p) => p,
-            Err(e) => return self.fail(e),
-        };
-        self.load(p);
-        if self.valid && compare_internal_keys(&self.key, target) == Ordering::Equal {
-            return;
-        }
-        if self.status.is_some() {
-            return;
-        }
-        if p > self.from {
-            self.load(p - 1);
-        } else {
-            self.valid = false;
-        }
+        self.seek_for_prev_within(target, None, &mut SearchStats::default());
     }
 
     fn next(&mut self) {
@@ -3401,6 +3430,39 @@ mod tests {
                 .collect();
             assert_eq!(c.seek(&t, true, &mut stats).unwrap(), brute, "step {step}");
             assert_eq!(c.seek(&t, false, &mut stats).unwrap(), brute, "step {step}");
+            // Row cursors chained the same way (as a database iterator seeks its rows) land
+            // on the same positions, forward and backward.
+            let mut next: Option<(u64, u32, HintWindow)> = None;
+            for (st, b) in c.rows().rev().zip(&brute) {
+                let row = &st.table;
+                let n = row.num_entries();
+                let w = next
+                    .take()
+                    .filter(|(id, entries, _)| *id == row.id() && *entries == n)
+                    .map(|x| x.2);
+                let mut it = row.iter(st.consumed);
+                let pos = it.seek_within(&t, w, &mut stats).unwrap();
+                assert_eq!(pos, b.pos, "step {step}");
+                assert_eq!(it.valid(), pos < n, "step {step}");
+                if it.valid() {
+                    assert_eq!(it.position(), pos);
+                    assert!(compare_internal_keys(it.key(), &t) != Ordering::Less);
+                }
+                assert_eq!(it.seek_for_prev_within(&t, w, &mut stats), Some(pos));
+                if it.valid() {
+                    assert!(
+                        it.position() + 1 == pos || it.position() == pos,
+                        "step {step}"
+                    );
+                    assert!(compare_internal_keys(it.key(), &t) != Ordering::Greater);
+                } else {
+                    assert_eq!(pos, st.consumed.min(n), "step {step}");
+                }
+                if row.prev_row_id() != NO_PREV_ROW {
+                    let w = row.next_window(pos, st.consumed).unwrap();
+                    next = Some((row.prev_row_id(), row.header().prev_entry_count, w));
+                }
+            }
         }
     }
 

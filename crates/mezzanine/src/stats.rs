@@ -255,6 +255,12 @@ pub struct MatrixStats {
     pub rows_hinted: u64,
     /// Key comparisons of point reads in rows.
     pub comparisons: u64,
+    /// Rows iterator seeks searched, and how many of them a cross-row hint narrowed.
+    pub seek_rows_searched: u64,
+    /// See `seek_rows_searched`.
+    pub seek_rows_hinted: u64,
+    /// Key comparisons of iterator seeks in rows.
+    pub seek_comparisons: u64,
 }
 
 /// The NVM space of NVM tables (TLSM).
@@ -549,7 +555,7 @@ impl std::fmt::Display for Stats {
                 f,
                 "Matrix L0: {} rows ({} compactor), {} live, pages {} of {} in use; {} written \
                  into rows, {} columns; reads searched {} rows ({} narrowed by hints), {} \
-                 comparisons",
+                 comparisons; seeks searched {} rows ({} narrowed), {} comparisons",
                 m.rows,
                 m.compactor_rows,
                 fmt_bytes(m.row_bytes),
@@ -559,7 +565,10 @@ impl std::fmt::Display for Stats {
                 m.columns,
                 m.rows_searched,
                 m.rows_hinted,
-                m.comparisons
+                m.comparisons,
+                m.seek_rows_searched,
+                m.seek_rows_hinted,
+                m.seek_comparisons
             )?;
         }
         if self.units.len() > 1 {

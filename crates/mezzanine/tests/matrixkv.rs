@@ -6,6 +6,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::path::Path;
 
 use common::{check, key, nvm_dir, workload};
@@ -106,8 +107,8 @@ fn a_flush_without_room_waits_for_a_column() {
     check(&db, &model);
 }
 
-/// Reads with and without cross-row hints give the same answers; with hints, older rows'
-/// searches are narrowed and take fewer key comparisons.
+/// Reads and seeks with and without cross-row hints give the same answers; with hints,
+/// older rows' searches are narrowed and take fewer key comparisons.
 #[test]
 fn hints_narrow_row_searches_without_changing_answers() {
     let run = |hints: bool| {
@@ -126,6 +127,43 @@ fn hints_narrow_row_searches_without_changing_answers() {
             let k = key(i * 7);
             assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{k:?}");
         }
+        // Seeks, both ways, on one cursor (its rows' seeks are chained), each followed by a
+        // step in the other direction.
+        let mut it = db.cursor(&ReadOptions::default()).unwrap();
+        for i in 0..1500u64 {
+            let t = key(i * 13 % 3100);
+            let first = |it: &mezzanine::DbIterator| {
+                it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
+            };
+            let model_kv = |e: Option<(&Vec<u8>, &Vec<u8>)>| e.map(|(k, v)| (k.clone(), v.clone()));
+            if i % 2 == 0 {
+                it.seek(&t);
+                assert_eq!(
+                    first(&it),
+                    model_kv(model.range(t.clone()..).next()),
+                    "seek {t:?}"
+                );
+                if it.valid() {
+                    let k = it.key().to_vec();
+                    it.prev();
+                    assert_eq!(first(&it), model_kv(model.range(..k).next_back()), "prev");
+                }
+            } else {
+                it.seek_for_prev(&t);
+                assert_eq!(
+                    first(&it),
+                    model_kv(model.range(..=t.clone()).next_back()),
+                    "seek_for_prev {t:?}"
+                );
+                if it.valid() {
+                    let k = it.key().to_vec();
+                    it.next();
+                    let after = model.range((Bound::Excluded(k), Bound::Unbounded)).next();
+                    assert_eq!(first(&it), model_kv(after), "next");
+                }
+            }
+            it.status().unwrap();
+        }
         db.stats().matrix
     };
     let with = run(true);
@@ -138,6 +176,15 @@ fn hints_narrow_row_searches_without_changing_answers() {
         "hints did not cut comparisons: {} vs {}",
         with.comparisons,
         without.comparisons
+    );
+    assert_eq!(without.seek_rows_hinted, 0);
+    assert!(with.seek_rows_hinted > 0, "{with:?}");
+    assert_eq!(with.seek_rows_searched, without.seek_rows_searched);
+    assert!(
+        with.seek_comparisons < without.seek_comparisons,
+        "hints did not cut seek comparisons: {} vs {}",
+        with.seek_comparisons,
+        without.seek_comparisons
     );
 }
 

@@ -43,7 +43,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::batch::WriteBatch;
 use crate::compaction::{Claims, CompactionPolicy};
 use crate::error::{Error, Result};
-use crate::iter::{DbIterator, merging_iterator, run_iterator};
+use crate::iter::{DbIterator, merging_iterator, read_run_iterator};
 use crate::manifest::Manifest;
 use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
@@ -52,6 +52,7 @@ use crate::stats::{LevelStats, Stats, StatsCollector};
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
 use crate::table::cache::TableCache;
+use crate::table::row::SeekChain;
 use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
 use crate::version::{SuperVersion, Version};
 use crate::wal::WalWriter;
@@ -482,8 +483,9 @@ impl DbInner {
         for m in sv.imms.iter().chain(sv.nvm.iter()) {
             children.push(m.iter());
         }
+        let chain = Arc::new(SeekChain::default());
         for (_, run) in sv.version.runs() {
-            children.push(run_iterator(run, &self.table_cache, topts)?);
+            children.push(read_run_iterator(run, &self.table_cache, topts, &chain)?);
         }
         let pin: Box<dyn std::any::Any + Send + Sync> = Box::new((sv, opts.snapshot.clone()));
         Ok(DbIterator::new(
@@ -579,6 +581,9 @@ impl DbInner {
             m.rows_searched = c.rows_searched.load(Ordering::Relaxed);
             m.rows_hinted = c.rows_hinted.load(Ordering::Relaxed);
             m.comparisons = c.comparisons.load(Ordering::Relaxed);
+            m.seek_rows_searched = c.seek_rows_searched.load(Ordering::Relaxed);
+            m.seek_rows_hinted = c.seek_rows_hinted.load(Ordering::Relaxed);
+            m.seek_comparisons = c.seek_comparisons.load(Ordering::Relaxed);
         }
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;

@@ -3,6 +3,9 @@
 //! Owns:
 //! - [`merging_iterator`]: merges several [`InternalIterator`]s (memtables, L0 tables, one
 //!   [`LevelIterator`] per deeper level) into one sorted stream, in both directions.
+//! - [`read_run_iterator`]: a sorted run's iterator for a database iterator; the rows of the
+//!   matrix L0 share one [`SeekChain`], so each row's seek is narrowed by the cross-row
+//!   hints of the newer row (the merging iterator seeks its children newest first).
 //! - [`LevelIterator`]: concatenates the non-overlapping, sorted tables of one level (L1+),
 //!   opening each table lazily through the [`TableCache`].
 //! - [`DbIterator`]: the user-facing iterator. It turns internal entries into user keys as
@@ -45,6 +48,7 @@ use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::error::{Error, Result};
 use crate::table::cache::TableCache;
+use crate::table::row::SeekChain;
 use crate::table::{TableMeta, TableReadOptions};
 use crate::version::SortedRun;
 
@@ -81,6 +85,29 @@ pub fn run_iterator(
             opts,
         ))),
     }
+}
+
+/// As [`run_iterator`], for a database iterator: a matrix row's cursor chains its seeks
+/// with the other rows of the same iterator through `chain` (cross-row hints).
+///
+/// # Errors
+/// As [`run_iterator`].
+pub fn read_run_iterator(
+    run: SortedRun<'_>,
+    cache: &Arc<TableCache>,
+    opts: TableReadOptions,
+    chain: &Arc<SeekChain>,
+) -> Result<Box<dyn InternalIterator>> {
+    if let SortedRun::Table(t) = run {
+        let table = cache
+            .open(t)
+            .map_err(|e| e.in_file(cache.storage().describe(t)))?;
+        if let Some(row) = table.as_row() {
+            return Ok(row.chained_iter(chain));
+        }
+        return Ok(table.iter(&opts));
+    }
+    run_iterator(run, cache, opts)
 }
 
 /// Merges `children` (each sorted by internal key) into one sorted iterator. With no child

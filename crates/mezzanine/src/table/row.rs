@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::ikey::ValueKind;
 use mezz_format::{InternalIterator, SeqNo};
-use mezz_pmem::matrix::{HintWindow, RowTable, SearchStats};
+use mezz_pmem::matrix::{HintWindow, RowIter, RowTable, SearchStats};
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::pinned::PinnedLookup;
@@ -48,6 +49,47 @@ pub struct RowSearchCounters {
     pub rows_hinted: AtomicU64,
     /// Key comparisons.
     pub comparisons: AtomicU64,
+    /// Rows searched by iterator seeks.
+    pub seek_rows_searched: AtomicU64,
+    /// Of those, rows whose search was narrowed by a hint.
+    pub seek_rows_hinted: AtomicU64,
+    /// Key comparisons of iterator seeks.
+    pub seek_comparisons: AtomicU64,
+}
+
+/// The hint a seek carries from a row to the next older one, shared by the row cursors of
+/// one database iterator. A merging iterator seeks its children newest first, so each row's
+/// seek finds here the window its newer neighbour left for it; a window is used only for
+/// the same target and the row it was built over, so any other order only costs the hint.
+#[derive(Debug, Default)]
+pub struct SeekChain {
+    last: Mutex<ChainLink>,
+}
+
+#[derive(Debug, Default)]
+struct ChainLink {
+    target: Vec<u8>,
+    hint: Option<RowHint>,
+}
+
+impl SeekChain {
+    /// The window left for row `row` (with `entries` entries) by the seek of `target` in
+    /// the newer row, if that is what the last seek left.
+    fn take(&self, target: &[u8], row: u64, entries: u32) -> Option<HintWindow> {
+        let mut l = self.last.lock();
+        let h = l.hint.take()?;
+        (h.row == row && h.entries == entries && l.target == target).then_some(h.window)
+    }
+
+    /// Leaves `hint` for the seek of `target` in the next older row.
+    fn leave(&self, target: &[u8], hint: Option<RowHint>) {
+        let mut l = self.last.lock();
+        if hint.is_some() {
+            l.target.clear();
+            l.target.extend_from_slice(target);
+        }
+        l.hint = hint;
+    }
 }
 
 /// An open matrix row. See the module documentation.
@@ -109,6 +151,24 @@ impl RowHandle {
     #[must_use]
     pub fn consumed(&self) -> u32 {
         self.consumed
+    }
+
+    /// A cursor over the live entries whose seeks narrow this row's search with the window
+    /// the newer row left in `chain`, and leave one for the older row.
+    #[must_use]
+    pub fn chained_iter(&self, chain: &Arc<SeekChain>) -> Box<dyn InternalIterator> {
+        Box::new(InFileIter::new(
+            ChainedRowIter {
+                inner: self.row.iter(self.consumed),
+                row: Arc::clone(&self.row),
+                consumed: self.consumed,
+                hints: self.hints,
+                chain: Arc::clone(chain),
+                counters: Arc::clone(&self.counters),
+                status: None,
+            },
+            self.pool_path.clone(),
+        ))
     }
 
     fn lookup(
@@ -193,6 +253,106 @@ impl Table for RowHandle {
 
     fn as_row(&self) -> Option<&RowHandle> {
         Some(self)
+    }
+}
+
+/// A row cursor whose seeks are chained across the rows of one iterator (see [`SeekChain`]).
+struct ChainedRowIter {
+    inner: RowIter,
+    row: Arc<RowTable>,
+    consumed: u32,
+    hints: bool,
+    chain: Arc<SeekChain>,
+    counters: Arc<RowSearchCounters>,
+    /// An error reading the hints this row leaves (the cursor is then invalid).
+    status: Option<mezz_format::Error>,
+}
+
+impl ChainedRowIter {
+    fn chained_seek(&mut self, target: &[u8], backward: bool) {
+        self.status = None;
+        let n = self.row.num_entries();
+        let window = if self.hints {
+            self.chain.take(target, self.row.id(), n)
+        } else {
+            None
+        };
+        let mut stats = SearchStats::default();
+        let pos = if backward {
+            self.inner.seek_for_prev_within(target, window, &mut stats)
+        } else {
+            self.inner.seek_within(target, window, &mut stats)
+        };
+        let c = &self.counters;
+        c.seek_rows_searched.fetch_add(1, Ordering::Relaxed);
+        c.seek_rows_hinted
+            .fetch_add(u64::from(window.is_some()), Ordering::Relaxed);
+        c.seek_comparisons
+            .fetch_add(stats.comparisons, Ordering::Relaxed);
+        let hint = match pos {
+            Some(p) if self.hints && self.row.prev_row_id() != 0 => {
+                match self.row.next_window(p, self.consumed) {
+                    Ok(window) => Some(RowHint {
+                        row: self.row.prev_row_id(),
+                        entries: self.row.header().prev_entry_count,
+                        window,
+                    }),
+                    Err(e) => {
+                        self.status = Some(e);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        self.chain.leave(target, hint);
+    }
+}
+
+impl InternalIterator for ChainedRowIter {
+    fn valid(&self) -> bool {
+        self.status.is_none() && self.inner.valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.status = None;
+        self.inner.seek_to_first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.status = None;
+        self.inner.seek_to_last();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.chained_seek(target, false);
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.chained_seek(target, true);
+    }
+
+    fn next(&mut self) {
+        self.inner.next();
+    }
+
+    fn prev(&mut self) {
+        self.inner.prev();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+
+    fn status(&self) -> mezz_format::Result<()> {
+        match &self.status {
+            Some(e) => Err(e.duplicate()),
+            None => self.inner.status(),
+        }
     }
 }
 
