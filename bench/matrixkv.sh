@@ -33,8 +33,9 @@
 #   hints.jsonl      cross-row hints: matrixkv with matrix_hints=true and =false, 8 MiB
 #                    memtables (so about 50 rows) and matrix_switch_fraction=0.95, so that a
 #                    fill of 100 K entries of 4 KiB (0.78 of the container) stays in rows;
-#                    then 100 K random reads. The row counters (rows searched, rows narrowed
-#                    by hints, key comparisons) are in engine_stats.matrix of the JSON.
+#                    then 100 K random reads and 100 K random seeks. The row counters (rows
+#                    searched, rows narrowed by hints, key comparisons; `seek_` ones for
+#                    seeks) are in engine_stats.matrix of the JSON.
 #   *.txt            each run's output (the hint runs end with the engine's statistics).
 #   failures.txt     runs that ended in an error.
 #   machine.txt      load average and the busiest processes before and after the run.
@@ -206,7 +207,7 @@ if printf '%s\n' "${run_engines[@]}" | grep -qx mezzanine:matrixkv; then
   # Cross-row hints: rows accumulate (no compactor before 0.95 of the container), then reads.
   if want hints; then
     for h in true false; do
-      wb=8M run mezzanine:matrixkv "$out/hints.jsonl" --benchmarks fillrandom,readrandom,stats \
+      wb=8M run mezzanine:matrixkv "$out/hints.jsonl" --benchmarks fillrandom,readrandom,seekrandom,stats \
         --num "$hint_n" --reads "$hint_n" --value-size 4096 \
         --opt matrix_switch_fraction=0.95 --opt matrix_hints=$h
     done

@@ -450,40 +450,46 @@ def main(d):
     hr = load(os.path.join(d, "hints.jsonl"))
     if hr:
         fills = [r for r in hr if r["benchmark"] == "fillrandom"]
-        reads = [r for r in hr if r["benchmark"] == "readrandom"]
+        reads = [r for r in hr if r["benchmark"] in ("readrandom", "seekrandom")]
         f0 = fills[0] if fills else reads[0]
-        print(f"## Cross-row hints: reads from a container full of rows\n")
+        print(f"## Cross-row hints: reads and seeks in a container full of rows\n")
         print(f"fillrandom of {f0['config']['num']:,} entries of {f0['config']['value_size']} B "
               f"({int(opt(f0, 'write_buffer_size')) / MIB:.0f} MiB memtables, "
               f"matrix_switch_fraction={opt(f0, 'matrix_switch_fraction')}, so no column "
-              f"compaction runs), then {reads[0]['ops'] if reads else 0:,} random reads (1 thread):\n")
-        print("| matrix_hints | rows | read ops/s | mean µs | p50 µs | p99 µs | rows searched per read | narrowed by hints | comparisons per read | found |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              f"compaction runs), then random point reads and random seeks (1 thread):\n")
+        print("| benchmark | matrix_hints | rows | ops/s | mean µs | p50 µs | p99 µs | rows searched per op | narrowed by hints | comparisons per op | found |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         res = {}
         for r in reads:
             h = opt(r, "matrix_hints")
+            b = r["benchmark"]
+            # Point reads and seeks have their own counters, cumulative since open; the fill
+            # does neither.
+            pre = "" if b == "readrandom" else "seek_"
             mx = get(r, "engine_stats", "matrix", default={})
             fm = next((get(f, "engine_stats", "matrix", default={}) for f in fills
                        if opt(f, "matrix_hints") == h), {})
-            # The counters are cumulative since open; the fill did no reads.
             n = r["ops"] or 1
-            searched = mx.get("rows_searched", 0) - fm.get("rows_searched", 0)
-            hinted = mx.get("rows_hinted", 0) - fm.get("rows_hinted", 0)
-            comps = mx.get("comparisons", 0) - fm.get("comparisons", 0)
-            l = get(r, "latency", "read", default={})
-            res[h] = (r, comps / n)
-            print(f"| {h} | {mx.get('rows')} | {k(r['ops_per_sec'])} | {us(l.get('mean_us'))} | {us(l.get('p50_us'))} | "
-                  f"{us(l.get('p99_us'))} | {searched / n:.1f} | {100 * hinted / max(searched, 1):.1f} % | "
-                  f"{comps / n:.1f} | {r['found']:,} of {r['ops']:,} |")
+            searched = mx.get(pre + "rows_searched", 0) - fm.get(pre + "rows_searched", 0)
+            hinted = mx.get(pre + "rows_hinted", 0) - fm.get(pre + "rows_hinted", 0)
+            comps = mx.get(pre + "comparisons", 0) - fm.get(pre + "comparisons", 0)
+            l = get(r, "latency", "read" if b == "readrandom" else "seek", default={})
+            res[(b, h)] = (r, comps / n)
+            print(f"| {b} | {h} | {mx.get('rows')} | {k(r['ops_per_sec'])} | {us(l.get('mean_us'))} | "
+                  f"{us(l.get('p50_us'))} | {us(l.get('p99_us'))} | {searched / n:.1f} | "
+                  f"{100 * hinted / max(searched, 1):.1f} % | {comps / n:.1f} | {r['found']:,} of {r['ops']:,} |")
         print()
-        if "true" in res and "false" in res:
-            on, off = res["true"], res["false"]
-            print(f"Hints: {on[0]['ops_per_sec'] / off[0]['ops_per_sec']:.2f}x the read throughput, "
-                  f"{off[1] / max(on[1], 1e-9):.2f}x fewer key comparisons per read.\n")
-            svg_bars(os.path.join(d, "hints.svg"), "Cross-row hints: random reads from rows",
-                     "K ops/s", [("reads", {"hints on": on[0]["ops_per_sec"] / 1000,
-                                            "hints off": off[0]["ops_per_sec"] / 1000})],
-                     ["hints on", "hints off"])
+        groups = []
+        for b, what in (("readrandom", "reads"), ("seekrandom", "seeks")):
+            on, off = res.get((b, "true")), res.get((b, "false"))
+            if on and off:
+                print(f"Hints, {what}: {on[0]['ops_per_sec'] / off[0]['ops_per_sec']:.2f}x the "
+                      f"throughput, {off[1] / max(on[1], 1e-9):.2f}x fewer key comparisons per op.\n")
+                groups.append((what, {"hints on": on[0]["ops_per_sec"] / 1000,
+                                       "hints off": off[0]["ops_per_sec"] / 1000}))
+        if groups:
+            svg_bars(os.path.join(d, "hints.svg"), "Cross-row hints: random reads and seeks in rows",
+                     "K ops/s", groups, ["hints on", "hints off"])
 
     fp = os.path.join(d, "failures.txt")
     if os.path.exists(fp) and os.path.getsize(fp):
