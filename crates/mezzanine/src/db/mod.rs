@@ -153,12 +153,19 @@ pub(crate) struct Pending {
 pub(crate) struct Slot {
     m: Mutex<SlotState>,
     cv: Condvar,
+    /// Whether the state holds a result or a wake-up: what a waiter spins on before it
+    /// parks. Written only under `m`; the state under `m` is the authority.
+    ready: AtomicBool,
 }
 
 #[derive(Debug, Default)]
 struct SlotState {
     result: Option<Result<()>>,
     wake: bool,
+    /// The waiter sleeps on `cv` (so a result or wake-up must notify it).
+    parked: bool,
+    /// The writer's share of its group's memtable insert, handed over by the leader.
+    job: Option<write::InsertJob>,
 }
 
 /// Everything an open database shares between the handle and its background threads.
