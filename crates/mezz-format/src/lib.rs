@@ -23,6 +23,7 @@ pub mod ikey;
 pub mod iter;
 pub mod log;
 pub mod sst;
+pub mod trace;
 #[cfg(test)]
 mod testfile;
 

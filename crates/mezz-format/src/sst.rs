@@ -1352,7 +1352,9 @@ fn read_block_bytes(
         .map_err(|_| Error::corruption(h.offset, "block too large"))?;
     let size = h.size as usize;
     let mut buf = vec![0u8; total];
+    let started = std::time::Instant::now();
     file.read_exact_at(h.offset, &mut buf)?;
+    crate::trace::block_read(started);
     ReadCounters::add(&counters.blocks_read, 1);
     ReadCounters::add(&counters.bytes_read, total as u64);
     Ok((buf, size))

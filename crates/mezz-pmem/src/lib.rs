@@ -50,6 +50,7 @@ pub mod nvmlog;
 pub mod pool;
 pub mod ptable;
 pub mod region;
+pub mod sched;
 pub mod sim;
 pub mod skiplist;
 pub mod word;

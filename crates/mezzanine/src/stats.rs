@@ -142,6 +142,8 @@ pub struct Stats {
     pub matrix: MatrixStats,
     /// Where slow write groups spent their time (groups of 1 ms or more), and the slowest.
     pub slow_writes: SlowWriteStats,
+    /// Where slow point reads spent their time (reads of 1 ms or more), and the slowest.
+    pub slow_reads: SlowReadStats,
 }
 
 /// What one write group waited on, in microseconds (the trace of a slow request: a writer's
@@ -224,6 +226,94 @@ impl SlowWriteStats {
         }
         self.groups += 1;
         self.phases.add(&t);
+        let at = self.slowest.partition_point(|x| x.total >= t.total);
+        if at < Self::KEEP {
+            self.slowest.insert(at, t);
+            self.slowest.truncate(Self::KEEP);
+        }
+    }
+}
+
+/// What one point read waited on, in microseconds (the trace of a slow request). Work a
+/// parallel read did on pool threads counts as "other".
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct ReadTrace {
+    /// The whole read.
+    pub total: u64,
+    /// Blocks read from table files (block cache misses), and the time in those reads.
+    pub block_reads: u64,
+    /// See `block_reads`.
+    pub block_read: u64,
+    /// Tables opened (table cache misses; their index and filter reads included), and the
+    /// time it took.
+    pub table_opens: u64,
+    /// See `table_opens`.
+    pub table_open: u64,
+}
+
+impl ReadTrace {
+    /// The trace of a read that took `total` microseconds and waited `w`.
+    #[must_use]
+    pub fn new(total: u64, w: &mezz_format::trace::ReadWaits) -> ReadTrace {
+        ReadTrace {
+            total,
+            block_reads: w.block_reads,
+            block_read: w.block_read_nanos / 1000,
+            table_opens: w.table_opens,
+            table_open: w.table_open_nanos / 1000,
+        }
+    }
+
+    /// What took the longest, by name: table opens (which include their own block reads),
+    /// block reads, or neither ("other": memtables, cached blocks, the CPU, scheduling).
+    #[must_use]
+    pub fn main_cause(&self) -> &'static str {
+        let reads_outside_opens = self.block_read.saturating_sub(self.table_open);
+        let other = self
+            .total
+            .saturating_sub(self.table_open.max(self.block_read));
+        if self.table_open >= reads_outside_opens && self.table_open >= other {
+            "table open"
+        } else if reads_outside_opens >= other {
+            "block reads"
+        } else {
+            "other (CPU, scheduling)"
+        }
+    }
+
+    fn add(&mut self, o: &ReadTrace) {
+        self.total += o.total;
+        self.block_reads += o.block_reads;
+        self.block_read += o.block_read;
+        self.table_opens += o.table_opens;
+        self.table_open += o.table_open;
+    }
+}
+
+/// Slow point reads: how many, their waits summed, and the slowest few.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct SlowReadStats {
+    /// Reads that took 1 ms or more.
+    pub reads: u64,
+    /// Their waits, summed.
+    pub waits: ReadTrace,
+    /// The slowest reads since open, slowest first (at most 8).
+    pub slowest: Vec<ReadTrace>,
+}
+
+impl SlowReadStats {
+    /// Slowest reads kept.
+    const KEEP: usize = 8;
+    /// A read this slow (µs) or slower is counted.
+    pub const SLOW_MICROS: u64 = 1000;
+
+    /// Records one read's trace (ignored unless it is slow).
+    pub fn record(&mut self, t: ReadTrace) {
+        if t.total < Self::SLOW_MICROS {
+            return;
+        }
+        self.reads += 1;
+        self.waits.add(&t);
         let at = self.slowest.partition_point(|x| x.total >= t.total);
         if at < Self::KEEP {
             self.slowest.insert(at, t);
@@ -396,6 +486,7 @@ pub struct StatsCollector {
     pub get_latency: LatencyHistogram,
     pub write_latency: LatencyHistogram,
     pub slow_writes: Mutex<SlowWriteStats>,
+    pub slow_reads: Mutex<SlowReadStats>,
 }
 
 impl StatsCollector {
@@ -472,6 +563,7 @@ impl StatsCollector {
             block_cache_misses: g(&self.block_cache_misses),
             bloom_negatives: g(&self.bloom_negatives),
             slow_writes: self.slow_writes.lock().clone(),
+            slow_reads: self.slow_reads.lock().clone(),
             ..Stats::default()
         }
     }
@@ -675,6 +767,24 @@ impl std::fmt::Display for Stats {
                 writeln!(f, "  {} us, mostly {}", t.total, t.main_cause())?;
             }
         }
+        let r = &self.slow_reads;
+        if r.reads > 0 {
+            let w = &r.waits;
+            writeln!(
+                f,
+                "slow reads (>= 1 ms) {}: {:.3} s in all: {} table opens {:.3} s, {} block reads \
+                 {:.3} s",
+                r.reads,
+                w.total as f64 / 1e6,
+                w.table_opens,
+                w.table_open as f64 / 1e6,
+                w.block_reads,
+                w.block_read as f64 / 1e6
+            )?;
+            for t in r.slowest.iter().take(3) {
+                writeln!(f, "  {} us, mostly {}", t.total, t.main_cause())?;
+            }
+        }
         writeln!(f, "** Encode / decode **")?;
         writeln!(
             f,
@@ -766,5 +876,33 @@ mod slow_write_tests {
             trace(5000, 100, 100).main_cause(),
             "other (locks, scheduling)"
         );
+    }
+
+    fn read(total: u64, block_read: u64, table_open: u64) -> ReadTrace {
+        ReadTrace {
+            total,
+            block_reads: 1,
+            block_read,
+            table_opens: u64::from(table_open > 0),
+            table_open,
+        }
+    }
+
+    #[test]
+    fn slow_reads_are_counted_and_named_by_what_they_waited_on() {
+        let mut s = SlowReadStats::default();
+        s.record(read(999, 900, 0));
+        assert_eq!(s.reads, 0, "under 1 ms is not slow");
+        for i in 0..10u64 {
+            s.record(read(1000 + i, 10, 0));
+        }
+        assert_eq!(s.reads, 10);
+        assert_eq!(s.waits.block_read, 100);
+        assert_eq!(s.slowest.len(), 8);
+        assert_eq!(s.slowest[0].total, 1009);
+        // A table open includes its own block reads.
+        assert_eq!(read(3000, 2500, 2400).main_cause(), "table open");
+        assert_eq!(read(3000, 2500, 100).main_cause(), "block reads");
+        assert_eq!(read(3000, 200, 0).main_cause(), "other (CPU, scheduling)");
     }
 }

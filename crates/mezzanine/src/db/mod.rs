@@ -48,7 +48,7 @@ use crate::manifest::Manifest;
 use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::placement::Placement;
-use crate::stats::{LevelStats, Stats, StatsCollector};
+use crate::stats::{LevelStats, ReadTrace, SlowReadStats, Stats, StatsCollector};
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
 use crate::table::cache::TableCache;
@@ -357,8 +357,16 @@ impl DbInner {
 
     fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
+        let started = Instant::now();
+        let waits = mezz_format::trace::current();
         let (sv, seq) = self.read_view(opts);
-        self.get_in(&sv, seq, opts, key)
+        let r = self.get_in(&sv, seq, opts, key);
+        let total = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        if total >= SlowReadStats::SLOW_MICROS {
+            let w = mezz_format::trace::current().since(&waits);
+            self.stats.slow_reads.lock().record(ReadTrace::new(total, &w));
+        }
+        r
     }
 
     /// The newest value of `key` at `seq` in `sv`.

@@ -989,11 +989,19 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<()> {
     } else {
         inner.opts.max_background_jobs
     };
+    let nice = i32::try_from(inner.opts.background_nice).unwrap_or(19);
+    crate::memtable::set_reclaim_nice(nice);
     for i in 0..jobs {
         let bg = Arc::clone(inner);
         let h = std::thread::Builder::new()
             .name(format!("mezz-bg-{i}"))
-            .spawn(move || bg.background_loop());
+            .spawn(move || {
+                if nice > 0 {
+                    // Advisory: where the kernel refuses, the thread runs as it is.
+                    let _ = mezz_pmem::sched::lower_current_thread_priority(nice);
+                }
+                bg.background_loop();
+            });
         match h {
             Ok(h) => inner.threads.lock().push(h),
             Err(e) => {

@@ -28,7 +28,7 @@ use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use crossbeam_skiplist::SkipMap;
 use mezz_format::ikey::{self, TRAILER_LEN};
@@ -175,11 +175,24 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+/// The nice value the memtable-freeing thread should run at (the highest any open
+/// database asked for).
+static RECLAIM_NICE: AtomicI32 = AtomicI32::new(0);
+
+/// Asks the thread that frees dropped memtables to run at nice value `nice` (or lower
+/// priority, if another database asked for that).
+pub(crate) fn set_reclaim_nice(nice: i32) {
+    RECLAIM_NICE.fetch_max(nice, AtomicOrdering::Relaxed);
+}
+
 /// Frees DRAM memtables on a background thread. A full memtable holds hundreds of
 /// thousands of separately allocated entries, and freeing them takes 100-200 ms; whichever
 /// thread drops the last reference would pay it, often a reader or writer that happened to
 /// hold the last super version naming a flushed memtable. Dropping hands the map to this
 /// thread instead (falling back to freeing in place if it cannot be started).
+///
+/// The thread runs at the nice value of the background threads of the databases opened
+/// (the highest asked for; see `Options::background_nice`), lowered before each drop.
 fn reclaim_later(map: SkipMap<MemKey, ()>) {
     static RECLAIMER: std::sync::OnceLock<Option<crossbeam_channel::Sender<SkipMap<MemKey, ()>>>> =
         std::sync::OnceLock::new();
@@ -188,7 +201,14 @@ fn reclaim_later(map: SkipMap<MemKey, ()>) {
         std::thread::Builder::new()
             .name("mezz-reclaim".into())
             .spawn(move || {
+                let mut applied = 0;
                 while let Ok(map) = rx.recv() {
+                    let nice = RECLAIM_NICE.load(AtomicOrdering::Relaxed);
+                    if nice > applied {
+                        applied = nice;
+                        // Advisory: where the kernel refuses, the thread runs as it is.
+                        let _ = mezz_pmem::sched::lower_current_thread_priority(nice);
+                    }
                     drop(map);
                 }
             })

@@ -48,6 +48,7 @@ fn changed() -> Options {
         hard_pending_compaction_bytes: 2 << 30,
         delayed_write_rate: 1 << 20,
         max_background_jobs: 4,
+        background_nice: 7,
         nvm_dir: Some(PathBuf::from("/mnt/pmem/db")),
         nvm_capacity: 2 << 30,
         nvm_persistence: PersistMode::Adr,

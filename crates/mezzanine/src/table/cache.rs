@@ -82,6 +82,13 @@ impl TableCache {
     }
 
     fn load(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
+        let started = std::time::Instant::now();
+        let t = self.load_untimed(meta);
+        mezz_format::trace::table_open(started);
+        t
+    }
+
+    fn load_untimed(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
         match meta.location {
             TableLocation::Sst { path_id } => {
                 let (path, file) = self.storage.open_sst(meta.id, path_id)?;
