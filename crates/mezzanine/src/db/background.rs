@@ -48,28 +48,70 @@ enum RowFlush {
     Wait,
 }
 
+/// Which background jobs a thread runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Jobs {
+    /// Flushes first, then compactions (one background thread, or work run by the caller).
+    All,
+    /// Flushes only: the thread writers may wait on, at the process's priority.
+    Flushes,
+    /// Compactions only (at `background_nice`).
+    Compactions,
+}
+
 impl DbInner {
     /// The loop of one background thread.
-    pub(super) fn background_loop(self: &Arc<Self>) {
+    pub(super) fn background_loop(self: &Arc<Self>, jobs: Jobs) {
         let mut st = self.state.lock();
         loop {
             if st.shutting_down {
                 return;
             }
-            if !self.run_one_job(&mut st) {
+            if !self.run_one_job(&mut st, jobs) {
                 self.bg_cv.wait_for(&mut st, Duration::from_secs(1));
             }
         }
     }
 
-    /// Runs one background job if one is due, releasing `st` while it works: the flush of
-    /// the oldest immutable memtable first (writers may wait for it), then the flush of the
-    /// oldest full NVM memtable of `nvm_memtable = immutable`, then a compaction. Returns
-    /// whether a job ran. A failure becomes the sticky background error.
-    pub(super) fn run_one_job(&self, st: &mut parking_lot::MutexGuard<'_, super::State>) -> bool {
+    /// Runs one background job of the kinds `jobs` allows if one is due, releasing `st`
+    /// while it works: the flush of the oldest immutable memtable first (writers may wait
+    /// for it), then the flush of the oldest full NVM memtable of `nvm_memtable =
+    /// immutable`, then a compaction. Returns whether a job ran. A failure becomes the
+    /// sticky background error.
+    pub(super) fn run_one_job(
+        &self,
+        st: &mut parking_lot::MutexGuard<'_, super::State>,
+        jobs: Jobs,
+    ) -> bool {
         if st.bg_error.is_some() || st.shutting_down {
             return false;
         }
+        if jobs != Jobs::Compactions && self.run_flush(st) {
+            return true;
+        }
+        if jobs == Jobs::Flushes {
+            return false;
+        }
+        // Compactions leave one thread free for flushes (with two threads or more), so a
+        // full memtable never waits for a long compaction to end.
+        let threads = self.opts.max_background_jobs;
+        if !self.opts.manual_background && threads >= 2 && st.bg_compactions + 1 >= threads {
+            return false;
+        }
+        if let Some(plan) = self.policy.pick(&st.version, &st.claims) {
+            let claim = st.claims.claim(&plan);
+            st.bg_compactions += 1;
+            let r = parking_lot::MutexGuard::unlocked(st, || self.run_plan(&plan));
+            st.bg_compactions -= 1;
+            st.claims.release(claim);
+            self.finish_job(st, &r, "compaction");
+            return true;
+        }
+        false
+    }
+
+    /// Runs the next flush if one is due and may run; returns whether one ran.
+    fn run_flush(&self, st: &mut parking_lot::MutexGuard<'_, super::State>) -> bool {
         // A flush whose output has no room yet waits for the compaction that makes some
         // (running, or picked next below); with nothing to wait for it goes ahead.
         // A matrix container whose free pages fell short of the last row waits the same way
@@ -88,21 +130,6 @@ impl DbInner {
             });
             st.flush_running = false;
             self.finish_job(st, &r, "flush");
-            return true;
-        }
-        // Compactions leave one thread free for flushes (with two threads or more), so a
-        // full memtable never waits for a long compaction to end.
-        let threads = self.opts.max_background_jobs;
-        if !self.opts.manual_background && threads >= 2 && st.bg_compactions + 1 >= threads {
-            return false;
-        }
-        if let Some(plan) = self.policy.pick(&st.version, &st.claims) {
-            let claim = st.claims.claim(&plan);
-            st.bg_compactions += 1;
-            let r = parking_lot::MutexGuard::unlocked(st, || self.run_plan(&plan));
-            st.bg_compactions -= 1;
-            st.claims.release(claim);
-            self.finish_job(st, &r, "compaction");
             return true;
         }
         false
@@ -135,7 +162,7 @@ impl DbInner {
         timeout: Duration,
     ) -> bool {
         if self.opts.manual_background {
-            return self.run_one_job(st);
+            return self.run_one_job(st, Jobs::All);
         }
         self.bg_cv.notify_all();
         self.done_cv.wait_for(st, timeout);
@@ -148,7 +175,7 @@ impl DbInner {
         self.check_open()?;
         let mut st = self.state.lock();
         let mut ran = 0;
-        while ran < max_jobs && self.run_one_job(&mut st) {
+        while ran < max_jobs && self.run_one_job(&mut st, Jobs::All) {
             ran += 1;
         }
         if let Some(e) = &st.bg_error {

@@ -65,6 +65,7 @@ use crate::table::cache::TableCache;
 use crate::version::Version;
 use crate::wal::{ReplayEnd, WalWriter, replay_wal, replay_wal_bytes};
 
+use super::background::Jobs;
 use super::{ClosedWal, DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
 
 /// Opens (or creates) the database in `path`: the recovery steps above, one function each.
@@ -993,15 +994,21 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<()> {
     crate::memtable::set_reclaim_nice(nice);
     for i in 0..jobs {
         let bg = Arc::clone(inner);
-        let h = std::thread::Builder::new()
-            .name(format!("mezz-bg-{i}"))
-            .spawn(move || {
-                if nice > 0 {
-                    // Advisory: where the kernel refuses, the thread runs as it is.
-                    let _ = mezz_pmem::sched::lower_current_thread_priority(nice);
-                }
-                bg.background_loop();
-            });
+        // With two threads or more, the first runs the flushes writers may wait on at the
+        // process's priority and the others run compactions at `background_nice`; a single
+        // thread runs both, at the process's priority.
+        let (name, kind, lower) = match (jobs, i) {
+            (1, _) => ("mezz-bg-0".to_string(), Jobs::All, false),
+            (_, 0) => ("mezz-flush".to_string(), Jobs::Flushes, false),
+            _ => (format!("mezz-bg-{i}"), Jobs::Compactions, nice > 0),
+        };
+        let h = std::thread::Builder::new().name(name).spawn(move || {
+            if lower {
+                // Advisory: where the kernel refuses, the thread runs as it is.
+                let _ = mezz_pmem::sched::lower_current_thread_priority(nice);
+            }
+            bg.background_loop(kind);
+        });
         match h {
             Ok(h) => inner.threads.lock().push(h),
             Err(e) => {

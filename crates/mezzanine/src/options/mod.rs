@@ -172,13 +172,15 @@ declare_options! {
         /// Background threads for flushes and compactions. Default: 2.
         max_background_jobs: usize = 2, Size,
             check |v| (1..=64).contains(v), "{v} not in 1..=64";
-        /// Nice value (0-19, Linux) the background threads run at: the flush and compaction
-        /// threads and the thread that frees dropped memtables. A higher value lets a
-        /// foreground request take a core at once instead of waiting a scheduler time slice
-        /// behind background work (on 2 cores the open-loop p99.9 fell from milliseconds to
-        /// hundreds of microseconds, docs/benchmarks.md); 0 leaves them at the process's
-        /// priority. Background work still gets any core the foreground leaves idle. Default:
-        /// 19 (RocksDB's `CpuPriority::kLow`).
+        /// Nice value (0-19, Linux) the compaction threads and the thread that frees dropped
+        /// memtables run at. With two background threads or more, the first runs only
+        /// flushes (what writers may wait on) at the process's priority and the others only
+        /// compactions; a single thread runs both at the process's priority. A higher value
+        /// lets a foreground request take a core at once instead of waiting a scheduler time
+        /// slice behind a compaction (docs/benchmarks.md: on 2 cores the open-loop p99.9 fell
+        /// from milliseconds to hundreds of microseconds); 0 leaves them at the process's
+        /// priority. Compactions still get any core the foreground leaves idle. Default: 19
+        /// (RocksDB's `CpuPriority::kLow`).
         background_nice: usize = 19, Size,
             check |v| *v <= 19, "{v} > 19";
 
