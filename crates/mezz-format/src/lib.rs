@@ -23,9 +23,9 @@ pub mod ikey;
 pub mod iter;
 pub mod log;
 pub mod sst;
-pub mod trace;
 #[cfg(test)]
 mod testfile;
+pub mod trace;
 
 pub use error::{Error, Result};
 pub use ikey::{SeqNo, ValueKind};

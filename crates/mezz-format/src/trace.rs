@@ -60,26 +60,26 @@ fn nanos_since(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Counts one block read from a file that started at `started`.
-pub fn block_read(started: Instant) {
+/// Adds one wait that started at `started` to the counters `field` picks.
+fn add(started: Instant, field: fn(&mut ReadWaits) -> (&mut u64, &mut u64)) {
     let d = nanos_since(started);
     WAITS.with(|w| {
         let mut v = w.get();
-        v.block_reads = v.block_reads.wrapping_add(1);
-        v.block_read_nanos = v.block_read_nanos.wrapping_add(d);
+        let (count, nanos) = field(&mut v);
+        *count = count.wrapping_add(1);
+        *nanos = nanos.wrapping_add(d);
         w.set(v);
     });
 }
 
+/// Counts one block read from a file that started at `started`.
+pub fn block_read(started: Instant) {
+    add(started, |v| (&mut v.block_reads, &mut v.block_read_nanos));
+}
+
 /// Counts one table open that started at `started`.
 pub fn table_open(started: Instant) {
-    let d = nanos_since(started);
-    WAITS.with(|w| {
-        let mut v = w.get();
-        v.table_opens = v.table_opens.wrapping_add(1);
-        v.table_open_nanos = v.table_open_nanos.wrapping_add(d);
-        w.set(v);
-    });
+    add(started, |v| (&mut v.table_opens, &mut v.table_open_nanos));
 }
 
 #[cfg(test)]

@@ -49,7 +49,10 @@ pub fn lower_current_thread_priority(nice: i32) -> io::Result<()> {
 /// Always `Unsupported`.
 #[cfg(not(target_os = "linux"))]
 pub fn lower_current_thread_priority(_nice: i32) -> io::Result<()> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "thread priorities are Linux-only"))
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "thread priorities are Linux-only",
+    ))
 }
 
 #[cfg(all(test, target_os = "linux"))]

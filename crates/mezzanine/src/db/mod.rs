@@ -364,7 +364,10 @@ impl DbInner {
         let total = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         if total >= SlowReadStats::SLOW_MICROS {
             let w = mezz_format::trace::current().since(&waits);
-            self.stats.slow_reads.lock().record(ReadTrace::new(total, &w));
+            self.stats
+                .slow_reads
+                .lock()
+                .record(ReadTrace::new(total, &w));
         }
         r
     }
@@ -593,12 +596,12 @@ impl DbInner {
             m.row_bytes_written = self.stats.matrix_row_bytes_written.load(Ordering::Relaxed);
             m.columns = self.stats.matrix_columns.load(Ordering::Relaxed);
             let c = space.counters();
-            m.rows_searched = c.rows_searched.load(Ordering::Relaxed);
-            m.rows_hinted = c.rows_hinted.load(Ordering::Relaxed);
-            m.comparisons = c.comparisons.load(Ordering::Relaxed);
-            m.seek_rows_searched = c.seek_rows_searched.load(Ordering::Relaxed);
-            m.seek_rows_hinted = c.seek_rows_hinted.load(Ordering::Relaxed);
-            m.seek_comparisons = c.seek_comparisons.load(Ordering::Relaxed);
+            m.rows_searched = c.gets.rows_searched.load(Ordering::Relaxed);
+            m.rows_hinted = c.gets.rows_hinted.load(Ordering::Relaxed);
+            m.comparisons = c.gets.comparisons.load(Ordering::Relaxed);
+            m.seek_rows_searched = c.seeks.rows_searched.load(Ordering::Relaxed);
+            m.seek_rows_hinted = c.seeks.rows_hinted.load(Ordering::Relaxed);
+            m.seek_comparisons = c.seeks.comparisons.load(Ordering::Relaxed);
         }
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;

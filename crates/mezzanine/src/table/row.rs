@@ -40,21 +40,36 @@ pub struct RowHint {
     pub window: HintWindow,
 }
 
-/// Counters of row searches (shared by the rows of one database): how much the hints save.
+/// Counters of row searches of one kind.
 #[derive(Debug, Default)]
-pub struct RowSearchCounters {
-    /// Rows searched by point reads.
+pub struct SearchCounters {
+    /// Rows searched.
     pub rows_searched: AtomicU64,
     /// Rows whose search was narrowed by a hint.
     pub rows_hinted: AtomicU64,
     /// Key comparisons.
     pub comparisons: AtomicU64,
-    /// Rows searched by iterator seeks.
-    pub seek_rows_searched: AtomicU64,
-    /// Of those, rows whose search was narrowed by a hint.
-    pub seek_rows_hinted: AtomicU64,
-    /// Key comparisons of iterator seeks.
-    pub seek_comparisons: AtomicU64,
+}
+
+impl SearchCounters {
+    /// Counts one row searched, narrowed by a hint or not, with its comparisons.
+    fn count(&self, hinted: bool, stats: &SearchStats) {
+        self.rows_searched.fetch_add(1, Ordering::Relaxed);
+        self.rows_hinted
+            .fetch_add(u64::from(hinted), Ordering::Relaxed);
+        self.comparisons
+            .fetch_add(stats.comparisons, Ordering::Relaxed);
+    }
+}
+
+/// Counters of row searches (shared by the rows of one database): how much the hints save,
+/// for point reads and iterator seeks apart.
+#[derive(Debug, Default)]
+pub struct RowSearchCounters {
+    /// Point reads.
+    pub gets: SearchCounters,
+    /// Iterator seeks.
+    pub seeks: SearchCounters,
 }
 
 /// The hint a seek carries from a row to the next older one, shared by the row cursors of
@@ -186,12 +201,7 @@ impl RowHandle {
         let r = self
             .row
             .get(user_key, seq, self.consumed, window, &mut stats);
-        let c = &self.counters;
-        c.rows_searched.fetch_add(1, Ordering::Relaxed);
-        c.rows_hinted
-            .fetch_add(u64::from(window.is_some()), Ordering::Relaxed);
-        c.comparisons
-            .fetch_add(stats.comparisons, Ordering::Relaxed);
+        self.counters.gets.count(window.is_some(), &stats);
         let r = r?;
         if let Some(f) = r.found {
             return Ok(Some(match f.kind {
@@ -283,12 +293,7 @@ impl ChainedRowIter {
         } else {
             self.inner.seek_within(target, window, &mut stats)
         };
-        let c = &self.counters;
-        c.seek_rows_searched.fetch_add(1, Ordering::Relaxed);
-        c.seek_rows_hinted
-            .fetch_add(u64::from(window.is_some()), Ordering::Relaxed);
-        c.seek_comparisons
-            .fetch_add(stats.comparisons, Ordering::Relaxed);
+        self.counters.seeks.count(window.is_some(), &stats);
         let hint = match pos {
             Some(p) if self.hints && self.row.prev_row_id() != 0 => {
                 match self.row.next_window(p, self.consumed) {
