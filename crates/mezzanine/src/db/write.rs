@@ -83,6 +83,14 @@ impl InsertJob {
     }
 }
 
+/// The members of a group of several writers, for a parallel memtable insert: their slots
+/// and their own batches, in group order, and which of them is the leader's.
+struct GroupParts<'a> {
+    slots: &'a [Arc<Slot>],
+    batches: Vec<WriteBatch>,
+    leader: usize,
+}
+
 /// Why a queued writer stopped waiting.
 enum Woken {
     /// Its batch is committed (or failed).
@@ -121,10 +129,18 @@ impl Slot {
     /// Publishes a result, wake-up or job in `s` (held): a spinning waiter sees `ready`, a
     /// parked one is notified.
     fn post(&self, s: &SlotState) {
-        self.ready.store(true, Ordering::Release);
+        self.sync_ready(s);
         if s.parked {
             self.cv.notify_one();
         }
+    }
+
+    /// Sets `ready` from `s` (held): whether a result, a wake-up or a job is waiting.
+    fn sync_ready(&self, s: &SlotState) {
+        self.ready.store(
+            s.result.is_some() || s.wake || s.job.is_some(),
+            Ordering::Release,
+        );
     }
 
     /// Waits until this writer has a result, a job, or is told to try to lead. A group
@@ -147,22 +163,20 @@ impl Slot {
             s.wake = false;
             Woken::Lead
         };
-        self.ready
-            .store(s.result.is_some() || s.wake, Ordering::Relaxed);
+        self.sync_ready(&s);
         woken
     }
 
     fn take_result(&self) -> Option<Result<()>> {
         let mut s = self.m.lock();
         let r = s.result.take();
-        self.ready
-            .store(s.wake || s.job.is_some(), Ordering::Relaxed);
+        self.sync_ready(&s);
         r
     }
 }
 
-/// Spins, then yields the core, until `done()` or `limit` has passed (`None`: no limit);
-/// returns whether `done()` held.
+/// Spins, then yields the core, until `done()` or `limit` has passed; returns whether
+/// `done()` held.
 fn spin_until(limit: Duration, done: impl Fn() -> bool) -> bool {
     for _ in 0..WAIT_SPINS {
         if done() {
@@ -211,7 +225,7 @@ impl DbInner {
                 ws.trace = WriteTrace::default();
                 let r = self
                     .make_room_for_write(&mut ws, batch.approximate_size())
-                    .and_then(|mem| self.commit(&mut ws, &mem, &mut batch, sync));
+                    .and_then(|mem| self.commit(&mut ws, &mem, &mut batch, sync, None));
                 self.finish_trace(&mut ws, t);
                 drop(ws);
                 self.wake_next_writer();
@@ -284,25 +298,30 @@ impl DbInner {
         }
         let bytes: usize = group.iter().map(|p| p.batch.approximate_size()).sum();
         let sync = group.iter().any(|p| p.sync);
-        let slots: Vec<Arc<Slot>> = group.iter().map(|p| Arc::clone(&p.slot)).collect();
-        let mut parts: Vec<(Arc<Slot>, WriteBatch)> =
-            group.into_iter().map(|p| (p.slot, p.batch)).collect();
+        let (slots, mut batches): (Vec<Arc<Slot>>, Vec<WriteBatch>) =
+            group.into_iter().map(|p| (p.slot, p.batch)).unzip();
         // One WAL record for the group; the members' own batches stay apart when several
         // can go into the memtable in parallel.
-        let mut batch = if parts.len() == 1 {
-            parts.pop().map(|(_, b)| b).unwrap_or_default()
+        let (mut batch, parts) = if batches.len() == 1 {
+            (batches.pop().unwrap_or_default(), None)
         } else {
-            let mut c = parts[0].1.clone();
-            for (_, b) in &parts[1..] {
+            let mut c = batches[0].clone();
+            for b in &batches[1..] {
                 c.append(b);
             }
-            c
+            let leader = slots.iter().position(|s| Arc::ptr_eq(s, own)).unwrap_or(0);
+            let parts = GroupParts {
+                slots: &slots,
+                batches,
+                leader,
+            };
+            (c, Some(parts))
         };
         let t = Instant::now();
         ws.trace = WriteTrace::default();
         let result = self
             .make_room_for_write(ws, bytes)
-            .and_then(|mem| self.commit_parts(ws, &mem, &mut batch, sync, parts, Some(own)));
+            .and_then(|mem| self.commit(ws, &mem, &mut batch, sync, parts));
         self.finish_trace(ws, t);
         match result {
             Ok(()) => {
@@ -327,29 +346,17 @@ impl DbInner {
         }
     }
 
-    /// Logs and applies one group. REQUIRES: the `write` lock.
+    /// Logs one group, `batch`, and applies it. A group of several writers comes with
+    /// `parts` (their own batches, `batch` being their concatenation): into a DRAM memtable,
+    /// each member whose writer is awake inserts its own part while the leader inserts the
+    /// rest, and the group is published once every part is in. REQUIRES: the `write` lock.
     fn commit(
         &self,
         ws: &mut WriteState,
         mem: &Arc<MemTable>,
         batch: &mut WriteBatch,
         sync: bool,
-    ) -> Result<()> {
-        self.commit_parts(ws, mem, batch, sync, Vec::new(), None)
-    }
-
-    /// Logs one group, `batch` (its members' batches, `parts`, concatenated; empty for a
-    /// group of one), and applies it: into a DRAM memtable, each member whose writer is
-    /// awake inserts its own part while the leader inserts the rest, and the group is
-    /// published once every part is in. REQUIRES: the `write` lock.
-    fn commit_parts(
-        &self,
-        ws: &mut WriteState,
-        mem: &Arc<MemTable>,
-        batch: &mut WriteBatch,
-        sync: bool,
-        parts: Vec<(Arc<Slot>, WriteBatch)>,
-        own: Option<&Arc<Slot>>,
+        parts: Option<GroupParts<'_>>,
     ) -> Result<()> {
         let first = self.last_seq.load(Ordering::Relaxed) + 1;
         let count = batch.len() as u64;
@@ -403,10 +410,9 @@ impl DbInner {
             }
         }
         let t = Instant::now();
-        let inserted = if let (true, Some(own)) = (parts.len() > 1, own) {
-            Self::insert_parts(mem, first, parts, own)
-        } else {
-            mem.insert_batch(batch)
+        let inserted = match parts {
+            Some(parts) => Self::insert_parts(mem, first, parts),
+            None => mem.insert_batch(batch),
         };
         ws.trace.insert += micros(t);
         let user_bytes = inserted?;
@@ -418,25 +424,16 @@ impl DbInner {
 
     /// Inserts the members' batches of a group into the DRAM memtable `mem`, numbered from
     /// `first` in group order (the order of the WAL record): each awake member's writer
-    /// inserts its own, the leader (`own`) its own and those of parked writers; returns
-    /// once all are in, with the user bytes added.
-    fn insert_parts(
-        mem: &Arc<MemTable>,
-        first: u64,
-        parts: Vec<(Arc<Slot>, WriteBatch)>,
-        own: &Arc<Slot>,
-    ) -> Result<u64> {
-        let mine = parts
-            .iter()
-            .position(|(s, _)| Arc::ptr_eq(s, own))
-            .unwrap_or(0);
+    /// inserts its own, the leader its own and those of parked writers; returns once all
+    /// are in, with the user bytes added.
+    fn insert_parts(mem: &Arc<MemTable>, first: u64, parts: GroupParts<'_>) -> Result<u64> {
         let group = Arc::new(GroupInsert::default());
         let mut seq = first;
         let mut here = Vec::new();
-        for (i, (slot, mut b)) in parts.into_iter().enumerate() {
+        for (i, (slot, mut b)) in parts.slots.iter().zip(parts.batches).enumerate() {
             b.set_sequence(seq);
             seq += b.len() as u64;
-            if i == mine {
+            if i == parts.leader {
                 here.push(b);
                 continue;
             }
@@ -462,9 +459,7 @@ impl DbInner {
             }
         }
         // The members' inserts are short and their writers awake: wait without parking.
-        while !spin_until(Duration::from_secs(1), || {
-            group.pending.load(Ordering::Acquire) == 0
-        }) {}
+        spin_until(Duration::MAX, || group.pending.load(Ordering::Acquire) == 0);
         if let Some(e) = error.or_else(|| group.error.lock().take()) {
             return Err(e);
         }
@@ -831,11 +826,18 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(50));
             }
             // Group order: member 0, the leader, members 1 and 2; sizes differ.
-            let mut parts = vec![(Arc::clone(&members[0]), batch(0, 5))];
-            parts.push((Arc::clone(&leader), batch(9, 3)));
-            parts.push((Arc::clone(&members[1]), batch(1, 7)));
-            parts.push((Arc::clone(&members[2]), batch(2, 1)));
-            let bytes = DbInner::insert_parts(&mem, 100, parts, &leader).unwrap();
+            let slots = [
+                Arc::clone(&members[0]),
+                Arc::clone(&leader),
+                Arc::clone(&members[1]),
+                Arc::clone(&members[2]),
+            ];
+            let parts = GroupParts {
+                slots: &slots,
+                batches: vec![batch(0, 5), batch(9, 3), batch(1, 7), batch(2, 1)],
+                leader: 1,
+            };
+            let bytes = DbInner::insert_parts(&mem, 100, parts).unwrap();
             // Every part is in once insert_parts returns.
             assert_eq!(mem.len(), 16, "parked {parked}");
             assert_eq!(bytes, 16 * (7 + 8));
