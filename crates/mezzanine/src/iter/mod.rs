@@ -73,12 +73,7 @@ pub fn run_iterator(
     opts: TableReadOptions,
 ) -> Result<Box<dyn InternalIterator>> {
     match run {
-        SortedRun::Table(t) => {
-            let table = cache
-                .open(t)
-                .map_err(|e| e.in_file(cache.storage().describe(t)))?;
-            Ok(table.iter(&opts))
-        }
+        SortedRun::Table(t) => Ok(open_table(cache, t)?.iter(&opts)),
         SortedRun::Level(ts) => Ok(Box::new(LevelIterator::new(
             ts.to_vec(),
             Arc::clone(cache),
@@ -99,15 +94,20 @@ pub fn read_run_iterator(
     chain: &Arc<SeekChain>,
 ) -> Result<Box<dyn InternalIterator>> {
     if let SortedRun::Table(t) = run {
-        let table = cache
-            .open(t)
-            .map_err(|e| e.in_file(cache.storage().describe(t)))?;
+        let table = open_table(cache, t)?;
         if let Some(row) = table.as_row() {
             return Ok(row.chained_iter(chain));
         }
         return Ok(table.iter(&opts));
     }
     run_iterator(run, cache, opts)
+}
+
+/// Opens `t` through the table cache; an error names its file.
+fn open_table(cache: &TableCache, t: &TableMeta) -> Result<Arc<dyn crate::table::Table>> {
+    cache
+        .open(t)
+        .map_err(|e| e.in_file(cache.storage().describe(t)))
 }
 
 /// Merges `children` (each sorted by internal key) into one sorted iterator. With no child

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::ikey::ValueKind;
 use mezz_format::{InternalIterator, SeqNo};
-use mezz_pmem::matrix::{HintWindow, RowIter, RowTable, SearchStats};
+use mezz_pmem::matrix::{HintWindow, NO_PREV_ROW, RowIter, RowTable, SearchStats};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
@@ -38,6 +38,29 @@ pub struct RowHint {
     pub entries: u32,
     /// The window holding the target's lower bound there.
     pub window: HintWindow,
+}
+
+impl RowHint {
+    /// The hint for the row older than `row`, from the target's lower bound `pos` in
+    /// `row` (live from `consumed`); none when `row` was built without hints.
+    ///
+    /// # Errors
+    /// `Corruption` from a damaged key-array entry.
+    fn toward_older(row: &RowTable, pos: u32, consumed: u32) -> mezz_format::Result<Option<Self>> {
+        if row.prev_row_id() == NO_PREV_ROW {
+            return Ok(None);
+        }
+        Ok(Some(RowHint {
+            row: row.prev_row_id(),
+            entries: row.header().prev_entry_count,
+            window: row.next_window(pos, consumed)?,
+        }))
+    }
+
+    /// The window to search in `row`, if this hint was built over it.
+    fn window_in(&self, row: &RowTable) -> Option<HintWindow> {
+        (self.row == row.id() && self.entries == row.num_entries()).then_some(self.window)
+    }
 }
 
 /// Counters of row searches of one kind.
@@ -88,12 +111,12 @@ struct ChainLink {
 }
 
 impl SeekChain {
-    /// The window left for row `row` (with `entries` entries) by the seek of `target` in
-    /// the newer row, if that is what the last seek left.
-    fn take(&self, target: &[u8], row: u64, entries: u32) -> Option<HintWindow> {
+    /// The window left for `row` by the seek of `target` in the newer row, if that is what
+    /// the last seek left.
+    fn take(&self, target: &[u8], row: &RowTable) -> Option<HintWindow> {
         let mut l = self.last.lock();
         let h = l.hint.take()?;
-        (h.row == row && h.entries == entries && l.target == target).then_some(h.window)
+        h.window_in(row).filter(|_| l.target == target)
     }
 
     /// Leaves `hint` for the seek of `target` in the next older row.
@@ -192,11 +215,10 @@ impl RowHandle {
         seq: SeqNo,
         hint: &mut Option<RowHint>,
     ) -> Result<Option<LookupResult>> {
-        let n = self.row.num_entries();
         let window = hint
             .take()
-            .filter(|h| self.hints && h.row == self.row.id() && h.entries == n)
-            .map(|h| h.window);
+            .filter(|_| self.hints)
+            .and_then(|h| h.window_in(&self.row));
         let mut stats = SearchStats::default();
         let r = self
             .row
@@ -209,12 +231,8 @@ impl RowHandle {
                 ValueKind::Deletion => LookupResult::Deleted,
             }));
         }
-        if self.hints && self.row.prev_row_id() != 0 {
-            *hint = Some(RowHint {
-                row: self.row.prev_row_id(),
-                entries: self.row.header().prev_entry_count,
-                window: self.row.next_window(r.pos, self.consumed)?,
-            });
+        if self.hints {
+            *hint = RowHint::toward_older(&self.row, r.pos, self.consumed)?;
         }
         Ok(None)
     }
@@ -281,9 +299,8 @@ struct ChainedRowIter {
 impl ChainedRowIter {
     fn chained_seek(&mut self, target: &[u8], backward: bool) {
         self.status = None;
-        let n = self.row.num_entries();
         let window = if self.hints {
-            self.chain.take(target, self.row.id(), n)
+            self.chain.take(target, &self.row)
         } else {
             None
         };
@@ -295,19 +312,11 @@ impl ChainedRowIter {
         };
         self.counters.seeks.count(window.is_some(), &stats);
         let hint = match pos {
-            Some(p) if self.hints && self.row.prev_row_id() != 0 => {
-                match self.row.next_window(p, self.consumed) {
-                    Ok(window) => Some(RowHint {
-                        row: self.row.prev_row_id(),
-                        entries: self.row.header().prev_entry_count,
-                        window,
-                    }),
-                    Err(e) => {
-                        self.status = Some(e);
-                        None
-                    }
-                }
-            }
+            Some(p) if self.hints => RowHint::toward_older(&self.row, p, self.consumed)
+                .unwrap_or_else(|e| {
+                    self.status = Some(e);
+                    None
+                }),
             _ => None,
         };
         self.chain.leave(target, hint);
