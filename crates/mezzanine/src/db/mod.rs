@@ -234,6 +234,22 @@ fn elapsed_nanos(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// When a point read began, and what its thread had waited on by then (see
+/// `DbInner::finish_get`).
+struct GetStart {
+    at: Instant,
+    waits: mezz_format::trace::ReadWaits,
+}
+
+impl GetStart {
+    fn now() -> GetStart {
+        GetStart {
+            at: Instant::now(),
+            waits: mezz_format::trace::current(),
+        }
+    }
+}
+
 /// The newest entry for `key` at `seq` in `levels` of `v`: the sorted runs of each level
 /// newest first, in each run the one table whose range may hold the key. Stops early (with
 /// `None`) once `cancel` is set.
@@ -357,19 +373,22 @@ impl DbInner {
 
     fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
-        let started = Instant::now();
-        let waits = mezz_format::trace::current();
         let (sv, seq) = self.read_view(opts);
-        let r = self.get_in(&sv, seq, opts, key);
-        let total = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        if total >= SlowReadStats::SLOW_MICROS {
-            let w = mezz_format::trace::current().since(&waits);
+        self.get_in(&sv, seq, opts, key)
+    }
+
+    /// Records a point read that began at `start`: its latency, and what it waited on
+    /// when it was slow.
+    fn finish_get(&self, start: &GetStart) {
+        let nanos = elapsed_nanos(start.at);
+        self.stats.get_latency.record(nanos);
+        if nanos / 1000 >= SlowReadStats::SLOW_MICROS {
+            let w = mezz_format::trace::current().since(&start.waits);
             self.stats
                 .slow_reads
                 .lock()
-                .record(ReadTrace::new(total, &w));
+                .record(ReadTrace::new(nanos / 1000, &w));
         }
-        r
     }
 
     /// The newest value of `key` at `seq` in `sv`.
@@ -774,9 +793,9 @@ impl Db {
     /// # Errors
     /// As [`Db::get`].
     pub fn get_opt(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let start = Instant::now();
+        let start = GetStart::now();
         let r = self.inner.get(opts, key);
-        self.inner.stats.get_latency.record(elapsed_nanos(start));
+        self.inner.finish_get(&start);
         r
     }
 

@@ -10,11 +10,10 @@
 
 use std::ops::RangeBounds;
 use std::sync::Arc;
-use std::time::Instant;
 
 use mezz_format::SeqNo;
 
-use super::{Db, DbInner, elapsed_nanos};
+use super::{Db, DbInner, GetStart};
 use crate::error::Result;
 use crate::iter::Iter;
 use crate::iter::range::{CursorBounds, intersect, prefix_to_bounds, range_to_bounds};
@@ -217,9 +216,9 @@ impl Db {
         let (sv, seq) = self.inner.read_view(opts);
         keys.into_iter()
             .map(|k| {
-                let start = Instant::now();
+                let start = GetStart::now();
                 let r = self.inner.get_in(&sv, seq, opts, k.as_ref());
-                self.inner.stats.get_latency.record(elapsed_nanos(start));
+                self.inner.finish_get(&start);
                 r
             })
             .collect()
@@ -250,12 +249,12 @@ impl Db {
     /// # Errors
     /// As [`Db::get`].
     pub fn get_pinned_opt(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<PinnedValue>> {
-        let start = Instant::now();
+        let start = GetStart::now();
         let r = self.inner.check_open().and_then(|()| {
             let (sv, seq) = self.inner.read_view(opts);
             self.inner.get_pinned_in(&sv, seq, opts, key)
         });
-        self.inner.stats.get_latency.record(elapsed_nanos(start));
+        self.inner.finish_get(&start);
         r
     }
 }
