@@ -213,24 +213,29 @@ pub struct SlowWriteStats {
     pub slowest: Vec<WriteTrace>,
 }
 
-impl SlowWriteStats {
-    /// Slowest groups kept.
-    const KEEP: usize = 8;
-    /// A group this slow (µs) or slower is counted.
-    const SLOW_MICROS: u64 = 1000;
+/// A request this slow (µs) or slower is kept in the slow-request traces.
+pub const SLOW_MICROS: u64 = 1000;
+/// Slowest requests kept per trace.
+const KEEP_SLOWEST: usize = 8;
 
+/// Inserts `t` into `slowest` (slowest first, by `total`), keeping at most `KEEP_SLOWEST`.
+fn keep_slowest<T>(slowest: &mut Vec<T>, t: T, total: impl Fn(&T) -> u64) {
+    let at = slowest.partition_point(|x| total(x) >= total(&t));
+    if at < KEEP_SLOWEST {
+        slowest.insert(at, t);
+        slowest.truncate(KEEP_SLOWEST);
+    }
+}
+
+impl SlowWriteStats {
     /// Records one group's trace.
     pub fn record(&mut self, t: WriteTrace) {
-        if t.total < Self::SLOW_MICROS {
+        if t.total < SLOW_MICROS {
             return;
         }
         self.groups += 1;
         self.phases.add(&t);
-        let at = self.slowest.partition_point(|x| x.total >= t.total);
-        if at < Self::KEEP {
-            self.slowest.insert(at, t);
-            self.slowest.truncate(Self::KEEP);
-        }
+        keep_slowest(&mut self.slowest, t, |x| x.total);
     }
 }
 
@@ -302,23 +307,14 @@ pub struct SlowReadStats {
 }
 
 impl SlowReadStats {
-    /// Slowest reads kept.
-    const KEEP: usize = 8;
-    /// A read this slow (µs) or slower is counted.
-    pub const SLOW_MICROS: u64 = 1000;
-
     /// Records one read's trace (ignored unless it is slow).
     pub fn record(&mut self, t: ReadTrace) {
-        if t.total < Self::SLOW_MICROS {
+        if t.total < SLOW_MICROS {
             return;
         }
         self.reads += 1;
         self.waits.add(&t);
-        let at = self.slowest.partition_point(|x| x.total >= t.total);
-        if at < Self::KEEP {
-            self.slowest.insert(at, t);
-            self.slowest.truncate(Self::KEEP);
-        }
+        keep_slowest(&mut self.slowest, t, |x| x.total);
     }
 }
 

@@ -48,7 +48,7 @@ use crate::manifest::Manifest;
 use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::placement::Placement;
-use crate::stats::{LevelStats, ReadTrace, SlowReadStats, Stats, StatsCollector};
+use crate::stats::{LevelStats, ReadTrace, SLOW_MICROS, Stats, StatsCollector};
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
 use crate::table::cache::TableCache;
@@ -382,7 +382,7 @@ impl DbInner {
     fn finish_get(&self, start: &GetStart) {
         let nanos = elapsed_nanos(start.at);
         self.stats.get_latency.record(nanos);
-        if nanos / 1000 >= SlowReadStats::SLOW_MICROS {
+        if nanos / 1000 >= SLOW_MICROS {
             let w = mezz_format::trace::current().since(&start.waits);
             self.stats
                 .slow_reads

@@ -341,7 +341,7 @@ impl DbInner {
     fn finish_trace(&self, ws: &mut WriteState, start: Instant) {
         let mut t = ws.trace;
         t.total = start.elapsed().as_micros() as u64;
-        if t.total >= 1000 {
+        if t.total >= crate::stats::SLOW_MICROS {
             self.stats.slow_writes.lock().record(t);
         }
     }
