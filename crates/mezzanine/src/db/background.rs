@@ -92,8 +92,9 @@ impl DbInner {
         if jobs == Jobs::Flushes {
             return false;
         }
-        // Compactions leave one thread free for flushes (with two threads or more), so a
-        // full memtable never waits for a long compaction to end.
+        // At most `threads - 1` compactions at once, counting those a caller of
+        // `run_background_work` runs: the flush thread has its core's share (the background
+        // threads alone never exceed it, as one of them runs only flushes).
         let threads = self.opts.max_background_jobs;
         if !self.opts.manual_background && threads >= 2 && st.bg_compactions + 1 >= threads {
             return false;

@@ -126,8 +126,9 @@ pub(crate) struct State {
     flush_running: bool,
     /// The tables and key ranges running compactions hold.
     claims: Claims,
-    /// Compactions running on background threads: with two threads or more, one is
-    /// always left for flushes (see `DbInner::run_one_job`).
+    /// Compactions running (on background threads, or run by a caller of
+    /// `run_background_work`); at most `max_background_jobs - 1` with two threads or more
+    /// (see `DbInner::run_one_job`).
     bg_compactions: usize,
     /// The sticky background error.
     bg_error: Option<String>,
