@@ -88,6 +88,9 @@ pub struct Stats {
     pub nvm_bytes_written: u64,
     /// WAL syncs performed (one per synced write group).
     pub wal_syncs: u64,
+    /// WALs made files although `wal_on_nvm` is set, because no free range of the NVM pool
+    /// could hold one (the pool taken or cut up by other objects): as durable, slower.
+    pub nvm_wal_fallbacks: u64,
     /// Write groups committed (group commit: one WAL append per group).
     pub write_groups: u64,
     /// Bytes written to SSTs by flushes.
@@ -447,6 +450,7 @@ pub struct StatsCollector {
     pub wal_bytes_written: AtomicU64,
     pub nvm_bytes_written: AtomicU64,
     pub wal_syncs: AtomicU64,
+    pub nvm_wal_fallbacks: AtomicU64,
     pub write_groups: AtomicU64,
     pub flush_bytes_written: AtomicU64,
     pub flushes: AtomicU64,
@@ -531,6 +535,7 @@ impl StatsCollector {
             wal_bytes_written: g(&self.wal_bytes_written),
             nvm_bytes_written: g(&self.nvm_bytes_written),
             wal_syncs: g(&self.wal_syncs),
+            nvm_wal_fallbacks: g(&self.nvm_wal_fallbacks),
             write_groups: g(&self.write_groups),
             flush_bytes_written: g(&self.flush_bytes_written),
             flushes: g(&self.flushes),
@@ -691,6 +696,13 @@ impl std::fmt::Display for Stats {
             self.write_groups,
             self.last_sequence
         )?;
+        if self.nvm_wal_fallbacks > 0 {
+            writeln!(
+                f,
+                "WALs in files for want of NVM room {}",
+                self.nvm_wal_fallbacks
+            )?;
+        }
         writeln!(
             f,
             "write amplification {:.2} (SST only {:.2})",

@@ -306,3 +306,60 @@ fn overwrites_do_not_fill_nvm_with_dead_entries() {
         "less than half of NVM is live: {with:?}"
     );
 }
+
+/// A WAL meant for NVM (`wal_on_nvm`) whose pool has no free range left for it (here: NVM
+/// tables written under options that kept no WAL there) is a file instead: opens, writes
+/// and flushes go on, nothing is lost, and the stats count the fallback.
+#[test]
+fn a_wal_without_room_in_nvm_falls_back_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let mut tables = options(
+        nvm.path(),
+        NvmTableMethod::PsBacPb,
+        NvmTiering::Lru(u64::MAX),
+    );
+    tables.nvm_capacity = 4 << 20;
+    let mut model = BTreeMap::new();
+    let db = Db::open(dir.path(), tables.clone()).unwrap();
+    for round in 0..6 {
+        for i in 0..2_000u64 {
+            let k = format!("k{round}-{i:06}").into_bytes();
+            let v = format!("{i}-{}", "v".repeat(400)).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_background().unwrap();
+    let s = db.stats();
+    let mut with_wal = tables.clone();
+    with_wal.wal_on_nvm = true;
+    let free = tables.nvm_capacity - s.nvm_tables.allocated_bytes;
+    assert!(
+        free < with_wal.nvm_wal_bytes(),
+        "the NVM tables left {free} bytes: room for a WAL, the test needs none\n{s}"
+    );
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), with_wal.clone()).unwrap();
+    assert!(db.stats().nvm_wal_fallbacks >= 1);
+    for i in 0..3_000u64 {
+        let k = format!("late-{i:06}").into_bytes();
+        let v = format!("late-{i}").into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush().unwrap();
+    let s = db.stats();
+    assert!(s.nvm_wal_fallbacks >= 2, "{s}");
+    assert!(s.to_string().contains("WALs in files for want of NVM room"));
+    check(&db, &model);
+    // Unflushed writes in a fallback WAL survive a reopen.
+    db.put(b"last", b"unflushed").unwrap();
+    model.insert(b"last".to_vec(), b"unflushed".to_vec());
+    drop(db);
+    let db = Db::open(dir.path(), with_wal).unwrap();
+    check(&db, &model);
+    db.close().unwrap();
+}

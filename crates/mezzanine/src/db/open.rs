@@ -232,6 +232,9 @@ struct Recovery {
     /// NVM objects released by this open; their extents are freed once the new manifest
     /// is durable.
     released: Vec<NvmObject>,
+    /// WALs this open made files because the NVM pool had no room for them
+    /// (`wal_on_nvm`; see `create_wal`).
+    wal_fallbacks: u64,
 }
 
 /// Allocates the next file number.
@@ -286,6 +289,7 @@ fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
         db_id,
         edit,
         released: Vec::new(),
+        wal_fallbacks: 0,
     })
 }
 
@@ -636,7 +640,7 @@ fn replay_into_memtables(
         if !m.is_empty() {
             if torn {
                 let number = alloc(&rec.next_file);
-                let (w, m2) = relog_memtable(fs, dir, opts, tier, &m, number, &mut rec.edit)?;
+                let (w, m2) = relog_memtable(fs, dir, opts, tier, &m, number, rec)?;
                 rewritten = Some(w);
                 kept_wals.insert(number);
                 kept_mems.push(m2);
@@ -783,7 +787,7 @@ fn install_new_state(
     // The new WAL, then a new manifest naming the oldest WAL still needed.
     let wal_number = alloc(&rec.next_file);
     let wal = if opts.use_wal {
-        Some(create_wal(fs, dir, opts, nvm, wal_number, &mut rec.edit)?)
+        Some(create_wal(fs, dir, opts, nvm, wal_number, rec)?)
     } else {
         None
     };
@@ -911,6 +915,7 @@ fn assemble_db_inner(
     };
 
     let stats = Arc::new(StatsCollector::default());
+    StatsCollector::add(&stats.nvm_wal_fallbacks, rec.wal_fallbacks);
     let table_cache = Arc::new(TableCache::new(
         Arc::clone(&storage),
         opts.max_open_files,
@@ -1025,24 +1030,31 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::from(e).in_file(path)
 }
 
-/// Creates WAL `number` during open: in NVM with `wal_on_nvm` (its object goes into `edit`,
-/// which the new manifest records), else a file.
+/// Creates WAL `number` during open: in NVM with `wal_on_nvm` (its object goes into
+/// `rec.edit`, which the new manifest records), else, or when no free range of the pool
+/// holds it, a file (counted in `rec.wal_fallbacks`).
 fn create_wal(
     fs: &Arc<dyn mezz_env::FileSystem>,
     dir: &Path,
     opts: &Options,
     nvm: Option<&Arc<NvmTier>>,
     number: u64,
-    edit: &mut VersionEdit,
+    rec: &mut Recovery,
 ) -> Result<WalWriter> {
-    match (opts.wal_on_nvm, nvm) {
-        (true, Some(tier)) => {
-            let obj = tier.alloc(number, NvmObjectKind::Wal, opts.nvm_wal_bytes())?;
-            edit.new_nvm_objects.push(obj);
-            WalWriter::create_nvm(tier, obj)
+    if opts.wal_on_nvm
+        && let Some(tier) = nvm
+    {
+        // Without a free range large enough, the WAL is a file (as `DbInner::new_wal`).
+        match tier.alloc(number, NvmObjectKind::Wal, opts.nvm_wal_bytes()) {
+            Ok(obj) => {
+                rec.edit.new_nvm_objects.push(obj);
+                return WalWriter::create_nvm(tier, obj);
+            }
+            Err(e) if crate::storage::nvm::is_pool_full(&e) => rec.wal_fallbacks += 1,
+            Err(e) => return Err(e),
         }
-        _ => WalWriter::create(fs.as_ref(), dir, number),
     }
+    WalWriter::create(fs.as_ref(), dir, number)
 }
 
 /// Rewrites the entries of `m` (replayed from a torn WAL) into a new WAL `number` and a new
@@ -1055,9 +1067,9 @@ fn relog_memtable(
     nvm: Option<&Arc<NvmTier>>,
     m: &Arc<MemTable>,
     number: u64,
-    edit: &mut VersionEdit,
+    rec: &mut Recovery,
 ) -> Result<(WalWriter, Arc<MemTable>)> {
-    let mut w = create_wal(fs, dir, opts, nvm, number, edit)?;
+    let mut w = create_wal(fs, dir, opts, nvm, number, rec)?;
     let mut entries: Vec<(SeqNo, Vec<u8>, Vec<u8>)> = Vec::with_capacity(m.len());
     let mut it = m.iter();
     it.seek_to_first();

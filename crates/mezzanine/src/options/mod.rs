@@ -219,7 +219,8 @@ declare_options! {
         /// to the OPTIONS file. Default: false.
         manual_background: bool = false, Internal;
         /// Keep the WAL in NVM (same record format, persisted per group commit) instead of the
-        /// SSD. Needs `nvm_dir`. Default: false.
+        /// SSD. A WAL for which the pool has no free range is a file on the SSD instead
+        /// (`Stats::nvm_wal_fallbacks`). Needs `nvm_dir`. Default: false.
         wal_on_nvm: bool = false, Flag;
         /// NoveLSM's NVM memtable. Needs `nvm_dir`. Default: `off`.
         nvm_memtable: NvmMemtable = NvmMemtable::Off, Name;

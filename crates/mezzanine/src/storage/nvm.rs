@@ -101,8 +101,13 @@ pub struct NvmObject {
 /// no room for an NVM table, and the tiering allows SSTs (all but `none`).
 #[must_use]
 pub fn falls_back_to_ssd(e: &Error, tiering: crate::options::NvmTiering) -> bool {
-    tiering != crate::options::NvmTiering::Full
-        && matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::StorageFull)
+    tiering != crate::options::NvmTiering::Full && is_pool_full(e)
+}
+
+/// Whether `e` says the NVM pool had no free range large enough for an allocation.
+#[must_use]
+pub fn is_pool_full(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::StorageFull)
 }
 
 /// The NVM tier of an open database. See the module documentation.
@@ -260,12 +265,31 @@ impl NvmTier {
     /// the manifest before relying on its contents.
     ///
     /// # Errors
-    /// `InvalidArgument` when the pool has no room.
+    /// An `Io` error of kind `StorageFull` ([`is_pool_full`]) when no free range of the pool
+    /// holds `len` bytes.
     pub fn alloc(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
-        let e = self.pool.lock().alloc(len).map_err(|e| match e {
+        let pool = self.pool.lock();
+        let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
+        if pool.largest_free() < need {
+            return Err(Error::Io {
+                path: Some(self.dir.join(POOL_FILE)),
+                source: io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    format!(
+                        "NVM is full: no free extent of {need} bytes for a {kind:?} object \
+                         (the largest has {}; {} free of {})",
+                        pool.largest_free(),
+                        pool.free_bytes(),
+                        pool.data_len()
+                    ),
+                ),
+            });
+        }
+        let e = pool.alloc(len).map_err(|e| match e {
             e @ Error::Io { .. } => e,
             other => Error::InvalidArgument(format!("NVM pool: {other}")),
         })?;
+        drop(pool);
         let obj = NvmObject {
             id,
             kind,
