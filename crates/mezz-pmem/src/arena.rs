@@ -2,7 +2,8 @@
 //!
 //! Owns: one contiguous, 8-byte aligned, initialised region and the allocation cursor inside
 //! it. The region is either heap memory owned by the arena (the DRAM memtable's case:
-//! zero-filled, optionally pre-faulted and on huge pages) or a sub-range
+//! zero-filled, optionally pre-faulted and on huge pages; from 2 MiB up, on Linux, its own
+//! anonymous mapping, so that untouched capacity costs no memory) or a sub-range
 //! `[start, start + len)` of a [`Media`] (an NVM extent), which the arena shares through an
 //! `Arc`. Offsets are relative to the arena's start in both cases.
 //!
@@ -134,6 +135,15 @@ impl std::error::Error for ArenaError {}
 enum Backing {
     /// Heap memory from `alloc_zeroed(layout)`, owned by the arena.
     Heap(Layout),
+    /// An anonymous mapping of `len` bytes at `map` (zero-filled by the kernel on first
+    /// touch), owned by the arena; the region starts inside it, 2 MiB aligned.
+    #[cfg_attr(not(all(target_os = "linux", not(miri))), allow(dead_code))]
+    Anonymous {
+        /// Start of the mapping (for `munmap`).
+        map: NonNull<u8>,
+        /// Length of the mapping.
+        len: usize,
+    },
     /// A sub-range of a media, starting `start` bytes into it.
     Media {
         /// The media (kept alive by the arena).
@@ -185,6 +195,11 @@ impl Arena {
         let capacity = capacity
             .clamp(RESERVED as usize, MAX_CAPACITY)
             .next_multiple_of(8);
+        if capacity >= HUGE_PAGE_SIZE
+            && let Some(arena) = Arena::anonymous(capacity, options)
+        {
+            return arena;
+        }
         let huge = options.huge_pages && capacity >= HUGE_PAGE_SIZE;
         let align = if huge { HUGE_PAGE_SIZE } else { 8 };
         let layout = match Layout::from_size_align(capacity, align) {
@@ -210,6 +225,57 @@ impl Arena {
             arena.prefault();
         }
         arena
+    }
+
+    /// A heap arena on its own anonymous mapping (Linux): the kernel supplies zeroed pages
+    /// on first touch, so an arena that is never filled costs address space only, and
+    /// dropping it returns every page at once. `None` where mapping fails or is not
+    /// available (the caller then allocates from the heap).
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn anonymous(capacity: usize, options: ArenaOptions) -> Option<Arena> {
+        // One huge page more than asked, so that the region can start 2 MiB aligned.
+        let map_len = capacity.checked_add(HUGE_PAGE_SIZE)?;
+        // SAFETY: a fresh private anonymous mapping at an address of the kernel's choosing
+        // touches no existing memory; the result is checked for MAP_FAILED below.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return None;
+        }
+        let skip = (raw as usize).next_multiple_of(HUGE_PAGE_SIZE) - raw as usize;
+        // SAFETY: `skip < HUGE_PAGE_SIZE`, so `raw + skip .. raw + skip + capacity` lies
+        // inside the `map_len` bytes just mapped.
+        let base = NonNull::new(unsafe { raw.cast::<u8>().add(skip) })?;
+        if options.huge_pages {
+            advise_huge_pages(base, capacity);
+        }
+        let arena = Arena {
+            base,
+            capacity,
+            pos: AtomicU64::new(u64::from(RESERVED)),
+            backing: Backing::Anonymous {
+                map: NonNull::new(raw.cast::<u8>())?,
+                len: map_len,
+            },
+        };
+        if options.prefault {
+            arena.prefault();
+        }
+        Some(arena)
+    }
+
+    /// No anonymous mappings here: heap arenas come from the allocator.
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    fn anonymous(_capacity: usize, _options: ArenaOptions) -> Option<Arena> {
+        None
     }
 
     /// Places a fresh arena on `[start, start + len)` of `media`. Its allocation cursor
@@ -308,7 +374,7 @@ impl Arena {
     /// [`MEDIA_HEADER`] for media arenas.
     pub fn reserved(&self) -> u32 {
         match self.backing {
-            Backing::Heap(_) => RESERVED,
+            Backing::Heap(_) | Backing::Anonymous { .. } => RESERVED,
             Backing::Media { .. } => MEDIA_HEADER,
         }
     }
@@ -330,7 +396,7 @@ impl Arena {
     /// The media the arena lives on and the arena's start offset in it, if any.
     pub fn media(&self) -> Option<(&Arc<dyn Media>, usize)> {
         match &self.backing {
-            Backing::Heap(_) => None,
+            Backing::Heap(_) | Backing::Anonymous { .. } => None,
             Backing::Media { media, start } => Some((media, *start)),
         }
     }
@@ -339,7 +405,7 @@ impl Arena {
     /// arenas and non-persistent media).
     pub fn is_persistent(&self) -> bool {
         match &self.backing {
-            Backing::Heap(_) => false,
+            Backing::Heap(_) | Backing::Anonymous { .. } => false,
             Backing::Media { media, .. } => media.is_persistent(),
         }
     }
@@ -352,7 +418,7 @@ impl Arena {
     /// The media's I/O error.
     pub fn persist(&self, off: u32, len: usize) -> io::Result<()> {
         match &self.backing {
-            Backing::Heap(_) => Ok(()),
+            Backing::Heap(_) | Backing::Anonymous { .. } => Ok(()),
             Backing::Media { media, start } => {
                 let off = off as usize;
                 let len = len.min(self.capacity.saturating_sub(off));
@@ -368,7 +434,7 @@ impl Arena {
     /// The media's I/O error.
     pub fn fence(&self) -> io::Result<()> {
         match &self.backing {
-            Backing::Heap(_) => Ok(()),
+            Backing::Heap(_) | Backing::Anonymous { .. } => Ok(()),
             Backing::Media { media, .. } => media.fence(),
         }
     }
@@ -511,11 +577,21 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        if let Backing::Heap(layout) = self.backing {
-            // SAFETY: for a heap arena, `base` was returned by `alloc_zeroed(layout)` in the
-            // constructor and is freed only here, once. `&mut self` proves no reference into
-            // the region is alive. (A media arena frees nothing: dropping its `Arc` does.)
-            unsafe { dealloc(self.base.as_ptr(), layout) }
+        match self.backing {
+            Backing::Heap(layout) => {
+                // SAFETY: for a heap arena, `base` was returned by `alloc_zeroed(layout)` in
+                // the constructor and is freed only here, once. `&mut self` proves no
+                // reference into the region is alive.
+                unsafe { dealloc(self.base.as_ptr(), layout) }
+            }
+            #[cfg(all(target_os = "linux", not(miri)))]
+            Backing::Anonymous { map, len } => {
+                // SAFETY: `map`/`len` are exactly the mapping made in `Arena::anonymous`,
+                // unmapped only here, once; `&mut self` proves no reference into it is alive.
+                let _ = unsafe { libc::munmap(map.as_ptr().cast(), len) };
+            }
+            // A media arena frees nothing: dropping its `Arc` does.
+            _ => {}
         }
     }
 }

@@ -398,10 +398,19 @@ fn power_cut_at_every_persist_point_of_nvm_memtable_writes() {
         // Fill the DRAM memtable until writes go to an NVM memtable, and let its flush end:
         // from here on the file system is idle and every write lands in NVM only.
         let mut base = BTreeMap::new();
-        for n in 0..40u64 {
+        let at_open = db.stats().nvm_bytes_written;
+        let mut in_nvm = 0;
+        for n in 0..10_000u64 {
             let (k, v) = (format!("base{n:05}").into_bytes(), vec![b'b'; 64]);
             db.put(&k, &v).unwrap();
             base.insert(k, v);
+            // A few writes past the switch to the NVM memtable.
+            if db.stats().nvm_bytes_written > at_open {
+                in_nvm += 1;
+                if in_nvm == 3 {
+                    break;
+                }
+            }
         }
         db.wait_for_background().unwrap();
         assert!(
@@ -419,7 +428,10 @@ fn power_cut_at_every_persist_point_of_nvm_memtable_writes() {
     }
     let p1 = sim.persist_points();
     drop(db);
-    assert!(p1 > p0 + OPS, "writes did not go to the NVM memtable");
+    assert!(
+        p1 > p0 + OPS,
+        "writes did not go to the NVM memtable: {p0} {p1}"
+    );
     for cut in p0 + 1..=p1 + 1 {
         for keep in [KeepLines::None, KeepLines::Random] {
             let (fs, sim) = (MemFs::new(), SimNvm::new());

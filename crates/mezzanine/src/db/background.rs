@@ -363,7 +363,7 @@ impl DbInner {
         }
         let current = self.state.lock().mems.receiver().cloned();
         let recv = match current {
-            Some(r) if r.nvm_room() >= need => r,
+            Some(r) if r.room() >= need => r,
             _ => {
                 let number = self.new_file_number();
                 let Some(m) = self.new_nvm_memtable(number)? else {

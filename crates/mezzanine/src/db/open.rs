@@ -541,7 +541,8 @@ fn replay_into_l0(
     wals: &[WalSource],
     tolerate: bool,
 ) -> Result<()> {
-    let mut mem = Arc::new(MemTable::new(0));
+    let cap = opts.memtable_capacity();
+    let mut mem = Arc::new(MemTable::new(0, cap));
     let flush_mem = |mem: &Arc<MemTable>, edit: &mut VersionEdit| -> Result<()> {
         if mem.is_empty() {
             return Ok(());
@@ -584,12 +585,17 @@ fn replay_into_l0(
             let n = batch.len() as u64;
             if n > 0 {
                 let seq: SeqNo = batch.sequence();
+                let need = crate::memtable::room_needed(batch.len(), batch.approximate_size());
+                if mem.room() < need {
+                    flush_mem(&mem, &mut rec.edit)?;
+                    mem = Arc::new(MemTable::new(0, cap.max(need.saturating_mul(2))));
+                }
                 mem.insert_batch(&batch)?;
                 rec.last_seq = rec.last_seq.max(seq + n - 1);
             }
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 flush_mem(&mem, &mut rec.edit)?;
-                mem = Arc::new(MemTable::new(0));
+                mem = Arc::new(MemTable::new(0, cap));
             }
             Ok(())
         })?;
@@ -627,10 +633,16 @@ fn replay_into_memtables(
     // order; a torn WAL's valid prefix is rewritten into a new WAL (a later crash must
     // not stop at the old tear before newer WALs), and the WALs after it are dropped.
     for src in wals {
-        let m = Arc::new(MemTable::new(src.number()));
+        let mut m = Arc::new(MemTable::new(src.number(), opts.memtable_capacity()));
         let end = src.replay(locked, tier, tolerate, &mut |batch: WriteBatch| {
             let n = batch.len() as u64;
             if n > 0 {
+                // One memtable per WAL, however much the WAL holds (written under other
+                // options, it may exceed one memtable of these).
+                let need = crate::memtable::room_needed(batch.len(), batch.approximate_size());
+                if m.room() < need {
+                    m = Arc::new(m.grown(need)?);
+                }
                 m.insert_batch(&batch)?;
                 rec.last_seq = rec.last_seq.max(batch.sequence() + n - 1);
             }
@@ -922,7 +934,10 @@ fn assemble_db_inner(
         opts.block_cache_capacity,
         Arc::clone(&stats),
     ));
-    let mem = Arc::new(MemTable::new(installed.wal_number));
+    let mem = Arc::new(MemTable::new(
+        installed.wal_number,
+        opts.memtable_capacity(),
+    ));
     let version = Arc::new(rec.version);
     let mems = MemtableSet::new(mem, imms, nvm_sealed);
     let sv = mems.super_version(Arc::clone(&version));
@@ -1084,7 +1099,12 @@ fn relog_memtable(
     }
     drop(it);
     entries.sort_by_key(|e| e.0);
-    let m2 = Arc::new(MemTable::new(number));
+    // The same entries (their nodes' heights drawn anew): room for twice the bytes.
+    let m2 = Arc::new(MemTable::new(
+        number,
+        opts.memtable_capacity()
+            .max(m.approximate_memory_usage().saturating_mul(2)),
+    ));
     let mut batch = WriteBatch::new();
     let flush = |batch: &mut WriteBatch, w: &mut WalWriter| -> Result<()> {
         if !batch.is_empty() {

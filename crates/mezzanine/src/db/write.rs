@@ -224,7 +224,7 @@ impl DbInner {
                 let t = Instant::now();
                 ws.trace = WriteTrace::default();
                 let r = self
-                    .make_room_for_write(&mut ws, batch.approximate_size())
+                    .make_room_for_write(&mut ws, batch.approximate_size(), batch.len())
                     .and_then(|mem| self.commit(&mut ws, &mem, &mut batch, sync, None));
                 self.finish_trace(&mut ws, t);
                 drop(ws);
@@ -320,7 +320,7 @@ impl DbInner {
         let t = Instant::now();
         ws.trace = WriteTrace::default();
         let result = self
-            .make_room_for_write(ws, bytes)
+            .make_room_for_write(ws, bytes, batch.len())
             .and_then(|mem| self.commit(ws, &mem, &mut batch, sync, parts));
         self.finish_trace(ws, t);
         match result {
@@ -489,9 +489,16 @@ impl DbInner {
     /// work, slowdowns sleep to follow the delayed write rate, and a full memtable is
     /// switched. Returns the active memtable the group goes into (it changes only under the
     /// `write` lock, which the caller keeps). REQUIRES: the `write` lock (`ws`).
-    fn make_room_for_write(&self, ws: &mut WriteState, bytes: usize) -> Result<Arc<MemTable>> {
+    fn make_room_for_write(
+        &self,
+        ws: &mut WriteState,
+        bytes: usize,
+        entries: usize,
+    ) -> Result<Arc<MemTable>> {
         let o = &self.opts;
         let mut stopped = false;
+        // Arena bytes the group takes at most (every node a full tower), plus slack.
+        let need = crate::memtable::room_needed(entries, bytes) + 4096;
         loop {
             let mut st = self.state.lock();
             self.check_writable(&st)?;
@@ -500,10 +507,10 @@ impl DbInner {
                 .write_pressure(&st.version, st.pending_compaction_bytes);
             let mem = st.mems.active();
             let mem_full = if mem.is_nvm() {
-                // Room for the whole group, every entry a worst-case node.
-                mem.nvm_room() < crate::memtable::nvm_list::room_needed(bytes / 8 + 1, bytes) + 4096
+                mem.room() < need
             } else {
                 mem.approximate_memory_usage() >= o.write_buffer_size
+                    || mem.room() < need
                     || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes))
             };
             let stop = if let WritePressure::Stop(cause) = pressure {
@@ -534,6 +541,24 @@ impl DbInner {
             }
             if mem_full {
                 let empty_dram = mem.is_empty() && !mem.is_nvm();
+                if empty_dram && mem.room() < need {
+                    // A group larger than a whole memtable: the empty one gives way to one
+                    // sized for it (same WAL), instead of a switch that would leave an
+                    // empty memtable to flush.
+                    let bigger = Arc::new(MemTable::new(
+                        mem.id(),
+                        o.memtable_capacity().max(need.saturating_mul(2)),
+                    ));
+                    if bigger.room() < need {
+                        return Err(Error::InvalidArgument(format!(
+                            "a write group of {bytes} bytes ({entries} updates) does not fit \
+                             one memtable; write smaller batches"
+                        )));
+                    }
+                    st.mems.replace_empty_active(bigger);
+                    self.install_super_version(&mut st);
+                    continue;
+                }
                 drop(st);
                 if empty_dram {
                     // Only a WAL in NVM can be "full" while its memtable is empty: the
@@ -638,7 +663,7 @@ impl DbInner {
         // every writer for as long. Until then a power cut may tear its tail; recovery then
         // stops at the tear (point in time), which loses no acknowledged-durable write
         // because a `sync` write first syncs every older WAL.
-        let mem = Arc::new(MemTable::new(number));
+        let mem = Arc::new(MemTable::new(number, self.opts.memtable_capacity()));
         self.install_new_memtable(ws, mem, wal);
         Ok(())
     }
@@ -813,7 +838,7 @@ mod tests {
     #[test]
     fn group_parts_are_inserted_in_order_by_whoever_is_awake() {
         for parked in [false, true] {
-            let mem = Arc::new(MemTable::new(1));
+            let mem = Arc::new(MemTable::new(1, 1 << 20));
             let leader = Arc::new(Slot::default());
             let members: Vec<Arc<Slot>> = (0..3).map(|_| Arc::new(Slot::default())).collect();
             let helpers: Vec<_> = members

@@ -1122,7 +1122,7 @@ pub(crate) mod tests {
             .enumerate()
             .map(|(i, p)| -> Box<dyn InternalIterator> {
                 if i == 0 && use_mem {
-                    let m = Arc::new(MemTable::new(0));
+                    let m = Arc::new(MemTable::new(0, 64 << 20));
                     for (k, v) in &p {
                         let pk = parse_internal_key(k).unwrap();
                         m.add(pk.seq, pk.kind, pk.user_key, v).unwrap();
@@ -1340,7 +1340,7 @@ pub(crate) mod tests {
 
     #[test]
     fn db_iterator_basic_and_collect_all() {
-        let m = Arc::new(MemTable::new(1));
+        let m = Arc::new(MemTable::new(1, 64 << 20));
         m.add(1, ValueKind::Value, b"a", b"1").unwrap();
         m.add(2, ValueKind::Value, b"b", b"2").unwrap();
         m.add(3, ValueKind::Deletion, b"a", b"").unwrap();

@@ -4,16 +4,21 @@
 //! ordered by internal key (user key ascending, sequence number descending), and the
 //! [`InternalIterator`] over them used by reads, scans and flushes. A memtable's entries
 //! live either in DRAM (the default, fed through a WAL) or in an NVM skip list
-//! ([`crate::memtable::nvm_list::NvmList`], NoveLSM: durable per insert, recovered by mapping); both behave
-//! the same to readers.
+//! ([`crate::memtable::nvm_list::NvmList`], NoveLSM: durable per insert, recovered by
+//! mapping); both behave the same to readers.
 //!
-//! DRAM layout: each entry is one `Arc<[u8]>` holding `user_key | trailer (8 bytes LE) | value`
-//! plus the key length, stored as the key of a `crossbeam_skiplist::SkipMap` (one allocation
-//! per entry). Lookups compare a borrowed `(user_key, trailer)` pair against the entries
-//! through the `dyn KeyLike` borrow, so `get` and `seek` allocate nothing.
+//! DRAM layout: the skip list of `mezz_pmem::skiplist` over one heap arena (after LevelDB's
+//! and RocksDB's arena memtables): each entry is one node holding its links, the internal
+//! key (`user_key | trailer`) and the value, written in place by one bump allocation. The
+//! arena is sized when the memtable is made ([`MemTable::new`]: the engine asks for
+//! `write_buffer_size` plus room for the largest write group) and reserves address space
+//! only: pages are touched as entries arrive. Dropping a memtable frees the arena in one
+//! call, on a background thread.
 //!
 //! Invariants: entries are never removed or modified; adding the same (user key, seq, kind)
-//! twice keeps one entry (the engine never does it: sequence numbers are unique).
+//! twice keeps one entry (the engine never does it: sequence numbers are unique). An entry
+//! that does not fit the arena is refused with an error, never half-written; the engine
+//! checks [`MemTable::room`] before it inserts a write group.
 //!
 //! Thread-safety: `MemTable` is `Send + Sync`; `add` may be called from several threads at
 //! once, concurrently with `get` and iterators. An iterator sees every entry added before it
@@ -23,156 +28,33 @@
 pub mod nvm_list;
 pub mod set;
 
-use std::borrow::Borrow;
-use std::cell::RefCell;
-use std::cmp::Ordering;
-use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
-use crossbeam_skiplist::SkipMap;
 use mezz_format::ikey::{self, TRAILER_LEN};
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
+use mezz_pmem::skiplist::{Cursor, InsertError, SkipList};
+use mezz_pmem::{Arena, ArenaOptions};
 
 use crate::batch::WriteBatch;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::table::LookupResult;
-use nvm_list::NvmList;
+use nvm_list::{IkeyCmp, NvmList};
 
-/// Estimated bytes per entry beyond its key and value: the skip-list node (key handle,
-/// tower of 1.33 links on average, reference count), and the `Arc` header.
-const ENTRY_OVERHEAD: usize = 80;
+/// The most bytes one DRAM memtable's arena can hold (its offsets are 32-bit).
+pub const MAX_DRAM_CAPACITY: usize = mezz_pmem::arena::MAX_CAPACITY;
 
-/// Something that can be compared as an internal key: a user key and a trailer.
-trait KeyLike {
-    fn user_key(&self) -> &[u8];
-    fn trailer(&self) -> u64;
-}
+/// Bytes a DRAM entry is counted for beyond its key, trailer and value: the expected node
+/// header, tower (4/3 links of 4 bytes on average) and alignment. Memory is counted by this
+/// estimate, not by the arena's use, so that when a memtable switches depends only on what
+/// was written (node heights are random): a seed replays the same flushes.
+const DRAM_ENTRY_OVERHEAD: usize = 24;
 
-#[inline]
-fn cmp_keylike(a_uk: &[u8], a_tr: u64, b_uk: &[u8], b_tr: u64) -> Ordering {
-    match a_uk.cmp(b_uk) {
-        Ordering::Equal => b_tr.cmp(&a_tr),
-        o => o,
-    }
-}
-
-impl PartialEq for dyn KeyLike + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for dyn KeyLike + '_ {}
-impl PartialOrd for dyn KeyLike + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for dyn KeyLike + '_ {
-    fn cmp(&self, other: &Self) -> Ordering {
-        cmp_keylike(
-            self.user_key(),
-            self.trailer(),
-            other.user_key(),
-            other.trailer(),
-        )
-    }
-}
-
-/// One memtable entry: `user_key | trailer | value` in one allocation.
-#[derive(Clone, Debug)]
-struct MemKey {
-    data: Arc<[u8]>,
-    /// Length of the user key (the trailer follows it).
-    key_len: u32,
-}
-
-impl MemKey {
-    #[inline]
-    fn internal_key(&self) -> &[u8] {
-        self.data
-            .get(..self.key_len as usize + TRAILER_LEN)
-            .unwrap_or(&[])
-    }
-    #[inline]
-    fn value(&self) -> &[u8] {
-        self.data
-            .get(self.key_len as usize + TRAILER_LEN..)
-            .unwrap_or(&[])
-    }
-}
-
-impl KeyLike for MemKey {
-    #[inline]
-    fn user_key(&self) -> &[u8] {
-        self.data.get(..self.key_len as usize).unwrap_or(&[])
-    }
-    #[inline]
-    fn trailer(&self) -> u64 {
-        let k = self.key_len as usize;
-        self.data
-            .get(k..k + TRAILER_LEN)
-            .and_then(|t| t.try_into().ok())
-            .map_or(0, u64::from_le_bytes)
-    }
-}
-
-impl PartialEq for MemKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for MemKey {}
-impl PartialOrd for MemKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for MemKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        cmp_keylike(
-            self.user_key(),
-            self.trailer(),
-            other.user_key(),
-            other.trailer(),
-        )
-    }
-}
-
-impl<'a> Borrow<dyn KeyLike + 'a> for MemKey {
-    fn borrow(&self) -> &(dyn KeyLike + 'a) {
-        self
-    }
-}
-
-/// A borrowed lookup key.
-struct LookupKey<'a> {
-    user_key: &'a [u8],
-    trailer: u64,
-}
-
-impl<'a> LookupKey<'a> {
-    /// From an encoded internal key (a malformed one compares as user key + trailer 0).
-    fn from_internal(ikey_bytes: &'a [u8]) -> Self {
-        Self {
-            user_key: ikey::user_key(ikey_bytes),
-            trailer: ikey::trailer(ikey_bytes),
-        }
-    }
-}
-
-impl KeyLike for LookupKey<'_> {
-    fn user_key(&self) -> &[u8] {
-        self.user_key
-    }
-    fn trailer(&self) -> u64 {
-        self.trailer
-    }
-}
-
-thread_local! {
-    /// Scratch buffer in which an entry is assembled before it is copied into its `Arc`.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+/// Arena bytes a memtable needs to take `entries` entries holding `bytes` bytes of user
+/// keys and values (an upper bound: every node with a full tower), in DRAM and NVM alike.
+#[must_use]
+pub fn room_needed(entries: usize, bytes: usize) -> usize {
+    nvm_list::room_needed(entries, bytes)
 }
 
 /// The nice value the memtable-freeing thread should run at (the highest any open
@@ -185,49 +67,49 @@ pub(crate) fn set_reclaim_nice(nice: i32) {
     RECLAIM_NICE.fetch_max(nice, AtomicOrdering::Relaxed);
 }
 
-/// Frees DRAM memtables on a background thread. A full memtable holds hundreds of
-/// thousands of separately allocated entries, and freeing them takes 100-200 ms; whichever
-/// thread drops the last reference would pay it, often a reader or writer that happened to
-/// hold the last super version naming a flushed memtable. Dropping hands the map to this
-/// thread instead (falling back to freeing in place if it cannot be started).
+type DramList = Arc<SkipList<IkeyCmp>>;
+
+/// Frees DRAM memtables on a background thread. Returning a full arena to the system
+/// (unmapping tens of MiB) takes milliseconds; whichever thread drops the last reference
+/// would pay it, often a reader or writer that happened to hold the last super version
+/// naming a flushed memtable. Dropping hands the list to this thread instead (falling back
+/// to freeing in place if it cannot be started).
 ///
 /// The thread runs at the nice value of the background threads of the databases opened
 /// (the highest asked for; see `Options::background_nice`), lowered before each drop.
-fn reclaim_later(map: SkipMap<MemKey, ()>) {
-    static RECLAIMER: std::sync::OnceLock<Option<crossbeam_channel::Sender<SkipMap<MemKey, ()>>>> =
+fn reclaim_later(list: DramList) {
+    static RECLAIMER: std::sync::OnceLock<Option<crossbeam_channel::Sender<DramList>>> =
         std::sync::OnceLock::new();
     let tx = RECLAIMER.get_or_init(|| {
-        let (tx, rx) = crossbeam_channel::unbounded::<SkipMap<MemKey, ()>>();
+        let (tx, rx) = crossbeam_channel::unbounded::<DramList>();
         std::thread::Builder::new()
             .name("mezz-reclaim".into())
             .spawn(move || {
                 let mut applied = 0;
-                while let Ok(map) = rx.recv() {
+                while let Ok(list) = rx.recv() {
                     let nice = RECLAIM_NICE.load(AtomicOrdering::Relaxed);
                     if nice > applied {
                         applied = nice;
                         // Advisory: where the kernel refuses, the thread runs as it is.
                         let _ = mezz_pmem::sched::lower_current_thread_priority(nice);
                     }
-                    drop(map);
+                    drop(list);
                 }
             })
             .ok()
             .map(|_| tx)
     });
     if let Some(tx) = tx
-        && let Err(crossbeam_channel::SendError(map)) = tx.send(map)
+        && let Err(crossbeam_channel::SendError(list)) = tx.send(list)
     {
-        drop(map);
+        drop(list);
     }
 }
 
-/// Where a memtable's entries live. (The DRAM variant is larger, but there is one per
-/// memtable: boxing it would add an indirection to every insert for nothing.)
+/// Where a memtable's entries live.
 #[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
 enum Store {
-    Dram(SkipMap<MemKey, ()>),
+    Dram(DramList),
     Nvm(NvmList),
 }
 
@@ -236,16 +118,35 @@ enum Store {
 pub struct MemTable {
     id: u64,
     store: Store,
+    /// Bytes used: DRAM, by the estimate of `DRAM_ENTRY_OVERHEAD`; NVM, as the list last
+    /// reported.
     memory: AtomicUsize,
     max_seq: AtomicU64,
     min_seq: AtomicU64,
 }
 
 impl MemTable {
-    /// An empty DRAM memtable. `id` identifies it (the engine uses the number of its WAL).
+    /// An empty DRAM memtable whose arena holds up to `capacity` bytes of entries
+    /// (clamped to `4096..=`[`MAX_DRAM_CAPACITY`]; address space only until entries
+    /// arrive: see [`room_needed`]). `id` identifies it (the engine uses the number of its
+    /// WAL).
     #[must_use]
-    pub fn new(id: u64) -> Self {
-        Self::with_store(id, Store::Dram(SkipMap::new()))
+    pub fn new(id: u64, capacity: usize) -> Self {
+        let arena = Arena::with_options(
+            capacity.clamp(4096, MAX_DRAM_CAPACITY),
+            ArenaOptions {
+                // Pages are touched by inserts as the memtable fills, so a switch never
+                // pays for a whole memtable's page faults at once.
+                prefault: false,
+                huge_pages: true,
+            },
+        );
+        let list = match SkipList::new(arena, IkeyCmp) {
+            Ok(l) => l,
+            // Unreachable: 4096 bytes hold the head node many times over.
+            Err(e) => unreachable!("a skip list head does not fit 4096 bytes: {e}"),
+        };
+        Self::with_store(id, Store::Dram(Arc::new(list)))
     }
 
     fn with_store(id: u64, store: Store) -> Self {
@@ -270,9 +171,45 @@ impl MemTable {
         m
     }
 
-    /// The NVM skip list, for an NVM memtable.
+    /// A DRAM memtable with the same id and entries as `self` and room for `extra` more
+    /// bytes (at least twice the capacity): for WAL replay, where a log may hold more than
+    /// one memtable of the options in force.
     ///
-    /// (See also the `Drop` impl: DRAM entries are freed on a background thread.)
+    /// # Errors
+    /// `InvalidArgument` when no arena can hold that much ([`MAX_DRAM_CAPACITY`]).
+    pub fn grown(&self, extra: usize) -> Result<MemTable> {
+        let used = self.capacity().saturating_sub(self.room());
+        let want = used
+            .saturating_add(extra)
+            .max(self.capacity().saturating_mul(2));
+        if used.saturating_add(extra) > MAX_DRAM_CAPACITY {
+            return Err(Error::InvalidArgument(format!(
+                "memtable {} would need {} bytes: more than one DRAM memtable holds ({})",
+                self.id,
+                used.saturating_add(extra),
+                MAX_DRAM_CAPACITY
+            )));
+        }
+        let m = MemTable::new(self.id, want);
+        let mut it = Cursor::new(match &self.store {
+            Store::Dram(l) => Arc::clone(l),
+            Store::Nvm(_) => {
+                return Err(Error::InvalidArgument(
+                    "an NVM memtable cannot be grown".to_string(),
+                ));
+            }
+        });
+        it.first();
+        while it.valid() {
+            m.add_internal(it.key(), it.value())?;
+            it.next();
+        }
+        m.max_seq.store(self.max_seq(), AtomicOrdering::Relaxed);
+        m.min_seq.store(self.min_seq(), AtomicOrdering::Relaxed);
+        Ok(m)
+    }
+
+    /// The NVM skip list, for an NVM memtable.
     pub(crate) fn nvm_list(&self) -> Option<&NvmList> {
         match &self.store {
             Store::Nvm(l) => Some(l),
@@ -296,47 +233,67 @@ impl MemTable {
     /// other entry with the same user key and `seq`.
     ///
     /// # Errors
-    /// Only for an NVM memtable: out of space (the engine reserves room first, so this is a
-    /// bug) or a failed persist.
+    /// Out of space (the engine checks [`MemTable::room`] first, so this is a bug, reported
+    /// instead of losing the entry) or, for an NVM memtable, a failed persist.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<()> {
         let value = if kind == ValueKind::Deletion {
             &[][..]
         } else {
             value
         };
-        let map = match &self.store {
-            Store::Dram(map) => map,
+        match &self.store {
+            Store::Dram(list) => {
+                let trailer = ikey::pack_trailer(seq, kind).to_le_bytes();
+                let k = user_key.len();
+                let r = list.insert_with(k + TRAILER_LEN, value.len(), |kb, vb| {
+                    kb[..k].copy_from_slice(user_key);
+                    kb[k..].copy_from_slice(&trailer);
+                    vb.copy_from_slice(value);
+                });
+                self.dram_inserted(r)?;
+                self.memory.fetch_add(
+                    k + TRAILER_LEN + value.len() + DRAM_ENTRY_OVERHEAD,
+                    AtomicOrdering::Relaxed,
+                );
+            }
             Store::Nvm(list) => {
                 let used = list.add(seq, kind, user_key, value)?;
                 self.memory.store(used, AtomicOrdering::Relaxed);
-                self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
-                self.min_seq.fetch_min(seq, AtomicOrdering::Relaxed);
-                return Ok(());
             }
-        };
-        let trailer = ikey::pack_trailer(seq, kind);
-        let data: Arc<[u8]> = SCRATCH.with(|s| {
-            let mut s = s.borrow_mut();
-            s.clear();
-            s.extend_from_slice(user_key);
-            s.extend_from_slice(&trailer.to_le_bytes());
-            s.extend_from_slice(value);
-            let a = Arc::from(&s[..]);
-            // Don't keep a huge scratch buffer alive after an outsized value.
-            if s.capacity() > 1 << 20 {
-                *s = Vec::new();
-            }
-            a
-        });
-        let key_len = u32::try_from(user_key.len()).unwrap_or(u32::MAX);
-        map.insert(MemKey { data, key_len }, ());
-        self.memory.fetch_add(
-            user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD,
-            AtomicOrdering::Relaxed,
-        );
+        }
         self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
         self.min_seq.fetch_min(seq, AtomicOrdering::Relaxed);
         Ok(())
+    }
+
+    /// Adds an entry given as an encoded internal key (DRAM only; the caller keeps the
+    /// sequence range).
+    fn add_internal(&self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        let Store::Dram(list) = &self.store else {
+            return Err(Error::InvalidArgument(
+                "add_internal on an NVM memtable".to_string(),
+            ));
+        };
+        self.dram_inserted(list.insert(internal_key, value))?;
+        self.memory.fetch_add(
+            internal_key.len() + value.len() + DRAM_ENTRY_OVERHEAD,
+            AtomicOrdering::Relaxed,
+        );
+        Ok(())
+    }
+
+    fn dram_inserted(&self, r: std::result::Result<(), InsertError>) -> Result<()> {
+        match r {
+            // The same internal key twice is one entry (see the module invariants).
+            Ok(()) | Err(InsertError::Duplicate) => Ok(()),
+            Err(InsertError::Full) => Err(Error::InvalidArgument(format!(
+                "memtable {} is full ({} of {} bytes used): an entry was refused",
+                self.id,
+                self.capacity().saturating_sub(self.room()),
+                self.capacity()
+            ))),
+            Err(e) => Err(Error::InvalidArgument(format!("memtable {}: {e}", self.id))),
+        }
     }
 
     /// Adds every update of `batch`, numbered from `batch.sequence()` up by one per update;
@@ -372,12 +329,21 @@ impl MemTable {
         self.memory.store(list.used(), AtomicOrdering::Relaxed);
     }
 
-    /// Bytes an NVM memtable can still take (`usize::MAX` for DRAM).
+    /// Bytes the memtable can still take (compare with [`room_needed`]).
     #[must_use]
-    pub fn nvm_room(&self) -> usize {
+    pub fn room(&self) -> usize {
         match &self.store {
             Store::Nvm(l) => l.remaining(),
-            Store::Dram(_) => usize::MAX,
+            Store::Dram(l) => l.capacity().saturating_sub(l.memory_usage()),
+        }
+    }
+
+    /// Bytes the memtable can hold in all.
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        match &self.store {
+            Store::Nvm(l) => l.used() + l.remaining(),
+            Store::Dram(l) => l.capacity(),
         }
     }
 
@@ -386,43 +352,53 @@ impl MemTable {
     /// # Errors
     /// `Corruption` from an NVM memtable whose search reached a damaged node.
     pub fn get(&self, user_key: &[u8], seq: SeqNo) -> Result<Option<LookupResult>> {
-        let map = match &self.store {
-            Store::Dram(map) => map,
+        let list = match &self.store {
+            Store::Dram(list) => list,
             Store::Nvm(list) => return list.get(user_key, seq),
         };
-        let lookup = LookupKey {
-            user_key,
-            trailer: ikey::pack_trailer(seq.min(ikey::MAX_SEQ), ValueKind::SEEK),
+        let trailer = ikey::pack_trailer(seq.min(ikey::MAX_SEQ), ValueKind::SEEK).to_le_bytes();
+        // The lookup key on the stack for the usual key sizes: a point read allocates only
+        // the value it returns.
+        let mut stack = [0u8; 128];
+        let heap;
+        let target: &[u8] = if user_key.len() + TRAILER_LEN <= stack.len() {
+            let n = user_key.len();
+            stack[..n].copy_from_slice(user_key);
+            stack[n..n + TRAILER_LEN].copy_from_slice(&trailer);
+            &stack[..n + TRAILER_LEN]
+        } else {
+            heap = [user_key, &trailer[..]].concat();
+            &heap
         };
-        let Some(e) = map.lower_bound(Bound::Included(&lookup as &dyn KeyLike)) else {
-            return Ok(None);
-        };
-        let k = e.key();
-        if k.user_key() != user_key {
+        let mut c = Cursor::new(&**list);
+        c.seek_ge(target);
+        if !c.valid() {
             return Ok(None);
         }
-        Ok(match ValueKind::from_u8((k.trailer() & 0xff) as u8) {
-            Some(ValueKind::Value) => Some(LookupResult::Value(k.value().to_vec())),
+        let k = c.key();
+        if ikey::user_key(k) != user_key {
+            return Ok(None);
+        }
+        Ok(match ValueKind::from_u8((ikey::trailer(k) & 0xff) as u8) {
+            Some(ValueKind::Value) => Some(LookupResult::Value(c.value().to_vec())),
             Some(ValueKind::Deletion) | None => Some(LookupResult::Deleted),
         })
     }
 
     /// A bidirectional iterator over every entry (internal keys), starting unpositioned. It
-    /// keeps the memtable alive.
+    /// keeps the memtable's entries alive.
     #[must_use]
     pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator> {
-        if let Store::Nvm(list) = &self.store {
-            return list.iter();
+        match &self.store {
+            Store::Nvm(list) => list.iter(),
+            Store::Dram(list) => Box::new(MemTableIter {
+                cursor: Cursor::new(Arc::clone(list)),
+            }),
         }
-        Box::new(MemTableIter {
-            mem: Arc::clone(self),
-            buf: Vec::new(),
-            pos: 0,
-            batch: MIN_BATCH,
-        })
     }
 
-    /// Estimated bytes used: keys, values and a per-entry overhead.
+    /// Bytes used: keys, values and skip-list nodes (in DRAM, estimated per entry the same
+    /// way every run: see `DRAM_ENTRY_OVERHEAD`).
     #[must_use]
     pub fn approximate_memory_usage(&self) -> usize {
         self.memory.load(AtomicOrdering::Relaxed)
@@ -433,7 +409,7 @@ impl MemTable {
     #[must_use]
     pub fn len(&self) -> usize {
         match &self.store {
-            Store::Dram(map) => map.len(),
+            Store::Dram(list) => list.len(),
             Store::Nvm(list) => list.len(),
         }
     }
@@ -442,7 +418,7 @@ impl MemTable {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         match &self.store {
-            Store::Dram(map) => map.is_empty(),
+            Store::Dram(list) => list.is_empty(),
             Store::Nvm(list) => list.is_empty(),
         }
     }
@@ -462,146 +438,72 @@ impl MemTable {
 
 impl Drop for MemTable {
     fn drop(&mut self) {
-        if let Store::Dram(map) = &mut self.store
-            && !map.is_empty()
+        // The arena goes when its last holder does: an iterator may still hold it, and
+        // then frees it itself. Small arenas are not worth a hand-over.
+        if let Store::Dram(list) = &self.store
+            && list.memory_usage() > 1 << 20
         {
-            reclaim_later(std::mem::take(map));
+            reclaim_later(Arc::clone(list));
         }
     }
 }
 
-const MIN_BATCH: usize = 4;
-const MAX_BATCH: usize = 128;
-
-/// Iterator over a memtable.
-///
-/// The skip list's cursors borrow the map, so the iterator cannot hold one next to the
-/// `Arc` that keeps the map alive. Instead it copies a window of consecutive entry handles
-/// (cheap `Arc` clones, no byte copies) into `buf`, steps inside it, and re-seeks from the
-/// window's edge when it runs out. The window grows from `MIN_BATCH` to `MAX_BATCH` while
-/// the scan continues in one direction, so point seeks stay cheap and long scans pay one
-/// skip-list search per `MAX_BATCH` entries.
+/// Iterator over a DRAM memtable: a skip-list cursor that holds the list.
 struct MemTableIter {
-    mem: Arc<MemTable>,
-    /// Consecutive entries in ascending order.
-    buf: Vec<MemKey>,
-    /// Index of the current entry in `buf`; valid iff `pos < buf.len()`.
-    pos: usize,
-    /// Size of the next refill.
-    batch: usize,
+    cursor: Cursor<DramList>,
 }
 
 impl std::fmt::Debug for MemTableIter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemTableIter")
-            .field("mem", &self.mem.id)
-            .field("pos", &self.pos)
-            .field("window", &self.buf.len())
+            .field("valid", &self.cursor.valid())
             .finish()
-    }
-}
-
-impl MemTableIter {
-    /// Fills `buf` with up to `batch` entries starting at the first one within `bound`,
-    /// ascending; positions at the first.
-    fn fill_forward(&mut self, bound: Bound<&dyn KeyLike>) {
-        self.buf.clear();
-        self.pos = 0;
-        let Store::Dram(map) = &self.mem.store else {
-            return;
-        };
-        let mut e = map.lower_bound(bound);
-        while let Some(entry) = e {
-            self.buf.push(entry.key().clone());
-            if self.buf.len() >= self.batch {
-                break;
-            }
-            e = entry.next();
-        }
-    }
-
-    /// Fills `buf` with up to `batch` entries ending at the last one within `bound`,
-    /// ascending; positions at the last.
-    fn fill_backward(&mut self, bound: Bound<&dyn KeyLike>) {
-        self.buf.clear();
-        let Store::Dram(map) = &self.mem.store else {
-            self.pos = 0;
-            return;
-        };
-        let mut e = map.upper_bound(bound);
-        while let Some(entry) = e {
-            self.buf.push(entry.key().clone());
-            if self.buf.len() >= self.batch {
-                break;
-            }
-            e = entry.prev();
-        }
-        self.buf.reverse();
-        self.pos = self.buf.len().saturating_sub(1);
-    }
-
-    fn grow(&mut self) {
-        self.batch = (self.batch * 2).min(MAX_BATCH);
     }
 }
 
 impl InternalIterator for MemTableIter {
     fn valid(&self) -> bool {
-        self.pos < self.buf.len()
+        self.cursor.valid()
     }
 
     fn seek_to_first(&mut self) {
-        self.batch = MIN_BATCH;
-        self.fill_forward(Bound::Unbounded);
+        self.cursor.first();
     }
 
     fn seek_to_last(&mut self) {
-        self.batch = MIN_BATCH;
-        self.fill_backward(Bound::Unbounded);
+        self.cursor.last();
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.batch = MIN_BATCH;
-        let k = LookupKey::from_internal(target);
-        self.fill_forward(Bound::Included(&k as &dyn KeyLike));
+        self.cursor.seek_ge(target);
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.batch = MIN_BATCH;
-        let k = LookupKey::from_internal(target);
-        self.fill_backward(Bound::Included(&k as &dyn KeyLike));
+        self.cursor.seek_le(target);
     }
 
     fn next(&mut self) {
-        if self.pos + 1 < self.buf.len() {
-            self.pos += 1;
-            return;
-        }
-        let Some(last) = self.buf.last().cloned() else {
-            return;
-        };
-        self.grow();
-        self.fill_forward(Bound::Excluded(&last as &dyn KeyLike));
+        self.cursor.next();
     }
 
     fn prev(&mut self) {
-        if self.pos > 0 && self.pos < self.buf.len() {
-            self.pos -= 1;
-            return;
-        }
-        let Some(first) = self.buf.first().cloned() else {
-            return;
-        };
-        self.grow();
-        self.fill_backward(Bound::Excluded(&first as &dyn KeyLike));
+        self.cursor.prev();
     }
 
     fn key(&self) -> &[u8] {
-        self.buf.get(self.pos).map_or(&[], MemKey::internal_key)
+        if self.cursor.valid() {
+            self.cursor.key()
+        } else {
+            &[]
+        }
     }
 
     fn value(&self) -> &[u8] {
-        self.buf.get(self.pos).map_or(&[], MemKey::value)
+        if self.cursor.valid() {
+            self.cursor.value()
+        } else {
+            &[]
+        }
     }
 
     fn status(&self) -> Result<()> {
@@ -613,6 +515,7 @@ impl InternalIterator for MemTableIter {
 mod tests {
     use super::*;
     use mezz_format::ikey::{make_internal_key, parse_internal_key};
+    use std::cmp::Ordering;
 
     fn lk(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
         make_internal_key(user_key, seq, ValueKind::SEEK)
@@ -624,7 +527,7 @@ mod tests {
 
     #[test]
     fn get_at_snapshots_and_deletions() {
-        let m = MemTable::new(3);
+        let m = MemTable::new(3, 64 << 20);
         assert_eq!(m.id(), 3);
         assert!(m.is_empty());
         assert_eq!(m.max_seq(), 0);
@@ -658,7 +561,7 @@ mod tests {
 
     #[test]
     fn insert_batch_numbers_updates() {
-        let m = MemTable::new(1);
+        let m = MemTable::new(1, 64 << 20);
         let mut b = WriteBatch::new();
         b.put(b"x", b"1");
         b.delete(b"y");
@@ -675,7 +578,7 @@ mod tests {
     }
 
     fn filled(n: u32) -> (Arc<MemTable>, Vec<Vec<u8>>) {
-        let m = Arc::new(MemTable::new(1));
+        let m = Arc::new(MemTable::new(1, 64 << 20));
         let mut expect = Vec::new();
         // Keys k000..k(n-1), three versions each, inserted in scrambled order.
         for i in (0..n).map(|i| (i * 7919) % n) {
@@ -795,7 +698,7 @@ mod tests {
 
     #[test]
     fn concurrent_adds_from_four_threads() {
-        let m = Arc::new(MemTable::new(9));
+        let m = Arc::new(MemTable::new(9, 64 << 20));
         let threads: Vec<_> = (0..4u64)
             .map(|t| {
                 let m = Arc::clone(&m);
@@ -845,5 +748,56 @@ mod tests {
             it.next();
         }
         assert_eq!(n, 20_000);
+    }
+
+    /// An arena without room refuses the entry with an error (never a panic, never a
+    /// half-written entry); what was added before stays readable.
+    #[test]
+    fn a_full_memtable_refuses_an_entry_with_an_error() {
+        let m = MemTable::new(4, 4096);
+        let mut added = 0u64;
+        let err = loop {
+            let k = format!("key{added:05}");
+            match m.add(added + 1, ValueKind::Value, k.as_bytes(), &[7u8; 100]) {
+                Ok(()) => added += 1,
+                Err(e) => break e,
+            }
+            assert!(added < 1000, "a 4 KiB memtable took {added} entries");
+        };
+        assert!(added > 10, "only {added} entries fit 4 KiB");
+        assert!(err.to_string().contains("memtable 4 is full"), "{err}");
+        assert!(m.room() < room_needed(1, 108));
+        assert_eq!(m.len() as u64, added);
+        for i in 0..added {
+            let k = format!("key{i:05}");
+            assert_eq!(
+                m.get(k.as_bytes(), ikey::MAX_SEQ).unwrap(),
+                val(&[7u8; 100])
+            );
+        }
+    }
+
+    /// `grown` copies every entry (same id, sequence range and order) into a memtable with
+    /// room for what the caller asked.
+    #[test]
+    fn grown_keeps_every_entry_and_makes_room() {
+        let (m, expect) = filled(300);
+        let extra = 4 * m.capacity();
+        let g = m.grown(extra).unwrap();
+        assert_eq!(g.id(), m.id());
+        assert_eq!(g.len(), m.len());
+        assert_eq!((g.min_seq(), g.max_seq()), (m.min_seq(), m.max_seq()));
+        assert_eq!(g.approximate_memory_usage(), m.approximate_memory_usage());
+        assert!(g.room() >= extra);
+        let g = Arc::new(g);
+        let mut it = g.iter();
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push(it.key().to_vec());
+            it.next();
+        }
+        assert_eq!(got, expect);
+        assert!(MemTable::new(1, 4096).grown(MAX_DRAM_CAPACITY).is_err());
     }
 }

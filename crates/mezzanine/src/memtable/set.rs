@@ -148,6 +148,13 @@ impl MemtableSet {
         self.imms.insert(0, old);
     }
 
+    /// Replaces the active memtable, which must be empty, by `new` (same id and WAL, more
+    /// room): no entry moves and nothing becomes immutable.
+    pub fn replace_empty_active(&mut self, new: Arc<MemTable>) {
+        debug_assert!(self.active.is_empty() && self.active.id() == new.id());
+        self.active = new;
+    }
+
     /// Removes the flushed immutable memtable `id`.
     pub fn remove_immutable(&mut self, id: u64) {
         self.imms.retain(|m| m.id() != id);
@@ -225,15 +232,15 @@ mod tests {
     use super::*;
 
     fn set() -> MemtableSet {
-        MemtableSet::new(Arc::new(MemTable::new(5)), Vec::new(), Vec::new())
+        MemtableSet::new(Arc::new(MemTable::new(5, 64 << 20)), Vec::new(), Vec::new())
     }
 
     #[test]
     fn switches_flush_oldest_first_and_track_the_log_number() {
         let mut s = set();
         assert!(s.next_flush().is_none());
-        s.switch(Arc::new(MemTable::new(6)));
-        s.switch(Arc::new(MemTable::new(7)));
+        s.switch(Arc::new(MemTable::new(6, 64 << 20)));
+        s.switch(Arc::new(MemTable::new(7, 64 << 20)));
         assert_eq!(s.active().id(), 7);
         let ids: Vec<u64> = s.immutables().iter().map(|m| m.id()).collect();
         assert_eq!(ids, vec![6, 5]);
@@ -252,7 +259,7 @@ mod tests {
 
     #[test]
     fn novelsm_policy() {
-        let dram = MemTable::new(1);
+        let dram = MemTable::new(1, 64 << 20);
         let mutable = NvmMemtablePolicy::new(NvmMemtable::Mutable);
         assert_eq!(mutable.next_active(&dram), NextActive::NvmIfRoom);
         assert!(!mutable.merges_into_nvm(&dram));

@@ -47,6 +47,18 @@ impl Options {
         b as u64
     }
 
+    /// Arena bytes of one DRAM memtable: `write_buffer_size`, a quarter more, and room for
+    /// a maximal write group of small entries, clamped to what one arena can address. A
+    /// memtable switches once it holds `write_buffer_size`, or earlier when the next group
+    /// would not fit; a group larger than this gets a memtable sized for it. Address space
+    /// only: pages are taken as entries arrive.
+    #[must_use]
+    pub fn memtable_capacity(&self) -> usize {
+        let group = crate::memtable::room_needed(MAX_GROUP_BYTES / 32, MAX_GROUP_BYTES);
+        (self.write_buffer_size + self.write_buffer_size / 4 + group)
+            .min(crate::memtable::MAX_DRAM_CAPACITY)
+    }
+
     /// Bytes of one WAL in NVM (`wal_on_nvm`): a memtable's worth of records plus one
     /// maximal write group and slack.
     #[must_use]

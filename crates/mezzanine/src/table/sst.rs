@@ -804,7 +804,7 @@ mod tests {
         );
         let l0_entries = gen_run(500, &mut model);
         let l0 = write_table(fs.as_ref(), dir.path(), 9, &l0_entries, BlockFormat::Prefix);
-        let mem = Arc::new(MemTable::new(1));
+        let mem = Arc::new(MemTable::new(1, 64 << 20));
         for (k, v) in gen_run(300, &mut model) {
             let p = parse_internal_key(&k).unwrap();
             mem.add(p.seq, p.kind, p.user_key, &v).unwrap();
