@@ -537,6 +537,13 @@ impl<C: Comparator> SkipList<C> {
         Ok(list)
     }
 
+    /// The list's arena, for reuse ([`Arena::recycle`], then a new list): the entries go
+    /// with the list.
+    #[must_use]
+    pub fn into_arena(self) -> Arena {
+        self.arena
+    }
+
     /// Number of entries. Every entry counted is visible to searches and scans that start
     /// after this call (the count is read with `Acquire`, and incremented with `Release`
     /// after the entry is linked).
