@@ -385,3 +385,41 @@ fn dirty_arena_does_not_leak_into_the_list() {
     model.insert(b"k".to_vec(), b"v".to_vec());
     assert_same(&list, &model);
 }
+
+/// A list built in a recycled arena (its bytes still the old list's: other keys, links and
+/// lengths everywhere) matches a model: nothing of the old list is ever read.
+#[test]
+fn a_recycled_arena_hosts_a_new_list() {
+    let mut rng = Rng::new(77);
+    let old = SkipList::new(
+        Arena::with_options(
+            4 << 20,
+            ArenaOptions {
+                prefault: false,
+                huge_pages: false,
+            },
+        ),
+        Bytewise,
+    )
+    .unwrap();
+    for i in 0..20_000u32 {
+        let k = format!("old{:08}", rng.below(1 << 30)).into_bytes();
+        let _ = old.insert(&k, &i.to_le_bytes().repeat(8));
+    }
+    let mut arena = old.into_arena();
+    let used = arena.used();
+    assert!(used > 1 << 20);
+    assert!(arena.recycle());
+    assert!(arena.used() < 64);
+    let list = SkipList::new(arena, Bytewise).unwrap();
+    assert!(list.is_empty());
+    let mut model = Model::new();
+    for i in 0..5_000u32 {
+        let k = format!("new{:06}", rng.below(100_000)).into_bytes();
+        let v = format!("v{i}").into_bytes();
+        if list.insert(&k, &v).is_ok() {
+            model.entry(k).or_insert(v);
+        }
+    }
+    assert_same(&list, &model);
+}
