@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::nvm_dir;
+use common::{check, nvm_dir};
 use mezzanine::{Db, Options, Preset, WriteBatch, WriteOptions};
 
 fn options(preset: Preset, nvm: &std::path::Path) -> Options {
@@ -23,22 +23,6 @@ fn options(preset: Preset, nvm: &std::path::Path) -> Options {
         o.nvm_dir = Some(nvm.to_path_buf());
     }
     o
-}
-
-fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    for (k, v) in model.iter().step_by(97) {
-        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]), "key {k:?}");
-    }
-    let mut it = db.cursor(&mezzanine::ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let mut n = 0;
-    while it.valid() {
-        assert_eq!(model.get(it.key()).map(Vec::as_slice), Some(it.value()));
-        n += 1;
-        it.next();
-    }
-    it.status().unwrap();
-    assert_eq!(n, model.len());
 }
 
 #[test]

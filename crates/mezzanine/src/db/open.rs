@@ -1059,15 +1059,11 @@ fn create_wal(
     if opts.wal_on_nvm
         && let Some(tier) = nvm
     {
-        // Without a free range large enough, the WAL is a file (as `DbInner::new_wal`).
-        match tier.alloc(number, NvmObjectKind::Wal, opts.nvm_wal_bytes()) {
-            Ok(obj) => {
-                rec.edit.new_nvm_objects.push(obj);
-                return WalWriter::create_nvm(tier, obj);
-            }
-            Err(e) if crate::storage::nvm::is_pool_full(&e) => rec.wal_fallbacks += 1,
-            Err(e) => return Err(e),
+        if let Some(obj) = tier.alloc_wal(number, opts.nvm_wal_bytes())? {
+            rec.edit.new_nvm_objects.push(obj);
+            return WalWriter::create_nvm(tier, obj);
         }
+        rec.wal_fallbacks += 1;
     }
     WalWriter::create(fs.as_ref(), dir, number)
 }

@@ -699,20 +699,13 @@ impl DbInner {
         if self.opts.wal_on_nvm
             && let Some(tier) = self.nvm()
         {
-            // A pool without a free range large enough (taken by objects of other options,
-            // or cut up by them) does not stop writes: this memtable's WAL is a file, as
-            // durable, only slower. Recovery replays files and NVM logs alike, by number.
-            match tier.alloc(number, NvmObjectKind::Wal, self.opts.nvm_wal_bytes()) {
-                Ok(obj) => {
-                    let w =
-                        self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?;
-                    return Ok(Some(w));
-                }
-                Err(e) if crate::storage::nvm::is_pool_full(&e) => {
-                    StatsCollector::add(&self.stats.nvm_wal_fallbacks, 1);
-                }
-                Err(e) => return Err(e),
+            // Without room in the pool (taken or cut up by objects of other options), this
+            // memtable's WAL is a file.
+            if let Some(obj) = tier.alloc_wal(number, self.opts.nvm_wal_bytes())? {
+                let w = self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?;
+                return Ok(Some(w));
             }
+            StatsCollector::add(&self.stats.nvm_wal_fallbacks, 1);
         }
         // The directory entry becomes durable with the WAL's first sync (a `sync` write, or
         // the sync of the closed WAL by its flush): off the switch, which holds every writer.

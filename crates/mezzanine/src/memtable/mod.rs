@@ -51,12 +51,7 @@ pub const MAX_DRAM_CAPACITY: usize = mezz_pmem::arena::MAX_CAPACITY;
 /// was written (node heights are random): a seed replays the same flushes.
 const DRAM_ENTRY_OVERHEAD: usize = 24;
 
-/// Arena bytes a memtable needs to take `entries` entries holding `bytes` bytes of user
-/// keys and values (an upper bound: every node with a full tower), in DRAM and NVM alike.
-#[must_use]
-pub fn room_needed(entries: usize, bytes: usize) -> usize {
-    nvm_list::room_needed(entries, bytes)
-}
+pub use nvm_list::room_needed;
 
 /// The nice value the memtable-freeing thread should run at (the highest any open
 /// database asked for).

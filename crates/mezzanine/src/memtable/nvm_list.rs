@@ -34,8 +34,8 @@ pub const LIST_PREFIX: usize = 4096;
 /// a full tower of links, and alignment.
 pub const NODE_OVERHEAD: usize = 16 + 4 * 12 + 8;
 
-/// Arena bytes an NVM memtable needs to take `entries` entries holding `bytes` bytes of
-/// user keys and values (an upper bound).
+/// Arena bytes a memtable (NVM or DRAM: the same skip list) needs to take `entries` entries
+/// holding `bytes` bytes of user keys and values (an upper bound: every node a full tower).
 #[must_use]
 pub fn room_needed(entries: usize, bytes: usize) -> usize {
     entries * (NODE_OVERHEAD + TRAILER_LEN) + bytes

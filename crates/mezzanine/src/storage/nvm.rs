@@ -271,25 +271,33 @@ impl NvmTier {
         let pool = self.pool.lock();
         let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
         if pool.largest_free() < need {
-            return Err(Error::Io {
-                path: Some(self.dir.join(POOL_FILE)),
-                source: io::Error::new(
-                    io::ErrorKind::StorageFull,
-                    format!(
-                        "NVM is full: no free extent of {need} bytes for a {kind:?} object \
-                         (the largest has {}; {} free of {})",
-                        pool.largest_free(),
-                        pool.free_bytes(),
-                        pool.data_len()
-                    ),
-                ),
-            });
+            return Err(self.pool_full(format!(
+                "NVM is full: no free extent of {need} bytes for a {kind:?} object (the largest \
+                 has {}; {} free of {})",
+                pool.largest_free(),
+                pool.free_bytes(),
+                pool.data_len()
+            )));
         }
         let e = pool.alloc(len).map_err(|e| match e {
             e @ Error::Io { .. } => e,
             other => Error::InvalidArgument(format!("NVM pool: {other}")),
         })?;
         drop(pool);
+        Ok(self.record(id, kind, e))
+    }
+
+    /// The `StorageFull` error of a pool without a free range for an allocation
+    /// ([`is_pool_full`]).
+    fn pool_full(&self, detail: String) -> Error {
+        Error::Io {
+            path: Some(self.dir.join(POOL_FILE)),
+            source: io::Error::new(io::ErrorKind::StorageFull, detail),
+        }
+    }
+
+    /// Records extent `e`, just allocated, as object `id`.
+    fn record(&self, id: u64, kind: NvmObjectKind, e: mezz_pmem::Extent) -> NvmObject {
         let obj = NvmObject {
             id,
             kind,
@@ -298,7 +306,21 @@ impl NvmTier {
             weight: 0,
         };
         self.objects.lock().insert(id, obj);
-        Ok(obj)
+        obj
+    }
+
+    /// Allocates a WAL for memtable `number` (`wal_on_nvm`): `None` when no free range of
+    /// the pool holds one, and the caller writes the WAL as a file instead (as durable,
+    /// only slower; recovery replays files and NVM logs alike, by number).
+    ///
+    /// # Errors
+    /// As [`NvmTier::alloc`], but for a full pool.
+    pub fn alloc_wal(&self, number: u64, len: u64) -> Result<Option<NvmObject>> {
+        match self.alloc(number, NvmObjectKind::Wal, len) {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if is_pool_full(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// [`NvmTier::alloc`] for an NVM table's objects: a pool without room is an `Io`
@@ -312,22 +334,15 @@ impl NvmTier {
         // A free range must hold the table and still the reserve, so that the WALs and
         // memtables the options keep in NVM always find room after it.
         if pool.largest_free() < need.saturating_add(self.table_reserve) {
-            return Err(Error::Io {
-                path: Some(self.dir.join(POOL_FILE)),
-                source: io::Error::new(
-                    io::ErrorKind::StorageFull,
-                    format!(
-                        "NVM is full: an NVM table needs {need} bytes beside the {} bytes kept \
-                         for NVM WALs and memtables, the largest free extent has {} ({} free \
-                         of {}; raise nvm_capacity or use an nvm_tiering that moves tables to \
-                         SSD)",
-                        self.table_reserve,
-                        pool.largest_free(),
-                        pool.free_bytes(),
-                        pool.data_len()
-                    ),
-                ),
-            });
+            return Err(self.pool_full(format!(
+                "NVM is full: an NVM table needs {need} bytes beside the {} bytes kept for NVM \
+                 WALs and memtables, the largest free extent has {} ({} free of {}; raise \
+                 nvm_capacity or use an nvm_tiering that moves tables to SSD)",
+                self.table_reserve,
+                pool.largest_free(),
+                pool.free_bytes(),
+                pool.data_len()
+            )));
         }
         // Tables fill the pool from the top, WALs and memtables from the bottom, so table
         // objects never cut up the ranges the others reuse.
@@ -336,15 +351,7 @@ impl NvmTier {
             other => Error::InvalidArgument(format!("NVM pool: {other}")),
         })?;
         drop(pool);
-        let obj = NvmObject {
-            id,
-            kind,
-            offset: e.offset,
-            len: e.len,
-            weight: 0,
-        };
-        self.objects.lock().insert(id, obj);
-        Ok(obj)
+        Ok(self.record(id, kind, e))
     }
 
     /// The object `id`, if the engine holds it.
