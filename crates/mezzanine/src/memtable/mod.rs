@@ -215,7 +215,26 @@ impl MemTable {
     /// # Errors
     /// `InvalidArgument` when no arena can hold that much ([`MAX_DRAM_CAPACITY`]).
     pub fn grown(&self, extra: usize) -> Result<MemTable> {
-        let used = self.capacity().saturating_sub(self.room());
+        let list = match &self.store {
+            Store::Dram(l) => Arc::clone(l),
+            Store::Nvm(_) => {
+                return Err(Error::InvalidArgument(
+                    "an NVM memtable cannot be grown".to_string(),
+                ));
+            }
+        };
+        // The copy draws new tower heights, so it may take more arena than the original:
+        // size it for the worst case (every node a full tower, the head node counted as
+        // one more entry), never by the original's use.
+        let mut it = Cursor::new(list);
+        let (mut entries, mut bytes) = (0usize, 0usize);
+        it.first();
+        while it.valid() {
+            entries += 1;
+            bytes = bytes.saturating_add(it.key().len() + it.value().len());
+            it.next();
+        }
+        let used = room_needed(entries + 1, bytes);
         let want = used
             .saturating_add(extra)
             .max(self.capacity().saturating_mul(2));
@@ -228,14 +247,6 @@ impl MemTable {
             )));
         }
         let m = MemTable::new(self.id, want);
-        let mut it = Cursor::new(match &self.store {
-            Store::Dram(l) => Arc::clone(l),
-            Store::Nvm(_) => {
-                return Err(Error::InvalidArgument(
-                    "an NVM memtable cannot be grown".to_string(),
-                ));
-            }
-        });
         it.first();
         while it.valid() {
             m.add_internal(it.key(), it.value())?;
@@ -819,6 +830,14 @@ mod tests {
     #[test]
     fn grown_keeps_every_entry_and_makes_room() {
         let (m, expect) = filled(300);
+        // The copy draws its own tower heights: the room promised must hold whatever they
+        // are, so grow many times (each with new heights).
+        for extra in [0, 1, 4096, m.capacity(), 4 * m.capacity()] {
+            for _ in 0..8 {
+                let g = m.grown(extra).unwrap();
+                assert!(g.room() >= extra, "room {} < {extra}", g.room());
+            }
+        }
         let extra = 4 * m.capacity();
         let g = m.grown(extra).unwrap();
         assert_eq!(g.id(), m.id());
