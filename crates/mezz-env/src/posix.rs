@@ -34,19 +34,36 @@ static HELD_LOCKS: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(|| Mutex::n
 /// Sets a Linux write-lifetime hint (`RWH_WRITE_LIFE_*`, 2..=5) on an open file.
 pub type WriteHintFn = fn(&File, u64) -> io::Result<()>;
 
+/// Starts writeback of a file's dirty pages in `offset..offset + len` without waiting for
+/// it (for example `sync_file_range(SYNC_FILE_RANGE_WRITE)`).
+pub type WritebackFn = fn(&File, u64, u64) -> io::Result<()>;
+
+/// Early writeback: every `bytes` bytes handed to the kernel, `start` is called on them.
+#[derive(Debug, Clone, Copy)]
+struct Writeback {
+    start: WritebackFn,
+    bytes: u64,
+}
+
 /// The real file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PosixFs {
     /// Passes [`WriteLifetime`] hints to the kernel, if set (the system call needs
     /// `unsafe`, which this crate does not hold: the caller injects it).
     write_hint: Option<WriteHintFn>,
+    /// Starts writeback of what files wrote, every so many bytes, if set (injected for the
+    /// same reason).
+    writeback: Option<Writeback>,
 }
 
 impl PosixFs {
     /// Returns a handle to the real file system (write-lifetime hints are not passed on).
     #[must_use]
     pub fn new() -> Self {
-        Self { write_hint: None }
+        Self {
+            write_hint: None,
+            writeback: None,
+        }
     }
 
     /// The real file system, passing write-lifetime hints on with `set_hint` (for example
@@ -55,7 +72,18 @@ impl PosixFs {
     pub fn with_write_hints(set_hint: WriteHintFn) -> Self {
         Self {
             write_hint: Some(set_hint),
+            writeback: None,
         }
+    }
+
+    /// Every file written through this file system calls `start` on each further `bytes`
+    /// bytes it hands to the kernel (`bytes` 0: never), so the kernel writes them back
+    /// while the file grows and a later sync has little left to wait for (RocksDB's
+    /// `bytes_per_sync`). Advisory: its errors are ignored, and it makes nothing durable.
+    #[must_use]
+    pub fn with_writeback(mut self, start: WritebackFn, bytes: u64) -> Self {
+        self.writeback = (bytes > 0).then_some(Writeback { start, bytes });
+        self
     }
 }
 
@@ -77,7 +105,9 @@ fn with_path(err: io::Error, what: &str, path: &Path) -> io::Error {
 impl FileSystem for PosixFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let file = create_truncated(path)?;
-        Ok(Box::new(PosixWritableFile::new(file, path, 0)))
+        Ok(Box::new(
+            PosixWritableFile::new(file, path, 0).with_writeback(self.writeback),
+        ))
     }
 
     fn create_with_hint(
@@ -97,7 +127,9 @@ impl FileSystem for PosixFs {
             };
             let _ = set_hint(&file, hint);
         }
-        Ok(Box::new(PosixWritableFile::new(file, path, 0)))
+        Ok(Box::new(
+            PosixWritableFile::new(file, path, 0).with_writeback(self.writeback),
+        ))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
@@ -109,7 +141,9 @@ impl FileSystem for PosixFs {
             .metadata()
             .map_err(|e| with_path(e, "stat", path))?
             .len();
-        Ok(Box::new(PosixWritableFile::new(file, path, len)))
+        Ok(Box::new(
+            PosixWritableFile::new(file, path, len).with_writeback(self.writeback),
+        ))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
@@ -212,6 +246,10 @@ pub struct PosixWritableFile {
     buf: Vec<u8>,
     /// Bytes in the file plus bytes in `buf`.
     size: u64,
+    /// Early writeback, if the file system asks for it.
+    writeback: Option<Writeback>,
+    /// End of the range whose writeback was last started (or the file's size at open).
+    writeback_to: u64,
 }
 
 impl PosixWritableFile {
@@ -221,6 +259,29 @@ impl PosixWritableFile {
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER_SIZE),
             size,
+            writeback: None,
+            writeback_to: size,
+        }
+    }
+
+    fn with_writeback(mut self, writeback: Option<Writeback>) -> Self {
+        self.writeback = writeback;
+        self
+    }
+
+    /// Bytes handed to the kernel so far.
+    fn written(&self) -> u64 {
+        self.size - self.buf.len() as u64
+    }
+
+    /// Starts writeback of what was handed to the kernel since the last start, once that
+    /// is at least the configured amount. Errors are ignored: the call is advice.
+    fn maybe_start_writeback(&mut self) {
+        let Some(w) = self.writeback else { return };
+        let written = self.written();
+        if written.saturating_sub(self.writeback_to) >= w.bytes {
+            let _ = (w.start)(&self.file, self.writeback_to, written - self.writeback_to);
+            self.writeback_to = written;
         }
     }
 
@@ -233,7 +294,9 @@ impl PosixWritableFile {
         // reliably after a failed write, so the buffer is dropped either way rather than
         // written twice.
         self.buf.clear();
-        result.map_err(|e| with_path(e, "write", &self.path))
+        result.map_err(|e| with_path(e, "write", &self.path))?;
+        self.maybe_start_writeback();
+        Ok(())
     }
 }
 
@@ -246,10 +309,12 @@ impl WritableFile for PosixWritableFile {
             self.file
                 .write_all(data)
                 .map_err(|e| with_path(e, "write", &self.path))?;
+            self.size += data.len() as u64;
+            self.maybe_start_writeback();
         } else {
             self.buf.extend_from_slice(data);
+            self.size += data.len() as u64;
         }
-        self.size += data.len() as u64;
         Ok(())
     }
 
@@ -261,7 +326,10 @@ impl WritableFile for PosixWritableFile {
         self.write_buffer()?;
         self.file
             .sync_data()
-            .map_err(|e| with_path(e, "sync", &self.path))
+            .map_err(|e| with_path(e, "sync", &self.path))?;
+        // Everything written is durable: no writeback to start for it any more.
+        self.writeback_to = self.written();
+        Ok(())
     }
 
     fn size(&self) -> u64 {
@@ -323,6 +391,62 @@ impl Drop for PosixFileLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ranges passed to the test's writeback function (one test uses it).
+    static STARTED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+    fn record_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
+        // The range was handed to the kernel before it is passed on.
+        assert!(file.metadata()?.len() >= offset + len);
+        STARTED.lock().push((offset, len));
+        Ok(())
+    }
+
+    /// Writeback is started on consecutive ranges of at least the configured size, once
+    /// their bytes left the buffer, never over bytes already synced, and never changes
+    /// what the file holds.
+    #[test]
+    fn writeback_starts_on_each_range_handed_to_the_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let every = 100_000u64;
+        let fs = PosixFs::new().with_writeback(record_writeback, every);
+        let path = dir.path().join("w.log");
+        let mut w = fs.create(&path).unwrap();
+        let mut expect = Vec::new();
+        for i in 0..3000u32 {
+            let rec = vec![(i % 251) as u8; 100 + (i as usize % 7) * 50];
+            w.append(&rec).unwrap();
+            expect.extend_from_slice(&rec);
+            if i % 10 == 0 {
+                w.flush().unwrap();
+            }
+        }
+        let big = vec![9u8; WRITE_BUFFER_SIZE * 3];
+        w.append(&big).unwrap();
+        expect.extend_from_slice(&big);
+        w.sync().unwrap();
+        let synced = w.size();
+        w.append(&[1u8; 1000]).unwrap();
+        expect.extend_from_slice(&[1u8; 1000]);
+        w.flush().unwrap();
+        drop(w);
+        let started = std::mem::take(&mut *STARTED.lock());
+        assert!(started.len() >= 5, "{started:?}");
+        let mut at = 0;
+        for &(offset, len) in &started {
+            assert_eq!(offset, at, "ranges are consecutive: {started:?}");
+            assert!(len >= every, "{started:?}");
+            at = offset + len;
+        }
+        assert!(at <= synced);
+        assert_eq!(fs.read_all(&path).unwrap(), expect);
+        // Bytes 0: never called.
+        let fs = PosixFs::new().with_writeback(record_writeback, 0);
+        let mut w = fs.create(&dir.path().join("n.log")).unwrap();
+        w.append(&big).unwrap();
+        w.sync().unwrap();
+        assert!(STARTED.lock().is_empty());
+    }
 
     #[test]
     fn write_read_roundtrip() {

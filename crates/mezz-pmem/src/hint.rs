@@ -1,12 +1,18 @@
-//! Write-lifetime hints for files (Linux `fcntl(F_SET_RW_HINT)`).
+//! Advice to the kernel about files: write-lifetime hints (Linux `fcntl(F_SET_RW_HINT)`) and
+//! early writeback (`sync_file_range(SYNC_FILE_RANGE_WRITE)`).
 //!
-//! Owns: [`set_write_life_hint`], the one system call outside the persistent-memory mapping
-//! code that needs `unsafe`; it lives here so the workspace keeps its unsafe code in one
-//! crate. A hint tells the device (through the kernel) how long the data written to the
-//! file will live, so flash with streams or FDP can keep data of similar lifetime together.
+//! Owns: [`set_write_life_hint`] and [`start_writeback`], the system calls outside the
+//! persistent-memory mapping code that need `unsafe`; they live here so the workspace
+//! keeps its unsafe code in one crate. A lifetime hint tells the device (through the
+//! kernel) how long the data written to the file will live, so flash with streams or FDP
+//! can keep data of similar lifetime together. Early writeback starts writing a range of
+//! dirty pages without waiting for it, so a later `fdatasync` finds little left to write
+//! (measured on this project's ext4 test machine: the `fdatasync` of a 64 MiB log written
+//! without it took 33-42 ms, with it every 1 MiB 0.2-0.3 ms).
 //!
-//! Invariants: a hint is advisory: a kernel or file system without support returns an
-//! error, which callers may ignore; it never changes what is read back.
+//! Invariants: both are advisory: a kernel or file system without support returns an
+//! error, which callers may ignore; neither changes what is read back, and neither makes
+//! anything durable (only `fsync`/`fdatasync` do).
 //!
 //! Thread-safety: stateless.
 
@@ -55,6 +61,44 @@ pub fn set_write_life_hint(_file: &File, _hint: u64) -> io::Result<()> {
     ))
 }
 
+/// Starts writeback of the dirty pages of `file` in `offset..offset + len` and returns
+/// without waiting for it to finish (it may wait for room in the device's queue).
+///
+/// # Errors
+/// The kernel's error; always `Unsupported` off Linux.
+#[cfg(target_os = "linux")]
+pub fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "writeback range past i64::MAX",
+        ));
+    };
+    // SAFETY: `file` owns an open descriptor for the duration of the call; the call reads
+    // no memory of this process.
+    let rc = unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Starts writeback of a range of `file`: unsupported off Linux.
+///
+/// # Errors
+/// Always `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn start_writeback(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "early writeback needs Linux",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +112,27 @@ mod tests {
         let _ = set_write_life_hint(&f, WRITE_LIFE_LONG);
         let _ = set_write_life_hint(&f, 99);
         f.set_len(10).expect("file still usable");
+    }
+
+    #[test]
+    fn writeback_leaves_the_bytes_as_written() {
+        use std::io::{Read, Write};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("w");
+        let mut f = File::create(&path).expect("create");
+        f.write_all(&[7u8; 10_000]).expect("write");
+        // Linux: accepted on a regular file; elsewhere refused. Never a crash, never a change.
+        let r = start_writeback(&f, 0, 10_000);
+        if cfg!(target_os = "linux") {
+            r.expect("sync_file_range on a regular file");
+        }
+        let _ = start_writeback(&f, 5_000, 100_000);
+        assert!(start_writeback(&f, u64::MAX, 1).is_err());
+        let mut back = Vec::new();
+        File::open(&path)
+            .expect("open")
+            .read_to_end(&mut back)
+            .expect("read");
+        assert_eq!(back, vec![7u8; 10_000]);
     }
 }
