@@ -2,10 +2,14 @@
 # Before/after comparison of two release `mezz` binaries on the same machine, in one run:
 # alternating rounds, each preset on a fresh temporary database (NVM emulated on /dev/shm).
 #
-#   [PRESETS="leveldb novelsm novelsm-imm"] bench/before_after.sh BEFORE_MEZZ AFTER_MEZZ OUT_DIR [ROUNDS] [NUM]
+#   [PRESETS="leveldb novelsm novelsm-imm"] [BENCH_ARGS="..."] \
+#     bench/before_after.sh BEFORE_MEZZ AFTER_MEZZ OUT_DIR [ROUNDS] [NUM]
 #
+# BENCH_ARGS replaces the default `--benchmarks fillrandom,overwrite,readrandom` (for example
+# an open-loop run: `--benchmarks ycsb-load,ycsb-a --ops 400000 --rate 20000`).
 # Writes OUT_DIR/{before,after}-<preset>.jsonl (one JSON line per benchmark and round) and
-# prints a table of ops/s per round.
+# prints a table of ops/s per round, and of p99 / p99.9 / max latency of each benchmark's
+# requests (from their intended start in an open-loop run).
 set -euo pipefail
 before=$1 after=$2 out=$3 rounds=${4:-2} num=${5:-500000}
 mkdir -p "$out"
@@ -21,7 +25,7 @@ for round in $(seq 1 "$rounds"); do
     bin=$before; [ "$side" = after ] && bin=$after
     for p in "${presets[@]}"; do
       # shellcheck disable=SC2046
-      "$bin" bench $(args_for "$p") --benchmarks fillrandom,overwrite,readrandom \
+      "$bin" bench $(args_for "$p") ${BENCH_ARGS:---benchmarks fillrandom,overwrite,readrandom} \
         --num "$num" --seed 7 --json "$out/$side-$p.jsonl" >/dev/null
     done
   done
@@ -38,8 +42,14 @@ for p in presets:
             r = json.loads(line)
             name = r.get("benchmark") or r.get("name")
             ops = r.get("ops_per_sec") or r.get("throughput_ops")
-            rows[name][side].append(ops)
+            lat = (r.get("latency") or {}).get(r.get("primary_op") or "", {})
+            rows[name][side].append((ops, lat))
     for b, v in rows.items():
-        f = lambda xs: " / ".join(f"{x/1000:.1f} K" for x in xs)
+        f = lambda xs: " / ".join(f"{x/1000:.1f} K" for x, _ in xs)
         print(f"| {p} | {b} | {f(v['before'])} | {f(v['after'])} |")
+    for b, v in rows.items():
+        f = lambda xs: " / ".join(
+            f"{l.get('p99_us', 0):.0f}, {l.get('p999_us', 0):.0f}, {l.get('max_us', 0):.0f}"
+            for _, l in xs)
+        print(f"| {p} | {b} p99, p99.9, max µs | {f(v['before'])} | {f(v['after'])} |")
 PY
