@@ -126,6 +126,15 @@ impl Slot {
         Ok(())
     }
 
+    /// Takes back a job given to this waiter that it has not started (a member descheduled
+    /// on a busy core would otherwise hold up its whole group).
+    fn take_back(&self) -> Option<InsertJob> {
+        let mut s = self.m.lock();
+        let job = s.job.take();
+        self.sync_ready(&s);
+        job
+    }
+
     /// Publishes a result, wake-up or job in `s` (held): a spinning waiter sees `ready`, a
     /// parked one is notified.
     fn post(&self, s: &SlotState) {
@@ -430,6 +439,7 @@ impl DbInner {
         let group = Arc::new(GroupInsert::default());
         let mut seq = first;
         let mut here = Vec::new();
+        let mut given = Vec::new();
         for (i, (slot, mut b)) in parts.slots.iter().zip(parts.batches).enumerate() {
             b.set_sequence(seq);
             seq += b.len() as u64;
@@ -443,9 +453,12 @@ impl DbInner {
                 batch: b,
                 group: Arc::clone(&group),
             };
-            if let Err(job) = slot.give(job) {
-                group.pending.fetch_sub(1, Ordering::Relaxed);
-                here.push(job.batch);
+            match slot.give(job) {
+                Ok(()) => given.push(slot),
+                Err(job) => {
+                    group.pending.fetch_sub(1, Ordering::Relaxed);
+                    here.push(job.batch);
+                }
             }
         }
         let mut user_bytes = 0;
@@ -456,6 +469,13 @@ impl DbInner {
                 Err(e) => {
                     error.get_or_insert(e);
                 }
+            }
+        }
+        // What a member has not picked up yet (its writer not running: two cores shared
+        // with background work), the leader inserts itself, rather than wait for it.
+        for slot in given {
+            if let Some(job) = slot.take_back() {
+                job.run();
             }
         }
         // The members' inserts are short and their writers awake: wait without parking.
@@ -823,6 +843,47 @@ mod tests {
             b.put(format!("w{writer}-{i:04}").as_bytes(), &[writer; 8]);
         }
         b
+    }
+
+    /// A member whose writer is not running (descheduled, not parked) never picks up its
+    /// part: the leader takes it back and inserts it, instead of waiting for that writer.
+    #[test]
+    fn parts_not_picked_up_are_inserted_by_the_leader() {
+        let mem = Arc::new(MemTable::new(1, 1 << 20));
+        // No thread waits on the members' slots, and none is parked.
+        let slots: Vec<Arc<Slot>> = (0..3).map(|_| Arc::new(Slot::default())).collect();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (m, s) = (Arc::clone(&mem), slots.clone());
+        std::thread::spawn(move || {
+            let parts = GroupParts {
+                slots: &s,
+                batches: vec![batch(0, 4), batch(1, 2), batch(2, 3)],
+                leader: 1,
+            };
+            let _ = tx.send(DbInner::insert_parts(&m, 10, parts));
+        });
+        let bytes = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the leader waited for members that never ran")
+            .unwrap();
+        assert_eq!(mem.len(), 9);
+        assert_eq!(bytes, 9 * (7 + 8));
+        for slot in &slots {
+            assert!(slot.m.lock().job.is_none(), "a job was left behind");
+            assert!(!slot.ready.load(Ordering::Acquire));
+        }
+        let mut it = mem.iter();
+        it.seek_to_first();
+        let mut seqs = Vec::new();
+        while it.valid() {
+            let k = parse_internal_key(it.key()).unwrap();
+            seqs.push((k.user_key[1] - b'0', k.seq));
+            it.next();
+        }
+        seqs.sort_by_key(|&(_, q)| q);
+        let owners: Vec<u8> = seqs.iter().map(|&(w, _)| w).collect();
+        assert_eq!(owners, [0, 0, 0, 0, 1, 1, 2, 2, 2]);
+        assert_eq!(seqs.first().map(|s| s.1), Some(10));
     }
 
     /// A group's parts land in the memtable numbered in group order, whichever thread
