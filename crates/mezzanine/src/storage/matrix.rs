@@ -16,8 +16,12 @@
 //!   current version and those old versions pin), and frees exactly the pages of
 //!   allocated rows that none of them uses, except rows still being built.
 //!
-//! Thread-safety: `MatrixSpace` is shared (`Arc`); the page space and the row map have their
-//! own mutexes.
+//! Thread-safety: `MatrixSpace` is shared (`Arc`); the page space has its own mutex, and the
+//! row map and the set of rows being built share one ([`Rows`]), so a clean-up sees them at
+//! one instant: it read the rows being built, then the row map, under two locks, and a row
+//! whose build started and finished between the two reads (the clean-up's thread
+//! descheduled there) was in neither the set nor the tables, so it was forgotten and its
+//! pages freed while the flush went on to name it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -36,16 +40,23 @@ use crate::table::{TableLocation, TableMeta};
 /// Open rows by row id, with the pages each still holds.
 type RowMap = HashMap<u64, (Arc<RowTable>, Vec<u32>)>;
 
+/// What the space knows of its rows, read and changed under one lock.
+#[derive(Default)]
+struct Rows {
+    /// Open rows by row id, with the pages each still holds (allocated for it and not
+    /// released yet).
+    open: RowMap,
+    /// Rows being built: their pages are allocated but no table names them yet.
+    building: HashSet<u64>,
+}
+
 /// The matrix container's pages and rows. See the module documentation.
 pub struct MatrixSpace {
     object: NvmObject,
     region: Arc<mezz_pmem::Region>,
     space: PageSpace,
-    /// Open rows by row id, with the pages each still holds (allocated for it and not
-    /// released yet).
-    rows: Mutex<RowMap>,
-    /// Rows being built: their pages are allocated but no table names them yet.
-    building: Mutex<HashSet<u64>>,
+    /// The open rows and the rows being built, under one lock.
+    rows: Mutex<Rows>,
     /// Whether point reads narrow older rows with cross-row hints (`matrix_hints`).
     hints: bool,
     /// Search counters of every row.
@@ -123,8 +134,10 @@ impl MatrixSpace {
             object,
             region,
             space,
-            rows: Mutex::new(rows),
-            building: Mutex::new(HashSet::new()),
+            rows: Mutex::new(Rows {
+                open: rows,
+                building: HashSet::new(),
+            }),
             hints,
             counters: Arc::default(),
             shortfall: AtomicU64::new(0),
@@ -186,7 +199,7 @@ impl MatrixSpace {
     /// # Errors
     /// `Corruption` when it does not open (never committed, or damaged).
     pub fn row(&self, row: u64, header_page: u32) -> Result<Arc<RowTable>> {
-        match self.rows.lock().get(&row) {
+        match self.rows.lock().open.get(&row) {
             Some((t, _)) if t.header_page() == header_page => Ok(Arc::clone(t)),
             _ => Err(Error::corruption(
                 0,
@@ -228,7 +241,7 @@ impl MatrixSpace {
             self.shortfall.store(need, Ordering::Relaxed);
             return Ok(None);
         }
-        self.building.lock().insert(row_id);
+        self.rows.lock().building.insert(row_id);
         let built = b.finish(
             &self.region,
             &self.space,
@@ -238,7 +251,7 @@ impl MatrixSpace {
         let t = match built {
             Ok(t) => Arc::new(t),
             Err(e) => {
-                self.building.lock().remove(&row_id);
+                self.rows.lock().building.remove(&row_id);
                 // Too few free pages after all (the estimate was short): no row.
                 if matches!(&e, Error::InvalidArgument(m) if m.contains("page space full")) {
                     let p = self.space.page_size() as u64;
@@ -251,7 +264,7 @@ impl MatrixSpace {
         };
         self.shortfall.store(0, Ordering::Relaxed);
         let held = t.pages().to_vec();
-        self.rows.lock().insert(row_id, (Arc::clone(&t), held));
+        self.rows.lock().open.insert(row_id, (Arc::clone(&t), held));
         match row_meta(row_id, self.object.id, &t, 0) {
             Ok(Some(meta)) => Ok(Some((t, meta))),
             // A committed row holds entries, so it has a table; a row that cannot be read
@@ -270,17 +283,17 @@ impl MatrixSpace {
     /// Row `row_id` is named by an installed table now (or was abandoned): its pages follow
     /// the tables from here on.
     pub fn built(&self, row_id: u64) {
-        self.building.lock().remove(&row_id);
+        self.rows.lock().building.remove(&row_id);
     }
 
     /// Frees every page of the known rows that none of `alive` (every row table a reader
     /// may still hold) uses, and forgets rows no table names. Rows being built keep theirs.
     pub fn release_unused<'a>(&self, alive: impl Iterator<Item = &'a TableMeta>) {
         let least = least_consumed(alive);
-        let building = self.building.lock().clone();
         let mut rows = self.rows.lock();
+        let Rows { open, building } = &mut *rows;
         let mut free: Vec<u32> = Vec::new();
-        rows.retain(|id, (t, held)| {
+        open.retain(|id, (t, held)| {
             if building.contains(id) {
                 return true;
             }
@@ -344,4 +357,91 @@ pub fn row_meta(id: u64, space: u64, row: &RowTable, consumed: u32) -> Result<Op
         num_deletions: u64::from(h.num_deletions.min(n - consumed)),
         nvm_refs: Vec::new(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memtable::MemTable;
+    use crate::options::Options;
+    use crate::storage::nvm::NvmObjectKind;
+    use mezz_format::ValueKind;
+    use std::sync::atomic::AtomicBool;
+
+    /// Flushes build rows and name them in the version while clean-ups run on another
+    /// thread, each under the version's lock as the engine's are: every row the version
+    /// names stays open in the container, and the rows it stopped naming give their pages
+    /// back.
+    #[test]
+    fn rows_the_version_names_survive_concurrent_clean_ups() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            nvm_dir: Some(dir.path().to_path_buf()),
+            nvm_capacity: 64 << 20,
+            ..Options::default()
+        };
+        let tier = NvmTier::open(&opts, [7; 16], &[], true).unwrap();
+        let obj = tier.alloc(1, NvmObjectKind::MatrixSpace, 16 << 20).unwrap();
+        let space =
+            Arc::new(MatrixSpace::open(&tier, obj, 16 << 10, true, std::iter::empty()).unwrap());
+        let version: Arc<Mutex<Vec<TableMeta>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let cleaner = {
+            let (space, version, stop) =
+                (Arc::clone(&space), Arc::clone(&version), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let v = version.lock();
+                    space.release_unused(v.iter());
+                    drop(v);
+                    n += 1;
+                    std::thread::yield_now();
+                }
+                n
+            })
+        };
+        for i in 0..300u64 {
+            let m = Arc::new(MemTable::new(i, 1 << 20));
+            for k in 0..40u64 {
+                let key = format!("k{:05}", (k * 7 + i) % 1000);
+                m.add(
+                    i * 100 + k + 1,
+                    ValueKind::Value,
+                    key.as_bytes(),
+                    &[i as u8; 64],
+                )
+                .unwrap();
+            }
+            let row_id = 100 + i;
+            let (_, meta) = space
+                .build_row(m.iter().as_mut(), row_id, None, 1024)
+                .unwrap()
+                .expect("room for the row");
+            {
+                // The version names the new row and drops the oldest beyond eight.
+                let mut v = version.lock();
+                v.push(meta);
+                if v.len() > 8 {
+                    v.remove(0);
+                }
+            }
+            space.built(row_id);
+            for t in version.lock().iter() {
+                let TableLocation::Row {
+                    row, header_page, ..
+                } = t.location
+                else {
+                    unreachable!("rows only")
+                };
+                space.row(row, header_page).unwrap();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(cleaner.join().unwrap() > 0);
+        // Only the version's eight rows hold pages once the last clean-up ran.
+        space.release_unused(version.lock().iter());
+        assert_eq!(space.rows.lock().open.len(), 8);
+        assert!(space.free_bytes() > space.capacity_bytes() / 2);
+    }
 }
