@@ -232,6 +232,80 @@ mod power_cut {
     /// Small enough that the background work moves tables to SSD.
     const LRU: NvmTiering = NvmTiering::Lru(96 << 10);
 
+    /// A compaction into NVM tables cut short by a power failure is finished at the next
+    /// open. When that open runs under options that keep much more of the pool for NVM
+    /// memtables (here a mutable NVM memtable of `memtable` bytes, tables no longer in
+    /// NVM), the pool may have no room to finish it there: the open gives up its outputs
+    /// (its inputs are all still in the version) and succeeds, with every acknowledged
+    /// write, and the compaction runs again later under the new options. Returns how many
+    /// cuts were given up that way and how many were checked.
+    fn reopen_with_less_room_at_every_point(memtable: usize) -> (u64, u64) {
+        let (method, tiering) = (NvmTableMethod::PsBacPb, NvmTiering::Full);
+        let (fs, sim) = (MemFs::new(), SimNvm::new());
+        let (db, _) = setup(&fs, &sim, method, tiering);
+        let p0 = sim.persist_points();
+        db.run_background_work(usize::MAX).unwrap();
+        let p1 = sim.persist_points();
+        drop(db);
+        let heavier = |fs: &MemFs, sim: &SimNvm| {
+            let mut o = sim_options(fs, sim, method, tiering);
+            o.nvm_tiering = NvmTiering::Off;
+            o.nvm_memtable = mezzanine::options::NvmMemtable::Mutable;
+            o.nvm_memtable_size = memtable;
+            o
+        };
+        let (mut given_up, mut checked) = (0, 0);
+        for cut in p0 + 1..=p1 + 1 {
+            let (fs, sim) = (MemFs::new(), SimNvm::new());
+            let (db, model) = setup(&fs, &sim, method, tiering);
+            sim.arm_cut_after(cut);
+            let _ = db.run_background_work(usize::MAX);
+            // Two identical images of the moment of the cut.
+            let image = || {
+                let crash = CrashOptions {
+                    keep_unsynced: KeepUnsynced::None,
+                    seed: cut,
+                };
+                let cut = PowerCut {
+                    keep_unpersisted: KeepLines::None,
+                    seed: cut,
+                };
+                (fs.crash_clone(&crash), sim.power_cut(&cut))
+            };
+            let (fs_same, sim_same) = image();
+            let (fs2, sim2) = image();
+            drop(db);
+            let resumed = {
+                let db = Db::open("/db", sim_options(&fs_same, &sim_same, method, tiering))
+                    .unwrap_or_else(|e| panic!("cut {cut}: reopen: {e}"));
+                db.stats().nvm_tables.resumed_compactions
+            };
+            let db = Db::open("/db", heavier(&fs2, &sim2))
+                .unwrap_or_else(|e| panic!("cut {cut}: reopen with less room: {e}"));
+            assert!(scan(&db) == model, "cut {cut}: recovered state differs");
+            if resumed > 0 && db.stats().nvm_tables.resumed_compactions == 0 {
+                given_up += 1;
+            }
+            db.verify()
+                .unwrap_or_else(|e| panic!("cut {cut}: verify: {e}"));
+            db.run_background_work(usize::MAX)
+                .unwrap_or_else(|e| panic!("cut {cut}: work: {e}"));
+            assert!(scan(&db) == model, "cut {cut}: after more work");
+            db.close().unwrap();
+            checked += 1;
+        }
+        (given_up, checked)
+    }
+
+    #[test]
+    fn an_interrupted_compaction_without_room_to_finish_is_given_up() {
+        // Two NVM memtables of 1984 KiB take all but about 100 KiB of the 4 MiB pool, less
+        // than the interrupted compactions' tables need beside them.
+        let (given_up, checked) = reopen_with_less_room_at_every_point(1984 << 10);
+        assert!(checked > 20, "{checked}");
+        assert!(given_up > 0, "no cut was given up ({checked} checked)");
+    }
+
     #[test]
     fn power_cut_at_every_persist_point_ps_bac_pb_full_nvm() {
         let (points, checked) =

@@ -196,6 +196,8 @@ impl DbInner {
             sources.extend(buffers.iter().copied());
             sources.extend(outs.iter().copied());
             let mut kept = Vec::new();
+            let mut kept_objs: Vec<NvmObject> = Vec::new();
+            let mut group_buffers: Vec<u64> = Vec::new();
             for o in &outs {
                 let data: Vec<Extent> = sources
                     .iter()
@@ -223,10 +225,11 @@ impl DbInner {
                     Ok(Some(w)) => {
                         for r in &w.meta.nvm_refs {
                             if buffers.iter().any(|b| b.id == r.object) {
-                                used_buffers.push(r.object);
+                                group_buffers.push(r.object);
                             }
                         }
                         kept.push(w);
+                        kept_objs.push(*o);
                     }
                     _ => drop_objs.push(*o),
                 }
@@ -244,11 +247,25 @@ impl DbInner {
                 snapshots: &snapshots,
                 recorder: Some(self as &dyn NvmRecorder),
             };
-            if !kept.is_empty() {
-                crate::stats::StatsCollector::add(&self.stats.nvm_resumed_compactions, 1);
+            let resumed = !kept.is_empty();
+            match resume_compaction(&ctx, &version, &plan, kept) {
+                Ok(result) => {
+                    self.log_and_apply(result.edit, None, &[])?;
+                    used_buffers.extend(group_buffers);
+                    if resumed {
+                        crate::stats::StatsCollector::add(&self.stats.nvm_resumed_compactions, 1);
+                    }
+                }
+                // The options this open runs under keep more of the pool for NVM WALs and
+                // memtables than those the compaction started under: no room to finish it
+                // in NVM. Its inputs are all still in the version, so give up the outputs
+                // it had written; the compaction runs again later under these options
+                // (into SSTs where their tiering allows).
+                Err(e) if crate::storage::nvm::is_pool_full(&e) => {
+                    drop_objs.extend(kept_objs);
+                }
+                Err(e) => return Err(e),
             }
-            let result = resume_compaction(&ctx, &version, &plan, kept)?;
-            self.log_and_apply(result.edit, None, &[])?;
         }
         drop_objs.extend(
             buffers
