@@ -85,6 +85,11 @@ impl PosixFs {
         self.writeback = (bytes > 0).then_some(Writeback { start, bytes });
         self
     }
+
+    /// A writer appending to `file` (`size` bytes long), with this file system's writeback.
+    fn writer(&self, file: File, path: &Path, size: u64) -> Box<dyn WritableFile> {
+        Box::new(PosixWritableFile::new(file, path, size, self.writeback))
+    }
 }
 
 /// Creates (or truncates) `path` for writing.
@@ -105,9 +110,7 @@ fn with_path(err: io::Error, what: &str, path: &Path) -> io::Error {
 impl FileSystem for PosixFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let file = create_truncated(path)?;
-        Ok(Box::new(
-            PosixWritableFile::new(file, path, 0).with_writeback(self.writeback),
-        ))
+        Ok(self.writer(file, path, 0))
     }
 
     fn create_with_hint(
@@ -127,9 +130,7 @@ impl FileSystem for PosixFs {
             };
             let _ = set_hint(&file, hint);
         }
-        Ok(Box::new(
-            PosixWritableFile::new(file, path, 0).with_writeback(self.writeback),
-        ))
+        Ok(self.writer(file, path, 0))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
@@ -141,9 +142,7 @@ impl FileSystem for PosixFs {
             .metadata()
             .map_err(|e| with_path(e, "stat", path))?
             .len();
-        Ok(Box::new(
-            PosixWritableFile::new(file, path, len).with_writeback(self.writeback),
-        ))
+        Ok(self.writer(file, path, len))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
@@ -253,20 +252,15 @@ pub struct PosixWritableFile {
 }
 
 impl PosixWritableFile {
-    fn new(file: File, path: &Path, size: u64) -> Self {
+    fn new(file: File, path: &Path, size: u64, writeback: Option<Writeback>) -> Self {
         Self {
             file,
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER_SIZE),
             size,
-            writeback: None,
+            writeback,
             writeback_to: size,
         }
-    }
-
-    fn with_writeback(mut self, writeback: Option<Writeback>) -> Self {
-        self.writeback = writeback;
-        self
     }
 
     /// Bytes handed to the kernel so far.

@@ -65,14 +65,6 @@ pub(crate) fn set_reclaim_nice(nice: i32) {
 
 type DramList = Arc<SkipList<IkeyCmp>>;
 
-/// Frees DRAM memtables on a background thread. Returning a full arena to the system
-/// (unmapping tens of MiB) takes milliseconds; whichever thread drops the last reference
-/// would pay it, often a reader or writer that happened to hold the last super version
-/// naming a flushed memtable. Dropping hands the list to this thread instead (falling back
-/// to freeing in place if it cannot be started).
-///
-/// The thread runs at the nice value of the background threads of the databases opened
-/// (the highest asked for; see `Options::background_nice`), lowered before each drop.
 /// Arenas of dropped DRAM memtables kept for the next ones: their pages are mapped
 /// already, where a fresh mapping would take a page fault (several µs on a VM) per 4 KiB
 /// on the write path, about 16 K of them per 64 MiB memtable. At most `MAX_SPARES`.
@@ -107,6 +99,14 @@ fn recycle(list: DramList) {
     }
 }
 
+/// Frees DRAM memtables on a background thread. Returning a full arena to the system
+/// (unmapping tens of MiB) takes milliseconds; whichever thread drops the last reference
+/// would pay it, often a reader or writer that happened to hold the last super version
+/// naming a flushed memtable. Dropping hands the list to this thread instead (falling back
+/// to freeing in place if it cannot be started).
+///
+/// The thread runs at the nice value of the background threads of the databases opened
+/// (the highest asked for; see `Options::background_nice`), lowered before each drop.
 fn reclaim_later(list: DramList) {
     static RECLAIMER: std::sync::OnceLock<Option<crossbeam_channel::Sender<DramList>>> =
         std::sync::OnceLock::new();
@@ -225,16 +225,9 @@ impl MemTable {
         };
         // The copy draws new tower heights, so it may take more arena than the original:
         // size it for the worst case (every node a full tower, the head node counted as
-        // one more entry), never by the original's use.
-        let mut it = Cursor::new(list);
-        let (mut entries, mut bytes) = (0usize, 0usize);
-        it.first();
-        while it.valid() {
-            entries += 1;
-            bytes = bytes.saturating_add(it.key().len() + it.value().len());
-            it.next();
-        }
-        let used = room_needed(entries + 1, bytes);
+        // one more entry), never by the original's use. The memory estimate counts each
+        // entry's internal key and value, and more.
+        let used = room_needed(self.len() + 1, self.approximate_memory_usage());
         let want = used
             .saturating_add(extra)
             .max(self.capacity().saturating_mul(2));
@@ -247,6 +240,7 @@ impl MemTable {
             )));
         }
         let m = MemTable::new(self.id, want);
+        let mut it = Cursor::new(list);
         it.first();
         while it.valid() {
             m.add_internal(it.key(), it.value())?;
