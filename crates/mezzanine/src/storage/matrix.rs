@@ -41,7 +41,6 @@ use crate::table::{TableLocation, TableMeta};
 type RowMap = HashMap<u64, (Arc<RowTable>, Vec<u32>)>;
 
 /// What the space knows of its rows, read and changed under one lock.
-#[derive(Default)]
 struct Rows {
     /// Open rows by row id, with the pages each still holds (allocated for it and not
     /// released yet).
