@@ -11,15 +11,20 @@
 //! +-----------------------------------------+  key_area_len (multiple of 8)
 //! | value area: value 0 value 1 ... | pad   |  values contiguous
 //! +-----------------------------------------+  + value_area_len (multiple of 8)
-//! | entry array: n x 16 bytes               |
+//! | entry array, layout 1: n x 16 bytes     |
 //! |   key_offset u32 | key_len u32 | index u64                |
+//! | or layout 2 (ValueRef only): n x 8 bytes |
+//! |   key_offset/8 u16 | key_len u16 | value_end u32          |
 //! +-----------------------------------------+
 //! | trailer 16 bytes: n u32 | key_area_len u32 |              |
 //! |   value_area_len u32 | 'K' 'S' version u8 index_kind u8 |
 //! +-----------------------------------------+
 //! ```
 //! `key_offset` is relative to the block start; for [`IndexKind::ValueRef`] (SST blocks) the
-//! index field is `value_offset << 32 | value_len`, relative to the value area. Entries are
+//! index field is `value_offset << 32 | value_len`, relative to the value area. Layout 2
+//! stores only where each value ends (values are contiguous, so value `i` starts where
+//! value `i - 1` ends); the writer uses it whenever the run is ValueRef and every key offset
+//! and length fits 16 bits, and layout 1 otherwise. Entries are
 //! sorted by [`crate::ikey::compare_internal_keys`], so a reader binary-searches the entry
 //! array in place ([`KeySetRef::find`]) with no decode step.
 //!
@@ -79,12 +84,21 @@ impl BlockFormat {
 
 /// Alignment of every area and key in a KeySet run.
 pub const KEYSET_ALIGN: usize = 8;
-/// Size of one entry record.
+/// Size of one entry record of a layout-1 run.
 pub const KEYSET_ENTRY_LEN: usize = 16;
+/// Size of one entry record of a layout-2 (compact) run.
+pub const KEYSET_COMPACT_ENTRY_LEN: usize = 8;
 /// Size of the KeySet trailer.
 pub const KEYSET_TRAILER_LEN: usize = 16;
-/// The KeySet layout version this build writes and reads.
-pub const KEYSET_VERSION: u8 = 1;
+/// The newest KeySet layout version this build reads (it writes 1 and 2).
+pub const KEYSET_VERSION: u8 = 2;
+/// Layout 1: 16-byte entry records (`key_offset u32 | key_len u32 | index u64`).
+const KEYSET_V1: u8 = 1;
+/// Layout 2, [`IndexKind::ValueRef`] only: 8-byte entry records
+/// (`key_offset / 8 u16 | key_len u16 | value_end u32`).
+const KEYSET_V2: u8 = 2;
+/// Largest key offset a compact record can hold (`u16::MAX` units of 8 bytes).
+const COMPACT_MAX_KEY_OFFSET: usize = 0xffff * KEYSET_ALIGN;
 
 /// What the 8-byte index field of a KeySet entry means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -136,7 +150,13 @@ pub fn unpack_value_ref(index: u64) -> (u32, u32) {
 pub struct KeySetWriter {
     keys: Vec<u8>,
     values: Vec<u8>,
+    /// Layout-1 records of every entry.
     entries: Vec<u8>,
+    /// Layout-2 records of every entry while `compact` holds.
+    compact_entries: Vec<u8>,
+    /// Whether the run can still be written in layout 2 (ValueRef, every key offset and
+    /// length fits 16 bits).
+    compact: bool,
     count: usize,
     kind: IndexKind,
     out: Vec<u8>,
@@ -150,6 +170,8 @@ impl KeySetWriter {
             keys: Vec::new(),
             values: Vec::new(),
             entries: Vec::new(),
+            compact_entries: Vec::new(),
+            compact: kind == IndexKind::ValueRef,
             count: 0,
             kind,
             out: Vec::new(),
@@ -166,6 +188,19 @@ impl KeySetWriter {
         self.entries
             .extend_from_slice(&(key.len() as u32).to_le_bytes());
         self.entries.extend_from_slice(&index.to_le_bytes());
+        if self.compact {
+            if key_off <= COMPACT_MAX_KEY_OFFSET && key.len() <= 0xffff {
+                // ValueRef values are contiguous: the record keeps where this one ends.
+                let (value_off, value_len) = unpack_value_ref(index);
+                let word = (key_off / KEYSET_ALIGN) as u32 | ((key.len() as u32) << 16);
+                self.compact_entries.extend_from_slice(&word.to_le_bytes());
+                self.compact_entries
+                    .extend_from_slice(&(value_off + value_len).to_le_bytes());
+            } else {
+                self.compact = false;
+                self.compact_entries = Vec::new();
+            }
+        }
         self.count += 1;
     }
 
@@ -189,8 +224,17 @@ impl KeySetWriter {
         self.keys.len()
             + self.values.len()
             + pad_len(self.values.len())
-            + self.entries.len()
+            + self.entry_array().len()
             + KEYSET_TRAILER_LEN
+    }
+
+    /// The entry array `finish` writes: compact records when every entry allows them.
+    fn entry_array(&self) -> &[u8] {
+        if self.compact {
+            &self.compact_entries
+        } else {
+            &self.entries
+        }
     }
 
     /// Number of entries added.
@@ -213,12 +257,18 @@ impl KeySetWriter {
         self.out.extend_from_slice(&self.values);
         let pad = pad_len(self.values.len());
         self.out.resize(self.out.len() + pad, 0);
-        self.out.extend_from_slice(&self.entries);
+        let version = if self.compact { KEYSET_V2 } else { KEYSET_V1 };
+        let entries = if self.compact {
+            &self.compact_entries
+        } else {
+            &self.entries
+        };
+        self.out.extend_from_slice(entries);
         put_fixed32(&mut self.out, self.count as u32);
         put_fixed32(&mut self.out, self.keys.len() as u32);
         put_fixed32(&mut self.out, (self.values.len() + pad) as u32);
         self.out
-            .extend_from_slice(&[b'K', b'S', KEYSET_VERSION, self.kind as u8]);
+            .extend_from_slice(&[b'K', b'S', version, self.kind as u8]);
         &self.out
     }
 
@@ -227,6 +277,8 @@ impl KeySetWriter {
         self.keys.clear();
         self.values.clear();
         self.entries.clear();
+        self.compact_entries.clear();
+        self.compact = self.kind == IndexKind::ValueRef;
         self.out.clear();
         self.count = 0;
     }
@@ -246,6 +298,8 @@ pub struct KeySetRef<'a> {
     value_area_len: usize,
     entries_start: usize,
     kind: IndexKind,
+    /// Layout 2: 8-byte records with the value's end instead of a value reference.
+    compact: bool,
 }
 
 impl<'a> KeySetRef<'a> {
@@ -275,24 +329,33 @@ impl<'a> KeySetRef<'a> {
         if m0 != b'K' || m1 != b'S' {
             return Err(corrupt(t + 12, "bad magic in trailer"));
         }
-        if version != KEYSET_VERSION {
-            if version > KEYSET_VERSION {
-                return Err(Error::UnsupportedVersion {
-                    what: "KeySet block",
-                    found: u32::from(version),
-                    supported: u32::from(KEYSET_VERSION),
-                });
-            }
+        if version > KEYSET_VERSION {
+            return Err(Error::UnsupportedVersion {
+                what: "KeySet block",
+                found: u32::from(version),
+                supported: u32::from(KEYSET_VERSION),
+            });
+        }
+        if version < KEYSET_V1 {
             return Err(corrupt(t + 14, "bad version"));
         }
         let kind = IndexKind::from_u8(kind).ok_or_else(|| corrupt(t + 15, "unknown index kind"))?;
+        let compact = version == KEYSET_V2;
+        if compact && kind != IndexKind::ValueRef {
+            return Err(corrupt(t + 15, "compact layout with an opaque index"));
+        }
+        let entry_len = if compact {
+            KEYSET_COMPACT_ENTRY_LEN
+        } else {
+            KEYSET_ENTRY_LEN
+        };
         if !key_area_len.is_multiple_of(KEYSET_ALIGN)
             || !value_area_len.is_multiple_of(KEYSET_ALIGN)
         {
             return Err(corrupt(t, "area length not 8-byte aligned"));
         }
         let total = n
-            .checked_mul(KEYSET_ENTRY_LEN)
+            .checked_mul(entry_len)
             .and_then(|e| e.checked_add(key_area_len))
             .and_then(|e| e.checked_add(value_area_len))
             .and_then(|e| e.checked_add(KEYSET_TRAILER_LEN));
@@ -314,6 +377,7 @@ impl<'a> KeySetRef<'a> {
             value_area_len,
             entries_start: key_area_len + value_area_len,
             kind,
+            compact,
         })
     }
 
@@ -325,22 +389,24 @@ impl<'a> KeySetRef<'a> {
     pub fn parse(data: &'a [u8], base_offset: u64) -> Result<Self> {
         let r = Self::parse_trailer(data, base_offset)?;
         for i in 0..r.n {
-            let e = r.entries_start + i * KEYSET_ENTRY_LEN;
+            let e = r.entries_start + i * r.entry_len();
             let bad = |what: &str| {
                 Error::corruption(
                     base_offset.saturating_add(e as u64),
                     format!("KeySet block: entry {i}: {what}"),
                 )
             };
-            let ko = get_fixed32(data, e).ok_or_else(|| bad("truncated"))? as usize;
-            let kl = get_fixed32(data, e + 4).ok_or_else(|| bad("truncated"))? as usize;
+            // Only a compact record can fail to decode here: its value ends before the
+            // previous one.
+            let (ko, kl, idx) = r
+                .entry(i)
+                .ok_or_else(|| bad("value ends before the previous value"))?;
             if !ko.is_multiple_of(KEYSET_ALIGN)
                 || ko.checked_add(kl).is_none_or(|end| end > r.key_area_len)
             {
                 return Err(bad("key outside the key area"));
             }
             if r.kind == IndexKind::ValueRef {
-                let idx = get_fixed64(data, e + 8).ok_or_else(|| bad("truncated"))?;
                 let (vo, vl) = unpack_value_ref(idx);
                 if (vo as usize)
                     .checked_add(vl as usize)
@@ -372,10 +438,42 @@ impl<'a> KeySetRef<'a> {
         self.data
     }
 
+    /// Size of one entry record.
+    #[inline]
+    fn entry_len(&self) -> usize {
+        if self.compact {
+            KEYSET_COMPACT_ENTRY_LEN
+        } else {
+            KEYSET_ENTRY_LEN
+        }
+    }
+
+    /// Key offset and length of a compact record's first word.
+    #[inline]
+    fn compact_key(word: u32) -> (usize, usize) {
+        (
+            (word & 0xffff) as usize * KEYSET_ALIGN,
+            (word >> 16) as usize,
+        )
+    }
+
+    /// Entry `i` as (key offset, key length, index field). A compact record's index field
+    /// is the value reference its value end and the previous one make (`None` if its value
+    /// would end before it starts).
     #[inline]
     fn entry(&self, i: usize) -> Option<(usize, usize, u64)> {
         if i >= self.n {
             return None;
+        }
+        if self.compact {
+            let e = self.entries_start + i * KEYSET_COMPACT_ENTRY_LEN;
+            let (ko, kl) = Self::compact_key(get_fixed32(self.data, e)?);
+            let end = get_fixed32(self.data, e + 4)?;
+            let start = match i {
+                0 => 0,
+                _ => get_fixed32(self.data, e - 4)?,
+            };
+            return Some((ko, kl, pack_value_ref(start, end.checked_sub(start)?)));
         }
         let e = self.entries_start + i * KEYSET_ENTRY_LEN;
         let ko = get_fixed32(self.data, e)? as usize;
@@ -387,7 +485,21 @@ impl<'a> KeySetRef<'a> {
     /// Byte range of key `i` inside the run.
     #[inline]
     fn key_range(&self, i: usize) -> Option<(usize, usize)> {
-        let (ko, kl, _) = self.entry(i)?;
+        if i >= self.n {
+            return None;
+        }
+        let (ko, kl) = if self.compact {
+            Self::compact_key(get_fixed32(
+                self.data,
+                self.entries_start + i * KEYSET_COMPACT_ENTRY_LEN,
+            )?)
+        } else {
+            let e = self.entries_start + i * KEYSET_ENTRY_LEN;
+            (
+                get_fixed32(self.data, e)? as usize,
+                get_fixed32(self.data, e + 4)? as usize,
+            )
+        };
         let end = ko.checked_add(kl)?;
         (end <= self.key_area_len).then_some((ko, end))
     }
@@ -620,6 +732,7 @@ enum Layout {
         key_area_len: usize,
         value_area_len: usize,
         kind: IndexKind,
+        compact: bool,
     },
     Prefix {
         restarts_offset: usize,
@@ -658,6 +771,7 @@ impl Block {
                     key_area_len: r.key_area_len,
                     value_area_len: r.value_area_len,
                     kind: r.kind,
+                    compact: r.compact,
                 }
             }
             BlockFormat::Prefix => Self::validate_prefix(&contents, file_offset)?,
@@ -744,6 +858,7 @@ impl Block {
                 key_area_len,
                 value_area_len,
                 kind,
+                compact,
             } => Some(KeySetRef {
                 data: &self.data,
                 n,
@@ -752,6 +867,7 @@ impl Block {
                 value_area_len,
                 entries_start: key_area_len + value_area_len,
                 kind,
+                compact,
             }),
             Layout::Prefix { .. } => None,
         }
@@ -1339,11 +1455,15 @@ mod tests {
         assert_eq!(bytes.len() % KEYSET_ALIGN, 0);
         let r = KeySetRef::parse(&bytes, 0).unwrap();
         assert_eq!(r.num_entries(), 3);
+        let mut key_at = 0;
         for (i, k) in keys.iter().enumerate() {
             assert_eq!(r.key(i).unwrap(), &k[..]);
             assert_eq!(r.value(i).unwrap(), &vec![i as u8; i * 3][..]);
-            let off = get_fixed32(&bytes, bytes.len() - 16 - 16 * (3 - i)).unwrap();
-            assert_eq!(off as usize % KEYSET_ALIGN, 0);
+            // Layout 2: the record's first word is key_offset / 8 | key_len << 16.
+            let word = get_fixed32(&bytes, bytes.len() - 16 - 8 * (3 - i)).unwrap();
+            assert_eq!((word & 0xffff) as usize * KEYSET_ALIGN, key_at);
+            assert_eq!((word >> 16) as usize, k.len());
+            key_at += k.len() + pad_len(k.len());
         }
         assert_eq!(r.key(3), None);
         assert_eq!(r.find(&keys[1]), 1);
@@ -1367,6 +1487,146 @@ mod tests {
         assert!(w.is_empty());
         let empty = w.finish().to_vec();
         assert_eq!(KeySetRef::parse(&empty, 0).unwrap().num_entries(), 0);
+    }
+
+    /// The trailer's version byte and the run's length for `entries` written by `w`.
+    fn written(w: &mut KeySetWriter, entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+        w.reset();
+        for (k, v) in entries {
+            w.add_with_value(k, v);
+        }
+        let expected = w.estimated_size();
+        let bytes = w.finish().to_vec();
+        assert_eq!(bytes.len(), expected, "estimated_size is the finished size");
+        bytes
+    }
+
+    fn assert_reads_back(bytes: &[u8], entries: &[(Vec<u8>, Vec<u8>)]) {
+        let r = KeySetRef::parse(bytes, 0).unwrap();
+        assert_eq!(r.num_entries(), entries.len());
+        let mut value_at = 0u32;
+        for (i, (k, v)) in entries.iter().enumerate() {
+            assert_eq!(r.key(i).unwrap(), &k[..]);
+            assert_eq!(r.value(i).unwrap(), &v[..]);
+            assert_eq!(
+                r.index_field(i),
+                Some(pack_value_ref(value_at, v.len() as u32))
+            );
+            value_at += v.len() as u32;
+            assert_eq!(r.find(k), i);
+        }
+        let block = Arc::new(Block::new(bytes.to_vec(), BlockFormat::KeySet).unwrap());
+        let mut it = block.iter();
+        it.seek_to_first();
+        for (k, v) in entries {
+            assert!(it.valid());
+            assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+            it.next();
+        }
+        assert!(!it.valid());
+    }
+
+    /// Value runs are written with 8-byte records (layout 2) when they fit and read back
+    /// entry for entry; runs they cannot hold, and opaque runs, keep 16-byte records.
+    #[test]
+    fn value_runs_use_compact_records_when_they_fit() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let entries = random_entries(&mut rng, 300);
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        let bytes = written(&mut w, &entries);
+        assert_eq!(bytes[bytes.len() - 2], 2);
+        let keys: usize = entries
+            .iter()
+            .map(|(k, _)| k.len() + pad_len(k.len()))
+            .sum();
+        let values: usize = entries.iter().map(|(_, v)| v.len()).sum();
+        assert_eq!(
+            bytes.len(),
+            keys + values + pad_len(values) + 8 * entries.len() + KEYSET_TRAILER_LEN
+        );
+        assert_reads_back(&bytes, &entries);
+
+        // A key longer than 16 bits can say: layout 1 for the whole run.
+        let mut long = entries[..3].to_vec();
+        long[1].0 = make_internal_key(&vec![b'k'; 70_000], 5, ValueKind::Value);
+        long.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        let bytes = written(&mut w, &long);
+        assert_eq!(bytes[bytes.len() - 2], 1);
+        assert_reads_back(&bytes, &long);
+
+        // A key starting beyond 8 x 0xffff bytes: layout 1 as well.
+        let far: Vec<(Vec<u8>, Vec<u8>)> = (0..3u32)
+            .map(|i| {
+                let mut uk = vec![b'a'; 300_000];
+                uk.extend_from_slice(&i.to_be_bytes());
+                (
+                    make_internal_key(&uk, 1, ValueKind::Value),
+                    vec![i as u8; 3],
+                )
+            })
+            .collect();
+        let bytes = written(&mut w, &far);
+        assert_eq!(bytes[bytes.len() - 2], 1);
+        assert_reads_back(&bytes, &far);
+
+        // The writer is compact again after a reset.
+        let bytes = written(&mut w, &entries[..10]);
+        assert_eq!(bytes[bytes.len() - 2], 2);
+
+        let mut o = KeySetWriter::new(IndexKind::Opaque);
+        o.add_with_index(b"k1xxxxxxxx", 7);
+        let bytes = o.finish().to_vec();
+        assert_eq!(bytes[bytes.len() - 2], 1);
+    }
+
+    /// Layout-1 value runs, as builds before layout 2 wrote them, still read.
+    #[test]
+    fn layout_1_value_runs_still_read() {
+        let mut rng = StdRng::seed_from_u64(12);
+        let entries = random_entries(&mut rng, 100);
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        for (k, v) in &entries {
+            w.add_with_value(k, v);
+        }
+        w.compact = false;
+        let bytes = w.finish().to_vec();
+        assert_eq!(bytes[bytes.len() - 2], 1);
+        assert_reads_back(&bytes, &entries);
+    }
+
+    /// A compact record whose value would end before the previous one, and the compact
+    /// layout with an opaque index, are corruption; a bad record found only on access reads
+    /// as absent.
+    #[test]
+    fn bad_compact_records_are_rejected() {
+        let mut rng = StdRng::seed_from_u64(13);
+        let entries = random_entries(&mut rng, 20);
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        let good = written(&mut w, &entries);
+        let n = good.len();
+        // Entry 5's value end, moved before entry 4's.
+        let e5 = n - KEYSET_TRAILER_LEN - 8 * (entries.len() - 5);
+        let mut bad = good.clone();
+        bad[e5 + 4..e5 + 8].copy_from_slice(&0u32.to_le_bytes());
+        assert!(matches!(
+            KeySetRef::parse(&bad, 0),
+            Err(Error::Corruption { .. })
+        ));
+        let lazy = KeySetRef::parse_trailer(&bad, 0).unwrap();
+        assert_eq!(lazy.value(5), None);
+        assert_eq!(lazy.index_field(5), None);
+        assert_eq!(lazy.key(5), Some(&entries[5].0[..]));
+        // Layout 2 with an opaque index kind.
+        let mut bad = good.clone();
+        bad[n - 1] = IndexKind::Opaque as u8;
+        assert!(matches!(
+            KeySetRef::parse_trailer(&bad, 0),
+            Err(Error::Corruption { .. })
+        ));
+        // A value end beyond the value area.
+        let mut bad = good;
+        bad[e5 + 4..e5 + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Block::new(bad, BlockFormat::KeySet).is_err());
     }
 
     fn mutate_never_panics(format: BlockFormat) {

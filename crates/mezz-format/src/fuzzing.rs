@@ -403,6 +403,27 @@ fn repair_checksums(mut file: Vec<u8>) -> Option<Vec<u8>> {
     Some(file)
 }
 
+/// Every entry of the table in `data` (internal key, value) after `verify` passed; for
+/// tests that compare tables written by different builds.
+///
+/// # Errors
+/// Whatever opening, verifying or iterating the table reports.
+pub fn table_entries(data: &[u8]) -> crate::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let len = data.len() as u64;
+    let file: Arc<dyn RandomAccessFile> = Arc::new(BytesFile(data.to_vec()));
+    let table = Arc::new(TableReader::open(file, len, 7, None)?);
+    table.verify()?;
+    let mut it = table.iter(false);
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}
+
 fn fuzz_table_once(data: Vec<u8>) {
     let len = data.len() as u64;
     let file: Arc<dyn RandomAccessFile> = Arc::new(BytesFile(data.clone()));
