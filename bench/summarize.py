@@ -11,7 +11,7 @@ only.
     python3 bench/summarize.py bench/results/<date>/*.jsonl > summary.md
 
 The workload of a result is its file's name without `.jsonl` (bench/suite writes fill-100,
-fill-4k, fill-100-t2, read-t2, ycsb, ycsb-e, open-loop). Targets compare Mezzanine's
+fill-4k, fill-100-t2, read-t2, fill-mem, fill-sustained, ycsb, ycsb-e, open-loop). Targets compare Mezzanine's
 presets (`mezzanine:leveldb`, `mezzanine:novelsm`) with the reference engines `rocksdb` and
 `leveldb` of the same run:
 
@@ -22,6 +22,9 @@ presets (`mezzanine:leveldb`, `mezzanine:novelsm`) with the reference engines `r
   best (lowest) reference's, max latency <= 10 ms, zero stall seconds.
 - 2-thread scaling (fill-100-t2 fillrandom over fill-100 fillrandom; read-t2 readrandom over
   fill-100 readrandom): the best preset's ratio >= RocksDB's.
+- sustained fills, for each preset: fillrandom of 100 B values over a data set of at least
+  10x the DRAM budget (fill-sustained) at >= 0.8 of the same engine's memtable-only rate
+  (fill-mem: a fill that never flushes); both rates are reported.
 - readrandom (fill-100): the best preset's ops/s over the best reference's, reported only.
 """
 import json
@@ -31,6 +34,7 @@ import sys
 PRESETS = ["mezzanine:leveldb", "mezzanine:novelsm"]
 REFERENCES = ["rocksdb", "leveldb"]
 FILL_RATIO_GOAL = 1.3
+SUSTAINED_GOAL = 0.8
 OPEN_LOOP_MAX_US = 10_000.0
 
 
@@ -231,6 +235,21 @@ def scaling_targets(t, data):
               goal, m[1] >= r)
 
 
+def sustained_targets(t, data):
+    goal = f"≥ {SUSTAINED_GOAL:.2f}x the memtable-only rate"
+    for e in PRESETS:
+        name = f"sustained fill 100 B over memtable-only fill ({short(e)})"
+        big = find(data, "fill-sustained", "fillrandom", e)
+        mem = ops(data, "fill-mem", "fillrandom", e)
+        if big is None or mem is None or mem <= 0:
+            t.missing(name, goal, f"no {'fill-sustained' if big is None else 'fill-mem'} run")
+            continue
+        data_mb = big["ops"] * (big["config"]["key_size"] + big["config"]["value_size"]) / 1e6
+        ratio = big["ops_per_sec"] / mem
+        t.add(name, f"{fmt_ops(big['ops_per_sec'])} over {data_mb:,.0f} MB",
+              f"{fmt_ops(mem)} (memtable only)", f"{ratio:.2f}x", goal, ratio >= SUSTAINED_GOAL)
+
+
 def read_report(t, data):
     name = "readrandom throughput (fill-100)"
     m = best((e, ops(data, "fill-100", "readrandom", e)) for e in PRESETS)
@@ -248,6 +267,7 @@ def print_targets(data, versions):
     throughput_targets(t, data)
     open_loop_targets(t, data)
     scaling_targets(t, data)
+    sustained_targets(t, data)
     read_report(t, data)
     print()
     print("## Targets")
