@@ -462,7 +462,8 @@ mod tests {
 
     /// Ranges passed to the second test's writeback function, with whether the file held
     /// them then and the name of the thread that ran it.
-    static STARTED_BG: Mutex<Vec<(u64, u64, bool, Option<String>)>> = Mutex::new(Vec::new());
+    type BackgroundStart = (u64, u64, bool, Option<String>);
+    static STARTED_BG: Mutex<Vec<BackgroundStart>> = Mutex::new(Vec::new());
 
     fn record_background(file: &File, offset: u64, len: u64) -> io::Result<()> {
         let held = file.metadata()?.len() >= offset + len;
