@@ -155,6 +155,8 @@ pub struct Stats {
 pub struct WriteTrace {
     /// The whole group, from taking the write lock to the last memtable insert.
     pub total: u64,
+    /// Waiting for the engine's state lock (to check for room), held by another thread.
+    pub state_lock: u64,
     /// Sleeping in a gradual slowdown.
     pub slowdown: u64,
     /// Waiting at a stop trigger (L0, pending bytes, no free memtable).
@@ -174,6 +176,7 @@ impl WriteTrace {
     #[must_use]
     pub fn main_cause(&self) -> &'static str {
         let phases = [
+            ("state lock", self.state_lock),
             ("slowdown", self.slowdown),
             ("stop", self.stop),
             ("memtable switch", self.switch),
@@ -196,6 +199,7 @@ impl WriteTrace {
 
     fn add(&mut self, o: &WriteTrace) {
         self.total += o.total;
+        self.state_lock += o.state_lock;
         self.slowdown += o.slowdown;
         self.stop += o.stop;
         self.switch += o.switch;
@@ -759,11 +763,12 @@ impl std::fmt::Display for Stats {
             let p = &w.phases;
             writeln!(
                 f,
-                "slow write groups (>= 1 ms) {}: {:.3} s in all: slowdown {:.3} s, stop {:.3} s, \
-                 memtable switch {:.3} s, older WAL sync {:.3} s, WAL append {:.3} s, memtable \
-                 insert {:.3} s",
+                "slow write groups (>= 1 ms) {}: {:.3} s in all: state lock {:.3} s, slowdown \
+                 {:.3} s, stop {:.3} s, memtable switch {:.3} s, older WAL sync {:.3} s, WAL \
+                 append {:.3} s, memtable insert {:.3} s",
                 w.groups,
                 p.total as f64 / 1e6,
+                p.state_lock as f64 / 1e6,
                 p.slowdown as f64 / 1e6,
                 p.stop as f64 / 1e6,
                 p.switch as f64 / 1e6,

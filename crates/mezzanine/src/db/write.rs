@@ -520,7 +520,16 @@ impl DbInner {
         // Arena bytes the group takes at most (every node a full tower), plus slack.
         let need = crate::memtable::room_needed(entries, bytes) + 4096;
         loop {
-            let mut st = self.state.lock();
+            // The wait is timed only when there is one (no clock read on the fast path).
+            let mut st = match self.state.try_lock() {
+                Some(st) => st,
+                None => {
+                    let t = Instant::now();
+                    let st = self.state.lock();
+                    ws.trace.state_lock += micros(t);
+                    st
+                }
+            };
             self.check_writable(&st)?;
             let pressure = self
                 .policy
@@ -843,6 +852,36 @@ mod tests {
             b.put(format!("w{writer}-{i:04}").as_bytes(), &[writer; 8]);
         }
         b
+    }
+
+    /// A write held up by another thread holding the state lock is traced as a slow group
+    /// whose time is the state-lock wait, so a slow write names what it waited on.
+    #[test]
+    fn a_write_waiting_for_the_state_lock_is_traced_as_such() {
+        let opts = crate::Options {
+            fs: Arc::new(mezz_env::MemFs::new()),
+            ..crate::Options::default()
+        };
+        let db = crate::Db::open("/db", opts).unwrap();
+        db.put(b"warm", b"up").unwrap();
+        let inner = Arc::clone(&db.inner);
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let st = inner.state.lock();
+            held_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(40));
+            drop(st);
+        });
+        held_rx.recv().unwrap();
+        db.put(b"k", b"v").unwrap();
+        holder.join().unwrap();
+        let slow = db.stats().slow_writes;
+        assert_eq!(slow.groups, 1, "{slow:?}");
+        let t = slow.slowest[0];
+        assert!(t.state_lock >= 20_000, "{t:?}");
+        assert!(t.total >= t.state_lock);
+        assert_eq!(t.main_cause(), "state lock");
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     }
 
     /// A member whose writer is not running (descheduled, not parked) never picks up its
