@@ -414,14 +414,20 @@ pub fn table_entries(data: &[u8]) -> crate::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let table = Arc::new(TableReader::open(file, len, 7, None)?);
     table.verify()?;
     let mut it = table.iter(false);
+    let out = iterator_entries(&mut it);
+    it.status()?;
+    Ok(out)
+}
+
+/// Every entry `it` yields from its first, as (key, value) copies.
+pub fn iterator_entries(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     it.seek_to_first();
     while it.valid() {
         out.push((it.key().to_vec(), it.value().to_vec()));
         it.next();
     }
-    it.status()?;
-    Ok(out)
+    out
 }
 
 fn fuzz_table_once(data: Vec<u8>) {

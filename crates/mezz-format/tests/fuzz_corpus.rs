@@ -74,7 +74,6 @@ fn uncompressed_table_seeds_are_unchanged() {
 /// seeds written now, in layout 2.
 #[test]
 fn layout_1_keyset_files_read_as_before() {
-    use mezz_format::InternalIterator;
     use mezz_format::block::{Block, BlockFormat};
     use std::sync::Arc;
 
@@ -82,14 +81,7 @@ fn layout_1_keyset_files_read_as_before() {
     let version = |bytes: &[u8]| bytes[bytes.len() - 2];
     let block_entries = |bytes: Vec<u8>| {
         let block = Arc::new(Block::new(bytes, BlockFormat::KeySet).unwrap());
-        let mut it = block.iter();
-        let mut out = Vec::new();
-        it.seek_to_first();
-        while it.valid() {
-            out.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
-        }
-        out
+        fuzzing::iterator_entries(&mut block.iter())
     };
     for n in [0, 1, 5, 40] {
         let old = read("keyset_block", &format!("layout1-keyset-{n}"));
