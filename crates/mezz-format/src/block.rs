@@ -43,7 +43,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::coding::{get_fixed32, get_fixed64, get_varint32, put_fixed32, put_varint32};
+use crate::coding::{
+    get_fixed32, get_fixed64, get_varint32, put_fixed32, put_fixed64, put_varint32,
+};
 use crate::ikey::compare_internal_keys;
 use crate::iter::InternalIterator;
 use crate::{Error, Result};
@@ -90,15 +92,25 @@ pub const KEYSET_ENTRY_LEN: usize = 16;
 pub const KEYSET_COMPACT_ENTRY_LEN: usize = 8;
 /// Size of the KeySet trailer.
 pub const KEYSET_TRAILER_LEN: usize = 16;
-/// The newest KeySet layout version this build reads (it writes 1 and 2).
-pub const KEYSET_VERSION: u8 = 2;
 /// Layout 1: 16-byte entry records (`key_offset u32 | key_len u32 | index u64`).
 const KEYSET_V1: u8 = 1;
 /// Layout 2, [`IndexKind::ValueRef`] only: 8-byte entry records
 /// (`key_offset / 8 u16 | key_len u16 | value_end u32`).
 const KEYSET_V2: u8 = 2;
+/// The newest KeySet layout version this build reads (it writes 1 and 2).
+pub const KEYSET_VERSION: u8 = KEYSET_V2;
 /// Largest key offset a compact record can hold (`u16::MAX` units of 8 bytes).
 const COMPACT_MAX_KEY_OFFSET: usize = 0xffff * KEYSET_ALIGN;
+
+/// Size of one entry record in layout 2 (`compact`) or layout 1.
+#[inline]
+fn entry_len(compact: bool) -> usize {
+    if compact {
+        KEYSET_COMPACT_ENTRY_LEN
+    } else {
+        KEYSET_ENTRY_LEN
+    }
+}
 
 /// What the 8-byte index field of a KeySet entry means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -142,6 +154,13 @@ pub fn unpack_value_ref(index: u64) -> (u32, u32) {
     ((index >> 32) as u32, index as u32)
 }
 
+/// Appends a layout-1 entry record (`key_offset u32 | key_len u32 | index u64`).
+fn put_layout_1_record(out: &mut Vec<u8>, key_off: usize, key_len: usize, index: u64) {
+    put_fixed32(out, key_off as u32);
+    put_fixed32(out, key_len as u32);
+    put_fixed64(out, index);
+}
+
 /// Builds a KeySet run. Keys must be added in strictly increasing internal-key order.
 ///
 /// REQUIRES: the finished run stays below 4 GiB (offsets are u32); callers bound entry
@@ -150,12 +169,10 @@ pub fn unpack_value_ref(index: u64) -> (u32, u32) {
 pub struct KeySetWriter {
     keys: Vec<u8>,
     values: Vec<u8>,
-    /// Layout-1 records of every entry.
+    /// The entry records, in layout 2 while `compact` holds, else in layout 1.
     entries: Vec<u8>,
-    /// Layout-2 records of every entry while `compact` holds.
-    compact_entries: Vec<u8>,
-    /// Whether the run can still be written in layout 2 (ValueRef, every key offset and
-    /// length fits 16 bits).
+    /// Whether the run is still written in layout 2 (ValueRef, every key offset and length
+    /// fits 16 bits so far).
     compact: bool,
     count: usize,
     kind: IndexKind,
@@ -170,7 +187,6 @@ impl KeySetWriter {
             keys: Vec::new(),
             values: Vec::new(),
             entries: Vec::new(),
-            compact_entries: Vec::new(),
             compact: kind == IndexKind::ValueRef,
             count: 0,
             kind,
@@ -183,25 +199,36 @@ impl KeySetWriter {
         self.keys.extend_from_slice(key);
         let pad = pad_len(key.len());
         self.keys.resize(self.keys.len() + pad, 0);
-        self.entries
-            .extend_from_slice(&(key_off as u32).to_le_bytes());
-        self.entries
-            .extend_from_slice(&(key.len() as u32).to_le_bytes());
-        self.entries.extend_from_slice(&index.to_le_bytes());
+        if self.compact && (key_off > COMPACT_MAX_KEY_OFFSET || key.len() > 0xffff) {
+            self.switch_to_layout_1();
+        }
         if self.compact {
-            if key_off <= COMPACT_MAX_KEY_OFFSET && key.len() <= 0xffff {
-                // ValueRef values are contiguous: the record keeps where this one ends.
-                let (value_off, value_len) = unpack_value_ref(index);
-                let word = (key_off / KEYSET_ALIGN) as u32 | ((key.len() as u32) << 16);
-                self.compact_entries.extend_from_slice(&word.to_le_bytes());
-                self.compact_entries
-                    .extend_from_slice(&(value_off + value_len).to_le_bytes());
-            } else {
-                self.compact = false;
-                self.compact_entries = Vec::new();
-            }
+            // ValueRef values are contiguous: the record keeps where this one ends.
+            let (value_off, value_len) = unpack_value_ref(index);
+            let word = (key_off / KEYSET_ALIGN) as u32 | ((key.len() as u32) << 16);
+            self.entries.extend_from_slice(&word.to_le_bytes());
+            self.entries
+                .extend_from_slice(&(value_off + value_len).to_le_bytes());
+        } else {
+            put_layout_1_record(&mut self.entries, key_off, key.len(), index);
         }
         self.count += 1;
+    }
+
+    /// Rewrites the layout-2 records written so far in layout 1, for an entry layout 2
+    /// cannot hold (once per run at most).
+    fn switch_to_layout_1(&mut self) {
+        let compact = std::mem::take(&mut self.entries);
+        self.entries.reserve(compact.len() * 2);
+        let mut value_start = 0u32;
+        for record in compact.chunks_exact(KEYSET_COMPACT_ENTRY_LEN) {
+            let (ko, kl) = KeySetRef::compact_key(get_fixed32(record, 0).unwrap_or(0));
+            let value_end = get_fixed32(record, 4).unwrap_or(0);
+            let index = pack_value_ref(value_start, value_end.saturating_sub(value_start));
+            put_layout_1_record(&mut self.entries, ko, kl, index);
+            value_start = value_end;
+        }
+        self.compact = false;
     }
 
     /// Adds an entry whose value is stored in this run's value area
@@ -224,17 +251,8 @@ impl KeySetWriter {
         self.keys.len()
             + self.values.len()
             + pad_len(self.values.len())
-            + self.entry_array().len()
+            + self.entries.len()
             + KEYSET_TRAILER_LEN
-    }
-
-    /// The entry array `finish` writes: compact records when every entry allows them.
-    fn entry_array(&self) -> &[u8] {
-        if self.compact {
-            &self.compact_entries
-        } else {
-            &self.entries
-        }
     }
 
     /// Number of entries added.
@@ -258,12 +276,7 @@ impl KeySetWriter {
         let pad = pad_len(self.values.len());
         self.out.resize(self.out.len() + pad, 0);
         let version = if self.compact { KEYSET_V2 } else { KEYSET_V1 };
-        let entries = if self.compact {
-            &self.compact_entries
-        } else {
-            &self.entries
-        };
-        self.out.extend_from_slice(entries);
+        self.out.extend_from_slice(&self.entries);
         put_fixed32(&mut self.out, self.count as u32);
         put_fixed32(&mut self.out, self.keys.len() as u32);
         put_fixed32(&mut self.out, (self.values.len() + pad) as u32);
@@ -277,7 +290,6 @@ impl KeySetWriter {
         self.keys.clear();
         self.values.clear();
         self.entries.clear();
-        self.compact_entries.clear();
         self.compact = self.kind == IndexKind::ValueRef;
         self.out.clear();
         self.count = 0;
@@ -344,18 +356,13 @@ impl<'a> KeySetRef<'a> {
         if compact && kind != IndexKind::ValueRef {
             return Err(corrupt(t + 15, "compact layout with an opaque index"));
         }
-        let entry_len = if compact {
-            KEYSET_COMPACT_ENTRY_LEN
-        } else {
-            KEYSET_ENTRY_LEN
-        };
         if !key_area_len.is_multiple_of(KEYSET_ALIGN)
             || !value_area_len.is_multiple_of(KEYSET_ALIGN)
         {
             return Err(corrupt(t, "area length not 8-byte aligned"));
         }
         let total = n
-            .checked_mul(entry_len)
+            .checked_mul(entry_len(compact))
             .and_then(|e| e.checked_add(key_area_len))
             .and_then(|e| e.checked_add(value_area_len))
             .and_then(|e| e.checked_add(KEYSET_TRAILER_LEN));
@@ -389,7 +396,7 @@ impl<'a> KeySetRef<'a> {
     pub fn parse(data: &'a [u8], base_offset: u64) -> Result<Self> {
         let r = Self::parse_trailer(data, base_offset)?;
         for i in 0..r.n {
-            let e = r.entries_start + i * r.entry_len();
+            let e = r.entries_start + i * entry_len(r.compact);
             let bad = |what: &str| {
                 Error::corruption(
                     base_offset.saturating_add(e as u64),
@@ -438,14 +445,22 @@ impl<'a> KeySetRef<'a> {
         self.data
     }
 
-    /// Size of one entry record.
+    /// Where record `i` starts (`None` past the last entry).
     #[inline]
-    fn entry_len(&self) -> usize {
+    fn record(&self, i: usize) -> Option<usize> {
+        (i < self.n).then(|| self.entries_start + i * entry_len(self.compact))
+    }
+
+    /// Key offset and length of the record at `e`.
+    #[inline]
+    fn record_key(&self, e: usize) -> Option<(usize, usize)> {
         if self.compact {
-            KEYSET_COMPACT_ENTRY_LEN
-        } else {
-            KEYSET_ENTRY_LEN
+            return Some(Self::compact_key(get_fixed32(self.data, e)?));
         }
+        Some((
+            get_fixed32(self.data, e)? as usize,
+            get_fixed32(self.data, e + 4)? as usize,
+        ))
     }
 
     /// Key offset and length of a compact record's first word.
@@ -462,44 +477,25 @@ impl<'a> KeySetRef<'a> {
     /// would end before it starts).
     #[inline]
     fn entry(&self, i: usize) -> Option<(usize, usize, u64)> {
-        if i >= self.n {
-            return None;
-        }
-        if self.compact {
-            let e = self.entries_start + i * KEYSET_COMPACT_ENTRY_LEN;
-            let (ko, kl) = Self::compact_key(get_fixed32(self.data, e)?);
+        let e = self.record(i)?;
+        let (ko, kl) = self.record_key(e)?;
+        let idx = if self.compact {
             let end = get_fixed32(self.data, e + 4)?;
             let start = match i {
                 0 => 0,
                 _ => get_fixed32(self.data, e - 4)?,
             };
-            return Some((ko, kl, pack_value_ref(start, end.checked_sub(start)?)));
-        }
-        let e = self.entries_start + i * KEYSET_ENTRY_LEN;
-        let ko = get_fixed32(self.data, e)? as usize;
-        let kl = get_fixed32(self.data, e + 4)? as usize;
-        let idx = get_fixed64(self.data, e + 8)?;
+            pack_value_ref(start, end.checked_sub(start)?)
+        } else {
+            get_fixed64(self.data, e + 8)?
+        };
         Some((ko, kl, idx))
     }
 
     /// Byte range of key `i` inside the run.
     #[inline]
     fn key_range(&self, i: usize) -> Option<(usize, usize)> {
-        if i >= self.n {
-            return None;
-        }
-        let (ko, kl) = if self.compact {
-            Self::compact_key(get_fixed32(
-                self.data,
-                self.entries_start + i * KEYSET_COMPACT_ENTRY_LEN,
-            )?)
-        } else {
-            let e = self.entries_start + i * KEYSET_ENTRY_LEN;
-            (
-                get_fixed32(self.data, e)? as usize,
-                get_fixed32(self.data, e + 4)? as usize,
-            )
-        };
+        let (ko, kl) = self.record_key(self.record(i)?)?;
         let end = ko.checked_add(kl)?;
         (end <= self.key_area_len).then_some((ko, end))
     }
@@ -1588,7 +1584,7 @@ mod tests {
         for (k, v) in &entries {
             w.add_with_value(k, v);
         }
-        w.compact = false;
+        w.switch_to_layout_1();
         let bytes = w.finish().to_vec();
         assert_eq!(bytes[bytes.len() - 2], 1);
         assert_reads_back(&bytes, &entries);
