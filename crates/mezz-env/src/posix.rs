@@ -64,7 +64,7 @@ type WritebackJob = (File, u64, u64, WritebackFn);
 /// `kblockd` about once per MiB of WAL and was preempted about 2.7 times as often as
 /// RocksDB's, which starts no writeback on its WAL by default).
 fn start_in_background(start: WritebackFn, file: &File, offset: u64, len: u64) {
-    static HELPER: OnceLock<Option<Mutex<mpsc::Sender<WritebackJob>>>> = OnceLock::new();
+    static HELPER: OnceLock<Option<mpsc::Sender<WritebackJob>>> = OnceLock::new();
     let helper = HELPER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<WritebackJob>();
         std::thread::Builder::new()
@@ -75,11 +75,11 @@ fn start_in_background(start: WritebackFn, file: &File, offset: u64, len: u64) {
                 }
             })
             .ok()
-            .map(|_| Mutex::new(tx))
+            .map(|_| tx)
     });
     let queued = helper.as_ref().is_some_and(|tx| {
         file.try_clone()
-            .is_ok_and(|dup| tx.lock().send((dup, offset, len, start)).is_ok())
+            .is_ok_and(|dup| tx.send((dup, offset, len, start)).is_ok())
     });
     if !queued {
         let _ = start(file, offset, len);
@@ -148,21 +148,17 @@ impl PosixFs {
     }
 
     /// A writer appending to `file` (`size` bytes long), with this file system's writeback.
-    fn writer(&self, file: File, path: &Path, size: u64) -> Box<dyn WritableFile> {
-        Box::new(PosixWritableFile::new(file, path, size, self.writeback))
-    }
-
-    /// A writer for a new file created with a lifetime hint (a table, which background
-    /// threads write): its writeback starts on the writing thread, which runs at the
-    /// background threads' priority, instead of on the helper (measured: with tables'
-    /// writeback on the helper too, reads right after a fill, while compactions ran, were
-    /// 7-8 % slower in two pairs of runs).
-    fn table_writer(&self, file: File, path: &Path) -> Box<dyn WritableFile> {
+    /// `hinted`: the file was created with a lifetime hint (a table, which background
+    /// threads write), so its writeback starts on the writing thread, which runs at the
+    /// background threads' priority, even where others' goes to the helper (measured: with
+    /// tables' writeback on the helper too, reads right after a fill, while compactions
+    /// ran, were 7-8 % slower in two pairs of runs).
+    fn writer(&self, file: File, path: &Path, size: u64, hinted: bool) -> Box<dyn WritableFile> {
         let writeback = self.writeback.map(|w| Writeback {
-            background: false,
+            background: w.background && !hinted,
             ..w
         });
-        Box::new(PosixWritableFile::new(file, path, 0, writeback))
+        Box::new(PosixWritableFile::new(file, path, size, writeback))
     }
 }
 
@@ -184,7 +180,7 @@ fn with_path(err: io::Error, what: &str, path: &Path) -> io::Error {
 impl FileSystem for PosixFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let file = create_truncated(path)?;
-        Ok(self.writer(file, path, 0))
+        Ok(self.writer(file, path, 0, false))
     }
 
     fn create_with_hint(
@@ -204,7 +200,7 @@ impl FileSystem for PosixFs {
             };
             let _ = set_hint(&file, hint);
         }
-        Ok(self.table_writer(file, path))
+        Ok(self.writer(file, path, 0, true))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
@@ -216,7 +212,7 @@ impl FileSystem for PosixFs {
             .metadata()
             .map_err(|e| with_path(e, "stat", path))?
             .len();
-        Ok(self.writer(file, path, len))
+        Ok(self.writer(file, path, len, false))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {

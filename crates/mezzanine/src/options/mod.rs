@@ -57,9 +57,10 @@ const MIB: usize = 1 << 20;
 /// Every file the default file system writes (WALs, tables, manifests) has the kernel start
 /// writing back each further this many bytes (`sync_file_range`), so the `fdatasync` that
 /// ends it waits for at most about this much: a NoveLSM switch to the NVM memtable syncs the
-/// 64 MiB WAL before it, which took 33-55 ms without and under 1 ms with. The requests run
-/// on a helper thread, not on the writer: started by the WAL writer itself, they woke the
-/// block layer's workers on its CPU, which then preempted it.
+/// 64 MiB WAL before it, which took 33-55 ms without and under 1 ms with. For WALs and
+/// manifests the requests run on a helper thread, not on the writer: started by the WAL
+/// writer itself, they woke the block layer's workers on its CPU, which then preempted it.
+/// Tables start their own, on the background threads that write them.
 pub const DEFAULT_BYTES_PER_SYNC: u64 = 1 << 20;
 
 declare_options! {
@@ -71,8 +72,8 @@ declare_options! {
         preset: Preset = Preset::Leveldb, Name;
         /// The file system all I/O goes through (tests pass an in-memory or fault-injecting
         /// one). Default: the real file system, passing write-lifetime hints on and starting
-        /// writeback (on a helper thread) every [`DEFAULT_BYTES_PER_SYNC`] bytes written to
-        /// a file. Not written to the OPTIONS file.
+        /// writeback every [`DEFAULT_BYTES_PER_SYNC`] bytes written to a file (for WALs and
+        /// manifests on a helper thread). Not written to the OPTIONS file.
         fs: Arc<dyn FileSystem> = Arc::new(
             PosixFs::with_write_hints(mezz_pmem::hint::set_write_life_hint)
                 .with_background_writeback(
