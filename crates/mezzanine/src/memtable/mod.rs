@@ -131,8 +131,12 @@ fn reclaim_later(list: DramList) {
                 let mut applied = 0;
                 let mut held: Vec<DramList> = Vec::new();
                 loop {
+                    // Lists still held elsewhere are retried each RECLAIM_RETRY.
                     let received = if held.is_empty() {
-                        rx.recv().ok()
+                        match rx.recv() {
+                            Ok(list) => Some(list),
+                            Err(_) => break,
+                        }
                     } else {
                         match rx.recv_timeout(RECLAIM_RETRY) {
                             Ok(list) => Some(list),
@@ -140,9 +144,6 @@ fn reclaim_later(list: DramList) {
                             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
                         }
                     };
-                    if held.is_empty() && received.is_none() {
-                        break;
-                    }
                     let nice = RECLAIM_NICE.load(AtomicOrdering::Relaxed);
                     if nice > applied {
                         applied = nice;
