@@ -11,9 +11,9 @@ only.
     python3 bench/summarize.py bench/results/<date>/*.jsonl > summary.md
 
 The workload of a result is its file's name without `.jsonl` (bench/suite writes fill-100,
-fill-4k, fill-100-t2, read-t2, fill-mem, fill-sustained, ycsb, ycsb-e, open-loop). Targets compare Mezzanine's
-presets (`mezzanine:leveldb`, `mezzanine:novelsm`) with the reference engines `rocksdb` and
-`leveldb` of the same run:
+fill-4k, fill-100-t2, read-t2, fill-mem, fill-sustained, ycsb, ycsb-e, open-loop). Targets
+compare Mezzanine's presets (`mezzanine:leveldb`, `mezzanine:novelsm`) with the reference
+engines `rocksdb` and `leveldb` of the same run:
 
 - fillrandom throughput, 100 B (fill-100) and 4 KiB (fill-4k) values: the best preset's
   ops/s over the best reference's >= 1.3.
