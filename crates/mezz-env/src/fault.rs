@@ -311,6 +311,12 @@ impl FileSystem for FaultFs {
         Ok(self.wrap_writer(f, path))
     }
 
+    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.faults.check(FaultOp::Create, &[path])?;
+        let f = self.inner.create_log(path)?;
+        Ok(self.wrap_writer(f, path))
+    }
+
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.faults.check(FaultOp::Open, &[path])?;
         let f = self.inner.open_append(path)?;
@@ -390,6 +396,11 @@ impl WritableFile for FaultWritableFile {
 
     fn size(&self) -> u64 {
         self.inner.size()
+    }
+
+    fn close(&mut self) -> io::Result<()> {
+        self.faults.check(FaultOp::Write, &[&self.path])?;
+        self.inner.close()
     }
 }
 

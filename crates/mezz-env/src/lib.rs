@@ -47,13 +47,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod fault;
+mod mapped;
 mod mem;
 mod posix;
 mod units;
 
 pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};
-pub use posix::{PosixFs, WriteHintFn};
+pub use posix::{AllocateFn, MapWindowFn, PosixFs, WriteHintFn};
 pub use units::{
     Arrangement, Clock, DeviceConfig, DeviceModel, DeviceSpec, IoKind, Layout, MAX_UNITS,
     MixConfig, MixMode, MixResult, Profile, SpecLayout, UnitFs, UnitParams, UnitRandomAccessFile,
@@ -70,6 +71,20 @@ pub trait WritableFile: Send + Sync + Debug {
     fn sync(&mut self) -> io::Result<()>;
     /// Bytes appended so far (including buffered ones).
     fn size(&self) -> u64;
+    /// Ends appending: the file then holds exactly the bytes appended (nothing buffered,
+    /// no space reserved past them), visible to other readers, not necessarily durable.
+    /// Only `sync` and `size` may follow. The default flushes.
+    fn close(&mut self) -> io::Result<()> {
+        self.flush()
+    }
+}
+
+/// A writable shared mapping of a range of a file, unmapped when dropped (made by the
+/// function given to [`PosixFs::with_mapped_logs`]; the mapping code lives in the crate that
+/// holds the workspace's `unsafe`).
+pub trait MappedWindow: Send + Sync + Debug {
+    /// The mapped bytes: stores into them reach the file's page cache directly.
+    fn bytes_mut(&mut self) -> &mut [u8];
 }
 
 /// A file opened for positional reads, shareable between threads.
@@ -111,6 +126,14 @@ pub trait FileSystem: Send + Sync + Debug {
         path: &Path,
         _lifetime: WriteLifetime,
     ) -> io::Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
+    /// Creates (or truncates) a log file that is only appended to and read back after the
+    /// writer is gone (a WAL). A file system may write it differently from other files
+    /// (the real one, when asked, through a memory mapping); the one difference a reader
+    /// can see is that, if the writer never reached [`WritableFile::close`] (a crash), the
+    /// file may end in zero bytes after what was appended. The default is `create`.
+    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.create(path)
     }
     /// Opens an existing file for appending at its end (used to reuse a WAL).

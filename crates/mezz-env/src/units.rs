@@ -724,6 +724,11 @@ impl FileSystem for UnitFs {
         Ok(self.wrap_writer(f, path))
     }
 
+    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let f = self.inner.create_log(path)?;
+        Ok(self.wrap_writer(f, path))
+    }
+
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let f = self.inner.open_append(path)?;
         Ok(self.wrap_writer(f, path))
@@ -832,6 +837,11 @@ impl WritableFile for UnitWritableFile {
 
     fn size(&self) -> u64 {
         self.inner.size()
+    }
+
+    fn close(&mut self) -> io::Result<()> {
+        self.inner.close()?;
+        self.program(self.pending)
     }
 }
 

@@ -139,6 +139,15 @@ impl LogWriter {
         Ok(self.file.sync()?)
     }
 
+    /// Ends appending (see `WritableFile::close`): the file holds exactly the records
+    /// appended. Only `sync` may follow.
+    ///
+    /// # Errors
+    /// `Io` from the file.
+    pub fn close(&mut self) -> Result<()> {
+        Ok(self.file.close()?)
+    }
+
     /// Size of the log in bytes, including what this writer appended.
     #[must_use]
     pub fn size(&self) -> u64 {

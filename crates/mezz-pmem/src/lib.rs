@@ -11,8 +11,9 @@
 //!   persistent media arena the crash-consistent NVM memtable (checksummed nodes, a
 //!   persist-then-link insert protocol, [`SkipList::recover`] after a power cut; format in
 //!   `docs/formats/nvm-skiplist.md`);
-//! - [`hint`]: the write-lifetime hint system call for SST files (the one piece of unsafe
-//!   code outside persistent memory, kept here so no other crate needs any).
+//! - [`hint`]: the write-lifetime hint and early-writeback system calls for files, and
+//!   [`mapfile`]: the shared mapping and space reservation behind the memory-mapped WAL
+//!   writer (unsafe code outside persistent memory, kept here so no other crate needs any).
 //!
 //! Later: mapping an NVM region (or a file emulating one), persist/fence primitives,
 //! persistence modes and crash simulation, so that the same offset-linked skip list can
@@ -44,6 +45,7 @@
 pub mod alloc;
 pub mod arena;
 pub mod hint;
+pub mod mapfile;
 pub mod matrix;
 pub mod media;
 pub mod nvmlog;

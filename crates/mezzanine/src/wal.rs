@@ -39,15 +39,20 @@ pub struct WalWriter {
 }
 
 impl WalWriter {
-    /// Creates WAL `number` in `dir`.
+    /// Creates WAL `number` in `dir`; `mapped`: as a log file the file system may write
+    /// through a memory mapping ([`FileSystem::create_log`]), which leaves a zero-filled
+    /// tail if the writer is never closed.
     ///
     /// # Errors
     /// I/O errors (with the path).
-    pub fn create(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<Self> {
+    pub fn create(fs: &dyn FileSystem, dir: &Path, number: u64, mapped: bool) -> Result<Self> {
         let path = filename::wal_file(dir, number);
-        let file = fs
-            .create(&path)
-            .map_err(|e| Error::from(e).in_file(&path))?;
+        let file = if mapped {
+            fs.create_log(&path)
+        } else {
+            fs.create(&path)
+        }
+        .map_err(|e| Error::from(e).in_file(&path))?;
         Ok(Self {
             writer: LogWriter::new(file),
             number,
@@ -135,6 +140,16 @@ impl WalWriter {
                 }
             })
             .map_err(|e| e.in_file(&self.path))
+    }
+
+    /// Ends appending: the file then holds exactly the records appended (a mapped log is
+    /// truncated to them), so a crash before the next sync cannot leave this log with a
+    /// zero-filled tail that would end recovery before newer logs. Only `sync` may follow.
+    ///
+    /// # Errors
+    /// I/O errors (with the path).
+    pub fn close(&mut self) -> Result<()> {
+        self.writer.close().map_err(|e| e.in_file(&self.path))
     }
 
     /// Makes every record appended so far durable.

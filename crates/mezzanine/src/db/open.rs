@@ -1065,7 +1065,7 @@ fn create_wal(
         }
         rec.wal_fallbacks += 1;
     }
-    WalWriter::create(fs.as_ref(), dir, number)
+    WalWriter::create(fs.as_ref(), dir, number, opts.wal_mapped())
 }
 
 /// Rewrites the entries of `m` (replayed from a torn WAL) into a new WAL `number` and a new
@@ -1129,6 +1129,8 @@ fn relog_memtable(
         next_seq = seq + 1;
     }
     flush(&mut batch, &mut w)?;
+    // Newer writes go to a newer WAL: this one must end exactly at its records.
+    w.close()?;
     w.sync()?;
     fs.sync_dir(dir).map_err(io_err(dir))?;
     Ok((w, m2))

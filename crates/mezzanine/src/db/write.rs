@@ -705,7 +705,14 @@ impl DbInner {
         mem: Arc<MemTable>,
         wal: Option<WalWriter>,
     ) {
-        if let Some(w) = ws.wal.take() {
+        if let Some(mut w) = ws.wal.take() {
+            // Newer writes go to the next WAL: this one must end exactly at its records (a
+            // mapped log is truncated), or a crash could leave it a zero-filled tail that
+            // ends recovery before the newer logs.
+            if let Err(e) = w.close() {
+                self.wal_failed.store(true, Ordering::Release);
+                self.set_bg_error(&format!("WAL close failed: {e}"));
+            }
             self.closed_wals.lock().push(Arc::new(super::ClosedWal {
                 number: w.number(),
                 writer: parking_lot::Mutex::new(Some(w)),
@@ -738,7 +745,7 @@ impl DbInner {
         }
         // The directory entry becomes durable with the WAL's first sync (a `sync` write, or
         // the sync of the closed WAL by its flush): off the switch, which holds every writer.
-        let w = WalWriter::create(self.fs.as_ref(), &self.path, number)?
+        let w = WalWriter::create(self.fs.as_ref(), &self.path, number, self.opts.wal_mapped())?
             .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
         Ok(Some(w))
     }

@@ -37,6 +37,15 @@ impl Options {
         }
     }
 
+    /// Whether WAL files are created as mapped logs (`wal_mmap`, where recovery tolerates
+    /// the zero-filled tail a crash leaves in one).
+    #[must_use]
+    pub fn wal_mapped(&self) -> bool {
+        self.wal_mmap
+            && !self.paranoid_checks
+            && self.recovery_mode == super::RecoveryMode::TolerateCorruptTail
+    }
+
     /// The multiplier-derived target size of `level` (>= 1) in bytes.
     #[must_use]
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {

@@ -73,13 +73,15 @@ declare_options! {
         /// The file system all I/O goes through (tests pass an in-memory or fault-injecting
         /// one). Default: the real file system, passing write-lifetime hints on and starting
         /// writeback every [`DEFAULT_BYTES_PER_SYNC`] bytes written to a file (for WALs and
-        /// manifests on a helper thread). Not written to the OPTIONS file.
+        /// manifests on a helper thread), and able to write WALs through a memory mapping
+        /// (`wal_mmap`). Not written to the OPTIONS file.
         fs: Arc<dyn FileSystem> = Arc::new(
             PosixFs::with_write_hints(mezz_pmem::hint::set_write_life_hint)
                 .with_background_writeback(
                     mezz_pmem::hint::start_writeback,
                     DEFAULT_BYTES_PER_SYNC,
-                ),
+                )
+                .with_mapped_logs(mezz_pmem::mapfile::map_window, mezz_pmem::mapfile::allocate),
         ), Internal;
 
         // ---- opening ----
@@ -105,6 +107,15 @@ declare_options! {
             check |v| *v >= 2, "must be >= 2";
         /// Write a WAL. Without it, writes since the last flush are lost on a crash. Default: true.
         use_wal: bool = true, Flag;
+        /// Append to WAL files through a shared memory mapping of space reserved 1 MiB at a
+        /// time, instead of one `write` system call per write group (RocksDB's
+        /// `allow_mmap_writes`, for logs only). An append is then a copy into the page
+        /// cache: it survives a crash of the process as a `write` does, and `sync` is the
+        /// same `fdatasync`. After a crash the newest WAL ends in zeros, which recovery
+        /// drops as a torn tail; so it applies only where a torn tail is tolerated
+        /// (`recovery_mode = tolerate_corrupt_tail`, no `paranoid_checks`), and only on a
+        /// file system that maps logs (the default one does). Default: true.
+        wal_mmap: bool = true, Flag;
 
         // ---- tables ----
         /// Target size of a data block before compression, in bytes. Default: 4096.

@@ -145,6 +145,9 @@ impl WritableFile for CountedWrite {
     fn size(&self) -> u64 {
         self.inner.size()
     }
+    fn close(&mut self) -> io::Result<()> {
+        self.inner.close()
+    }
 }
 
 struct CountedRead {

@@ -1,0 +1,243 @@
+//! Memory-mapped windows of ordinary files, for the real file system's log writer
+//! ([`mezz_env::PosixFs::with_mapped_logs`]): [`map_window`] maps a range of a file shared
+//! and writable, [`allocate`] reserves its disk space first (`fallocate`), so that no
+//! store into the mapping can hit a full disk (which would be a `SIGBUS`, not an error).
+//!
+//! Owns: [`FileWindow`], one `MAP_SHARED` mapping, unmapped when dropped.
+//!
+//! Invariants: a window's pointer and length describe one live mapping for as long as the
+//! window exists; the mapping is only reached through `&mut FileWindow`.
+//!
+//! Thread-safety: a window is `Send + Sync` (it is plain memory; mutable access needs
+//! `&mut`).
+
+use std::fs::File;
+use std::io;
+use std::ptr::NonNull;
+
+use mezz_env::MappedWindow;
+
+/// A shared, writable mapping of a range of a file.
+#[derive(Debug)]
+pub struct FileWindow {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the window owns its mapping; the bytes are only reached through `&mut self`
+// (`bytes_mut`), so moving or sharing the handle between threads races on nothing.
+unsafe impl Send for FileWindow {}
+// SAFETY: as above: `&FileWindow` gives no access to the bytes.
+unsafe impl Sync for FileWindow {}
+
+impl MappedWindow for FileWindow {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `base..base + len` is one live mapping made readable and writable by
+        // `map_window`, unmapped only in `drop`; `&mut self` makes this the only reference
+        // into it. Stores into a shared file mapping are defined for the range the file
+        // covers, which `allocate` grew before the window was mapped.
+        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for FileWindow {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: `base`/`len` are exactly the mapping made in `map_window`, and no
+        // reference into it outlives `&mut self`.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// Maps `len` bytes of `file` from `offset` (a multiple of the page size) shared and
+/// writable. The caller makes sure the file covers the range (see [`allocate`]) before
+/// storing into it.
+///
+/// # Errors
+/// The kernel's error from `mmap`; `InvalidInput` for a range past `i64::MAX`;
+/// `Unsupported` off Linux.
+#[cfg(target_os = "linux")]
+pub fn map_window(file: &File, offset: u64, len: usize) -> io::Result<Box<dyn MappedWindow>> {
+    use std::os::fd::AsRawFd;
+    let off = libc::off_t::try_from(offset)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "map offset too large"))?;
+    if len == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
+    }
+    // SAFETY: a fresh mapping (null hint) of an open descriptor; no existing memory of the
+    // process is affected. The result is checked against MAP_FAILED.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            off,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let base = NonNull::new(p.cast::<u8>())
+        .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
+    Ok(Box::new(FileWindow { base, len }))
+}
+
+/// Maps a window of a file: unsupported off Linux.
+///
+/// # Errors
+/// Always `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn map_window(_file: &File, _offset: u64, _len: usize) -> io::Result<Box<dyn MappedWindow>> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "mapped log windows need Linux",
+    ))
+}
+
+/// Reserves disk space for `offset..offset + len` of `file` (`fallocate`, mode 0): the
+/// file grows to at least `offset + len` bytes, the new bytes read as zeros.
+///
+/// # Errors
+/// The kernel's error (`ENOSPC`, or `EOPNOTSUPP` where the file system cannot reserve);
+/// `InvalidInput` for a range past `i64::MAX`; `Unsupported` off Linux.
+#[cfg(target_os = "linux")]
+pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "reserved range past i64::MAX",
+        ));
+    };
+    // SAFETY: `file` owns an open descriptor for the duration of the call; the call reads
+    // no memory of this process.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Reserves space in a file: unsupported off Linux.
+///
+/// # Errors
+/// Always `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn allocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "reserving file space needs Linux",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mezz_env::{FileSystem, PosixFs};
+    use std::path::Path;
+
+    fn mapped_fs() -> PosixFs {
+        PosixFs::new().with_mapped_logs(map_window, allocate)
+    }
+
+    /// Appends `n` records of varied sizes (some crossing 1 MiB windows, one larger than
+    /// a window); returns the bytes appended.
+    fn append_records(w: &mut dyn mezz_env::WritableFile, n: u32) -> Vec<u8> {
+        let mut expect = Vec::new();
+        for i in 0..n {
+            let len = if i == n / 2 { 2_500_000 } else { 1 + (i as usize * 7919) % 9000 };
+            let rec: Vec<u8> = (0..len).map(|j| (i as usize + j) as u8 | 1).collect();
+            w.append(&rec).unwrap();
+            expect.extend_from_slice(&rec);
+            if i % 17 == 0 {
+                w.flush().unwrap();
+            }
+        }
+        expect
+    }
+
+    /// What a reader sees is exactly what was appended, across windows, after `close`, and
+    /// `sync` works after it; the writer refuses appends once closed.
+    #[test]
+    fn a_closed_log_holds_exactly_its_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000007.log");
+        let fs = mapped_fs();
+        let mut w = fs.create_log(&path).unwrap();
+        let expect = append_records(w.as_mut(), 700);
+        assert_eq!(w.size(), expect.len() as u64);
+        w.sync().unwrap();
+        w.close().unwrap();
+        w.sync().unwrap();
+        assert!(w.append(b"late").is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), expect);
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), expect);
+    }
+
+    /// Dropping the writer closes it: the file is truncated to its appends.
+    #[test]
+    fn dropping_the_writer_truncates_the_reserved_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000008.log");
+        let fs = mapped_fs();
+        let mut w = fs.create_log(&path).unwrap();
+        w.append(b"hello").unwrap();
+        // While open, the file is one reserved window long, zeros after the appends, and
+        // the appended bytes are visible to readers without any flush.
+        let open = std::fs::read(&path).unwrap();
+        assert_eq!(open.len(), 1 << 20);
+        assert_eq!(&open[..5], b"hello");
+        assert!(open[5..].iter().all(|&b| b == 0));
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), b"hello");
+    }
+
+    /// A writer that never closes (the process died) leaves its records followed by zeros,
+    /// which the log reader reports as a torn tail after every record.
+    #[test]
+    fn an_unclosed_log_reads_as_its_records_then_a_torn_tail() {
+        use mezz_format::log::{LogRead, LogReader, LogWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000009.log");
+        let fs = mapped_fs();
+        let mut log = LogWriter::new(fs.create_log(&path).unwrap());
+        let records: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; 100 + usize::from(i) * 997]).collect();
+        for r in &records {
+            log.add_record(r).unwrap();
+        }
+        log.flush().unwrap();
+        // Simulates the crash: the writer is leaked, never closed.
+        std::mem::forget(log);
+        let mut reader = LogReader::new(fs.open_read(&path).unwrap());
+        for r in &records {
+            match reader.read_record() {
+                LogRead::Record { data, .. } => assert_eq!(&data, r),
+                other => panic!("expected a record, got {other:?}"),
+            }
+        }
+        assert!(matches!(reader.read_record(), LogRead::Corrupt { at_tail: true, .. }));
+    }
+
+    /// Other files are written as before, and a file system that maps logs still creates
+    /// them where the path is valid only (errors name the path).
+    #[test]
+    fn other_files_and_errors_are_unaffected() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = mapped_fs();
+        let path = dir.path().join("MANIFEST-000001");
+        let mut w = fs.create(&path).unwrap();
+        w.append(b"abc").unwrap();
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), b"abc");
+        let err = fs
+            .create_log(Path::new("/nonexistent-dir/000001.log"))
+            .unwrap_err();
+        assert!(err.to_string().contains("000001.log"), "{err}");
+    }
+}
