@@ -89,8 +89,8 @@ impl MappedLogFile {
                 .map_err(|e| with_path(e, "reserve log space in", &self.path))?;
             self.reserved = offset + WINDOW as u64;
         }
-        let window = (self.map)(&self.file, offset, WINDOW)
-            .map_err(|e| with_path(e, "map", &self.path))?;
+        let window =
+            (self.map)(&self.file, offset, WINDOW).map_err(|e| with_path(e, "map", &self.path))?;
         self.window = Some((offset, window));
         Ok(())
     }
@@ -125,7 +125,12 @@ impl MappedLogFile {
         if let Some(w) = self.writeback
             && self.size.saturating_sub(self.writeback_to) >= w.bytes
         {
-            start_writeback(w, &self.file, self.writeback_to, self.size - self.writeback_to);
+            start_writeback(
+                w,
+                &self.file,
+                self.writeback_to,
+                self.size - self.writeback_to,
+            );
             self.writeback_to = self.size;
         }
         Ok(())

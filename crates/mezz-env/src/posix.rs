@@ -656,6 +656,35 @@ mod tests {
         assert!(STARTED.lock().is_empty());
     }
 
+    fn refuse_to_map(_file: &File, _offset: u64, _len: usize) -> io::Result<Box<dyn MappedWindow>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no mappings here",
+        ))
+    }
+
+    fn reserve_with_set_len(file: &File, offset: u64, len: u64) -> io::Result<()> {
+        file.set_len(offset + len)
+    }
+
+    /// A file system that cannot map a log writes it the ordinary way: nothing reserved is
+    /// left behind, and the file holds exactly what was appended.
+    #[test]
+    fn a_log_that_cannot_be_mapped_is_written_normally() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000003.log");
+        let fs = PosixFs::new().with_mapped_logs(refuse_to_map, reserve_with_set_len);
+        let mut w = fs.create_log(&path).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().len(), 0);
+        w.append(b"one ").unwrap();
+        w.append(b"two").unwrap();
+        w.flush().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"one two");
+        w.close().unwrap();
+        w.sync().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"one two");
+    }
+
     #[test]
     fn write_read_roundtrip() {
         let dir = tempfile::tempdir().unwrap();

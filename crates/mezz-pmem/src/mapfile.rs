@@ -150,7 +150,11 @@ mod tests {
     fn append_records(w: &mut dyn mezz_env::WritableFile, n: u32) -> Vec<u8> {
         let mut expect = Vec::new();
         for i in 0..n {
-            let len = if i == n / 2 { 2_500_000 } else { 1 + (i as usize * 7919) % 9000 };
+            let len = if i == n / 2 {
+                2_500_000
+            } else {
+                1 + (i as usize * 7919) % 9000
+            };
             let rec: Vec<u8> = (0..len).map(|j| (i as usize + j) as u8 | 1).collect();
             w.append(&rec).unwrap();
             expect.extend_from_slice(&rec);
@@ -207,7 +211,9 @@ mod tests {
         let path = dir.path().join("000009.log");
         let fs = mapped_fs();
         let mut log = LogWriter::new(fs.create_log(&path).unwrap());
-        let records: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; 100 + usize::from(i) * 997]).collect();
+        let records: Vec<Vec<u8>> = (0..50u8)
+            .map(|i| vec![i; 100 + usize::from(i) * 997])
+            .collect();
         for r in &records {
             log.add_record(r).unwrap();
         }
@@ -221,7 +227,10 @@ mod tests {
                 other => panic!("expected a record, got {other:?}"),
             }
         }
-        assert!(matches!(reader.read_record(), LogRead::Corrupt { at_tail: true, .. }));
+        assert!(matches!(
+            reader.read_record(),
+            LogRead::Corrupt { at_tail: true, .. }
+        ));
     }
 
     /// Other files are written as before, and a file system that maps logs still creates

@@ -271,7 +271,7 @@ mod tests {
 
     fn write_three(fs: &MemFs, dir: &Path) -> PathBuf {
         fs.create_dir_all(dir).unwrap();
-        let mut w = WalWriter::create(fs, dir, 7).unwrap();
+        let mut w = WalWriter::create(fs, dir, 7, false).unwrap();
         for i in 0..3u64 {
             let mut b = WriteBatch::new();
             b.put(format!("k{i}").as_bytes(), &[b'v'; 100]);

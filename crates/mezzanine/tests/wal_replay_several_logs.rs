@@ -109,7 +109,7 @@ fn three_wals_are_replayed_oldest_first() {
     assert_eq!(wal_count(mem.as_ref(), dir), 1);
 
     // Two newer WALs, as a crash with two unflushed memtables would leave them.
-    let mut w = WalWriter::create(mem.as_ref(), dir, 1000).unwrap();
+    let mut w = WalWriter::create(mem.as_ref(), dir, 1000, false).unwrap();
     w.append(
         &batch_record(seq + 1, &[(b"a", Some(b"second")), (b"d", Some(b"second"))]),
         true,
@@ -118,7 +118,7 @@ fn three_wals_are_replayed_oldest_first() {
     w.append(&batch_record(seq + 3, &[(b"b", None)]), true)
         .unwrap();
     drop(w);
-    let mut w = WalWriter::create(mem.as_ref(), dir, 1001).unwrap();
+    let mut w = WalWriter::create(mem.as_ref(), dir, 1001, false).unwrap();
     w.append(
         &batch_record(seq + 4, &[(b"a", Some(b"third")), (b"e", Some(b"third"))]),
         true,

@@ -21,6 +21,7 @@ fn changed() -> Options {
         write_buffer_size: 1_000_003,
         max_write_buffer_number: 3,
         use_wal: false,
+        wal_mmap: false,
         block_size: 8192,
         block_format: BlockFormat::Prefix,
         block_restart_interval: 8,
