@@ -145,8 +145,9 @@ mod tests {
         PosixFs::new().with_mapped_logs(map_window, allocate)
     }
 
-    /// Appends `n` records of varied sizes (some crossing 1 MiB windows, one larger than
-    /// a window); returns the bytes appended.
+    /// Appends `n` records of varied sizes (small ones copied into the mapping, large ones
+    /// written directly, some crossing 1 MiB windows, one larger than a window); returns
+    /// the bytes appended.
     fn append_records(w: &mut dyn mezz_env::WritableFile, n: u32) -> Vec<u8> {
         let mut expect = Vec::new();
         for i in 0..n {
@@ -192,8 +193,9 @@ mod tests {
         let fs = mapped_fs();
         let mut w = fs.create_log(&path).unwrap();
         w.append(b"hello").unwrap();
-        // While open, the file is one reserved window long, zeros after the appends, and
-        // the appended bytes are visible to readers without any flush.
+        w.flush().unwrap();
+        // While open, the file is one reserved window (1 MiB) long, zeros after the
+        // appends, and flushed appends are visible to readers.
         let open = std::fs::read(&path).unwrap();
         assert_eq!(open.len(), 1 << 20);
         assert_eq!(&open[..5], b"hello");
@@ -211,8 +213,9 @@ mod tests {
         let path = dir.path().join("000009.log");
         let fs = mapped_fs();
         let mut log = LogWriter::new(fs.create_log(&path).unwrap());
+        // Small records: copied into the mapping, so the reserved window's zeros follow.
         let records: Vec<Vec<u8>> = (0..50u8)
-            .map(|i| vec![i; 100 + usize::from(i) * 997])
+            .map(|i| vec![i; 100 + usize::from(i) * 37])
             .collect();
         for r in &records {
             log.add_record(r).unwrap();
