@@ -16,14 +16,15 @@
 //! fast. The page cache is shared, so the two kinds of stores mix freely.
 //!
 //! Invariants:
-//! - `size <= reserved`; the file is `reserved` bytes long while the writer is open, and
-//!   bytes in `size..reserved` are zero (fresh space from `fallocate`).
+//! - `written <= reserved`: the file is `reserved` bytes long while the writer is open, and
+//!   bytes past `written` are zero (fresh space from `fallocate`); `staged` holds the
+//!   appends after `written`, not yet in the file (`size` counts them).
 //! - `close` (or drop) writes what is staged, unmaps, and truncates the file to `written`,
-//!   so a closed log holds exactly what was appended. A log whose writer never closed it (the process died)
-//!   ends in up to one window of zeros, which the log reader reports as a zero-filled
-//!   (torn) tail.
-//! - After a failed append or close the writer refuses further appends: the file's tail
-//!   is undefined.
+//!   so a closed log holds exactly what was appended. A log whose writer never closed it
+//!   (the process died) may end in up to one window of zeros, which the log reader reports
+//!   as a zero-filled (torn) tail.
+//! - After a failed append, flush or close the writer refuses further appends: the file's
+//!   tail is undefined.
 //!
 //! Thread-safety: a writer is owned by one thread at a time (`&mut self`), like every
 //! `WritableFile`.

@@ -113,6 +113,9 @@ pub(crate) struct WriteState {
     delay_debt_nanos: u64,
     /// What the group being committed has waited on so far.
     trace: crate::stats::WriteTrace,
+    /// When the group's last memtable insert ended (set by `commit`), so that its total
+    /// takes no further clock read; `None` until then.
+    trace_end: Option<Instant>,
 }
 
 /// Background bookkeeping behind `DbInner::state`.

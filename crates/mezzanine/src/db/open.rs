@@ -968,6 +968,7 @@ fn assemble_db_inner(
             wal: installed.wal,
             delay_debt_nanos: 0,
             trace: crate::stats::WriteTrace::default(),
+            trace_end: None,
         }),
         queue: Mutex::new(std::collections::VecDeque::new()),
         manifest: Mutex::new(installed.manifest),
