@@ -108,15 +108,62 @@ pub fn trailer(ikey: &[u8]) -> u64 {
 /// Compares two internal keys: user key ascending, then trailer descending.
 #[must_use]
 pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
-    match user_key(a).cmp(user_key(b)) {
+    match compare_bytes(user_key(a), user_key(b)) {
         Ordering::Equal => trailer(b).cmp(&trailer(a)),
         o => o,
     }
 }
 
+/// Lexicographic byte order, as `a.cmp(b)`, comparing 8 bytes at a time as big-endian
+/// words while both keys have 8 left: a memtable insert compares keys about 40 times, and
+/// for keys of a few words this is cheaper than a call to `memcmp` each time.
+#[inline]
+#[must_use]
+pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let (mut x, mut y) = (a, b);
+    while let (Some((xw, xr)), Some((yw, yr))) =
+        (x.split_first_chunk::<8>(), y.split_first_chunk::<8>())
+    {
+        match u64::from_be_bytes(*xw).cmp(&u64::from_be_bytes(*yw)) {
+            Ordering::Equal => {
+                x = xr;
+                y = yr;
+            }
+            o => return o,
+        }
+    }
+    x.cmp(y)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compare_bytes_is_lexicographic_order() {
+        // Keys of every length 0..=20 over a small alphabet, so shared prefixes, equal
+        // words and length ties all occur; plus bytes where signedness would matter.
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..=20usize {
+            for _ in 0..40 {
+                let k: Vec<u8> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        [0u8, 1, 0x7f, 0x80, 0xff][(seed % 5) as usize]
+                    })
+                    .collect();
+                keys.push(k);
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(compare_bytes(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn order_is_user_key_then_newest_first() {
