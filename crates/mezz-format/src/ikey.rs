@@ -108,15 +108,18 @@ pub fn trailer(ikey: &[u8]) -> u64 {
 /// Compares two internal keys: user key ascending, then trailer descending.
 #[must_use]
 pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
-    match compare_bytes(user_key(a), user_key(b)) {
+    match user_key(a).cmp(user_key(b)) {
         Ordering::Equal => trailer(b).cmp(&trailer(a)),
         o => o,
     }
 }
 
 /// Lexicographic byte order, as `a.cmp(b)`, comparing 8 bytes at a time as big-endian
-/// words while both keys have 8 left: a memtable insert compares keys about 40 times, and
-/// for keys of a few words this is cheaper than a call to `memcmp` each time.
+/// words while both keys have 8 left. The memtable's comparator uses it: an insert
+/// compares keys about 40 times, and for 16-byte keys this measured 2-5 % more inserts per
+/// second than a call to `memcmp` each time (three pairs). Table reads keep `memcmp`
+/// (`compare_internal_keys`): there this was 5-10 % slower (three pairs of `readrandom`
+/// on one settled database).
 #[inline]
 #[must_use]
 pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {

@@ -15,7 +15,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use mezz_format::ikey::{self, TRAILER_LEN, compare_internal_keys};
+use mezz_format::ikey::{self, TRAILER_LEN};
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 use mezz_pmem::skiplist::{Comparator, CorruptNode, Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, PersistentWord};
@@ -78,7 +78,11 @@ pub struct IkeyCmp;
 impl Comparator for IkeyCmp {
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> CmpOrdering {
-        compare_internal_keys(a, b)
+        // `compare_internal_keys`, with the user keys compared a word at a time.
+        match ikey::compare_bytes(ikey::user_key(a), ikey::user_key(b)) {
+            CmpOrdering::Equal => ikey::trailer(b).cmp(&ikey::trailer(a)),
+            o => o,
+        }
     }
 }
 
