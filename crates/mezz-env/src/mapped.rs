@@ -34,7 +34,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::posix::{Writeback, start_writeback, with_path};
+use crate::posix::{Writeback, WritebackCursor, with_path};
 use crate::{AllocateFn, MapWindowFn, MappedWindow, WritableFile};
 
 /// Bytes reserved and mapped at a time.
@@ -62,9 +62,7 @@ pub(crate) struct MappedLogFile {
     /// Set once the writer must not append any more (closed, or an operation failed).
     done: bool,
     /// Early writeback, if the file system asks for it.
-    writeback: Option<Writeback>,
-    /// End of the range whose writeback was last started.
-    writeback_to: u64,
+    writeback: WritebackCursor,
 }
 
 impl MappedLogFile {
@@ -88,8 +86,7 @@ impl MappedLogFile {
             written: 0,
             reserved: 0,
             done: false,
-            writeback,
-            writeback_to: 0,
+            writeback: WritebackCursor::new(writeback, 0),
         };
         w.map_window_at(0)?;
         Ok(w)
@@ -160,20 +157,6 @@ impl MappedLogFile {
         Ok(())
     }
 
-    fn maybe_start_writeback(&mut self) {
-        if let Some(w) = self.writeback
-            && self.written.saturating_sub(self.writeback_to) >= w.bytes
-        {
-            start_writeback(
-                w,
-                &self.file,
-                self.writeback_to,
-                self.written - self.writeback_to,
-            );
-            self.writeback_to = self.written;
-        }
-    }
-
     /// Runs `op`; after a failure the writer takes no more appends.
     fn guarded(&mut self, op: impl FnOnce(&mut Self) -> io::Result<()>) -> io::Result<()> {
         if self.done {
@@ -197,7 +180,7 @@ impl WritableFile for MappedLogFile {
         self.guarded(|w| {
             if data.len() >= DIRECT_BYTES {
                 w.write_direct(data)?;
-                w.maybe_start_writeback();
+                w.writeback.advance(&w.file, w.written);
             } else {
                 w.staged.extend_from_slice(data);
             }
@@ -211,7 +194,7 @@ impl WritableFile for MappedLogFile {
         }
         self.guarded(|w| {
             w.copy_staged()?;
-            w.maybe_start_writeback();
+            w.writeback.advance(&w.file, w.written);
             Ok(())
         })
     }
@@ -221,7 +204,7 @@ impl WritableFile for MappedLogFile {
         self.file
             .sync_data()
             .map_err(|e| with_path(e, "sync", &self.path))?;
-        self.writeback_to = self.written;
+        self.writeback.synced(self.written);
         Ok(())
     }
 

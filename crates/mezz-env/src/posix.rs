@@ -62,13 +62,39 @@ pub type MapWindowFn = fn(&File, u64, usize) -> io::Result<Box<dyn MappedWindow>
 /// a mapping of that range never need space the disk does not have.
 pub type AllocateFn = fn(&File, u64, u64) -> io::Result<()>;
 
-/// Starts writeback of `offset..offset + len` of `file` as `w` says: on the helper thread
-/// or here. Errors are ignored: the call is advice.
-pub(crate) fn start_writeback(w: Writeback, file: &File, offset: u64, len: u64) {
-    if w.background {
-        start_in_background(w.start, file, offset, len);
-    } else {
-        let _ = (w.start)(file, offset, len);
+/// One writer's early writeback: its configuration and where the last started range ended.
+#[derive(Debug)]
+pub(crate) struct WritebackCursor {
+    config: Option<Writeback>,
+    /// End of the range whose writeback was last started (or that was last synced).
+    to: u64,
+}
+
+impl WritebackCursor {
+    /// Writeback per `config` (none if `None`) of what is written after `from` bytes.
+    pub(crate) fn new(config: Option<Writeback>, from: u64) -> Self {
+        Self { config, to: from }
+    }
+
+    /// Starts writeback of what was handed to the kernel since the last start (`written`
+    /// bytes of `file` in all), once that is at least the configured amount: on the helper
+    /// thread or here, as configured. Errors are ignored: the call is advice.
+    pub(crate) fn advance(&mut self, file: &File, written: u64) {
+        let Some(w) = self.config else { return };
+        if written.saturating_sub(self.to) >= w.bytes {
+            let (offset, len) = (self.to, written - self.to);
+            if w.background {
+                start_in_background(w.start, file, offset, len);
+            } else {
+                let _ = (w.start)(file, offset, len);
+            }
+            self.to = written;
+        }
+    }
+
+    /// The first `written` bytes are durable: no writeback to start for them any more.
+    pub(crate) fn synced(&mut self, written: u64) {
+        self.to = written;
     }
 }
 
@@ -201,9 +227,11 @@ impl PosixFs {
     }
 }
 
-/// Creates (or truncates) `path` for writing.
-fn create_truncated(path: &Path) -> io::Result<File> {
+/// Creates (or truncates) `path` for writing, and for reading too if `readable` (a shared
+/// writable mapping of it needs that).
+fn create_truncated(path: &Path, readable: bool) -> io::Result<File> {
     OpenOptions::new()
+        .read(readable)
         .write(true)
         .create(true)
         .truncate(true)
@@ -218,7 +246,7 @@ pub(crate) fn with_path(err: io::Error, what: &str, path: &Path) -> io::Error {
 
 impl FileSystem for PosixFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let file = create_truncated(path)?;
+        let file = create_truncated(path, false)?;
         Ok(self.writer(file, path, 0, false))
     }
 
@@ -227,7 +255,7 @@ impl FileSystem for PosixFs {
         path: &Path,
         lifetime: WriteLifetime,
     ) -> io::Result<Box<dyn WritableFile>> {
-        let file = create_truncated(path)?;
+        let file = create_truncated(path, false)?;
         if let Some(set_hint) = self.write_hint {
             // Linux's RWH_WRITE_LIFE_SHORT..EXTREME. Advisory: a kernel or file system
             // without hints refuses it, which changes nothing.
@@ -246,14 +274,7 @@ impl FileSystem for PosixFs {
         let Some((map, allocate)) = self.mapped_logs else {
             return self.create(path);
         };
-        // A shared writable mapping needs the file open for reading too.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| with_path(e, "create", path))?;
+        let file = create_truncated(path, true)?;
         // A writer that fails to reserve or map its first window truncates the file back to
         // empty as it drops; the log is then written the ordinary way.
         if let Ok(w) = file
@@ -377,10 +398,8 @@ pub struct PosixWritableFile {
     buf: Vec<u8>,
     /// Bytes in the file plus bytes in `buf`.
     size: u64,
-    /// Early writeback, if the file system asks for it.
-    writeback: Option<Writeback>,
-    /// End of the range whose writeback was last started (or the file's size at open).
-    writeback_to: u64,
+    /// Early writeback, if the file system asks for it (from the file's size at open).
+    writeback: WritebackCursor,
 }
 
 impl PosixWritableFile {
@@ -390,8 +409,7 @@ impl PosixWritableFile {
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER_SIZE),
             size,
-            writeback,
-            writeback_to: size,
+            writeback: WritebackCursor::new(writeback, size),
         }
     }
 
@@ -400,16 +418,10 @@ impl PosixWritableFile {
         self.size - self.buf.len() as u64
     }
 
-    /// Starts writeback of what was handed to the kernel since the last start, once that
-    /// is at least the configured amount. Errors are ignored: the call is advice.
+    /// Starts writeback of what was handed to the kernel, as the file system asks.
     fn maybe_start_writeback(&mut self) {
-        let Some(w) = self.writeback else { return };
         let written = self.written();
-        if written.saturating_sub(self.writeback_to) >= w.bytes {
-            let (offset, len) = (self.writeback_to, written - self.writeback_to);
-            start_writeback(w, &self.file, offset, len);
-            self.writeback_to = written;
-        }
+        self.writeback.advance(&self.file, written);
     }
 
     fn write_buffer(&mut self) -> io::Result<()> {
@@ -455,7 +467,7 @@ impl WritableFile for PosixWritableFile {
             .sync_data()
             .map_err(|e| with_path(e, "sync", &self.path))?;
         // Everything written is durable: no writeback to start for it any more.
-        self.writeback_to = self.written();
+        self.writeback.synced(self.written());
         Ok(())
     }
 

@@ -41,12 +41,7 @@ pub fn set_write_life_hint(file: &File, hint: u64) -> io::Result<()> {
     let value: u64 = hint;
     // SAFETY: `file` owns an open descriptor for the duration of the call, and
     // F_SET_RW_HINT reads one u64 through the pointer, which points at a live local.
-    let rc = unsafe { libc::fcntl(file.as_raw_fd(), F_SET_RW_HINT, &raw const value) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::sys::check(unsafe { libc::fcntl(file.as_raw_fd(), F_SET_RW_HINT, &raw const value) })
 }
 
 /// Sets the write-lifetime hint of `file`'s inode: unsupported off Linux.
@@ -55,10 +50,7 @@ pub fn set_write_life_hint(file: &File, hint: u64) -> io::Result<()> {
 /// Always `Unsupported`.
 #[cfg(not(target_os = "linux"))]
 pub fn set_write_life_hint(_file: &File, _hint: u64) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "write-lifetime hints need Linux",
-    ))
+    Err(crate::sys::unsupported("write-lifetime hints need Linux"))
 }
 
 /// Starts writeback of the dirty pages of `file` in `offset..offset + len` and returns
@@ -69,22 +61,12 @@ pub fn set_write_life_hint(_file: &File, _hint: u64) -> io::Result<()> {
 #[cfg(target_os = "linux")]
 pub fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "writeback range past i64::MAX",
-        ));
-    };
+    let (offset, len) = crate::sys::file_range(offset, len, "writeback range")?;
     // SAFETY: `file` owns an open descriptor for the duration of the call; the call reads
     // no memory of this process.
-    let rc = unsafe {
+    crate::sys::check(unsafe {
         libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    })
 }
 
 /// Starts writeback of a range of `file`: unsupported off Linux.
@@ -93,10 +75,7 @@ pub fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
 /// Always `Unsupported`.
 #[cfg(not(target_os = "linux"))]
 pub fn start_writeback(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "early writeback needs Linux",
-    ))
+    Err(crate::sys::unsupported("early writeback needs Linux"))
 }
 
 #[cfg(test)]

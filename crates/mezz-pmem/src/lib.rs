@@ -55,6 +55,7 @@ pub mod region;
 pub mod sched;
 pub mod sim;
 pub mod skiplist;
+mod sys;
 pub mod word;
 
 pub use alloc::{Extent, FreeList};

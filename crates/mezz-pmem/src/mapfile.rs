@@ -61,8 +61,7 @@ impl Drop for FileWindow {
 #[cfg(target_os = "linux")]
 pub fn map_window(file: &File, offset: u64, len: usize) -> io::Result<Box<dyn MappedWindow>> {
     use std::os::fd::AsRawFd;
-    let off = libc::off_t::try_from(offset)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "map offset too large"))?;
+    let (off, _) = crate::sys::file_range(offset, 0, "map offset")?;
     if len == 0 {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
     }
@@ -92,10 +91,7 @@ pub fn map_window(file: &File, offset: u64, len: usize) -> io::Result<Box<dyn Ma
 /// Always `Unsupported`.
 #[cfg(not(target_os = "linux"))]
 pub fn map_window(_file: &File, _offset: u64, _len: usize) -> io::Result<Box<dyn MappedWindow>> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "mapped log windows need Linux",
-    ))
+    Err(crate::sys::unsupported("mapped log windows need Linux"))
 }
 
 /// Reserves disk space for `offset..offset + len` of `file` (`fallocate`, mode 0): the
@@ -107,20 +103,10 @@ pub fn map_window(_file: &File, _offset: u64, _len: usize) -> io::Result<Box<dyn
 #[cfg(target_os = "linux")]
 pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "reserved range past i64::MAX",
-        ));
-    };
+    let (off, len) = crate::sys::file_range(offset, len, "reserved range")?;
     // SAFETY: `file` owns an open descriptor for the duration of the call; the call reads
     // no memory of this process.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::sys::check(unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) })
 }
 
 /// Reserves space in a file: unsupported off Linux.
@@ -129,10 +115,7 @@ pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
 /// Always `Unsupported`.
 #[cfg(not(target_os = "linux"))]
 pub fn allocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "reserving file space needs Linux",
-    ))
+    Err(crate::sys::unsupported("reserving file space needs Linux"))
 }
 
 #[cfg(test)]

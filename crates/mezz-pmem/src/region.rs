@@ -819,12 +819,9 @@ impl Region {
         }
         // SAFETY: `[lo, hi)` is page aligned and inside the mapping (rounded up to whole
         // pages, which the kernel maps); msync does not change memory contents.
-        let rc = unsafe { libc::msync(self.base.as_ptr().add(lo).cast(), hi - lo, libc::MS_SYNC) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        crate::sys::check(unsafe {
+            libc::msync(self.base.as_ptr().add(lo).cast(), hi - lo, libc::MS_SYNC)
+        })
     }
 
     #[cfg(not(target_os = "linux"))]

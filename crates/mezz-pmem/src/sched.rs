@@ -35,12 +35,7 @@ pub fn lower_current_thread_priority(nice: i32) -> io::Result<()> {
     }
     // SAFETY: setpriority reads no memory of ours; `which`, `who` and the value are plain
     // integers.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::sys::check(unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) })
 }
 
 /// Off Linux: not supported.
@@ -49,10 +44,7 @@ pub fn lower_current_thread_priority(nice: i32) -> io::Result<()> {
 /// Always `Unsupported`.
 #[cfg(not(target_os = "linux"))]
 pub fn lower_current_thread_priority(_nice: i32) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "thread priorities are Linux-only",
-    ))
+    Err(crate::sys::unsupported("thread priorities are Linux-only"))
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -111,7 +111,8 @@ pub(crate) struct WriteState {
     wal: Option<WalWriter>,
     /// Nanoseconds of write delay owed but not yet slept (delays are slept in chunks).
     delay_debt_nanos: u64,
-    /// What the group being committed has waited on so far.
+    /// What the group being committed has waited on so far (empty between groups:
+    /// `finish_trace` takes it).
     trace: crate::stats::WriteTrace,
     /// When the group's last memtable insert ended (set by `commit`), so that its total
     /// takes no further clock read; `None` until then.

@@ -196,11 +196,7 @@ fn lock_dir(path: &Path, opts: &Options) -> Result<LockedDir> {
             dir.display()
         )));
     }
-    let mode = if opts.paranoid_checks {
-        RecoveryMode::AbsoluteConsistency
-    } else {
-        opts.recovery_mode
-    };
+    let mode = opts.recovery_mode_in_force();
     Ok(LockedDir {
         fs,
         dir,

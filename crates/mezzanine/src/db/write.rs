@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
 use crate::memtable::set::NextActive;
-use crate::stats::{StatsCollector, WriteTrace};
+use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
 use crate::wal::WalWriter;
 
@@ -236,8 +236,6 @@ impl DbInner {
             if self.queue.lock().is_empty() {
                 let mut batch = batch;
                 let t = Instant::now();
-                ws.trace = WriteTrace::default();
-                ws.trace_end = None;
                 let r = self
                     .make_room_for_write(&mut ws, batch.approximate_size(), batch.len())
                     .and_then(|mem| self.commit(&mut ws, &mem, &mut batch, sync, None));
@@ -333,8 +331,6 @@ impl DbInner {
             (c, Some(parts))
         };
         let t = Instant::now();
-        ws.trace = WriteTrace::default();
-        ws.trace_end = None;
         let result = self
             .make_room_for_write(ws, bytes, batch.len())
             .and_then(|mem| self.commit(ws, &mem, &mut batch, sync, parts));
@@ -355,7 +351,8 @@ impl DbInner {
 
     /// Records the trace of the group that started at `start` (kept when it was slow).
     fn finish_trace(&self, ws: &mut WriteState, start: Instant) {
-        let mut t = ws.trace;
+        // Taken, so the next group starts from an empty trace.
+        let mut t = std::mem::take(&mut ws.trace);
         let end = ws.trace_end.take().unwrap_or_else(Instant::now);
         t.total = micros_between(start, end);
         if t.total >= crate::stats::SLOW_MICROS {

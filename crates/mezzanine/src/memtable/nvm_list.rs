@@ -78,11 +78,7 @@ pub struct IkeyCmp;
 impl Comparator for IkeyCmp {
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> CmpOrdering {
-        // `compare_internal_keys`, with the user keys compared a word at a time.
-        match ikey::compare_bytes(ikey::user_key(a), ikey::user_key(b)) {
-            CmpOrdering::Equal => ikey::trailer(b).cmp(&ikey::trailer(a)),
-            o => o,
-        }
+        ikey::compare_internal_keys_wordwise(a, b)
     }
 }
 

@@ -37,13 +37,22 @@ impl Options {
         }
     }
 
+    /// The recovery mode in force: `recovery_mode`, except that `paranoid_checks` means
+    /// `AbsoluteConsistency`.
+    #[must_use]
+    pub fn recovery_mode_in_force(&self) -> super::RecoveryMode {
+        if self.paranoid_checks {
+            super::RecoveryMode::AbsoluteConsistency
+        } else {
+            self.recovery_mode
+        }
+    }
+
     /// Whether WAL files are created as mapped logs (`wal_mmap`, where recovery tolerates
     /// the zero-filled tail a crash leaves in one).
     #[must_use]
     pub fn wal_mapped(&self) -> bool {
-        self.wal_mmap
-            && !self.paranoid_checks
-            && self.recovery_mode == super::RecoveryMode::TolerateCorruptTail
+        self.wal_mmap && self.recovery_mode_in_force() == super::RecoveryMode::TolerateCorruptTail
     }
 
     /// The multiplier-derived target size of `level` (>= 1) in bytes.

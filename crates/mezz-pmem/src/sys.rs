@@ -1,0 +1,39 @@
+//! Helpers shared by the crate's system-call wrappers (`hint`, `mapfile`, `region`,
+//! `sched`): a C return code as an `io::Result`, a file range as `off_t`s, and the error
+//! of a call made only on Linux.
+//!
+//! Owns nothing; stateless and thread-safe.
+
+use std::io;
+
+/// `Ok` for a system call that returned 0, else the thread's `errno` as the error.
+#[cfg(target_os = "linux")]
+pub(crate) fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `offset` and `len` as `off_t`s; `InvalidInput` (naming `what`) past `i64::MAX`.
+#[cfg(target_os = "linux")]
+pub(crate) fn file_range(
+    offset: u64,
+    len: u64,
+    what: &str,
+) -> io::Result<(libc::off_t, libc::off_t)> {
+    match (libc::off_t::try_from(offset), libc::off_t::try_from(len)) {
+        (Ok(offset), Ok(len)) => Ok((offset, len)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what} past i64::MAX"),
+        )),
+    }
+}
+
+/// The error of a call this crate makes only on Linux (`what`: why, for the message).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn unsupported(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, what.to_owned())
+}
