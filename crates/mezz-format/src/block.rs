@@ -15,6 +15,9 @@
 //! |   key_offset u32 | key_len u32 | index u64                |
 //! | or layout 2 (ValueRef only): n x 8 bytes |
 //! |   key_offset/8 u16 | key_len u16 | value_end u32          |
+//! | or layout 3 (ValueRef, keys of one length): |
+//! |   [value_end u32 x n | pad], only if value lengths differ |
+//! |   key_len u32 | value_len u32 (u32::MAX: they differ)     |
 //! +-----------------------------------------+
 //! | trailer 16 bytes: n u32 | key_area_len u32 |              |
 //! |   value_area_len u32 | 'K' 'S' version u8 index_kind u8 |
@@ -24,7 +27,10 @@
 //! index field is `value_offset << 32 | value_len`, relative to the value area. Layout 2
 //! stores only where each value ends (values are contiguous, so value `i` starts where
 //! value `i - 1` ends); the writer uses it whenever the run is ValueRef and every key offset
-//! and length fits 16 bits, and layout 1 otherwise. Entries are
+//! and length fits 16 bits, and layout 1 otherwise. Layout 3 is for ValueRef runs whose keys
+//! all have one length: key `i` starts at `i * stride` (the length rounded up to 8), so no
+//! record is needed, and value `i` is the `i`-th of equal lengths or ends where the
+//! value-end array says; the writer uses it when it is the smaller. Entries are
 //! sorted by [`crate::ikey::compare_internal_keys`], so a reader binary-searches the entry
 //! array in place ([`KeySetRef::find`]) with no decode step.
 //!
@@ -92,23 +98,56 @@ pub const KEYSET_ENTRY_LEN: usize = 16;
 pub const KEYSET_COMPACT_ENTRY_LEN: usize = 8;
 /// Size of the KeySet trailer.
 pub const KEYSET_TRAILER_LEN: usize = 16;
+/// Size of the word before the trailer of a layout-3 run (`key_len u32 | value_len u32`).
+pub const KEYSET_UNIFORM_HEADER_LEN: usize = 8;
 /// Layout 1: 16-byte entry records (`key_offset u32 | key_len u32 | index u64`).
 const KEYSET_V1: u8 = 1;
 /// Layout 2, [`IndexKind::ValueRef`] only: 8-byte entry records
 /// (`key_offset / 8 u16 | key_len u16 | value_end u32`).
 const KEYSET_V2: u8 = 2;
-/// The newest KeySet layout version this build reads (it writes 1 and 2).
-pub const KEYSET_VERSION: u8 = KEYSET_V2;
+/// Layout 3, [`IndexKind::ValueRef`] only: every key has the same length, so key `i` sits at
+/// `i` key strides; no entry record, only a `value_end u32` per entry when the values' lengths
+/// differ.
+const KEYSET_V3: u8 = 3;
+/// The newest KeySet layout version this build reads (it writes 1, 2 and 3).
+pub const KEYSET_VERSION: u8 = KEYSET_V3;
 /// Largest key offset a compact record can hold (`u16::MAX` units of 8 bytes).
 const COMPACT_MAX_KEY_OFFSET: usize = 0xffff * KEYSET_ALIGN;
+/// A layout-3 `value_len` meaning "the lengths differ: a value-end array follows the values".
+const VARIED_VALUES: u32 = u32::MAX;
 
-/// Size of one entry record in layout 2 (`compact`) or layout 1.
-#[inline]
-fn entry_len(compact: bool) -> usize {
-    if compact {
-        KEYSET_COMPACT_ENTRY_LEN
-    } else {
-        KEYSET_ENTRY_LEN
+/// How a run locates its entries (the layout version, with what layout 3 keeps once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Records {
+    /// Layout 1: 16-byte records.
+    Wide,
+    /// Layout 2: 8-byte records.
+    Compact,
+    /// Layout 3: keys of `key_len` bytes every `stride` bytes; values of `value_len` bytes
+    /// each, or (`None`) ending where the value-end array says.
+    Uniform {
+        key_len: usize,
+        stride: usize,
+        value_len: Option<usize>,
+    },
+}
+
+impl Records {
+    /// Bytes of the record area (layout 3: the value-end array, padded, and its header word)
+    /// for `n` entries.
+    fn area_len(self, n: usize) -> Option<usize> {
+        match self {
+            Self::Wide => n.checked_mul(KEYSET_ENTRY_LEN),
+            Self::Compact => n.checked_mul(KEYSET_COMPACT_ENTRY_LEN),
+            Self::Uniform {
+                value_len: Some(_), ..
+            } => Some(KEYSET_UNIFORM_HEADER_LEN),
+            Self::Uniform {
+                value_len: None, ..
+            } => n
+                .checked_mul(4)
+                .map(|b| b + pad_len(b) + KEYSET_UNIFORM_HEADER_LEN),
+        }
     }
 }
 
@@ -163,6 +202,10 @@ fn put_layout_1_record(out: &mut Vec<u8>, key_off: usize, key_len: usize, index:
 
 /// Builds a KeySet run. Keys must be added in strictly increasing internal-key order.
 ///
+/// A value run ([`IndexKind::ValueRef`]) is finished in whichever of layouts 2 and 3 is
+/// smaller (3 needs keys of one length), or in layout 1 when neither can hold it; an opaque
+/// run always in layout 1.
+///
 /// REQUIRES: the finished run stays below 4 GiB (offsets are u32); callers bound entry
 /// sizes and flush runs at a target size.
 #[derive(Debug, Clone)]
@@ -174,6 +217,12 @@ pub struct KeySetWriter {
     /// Whether the run is still written in layout 2 (ValueRef, every key offset and length
     /// fits 16 bits so far).
     compact: bool,
+    /// While every key added has this length (ValueRef runs only): layout 3 can hold the run.
+    key_len: Option<usize>,
+    /// While every value added has this length.
+    value_len: Option<usize>,
+    /// Where each value ends, for a layout-3 run of values of different lengths.
+    value_ends: Vec<u32>,
     count: usize,
     kind: IndexKind,
     out: Vec<u8>,
@@ -188,6 +237,9 @@ impl KeySetWriter {
             values: Vec::new(),
             entries: Vec::new(),
             compact: kind == IndexKind::ValueRef,
+            key_len: None,
+            value_len: None,
+            value_ends: Vec::new(),
             count: 0,
             kind,
             out: Vec::new(),
@@ -235,8 +287,22 @@ impl KeySetWriter {
     /// ([`IndexKind::ValueRef`]).
     pub fn add_with_value(&mut self, key: &[u8], value: &[u8]) {
         debug_assert_eq!(self.kind, IndexKind::ValueRef);
+        if self.count == 0 {
+            self.key_len = Some(key.len());
+            self.value_len = Some(value.len());
+        } else {
+            if self.key_len != Some(key.len()) {
+                self.key_len = None;
+            }
+            if self.value_len != Some(value.len()) {
+                self.value_len = None;
+            }
+        }
         let index = pack_value_ref(self.values.len() as u32, value.len() as u32);
         self.values.extend_from_slice(value);
+        if self.key_len.is_some() {
+            self.value_ends.push(self.values.len() as u32);
+        }
         self.push_entry(key, index);
     }
 
@@ -245,13 +311,33 @@ impl KeySetWriter {
         self.push_entry(key, index);
     }
 
+    /// Layout 3's record shape, if the run can take it and it is smaller than layout 1 or 2.
+    fn uniform(&self) -> Option<Records> {
+        let key_len = self.key_len.filter(|_| self.kind == IndexKind::ValueRef)?;
+        let stride = key_len + pad_len(key_len);
+        let key_len_u32 = u32::try_from(key_len).ok()?;
+        let value_len = self
+            .value_len
+            .filter(|&v| u32::try_from(v).is_ok_and(|v| v != VARIED_VALUES));
+        let shape = Records::Uniform {
+            key_len: key_len_u32 as usize,
+            stride,
+            value_len,
+        };
+        (shape.area_len(self.count)? < self.entries.len()).then_some(shape)
+    }
+
     /// Size of the run if finished now.
     #[must_use]
     pub fn estimated_size(&self) -> usize {
+        let records = match self.uniform() {
+            Some(shape) => shape.area_len(self.count).unwrap_or(usize::MAX),
+            None => self.entries.len(),
+        };
         self.keys.len()
             + self.values.len()
             + pad_len(self.values.len())
-            + self.entries.len()
+            + records
             + KEYSET_TRAILER_LEN
     }
 
@@ -271,12 +357,31 @@ impl KeySetWriter {
     pub fn finish(&mut self) -> &[u8] {
         self.out.clear();
         self.out.reserve(self.estimated_size());
+        // Layouts 1-3 share the key area: each key at an 8-byte boundary, in entry order.
         self.out.extend_from_slice(&self.keys);
         self.out.extend_from_slice(&self.values);
         let pad = pad_len(self.values.len());
         self.out.resize(self.out.len() + pad, 0);
-        let version = if self.compact { KEYSET_V2 } else { KEYSET_V1 };
-        self.out.extend_from_slice(&self.entries);
+        let version = match self.uniform() {
+            Some(Records::Uniform {
+                key_len, value_len, ..
+            }) => {
+                if value_len.is_none() {
+                    for &end in &self.value_ends {
+                        put_fixed32(&mut self.out, end);
+                    }
+                    let pad = pad_len(4 * self.value_ends.len());
+                    self.out.resize(self.out.len() + pad, 0);
+                }
+                put_fixed32(&mut self.out, key_len as u32);
+                put_fixed32(&mut self.out, value_len.map_or(VARIED_VALUES, |v| v as u32));
+                KEYSET_V3
+            }
+            _ => {
+                self.out.extend_from_slice(&self.entries);
+                if self.compact { KEYSET_V2 } else { KEYSET_V1 }
+            }
+        };
         put_fixed32(&mut self.out, self.count as u32);
         put_fixed32(&mut self.out, self.keys.len() as u32);
         put_fixed32(&mut self.out, (self.values.len() + pad) as u32);
@@ -290,10 +395,25 @@ impl KeySetWriter {
         self.keys.clear();
         self.values.clear();
         self.entries.clear();
+        self.value_ends.clear();
         self.compact = self.kind == IndexKind::ValueRef;
+        self.key_len = None;
+        self.value_len = None;
         self.out.clear();
         self.count = 0;
     }
+}
+
+/// The parsed trailer of a KeySet run: where its areas are and how its entries are found.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    n: usize,
+    key_area_len: usize,
+    value_area_len: usize,
+    /// Where the record area starts (after the value area).
+    entries_start: usize,
+    kind: IndexKind,
+    records: Records,
 }
 
 /// A zero-copy view of a KeySet run.
@@ -304,14 +424,7 @@ impl KeySetWriter {
 #[derive(Debug, Clone, Copy)]
 pub struct KeySetRef<'a> {
     data: &'a [u8],
-    n: usize,
-    key_area_len: usize,
-    value_start: usize,
-    value_area_len: usize,
-    entries_start: usize,
-    kind: IndexKind,
-    /// Layout 2: 8-byte records with the value's end instead of a value reference.
-    compact: bool,
+    s: Shape,
 }
 
 impl<'a> KeySetRef<'a> {
@@ -352,17 +465,25 @@ impl<'a> KeySetRef<'a> {
             return Err(corrupt(t + 14, "bad version"));
         }
         let kind = IndexKind::from_u8(kind).ok_or_else(|| corrupt(t + 15, "unknown index kind"))?;
-        let compact = version == KEYSET_V2;
-        if compact && kind != IndexKind::ValueRef {
-            return Err(corrupt(t + 15, "compact layout with an opaque index"));
+        if version >= KEYSET_V2 && kind != IndexKind::ValueRef {
+            return Err(corrupt(
+                t + 15,
+                &format!("layout {version} with an opaque index"),
+            ));
         }
         if !key_area_len.is_multiple_of(KEYSET_ALIGN)
             || !value_area_len.is_multiple_of(KEYSET_ALIGN)
         {
             return Err(corrupt(t, "area length not 8-byte aligned"));
         }
-        let total = n
-            .checked_mul(entry_len(compact))
+        let records = match version {
+            KEYSET_V1 => Records::Wide,
+            KEYSET_V2 => Records::Compact,
+            _ => Self::uniform_records(data, t, n, key_area_len, value_area_len)
+                .map_err(|what| corrupt(t, what))?,
+        };
+        let total = records
+            .area_len(n)
             .and_then(|e| e.checked_add(key_area_len))
             .and_then(|e| e.checked_add(value_area_len))
             .and_then(|e| e.checked_add(KEYSET_TRAILER_LEN));
@@ -378,13 +499,47 @@ impl<'a> KeySetRef<'a> {
         }
         Ok(Self {
             data,
-            n,
-            key_area_len,
-            value_start: key_area_len,
-            value_area_len,
-            entries_start: key_area_len + value_area_len,
-            kind,
-            compact,
+            s: Shape {
+                n,
+                key_area_len,
+                value_area_len,
+                entries_start: key_area_len + value_area_len,
+                kind,
+                records,
+            },
+        })
+    }
+
+    /// Reads and checks a layout-3 header word (just before the trailer at `t`): the key
+    /// area must be `n` key strides, and fixed-length values must fill the value area up to
+    /// its padding.
+    fn uniform_records(
+        data: &[u8],
+        t: usize,
+        n: usize,
+        key_area_len: usize,
+        value_area_len: usize,
+    ) -> std::result::Result<Records, &'static str> {
+        let h = t
+            .checked_sub(KEYSET_UNIFORM_HEADER_LEN)
+            .ok_or("shorter than its layout-3 header")?;
+        let key_len = get_fixed32(data, h).ok_or("layout-3 header")? as usize;
+        let value_len = get_fixed32(data, h + 4).ok_or("layout-3 header")?;
+        let stride = key_len + pad_len(key_len);
+        if n.checked_mul(stride) != Some(key_area_len) {
+            return Err("layout 3: key area is not one key stride per entry");
+        }
+        let value_len = (value_len != VARIED_VALUES).then_some(value_len as usize);
+        if let Some(v) = value_len {
+            let values = n.checked_mul(v).ok_or("layout 3: value area overflows")?;
+            if values.checked_add(pad_len(values)) != Some(value_area_len) {
+                return Err("layout 3: value area is not one value length per entry");
+            }
+        }
+        Ok(Records::Uniform {
+            key_len,
+            stride,
+            value_len,
         })
     }
 
@@ -395,29 +550,36 @@ impl<'a> KeySetRef<'a> {
     /// `Corruption` naming the offset of the first bad field.
     pub fn parse(data: &'a [u8], base_offset: u64) -> Result<Self> {
         let r = Self::parse_trailer(data, base_offset)?;
-        for i in 0..r.n {
-            let e = r.entries_start + i * entry_len(r.compact);
+        if let Records::Uniform {
+            value_len: Some(_), ..
+        } = r.s.records
+        {
+            // Every key and value place follows from the trailer, checked above.
+            return Ok(r);
+        }
+        for i in 0..r.s.n {
+            let e = r.record(i).unwrap_or(r.s.entries_start);
             let bad = |what: &str| {
                 Error::corruption(
                     base_offset.saturating_add(e as u64),
                     format!("KeySet block: entry {i}: {what}"),
                 )
             };
-            // Only a compact record can fail to decode here: its value ends before the
-            // previous one.
+            // Only a value-end record (layout 2 or 3) can fail to decode here: its value
+            // ends before the previous one.
             let (ko, kl, idx) = r
                 .entry(i)
                 .ok_or_else(|| bad("value ends before the previous value"))?;
             if !ko.is_multiple_of(KEYSET_ALIGN)
-                || ko.checked_add(kl).is_none_or(|end| end > r.key_area_len)
+                || ko.checked_add(kl).is_none_or(|end| end > r.s.key_area_len)
             {
                 return Err(bad("key outside the key area"));
             }
-            if r.kind == IndexKind::ValueRef {
+            if r.s.kind == IndexKind::ValueRef {
                 let (vo, vl) = unpack_value_ref(idx);
                 if (vo as usize)
                     .checked_add(vl as usize)
-                    .is_none_or(|end| end > r.value_area_len)
+                    .is_none_or(|end| end > r.s.value_area_len)
                 {
                     return Err(bad("value outside the value area"));
                 }
@@ -430,13 +592,13 @@ impl<'a> KeySetRef<'a> {
     #[must_use]
     #[inline]
     pub fn num_entries(&self) -> usize {
-        self.n
+        self.s.n
     }
 
     /// What the index fields mean.
     #[must_use]
     pub fn index_kind(&self) -> IndexKind {
-        self.kind
+        self.s.kind
     }
 
     /// The whole run.
@@ -445,22 +607,32 @@ impl<'a> KeySetRef<'a> {
         self.data
     }
 
-    /// Where record `i` starts (`None` past the last entry).
+    /// Where record `i` starts (`None` past the last entry). Layout 3: where entry `i`'s
+    /// value end is (meaningful only with values of different lengths).
     #[inline]
     fn record(&self, i: usize) -> Option<usize> {
-        (i < self.n).then(|| self.entries_start + i * entry_len(self.compact))
+        let len = match self.s.records {
+            Records::Wide => KEYSET_ENTRY_LEN,
+            Records::Compact => KEYSET_COMPACT_ENTRY_LEN,
+            Records::Uniform { .. } => 4,
+        };
+        (i < self.s.n).then(|| self.s.entries_start + i * len)
     }
 
-    /// Key offset and length of the record at `e`.
+    /// Key offset and length of entry `i`.
     #[inline]
-    fn record_key(&self, e: usize) -> Option<(usize, usize)> {
-        if self.compact {
-            return Some(Self::compact_key(get_fixed32(self.data, e)?));
+    fn entry_key(&self, i: usize) -> Option<(usize, usize)> {
+        let e = self.record(i)?;
+        match self.s.records {
+            Records::Wide => Some((
+                get_fixed32(self.data, e)? as usize,
+                get_fixed32(self.data, e + 4)? as usize,
+            )),
+            Records::Compact => Some(Self::compact_key(get_fixed32(self.data, e)?)),
+            Records::Uniform {
+                key_len, stride, ..
+            } => Some((i * stride, key_len)),
         }
-        Some((
-            get_fixed32(self.data, e)? as usize,
-            get_fixed32(self.data, e + 4)? as usize,
-        ))
     }
 
     /// Key offset and length of a compact record's first word.
@@ -472,44 +644,53 @@ impl<'a> KeySetRef<'a> {
         )
     }
 
-    /// Entry `i` as (key offset, key length, index field). A compact record's index field
+    /// Entry `i` as (key offset, key length, index field). A value-end record's index field
     /// is the value reference its value end and the previous one make (`None` if its value
     /// would end before it starts).
     #[inline]
     fn entry(&self, i: usize) -> Option<(usize, usize, u64)> {
+        let (ko, kl) = self.entry_key(i)?;
         let e = self.record(i)?;
-        let (ko, kl) = self.record_key(e)?;
-        let idx = if self.compact {
-            let end = get_fixed32(self.data, e + 4)?;
-            let start = match i {
-                0 => 0,
-                _ => get_fixed32(self.data, e - 4)?,
-            };
-            pack_value_ref(start, end.checked_sub(start)?)
-        } else {
-            get_fixed64(self.data, e + 8)?
+        // Layouts 2 and 3 (varied values) keep value ends: (where the array is, its stride).
+        let ends = match self.s.records {
+            Records::Wide => return Some((ko, kl, get_fixed64(self.data, e + 8)?)),
+            Records::Uniform {
+                value_len: Some(v), ..
+            } => {
+                let start = u32::try_from(i.checked_mul(v)?).ok()?;
+                return Some((ko, kl, pack_value_ref(start, v as u32)));
+            }
+            Records::Compact => (e + 4, KEYSET_COMPACT_ENTRY_LEN),
+            Records::Uniform {
+                value_len: None, ..
+            } => (e, 4),
         };
-        Some((ko, kl, idx))
+        let end = get_fixed32(self.data, ends.0)?;
+        let start = match i {
+            0 => 0,
+            _ => get_fixed32(self.data, ends.0 - ends.1)?,
+        };
+        Some((ko, kl, pack_value_ref(start, end.checked_sub(start)?)))
     }
 
     /// Byte range of key `i` inside the run.
     #[inline]
     fn key_range(&self, i: usize) -> Option<(usize, usize)> {
-        let (ko, kl) = self.record_key(self.record(i)?)?;
+        let (ko, kl) = self.entry_key(i)?;
         let end = ko.checked_add(kl)?;
-        (end <= self.key_area_len).then_some((ko, end))
+        (end <= self.s.key_area_len).then_some((ko, end))
     }
 
     /// Byte range of value `i` inside the run ([`IndexKind::ValueRef`] only).
     #[inline]
     fn value_range(&self, i: usize) -> Option<(usize, usize)> {
-        if self.kind != IndexKind::ValueRef {
+        if self.s.kind != IndexKind::ValueRef {
             return None;
         }
         let (vo, vl) = unpack_value_ref(self.entry(i)?.2);
         let end = (vo as usize).checked_add(vl as usize)?;
-        (end <= self.value_area_len)
-            .then_some((self.value_start + vo as usize, self.value_start + end))
+        let value_start = self.s.key_area_len;
+        (end <= self.s.value_area_len).then_some((value_start + vo as usize, value_start + end))
     }
 
     /// Key `i`.
@@ -539,7 +720,7 @@ impl<'a> KeySetRef<'a> {
     /// order (`num_entries()` if none). An unreadable entry compares as greater.
     #[must_use]
     pub fn find(&self, ikey: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.n);
+        let (mut lo, mut hi) = (0, self.s.n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.key(mid) {
@@ -550,7 +731,6 @@ impl<'a> KeySetRef<'a> {
         lo
     }
 }
-
 // ---------------------------------------------------------------------------------------
 // Prefix (LevelDB) block builder
 // ---------------------------------------------------------------------------------------
@@ -723,13 +903,7 @@ impl BlockBuilder {
 
 #[derive(Debug, Clone, Copy)]
 enum Layout {
-    KeySet {
-        n: usize,
-        key_area_len: usize,
-        value_area_len: usize,
-        kind: IndexKind,
-        compact: bool,
-    },
+    KeySet(Shape),
     Prefix {
         restarts_offset: usize,
         num_restarts: usize,
@@ -760,16 +934,7 @@ impl Block {
     /// `Corruption` if the structure is inconsistent.
     pub fn new_at(contents: Vec<u8>, format: BlockFormat, file_offset: u64) -> Result<Block> {
         let layout = match format {
-            BlockFormat::KeySet => {
-                let r = KeySetRef::parse(&contents, file_offset)?;
-                Layout::KeySet {
-                    n: r.n,
-                    key_area_len: r.key_area_len,
-                    value_area_len: r.value_area_len,
-                    kind: r.kind,
-                    compact: r.compact,
-                }
-            }
+            BlockFormat::KeySet => Layout::KeySet(KeySetRef::parse(&contents, file_offset)?.s),
             BlockFormat::Prefix => Self::validate_prefix(&contents, file_offset)?,
         };
         Ok(Block {
@@ -822,7 +987,7 @@ impl Block {
     #[must_use]
     pub fn format(&self) -> BlockFormat {
         match self.layout {
-            Layout::KeySet { .. } => BlockFormat::KeySet,
+            Layout::KeySet(_) => BlockFormat::KeySet,
             Layout::Prefix { .. } => BlockFormat::Prefix,
         }
     }
@@ -849,21 +1014,9 @@ impl Block {
     #[must_use]
     pub fn keyset(&self) -> Option<KeySetRef<'_>> {
         match self.layout {
-            Layout::KeySet {
-                n,
-                key_area_len,
-                value_area_len,
-                kind,
-                compact,
-            } => Some(KeySetRef {
+            Layout::KeySet(s) => Some(KeySetRef {
                 data: &self.data,
-                n,
-                key_area_len,
-                value_start: key_area_len,
-                value_area_len,
-                entries_start: key_area_len + value_area_len,
-                kind,
-                compact,
+                s,
             }),
             Layout::Prefix { .. } => None,
         }
@@ -874,7 +1027,7 @@ impl Block {
     #[must_use]
     pub fn num_entries(&self) -> usize {
         match self.layout {
-            Layout::KeySet { n, .. } => n,
+            Layout::KeySet(s) => s.n,
             Layout::Prefix {
                 restarts_offset, ..
             } => {
@@ -1035,7 +1188,7 @@ impl BlockIter {
                 self.value_range = v;
                 self.valid = true;
             }
-            (Some(k), None) if ks.kind == IndexKind::Opaque => {
+            (Some(k), None) if ks.s.kind == IndexKind::Opaque => {
                 self.idx = i;
                 self.key_range = k;
                 self.value_range = (0, 0);
@@ -1053,7 +1206,7 @@ impl BlockIter {
                 restarts_offset,
                 num_restarts,
             } => (restarts_offset, num_restarts),
-            Layout::KeySet { .. } => (0, 0),
+            Layout::KeySet(_) => (0, 0),
         }
     }
 
@@ -1180,12 +1333,12 @@ impl BlockIter {
     }
 
     fn is_keyset(&self) -> bool {
-        matches!(self.block.layout, Layout::KeySet { .. })
+        matches!(self.block.layout, Layout::KeySet(_))
     }
 
     fn ks_len(&self) -> usize {
         match self.block.layout {
-            Layout::KeySet { n, .. } => n,
+            Layout::KeySet(s) => s.n,
             Layout::Prefix { .. } => 0,
         }
     }
@@ -1562,11 +1715,22 @@ mod tests {
             })
             .collect();
         let bytes = written(&mut w, &far);
+        // Keys of one length: layout 3 holds them (no offsets to bound)...
+        assert_eq!(bytes[bytes.len() - 2], 3);
+        assert_reads_back(&bytes, &far);
+        // ...but not once one key is longer.
+        let mut far = far;
+        far[2].0 = make_internal_key(
+            &[vec![b'a'; 300_000], vec![9; 5]].concat(),
+            1,
+            ValueKind::Value,
+        );
+        let bytes = written(&mut w, &far);
         assert_eq!(bytes[bytes.len() - 2], 1);
         assert_reads_back(&bytes, &far);
 
         // The writer is compact again after a reset.
-        let bytes = written(&mut w, &entries[..10]);
+        let bytes = written(&mut w, &entries);
         assert_eq!(bytes[bytes.len() - 2], 2);
 
         let mut o = KeySetWriter::new(IndexKind::Opaque);
@@ -1627,8 +1791,11 @@ mod tests {
 
     fn mutate_never_panics(format: BlockFormat) {
         let mut rng = StdRng::seed_from_u64(3);
-        let entries = random_entries(&mut rng, 12);
-        let good = build(format, &entries).contents().to_vec();
+        mutated_blocks_never_panic(format, &random_entries(&mut rng, 12));
+    }
+
+    fn mutated_blocks_never_panic(format: BlockFormat, entries: &[(Vec<u8>, Vec<u8>)]) {
+        let good = build(format, entries).contents().to_vec();
         let exercise = |bytes: Vec<u8>| {
             if let Ok(b) = Block::new(bytes, format) {
                 let b = Arc::new(b);
@@ -1646,7 +1813,7 @@ mod tests {
                     it.prev();
                     steps += 1;
                 }
-                for (k, _) in &entries {
+                for (k, _) in entries {
                     it.seek(k);
                     it.seek_for_prev(k);
                     if it.valid() {
@@ -1671,6 +1838,147 @@ mod tests {
     #[test]
     fn keyset_corruption_never_panics() {
         mutate_never_panics(BlockFormat::KeySet);
+        // Layout 3, with and without its value-end array.
+        let mut rng = StdRng::seed_from_u64(4);
+        mutated_blocks_never_panic(BlockFormat::KeySet, &uniform_entries(&mut rng, 10, Some(5)));
+        mutated_blocks_never_panic(BlockFormat::KeySet, &uniform_entries(&mut rng, 10, None));
+    }
+
+    /// `n` entries whose internal keys all have the same length (a 6-byte user key); values
+    /// of `value_len` bytes each, or of random lengths.
+    fn uniform_entries(
+        rng: &mut StdRng,
+        n: usize,
+        value_len: Option<usize>,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut keys = std::collections::BTreeSet::new();
+        while keys.len() < n {
+            let uk: Vec<u8> = (0..6).map(|_| rng.random_range(b'a'..=b'c')).collect();
+            keys.insert((uk, rng.random_range(0..1000u64)));
+        }
+        let mut v: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .into_iter()
+            .map(|(uk, seq)| {
+                let vlen = value_len.unwrap_or_else(|| rng.random_range(0..40));
+                let val: Vec<u8> = (0..vlen).map(|_| rng.random()).collect();
+                (make_internal_key(&uk, seq, ValueKind::Value), val)
+            })
+            .collect();
+        v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        v
+    }
+
+    /// Value runs whose keys share one length are written in layout 3: no entry records
+    /// when the values share a length too, 4 bytes per entry when they do not. They read
+    /// back entry for entry, keys in place at 8-byte boundaries; a run where layout 3 would
+    /// not be smaller, or whose keys differ in length, keeps layout 2.
+    #[test]
+    fn runs_of_one_key_length_use_layout_3() {
+        let mut rng = StdRng::seed_from_u64(14);
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        let stride = 16; // 6 + 8 bytes rounded up to 8
+
+        let fixed = uniform_entries(&mut rng, 200, Some(100));
+        let bytes = written(&mut w, &fixed);
+        assert_eq!(bytes[bytes.len() - 2], 3);
+        let values = 200 * 100;
+        assert_eq!(
+            bytes.len(),
+            200 * stride + values + pad_len(values) + KEYSET_UNIFORM_HEADER_LEN + 16
+        );
+        assert_reads_back(&bytes, &fixed);
+        let r = KeySetRef::parse(&bytes, 0).unwrap();
+        for i in 0..fixed.len() {
+            let k = r.key(i).unwrap();
+            assert_eq!(k.as_ptr() as usize - bytes.as_ptr() as usize, i * stride);
+        }
+
+        let varied = uniform_entries(&mut rng, 201, None);
+        let bytes = written(&mut w, &varied);
+        assert_eq!(bytes[bytes.len() - 2], 3);
+        let values: usize = varied.iter().map(|(_, v)| v.len()).sum();
+        assert_eq!(
+            bytes.len(),
+            201 * stride + values + pad_len(values) + 4 * 201 + 4 + 8 + 16
+        );
+        assert_reads_back(&bytes, &varied);
+
+        // One entry: layout 3 would save nothing.
+        let bytes = written(&mut w, &fixed[..1]);
+        assert_eq!(bytes[bytes.len() - 2], 2);
+        assert_reads_back(&bytes, &fixed[..1]);
+        // Two entries of different value lengths: the value ends and the header would
+        // take 16 bytes against 16 for two records, so layout 2.
+        let mut two = fixed[..2].to_vec();
+        two[1].1.push(1);
+        let bytes = written(&mut w, &two);
+        assert_eq!(bytes[bytes.len() - 2], 2);
+        // The last key one byte longer: layout 2.
+        let mut odd = fixed[..50].to_vec();
+        let last = make_internal_key(b"zzzzzzz", 1, ValueKind::Value);
+        odd.push((last, vec![0; 100]));
+        let bytes = written(&mut w, &odd);
+        assert_eq!(bytes[bytes.len() - 2], 2);
+        assert_reads_back(&bytes, &odd);
+        // Opaque runs stay in layout 1.
+        let mut o = KeySetWriter::new(IndexKind::Opaque);
+        for (k, _) in &fixed {
+            o.add_with_index(k, 9);
+        }
+        let bytes = o.finish().to_vec();
+        assert_eq!(bytes[bytes.len() - 2], 1);
+    }
+
+    /// A layout-3 trailer that does not describe its areas, a value end before the one
+    /// before it, and layout 3 with an opaque index are corruption, never a misread.
+    #[test]
+    fn bad_layout_3_runs_are_rejected() {
+        let mut rng = StdRng::seed_from_u64(15);
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        let fixed = written(&mut w, &uniform_entries(&mut rng, 20, Some(7)));
+        let n = fixed.len();
+        let h = n - KEYSET_TRAILER_LEN - KEYSET_UNIFORM_HEADER_LEN;
+        let corrupt = |bytes: &[u8]| {
+            matches!(
+                KeySetRef::parse_trailer(bytes, 0),
+                Err(Error::Corruption { .. })
+            )
+        };
+        // Key length that does not give the key area; value length that does not fill the
+        // value area; "values differ" without room for the value ends.
+        for (at, v) in [
+            (h, 8u32),
+            (h, 17),
+            (h + 4, 6),
+            (h + 4, 8),
+            (h + 4, u32::MAX),
+        ] {
+            let mut bad = fixed.clone();
+            bad[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            assert!(corrupt(&bad), "header field at {at} set to {v}");
+        }
+        let mut bad = fixed.clone();
+        bad[n - 1] = IndexKind::Opaque as u8;
+        assert!(corrupt(&bad));
+
+        let entries = uniform_entries(&mut rng, 20, None);
+        let varied = written(&mut w, &entries);
+        let n = varied.len();
+        let ends = n - KEYSET_TRAILER_LEN - KEYSET_UNIFORM_HEADER_LEN - 4 * 20;
+        let e5 = ends + 4 * 5;
+        let mut bad = varied.clone();
+        bad[e5..e5 + 4].copy_from_slice(&0u32.to_le_bytes());
+        bad[e5 - 4..e5].copy_from_slice(&1u32.to_le_bytes());
+        assert!(matches!(
+            KeySetRef::parse(&bad, 0),
+            Err(Error::Corruption { .. })
+        ));
+        let lazy = KeySetRef::parse_trailer(&bad, 0).unwrap();
+        assert_eq!(lazy.value(5), None);
+        assert_eq!(lazy.key(5), Some(&entries[5].0[..]));
+        let mut bad = varied;
+        bad[e5..e5 + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Block::new(bad, BlockFormat::KeySet).is_err());
     }
 
     #[test]

@@ -69,9 +69,9 @@ fn uncompressed_table_seeds_are_unchanged() {
     assert!(n >= 5);
 }
 
-/// Blocks and tables written before KeySet layout 2 (16-byte entry records; the
-/// `layout1-*` files are the seeds of that time) read back the same entries as the same
-/// seeds written now, in layout 2.
+/// Blocks and tables written before KeySet layouts 2 and 3 (the `layout1-*` files: 16-byte
+/// entry records; `layout2-*`: 8-byte records, before layout 3) read back the same entries
+/// as the same seeds written now, in layout 3 where their keys share one length.
 #[test]
 fn layout_1_keyset_files_read_as_before() {
     use mezz_format::block::{Block, BlockFormat};
@@ -87,17 +87,31 @@ fn layout_1_keyset_files_read_as_before() {
         let old = read("keyset_block", &format!("layout1-keyset-{n}"));
         let new = read("keyset_block", &format!("seed-keyset-{n}"));
         assert_eq!(version(&old), 1);
-        assert_eq!(version(&new), 2, "seed-keyset-{n} is written in layout 2");
+        // The seeds' keys share one length: layout 3 from 5 entries, layout 2 below.
+        let layout = if n >= 5 { 3 } else { 2 };
+        assert_eq!(
+            version(&new),
+            layout,
+            "seed-keyset-{n} is written in layout {layout}"
+        );
         assert!(new.len() < old.len() || n == 0);
-        assert_eq!(block_entries(old), block_entries(new), "keyset-{n}");
+        assert_eq!(block_entries(old), block_entries(new.clone()), "keyset-{n}");
+        if n >= 5 {
+            let two = read("keyset_block", &format!("layout2-keyset-{n}"));
+            assert_eq!(version(&two), 2);
+            assert!(new.len() < two.len());
+            assert_eq!(block_entries(two), block_entries(new), "keyset-{n}");
+        }
     }
     for name in ["keyset-bloom", "keyset-nofilter", "keyset-lz4"] {
-        let old = fuzzing::table_entries(&read("sst_table", &format!("layout1-sst-{name}")))
-            .unwrap_or_else(|e| panic!("layout1-sst-{name}: {e}"));
         let new = fuzzing::table_entries(&read("sst_table", &format!("seed-sst-{name}")))
             .unwrap_or_else(|e| panic!("seed-sst-{name}: {e}"));
-        assert!(!old.is_empty());
-        assert_eq!(old, new, "sst {name}");
+        for layout in ["layout1", "layout2"] {
+            let old = fuzzing::table_entries(&read("sst_table", &format!("{layout}-sst-{name}")))
+                .unwrap_or_else(|e| panic!("{layout}-sst-{name}: {e}"));
+            assert!(!old.is_empty());
+            assert_eq!(old, new, "sst {name} against {layout}");
+        }
     }
 }
 
