@@ -10,11 +10,18 @@
 //! |---|---|---|---|
 //! | `Adr` | `clwb` (else `clflushopt`, else `clflush`) of each 64-byte line | `sfence` | yes, on a DAX mapping |
 //! | `Eadr` | nothing (caches are in the persistence domain) | `sfence` | yes, on eADR hardware |
-//! | `Msync` | records the page-aligned range | `msync(MS_SYNC)` of the recorded ranges | yes, on any file system |
+//! | `Msync` | records the page-aligned range | `msync(MS_SYNC)` of the recorded ranges | yes, on any file system with a medium |
 //! | `Volatile` | nothing | nothing | no |
 //! | `CrashSim` | snapshots the 64-byte lines into a pending list | moves pending lines to the durable image | what [`SimNvm::power_cut`] keeps |
 //!
 //! On targets other than x86-64, `Adr` and `Eadr` fall back to `Msync` for file mappings.
+//!
+//! `Msync` on a memory file system (tmpfs, ramfs: an NVM tier emulated on `/dev/shm`) runs
+//! `Adr`'s cache-line flushes and `sfence` instead ([`Region::msync_by_flush`]). There
+//! `msync` is a system call that does nothing (the file system has no medium to write to:
+//! a process crash keeps every store either way, a power cut loses the file either way), so
+//! skipping it changes no guarantee, and the flushes charge what persisting costs on real
+//! persistent memory instead of a system call per fence.
 //!
 //! Invariants: `base()` is page aligned (4 KiB or more), valid for `len()` bytes, initialised
 //! and fixed for the region's life; the mapping is removed on drop only. A file-backed
@@ -317,6 +324,8 @@ pub struct Region {
     backing: Backing,
     flush: FlushInstruction,
     emulation: Emulation,
+    /// `Msync` on a memory file system: persist and fence as `Adr` (see the module docs).
+    msync_by_flush: bool,
     /// `Msync`: page-aligned `[start, end)` ranges persisted since the last fence.
     dirty: Mutex<Vec<(usize, usize)>>,
     /// Held while a fence syncs, so a concurrent fence cannot return before ranges taken by
@@ -353,6 +362,7 @@ impl fmt::Debug for Region {
             .field("path", &self.path)
             .field("len", &self.len)
             .field("mode", &self.mode)
+            .field("msync_by_flush", &self.msync_by_flush)
             .field("map_sync", &self.is_map_sync())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
@@ -536,6 +546,7 @@ impl Region {
             backing,
             flush: FlushInstruction::detect(),
             emulation: opts.emulation,
+            msync_by_flush: false,
             dirty: Mutex::new(Vec::new()),
             sync_lock: Mutex::new(()),
             channel_free_at: Mutex::new(None),
@@ -610,13 +621,16 @@ impl Region {
         } else {
             (map(libc::MAP_SHARED).map_err(|e| io_err(path, e))?, false)
         };
-        let region = Region::new(
+        let mut region = Region::new(
             base,
             len,
             Some(path.to_path_buf()),
             Backing::Mapped { map_sync },
             opts,
         );
+        region.msync_by_flush = opts.mode == PersistMode::Msync
+            && crate::sys::on_memory_fs(fd)
+            && cfg!(target_arch = "x86_64");
         if opts.prefault {
             region.touch_pages();
         }
@@ -651,6 +665,13 @@ impl Region {
     #[must_use]
     pub fn mode(&self) -> PersistMode {
         self.mode
+    }
+
+    /// Whether this `Msync` region is a file on a memory file system, persisted with cache-line
+    /// flushes and `sfence` instead of `msync` (see the module documentation).
+    #[must_use]
+    pub fn msync_by_flush(&self) -> bool {
+        self.msync_by_flush
     }
 
     /// The file (or simulated file) path; `None` for anonymous regions.
@@ -995,7 +1016,10 @@ impl Media for Region {
                 self.record_dirty(off, end);
             }
             PersistMode::Msync => {
-                if self.file_backed() {
+                if self.msync_by_flush {
+                    #[cfg(target_arch = "x86_64")]
+                    self.flush_lines(off, end);
+                } else if self.file_backed() {
                     self.record_dirty(off, end);
                 }
             }
@@ -1020,6 +1044,11 @@ impl Media for Region {
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 self.sync_dirty()
+            }
+            PersistMode::Msync if self.msync_by_flush => {
+                #[cfg(target_arch = "x86_64")]
+                sfence();
+                Ok(())
             }
             PersistMode::Msync => self.sync_dirty(),
             PersistMode::Volatile => Ok(()),

@@ -37,3 +37,23 @@ pub(crate) fn file_range(
 pub(crate) fn unsupported(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::Unsupported, what.to_owned())
 }
+
+/// Whether the open file `fd` lives on a memory file system (tmpfs or ramfs): one without a
+/// medium, where `fsync`/`msync` do nothing and nothing survives a power cut. `false` when
+/// `fstatfs` fails.
+#[cfg(target_os = "linux")]
+pub(crate) fn on_memory_fs(fd: std::os::fd::RawFd) -> bool {
+    /// `f_type` of tmpfs and of ramfs (`linux/magic.h`).
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `st` is a writable `statfs` buffer for the call to fill; `fd` is an open file
+    // descriptor borrowed from the caller; the result is read only when the call succeeded.
+    let rc = unsafe { libc::fstatfs(fd, st.as_mut_ptr()) };
+    if rc != 0 {
+        return false;
+    }
+    // SAFETY: `fstatfs` returned 0, so it initialised the buffer.
+    let f_type = unsafe { st.assume_init() }.f_type as i64;
+    f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC
+}

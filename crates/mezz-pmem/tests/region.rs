@@ -48,6 +48,51 @@ fn persist_mode_names_round_trip() {
     ));
 }
 
+/// The file system type of the mount holding `path` (the longest matching mount point of
+/// `/proc/mounts`), if known.
+fn fs_type(path: &Path) -> Option<String> {
+    let path = path.canonicalize().ok()?;
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, at, ty) = (f.next()?, f.next()?, f.next()?);
+            path.starts_with(at).then(|| (at.len(), ty.to_string()))
+        })
+        .max()
+        .map(|(_, ty)| ty)
+}
+
+/// `Msync` regions on a memory file system persist with cache-line flushes instead of
+/// `msync` (which does nothing there); elsewhere, and in every other mode, with `msync` as
+/// configured. Either way the bytes are in the file for the next mapping.
+#[test]
+fn msync_on_a_memory_file_system_persists_by_flushing() {
+    for dir in dirs() {
+        let memory_fs = matches!(fs_type(dir.path()).as_deref(), Some("tmpfs" | "ramfs"));
+        for mode in [PersistMode::Msync, PersistMode::Volatile] {
+            let opts = RegionOptions::with_mode(mode);
+            let path = dir.path().join(format!("f-{mode}"));
+            let r = Region::create(&path, 2 * 4096, &opts).unwrap();
+            let expect = mode == PersistMode::Msync && memory_fs && cfg!(target_arch = "x86_64");
+            assert_eq!(
+                r.msync_by_flush(),
+                expect,
+                "{mode} on {}",
+                dir.path().display()
+            );
+            write(&r, 4100, b"flushed");
+            r.persist(4100, 7).unwrap();
+            r.fence().unwrap();
+            assert_eq!(r.stats().bytes_persisted, 7);
+            drop(r);
+            let r = Region::open(&path, &opts).unwrap();
+            assert_eq!(read(&r, 4100, 7), b"flushed");
+        }
+    }
+}
+
 #[test]
 fn file_modes_map_persist_and_reopen() {
     for dir in dirs() {

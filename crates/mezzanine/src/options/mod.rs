@@ -219,8 +219,9 @@ declare_options! {
         /// Bytes of the NVM pool (rounded up to 4 KiB). Default: 1 GiB.
         nvm_capacity: u64 = 1 << 30, Size;
         /// How NVM writes become durable: `adr` (cache-line flushes + fence; needs a DAX
-        /// mapping unless `nvm_emulate_adr`), `eadr` (fence only), `msync` (any file system),
-        /// `volatile` (nothing is made durable: NVM contents survive a process crash on a
+        /// mapping unless `nvm_emulate_adr`), `eadr` (fence only), `msync` (any file system;
+        /// on tmpfs or ramfs, such as `/dev/shm`, where `msync` does nothing, it flushes cache
+        /// lines and fences as `adr` does instead), `volatile` (nothing is made durable: NVM contents survive a process crash on a
         /// mapped file, not a power cut — for CXL/DRAM-like media; keep the WAL on the SSD and
         /// no NVM memtable if power cuts matter) or `crashsim` (tests). Default: `msync`.
         nvm_persistence: PersistMode = PersistMode::Msync, Name;
