@@ -54,7 +54,8 @@ pub(crate) fn on_memory_fs(fd: std::os::fd::RawFd) -> bool {
         return false;
     }
     // SAFETY: `fstatfs` returned 0, so it initialised the buffer.
+    let st = unsafe { st.assume_init() };
     #[allow(clippy::unnecessary_cast)] // `f_type`'s integer type differs between targets
-    let f_type = unsafe { st.assume_init() }.f_type as i64;
+    let f_type = st.f_type as i64;
     f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC
 }
