@@ -22,8 +22,8 @@ fn small(mut o: Options) -> Options {
     o
 }
 
-/// A directory for the pool: on /dev/shm where it exists (msync there costs a syscall, not
-/// a disk write), else a temporary directory.
+/// A directory for the pool: on /dev/shm where it exists (the `msync` mode persists there
+/// with cache-line flushes, not disk writes), else a temporary directory.
 fn nvm_dir() -> tempfile::TempDir {
     if Path::new("/dev/shm").is_dir() {
         tempfile::tempdir_in("/dev/shm").unwrap()
