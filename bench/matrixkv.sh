@@ -13,7 +13,8 @@
 #                       bound, not the same budget);
 #   rocksdb, mezzanine:leveldb   everything on the SSD.
 # NVM is emulated on a memory file system (--nvm-dir, default /dev/shm/mezz-matrixkv: no
-# extra latency, msync persistence); the SSD side is a directory on the disk ($SSD_DIR,
+# extra latency, msync persistence, which runs as cache-line flushes there); the SSD side is
+# a directory on the disk ($SSD_DIR,
 # default a new temporary directory under /tmp).
 #
 #   fill.jsonl       Fig. 10(a) at 4 KiB, Fig. 12, Fig. 13: fillrandom of FILL entries of
