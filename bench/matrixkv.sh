@@ -14,8 +14,7 @@
 #   rocksdb, mezzanine:leveldb   everything on the SSD.
 # NVM is emulated on a memory file system (--nvm-dir, default /dev/shm/mezz-matrixkv: no
 # extra latency, msync persistence, which runs as cache-line flushes there); the SSD side is
-# a directory on the disk ($SSD_DIR,
-# default a new temporary directory under /tmp).
+# a directory on the disk ($SSD_DIR, default a new temporary directory under /tmp).
 #
 #   fill.jsonl       Fig. 10(a) at 4 KiB, Fig. 12, Fig. 13: fillrandom of FILL entries of
 #                    4 KiB (default 1 M, 4.1 GB: 8x the NVM budget, 30x the DRAM budget);
