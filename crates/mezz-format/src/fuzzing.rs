@@ -643,12 +643,25 @@ fn table_seed(opts: TableBuilderOptions, n: usize) -> Vec<u8> {
 }
 
 fn log_seed(records: &[Vec<u8>], truncate_by: usize, zero_tail: usize) -> Vec<u8> {
+    log_seed_sealed(records, false, truncate_by, zero_tail)
+}
+
+/// As `log_seed`; `sealed`: an END marker after the records (a sealed WAL).
+fn log_seed_sealed(
+    records: &[Vec<u8>],
+    sealed: bool,
+    truncate_by: usize,
+    zero_tail: usize,
+) -> Vec<u8> {
     let out = SharedVec::default();
     let mut w = LogWriter::new(Box::new(out.clone()));
     for r in records {
         if w.add_record(r).is_err() {
             return Vec::new();
         }
+    }
+    if sealed && w.add_end().is_err() {
+        return Vec::new();
     }
     let mut bytes = out.bytes();
     bytes.truncate(bytes.len().saturating_sub(truncate_by));
@@ -761,6 +774,11 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         "log_record",
         "seed-log-zero-tail".into(),
         log_seed(&small, 0, 64),
+    ));
+    s.push((
+        "log_record",
+        "seed-log-sealed-zero-tail".into(),
+        log_seed_sealed(&small, true, 0, 4096),
     ));
     s
 }

@@ -6,7 +6,8 @@
 //! | masked crc32c u32 LE | length u16 LE | type u8 | payload (length bytes) |
 //! ```
 //! The checksum covers the type byte and the payload. Types: FULL = 1, FIRST = 2,
-//! MIDDLE = 3, LAST = 4 (0 is reserved: zero-filled space). A record that does not fit in
+//! MIDDLE = 3, LAST = 4, END = 5 (an empty fragment: the log ends here, whatever follows;
+//! 0 is reserved: zero-filled space). A record that does not fit in
 //! the rest of a block is split FIRST, MIDDLE..., LAST; a fragment never crosses a block
 //! boundary. When fewer than 7 bytes remain in a block they are zero-filled and the next
 //! fragment starts in the next block.
@@ -39,6 +40,10 @@ pub const FIRST: u8 = 2;
 pub const MIDDLE: u8 = 3;
 /// Fragment type: last fragment of a record.
 pub const LAST: u8 = 4;
+/// Fragment type: the end of the log (empty payload). The writer of a log whose file may go
+/// on past its records (reserved, zero-filled space) marks where they end, so a reader stops
+/// there cleanly instead of reporting the zeros as a torn tail.
+pub const END: u8 = 5;
 
 const BLOCK: u64 = LOG_BLOCK_SIZE as u64;
 
@@ -83,16 +88,7 @@ impl LogWriter {
         let mut left = payload;
         let mut begin = true;
         loop {
-            let leftover = LOG_BLOCK_SIZE - self.block_offset;
-            if leftover < LOG_HEADER_LEN {
-                if leftover > 0 {
-                    const ZEROS: [u8; LOG_HEADER_LEN - 1] = [0; LOG_HEADER_LEN - 1];
-                    self.file
-                        .append(ZEROS.get(..leftover).unwrap_or_default())?;
-                    self.size += leftover as u64;
-                }
-                self.block_offset = 0;
-            }
+            self.skip_block_trailer()?;
             let avail = LOG_BLOCK_SIZE - self.block_offset - LOG_HEADER_LEN;
             let n = left.len().min(avail);
             let (frag, rest) = left.split_at(n);
@@ -110,6 +106,30 @@ impl LogWriter {
                 return Ok(());
             }
         }
+    }
+
+    /// Appends an END fragment: readers stop there, and nothing may be appended after it.
+    ///
+    /// # Errors
+    /// `Io` if appending fails.
+    pub fn add_end(&mut self) -> Result<()> {
+        self.skip_block_trailer()?;
+        Ok(self.emit(END, &[])?)
+    }
+
+    /// Zero-fills the rest of the block when a fragment header no longer fits in it.
+    fn skip_block_trailer(&mut self) -> io::Result<()> {
+        let leftover = LOG_BLOCK_SIZE - self.block_offset;
+        if leftover < LOG_HEADER_LEN {
+            if leftover > 0 {
+                const ZEROS: [u8; LOG_HEADER_LEN - 1] = [0; LOG_HEADER_LEN - 1];
+                self.file
+                    .append(ZEROS.get(..leftover).unwrap_or_default())?;
+                self.size += leftover as u64;
+            }
+            self.block_offset = 0;
+        }
+        Ok(())
     }
 
     fn emit(&mut self, ty: u8, frag: &[u8]) -> io::Result<()> {
@@ -202,6 +222,8 @@ fn valid_fragment_at(block: &[u8], p: usize) -> bool {
     let Some(&[c0, c1, c2, c3, l0, l1, ty]) = block.get(p..p + LOG_HEADER_LEN) else {
         return false;
     };
+    // Only data fragments count: damage followed by nothing but an END marker is still a
+    // torn tail (a power cut may keep the marker's page and lose pages before it).
     if !(FULL..=LAST).contains(&ty) {
         return false;
     }
@@ -450,6 +472,23 @@ impl LogReader {
                         format!("fragment at offset {frag_off} (type {ty}) without a FIRST"),
                     );
                 }
+                END if record_start.is_some() || len != 0 => {
+                    self.pos = end;
+                    return LogRead::Corrupt {
+                        offset: dropped_at,
+                        detail: format!(
+                            "end marker at offset {frag_off} inside a record or with a payload"
+                        ),
+                        at_tail: false,
+                    };
+                }
+                END => {
+                    // The writer's last fragment: what follows is reserved space.
+                    self.pos = end;
+                    self.record_end = self.block_start + end as u64;
+                    self.eof = true;
+                    return LogRead::Eof;
+                }
                 MIDDLE => {
                     record.extend_from_slice(payload);
                     self.pos = end;
@@ -669,6 +708,84 @@ mod tests {
             assert!(matches!(g, LogRead::Corrupt { at_tail: true, .. }), "{g:?}");
         }
         assert!(matches!(&got[2], LogRead::Corrupt { offset, .. } if *offset == valid_len));
+    }
+
+    /// Records, then an END fragment, then reserved space (zeros, or stale bytes): the
+    /// reader returns the records and a clean `Eof` at the marker, wherever in its block the
+    /// marker falls.
+    #[test]
+    fn an_end_marker_ends_the_log_cleanly_before_reserved_space() {
+        for first in [
+            100,
+            LOG_BLOCK_SIZE - 2 * LOG_HEADER_LEN - 3,
+            LOG_BLOCK_SIZE - 2 * LOG_HEADER_LEN,
+        ] {
+            let recs = vec![payload(1, first), payload(2, 300)];
+            let buf = SharedBuf::default();
+            let mut w = LogWriter::new(buf.writer());
+            for r in &recs {
+                w.add_record(r).unwrap();
+            }
+            w.add_end().unwrap();
+            w.sync().unwrap();
+            let mut bytes = buf.bytes();
+            let end = bytes.len() as u64;
+            assert_eq!(w.size(), end);
+            for tail in [vec![0u8; 70_000], write(&[payload(9, 40)])] {
+                let mut b = bytes.clone();
+                b.extend_from_slice(&tail);
+                let mut r = LogReader::new(VecFile::shared(b));
+                for want in &recs {
+                    assert!(
+                        matches!(r.read_record(), LogRead::Record { data, .. } if &data == want)
+                    );
+                }
+                assert_eq!(r.read_record(), LogRead::Eof, "first record {first}");
+                assert_eq!(r.last_record_end(), end);
+                assert_eq!(r.read_record(), LogRead::Eof);
+            }
+            // Damage before the marker is a torn tail: the marker carries no data.
+            let n = bytes.len();
+            bytes[n - LOG_HEADER_LEN - 10] ^= 0x40;
+            let got = read_all(bytes);
+            assert!(
+                matches!(got.last(), Some(LogRead::Corrupt { at_tail: true, .. })),
+                "{got:?}"
+            );
+        }
+    }
+
+    /// An END fragment inside a record, or one with a payload, is damage with valid data
+    /// possibly after it.
+    #[test]
+    fn a_misplaced_end_marker_is_corruption() {
+        let frag = |ty: u8, payload: &[u8]| {
+            let mut f = mask(fragment_crc(ty, payload)).to_le_bytes().to_vec();
+            f.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+            f.push(ty);
+            f.extend_from_slice(payload);
+            f
+        };
+        let inside = [frag(FIRST, b"abc"), frag(END, b""), frag(LAST, b"def")].concat();
+        let got = read_all(inside);
+        assert!(
+            matches!(
+                &got[0],
+                LogRead::Corrupt {
+                    offset: 0,
+                    at_tail: false,
+                    ..
+                }
+            ),
+            "{got:?}"
+        );
+        let with_payload = [frag(END, b"x"), frag(FULL, b"after")].concat();
+        let got = read_all(with_payload);
+        assert!(
+            matches!(&got[0], LogRead::Corrupt { at_tail: false, .. }),
+            "{got:?}"
+        );
+        assert!(matches!(&got[1], LogRead::Record { data, .. } if data == b"after"));
     }
 
     #[test]

@@ -142,6 +142,26 @@ impl WalWriter {
             .map_err(|e| e.in_file(&self.path))
     }
 
+    /// Ends appending, without changing the file's size: an END marker follows the last
+    /// record and is pushed to the operating system (for a mapped log, a copy into the
+    /// mapping). Readers stop at the marker, so the reserved, zero-filled space a mapped log
+    /// may have after it is not a torn tail, and newer logs are replayed after this one. The
+    /// file is truncated later by [`WalWriter::close`] (when the log is synced, off the
+    /// write path: truncating or creating a file can wait on the file system's journal).
+    /// A WAL in NVM is closed at once instead (its object has no reserved tail).
+    ///
+    /// # Errors
+    /// I/O errors (with the path).
+    pub fn seal(&mut self) -> Result<()> {
+        if self.nvm.is_some() {
+            return self.close();
+        }
+        self.writer
+            .add_end()
+            .and_then(|()| self.writer.flush())
+            .map_err(|e| e.in_file(&self.path))
+    }
+
     /// Ends appending: the file then holds exactly the records appended (a mapped log is
     /// truncated to them), so a crash before the next sync cannot leave this log with a
     /// zero-filled tail that would end recovery before newer logs. Only `sync` may follow.
@@ -288,6 +308,77 @@ mod tests {
             Ok(())
         });
         (r, seqs)
+    }
+
+    /// A sealed WAL written through a mapping and never truncated (the process died before
+    /// its sync) reads as complete: its END marker comes before the reserved zeros, so
+    /// recovery goes on to the newer log, whose own zero tail is a torn tail.
+    #[test]
+    fn a_sealed_mapped_log_reads_complete_before_its_reserved_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = crate::Options::default().fs;
+        let batch = |seq: u64| {
+            let mut b = WriteBatch::new();
+            b.put(format!("k{seq}").as_bytes(), &[b'v'; 100]);
+            b.set_sequence(seq);
+            b
+        };
+        let mut older = WalWriter::create(fs.as_ref(), dir.path(), 7, true).unwrap();
+        for seq in 10..13 {
+            older.append(batch(seq).data(), false).unwrap();
+        }
+        older.seal().unwrap();
+        let mut newer = WalWriter::create(fs.as_ref(), dir.path(), 8, true).unwrap();
+        newer.append(batch(13).data(), false).unwrap();
+        let older_path = filename::wal_file(dir.path(), 7);
+        let reserved = std::fs::metadata(&older_path).unwrap().len();
+        assert!(
+            reserved > older.size(),
+            "the older log still has its reserved space"
+        );
+        // A crash: neither writer is closed or dropped (dropping truncates).
+        std::mem::forget(older);
+        std::mem::forget(newer);
+        let replay = |n: u64| {
+            let mut seqs = Vec::new();
+            let end = replay_wal(fs.as_ref(), &filename::wal_file(dir.path(), n), true, |b| {
+                seqs.push(b.sequence());
+                Ok(())
+            })
+            .unwrap();
+            (end, seqs)
+        };
+        assert_eq!(replay(7), (ReplayEnd::Complete, vec![10, 11, 12]));
+        let (end, seqs) = replay(8);
+        assert!(matches!(end, ReplayEnd::TornTail { .. }), "{end:?}");
+        assert_eq!(seqs, vec![13]);
+    }
+
+    /// Sealing, then syncing and closing (what the flush of its memtable does), leaves the
+    /// log exactly its records and the END marker.
+    #[test]
+    fn a_sealed_log_is_truncated_when_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = crate::Options::default().fs;
+        let mut w = WalWriter::create(fs.as_ref(), dir.path(), 9, true).unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"v");
+        b.set_sequence(1);
+        w.append(b.data(), false).unwrap();
+        w.seal().unwrap();
+        let size = w.size();
+        w.sync().unwrap();
+        w.close().unwrap();
+        drop(w);
+        let path = filename::wal_file(dir.path(), 9);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), size);
+        let mut n = 0;
+        let end = replay_wal(fs.as_ref(), &path, false, |_| {
+            n += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((end, n), (ReplayEnd::Complete, 1));
     }
 
     #[test]

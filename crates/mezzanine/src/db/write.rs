@@ -658,6 +658,9 @@ impl DbInner {
                     self.set_bg_error(&format!("WAL sync failed: {e}"));
                     return Err(e);
                 }
+                // Give back the reserved space after the END marker. A failure leaves only
+                // zeros after the marker, which readers never reach: nothing to report.
+                let _ = wal.close();
                 *g = None;
             }
         }
@@ -717,10 +720,11 @@ impl DbInner {
         wal: Option<WalWriter>,
     ) {
         if let Some(mut w) = ws.wal.take() {
-            // Newer writes go to the next WAL: this one must end exactly at its records (a
-            // mapped log is truncated), or a crash could leave it a zero-filled tail that
-            // ends recovery before the newer logs.
-            if let Err(e) = w.close() {
+            // Newer writes go to the next WAL: this one must end visibly at its records, or
+            // a crash could leave it a zero-filled (reserved) tail that ends recovery before
+            // the newer logs. An END marker says so without truncating the file here (the
+            // truncation waits for the log's sync, off the write path).
+            if let Err(e) = w.seal() {
                 self.wal_failed.store(true, Ordering::Release);
                 self.set_bg_error(&format!("WAL close failed: {e}"));
             }
