@@ -324,8 +324,9 @@ pub struct Region {
     backing: Backing,
     flush: FlushInstruction,
     emulation: Emulation,
-    /// `Msync` on a memory file system: persist and fence as `Adr` (see the module docs).
-    msync_by_flush: bool,
+    /// The mode `persist` and `fence` run: `mode`, except `Adr` for `Msync` on a memory file
+    /// system (see the module documentation).
+    persist_as: PersistMode,
     /// `Msync`: page-aligned `[start, end)` ranges persisted since the last fence.
     dirty: Mutex<Vec<(usize, usize)>>,
     /// Held while a fence syncs, so a concurrent fence cannot return before ranges taken by
@@ -362,7 +363,7 @@ impl fmt::Debug for Region {
             .field("path", &self.path)
             .field("len", &self.len)
             .field("mode", &self.mode)
-            .field("msync_by_flush", &self.msync_by_flush)
+            .field("persist_as", &self.persist_as)
             .field("map_sync", &self.is_map_sync())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
@@ -546,7 +547,7 @@ impl Region {
             backing,
             flush: FlushInstruction::detect(),
             emulation: opts.emulation,
-            msync_by_flush: false,
+            persist_as: opts.mode,
             dirty: Mutex::new(Vec::new()),
             sync_lock: Mutex::new(()),
             channel_free_at: Mutex::new(None),
@@ -628,9 +629,12 @@ impl Region {
             Backing::Mapped { map_sync },
             opts,
         );
-        region.msync_by_flush = opts.mode == PersistMode::Msync
+        if opts.mode == PersistMode::Msync
             && crate::sys::on_memory_fs(fd)
-            && cfg!(target_arch = "x86_64");
+            && cfg!(target_arch = "x86_64")
+        {
+            region.persist_as = PersistMode::Adr;
+        }
         if opts.prefault {
             region.touch_pages();
         }
@@ -671,7 +675,7 @@ impl Region {
     /// flushes and `sfence` instead of `msync` (see the module documentation).
     #[must_use]
     pub fn msync_by_flush(&self) -> bool {
-        self.msync_by_flush
+        self.mode == PersistMode::Msync && self.persist_as == PersistMode::Adr
     }
 
     /// The file (or simulated file) path; `None` for anonymous regions.
@@ -1004,7 +1008,7 @@ impl Media for Region {
         self.persists.fetch_add(1, Ordering::Relaxed);
         self.bytes_persisted.fetch_add(bytes, Ordering::Relaxed);
         self.throttle(bytes);
-        match self.mode {
+        match self.persist_as {
             PersistMode::Adr => {
                 #[cfg(target_arch = "x86_64")]
                 self.flush_lines(off, end);
@@ -1016,10 +1020,7 @@ impl Media for Region {
                 self.record_dirty(off, end);
             }
             PersistMode::Msync => {
-                if self.msync_by_flush {
-                    #[cfg(target_arch = "x86_64")]
-                    self.flush_lines(off, end);
-                } else if self.file_backed() {
+                if self.file_backed() {
                     self.record_dirty(off, end);
                 }
             }
@@ -1035,7 +1036,7 @@ impl Media for Region {
 
     fn fence(&self) -> io::Result<()> {
         self.fences.fetch_add(1, Ordering::Relaxed);
-        match self.mode {
+        match self.persist_as {
             PersistMode::Adr | PersistMode::Eadr => {
                 #[cfg(target_arch = "x86_64")]
                 {
@@ -1044,11 +1045,6 @@ impl Media for Region {
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 self.sync_dirty()
-            }
-            PersistMode::Msync if self.msync_by_flush => {
-                #[cfg(target_arch = "x86_64")]
-                sfence();
-                Ok(())
             }
             PersistMode::Msync => self.sync_dirty(),
             PersistMode::Volatile => Ok(()),
