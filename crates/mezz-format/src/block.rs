@@ -123,13 +123,22 @@ enum Records {
     Wide,
     /// Layout 2: 8-byte records.
     Compact,
-    /// Layout 3: keys of `key_len` bytes every `stride` bytes; values of `value_len` bytes
-    /// each, or (`None`) ending where the value-end array says.
+    /// Layout 3: keys of `key_len` bytes, each starting 8-byte aligned; values of
+    /// `value_len` bytes each, or (`None`) ending where the value-end array says.
     Uniform {
         key_len: usize,
-        stride: usize,
         value_len: Option<usize>,
     },
+}
+
+/// Size of one entry record in layout 2 (`compact`) or layout 1.
+#[inline]
+fn entry_len(compact: bool) -> usize {
+    if compact {
+        KEYSET_COMPACT_ENTRY_LEN
+    } else {
+        KEYSET_ENTRY_LEN
+    }
 }
 
 impl Records {
@@ -221,8 +230,6 @@ pub struct KeySetWriter {
     key_len: Option<usize>,
     /// While every value added has this length.
     value_len: Option<usize>,
-    /// Where each value ends, for a layout-3 run of values of different lengths.
-    value_ends: Vec<u32>,
     count: usize,
     kind: IndexKind,
     out: Vec<u8>,
@@ -239,7 +246,6 @@ impl KeySetWriter {
             compact: kind == IndexKind::ValueRef,
             key_len: None,
             value_len: None,
-            value_ends: Vec::new(),
             count: 0,
             kind,
             out: Vec::new(),
@@ -300,9 +306,6 @@ impl KeySetWriter {
         }
         let index = pack_value_ref(self.values.len() as u32, value.len() as u32);
         self.values.extend_from_slice(value);
-        if self.key_len.is_some() {
-            self.value_ends.push(self.values.len() as u32);
-        }
         self.push_entry(key, index);
     }
 
@@ -313,18 +316,23 @@ impl KeySetWriter {
 
     /// Layout 3's record shape, if the run can take it and it is smaller than layout 1 or 2.
     fn uniform(&self) -> Option<Records> {
-        let key_len = self.key_len.filter(|_| self.kind == IndexKind::ValueRef)?;
-        let stride = key_len + pad_len(key_len);
-        let key_len_u32 = u32::try_from(key_len).ok()?;
+        // Only `add_with_value` (ValueRef) sets `key_len`.
+        let key_len = self.key_len.filter(|&k| u32::try_from(k).is_ok())?;
         let value_len = self
             .value_len
             .filter(|&v| u32::try_from(v).is_ok_and(|v| v != VARIED_VALUES));
-        let shape = Records::Uniform {
-            key_len: key_len_u32 as usize,
-            stride,
-            value_len,
-        };
+        let shape = Records::Uniform { key_len, value_len };
         (shape.area_len(self.count)? < self.entries.len()).then_some(shape)
+    }
+
+    /// Where the value of the entry whose record (layout 1 or 2) is `record` ends.
+    fn record_value_end(&self, record: &[u8]) -> u32 {
+        if self.compact {
+            get_fixed32(record, 4).unwrap_or(0)
+        } else {
+            let (off, len) = unpack_value_ref(get_fixed64(record, 8).unwrap_or(0));
+            off + len
+        }
     }
 
     /// Size of the run if finished now.
@@ -367,10 +375,13 @@ impl KeySetWriter {
                 key_len, value_len, ..
             }) => {
                 if value_len.is_none() {
-                    for &end in &self.value_ends {
+                    // The value ends, from the records written so far.
+                    let len = entry_len(self.compact);
+                    for record in self.entries.chunks_exact(len) {
+                        let end = self.record_value_end(record);
                         put_fixed32(&mut self.out, end);
                     }
-                    let pad = pad_len(4 * self.value_ends.len());
+                    let pad = pad_len(4 * self.count);
                     self.out.resize(self.out.len() + pad, 0);
                 }
                 put_fixed32(&mut self.out, key_len as u32);
@@ -395,7 +406,6 @@ impl KeySetWriter {
         self.keys.clear();
         self.values.clear();
         self.entries.clear();
-        self.value_ends.clear();
         self.compact = self.kind == IndexKind::ValueRef;
         self.key_len = None;
         self.value_len = None;
@@ -525,8 +535,7 @@ impl<'a> KeySetRef<'a> {
             .ok_or("shorter than its layout-3 header")?;
         let key_len = get_fixed32(data, h).ok_or("layout-3 header")? as usize;
         let value_len = get_fixed32(data, h + 4).ok_or("layout-3 header")?;
-        let stride = key_len + pad_len(key_len);
-        if n.checked_mul(stride) != Some(key_area_len) {
+        if n.checked_mul(key_len + pad_len(key_len)) != Some(key_area_len) {
             return Err("layout 3: key area is not one key stride per entry");
         }
         let value_len = (value_len != VARIED_VALUES).then_some(value_len as usize);
@@ -536,11 +545,7 @@ impl<'a> KeySetRef<'a> {
                 return Err("layout 3: value area is not one value length per entry");
             }
         }
-        Ok(Records::Uniform {
-            key_len,
-            stride,
-            value_len,
-        })
+        Ok(Records::Uniform { key_len, value_len })
     }
 
     /// Parses the trailer and checks every entry (key inside the key area and 8-byte
@@ -612,26 +617,23 @@ impl<'a> KeySetRef<'a> {
     #[inline]
     fn record(&self, i: usize) -> Option<usize> {
         let len = match self.s.records {
-            Records::Wide => KEYSET_ENTRY_LEN,
-            Records::Compact => KEYSET_COMPACT_ENTRY_LEN,
+            Records::Wide => entry_len(false),
+            Records::Compact => entry_len(true),
             Records::Uniform { .. } => 4,
         };
         (i < self.s.n).then(|| self.s.entries_start + i * len)
     }
 
-    /// Key offset and length of entry `i`.
+    /// Key offset and length of entry `i`, whose record starts at `e` (`record(i)`).
     #[inline]
-    fn entry_key(&self, i: usize) -> Option<(usize, usize)> {
-        let e = self.record(i)?;
+    fn entry_key(&self, i: usize, e: usize) -> Option<(usize, usize)> {
         match self.s.records {
             Records::Wide => Some((
                 get_fixed32(self.data, e)? as usize,
                 get_fixed32(self.data, e + 4)? as usize,
             )),
             Records::Compact => Some(Self::compact_key(get_fixed32(self.data, e)?)),
-            Records::Uniform {
-                key_len, stride, ..
-            } => Some((i * stride, key_len)),
+            Records::Uniform { key_len, .. } => Some((i * (key_len + pad_len(key_len)), key_len)),
         }
     }
 
@@ -649,8 +651,8 @@ impl<'a> KeySetRef<'a> {
     /// would end before it starts).
     #[inline]
     fn entry(&self, i: usize) -> Option<(usize, usize, u64)> {
-        let (ko, kl) = self.entry_key(i)?;
         let e = self.record(i)?;
+        let (ko, kl) = self.entry_key(i, e)?;
         // Layouts 2 and 3 (varied values) keep value ends: (where the array is, its stride).
         let ends = match self.s.records {
             Records::Wide => return Some((ko, kl, get_fixed64(self.data, e + 8)?)),
@@ -676,7 +678,7 @@ impl<'a> KeySetRef<'a> {
     /// Byte range of key `i` inside the run.
     #[inline]
     fn key_range(&self, i: usize) -> Option<(usize, usize)> {
-        let (ko, kl) = self.entry_key(i)?;
+        let (ko, kl) = self.entry_key(i, self.record(i)?)?;
         let end = ko.checked_add(kl)?;
         (end <= self.s.key_area_len).then_some((ko, end))
     }
