@@ -146,8 +146,9 @@ impl WalWriter {
     /// record and is pushed to the operating system (for a mapped log, a copy into the
     /// mapping). Readers stop at the marker, so the reserved, zero-filled space a mapped log
     /// may have after it is not a torn tail, and newer logs are replayed after this one. The
-    /// file is truncated later by [`WalWriter::close`] (when the log is synced, off the
-    /// write path: truncating or creating a file can wait on the file system's journal).
+    /// file is truncated later, when the writer is closed or dropped (after the log's sync,
+    /// off the write path: truncating or creating a file can wait on the file system's
+    /// journal).
     /// A WAL in NVM is closed at once instead (its object has no reserved tail).
     ///
     /// # Errors

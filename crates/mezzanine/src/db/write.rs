@@ -658,9 +658,9 @@ impl DbInner {
                     self.set_bg_error(&format!("WAL sync failed: {e}"));
                     return Err(e);
                 }
-                // Give back the reserved space after the END marker. A failure leaves only
-                // zeros after the marker, which readers never reach: nothing to report.
-                let _ = wal.close();
+                // Dropping the writer gives back the reserved space after the END marker
+                // (a mapped log is truncated to its records; a failure leaves only zeros
+                // after the marker, which readers never reach).
                 *g = None;
             }
         }
