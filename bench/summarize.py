@@ -21,7 +21,8 @@ engines `rocksdb` and `leveldb` of the same run:
 - open loop (YCSB A at a fixed rate), for each preset: read and update p99 and p99.9 <= the
   best (lowest) reference's, max latency <= 10 ms, zero stall seconds.
 - 2-thread scaling (fill-100-t2 fillrandom over fill-100 fillrandom; read-t2 readrandom over
-  fill-100 readrandom): the best preset's ratio >= RocksDB's.
+  fill-100 readrandom, both read runs on the same database one after the other): the best
+  preset's ratio >= RocksDB's.
 - sustained fills, for each preset: fillrandom of 100 B values over a data set of at least
   10x the DRAM budget (fill-sustained) at >= 0.8 of the same engine's memtable-only rate
   (fill-mem: a fill that never flushes); both rates are reported.

@@ -7,10 +7,10 @@
 //! RSS, bytes written to storage), reported as one human line and one JSON line each.
 //!
 //! ```no_run
-//! use mezz_bench::{BenchConfig, Benchmark, MezzFactory, build_options, run};
+//! use mezz_bench::{BenchConfig, MezzFactory, Step, build_options, run};
 //! let factory = MezzFactory::new(build_options(Some("leveldb"), &[])?);
 //! let cfg = BenchConfig {
-//!     benchmarks: Benchmark::parse_list("fillrandom,readrandom")?,
+//!     benchmarks: Step::parse_list("fillrandom,readrandom")?,
 //!     num: 100_000,
 //!     ..BenchConfig::default()
 //! };
@@ -47,4 +47,4 @@ pub use mezz_engine::{
 pub use report::BenchResult;
 pub use runner::{BenchConfig, run};
 pub use suite::{EngineSpec, Sweep, run_suite};
-pub use workloads::Benchmark;
+pub use workloads::{Benchmark, Step};

@@ -96,6 +96,10 @@ pub struct BenchResult {
     pub timestamp_unix: u64,
     /// The same instant as an ISO 8601 UTC date and time.
     pub date: String,
+    /// Worker threads whose operations are counted (the run's `--threads`, or the
+    /// benchmark's own `name@N`; 0 for `reopen`, which runs none; a missing field in an
+    /// older file reads as 0).
+    pub threads: usize,
     /// Operations counted towards throughput.
     pub ops: u64,
     /// Wall time from the start until the last counted worker finished.
@@ -236,6 +240,9 @@ impl BenchResult {
         if self.stall_seconds > 0 {
             let _ = write!(s, "; {} slow s", self.stall_seconds);
         }
+        if self.threads > 1 {
+            let _ = write!(s, "; {} threads", self.threads);
+        }
         if self.found + self.not_found > 0 {
             let _ = write!(
                 s,
@@ -286,6 +293,7 @@ mod tests {
         };
         BenchResult {
             benchmark: "readrandom".into(),
+            threads: 1,
             engine: "mezzanine".into(),
             engine_version: "mezzanine 0.1.0".into(),
             point: None,

@@ -30,7 +30,7 @@ use crate::report::{
     BenchResult, Durability, EngineInterval, ProcessMetrics, SpaceUsage, iso8601_utc,
 };
 use crate::sysinfo::{MachineInfo, ProcSnapshot, peak_rss_bytes};
-use crate::workloads::{Benchmark, WorkerCtx, run_worker};
+use crate::workloads::{Benchmark, Step, WorkerCtx, run_worker};
 use crate::ycsb::{YcsbKeySpace, YcsbParams, YcsbRun, average_key_len};
 
 /// Runs shorter than this get no progress bar.
@@ -42,8 +42,8 @@ const POLL: Duration = Duration::from_millis(20);
 /// [`EngineFactory`]).
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
-    /// Benchmarks, run in order.
-    pub benchmarks: Vec<Benchmark>,
+    /// Benchmarks, run in order, each with its own thread count if it names one.
+    pub benchmarks: Vec<Step>,
     /// Number of keys (`--num`). Default: 1,000,000.
     pub num: u64,
     /// Number of reads (`--reads`); `None` = `num`.
@@ -89,7 +89,7 @@ pub struct BenchConfig {
 impl Default for BenchConfig {
     fn default() -> Self {
         Self {
-            benchmarks: vec![Benchmark::FillRandom, Benchmark::ReadRandom],
+            benchmarks: vec![Benchmark::FillRandom.into(), Benchmark::ReadRandom.into()],
             num: 1_000_000,
             reads: None,
             key_size: 16,
@@ -166,7 +166,7 @@ impl BenchConfig {
         if let serde_json::Value::Object(engine) = factory.config_json() {
             m.extend(engine);
         }
-        let benchmarks: Vec<&str> = self.benchmarks.iter().map(|b| b.name()).collect();
+        let benchmarks: Vec<String> = self.benchmarks.iter().map(Step::label).collect();
         let rest = serde_json::json!({
             "benchmarks": benchmarks,
             "num": self.num,
@@ -282,7 +282,7 @@ fn header(cfg: &BenchConfig, factory: &dyn EngineFactory, dir: &Path) -> String 
 /// Header lines for YCSB, open loop and sweep points, then the rule.
 fn extra_header(cfg: &BenchConfig) -> String {
     let mut s = String::new();
-    if cfg.benchmarks.iter().any(|b| b.is_ycsb()) {
+    if cfg.benchmarks.iter().any(|s| s.bench.is_ycsb()) {
         s.push_str(&format!(
             "YCSB:       records of {} bytes, {} operations per workload, scans of 1..={}\n",
             cfg.ycsb.record_size,
@@ -344,7 +344,9 @@ pub fn run(
 
     let mut engine = factory.open(dir.path())?;
     let mut results = Vec::new();
-    for (index, &bench) in cfg.benchmarks.iter().enumerate() {
+    for (index, &step) in cfg.benchmarks.iter().enumerate() {
+        let bench = step.bench;
+        let threads = step.threads.unwrap_or(cfg.threads);
         if bench == Benchmark::Stats {
             let text = engine
                 .stats_text()
@@ -420,10 +422,17 @@ pub fn run(
                 cfg.num
             )
             .map_err(out_err)?;
-            run_one(cfg, Benchmark::YcsbLoad, &engine, &shared, seed ^ 1)?;
+            run_one(
+                cfg,
+                Benchmark::YcsbLoad,
+                threads,
+                &engine,
+                &shared,
+                seed ^ 1,
+            )?;
             shared.keys.reset(cfg.num);
         }
-        let r = run_one(cfg, bench, &engine, &shared, seed)?;
+        let r = run_one(cfg, bench, threads, &engine, &shared, seed)?;
         if bench == Benchmark::YcsbLoad {
             shared.keys.reset(cfg.num);
         }
@@ -508,12 +517,13 @@ pub fn dir_bytes(dir: &Path) -> u64 {
 fn run_one(
     cfg: &BenchConfig,
     bench: Benchmark,
+    threads: usize,
     engine: &Arc<dyn KvEngine>,
     shared: &Shared,
     seed: u64,
 ) -> Result<BenchResult> {
-    let counted = cfg.threads;
-    let workers = bench.worker_threads(cfg.threads);
+    let counted = threads;
+    let workers = bench.worker_threads(threads);
     let reads = if bench.is_ycsb() {
         cfg.effective_ops()
     } else {
@@ -669,6 +679,7 @@ fn run_one(
         machine: shared.machine.clone(),
         timestamp_unix: now,
         date: iso8601_utc(now),
+        threads: counted,
         ops,
         elapsed_secs: elapsed.as_secs_f64(),
         micros_per_op: if ops == 0 {
@@ -725,6 +736,8 @@ mod tests {
     struct MapEngine {
         map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
         user_bytes: AtomicU64,
+        /// Every thread that read (thread ids are never reused).
+        readers: std::sync::Mutex<std::collections::HashSet<std::thread::ThreadId>>,
     }
 
     impl KvEngine for MapEngine {
@@ -738,6 +751,10 @@ mod tests {
             Ok(())
         }
         fn get(&self, k: &[u8]) -> Result<Option<Vec<u8>>> {
+            self.readers
+                .lock()
+                .unwrap()
+                .insert(std::thread::current().id());
             Ok(self.map.read().unwrap().get(k).cloned())
         }
         fn delete(&self, k: &[u8], _sync: bool) -> Result<()> {
@@ -823,7 +840,7 @@ mod tests {
 
     fn cfg(list: &str, num: u64, threads: usize) -> BenchConfig {
         BenchConfig {
-            benchmarks: Benchmark::parse_list(list).unwrap(),
+            benchmarks: Step::parse_list(list).unwrap(),
             num,
             threads,
             progress: false,
@@ -905,6 +922,30 @@ mod tests {
         assert!(first["machine"]["git_commit"].is_string());
         assert!(first["latency"]["write"]["p99_us"].is_number());
         assert!(first["timeline_ops_per_sec"].is_array());
+    }
+
+    #[test]
+    fn a_benchmark_with_its_own_thread_count_runs_that_many_threads() {
+        let factory = MapFactory::default();
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = cfg("fillseq,readrandom,readrandom@2", 1000, 1);
+        c.db = Some(dir.path().to_path_buf());
+        let rs = run(&c, &factory, &mut Vec::new()).unwrap();
+        let threads: Vec<usize> = rs.iter().map(|r| r.threads).collect();
+        assert_eq!(threads, [1, 1, 2]);
+        for r in &rs[1..] {
+            assert_eq!((r.benchmark.as_str(), r.found), ("readrandom", 1000));
+        }
+        assert!(
+            rs[2].human_line().contains("; 2 threads;"),
+            "{}",
+            rs[2].human_line()
+        );
+        assert!(!rs[1].human_line().contains("threads"));
+        // One reader thread for the first read run, two for the second, on the same data.
+        let engine = Arc::clone(&factory.dbs.lock().unwrap()[dir.path()]);
+        assert_eq!(engine.readers.lock().unwrap().len(), 3);
+        assert_eq!(c.to_json(&factory)["benchmarks"][2], "readrandom@2");
     }
 
     #[test]

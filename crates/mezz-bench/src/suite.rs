@@ -300,7 +300,7 @@ pub fn run_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Benchmark, MezzFactory, build_options};
+    use crate::{MezzFactory, Step, build_options};
 
     fn mezz_spec(name: &str, wbs: &'static str) -> EngineSpec<'static> {
         EngineSpec {
@@ -318,7 +318,7 @@ mod tests {
         let db = dir.path().join("db");
         let nvm = dir.path().join("nvm");
         let cfg = BenchConfig {
-            benchmarks: Benchmark::parse_list("fillseq,readrandom").unwrap(),
+            benchmarks: Step::parse_list("fillseq,readrandom").unwrap(),
             num: 300,
             db: Some(db.clone()),
             nvm_dir: Some(nvm.clone()),

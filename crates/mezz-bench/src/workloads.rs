@@ -1,7 +1,7 @@
 //! The db_bench workloads and the per-thread loop that drives them.
 //!
 //! Benchmarks (names as in LevelDB's db_bench; `--benchmarks` takes a comma-separated list,
-//! run in order against one database):
+//! run in order against one database; `name@N` runs that one benchmark with `N` threads):
 //!
 //! | name               | what it does                                                          |
 //! |--------------------|-----------------------------------------------------------------------|
@@ -182,23 +182,6 @@ impl Benchmark {
             })
     }
 
-    /// Parses a comma-separated list (empty items are ignored).
-    ///
-    /// # Errors
-    /// `InvalidArgument` for an unknown name or an empty list.
-    pub fn parse_list(list: &str) -> Result<Vec<Self>> {
-        let v = list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(Self::parse)
-            .collect::<Result<Vec<_>>>()?;
-        if v.is_empty() {
-            return Err(BenchError::InvalidArgument("no benchmark given".into()));
-        }
-        Ok(v)
-    }
-
     /// Whether the benchmark starts from an empty database.
     #[must_use]
     pub fn needs_fresh_db(self) -> bool {
@@ -310,6 +293,79 @@ impl Benchmark {
         match self {
             Benchmark::ReadWhileWriting => threads + 1,
             _ => threads,
+        }
+    }
+}
+
+/// One item of a benchmark list: a benchmark and, if given, its own thread count
+/// (`readrandom@2`), which overrides the run's `--threads` for that benchmark only, so one
+/// database state can be measured with 1 and with 2 threads back to back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// The benchmark.
+    pub bench: Benchmark,
+    /// Its thread count; `None` = the run's.
+    pub threads: Option<usize>,
+}
+
+impl From<Benchmark> for Step {
+    fn from(bench: Benchmark) -> Self {
+        Step {
+            bench,
+            threads: None,
+        }
+    }
+}
+
+impl Step {
+    /// Parses `name` or `name@threads`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown name or a thread count outside 1..=1024.
+    pub fn parse(item: &str) -> Result<Self> {
+        let Some((name, n)) = item.split_once('@') else {
+            return Ok(Benchmark::parse(item)?.into());
+        };
+        let bench = Benchmark::parse(name.trim())?;
+        let threads = n
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|t| (1..=1024).contains(t))
+            .ok_or_else(|| {
+                BenchError::InvalidArgument(format!(
+                    "{item:?}: the thread count after '@' must be in 1..=1024"
+                ))
+            })?;
+        Ok(Step {
+            bench,
+            threads: Some(threads),
+        })
+    }
+
+    /// Parses a comma-separated list (empty items are ignored).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown name, a bad thread count or an empty list.
+    pub fn parse_list(list: &str) -> Result<Vec<Self>> {
+        let v = list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(Self::parse)
+            .collect::<Result<Vec<_>>>()?;
+        if v.is_empty() {
+            return Err(BenchError::InvalidArgument("no benchmark given".into()));
+        }
+        Ok(v)
+    }
+
+    /// The name as given: `readrandom` or `readrandom@2`.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match self.threads {
+            Some(t) => format!("{}@{t}", self.bench.name()),
+            None => self.bench.name().to_string(),
         }
     }
 }
@@ -679,14 +735,37 @@ mod tests {
             assert_eq!(Benchmark::parse(b.name()).unwrap(), b);
         }
         assert_eq!(
-            Benchmark::parse_list("fillseq, readrandom,,").unwrap(),
-            vec![Benchmark::FillSeq, Benchmark::ReadRandom]
+            Step::parse_list("fillseq, readrandom,,").unwrap(),
+            vec![Benchmark::FillSeq.into(), Benchmark::ReadRandom.into()]
         );
-        let e = Benchmark::parse_list("fillseq,nope")
-            .unwrap_err()
-            .to_string();
+        let e = Step::parse_list("fillseq,nope").unwrap_err().to_string();
         assert!(e.contains("nope") && e.contains("readwhilewriting"), "{e}");
-        assert!(Benchmark::parse_list(" , ").is_err());
+        assert!(Step::parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn a_step_may_name_its_own_thread_count() {
+        let v = Step::parse_list("fillrandom,readrandom, readrandom@2").unwrap();
+        assert_eq!(v[1], Benchmark::ReadRandom.into());
+        assert_eq!(
+            v[2],
+            Step {
+                bench: Benchmark::ReadRandom,
+                threads: Some(2)
+            }
+        );
+        assert_eq!(v[2].label(), "readrandom@2");
+        assert_eq!(v[1].label(), "readrandom");
+        for bad in [
+            "readrandom@0",
+            "readrandom@",
+            "readrandom@x",
+            "readrandom@2000",
+        ] {
+            let e = Step::parse_list(bad).unwrap_err().to_string();
+            assert!(e.contains("1..=1024"), "{bad}: {e}");
+        }
+        assert!(Step::parse_list("nope@2").is_err());
     }
 
     #[test]

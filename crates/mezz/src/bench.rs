@@ -16,7 +16,7 @@ use mezz_bench::engines::{self, EngineSetup};
 use mezz_bench::suite::setup_json;
 use mezz_bench::ycsb::YcsbParams;
 use mezz_bench::{
-    BenchConfig, BenchError, Benchmark, EngineFactory, EngineSpec, MezzFactory, Sweep, UnitsSetup,
+    BenchConfig, BenchError, EngineFactory, EngineSpec, MezzFactory, Step, Sweep, UnitsSetup,
 };
 
 use crate::common::{CliError, EngineArgs, Result};
@@ -40,7 +40,8 @@ struct BenchArgs {
     /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, readrandom,
     /// readseq, readreverse, seekrandom, deleterandom, readwhilewriting, stats, reopen, ycsb-load,
     /// ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f, ycsb-r10, ycsb-r90 (10 % and 90 % reads,
-    /// the rest updates).
+    /// the rest updates). `name@N` runs that benchmark with N threads instead of --threads
+    /// (e.g. `fillrandom,readrandom,readrandom@2`: one database read by 1 and by 2 threads).
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
     /// Number of keys (YCSB: records loaded by ycsb-load).
@@ -261,7 +262,7 @@ impl BenchArgs {
             .checked_mul(self.ycsb_field_size)
             .ok_or_else(|| CliError::Failed("YCSB record size overflows".into()))?;
         Ok(BenchConfig {
-            benchmarks: Benchmark::parse_list(&self.benchmarks)?,
+            benchmarks: Step::parse_list(&self.benchmarks)?,
             num: self.num,
             reads: self.reads,
             key_size: self.key_size,
