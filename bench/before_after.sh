@@ -41,6 +41,8 @@ for p in presets:
         for line in open(f"{out}/{side}-{p}.jsonl"):
             r = json.loads(line)
             name = r.get("benchmark") or r.get("name")
+            if (r.get("threads") or 1) > 1:
+                name = f"{name}@{r['threads']}"
             ops = r.get("ops_per_sec") or r.get("throughput_ops")
             lat = (r.get("latency") or {}).get(r.get("primary_op") or "", {})
             rows[name][side].append((ops, lat))

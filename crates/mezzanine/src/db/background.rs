@@ -387,7 +387,7 @@ impl DbInner {
         it.seek_to_first();
         let mut bytes = 0u64;
         while it.valid() {
-            list.add_internal(it.key(), it.value())?;
+            recv.add_merged(it.key(), it.value())?;
             bytes += (it.key().len() + it.value().len()) as u64;
             it.next();
         }

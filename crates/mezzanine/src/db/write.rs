@@ -803,7 +803,7 @@ impl DbInner {
         let list = self.start_nvm_object(tier, obj, || {
             crate::memtable::nvm_list::NvmList::create(tier, obj)
         })?;
-        Ok(Some(MemTable::nvm(number, list)))
+        Ok(Some(MemTable::nvm_new(number, list)))
     }
 
     /// `Db::flush`: switches a non-empty memtable and waits until it (and every older
