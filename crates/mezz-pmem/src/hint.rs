@@ -1,8 +1,9 @@
 //! Advice to the kernel about files: write-lifetime hints (Linux `fcntl(F_SET_RW_HINT)`) and
-//! early writeback (`sync_file_range(SYNC_FILE_RANGE_WRITE)`).
+//! early writeback (`sync_file_range(SYNC_FILE_RANGE_WRITE)`); and to the CPU about memory
+//! ([`prefetch`]).
 //!
-//! Owns: [`set_write_life_hint`] and [`start_writeback`], the system calls outside the
-//! persistent-memory mapping code that need `unsafe`; they live here so the workspace
+//! Owns: [`set_write_life_hint`], [`start_writeback`] and [`prefetch`], the calls outside
+//! the persistent-memory mapping code that need `unsafe`; they live here so the workspace
 //! keeps its unsafe code in one crate. A lifetime hint tells the device (through the
 //! kernel) how long the data written to the file will live, so flash with streams or FDP
 //! can keep data of similar lifetime together. Early writeback starts writing a range of
@@ -18,6 +19,24 @@
 
 use std::fs::File;
 use std::io;
+
+/// Asks the CPU to start loading the cache line holding `value` (x86-64 `prefetcht0`; a
+/// no-op elsewhere). Unlike a load, it never holds up the instructions after it, so a
+/// cache miss the caller knows it will take overlaps the work it does first (the memtable
+/// key filter: a load there cost 100-byte fills 8 % of their rate).
+#[inline(always)]
+pub fn prefetch<T>(value: &T) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: a prefetch is only a hint: it never faults and changes no memory; the
+    // address is that of a live reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            std::ptr::from_ref(value).cast::<i8>(),
+        );
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = value;
+}
 
 /// `RWH_WRITE_LIFE_SHORT` .. `RWH_WRITE_LIFE_EXTREME` (include/uapi/linux/fcntl.h).
 pub const WRITE_LIFE_SHORT: u64 = 2;

@@ -16,7 +16,7 @@
 //! next memtable (its pages are mapped already), or freed in one call, on a background
 //! thread. Beside the arena, a DRAM memtable keeps a bloom filter of its user keys
 //! (`filter`, 1/64 of its capacity): a point read for a key it does not hold, which is
-//! most reads once the data outgrows one memtable, costs one cache line instead of a
+//! most reads once the data outgrows one memtable, costs one load instead of a
 //! skip-list search.
 //!
 //! Invariants: entries are never removed or modified; adding the same (user key, seq, kind)
@@ -58,7 +58,7 @@ const DRAM_ENTRY_OVERHEAD: usize = 24;
 
 /// A DRAM memtable's key filter has one byte per this many bytes of its capacity: one bit
 /// per 8 bytes, about 19 bits per entry of a 16-byte key and a 100-byte value (a 64 MiB
-/// memtable: a 1 MiB filter, under 0.1 % false positives).
+/// memtable: a 1 MiB filter, about 0.3 % false positives).
 const FILTER_BYTES_PER_BYTE: usize = 64;
 
 pub use nvm_list::room_needed;
@@ -341,10 +341,7 @@ impl MemTable {
         };
         match &self.store {
             Store::Dram(list) => {
-                // Before the entry: a reader that can see it finds the key's bits.
-                if let Some(f) = &self.filter {
-                    f.add(user_key);
-                }
+                let pending = self.filter.as_ref().map(|f| f.prepare(user_key));
                 let trailer = ikey::pack_trailer(seq, kind).to_le_bytes();
                 let k = user_key.len();
                 let r = list.insert_with(k + TRAILER_LEN, value.len(), |kb, vb| {
@@ -352,6 +349,11 @@ impl MemTable {
                     kb[k..].copy_from_slice(&trailer);
                     vb.copy_from_slice(value);
                 });
+                // Before the group publishes `seq`: every reader that can see the entry
+                // finds the key's bits.
+                if let Some(p) = pending {
+                    p.commit();
+                }
                 self.dram_inserted(r)?;
                 self.memory.fetch_add(
                     k + TRAILER_LEN + value.len() + DRAM_ENTRY_OVERHEAD,
@@ -359,10 +361,12 @@ impl MemTable {
                 );
             }
             Store::Nvm(list) => {
-                if let Some(f) = &self.filter {
-                    f.add(user_key);
+                let pending = self.filter.as_ref().map(|f| f.prepare(user_key));
+                let used = list.add(seq, kind, user_key, value);
+                if let Some(p) = pending {
+                    p.commit();
                 }
-                let used = list.add(seq, kind, user_key, value)?;
+                let used = used?;
                 self.memory.store(used, AtomicOrdering::Relaxed);
             }
         }
