@@ -406,31 +406,59 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
-/// A latency histogram (nanoseconds, 3 significant digits, 1 ns .. 1 hour).
-#[derive(Debug)]
+/// Shards of a [`LatencyHistogram`]: each thread records into the shard of its index, so
+/// threads reading or writing at the same time do not take turns on one lock (with one
+/// lock, two reader threads spent 1.7 % of their time in `record`, its cache line moving
+/// between the cores on every read).
+const LATENCY_SHARDS: usize = 4;
+
+/// One shard, on cache lines of its own; its histogram is made on first use, so a
+/// single-threaded user pays for one.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct LatencyShard(Mutex<Option<Histogram<u64>>>);
+
+/// A latency histogram (nanoseconds, 3 significant digits, 1 ns .. 1 hour), sharded by
+/// thread.
+#[derive(Debug, Default)]
 pub struct LatencyHistogram {
-    h: Mutex<Histogram<u64>>,
+    shards: [LatencyShard; LATENCY_SHARDS],
 }
 
-impl Default for LatencyHistogram {
-    fn default() -> Self {
-        #[allow(clippy::expect_used)] // constant, valid bounds
-        let h =
-            Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
-        Self { h: Mutex::new(h) }
+fn new_latency_histogram() -> Histogram<u64> {
+    #[allow(clippy::expect_used)] // constant, valid bounds
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// The calling thread's shard: threads are numbered in the order they first record.
+fn latency_shard() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % LATENCY_SHARDS;
     }
+    SHARD.with(|s| *s)
 }
 
 impl LatencyHistogram {
     /// Records one latency in nanoseconds (clamped to the histogram's range).
     pub fn record(&self, nanos: u64) {
-        self.h.lock().saturating_record(nanos.max(1));
+        self.shards[latency_shard()]
+            .0
+            .lock()
+            .get_or_insert_with(new_latency_histogram)
+            .saturating_record(nanos.max(1));
     }
 
     /// Summarises the recorded latencies.
     #[must_use]
     pub fn summary(&self) -> LatencySummary {
-        let h = self.h.lock();
+        let mut h = new_latency_histogram();
+        for shard in &self.shards {
+            if let Some(s) = &*shard.0.lock() {
+                // Same bounds: adding cannot fail.
+                let _ = h.add(s);
+            }
+        }
         if h.is_empty() {
             return LatencySummary::default();
         }
@@ -889,6 +917,33 @@ mod slow_write_tests {
             trace(5000, 100, 100).main_cause(),
             "other (locks, scheduling)"
         );
+    }
+
+    #[test]
+    fn latency_shards_add_up_to_one_summary() {
+        let h = LatencyHistogram::default();
+        assert_eq!(h.summary().count, 0);
+        std::thread::scope(|s| {
+            for t in 0..6u64 {
+                let h = &h;
+                s.spawn(move || {
+                    for i in 1..=1000u64 {
+                        h.record(i * 1000 + t);
+                    }
+                });
+            }
+        });
+        h.record(5_000_000);
+        let sum = h.summary();
+        assert_eq!(sum.count, 6001);
+        assert!(
+            sum.max_nanos >= 5_000_000 && sum.max_nanos < 5_010_000,
+            "{sum:?}"
+        );
+        // Half the records are at or below 500 µs.
+        assert!((495_000..=505_000).contains(&sum.p50_nanos), "{sum:?}");
+        let used = h.shards.iter().filter(|s| s.0.lock().is_some()).count();
+        assert!(used > 1, "several threads, several shards");
     }
 
     fn read(total: u64, block_read: u64, table_open: u64) -> ReadTrace {

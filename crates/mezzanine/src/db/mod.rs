@@ -34,7 +34,7 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, Guard};
 use mezz_env::{FileLock, FileSystem};
 use mezz_format::SeqNo;
 use mezz_format::iter::InternalIterator;
@@ -356,7 +356,12 @@ impl DbInner {
     /// contiguous range of sequence numbers and a batch never spans two), so the read
     /// still sees a prefix of the history, and every write acknowledged before the read
     /// started is in it.
-    fn read_view(&self, opts: &ReadOptions) -> (Arc<SuperVersion>, SeqNo) {
+    ///
+    /// The super version comes as an `arc_swap` guard: a point read borrows it without
+    /// touching its reference count, a cache line that two reader threads would otherwise
+    /// pass back and forth on every read. Whatever keeps it longer (an iterator) takes an
+    /// `Arc` with [`Guard::into_inner`].
+    fn read_view(&self, opts: &ReadOptions) -> (Guard<Arc<SuperVersion>>, SeqNo) {
         self.read_view_with(opts, || ())
     }
 
@@ -366,8 +371,8 @@ impl DbInner {
         &self,
         opts: &ReadOptions,
         between: impl FnOnce(),
-    ) -> (Arc<SuperVersion>, SeqNo) {
-        let sv = self.super_version.load_full();
+    ) -> (Guard<Arc<SuperVersion>>, SeqNo) {
+        let sv = self.super_version.load();
         between();
         let seq = opts
             .snapshot
@@ -514,7 +519,7 @@ impl DbInner {
     fn cursor(&self, opts: &ReadOptions) -> Result<DbIterator> {
         self.check_open()?;
         let (sv, seq) = self.read_view(opts);
-        self.iter_in(sv, seq, opts)
+        self.iter_in(Guard::into_inner(sv), seq, opts)
     }
 
     /// An iterator over `sv` at `seq`; it keeps `sv` (and the snapshot) alive.
@@ -1041,7 +1046,7 @@ mod tests {
         let (sv, seq) = db
             .inner
             .read_view_with(&ro, || overwrite_flush_and_compact(&db));
-        let mut it = db.inner.iter_in(sv, seq, &ro).unwrap();
+        let mut it = db.inner.iter_in(Guard::into_inner(sv), seq, &ro).unwrap();
         it.seek_to_first();
         assert!(it.valid());
         assert_eq!((it.key(), it.value()), (&b"k"[..], &b"v3"[..]));

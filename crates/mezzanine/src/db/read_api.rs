@@ -41,6 +41,7 @@ impl DbInner {
             return Iter::failed(e);
         }
         let (sv, seq) = self.read_view(opts);
+        let sv = arc_swap::Guard::into_inner(sv);
         let (lower, upper) =
             intersect((opts.lower_bound.clone(), opts.upper_bound.clone()), bounds);
         let opts = ReadOptions {
