@@ -88,7 +88,7 @@ def print_results(data):
                 continue
             if r.get("point"):
                 bench += f" @ {r['point']}"
-            threads = (r.get("config") or {}).get("threads", 1)
+            threads = r.get("threads") or (r.get("config") or {}).get("threads", 1)
             if threads and threads > 1:
                 bench += f" ({threads} threads)"
             print(
