@@ -54,7 +54,7 @@ mod units;
 
 pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};
-pub use posix::{AllocateFn, MapWindowFn, PosixFs, WriteHintFn};
+pub use posix::{AllocateFn, MapReadFn, MapWindowFn, PosixFs, WriteHintFn};
 pub use units::{
     Arrangement, Clock, DeviceConfig, DeviceModel, DeviceSpec, IoKind, Layout, MAX_UNITS,
     MixConfig, MixMode, MixResult, Profile, SpecLayout, UnitFs, UnitParams, UnitRandomAccessFile,
@@ -85,6 +85,14 @@ pub trait WritableFile: Send + Sync + Debug {
 pub trait MappedWindow: Send + Sync + Debug {
     /// The mapped bytes: stores into them reach the file's page cache directly.
     fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+/// A read-only shared mapping of a whole file, unmapped when dropped (made by the function
+/// given to [`PosixFs::with_mapped_reads`]; the mapping code lives in the crate that holds
+/// the workspace's `unsafe`).
+pub trait MappedFile: Send + Sync + Debug {
+    /// The mapped bytes: the file's page cache, read in place.
+    fn bytes(&self) -> &[u8];
 }
 
 /// A file opened for positional reads, shareable between threads.
@@ -140,6 +148,13 @@ pub trait FileSystem: Send + Sync + Debug {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Opens an existing file that nothing writes any more (a finished table) for
+    /// positional reads through a read-only memory mapping where the file system maps
+    /// reads ([`PosixFs::with_mapped_reads`]); reads return the same bytes as
+    /// [`FileSystem::open_read`]'s. The default is `open_read`.
+    fn open_read_mapped(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.open_read(path)
+    }
     /// Reads a whole file into memory.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         let f = self.open_read(path)?;

@@ -29,7 +29,9 @@ use std::sync::{Arc, LazyLock, OnceLock, mpsc};
 use parking_lot::Mutex;
 
 use crate::mapped::MappedLogFile;
-use crate::{FileLock, FileSystem, MappedWindow, RandomAccessFile, WritableFile, WriteLifetime};
+use crate::{
+    FileLock, FileSystem, MappedFile, MappedWindow, RandomAccessFile, WritableFile, WriteLifetime,
+};
 
 /// Size of a writer's in-memory buffer; appends at least this large bypass it.
 const WRITE_BUFFER_SIZE: usize = 64 * 1024;
@@ -56,6 +58,10 @@ pub(crate) struct Writeback {
 /// Maps `len` bytes of `file` from `offset` (a multiple of the page size) writable and
 /// shared (for example `mmap(MAP_SHARED)`).
 pub type MapWindowFn = fn(&File, u64, usize) -> io::Result<Box<dyn MappedWindow>>;
+
+/// Maps the first `len` bytes of `file` read-only and shared (for example
+/// `mmap(PROT_READ, MAP_SHARED)`).
+pub type MapReadFn = fn(&File, usize) -> io::Result<Box<dyn MappedFile>>;
 
 /// Reserves disk space for `offset..offset + len` of `file`, growing it to at least
 /// `offset + len` bytes of zeros (for example `fallocate` with mode 0), so that stores into
@@ -143,6 +149,9 @@ pub struct PosixFs {
     writeback: Option<Writeback>,
     /// Writes logs ([`FileSystem::create_log`]) through a memory mapping, if set.
     mapped_logs: Option<(MapWindowFn, AllocateFn)>,
+    /// Reads finished files ([`FileSystem::open_read_mapped`]) through a memory mapping,
+    /// if set.
+    mapped_reads: Option<MapReadFn>,
 }
 
 impl PosixFs {
@@ -153,6 +162,7 @@ impl PosixFs {
             write_hint: None,
             writeback: None,
             mapped_logs: None,
+            mapped_reads: None,
         }
     }
 
@@ -164,6 +174,7 @@ impl PosixFs {
             write_hint: Some(set_hint),
             writeback: None,
             mapped_logs: None,
+            mapped_reads: None,
         }
     }
 
@@ -209,6 +220,20 @@ impl PosixFs {
     #[must_use]
     pub fn with_mapped_logs(mut self, map: MapWindowFn, allocate: AllocateFn) -> Self {
         self.mapped_logs = Some((map, allocate));
+        self
+    }
+
+    /// Files opened with [`FileSystem::open_read_mapped`] (finished tables) are read
+    /// through a read-only shared mapping of the whole file made by `map`: a read is a copy
+    /// from the page cache without a system call, and the pages it touches are mapped into
+    /// the process, where a kernel that pages out cold page cache on its own (DAMON's
+    /// `pageout` of unmapped file pages, for one) leaves them alone. An empty file, or one
+    /// `map` fails on, is read the ordinary way. The file must not shrink while it is
+    /// open: a read of a page past a truncated end is a `SIGBUS` (the same contract as
+    /// LevelDB's and RocksDB's memory-mapped table reads).
+    #[must_use]
+    pub fn with_mapped_reads(mut self, map: MapReadFn) -> Self {
+        self.mapped_reads = Some(map);
         self
     }
 
@@ -309,6 +334,33 @@ impl FileSystem for PosixFs {
             size,
             path: path.to_path_buf(),
         }))
+    }
+
+    fn open_read_mapped(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let Some(map) = self.mapped_reads else {
+            return self.open_read(path);
+        };
+        let file = File::open(path).map_err(|e| with_path(e, "open", path))?;
+        let size = file
+            .metadata()
+            .map_err(|e| with_path(e, "stat", path))?
+            .len();
+        let mapped = usize::try_from(size)
+            .ok()
+            .filter(|&len| len > 0)
+            .and_then(|len| map(&file, len).ok());
+        Ok(match mapped {
+            Some(map) => Arc::new(MappedRandomAccessFile {
+                map,
+                size,
+                path: path.to_path_buf(),
+            }),
+            None => Arc::new(PosixRandomAccessFile {
+                file,
+                size,
+                path: path.to_path_buf(),
+            }),
+        })
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -503,6 +555,42 @@ impl RandomAccessFile for PosixRandomAccessFile {
                 ),
             )
         })
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// A positional reader over a read-only mapping of a whole file (see
+/// [`PosixFs::with_mapped_reads`]).
+#[derive(Debug)]
+pub struct MappedRandomAccessFile {
+    map: Box<dyn MappedFile>,
+    size: u64,
+    path: PathBuf,
+}
+
+impl RandomAccessFile for MappedRandomAccessFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let bytes = self.map.bytes();
+        let range = usize::try_from(offset)
+            .ok()
+            .and_then(|start| Some(start..start.checked_add(buf.len())?))
+            .filter(|r| r.end <= bytes.len());
+        let Some(range) = range else {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "read {} bytes at {offset} of {} ({} bytes)",
+                    buf.len(),
+                    self.path.display(),
+                    self.size
+                ),
+            ));
+        };
+        buf.copy_from_slice(&bytes[range]);
+        Ok(())
     }
 
     fn size(&self) -> u64 {

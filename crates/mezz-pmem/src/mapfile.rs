@@ -1,21 +1,99 @@
 //! Memory-mapped windows of ordinary files, for the real file system's log writer
 //! ([`mezz_env::PosixFs::with_mapped_logs`]): [`map_window`] maps a range of a file shared
 //! and writable, [`allocate`] reserves its disk space first (`fallocate`), so that no
-//! store into the mapping can hit a full disk (which would be a `SIGBUS`, not an error).
+//! store into the mapping can hit a full disk (which would be a `SIGBUS`, not an error);
+//! and read-only mappings of whole files for table reads
+//! ([`mezz_env::PosixFs::with_mapped_reads`]): [`map_read`].
 //!
-//! Owns: [`FileWindow`], one `MAP_SHARED` mapping, unmapped when dropped.
+//! Owns: [`FileWindow`] and [`ReadMapping`], one `MAP_SHARED` mapping each, unmapped when
+//! dropped.
 //!
-//! Invariants: a window's pointer and length describe one live mapping for as long as the
-//! window exists; the mapping is only reached through `&mut FileWindow`.
+//! Invariants: a mapping's pointer and length describe one live mapping for as long as its
+//! handle exists; a window is only reached through `&mut FileWindow`, a read mapping only
+//! read.
 //!
-//! Thread-safety: a window is `Send + Sync` (it is plain memory; mutable access needs
-//! `&mut`).
+//! Thread-safety: both are `Send + Sync` (plain memory; a window's mutable access needs
+//! `&mut`, a read mapping is never written through).
 
 use std::fs::File;
 use std::io;
 use std::ptr::NonNull;
 
-use mezz_env::MappedWindow;
+use mezz_env::{MappedFile, MappedWindow};
+
+/// A shared, read-only mapping of the start of a file (see [`map_read`]).
+#[derive(Debug)]
+pub struct ReadMapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the handle owns its mapping, which is never written through; reading shared
+// memory from several threads races on nothing.
+unsafe impl Send for ReadMapping {}
+// SAFETY: as above.
+unsafe impl Sync for ReadMapping {}
+
+impl MappedFile for ReadMapping {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `base..base + len` is one live read-only mapping made by `map_read`,
+        // unmapped only in `drop`. The file it maps is one the engine no longer writes (a
+        // finished table); `map_read`'s caller promises it does not shrink while mapped.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for ReadMapping {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: `base`/`len` are exactly the mapping made in `map_read`; no reference
+        // into it outlives `&self` borrows, which have all ended when `drop` runs.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// Maps the first `len` bytes of `file` read-only and shared. The file must be at least
+/// `len` bytes long and must not shrink while the mapping lives (a read past its end is a
+/// `SIGBUS`).
+///
+/// # Errors
+/// The kernel's error from `mmap`; `InvalidInput` for `len` 0; `Unsupported` off Linux.
+#[cfg(target_os = "linux")]
+pub fn map_read(file: &File, len: usize) -> io::Result<Box<dyn MappedFile>> {
+    use std::os::fd::AsRawFd;
+    if len == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
+    }
+    // SAFETY: a fresh mapping (null hint) of an open descriptor; no existing memory of the
+    // process is affected. The result is checked against MAP_FAILED.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let base = NonNull::new(p.cast::<u8>())
+        .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
+    Ok(Box::new(ReadMapping { base, len }))
+}
+
+/// Maps a file for reading: unsupported off Linux.
+///
+/// # Errors
+/// Always `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn map_read(_file: &File, _len: usize) -> io::Result<Box<dyn MappedFile>> {
+    Err(crate::sys::unsupported("mapped table reads need Linux"))
+}
 
 /// A shared, writable mapping of a range of a file.
 #[derive(Debug)]
@@ -147,6 +225,49 @@ mod tests {
             }
         }
         expect
+    }
+
+    /// A mapped reader returns what `pread` returns, anywhere in the file, refuses reads
+    /// past the end with `UnexpectedEof`, and an empty file falls back to `pread`.
+    #[test]
+    fn mapped_reads_return_the_files_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000009.sst");
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let fs = PosixFs::new().with_mapped_reads(map_read);
+        let mapped = fs.open_read_mapped(&path).unwrap();
+        let plain = fs.open_read(&path).unwrap();
+        assert_eq!(mapped.size(), data.len() as u64);
+        assert!(
+            format!("{mapped:?}").contains("MappedRandomAccessFile"),
+            "{mapped:?}"
+        );
+        for (off, len) in [
+            (0, 1),
+            (4095, 2),
+            (123_456, 4096),
+            (299_000, 1000),
+            (0, 300_000),
+        ] {
+            let (mut a, mut b) = (vec![0u8; len], vec![0u8; len]);
+            mapped.read_exact_at(off, &mut a).unwrap();
+            plain.read_exact_at(off, &mut b).unwrap();
+            assert_eq!(a, b);
+            assert_eq!(a, data[off as usize..off as usize + len]);
+        }
+        for (off, len) in [(299_999, 2), (300_000, 1), (u64::MAX, 1)] {
+            let e = mapped.read_exact_at(off, &mut vec![0u8; len]).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{off}: {e}");
+            assert!(e.to_string().contains("000009.sst"), "{e}");
+        }
+        // Without the mapping function, or for an empty file: the ordinary reader.
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        let f = fs.open_read_mapped(&empty).unwrap();
+        assert!(format!("{f:?}").contains("PosixRandomAccessFile"), "{f:?}");
+        let f = PosixFs::new().open_read_mapped(&path).unwrap();
+        assert!(format!("{f:?}").contains("PosixRandomAccessFile"), "{f:?}");
     }
 
     /// What a reader sees is exactly what was appended, across windows, after `close`, and

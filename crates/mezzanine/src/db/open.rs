@@ -80,7 +80,8 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             opts.ssd_paths.clone(),
             nvm.tier.clone(),
         )
-        .with_matrix(nvm.matrix.clone()),
+        .with_matrix(nvm.matrix.clone())
+        .with_mapped_reads(opts.mmap_reads),
     );
     storage.check_locations(&rec.version)?;
     check_units(&opts, &storage, &rec)?;

@@ -73,15 +73,16 @@ declare_options! {
         /// The file system all I/O goes through (tests pass an in-memory or fault-injecting
         /// one). Default: the real file system, passing write-lifetime hints on and starting
         /// writeback every [`DEFAULT_BYTES_PER_SYNC`] bytes written to a file (for WALs and
-        /// manifests on a helper thread), and able to write WALs through a memory mapping
-        /// (`wal_mmap`). Not written to the OPTIONS file.
+        /// manifests on a helper thread), and able to write WALs (`wal_mmap`) and read
+        /// tables (`mmap_reads`) through memory mappings. Not written to the OPTIONS file.
         fs: Arc<dyn FileSystem> = Arc::new(
             PosixFs::with_write_hints(mezz_pmem::hint::set_write_life_hint)
                 .with_background_writeback(
                     mezz_pmem::hint::start_writeback,
                     DEFAULT_BYTES_PER_SYNC,
                 )
-                .with_mapped_logs(mezz_pmem::mapfile::map_window, mezz_pmem::mapfile::allocate),
+                .with_mapped_logs(mezz_pmem::mapfile::map_window, mezz_pmem::mapfile::allocate)
+                .with_mapped_reads(mezz_pmem::mapfile::map_read),
         ), Internal;
 
         // ---- opening ----
@@ -118,6 +119,17 @@ declare_options! {
         wal_mmap: bool = true, Flag;
 
         // ---- tables ----
+        /// Read SST files through a read-only memory mapping of each whole file instead of
+        /// one `pread` per block (RocksDB's `allow_mmap_reads`; LevelDB maps its tables on
+        /// 64-bit machines). A block read is then a copy from the page cache without a
+        /// system call, and the pages read stay mapped into the process, which keeps them
+        /// out of the reach of a kernel that pages out cold, unmapped page cache by itself
+        /// (DAMON's `pageout`, as on this project's test machine). Each open table holds
+        /// one mapping (`max_open_files` bounds them); a table file shortened by another
+        /// program while open is a `SIGBUS` on the next read of its lost pages, not an
+        /// error. Only on a file system that maps reads (the default one does; others
+        /// read the ordinary way). Default: false.
+        mmap_reads: bool = false, Flag;
         /// Target size of a data block before compression, in bytes. Default: 4096.
         block_size: usize = 4096, Size,
             check |v| (256..=64 * MIB).contains(v), "{v} not in 256..=64MiB";

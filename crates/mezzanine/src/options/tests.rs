@@ -22,6 +22,7 @@ fn changed() -> Options {
         max_write_buffer_number: 3,
         use_wal: false,
         wal_mmap: false,
+        mmap_reads: true,
         block_size: 8192,
         block_format: BlockFormat::Prefix,
         block_restart_interval: 8,

@@ -51,6 +51,8 @@ pub struct Storage {
     nvm: Option<Arc<NvmTier>>,
     /// The matrix container's page space (MatrixKV's L0 rows), if the database has one.
     matrix: Option<Arc<matrix::MatrixSpace>>,
+    /// SSTs are read through memory mappings (`mmap_reads`).
+    mapped_reads: bool,
 }
 
 /// SST I/O through one directory since open.
@@ -194,7 +196,16 @@ impl Storage {
             io,
             nvm,
             matrix: None,
+            mapped_reads: false,
         }
+    }
+
+    /// The same storage, reading SSTs through memory mappings if `on` (`mmap_reads`; where
+    /// the file system maps reads, see `FileSystem::open_read_mapped`).
+    #[must_use]
+    pub fn with_mapped_reads(mut self, on: bool) -> Self {
+        self.mapped_reads = on;
+        self
     }
 
     /// The same storage with the matrix container's page space `m`.
@@ -466,10 +477,12 @@ impl Storage {
     /// `Io` naming the path.
     pub fn open_sst(&self, id: u64, path_id: u32) -> Result<(PathBuf, Arc<dyn RandomAccessFile>)> {
         let path = self.sst_path(id, path_id)?;
-        let file = self
-            .fs
-            .open_read(&path)
-            .map_err(|e| Error::from(e).in_file(&path))?;
+        let file = if self.mapped_reads {
+            self.fs.open_read_mapped(&path)
+        } else {
+            self.fs.open_read(&path)
+        }
+        .map_err(|e| Error::from(e).in_file(&path))?;
         let file: Arc<dyn RandomAccessFile> = Arc::new(CountedRead {
             inner: file,
             io: self.unit_io(path_id),
