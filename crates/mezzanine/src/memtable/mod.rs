@@ -339,9 +339,9 @@ impl MemTable {
         } else {
             value
         };
-        match &self.store {
+        let pending = self.filter.as_ref().map(|f| f.prepare(user_key));
+        let inserted = match &self.store {
             Store::Dram(list) => {
-                let pending = self.filter.as_ref().map(|f| f.prepare(user_key));
                 let trailer = ikey::pack_trailer(seq, kind).to_le_bytes();
                 let k = user_key.len();
                 let r = list.insert_with(k + TRAILER_LEN, value.len(), |kb, vb| {
@@ -349,27 +349,23 @@ impl MemTable {
                     kb[k..].copy_from_slice(&trailer);
                     vb.copy_from_slice(value);
                 });
-                // Before the group publishes `seq`: every reader that can see the entry
-                // finds the key's bits.
-                if let Some(p) = pending {
-                    p.commit();
-                }
-                self.dram_inserted(r)?;
-                self.memory.fetch_add(
-                    k + TRAILER_LEN + value.len() + DRAM_ENTRY_OVERHEAD,
-                    AtomicOrdering::Relaxed,
-                );
+                self.dram_inserted(r).map(|()| {
+                    self.memory.fetch_add(
+                        k + TRAILER_LEN + value.len() + DRAM_ENTRY_OVERHEAD,
+                        AtomicOrdering::Relaxed,
+                    );
+                })
             }
-            Store::Nvm(list) => {
-                let pending = self.filter.as_ref().map(|f| f.prepare(user_key));
-                let used = list.add(seq, kind, user_key, value);
-                if let Some(p) = pending {
-                    p.commit();
-                }
-                let used = used?;
-                self.memory.store(used, AtomicOrdering::Relaxed);
-            }
+            Store::Nvm(list) => list
+                .add(seq, kind, user_key, value)
+                .map(|used| self.memory.store(used, AtomicOrdering::Relaxed)),
+        };
+        // Before the group publishes `seq`: every reader that can see the entry finds the
+        // key's bits.
+        if let Some(p) = pending {
+            p.commit();
         }
+        inserted?;
         self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
         self.min_seq.fetch_min(seq, AtomicOrdering::Relaxed);
         Ok(())
