@@ -95,6 +95,33 @@ pub trait MappedFile: Send + Sync + Debug {
     fn bytes(&self) -> &[u8];
 }
 
+/// Copies `buf.len()` bytes at `offset` of `bytes` (the whole content of the file at
+/// `path`) into `buf`: the positional read of a file held in memory (a `MemFs` file, a
+/// mapped table). A range past the end is `UnexpectedEof`, as `pread` would report it.
+pub(crate) fn read_bytes_at(
+    bytes: &[u8],
+    offset: u64,
+    buf: &mut [u8],
+    path: &Path,
+) -> io::Result<()> {
+    let src = usize::try_from(offset)
+        .ok()
+        .and_then(|start| bytes.get(start..start.checked_add(buf.len())?))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "read {} bytes at {offset} of {}: past the end ({} bytes)",
+                    buf.len(),
+                    path.display(),
+                    bytes.len()
+                ),
+            )
+        })?;
+    buf.copy_from_slice(src);
+    Ok(())
+}
+
 /// A file opened for positional reads, shareable between threads.
 pub trait RandomAccessFile: Send + Sync + Debug {
     /// Reads exactly `buf.len()` bytes at `offset`; fails with `UnexpectedEof` if the file is

@@ -491,23 +491,7 @@ pub struct MemRandomAccessFile {
 
 impl RandomAccessFile for MemRandomAccessFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let inode = self.inode.read();
-        let src = usize::try_from(offset)
-            .ok()
-            .and_then(|start| inode.data.get(start..start.checked_add(buf.len())?))
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read {} bytes at {offset} of {}: past the end ({} bytes)",
-                        buf.len(),
-                        self.path.display(),
-                        inode.data.len()
-                    ),
-                )
-            })?;
-        buf.copy_from_slice(src);
-        Ok(())
+        crate::read_bytes_at(&self.inode.read().data, offset, buf, &self.path)
     }
 
     fn size(&self) -> u64 {

@@ -573,24 +573,7 @@ pub struct MappedRandomAccessFile {
 
 impl RandomAccessFile for MappedRandomAccessFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let bytes = self.map.bytes();
-        let range = usize::try_from(offset)
-            .ok()
-            .and_then(|start| Some(start..start.checked_add(buf.len())?))
-            .filter(|r| r.end <= bytes.len());
-        let Some(range) = range else {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!(
-                    "read {} bytes at {offset} of {} ({} bytes)",
-                    buf.len(),
-                    self.path.display(),
-                    self.size
-                ),
-            ));
-        };
-        buf.copy_from_slice(&bytes[range]);
-        Ok(())
+        crate::read_bytes_at(self.map.bytes(), offset, buf, &self.path)
     }
 
     fn size(&self) -> u64 {
