@@ -21,12 +21,59 @@ use std::ptr::NonNull;
 
 use mezz_env::{MappedFile, MappedWindow};
 
-/// A shared, read-only mapping of the start of a file (see [`map_read`]).
+/// One `MAP_SHARED` mapping of a file, unmapped when dropped: what [`ReadMapping`] and
+/// [`FileWindow`] hold.
 #[derive(Debug)]
-pub struct ReadMapping {
+struct Mapping {
     base: NonNull<u8>,
     len: usize,
 }
+
+impl Mapping {
+    /// Maps `len` bytes of `file` from `offset` (a multiple of the page size), shared, with
+    /// protection `prot`.
+    #[cfg(target_os = "linux")]
+    fn new(file: &File, offset: i64, len: usize, prot: libc::c_int) -> io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
+        }
+        // SAFETY: a fresh mapping (null hint) of an open descriptor; no existing memory of
+        // the process is affected. The result is checked against MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                offset,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
+        Ok(Self { base, len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: `base`/`len` are exactly the mapping made in `Mapping::new`; its owner
+        // (a read mapping or a window) hands out references only borrowed from itself, so
+        // none outlives it.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// A shared, read-only mapping of the start of a file (see [`map_read`]).
+#[derive(Debug)]
+pub struct ReadMapping(Mapping);
 
 // SAFETY: the handle owns its mapping, which is never written through; reading shared
 // memory from several threads races on nothing.
@@ -37,20 +84,10 @@ unsafe impl Sync for ReadMapping {}
 impl MappedFile for ReadMapping {
     fn bytes(&self) -> &[u8] {
         // SAFETY: `base..base + len` is one live read-only mapping made by `map_read`,
-        // unmapped only in `drop`. The file it maps is one the engine no longer writes (a
-        // finished table); `map_read`'s caller promises it does not shrink while mapped.
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for ReadMapping {
-    fn drop(&mut self) {
-        #[cfg(target_os = "linux")]
-        // SAFETY: `base`/`len` are exactly the mapping made in `map_read`; no reference
-        // into it outlives `&self` borrows, which have all ended when `drop` runs.
-        unsafe {
-            libc::munmap(self.base.as_ptr().cast(), self.len);
-        }
+        // unmapped only when the handle drops. The file it maps is one the engine no
+        // longer writes (a finished table); `map_read`'s caller promises it does not shrink
+        // while mapped.
+        unsafe { std::slice::from_raw_parts(self.0.base.as_ptr(), self.0.len) }
     }
 }
 
@@ -62,28 +99,12 @@ impl Drop for ReadMapping {
 /// The kernel's error from `mmap`; `InvalidInput` for `len` 0; `Unsupported` off Linux.
 #[cfg(target_os = "linux")]
 pub fn map_read(file: &File, len: usize) -> io::Result<Box<dyn MappedFile>> {
-    use std::os::fd::AsRawFd;
-    if len == 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
-    }
-    // SAFETY: a fresh mapping (null hint) of an open descriptor; no existing memory of the
-    // process is affected. The result is checked against MAP_FAILED.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    let base = NonNull::new(p.cast::<u8>())
-        .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
-    Ok(Box::new(ReadMapping { base, len }))
+    Ok(Box::new(ReadMapping(Mapping::new(
+        file,
+        0,
+        len,
+        libc::PROT_READ,
+    )?)))
 }
 
 /// Maps a file for reading: unsupported off Linux.
@@ -97,10 +118,7 @@ pub fn map_read(_file: &File, _len: usize) -> io::Result<Box<dyn MappedFile>> {
 
 /// A shared, writable mapping of a range of a file.
 #[derive(Debug)]
-pub struct FileWindow {
-    base: NonNull<u8>,
-    len: usize,
-}
+pub struct FileWindow(Mapping);
 
 // SAFETY: the window owns its mapping; the bytes are only reached through `&mut self`
 // (`bytes_mut`), so moving or sharing the handle between threads races on nothing.
@@ -111,21 +129,10 @@ unsafe impl Sync for FileWindow {}
 impl MappedWindow for FileWindow {
     fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: `base..base + len` is one live mapping made readable and writable by
-        // `map_window`, unmapped only in `drop`; `&mut self` makes this the only reference
-        // into it. Stores into a shared file mapping are defined for the range the file
-        // covers, which `allocate` grew before the window was mapped.
-        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for FileWindow {
-    fn drop(&mut self) {
-        #[cfg(target_os = "linux")]
-        // SAFETY: `base`/`len` are exactly the mapping made in `map_window`, and no
-        // reference into it outlives `&mut self`.
-        unsafe {
-            libc::munmap(self.base.as_ptr().cast(), self.len);
-        }
+        // `map_window`, unmapped only when the window drops; `&mut self` makes this the only
+        // reference into it. Stores into a shared file mapping are defined for the range
+        // the file covers, which `allocate` grew before the window was mapped.
+        unsafe { std::slice::from_raw_parts_mut(self.0.base.as_ptr(), self.0.len) }
     }
 }
 
@@ -138,29 +145,13 @@ impl Drop for FileWindow {
 /// `Unsupported` off Linux.
 #[cfg(target_os = "linux")]
 pub fn map_window(file: &File, offset: u64, len: usize) -> io::Result<Box<dyn MappedWindow>> {
-    use std::os::fd::AsRawFd;
     let (off, _) = crate::sys::file_range(offset, 0, "map offset")?;
-    if len == 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
-    }
-    // SAFETY: a fresh mapping (null hint) of an open descriptor; no existing memory of the
-    // process is affected. The result is checked against MAP_FAILED.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            off,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    let base = NonNull::new(p.cast::<u8>())
-        .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
-    Ok(Box::new(FileWindow { base, len }))
+    Ok(Box::new(FileWindow(Mapping::new(
+        file,
+        off,
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+    )?)))
 }
 
 /// Maps a window of a file: unsupported off Linux.
