@@ -242,25 +242,21 @@ impl MemTable {
     /// A memtable over a recovered NVM skip list; `id` is its NVM object's id. It keeps no
     /// key filter: recovery maps the list and reads none of its keys.
     pub(crate) fn nvm(id: u64, list: NvmList) -> Self {
-        Self::nvm_with(id, list, None)
-    }
-
-    /// A memtable over a new, empty NVM skip list, with a key filter sized for it: every
-    /// entry then arrives through [`MemTable::add`] or [`MemTable::add_merged`].
-    pub(crate) fn nvm_new(id: u64, list: NvmList) -> Self {
-        let filter =
-            KeyFilter::with_bytes((list.used() + list.remaining()) / FILTER_BYTES_PER_BYTE);
-        Self::nvm_with(id, list, Some(filter))
-    }
-
-    fn nvm_with(id: u64, list: NvmList, filter: Option<KeyFilter>) -> Self {
-        let m = Self::with_store(id, Store::Nvm(list), filter);
+        let m = Self::with_store(id, Store::Nvm(list), None);
         if let Store::Nvm(l) = &m.store {
             let (lo, hi) = l.seq_range();
             m.max_seq.store(hi, AtomicOrdering::Relaxed);
             m.min_seq.store(lo, AtomicOrdering::Relaxed);
             m.memory.store(l.used(), AtomicOrdering::Relaxed);
         }
+        m
+    }
+
+    /// A memtable over a new, empty NVM skip list, with a key filter sized for it: every
+    /// entry then arrives through [`MemTable::add`] or [`MemTable::add_merged`].
+    pub(crate) fn nvm_new(id: u64, list: NvmList) -> Self {
+        let mut m = Self::nvm(id, list);
+        m.filter = Some(KeyFilter::with_bytes(m.capacity() / FILTER_BYTES_PER_BYTE));
         m
     }
 
