@@ -368,6 +368,24 @@ impl KeySetWriter {
         // Layouts 1-3 share the key area: each key at an 8-byte boundary, in entry order.
         self.out.extend_from_slice(&self.keys);
         self.out.extend_from_slice(&self.values);
+        self.put_tail();
+        &self.out
+    }
+
+    /// Lays out the run as three pieces whose concatenation is what [`KeySetWriter::finish`]
+    /// returns: the key area, the value area, then the rest (the value area's padding, the
+    /// records and the trailer). A writer of the run can then copy the keys and values
+    /// once, straight to their destination, instead of gathering them first. Valid until
+    /// the next call on `self`.
+    pub fn finish_parts(&mut self) -> [&[u8]; 3] {
+        self.out.clear();
+        self.put_tail();
+        [&self.keys, &self.values, &self.out]
+    }
+
+    /// Appends to `out` everything of the run after its value area. The key area is a
+    /// multiple of 8 bytes long, so the value area's padding depends only on its length.
+    fn put_tail(&mut self) {
         let pad = pad_len(self.values.len());
         self.out.resize(self.out.len() + pad, 0);
         let version = match self.uniform() {
@@ -398,7 +416,6 @@ impl KeySetWriter {
         put_fixed32(&mut self.out, (self.values.len() + pad) as u32);
         self.out
             .extend_from_slice(&[b'K', b'S', version, self.kind as u8]);
-        &self.out
     }
 
     /// Clears the writer for a new run (keeps its allocations).
@@ -887,6 +904,16 @@ impl BlockBuilder {
         match &mut self.inner {
             BuilderInner::KeySet(w) => w.finish(),
             BuilderInner::Prefix(p) => p.finish(),
+        }
+    }
+
+    /// Finishes the block and returns its contents as pieces to be written one after the
+    /// other (see [`KeySetWriter::finish_parts`]; a Prefix block is one piece and two empty
+    /// ones). Valid until the next call on `self`.
+    pub fn finish_parts(&mut self) -> [&[u8]; 3] {
+        match &mut self.inner {
+            BuilderInner::KeySet(w) => w.finish_parts(),
+            BuilderInner::Prefix(p) => [p.finish(), &[], &[]],
         }
     }
 
@@ -1621,6 +1648,58 @@ mod tests {
         assert_eq!(r.find(&make_internal_key(b"b", 0, ValueKind::Value)), 1);
         assert_eq!(r.find(&make_internal_key(b"z", 0, ValueKind::Value)), 3);
         assert_eq!(r.find(b""), 0);
+    }
+
+    #[test]
+    fn finished_parts_are_the_finished_block() {
+        let mut rng = StdRng::seed_from_u64(16);
+        for format in [BlockFormat::KeySet, BlockFormat::Prefix] {
+            let mut b = BlockBuilder::new(format, 4);
+            // Varied keys and values (layouts 1 and 2), one key length and one value length
+            // (layout 3 with a fixed value length), one key length and varied values.
+            let fixed = |n: usize, vlen: usize| -> Vec<(Vec<u8>, Vec<u8>)> {
+                (0..n)
+                    .map(|i| {
+                        let uk = format!("k{i:06}");
+                        let kind = ValueKind::Value;
+                        (
+                            make_internal_key(uk.as_bytes(), 7, kind),
+                            vec![i as u8; vlen],
+                        )
+                    })
+                    .collect()
+            };
+            let varied_values: Vec<_> = fixed(40, 0)
+                .into_iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k, vec![3u8; i % 9]))
+                .collect();
+            for entries in [
+                random_entries(&mut rng, 1),
+                random_entries(&mut rng, 200),
+                fixed(30, 4096),
+                fixed(50, 13),
+                varied_values,
+            ] {
+                for (k, v) in &entries {
+                    b.add(k, v);
+                }
+                let whole = b.finish().to_vec();
+                let parts = b.finish_parts().concat();
+                assert_eq!(parts, whole, "{format:?}, {} entries", entries.len());
+                // And the pieces make a block that reads back.
+                let block = Arc::new(Block::new(parts, format).unwrap());
+                let mut it = block.iter();
+                it.seek_to_first();
+                for (k, v) in &entries {
+                    assert!(it.valid());
+                    assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+                    it.next();
+                }
+                assert!(!it.valid());
+                b.reset();
+            }
+        }
     }
 
     #[test]

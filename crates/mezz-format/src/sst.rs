@@ -291,8 +291,18 @@ impl TableProperties {
 /// and how many of them are used.
 #[must_use]
 pub fn block_frame_tail(contents: &[u8], block_type: u8) -> ([u8; 8 + BLOCK_TRAILER_LEN], usize) {
-    let pad = pad_len(contents.len() as u64) as usize;
-    let crc = mask(crc32c_extend(crc32c(contents), &[block_type]));
+    block_frame_tail_of_parts(&[contents], block_type)
+}
+
+/// [`block_frame_tail`] of the contents made of `parts`, one after the other.
+fn block_frame_tail_of_parts(
+    parts: &[&[u8]],
+    block_type: u8,
+) -> ([u8; 8 + BLOCK_TRAILER_LEN], usize) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let pad = pad_len(len as u64) as usize;
+    let crc = parts.iter().fold(0, |crc, p| crc32c_extend(crc, p));
+    let crc = mask(crc32c_extend(crc, &[block_type]));
     let mut tail = [0u8; 8 + BLOCK_TRAILER_LEN];
     let (_, t) = tail.split_at_mut(pad);
     if let Some(c) = t.get_mut(..4) {
@@ -360,9 +370,22 @@ fn write_block(
     contents: &[u8],
     block_type: u8,
 ) -> std::io::Result<BlockHandle> {
-    let size = contents.len() as u64;
-    let (tail, n) = block_frame_tail(contents, block_type);
-    file.append(contents)?;
+    write_block_parts(file, offset, &[contents], block_type)
+}
+
+/// [`write_block`] of the contents made of `parts`, one after the other: each part is
+/// copied once, into the file, never gathered into one buffer first.
+fn write_block_parts(
+    file: &mut dyn WritableFile,
+    offset: &mut u64,
+    parts: &[&[u8]],
+    block_type: u8,
+) -> std::io::Result<BlockHandle> {
+    let size = parts.iter().map(|p| p.len() as u64).sum();
+    let (tail, n) = block_frame_tail_of_parts(parts, block_type);
+    for part in parts {
+        file.append(part)?;
+    }
     file.append(tail.get(..n).unwrap_or(&tail))?;
     let h = BlockHandle {
         offset: *offset,
@@ -370,6 +393,32 @@ fn write_block(
     };
     *offset = h.end();
     Ok(h)
+}
+
+/// How a data block's `contents` are stored: compressed by `compressor` when that pays
+/// (counted in `props`, timed in `compress_nanos` apart from encoding, so the encode cost
+/// stays the cost of building blocks), else as they are.
+fn stored_form<'a>(
+    compressor: &'a mut BlockCompressor,
+    props: &mut TableProperties,
+    compress_nanos: &mut u64,
+    contents: &'a [u8],
+) -> (&'a [u8], u8) {
+    if compressor.kind() == Compression::None {
+        return (contents, BLOCK_TYPE_RAW);
+    }
+    let start = Instant::now();
+    let compressed_type = compressor.kind().block_type();
+    let compressed = compressor.compress(contents);
+    *compress_nanos += start.elapsed().as_nanos() as u64;
+    props.uncompressed_block_bytes += contents.len() as u64;
+    match compressed {
+        Some(c) => {
+            props.num_compressed_blocks += 1;
+            (c, compressed_type)
+        }
+        None => (contents, BLOCK_TYPE_RAW),
+    }
 }
 
 /// Appends to `out` an internal key `S` with `start <= S < limit`, as short as possible.
@@ -417,8 +466,6 @@ fn successor(key: &[u8], out: &mut Vec<u8>) {
 pub struct TableBuilder {
     /// Bytes of blocks added whole (`add_keyset_block`).
     copied_block_bytes: u64,
-    /// Reused buffer for the contents of the block being written.
-    block_buf: Vec<u8>,
     file: Box<dyn WritableFile>,
     opts: TableBuilderOptions,
     data_block: BlockBuilder,
@@ -460,7 +507,6 @@ impl TableBuilder {
             },
             encode_nanos: 0,
             copied_block_bytes: 0,
-            block_buf: Vec::new(),
             compressor: BlockCompressor::new(opts.compression, opts.zstd_level),
             compress_nanos: 0,
             failed: false,
@@ -613,39 +659,43 @@ impl TableBuilder {
             return Ok(());
         }
         let start = Instant::now();
-        // The block's bytes move to a reused buffer so `store_block` can borrow `self`.
-        let mut contents = std::mem::take(&mut self.block_buf);
-        contents.clear();
-        contents.extend_from_slice(self.data_block.finish());
-        self.encode_nanos += start.elapsed().as_nanos() as u64;
+        let written = if self.compressor.kind() == Compression::None {
+            // Uncompressed, the block goes to the file in its builder's pieces: its values
+            // (most of its bytes) are copied once, not gathered first.
+            let parts = self.data_block.finish_parts();
+            self.encode_nanos += start.elapsed().as_nanos() as u64;
+            write_block_parts(self.file.as_mut(), &mut self.offset, &parts, BLOCK_TYPE_RAW)
+        } else {
+            let contents = self.data_block.finish();
+            self.encode_nanos += start.elapsed().as_nanos() as u64;
+            let (stored, block_type) = stored_form(
+                &mut self.compressor,
+                &mut self.props,
+                &mut self.compress_nanos,
+                contents,
+            );
+            write_block(self.file.as_mut(), &mut self.offset, stored, block_type)
+        };
         self.data_block.reset();
-        let r = self.store_block(&contents);
-        self.block_buf = contents;
-        r
+        self.block_written(written)
     }
 
     /// Writes the contents of a data block (compressed when that pays) and makes it the
     /// pending index entry.
     fn store_block(&mut self, contents: &[u8]) -> Result<()> {
-        // Compression is timed apart from encoding, so the encode cost stays the cost of
-        // building blocks.
-        let (stored, block_type) = if self.compressor.kind() == Compression::None {
-            (contents, BLOCK_TYPE_RAW)
-        } else {
-            let start = Instant::now();
-            let compressed_type = self.compressor.kind().block_type();
-            let compressed = self.compressor.compress(contents);
-            self.compress_nanos += start.elapsed().as_nanos() as u64;
-            self.props.uncompressed_block_bytes += contents.len() as u64;
-            match compressed {
-                Some(c) => {
-                    self.props.num_compressed_blocks += 1;
-                    (c, compressed_type)
-                }
-                None => (contents, BLOCK_TYPE_RAW),
-            }
-        };
-        match write_block(self.file.as_mut(), &mut self.offset, stored, block_type) {
+        let (stored, block_type) = stored_form(
+            &mut self.compressor,
+            &mut self.props,
+            &mut self.compress_nanos,
+            contents,
+        );
+        let written = write_block(self.file.as_mut(), &mut self.offset, stored, block_type);
+        self.block_written(written)
+    }
+
+    /// Makes a data block just written the pending index entry.
+    fn block_written(&mut self, written: std::io::Result<BlockHandle>) -> Result<()> {
+        match written {
             Ok(h) => {
                 self.pending = Some(h);
                 self.props.num_data_blocks += 1;
