@@ -85,6 +85,11 @@ pub trait WritableFile: Send + Sync + Debug {
 pub trait MappedWindow: Send + Sync + Debug {
     /// The mapped bytes: stores into them reach the file's page cache directly.
     fn bytes_mut(&mut self) -> &mut [u8];
+
+    /// Faults every page of the window in, writable, so that later stores into it (and
+    /// `pwrite`s over its range) find their pages in the page cache and mapped. Advice:
+    /// errors are ignored. The default does nothing.
+    fn prefault(&mut self) {}
 }
 
 /// A read-only shared mapping of a whole file, unmapped when dropped (made by the function
