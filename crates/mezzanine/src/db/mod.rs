@@ -114,9 +114,13 @@ pub(crate) struct WriteState {
     /// What the group being committed has waited on so far (empty between groups:
     /// `finish_trace` takes it).
     trace: crate::stats::WriteTrace,
-    /// When the group's last memtable insert ended (set by `commit`), so that its total
-    /// takes no further clock read; `None` until then.
+    /// When the group's phases under the lock ended, if known (so that its total takes
+    /// no further clock read); `None` otherwise.
     trace_end: Option<Instant>,
+    /// The last sequence number assigned to a logged group. Groups are published
+    /// (`DbInner::last_seq`) in this order, after their memtable insert, which runs
+    /// outside this lock: `last_seq <= last_assigned`.
+    last_assigned: u64,
 }
 
 /// Background bookkeeping behind `DbInner::state`.
@@ -190,6 +194,10 @@ pub(crate) struct DbInner {
     super_version: ArcSwap<SuperVersion>,
     /// The last sequence number visible to readers.
     last_seq: AtomicU64,
+    /// Groups logged (sequence numbers assigned, WAL record written) and not yet inserted
+    /// and published: the active memtable does not change, and is not flushed, while any
+    /// is (`wait_for_inserts`).
+    inserting: std::sync::atomic::AtomicUsize,
     next_file: AtomicU64,
     snapshots: Arc<SnapshotList>,
     write: Mutex<WriteState>,

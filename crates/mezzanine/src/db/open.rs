@@ -959,6 +959,7 @@ fn assemble_db_inner(
         table_cache,
         super_version: ArcSwap::from_pointee(sv),
         last_seq: AtomicU64::new(rec.last_seq),
+        inserting: std::sync::atomic::AtomicUsize::new(0),
         next_file: rec.next_file,
         snapshots: Arc::new(SnapshotList::default()),
         write: Mutex::new(WriteState {
@@ -966,6 +967,7 @@ fn assemble_db_inner(
             delay_debt_nanos: 0,
             trace: crate::stats::WriteTrace::default(),
             trace_end: None,
+            last_assigned: rec.last_seq,
         }),
         queue: Mutex::new(std::collections::VecDeque::new()),
         manifest: Mutex::new(installed.manifest),

@@ -1,12 +1,15 @@
 //! The write path: group commit, back-pressure and memtable switches.
 //!
 //! A writer that finds the `write` lock free and nobody queued commits its batch alone at
-//! once. Otherwise it queues its batch, then tries to take the `write` lock. Whoever holds it is the
-//! leader: it takes a group from the front of the queue (at most `MAX_GROUP_BYTES`, always
-//! at least one batch), waits for room (stalls), assigns sequence numbers, appends one WAL
-//! record for the whole group (synced if any member asked for `sync`), inserts the group
-//! into the memtable, publishes the last sequence and hands every member its result. On
-//! release it wakes the writer now at the front of the queue, which tries to lead next.
+//! once. Otherwise it queues its batch, then tries to take the `write` lock. Whoever holds
+//! it is the leader: it takes a group from the front of the queue (at most
+//! `MAX_GROUP_BYTES`, always at least one batch), waits for room (stalls), assigns
+//! sequence numbers and appends one WAL record for the whole group (synced if any member
+//! asked for `sync`). Into a DRAM memtable it then releases the lock, waking the writer now
+//! at the front of the queue, which tries to lead next, and inserts the group while the
+//! next group is logged (RocksDB's pipelined write); once every group logged before it is
+//! published, it publishes the group's last sequence and hands every member its result.
+//! Into an NVM memtable (no WAL) the group is inserted and published under the lock.
 //!
 //! Into a DRAM memtable (a concurrent skip list) the group is inserted in parallel, as
 //! RocksDB's `allow_concurrent_memtable_write` does: the leader hands each member whose
@@ -15,16 +18,25 @@
 //! when every part is in. Queued writers spin, then yield, for up to `WAIT_YIELD` before
 //! they park, since a group commits faster than a futex wake-up on a busy core.
 //!
-//! Invariants: sequence numbers are assigned, logged and published in queue order, only
-//! under the `write` lock; the active memtable and its WAL change only under that lock, and
-//! a member's insert job runs while the leader holds it (the leader waits for every job).
-//! A memtable entry above the published sequence is invisible to readers. The `state` lock
-//! is never held while writing the WAL or the memtable.
+//! Why the insert runs outside the lock: with two writers in a closed loop, each one's
+//! next batch arrived while the other led its group, after that leader had taken its group
+//! from the queue, so groups were of one batch and ran one after the other, the second
+//! writer spinning (a third of the writers' time in a 2-thread fill).
+//!
+//! Invariants: sequence numbers are assigned and logged in queue order, only under the
+//! `write` lock (`WriteState::last_assigned`), and published in the same order
+//! (`last_seq`), each group after its memtable insert; a group logged and not yet
+//! published counts in `DbInner::inserting`, and the active memtable is not switched,
+//! replaced or flushed while any does (`wait_for_inserts`). The active memtable and its
+//! WAL change only under the `write` lock. A member's insert job runs before its leader
+//! publishes the group (the leader waits for every job, or takes it back). A memtable entry
+//! above the published sequence is invisible to readers. The `state` lock is never held
+//! while writing the WAL or the memtable, nor while waiting for inserts.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::batch::WriteBatch;
@@ -81,6 +93,21 @@ impl InsertJob {
         }
         self.group.pending.fetch_sub(1, Ordering::Release);
     }
+}
+
+/// A group whose sequence numbers are assigned and whose WAL record is written
+/// ([`DbInner::log_group`]), still to be inserted into its DRAM memtable and published
+/// ([`DbInner::apply_logged`]).
+struct Logged {
+    mem: Arc<MemTable>,
+    first: u64,
+    count: u64,
+    /// What the group waited on under the `write` lock.
+    trace: crate::stats::WriteTrace,
+    /// When the group took the `write` lock.
+    start: Instant,
+    /// When its insert started (its WAL append's end).
+    insert_start: Instant,
 }
 
 /// The members of a group of several writers, for a parallel memtable insert: their slots
@@ -238,11 +265,8 @@ impl DbInner {
                 let t = Instant::now();
                 let r = self
                     .make_room_for_write(&mut ws, batch.approximate_size(), batch.len())
-                    .and_then(|mem| self.commit(&mut ws, &mem, &mut batch, sync, None));
-                self.finish_trace(&mut ws, t);
-                drop(ws);
-                self.wake_next_writer();
-                return r;
+                    .and_then(|mem| self.log_group(&mut ws, &mem, &mut batch, sync, t));
+                return self.release_and_apply(ws, r, t, &batch, None);
             }
             // Others are queued: go behind them, and make sure one of them is awake to lead.
             drop(ws);
@@ -255,15 +279,14 @@ impl DbInner {
             slot: Arc::clone(&slot),
         });
         loop {
-            if let Some(mut ws) = self.write.try_lock() {
+            if let Some(ws) = self.write.try_lock() {
                 if let Some(r) = slot.take_result() {
                     drop(ws);
                     self.wake_next_writer();
                     return r;
                 }
-                self.lead_group(&mut ws, &slot);
-                drop(ws);
-                self.wake_next_writer();
+                // Releases the lock (and wakes the next writer) once the group is logged.
+                self.lead_group(ws, &slot);
                 if let Some(r) = slot.take_result() {
                     return r;
                 }
@@ -302,11 +325,14 @@ impl DbInner {
         group
     }
 
-    /// Commits one group. REQUIRES: the caller holds the `write` lock (`ws`); `own` is the
-    /// leader's slot.
-    fn lead_group(&self, ws: &mut WriteState, own: &Arc<Slot>) {
+    /// Commits one group: logs it under the `write` lock (`ws`, released as soon as the
+    /// group is logged, when the next writer is woken), then inserts and publishes it.
+    /// `own` is the leader's slot.
+    fn lead_group(&self, mut ws: MutexGuard<'_, WriteState>, own: &Arc<Slot>) {
         let group = self.take_group();
         if group.is_empty() {
+            drop(ws);
+            self.wake_next_writer();
             return;
         }
         let bytes: usize = group.iter().map(|p| p.batch.approximate_size()).sum();
@@ -331,10 +357,10 @@ impl DbInner {
             (c, Some(parts))
         };
         let t = Instant::now();
-        let result = self
-            .make_room_for_write(ws, bytes, batch.len())
-            .and_then(|mem| self.commit(ws, &mem, &mut batch, sync, parts));
-        self.finish_trace(ws, t);
+        let logged = self
+            .make_room_for_write(&mut ws, bytes, batch.len())
+            .and_then(|mem| self.log_group(&mut ws, &mem, &mut batch, sync, t));
+        let result = self.release_and_apply(ws, logged, t, &batch, parts);
         match result {
             Ok(()) => {
                 for s in &slots {
@@ -352,31 +378,42 @@ impl DbInner {
     /// Records the trace of the group that started at `start` (kept when it was slow).
     fn finish_trace(&self, ws: &mut WriteState, start: Instant) {
         // Taken, so the next group starts from an empty trace.
-        let mut t = std::mem::take(&mut ws.trace);
+        let t = std::mem::take(&mut ws.trace);
         let end = ws.trace_end.take().unwrap_or_else(Instant::now);
+        self.record_trace(t, start, end);
+    }
+
+    /// Records `t`, the trace of a group from `start` to `end`, if the group was slow.
+    fn record_trace(&self, mut t: crate::stats::WriteTrace, start: Instant, end: Instant) {
         t.total = micros_between(start, end);
         if t.total >= crate::stats::SLOW_MICROS {
             self.stats.slow_writes.lock().record(t);
         }
     }
 
-    /// Logs one group, `batch`, and applies it. A group of several writers comes with
-    /// `parts` (their own batches, `batch` being their concatenation): into a DRAM memtable,
-    /// each member whose writer is awake inserts its own part while the leader inserts the
-    /// rest, and the group is published once every part is in. REQUIRES: the `write` lock.
-    fn commit(
+    /// Logs one group, `batch`, under the `write` lock (`ws`): assigns its sequence
+    /// numbers and appends its WAL record. Into an NVM memtable (no WAL) the group is also
+    /// inserted and published here, and `None` returned. Into a DRAM memtable the insert
+    /// and the publication are left to [`DbInner::apply_logged`], after the lock is
+    /// released: the next group can be logged while this one is inserted (RocksDB's
+    /// pipelined write). Until then the group counts in `inserting`. `start` is when the
+    /// group took the lock. REQUIRES: the `write` lock.
+    fn log_group(
         &self,
         ws: &mut WriteState,
         mem: &Arc<MemTable>,
         batch: &mut WriteBatch,
         sync: bool,
-        parts: Option<GroupParts<'_>>,
-    ) -> Result<()> {
-        let first = self.last_seq.load(Ordering::Relaxed) + 1;
+        start: Instant,
+    ) -> Result<Option<Logged>> {
+        let first = ws.last_assigned + 1;
         let count = batch.len() as u64;
         batch.set_sequence(first);
         let stats = &self.stats;
         if mem.is_nvm() {
+            // Published here, in order: the groups still being inserted (into the DRAM
+            // memtable before this one) go first.
+            self.wait_for_inserts();
             // NoveLSM's mutable NVM memtable: no WAL, every group durable in place. Older
             // WALs' tails must be durable first, or a power cut could keep these writes and
             // lose earlier acknowledged ones (a hole in the history).
@@ -395,8 +432,9 @@ impl DbInner {
             };
             StatsCollector::add(&stats.write_groups, 1);
             StatsCollector::add(&stats.user_bytes_written, user_bytes);
+            ws.last_assigned = first + count - 1;
             self.last_seq.store(first + count - 1, Ordering::Release);
-            return Ok(());
+            return Ok(None);
         }
         let mut wal_end = None;
         if let Some(wal) = ws.wal.as_mut() {
@@ -426,20 +464,94 @@ impl DbInner {
                 StatsCollector::add(&stats.wal_syncs, 1);
             }
         }
-        // One clock read between the phases: the insert is timed from the WAL append's end.
-        let t = wal_end.unwrap_or_else(Instant::now);
+        ws.last_assigned = first + count - 1;
+        self.inserting.fetch_add(1, Ordering::AcqRel);
+        Ok(Some(Logged {
+            mem: Arc::clone(mem),
+            first,
+            count,
+            trace: std::mem::take(&mut ws.trace),
+            start,
+            // One clock read between the phases: the insert is timed from the WAL
+            // append's end.
+            insert_start: wal_end.unwrap_or_else(Instant::now),
+        }))
+    }
+
+    /// Releases the `write` lock (`ws`) and wakes the next writer, then applies a group
+    /// `log_group` logged (`logged`; its trace is recorded as the lock is released when
+    /// the group was applied there, or failed). `batch` is the group's batch, `parts` its
+    /// members' own batches.
+    fn release_and_apply(
+        &self,
+        mut ws: MutexGuard<'_, WriteState>,
+        logged: Result<Option<Logged>>,
+        start: Instant,
+        batch: &WriteBatch,
+        parts: Option<GroupParts<'_>>,
+    ) -> Result<()> {
+        let logged = match logged {
+            Ok(Some(l)) => l,
+            done => {
+                self.finish_trace(&mut ws, start);
+                drop(ws);
+                self.wake_next_writer();
+                return done.map(|_| ());
+            }
+        };
+        drop(ws);
+        self.wake_next_writer();
+        self.apply_logged(logged, batch, parts)
+    }
+
+    /// Inserts a logged group into its DRAM memtable (each member whose writer is awake
+    /// inserting its own part when `parts` is given), then publishes its sequence numbers
+    /// once every group logged before it is published: readers never see a group before
+    /// an older one. Runs without the `write` lock.
+    fn apply_logged(
+        &self,
+        g: Logged,
+        batch: &WriteBatch,
+        parts: Option<GroupParts<'_>>,
+    ) -> Result<()> {
         let inserted = match parts {
-            Some(parts) => Self::insert_parts(mem, first, parts),
-            None => mem.insert_batch(batch),
+            Some(parts) => Self::insert_parts(&g.mem, g.first, parts),
+            None => g.mem.insert_batch(batch),
         };
         let end = Instant::now();
-        ws.trace.insert += micros_between(t, end);
-        ws.trace_end = Some(end);
-        let user_bytes = inserted?;
-        StatsCollector::add(&stats.write_groups, 1);
-        StatsCollector::add(&stats.user_bytes_written, user_bytes);
-        self.last_seq.store(first + count - 1, Ordering::Release);
-        Ok(())
+        // The group before this one is inserted by another thread, which needs no lock.
+        let previous = g.first - 1;
+        spin_until(Duration::MAX, || {
+            self.last_seq.load(Ordering::Acquire) == previous
+        });
+        // Published even after a failed insert (the database is then failed: no write is
+        // accepted), so that the groups after it are not held forever.
+        self.last_seq
+            .store(g.first + g.count - 1, Ordering::Release);
+        self.inserting.fetch_sub(1, Ordering::AcqRel);
+        let mut trace = g.trace;
+        trace.insert += micros_between(g.insert_start, end);
+        self.record_trace(trace, g.start, end);
+        match inserted {
+            Ok(user_bytes) => {
+                StatsCollector::add(&self.stats.write_groups, 1);
+                StatsCollector::add(&self.stats.user_bytes_written, user_bytes);
+                Ok(())
+            }
+            Err(e) => {
+                self.set_bg_error(&format!("memtable insert failed: {e}"));
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits until every group logged so far is inserted and published. Call with the
+    /// `write` lock held (no group is logged meanwhile) before the active memtable
+    /// changes, or to see every logged write.
+    pub(super) fn wait_for_inserts(&self) {
+        spin_until(Duration::MAX, || {
+            self.inserting.load(Ordering::Acquire) == 0
+        });
     }
 
     /// Inserts the members' batches of a group into the DRAM memtable `mem`, numbered from
@@ -579,6 +691,13 @@ impl DbInner {
                 StatsCollector::add(c, micros);
                 continue;
             }
+            if mem_full && self.inserting.load(Ordering::Acquire) != 0 {
+                // Groups logged into this memtable are still being inserted: it does not
+                // change under them (and whether it is empty is not known yet).
+                drop(st);
+                self.wait_for_inserts();
+                continue;
+            }
             if mem_full {
                 let empty_dram = mem.is_empty() && !mem.is_nvm();
                 if empty_dram && mem.room() < need {
@@ -684,6 +803,8 @@ impl DbInner {
     /// Makes the active memtable immutable and starts a new one with a new WAL.
     /// REQUIRES: the `write` lock (`ws`), room for one more immutable memtable.
     pub(super) fn switch_memtable(&self, ws: &mut WriteState) -> Result<()> {
+        // No group may still be inserting into the memtable that becomes immutable.
+        self.wait_for_inserts();
         // The new memtable (and its WAL) first: if creating it fails, nothing has changed
         // (the old memtable and WAL stay active).
         let number = self.new_file_number();
@@ -812,6 +933,8 @@ impl DbInner {
         self.check_open()?;
         let target = {
             let mut ws = self.write.lock();
+            // Every write logged before the call is in the memtable it flushes.
+            self.wait_for_inserts();
             let r = (|| -> Result<Option<u64>> {
                 let mut st = self.state.lock();
                 if st.mems.active().is_empty() {
