@@ -1,6 +1,7 @@
 //! Groups are inserted outside the write lock (a pipelined write) and published in order:
 //! a snapshot sees every write numbered up to its sequence, and no memtable switch or
 //! flush loses a write still being inserted.
+#![allow(clippy::unwrap_used)] // in the helpers of the test below
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
