@@ -51,6 +51,7 @@ mod mapped;
 mod mem;
 mod posix;
 mod units;
+mod worker;
 
 pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};

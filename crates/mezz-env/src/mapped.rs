@@ -49,9 +49,9 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock, mpsc};
 
 use crate::posix::{Writeback, WritebackCursor, with_path};
+use crate::worker::{Job, Worker};
 use crate::{AllocateFn, MapWindowFn, MappedWindow, WritableFile};
 
 /// Bytes reserved and mapped at a time.
@@ -61,33 +61,8 @@ pub(crate) const WINDOW: usize = 1 << 20;
 /// mapping (see the module comment).
 pub(crate) const DIRECT_BYTES: usize = 2048;
 
-/// A job for the helper thread that prepares and retires windows.
-type HelperJob = Box<dyn FnOnce() + Send>;
-
-/// Runs `job` on the process's window helper thread (started on first use); gives the job
-/// back if there is no helper (it could not be started).
-fn run_in_background(job: HelperJob) -> Result<(), HelperJob> {
-    static HELPER: OnceLock<Option<Mutex<mpsc::Sender<HelperJob>>>> = OnceLock::new();
-    let helper = HELPER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<HelperJob>();
-        std::thread::Builder::new()
-            .name("mezz-logwindow".into())
-            .spawn(move || {
-                while let Ok(job) = rx.recv() {
-                    job();
-                }
-            })
-            .ok()
-            .map(|_| Mutex::new(tx))
-    });
-    match helper {
-        Some(tx) => match tx.lock() {
-            Ok(tx) => tx.send(job).map_err(|e| e.0),
-            Err(_) => Err(job),
-        },
-        None => Err(job),
-    }
-}
+/// The thread that prepares and unmaps windows (`mezz-logwindow`).
+static WINDOWS: Worker = Worker::new("mezz-logwindow");
 
 /// The result of preparing a window on the helper.
 type Prepared = io::Result<Box<dyn MappedWindow>>;
@@ -97,24 +72,8 @@ type Prepared = io::Result<Box<dyn MappedWindow>>;
 struct Ahead {
     /// The window's file offset.
     offset: u64,
-    /// Where the helper sends the window (in a mutex only so that the writer is `Sync`:
-    /// it is reached through `&mut`, never locked by two threads).
-    rx: Mutex<mpsc::Receiver<Prepared>>,
-}
-
-impl Ahead {
-    /// The window, if the helper is done with it.
-    fn try_take(&mut self) -> Result<Prepared, mpsc::TryRecvError> {
-        self.rx
-            .get_mut()
-            .map_err(|_| mpsc::TryRecvError::Disconnected)?
-            .try_recv()
-    }
-
-    /// Waits for the helper to be done with the window; `None` if the job is gone.
-    fn wait(self) -> Option<Prepared> {
-        self.rx.into_inner().ok()?.recv().ok()
-    }
+    /// Where the helper sends the window; disconnected if the job is gone.
+    rx: crossbeam_channel::Receiver<Prepared>,
 }
 
 /// Starts preparing the window at `offset` of `file` on the helper thread; `None` if the
@@ -128,8 +87,8 @@ fn prepare_in_background(
     prefault: bool,
 ) -> Option<Ahead> {
     let file = file.try_clone().ok()?;
-    let (tx, rx) = mpsc::channel();
-    let job: HelperJob = Box::new(move || {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let job: Job = Box::new(move || {
         let prepared = allocate(&file, offset, WINDOW as u64)
             .and_then(|()| map(&file, offset, WINDOW))
             .map(|mut w| {
@@ -142,11 +101,8 @@ fn prepare_in_background(
         // then unmapped here.
         let _ = tx.send(prepared);
     });
-    run_in_background(job).ok()?;
-    Some(Ahead {
-        offset,
-        rx: Mutex::new(rx),
-    })
+    WINDOWS.run(job).ok()?;
+    Some(Ahead { offset, rx })
 }
 
 /// A log file written through a memory mapping of its current window.
@@ -225,26 +181,32 @@ impl MappedLogFile {
     /// window prepared ahead if it is that one (and its preparation worked), else here.
     fn map_window_at(&mut self, pos: u64) -> io::Result<()> {
         let offset = pos / WINDOW as u64 * WINDOW as u64;
-        self.retire_window();
         if let Some(ahead) = self.ahead.take_if(|a| a.offset == offset)
-            && let Some(Ok(window)) = ahead.wait()
+            && let Ok(Ok(window)) = ahead.rx.recv()
         {
-            self.reserved = self.reserved.max(offset + WINDOW as u64);
-            self.window = Some((offset, window));
+            self.install_window(offset, window);
             return Ok(());
         }
+        self.retire_window();
         self.reserve(offset + WINDOW as u64)?;
         let window =
             (self.map)(&self.file, offset, WINDOW).map_err(|e| with_path(e, "map", &self.path))?;
-        self.window = Some((offset, window));
+        self.install_window(offset, window);
         Ok(())
+    }
+
+    /// Makes `window`, the reserved window at `offset`, the mapped one.
+    fn install_window(&mut self, offset: u64, window: Box<dyn MappedWindow>) {
+        self.retire_window();
+        self.reserved = self.reserved.max(offset + WINDOW as u64);
+        self.window = Some((offset, window));
     }
 
     /// Unmaps the current window, on the helper thread if there is one.
     fn retire_window(&mut self) {
         if let Some(old) = self.window.take() {
             // Without a helper the job, and so the window, is dropped here.
-            let _ = run_in_background(Box::new(move || drop(old)));
+            let _ = WINDOWS.run(Box::new(move || drop(old)));
         }
     }
 
@@ -255,27 +217,26 @@ impl MappedLogFile {
     fn look_ahead(&mut self) {
         let here = self.written / WINDOW as u64 * WINDOW as u64;
         let next = here + WINDOW as u64;
-        if let Some(ahead) = &mut self.ahead {
+        if let Some(ahead) = self.ahead.take() {
             if ahead.offset >= next {
+                self.ahead = Some(ahead);
                 return;
             }
             if ahead.offset == here {
-                match ahead.try_take() {
-                    Ok(Ok(window)) => {
-                        self.retire_window();
-                        self.reserved = self.reserved.max(next);
-                        self.window = Some((here, window));
-                    }
+                match ahead.rx.try_recv() {
+                    Ok(Ok(window)) => self.install_window(here, window),
                     // The writer maps this window itself when it stores into it.
-                    Ok(Err(_)) | Err(mpsc::TryRecvError::Disconnected) => {}
-                    Err(mpsc::TryRecvError::Empty) => return,
+                    Ok(Err(_)) | Err(crossbeam_channel::TryRecvError::Disconnected) => {}
+                    Err(crossbeam_channel::TryRecvError::Empty) => {
+                        self.ahead = Some(ahead);
+                        return;
+                    }
                 }
             } else {
                 // Dropped once its helper is done with it: its reservation is only space
                 // the truncation at `close` gives back.
-                let _ = self.ahead.take().and_then(Ahead::wait);
+                let _ = ahead.rx.recv();
             }
-            self.ahead = None;
         }
         let prefault = self.recent_mapped >= self.recent_direct;
         self.recent_mapped /= 2;
@@ -392,7 +353,7 @@ impl WritableFile for MappedLogFile {
     fn close(&mut self) -> io::Result<()> {
         // A window still being prepared could grow the file after the truncation.
         if let Some(ahead) = self.ahead.take() {
-            let _ = ahead.wait();
+            let _ = ahead.rx.recv();
         }
         if self.done && self.reserved.max(self.prepared_to) == self.written {
             return Ok(());

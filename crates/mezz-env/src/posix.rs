@@ -24,11 +24,12 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, OnceLock, mpsc};
+use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
 use crate::mapped::MappedLogFile;
+use crate::worker::Worker;
 use crate::{
     FileLock, FileSystem, MappedFile, MappedWindow, RandomAccessFile, WritableFile, WriteLifetime,
 };
@@ -104,8 +105,8 @@ impl WritebackCursor {
     }
 }
 
-/// One range to start writeback on, with its own descriptor of the file.
-type WritebackJob = (File, u64, u64, WritebackFn);
+/// The thread that starts writeback of ranges handed to it (`mezz-writeback`).
+static WRITEBACK: Worker = Worker::new("mezz-writeback");
 
 /// Hands `offset..offset + len` of `file` to the writeback helper thread, or starts its
 /// writeback here if the helper or a duplicate descriptor cannot be had.
@@ -116,22 +117,12 @@ type WritebackJob = (File, u64, u64, WritebackFn);
 /// `kblockd` about once per MiB of WAL and was preempted about 2.7 times as often as
 /// RocksDB's, which starts no writeback on its WAL by default).
 pub(crate) fn start_in_background(start: WritebackFn, file: &File, offset: u64, len: u64) {
-    static HELPER: OnceLock<Option<mpsc::Sender<WritebackJob>>> = OnceLock::new();
-    let helper = HELPER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<WritebackJob>();
-        std::thread::Builder::new()
-            .name("mezz-writeback".into())
-            .spawn(move || {
-                while let Ok((file, offset, len, start)) = rx.recv() {
-                    let _ = start(&file, offset, len);
-                }
-            })
-            .ok()
-            .map(|_| tx)
-    });
-    let queued = helper.as_ref().is_some_and(|tx| {
-        file.try_clone()
-            .is_ok_and(|dup| tx.send((dup, offset, len, start)).is_ok())
+    let queued = file.try_clone().is_ok_and(|dup| {
+        WRITEBACK
+            .run(Box::new(move || {
+                let _ = start(&dup, offset, len);
+            }))
+            .is_ok()
     });
     if !queued {
         let _ = start(file, offset, len);
