@@ -114,9 +114,6 @@ pub(crate) struct WriteState {
     /// What the group being committed has waited on so far (empty between groups:
     /// `finish_trace` takes it).
     trace: crate::stats::WriteTrace,
-    /// When the group's phases under the lock ended, if known (so that its total takes
-    /// no further clock read); `None` otherwise.
-    trace_end: Option<Instant>,
     /// The last sequence number assigned to a logged group. Groups are published
     /// (`DbInner::last_seq`) in this order, after their memtable insert, which runs
     /// outside this lock: `last_seq <= last_assigned`.

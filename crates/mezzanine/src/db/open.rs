@@ -966,7 +966,6 @@ fn assemble_db_inner(
             wal: installed.wal,
             delay_debt_nanos: 0,
             trace: crate::stats::WriteTrace::default(),
-            trace_end: None,
             last_assigned: rec.last_seq,
         }),
         queue: Mutex::new(std::collections::VecDeque::new()),

@@ -379,8 +379,7 @@ impl DbInner {
     fn finish_trace(&self, ws: &mut WriteState, start: Instant) {
         // Taken, so the next group starts from an empty trace.
         let t = std::mem::take(&mut ws.trace);
-        let end = ws.trace_end.take().unwrap_or_else(Instant::now);
-        self.record_trace(t, start, end);
+        self.record_trace(t, start, Instant::now());
     }
 
     /// Records `t`, the trace of a group from `start` to `end`, if the group was slow.
