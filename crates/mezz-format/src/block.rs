@@ -1691,12 +1691,11 @@ mod tests {
                 let block = Arc::new(Block::new(parts, format).unwrap());
                 let mut it = block.iter();
                 it.seek_to_first();
-                for (k, v) in &entries {
-                    assert!(it.valid());
-                    assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+                for i in 0..entries.len() {
+                    check_at(&it, &entries, Some(i));
                     it.next();
                 }
-                assert!(!it.valid());
+                check_at(&it, &entries, None);
                 b.reset();
             }
         }

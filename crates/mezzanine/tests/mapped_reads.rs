@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use mezzanine::{Db, Options, ReadOptions};
@@ -26,15 +28,11 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, when: &str) {
             "{when}: key {i}"
         );
     }
-    let mut it = db.cursor(&ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let mut seen = BTreeMap::new();
-    while it.valid() {
-        seen.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    assert_eq!(&seen, model, "{when}: scan");
+    assert_eq!(
+        &common::scan(db, &ReadOptions::default()),
+        model,
+        "{when}: scan"
+    );
 }
 
 #[test]

@@ -24,13 +24,9 @@ pub fn key(i: u64) -> Vec<u8> {
     format!("key{:08}", i.wrapping_mul(2_654_435_761) % 100_003).into_bytes()
 }
 
-/// Every 7th key of `model` by `get`, then a forward scan equal to `model`, then a backward
-/// scan of the same length.
-pub fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    for (k, v) in model.iter().step_by(7) {
-        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]), "key {k:?}");
-    }
-    let mut it = db.cursor(&ReadOptions::default()).unwrap();
+/// Every entry `db` shows to a forward scan with `opts`.
+pub fn scan(db: &Db, opts: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut it = db.cursor(opts).unwrap();
     it.seek_to_first();
     let mut got = BTreeMap::new();
     while it.valid() {
@@ -38,8 +34,19 @@ pub fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
         it.next();
     }
     it.status().unwrap();
+    got
+}
+
+/// Every 7th key of `model` by `get`, then a forward scan equal to `model`, then a backward
+/// scan of the same length.
+pub fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model.iter().step_by(7) {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]), "key {k:?}");
+    }
+    let got = scan(db, &ReadOptions::default());
     assert_eq!(got.len(), model.len());
     assert!(got == *model, "scan differs from the model");
+    let mut it = db.cursor(&ReadOptions::default()).unwrap();
     it.seek_to_last();
     let mut n = 0;
     while it.valid() {
