@@ -52,6 +52,17 @@ pub trait Media: Send + Sync + fmt::Debug {
     /// callers may skip building persist ranges.
     fn is_persistent(&self) -> bool;
 
+    /// Writes `v` to the 8-aligned word at `off` with one non-temporal store and returns
+    /// true, when this media persists by flushing cache lines: such a store needs no flush
+    /// (it is durable once a later [`Media::fence`] on the same thread returns) and does
+    /// not bring the line into the cache. A word rewritten at every write group (a commit
+    /// word) then costs no cache miss each time, where storing into a line just flushed
+    /// (evicted, on some CPUs) costs one. Otherwise writes nothing and returns false (the
+    /// default): the caller stores the word and persists it.
+    fn store_word_uncached(&self, _off: usize, _v: u64) -> bool {
+        false
+    }
+
     /// Latency emulation hook: data structures call it after reading `len` bytes of the
     /// media (e.g. one skip-list node). Default: nothing.
     fn on_read(&self, _len: usize) {}

@@ -1065,6 +1065,32 @@ impl Media for Region {
         }
     }
 
+    fn store_word_uncached(&self, off: usize, v: u64) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if self.persist_as == PersistMode::Adr
+            && off.is_multiple_of(8)
+            && off.checked_add(8).is_some_and(|end| end <= self.len)
+        {
+            self.persists.fetch_add(1, Ordering::Relaxed);
+            self.bytes_persisted.fetch_add(8, Ordering::Relaxed);
+            self.throttle(8);
+            // SAFETY: `[off, off + 8)` lies inside the mapping (checked above) and is
+            // 8-aligned (the base is page aligned), so the store is one aligned 8-byte
+            // write, atomic like the word's other accesses. A non-temporal store changes
+            // only those 8 bytes; the later `sfence` of `fence` orders it before any later
+            // store and makes it durable as `clwb` + `sfence` would.
+            unsafe {
+                std::arch::x86_64::_mm_stream_si64(
+                    self.base.as_ptr().add(off).cast::<i64>(),
+                    v.cast_signed(),
+                );
+            }
+            return true;
+        }
+        let _ = (off, v);
+        false
+    }
+
     fn on_read(&self, len: usize) {
         let ns = self.emulation.read_ns_per_line;
         if ns != 0 {

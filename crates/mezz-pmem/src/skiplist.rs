@@ -617,6 +617,31 @@ impl<C: Comparator> SkipList<C> {
     where
         F: FnOnce(&mut [u8], &mut [u8]),
     {
+        self.insert_with_then(key_len, value_len, fill, || Ok(()))
+    }
+
+    /// [`SkipList::insert_with`], and on a persistent arena `before_fence` runs after the
+    /// node is linked at level 0 and that link persisted, before the fence that makes the
+    /// link durable: whatever it persists (without a fence) on the arena's media on this
+    /// thread is durable when this returns `Ok`, in the same fence as the link (one fence
+    /// fewer than persisting it afterwards). A power cut may then keep either without the
+    /// other. On a DRAM arena, or when nothing was linked (an error), it does not run.
+    ///
+    /// # Errors
+    /// As [`SkipList::insert_with`]; an error of `before_fence` is `InsertError::Persist`
+    /// (the entry is linked but not known durable).
+    pub fn insert_with_then<F, H>(
+        &self,
+        key_len: usize,
+        value_len: usize,
+        fill: F,
+        before_fence: H,
+    ) -> Result<(), InsertError>
+    where
+        F: FnOnce(&mut [u8], &mut [u8]),
+        H: FnOnce() -> io::Result<()>,
+    {
+        let mut before_fence = Some(before_fence);
         // Persistent inserts take turns (invariant 5); DRAM inserts never touch the mutex.
         let _turn = self.durable.then(|| {
             self.insert_turn
@@ -662,8 +687,15 @@ impl<C: Comparator> SkipList<C> {
                     Ok(_) => {
                         if level == 0 && self.durable {
                             // Publish durably before returning (and before upper levels,
-                            // which are never persisted).
-                            if let Err(e) = self.persist_link(prev[0], 0) {
+                            // which are never persisted), with whatever the caller adds
+                            // to the same fence.
+                            let persisted = self
+                                .arena
+                                .persist(self.link_offset(prev[0], 0), LINK_SIZE)
+                                .and_then(|()| before_fence.take().map_or(Ok(()), |h| h()))
+                                .and_then(|()| self.arena.fence())
+                                .map_err(persist_err);
+                            if let Err(e) = persisted {
                                 self.len.fetch_add(1, AtomicOrdering::Release);
                                 return Err(e);
                             }

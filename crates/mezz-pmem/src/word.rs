@@ -3,7 +3,9 @@
 //!
 //! Owns: nothing but a reference to 8 aligned bytes of a [`Media`]. The commit rule of the
 //! NVM layer (DESIGN §4) is "write data, persist it, then publish it with one 8-byte atomic
-//! store that is then persisted": [`PersistentWord::publish`] is that store. An aligned
+//! store that is then persisted": [`PersistentWord::publish`] is that store
+//! ([`PersistentWord::stage`] the same without its fence). On a media flushed by cache-line
+//! instructions the store is non-temporal ([`Media::store_word_uncached`]). An aligned
 //! 8-byte store is failure-atomic on x86-64 persistent memory (and on the simulated media,
 //! whose persists copy whole 64-byte lines), so a power cut leaves the old or the new value.
 //!
@@ -52,11 +54,30 @@ impl PersistentWord {
     /// # Errors
     /// The media's persist or fence error (the value is stored but not known durable).
     pub fn publish(&self, v: u64) -> io::Result<()> {
-        self.atomic().store(v, Ordering::Release);
+        self.stage(v)?;
+        if self.media.is_persistent() {
+            self.media.fence()?;
+        }
+        Ok(())
+    }
+
+    /// Stores `v` with one atomic store and persists it without a fence: it is durable
+    /// once the next fence of the same media *on the same thread* returns (a fence orders
+    /// only its own thread's persists). Lets a caller fold this word into the fence
+    /// that makes other data durable, when either may reach the media first.
+    ///
+    /// # Errors
+    /// The media's persist error (the value is stored but not known durable).
+    pub fn stage(&self, v: u64) -> io::Result<()> {
         self.media.on_write(8);
+        // A media flushed by cache-line instructions takes the word with a non-temporal
+        // store: the line is not fetched again after each flush evicted it.
+        if self.media.store_word_uncached(self.off, v) {
+            return Ok(());
+        }
+        self.atomic().store(v, Ordering::Release);
         if self.media.is_persistent() {
             self.media.persist(self.off, 8)?;
-            self.media.fence()?;
         }
         Ok(())
     }

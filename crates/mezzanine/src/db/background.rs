@@ -836,6 +836,19 @@ impl DbInner {
                 first_err.get_or_insert(e);
             }
         }
+        // NVM memtables still in use keep their entries across the close: their reserve
+        // words become exact, so the next open continues the sequence without a gap (under
+        // the `write` lock, which NVM inserts hold).
+        let ws = self.write.lock();
+        let sv = self.super_version.load_full();
+        for m in std::iter::once(&sv.mem).chain(&sv.imms).chain(&sv.nvm) {
+            if let Some(list) = m.nvm_list()
+                && let Err(e) = list.settle_reserve()
+            {
+                first_err.get_or_insert(e);
+            }
+        }
+        drop(ws);
         self.wake_next_writer();
         self.purge_obsolete();
         self.lock.lock().take();

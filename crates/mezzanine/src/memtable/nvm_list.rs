@@ -15,7 +15,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use mezz_format::ikey::{self, TRAILER_LEN};
+use mezz_format::ikey::{self, MAX_SEQ, TRAILER_LEN};
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 use mezz_pmem::skiplist::{Comparator, CorruptNode, Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, PersistentWord};
@@ -29,6 +29,11 @@ use crate::table::LookupResult;
 /// list), the next 8 the reserve word (no entry has a higher sequence number); the rest is
 /// reserved.
 pub const LIST_PREFIX: usize = 4096;
+
+/// How far above a group's last sequence number the reserve word is set, so that only one
+/// group in this many writes it (each write of a word costs the writer a trip to memory).
+/// After a crash, new sequence numbers start up to this far above the last one used.
+pub const RESERVE_LEASE: SeqNo = 4096;
 
 /// Arena bytes one skip-list node costs beyond its key and value at most: the node header,
 /// a full tower of links, and alignment.
@@ -94,9 +99,16 @@ pub struct NvmList {
     obj: NvmObject,
     list: Arc<SkipList<IkeyCmp>>,
     commit: PersistentWord,
-    /// The reserve word: published before a group is inserted, it bounds the sequence
-    /// numbers physically present (so recovery needs no pass over the entries).
+    /// The reserve word: set before a group is inserted, it bounds the sequence numbers
+    /// physically present (so recovery needs no pass over the entries). Set
+    /// `RESERVE_LEASE` ahead of the group, so that most groups do not write it; set to the
+    /// exact bound when the database closes (`settle_reserve`).
     reserve: Option<PersistentWord>,
+    /// The value of the reserve word (a DRAM copy: reading the word itself would miss the
+    /// cache after each non-temporal store).
+    reserved: AtomicU64,
+    /// Whether the low word is set (a DRAM copy, as `reserved`).
+    low_set: AtomicBool,
     /// The low word: published before the first group is inserted, the smallest sequence
     /// number the list holds (so recovery knows the list's range without a pass).
     low: Option<PersistentWord>,
@@ -186,6 +198,8 @@ impl NvmList {
         };
         let mut l = NvmList::new(Arc::clone(tier), obj, list, word, range, committed);
         l.physical_max_seq.store(reserved, Ordering::Relaxed);
+        l.reserved.store(reserved, Ordering::Relaxed);
+        l.low_set.store(low.load() != 0, Ordering::Relaxed);
         l.reserve = Some(reserve);
         l.low = Some(low);
         Ok(l)
@@ -220,6 +234,8 @@ impl NvmList {
             list: Arc::new(list),
             commit,
             reserve: None,
+            reserved: AtomicU64::new(0),
+            low_set: AtomicBool::new(false),
             low: None,
             min_seq: AtomicU64::new(lo),
             max_seq: AtomicU64::new(hi),
@@ -237,21 +253,43 @@ impl NvmList {
     }
 
     /// Announces that entries with sequence numbers in `first..=seq` are about to be
-    /// inserted (durable on `Ok`; call before inserting them).
+    /// inserted by this thread: the words are persisted without a fence of their own, so
+    /// they are durable before any of those entries is (each insert fences its node before
+    /// linking it).
     ///
     /// # Errors
     /// `Io` from persisting the reserve word.
     pub fn reserve(&self, (first, seq): (SeqNo, SeqNo)) -> Result<()> {
         // Sequence numbers only grow: the first group's first one is the smallest.
         if let Some(w) = &self.low
-            && w.load() == 0
+            && !self.low_set.load(Ordering::Relaxed)
         {
-            w.publish(first)?;
+            w.stage(first)?;
+            self.low_set.store(true, Ordering::Relaxed);
         }
         if let Some(w) = &self.reserve
-            && w.load() < seq
+            && self.reserved.load(Ordering::Relaxed) < seq
         {
-            w.publish(seq)?;
+            let lease = seq.saturating_add(RESERVE_LEASE).min(MAX_SEQ);
+            w.stage(lease)?;
+            self.reserved.store(lease, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Sets the reserve word to the exact bound (the largest sequence number physically in
+    /// the list) when it holds a lease above it: called when the database closes, so that
+    /// the next open continues the sequence without a gap. REQUIRES: no insert runs.
+    ///
+    /// # Errors
+    /// `Io` from persisting the word (the lease stays: still a bound).
+    pub fn settle_reserve(&self) -> Result<()> {
+        if let Some(w) = &self.reserve {
+            let exact = self.physical_max_seq.load(Ordering::Relaxed);
+            if exact < self.reserved.load(Ordering::Relaxed) {
+                w.publish(exact)?;
+                self.reserved.store(exact, Ordering::Relaxed);
+            }
         }
         Ok(())
     }
@@ -330,17 +368,92 @@ impl NvmList {
     /// # Errors
     /// Out of room (a bug: callers reserve room first) or a failed persist.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<usize> {
+        self.insert(seq, kind, user_key, value, false)
+    }
+
+    /// Adds the one entry of a write group and commits it (`seq` becomes the commit word),
+    /// both durable on return. The commit word is persisted in the fence that makes the
+    /// entry's link durable, so a power cut may keep either without the other: the entry
+    /// without the commit is invisible (a group cut short), the commit without the entry
+    /// is a group of one entry that never became visible; both are writes not yet
+    /// acknowledged. Call [`NvmList::reserve`] first, as for any group.
+    ///
+    /// # Errors
+    /// As [`NvmList::add`].
+    pub fn add_committed(
+        &self,
+        seq: SeqNo,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+    ) -> Result<usize> {
+        let used = self.insert(seq, kind, user_key, value, true)?;
+        self.visible_max.store(u64::MAX, Ordering::Release);
+        Ok(used)
+    }
+
+    /// Adds the entries of one write group, numbered `first..=last` (internal keys and
+    /// values, in any order), and commits it (`last` becomes the commit word): durable on
+    /// return. All nodes are persisted under one fence, all their level-0 links under a
+    /// second, the commit word under a third, so a power cut keeps the whole group or
+    /// hides what it kept. Entries already present (a replay) are skipped, as by
+    /// [`NvmList::add`]. Call [`NvmList::reserve`] first, as for any group.
+    ///
+    /// # Errors
+    /// As [`NvmList::add`].
+    pub fn add_group(
+        &self,
+        entries: &[(&[u8], &[u8])],
+        (first, last): (SeqNo, SeqNo),
+    ) -> Result<usize> {
+        match self.list.insert_batch(entries) {
+            Ok(()) => {}
+            // All or nothing: nothing is linked. Entry by entry, skipping those present.
+            Err(InsertError::Duplicate) => {
+                for (k, v) in entries {
+                    self.add_internal(k, v)?;
+                }
+            }
+            Err(e) => return Err(insert_err(e, &self.obj)),
+        }
+        self.min_seq.fetch_min(first, Ordering::Relaxed);
+        self.max_seq.fetch_max(last, Ordering::Relaxed);
+        self.physical_max_seq.fetch_max(last, Ordering::Relaxed);
+        self.commit(last)?;
+        Ok(self.used())
+    }
+
+    /// [`NvmList::add`]; with `commit`, also stages the commit word at `seq` in the
+    /// insert's last fence (or publishes it, when the entry was present already).
+    fn insert(
+        &self,
+        seq: SeqNo,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+        commit: bool,
+    ) -> Result<usize> {
         let trailer = ikey::pack_trailer(seq, kind);
-        let r = self
-            .list
-            .insert_with(user_key.len() + TRAILER_LEN, value.len(), |k, v| {
-                let (uk, tr) = k.split_at_mut(user_key.len());
-                uk.copy_from_slice(user_key);
-                tr.copy_from_slice(&trailer.to_le_bytes());
-                v.copy_from_slice(value);
-            });
+        let fill = |k: &mut [u8], v: &mut [u8]| {
+            let (uk, tr) = k.split_at_mut(user_key.len());
+            uk.copy_from_slice(user_key);
+            tr.copy_from_slice(&trailer.to_le_bytes());
+            v.copy_from_slice(value);
+        };
+        let key_len = user_key.len() + TRAILER_LEN;
+        let r = if commit {
+            self.list
+                .insert_with_then(key_len, value.len(), fill, || self.commit.stage(seq))
+        } else {
+            self.list.insert_with(key_len, value.len(), fill)
+        };
         match r {
-            Ok(()) | Err(InsertError::Duplicate) => {}
+            Ok(()) => {}
+            Err(InsertError::Duplicate) => {
+                if commit {
+                    self.commit.publish(seq)?;
+                }
+            }
             Err(e) => return Err(insert_err(e, &self.obj)),
         }
         self.min_seq.fetch_min(seq, Ordering::Relaxed);
