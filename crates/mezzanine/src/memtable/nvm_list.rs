@@ -4,6 +4,10 @@
 //! Invariants:
 //! - The extent's prefix holds the commit, reserve and low words; entries above the commit
 //!   word belong to a write group a crash cut short and are never visible.
+//! - The reserve word is durable above every entry's sequence number before that entry is
+//!   (set up to `RESERVE_LEASE` ahead; exact after `settle_reserve`).
+//! - Inserts (and `reserve`, `commit`) come from one thread at a time: the words ride on
+//!   the fences of that thread's inserts.
 //! - The list frees its extent when the last handle drops, after it was marked obsolete
 //!   (the manifest no longer lists it).
 //!
