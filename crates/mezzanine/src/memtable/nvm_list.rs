@@ -413,6 +413,9 @@ impl NvmList {
         match self.list.insert_batch(entries) {
             Ok(()) => {}
             // All or nothing: nothing is linked. Entry by entry, skipping those present.
+            // (Never on the write path, whose sequence numbers are new: the nodes written
+            // by `insert_batch` stay unused, so this second copy needs room the caller
+            // reserved for one.)
             Err(InsertError::Duplicate) => {
                 for (k, v) in entries {
                     self.add_internal(k, v)?;
