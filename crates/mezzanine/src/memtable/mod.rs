@@ -330,38 +330,62 @@ impl MemTable {
     /// Out of space (the engine checks [`MemTable::room`] first, so this is a bug, reported
     /// instead of losing the entry) or, for an NVM memtable, a failed persist.
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<()> {
-        let list = match &self.store {
-            Store::Dram(list) => list,
-            Store::Nvm(list) => return self.add_nvm(list, seq, kind, user_key, value, false),
-        };
+        self.add_entry(seq, kind, user_key, value, false)
+    }
+
+    /// [`MemTable::add`]; with `commit`, in an NVM memtable the entry is a whole write group
+    /// and is committed with it ([`NvmList::add_committed`]).
+    fn add_entry(
+        &self,
+        seq: SeqNo,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+        commit: bool,
+    ) -> Result<()> {
         let value = if kind == ValueKind::Deletion {
             &[][..]
         } else {
             value
         };
         let pending = self.filter.as_ref().map(|f| f.prepare(user_key));
-        let trailer = ikey::pack_trailer(seq, kind).to_le_bytes();
-        let k = user_key.len();
-        let r = list.insert_with(k + TRAILER_LEN, value.len(), |kb, vb| {
-            kb[..k].copy_from_slice(user_key);
-            kb[k..].copy_from_slice(&trailer);
-            vb.copy_from_slice(value);
-        });
-        let inserted = self.dram_inserted(r).map(|()| {
-            self.memory.fetch_add(
-                k + TRAILER_LEN + value.len() + DRAM_ENTRY_OVERHEAD,
-                AtomicOrdering::Relaxed,
-            );
-        });
+        let inserted = match &self.store {
+            Store::Dram(list) => {
+                let trailer = ikey::pack_trailer(seq, kind).to_le_bytes();
+                let k = user_key.len();
+                let r = list.insert_with(k + TRAILER_LEN, value.len(), |kb, vb| {
+                    kb[..k].copy_from_slice(user_key);
+                    kb[k..].copy_from_slice(&trailer);
+                    vb.copy_from_slice(value);
+                });
+                self.dram_inserted(r).map(|()| {
+                    self.memory.fetch_add(
+                        k + TRAILER_LEN + value.len() + DRAM_ENTRY_OVERHEAD,
+                        AtomicOrdering::Relaxed,
+                    );
+                })
+            }
+            Store::Nvm(list) => if commit {
+                list.add_committed(seq, kind, user_key, value)
+            } else {
+                list.add(seq, kind, user_key, value)
+            }
+            .map(|used| self.memory.store(used, AtomicOrdering::Relaxed)),
+        };
         // Before the group publishes `seq`: every reader that can see the entry finds the
         // key's bits.
         if let Some(p) = pending {
             p.commit();
         }
         inserted?;
-        self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
-        self.min_seq.fetch_min(seq, AtomicOrdering::Relaxed);
+        self.note_seqs(seq, seq);
         Ok(())
+    }
+
+    /// Widens the sequence range held to `lo..=hi`.
+    fn note_seqs(&self, lo: SeqNo, hi: SeqNo) {
+        self.max_seq.fetch_max(hi, AtomicOrdering::Relaxed);
+        self.min_seq.fetch_min(lo, AtomicOrdering::Relaxed);
     }
 
     /// Inserts the entries of `batch` (more than one) into the NVM list `list` (this
@@ -396,48 +420,13 @@ impl MemTable {
         let inserted = list
             .add_group(&entries, (first, last))
             .map(|used| self.memory.store(used, AtomicOrdering::Relaxed));
-        // Before the group publishes its sequence numbers (see `add`).
+        // Before the group publishes its sequence numbers (see `add_entry`).
         for p in pending {
             p.commit();
         }
         inserted?;
-        self.max_seq.fetch_max(last, AtomicOrdering::Relaxed);
-        self.min_seq.fetch_min(first, AtomicOrdering::Relaxed);
+        self.note_seqs(first, last);
         Ok(user_bytes)
-    }
-
-    /// [`MemTable::add`] into the NVM list `list` (this memtable's); with `commit`, the
-    /// entry is a whole write group and is committed with it ([`NvmList::add_committed`]).
-    fn add_nvm(
-        &self,
-        list: &NvmList,
-        seq: SeqNo,
-        kind: ValueKind,
-        user_key: &[u8],
-        value: &[u8],
-        commit: bool,
-    ) -> Result<()> {
-        let value = if kind == ValueKind::Deletion {
-            &[][..]
-        } else {
-            value
-        };
-        let pending = self.filter.as_ref().map(|f| f.prepare(user_key));
-        let inserted = if commit {
-            list.add_committed(seq, kind, user_key, value)
-        } else {
-            list.add(seq, kind, user_key, value)
-        }
-        .map(|used| self.memory.store(used, AtomicOrdering::Relaxed));
-        // Before the group publishes `seq`: every reader that can see the entry finds the
-        // key's bits.
-        if let Some(p) = pending {
-            p.commit();
-        }
-        inserted?;
-        self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
-        self.min_seq.fetch_min(seq, AtomicOrdering::Relaxed);
-        Ok(())
     }
 
     /// Adds an entry given as an encoded internal key (DRAM only; the caller keeps the
@@ -481,28 +470,22 @@ impl MemTable {
     /// As [`MemTable::add`].
     pub fn insert_batch(&self, batch: &WriteBatch) -> Result<u64> {
         if let Store::Nvm(list) = &self.store {
-            list.reserve((
-                batch.sequence(),
-                batch.sequence() + (batch.len() as u64).saturating_sub(1),
-            ))?;
-            if batch.len() == 1
-                && let Some(op) = batch.iter().next()
-            {
+            let first = batch.sequence();
+            list.reserve((first, first + (batch.len() as u64).saturating_sub(1)))?;
+            let mut ops = batch.iter();
+            return match (ops.next(), ops.next()) {
+                (None, _) => list.sync().map(|()| 0),
                 // A group of one entry: its commit shares the insert's last fence.
-                self.add_nvm(list, batch.sequence(), op.kind, op.key, op.value, true)?;
-                return Ok((op.key.len() + op.value.len()) as u64);
-            }
-            if batch.len() > 1 {
-                return self.insert_nvm_group(list, batch);
-            }
+                (Some(op), None) => self
+                    .add_entry(first, op.kind, op.key, op.value, true)
+                    .map(|()| (op.key.len() + op.value.len()) as u64),
+                _ => self.insert_nvm_group(list, batch),
+            };
         }
         let mut user_bytes = 0;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
             self.add(seq, op.kind, op.key, op.value)?;
             user_bytes += (op.key.len() + op.value.len()) as u64;
-        }
-        if let Store::Nvm(list) = &self.store {
-            list.sync()?;
         }
         Ok(user_bytes)
     }
@@ -530,8 +513,7 @@ impl MemTable {
     /// [`MemTable::add_merged`] (a merge of a DRAM memtable into the receiver).
     pub(crate) fn note_external_insert(&self, list: &NvmList) {
         let (lo, hi) = list.seq_range();
-        self.max_seq.fetch_max(hi, AtomicOrdering::Relaxed);
-        self.min_seq.fetch_min(lo, AtomicOrdering::Relaxed);
+        self.note_seqs(lo, hi);
         self.memory.store(list.used(), AtomicOrdering::Relaxed);
     }
 

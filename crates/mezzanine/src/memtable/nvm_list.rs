@@ -423,9 +423,7 @@ impl NvmList {
             }
             Err(e) => return Err(insert_err(e, &self.obj)),
         }
-        self.min_seq.fetch_min(first, Ordering::Relaxed);
-        self.max_seq.fetch_max(last, Ordering::Relaxed);
-        self.physical_max_seq.fetch_max(last, Ordering::Relaxed);
+        self.note_seqs(first, last);
         self.commit(last)?;
         Ok(self.used())
     }
@@ -463,10 +461,15 @@ impl NvmList {
             }
             Err(e) => return Err(insert_err(e, &self.obj)),
         }
-        self.min_seq.fetch_min(seq, Ordering::Relaxed);
-        self.max_seq.fetch_max(seq, Ordering::Relaxed);
-        self.physical_max_seq.fetch_max(seq, Ordering::Relaxed);
+        self.note_seqs(seq, seq);
         Ok(self.used())
+    }
+
+    /// Widens the sequence range held (and physically present) to `lo..=hi`.
+    fn note_seqs(&self, lo: SeqNo, hi: SeqNo) {
+        self.min_seq.fetch_min(lo, Ordering::Relaxed);
+        self.max_seq.fetch_max(hi, Ordering::Relaxed);
+        self.physical_max_seq.fetch_max(hi, Ordering::Relaxed);
     }
 
     /// Adds an entry given as an encoded internal key.
