@@ -27,9 +27,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mezz_pmem::skiplist::{MAX_HEIGHT, node_size};
-use mezz_pmem::{
-    Arena, Bytewise, Media, PersistMode, PersistentWord, Region, RegionOptions, SkipList,
-};
+mod common;
+
+use common::env_usize;
+use mezz_pmem::{Arena, Bytewise, Media, PersistMode, PersistentWord, SkipList};
 
 const KEY_LEN: usize = 16;
 const VALUE_LEN: usize = 100;
@@ -47,33 +48,6 @@ enum Variant {
     Volatile,
 }
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-fn region(len: usize, mode: PersistMode) -> Arc<dyn Media> {
-    let opts = RegionOptions {
-        emulate_adr: true,
-        prefault: true,
-        ..RegionOptions::with_mode(mode)
-    };
-    if mode == PersistMode::Volatile {
-        return Region::anonymous(len, &opts).unwrap();
-    }
-    let dir = if std::path::Path::new("/dev/shm").is_dir() {
-        std::path::PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let path = dir.join(format!("mezz-gc-bench-{}.pool", std::process::id()));
-    let region = Region::create(&path, len, &opts).unwrap();
-    let _ = std::fs::remove_file(&path);
-    region
-}
-
 fn run(variant: Variant, keys: &[[u8; KEY_LEN]]) -> Duration {
     let capacity =
         node_size(MAX_HEIGHT, 0, 0) + keys.len() * (node_size(2, KEY_LEN, VALUE_LEN) + 8);
@@ -83,7 +57,7 @@ fn run(variant: Variant, keys: &[[u8; KEY_LEN]]) -> Duration {
     } else {
         PersistMode::Adr
     };
-    let media = region(len, mode);
+    let media: Arc<dyn Media> = common::region("gc", len, mode);
     let commit = PersistentWord::new(Arc::clone(&media), 0).unwrap();
     let reserve = PersistentWord::new(Arc::clone(&media), 8).unwrap();
     let m = Arc::clone(&media);

@@ -27,9 +27,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_skiplist::SkipMap;
 use mezz_pmem::skiplist::{MAX_HEIGHT, node_size};
-use mezz_pmem::{
-    Arena, ArenaOptions, Bytewise, Media, PersistMode, Region, RegionOptions, SkipList,
-};
+mod common;
+
+use common::env_usize;
+use mezz_pmem::{Arena, ArenaOptions, Bytewise, Media, PersistMode, SkipList};
 
 const KEY_LEN: usize = 16;
 const VALUE_LEN: usize = 100;
@@ -44,13 +45,6 @@ impl Rng {
         self.0 = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
 }
 
 /// Arena bytes for `n` nodes: the expected tower is 4/3 links; leave room for tall towers.
@@ -231,24 +225,7 @@ impl Source {
             Source::Heap(options) => Arena::with_options(capacity, options),
             Source::Media(mode) => {
                 let len = capacity.next_multiple_of(4096);
-                let opts = RegionOptions {
-                    emulate_adr: true,
-                    prefault: true,
-                    ..RegionOptions::with_mode(mode)
-                };
-                let region = if mode == PersistMode::Volatile {
-                    Region::anonymous(len, &opts).expect("anonymous region")
-                } else {
-                    let dir = if std::path::Path::new("/dev/shm").is_dir() {
-                        std::path::PathBuf::from("/dev/shm")
-                    } else {
-                        std::env::temp_dir()
-                    };
-                    let path = dir.join(format!("mezz-skl-bench-{}.pool", std::process::id()));
-                    let region = Region::create(&path, len, &opts).expect("pool file");
-                    let _ = std::fs::remove_file(&path);
-                    region
-                };
+                let region = common::region("skl", len, mode);
                 let media: Arc<dyn Media> = region;
                 Arena::on_media(media, 0, len).expect("arena on the region")
             }

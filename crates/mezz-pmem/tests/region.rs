@@ -23,6 +23,24 @@ fn dirs() -> Vec<tempfile::TempDir> {
     out
 }
 
+/// Every persistence mode but the crash simulation.
+const MODES: [PersistMode; 4] = [
+    PersistMode::Adr,
+    PersistMode::Eadr,
+    PersistMode::Msync,
+    PersistMode::Volatile,
+];
+
+/// Options of a pre-faulted file region in `mode` (`adr` emulated off DAX).
+fn file_options(mode: PersistMode) -> RegionOptions {
+    RegionOptions {
+        mode,
+        emulate_adr: true,
+        prefault: true,
+        ..RegionOptions::default()
+    }
+}
+
 fn write(r: &Region, off: usize, data: &[u8]) {
     // SAFETY: no test accesses one range from two threads at once.
     unsafe { r.write_at(off, data) }
@@ -96,18 +114,8 @@ fn msync_on_a_memory_file_system_persists_by_flushing() {
 #[test]
 fn file_modes_map_persist_and_reopen() {
     for dir in dirs() {
-        for mode in [
-            PersistMode::Adr,
-            PersistMode::Eadr,
-            PersistMode::Msync,
-            PersistMode::Volatile,
-        ] {
-            let opts = RegionOptions {
-                mode,
-                emulate_adr: true,
-                prefault: true,
-                ..RegionOptions::default()
-            };
+        for mode in MODES {
+            let opts = file_options(mode);
             let path = dir.path().join(format!("r-{mode}"));
             let r = Region::create(&path, 3 * 4096 + 100, &opts).unwrap();
             assert_eq!(r.len(), 3 * 4096 + 100);
@@ -215,12 +223,7 @@ fn bad_arguments_are_refused() {
 
 #[test]
 fn anonymous_regions_work_in_every_other_mode_and_are_not_persistent() {
-    for mode in [
-        PersistMode::Adr,
-        PersistMode::Eadr,
-        PersistMode::Msync,
-        PersistMode::Volatile,
-    ] {
+    for mode in MODES {
         let r = Region::anonymous(10_000, &RegionOptions::with_mode(mode)).unwrap();
         assert!(!r.is_persistent());
         assert!(r.path().is_none());
@@ -456,18 +459,8 @@ fn msync_fences_sync_ranges_persisted_from_other_threads() {
 #[test]
 fn persistent_words_in_every_mode() {
     for dir in dirs() {
-        for mode in [
-            PersistMode::Adr,
-            PersistMode::Eadr,
-            PersistMode::Msync,
-            PersistMode::Volatile,
-        ] {
-            let opts = RegionOptions {
-                mode,
-                emulate_adr: true,
-                prefault: true,
-                ..RegionOptions::default()
-            };
+        for mode in MODES {
+            let opts = file_options(mode);
             let path = dir.path().join(format!("w-{mode}"));
             let r = Region::create(&path, 8192, &opts).unwrap();
             let media: Arc<dyn Media> = r.clone();

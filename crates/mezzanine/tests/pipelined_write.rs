@@ -3,6 +3,8 @@
 //! flush loses a write still being inserted.
 #![allow(clippy::unwrap_used)] // in the helpers of the test below
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -10,19 +12,6 @@ use mezzanine::{Db, Options, ReadOptions};
 
 const WRITERS: usize = 3;
 const PUTS: usize = 3000;
-
-/// Keys visible at `snap`'s sequence number.
-fn count_at(db: &Db, at: &ReadOptions) -> u64 {
-    let mut it = db.cursor(at).unwrap();
-    it.seek_to_first();
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.next();
-    }
-    it.status().unwrap();
-    n
-}
 
 /// Rounds of the test below, each on a new database: a publication out of order shows in
 /// a round only if a snapshot falls into it.
@@ -69,7 +58,7 @@ fn one_round() {
                     snapshot: Some(snap.clone()),
                     ..ReadOptions::default()
                 };
-                let seen = count_at(&db, &at);
+                let seen = common::count(&db, &at);
                 assert_eq!(
                     seen,
                     snap.sequence() - base,
@@ -89,10 +78,10 @@ fn one_round() {
     assert!(checks > 0);
     let total = (WRITERS * PUTS) as u64;
     assert_eq!(db.snapshot().sequence() - base, total);
-    assert_eq!(count_at(&db, &ReadOptions::default()), total);
+    assert_eq!(common::count(&db, &ReadOptions::default()), total);
     // Nothing was lost to a switch or a flush: all there after a reopen too.
     db.flush().unwrap();
     drop(db);
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    assert_eq!(count_at(&db, &ReadOptions::default()), total);
+    assert_eq!(common::count(&db, &ReadOptions::default()), total);
 }

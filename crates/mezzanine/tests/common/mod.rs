@@ -1,6 +1,7 @@
-//! Helpers shared by the end-to-end tests of the NVM designs: a directory for the emulated
-//! NVM pool, a key spread, a mixed workload mirrored into a model, and a check of a
-//! database against that model (point reads, a forward and a backward scan).
+//! Helpers shared by end-to-end tests (the NVM designs' above all): a directory for the
+//! emulated NVM pool, a key spread, forward scans (into a map, or counted), a mixed workload
+//! mirrored into a model, and a check of a database against that model (point reads, a
+//! forward and a backward scan).
 
 #![allow(clippy::unwrap_used, dead_code)] // test helpers; not every test uses each one
 
@@ -35,6 +36,19 @@ pub fn scan(db: &Db, opts: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
     }
     it.status().unwrap();
     got
+}
+
+/// How many entries `db` shows to a forward scan with `opts`.
+pub fn count(db: &Db, opts: &ReadOptions) -> u64 {
+    let mut it = db.cursor(opts).unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    n
 }
 
 /// Every 7th key of `model` by `get`, then a forward scan equal to `model`, then a backward
