@@ -15,6 +15,7 @@ pub mod block;
 pub mod checksum;
 pub mod coding;
 pub mod compress;
+pub mod counter;
 pub mod error;
 pub mod filter;
 #[doc(hidden)]

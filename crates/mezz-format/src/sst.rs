@@ -37,7 +37,6 @@
 
 use std::cmp::Ordering;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::Instant;
 
 use mezz_env::{RandomAccessFile, WritableFile};
@@ -49,6 +48,7 @@ use crate::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::coding::{Decoder, get_fixed32, get_fixed64, put_length_prefixed, put_varint64};
 pub use crate::compress::Compression;
 use crate::compress::{BlockCompressor, DEFAULT_ZSTD_LEVEL, decompress_block};
+use crate::counter::StripedCounters;
 use crate::filter::{BloomBuilder, BloomFilter};
 use crate::ikey::{
     MAX_SEQ, ParsedInternalKey, SeqNo, ValueKind, compare_internal_keys, pack_trailer,
@@ -806,40 +806,55 @@ pub trait BlockCache: Send + Sync + std::fmt::Debug {
 }
 
 /// Read statistics of one table or, when shared through
-/// [`TableReader::open_with_counters`], of many. Relaxed atomics.
+/// [`TableReader::open_with_counters`], of many: relaxed totals, striped by thread
+/// ([`crate::counter`]) so that threads reading at once do not contend on one cache line.
 #[derive(Debug, Default)]
 pub struct ReadCounters {
+    c: StripedCounters<6>,
+}
+
+/// Which total of a [`ReadCounters`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadCounter {
     /// Blocks read from the file (data, index, filter, properties).
-    pub blocks_read: AtomicU64,
+    BlocksRead = 0,
     /// Bytes read from the file (including trailers and the footer).
-    pub bytes_read: AtomicU64,
+    BytesRead = 1,
     /// Nanoseconds spent verifying checksums and validating data blocks (decompression
     /// excluded).
-    pub decode_nanos: AtomicU64,
+    DecodeNanos = 2,
     /// Nanoseconds spent decompressing data blocks.
-    pub decompress_nanos: AtomicU64,
+    DecompressNanos = 3,
     /// Data-block lookups served by the block cache.
-    pub cache_hits: AtomicU64,
+    CacheHits = 4,
     /// Data-block lookups that went to the file while a cache was configured.
-    pub cache_misses: AtomicU64,
+    CacheMisses = 5,
 }
 
 impl ReadCounters {
+    /// The total of `which`.
+    #[must_use]
+    pub fn get(&self, which: ReadCounter) -> u64 {
+        self.c.get(which as usize)
+    }
+
     /// `(blocks_read, bytes_read, decode_nanos, cache_hits, cache_misses)`.
     #[must_use]
     pub fn snapshot(&self) -> (u64, u64, u64, u64, u64) {
-        let l = |a: &AtomicU64| a.load(AtomicOrdering::Relaxed);
+        use ReadCounter::*;
         (
-            l(&self.blocks_read),
-            l(&self.bytes_read),
-            l(&self.decode_nanos),
-            l(&self.cache_hits),
-            l(&self.cache_misses),
+            self.get(BlocksRead),
+            self.get(BytesRead),
+            self.get(DecodeNanos),
+            self.get(CacheHits),
+            self.get(CacheMisses),
         )
     }
 
-    fn add(a: &AtomicU64, v: u64) {
-        a.fetch_add(v, AtomicOrdering::Relaxed);
+    /// Adds `v` to `which`.
+    #[inline]
+    pub fn add(&self, which: ReadCounter, v: u64) {
+        self.c.add(which as usize, v);
     }
 }
 
@@ -950,7 +965,7 @@ impl TableReader {
         })?;
         let mut fb = [0u8; FOOTER_LEN];
         file.read_exact_at(footer_off, &mut fb)?;
-        ReadCounters::add(&counters.bytes_read, FOOTER_LEN as u64);
+        counters.add(ReadCounter::BytesRead, FOOTER_LEN as u64);
         let footer = Footer::decode(&fb, footer_off)?;
         let index_raw = read_raw(file.as_ref(), &counters, footer.index, footer_off)?;
         let index = Block::new_at(index_raw, BlockFormat::KeySet, footer.index.offset)?;
@@ -1003,10 +1018,10 @@ impl TableReader {
     fn data_block(&self, h: BlockHandle, fill_cache: bool) -> Result<Arc<Block>> {
         if let Some(c) = &self.cache {
             if let Some(b) = c.get(self.cache_id, h.offset) {
-                ReadCounters::add(&self.counters.cache_hits, 1);
+                self.counters.add(ReadCounter::CacheHits, 1);
                 return Ok(b);
             }
-            ReadCounters::add(&self.counters.cache_misses, 1);
+            self.counters.add(ReadCounter::CacheMisses, 1);
         }
         let b = self.read_data_block_uncached(h)?;
         if fill_cache && let Some(c) = &self.cache {
@@ -1038,8 +1053,8 @@ impl TableReader {
         } else {
             let start = Instant::now();
             let raw = decompress_block(block_type, &stored, h.offset)?;
-            ReadCounters::add(
-                &self.counters.decompress_nanos,
+            self.counters.add(
+                ReadCounter::DecompressNanos,
                 start.elapsed().as_nanos() as u64,
             );
             raw
@@ -1056,7 +1071,7 @@ impl TableReader {
             ));
         }
         decode_nanos += start.elapsed().as_nanos() as u64;
-        ReadCounters::add(&self.counters.decode_nanos, decode_nanos);
+        self.counters.add(ReadCounter::DecodeNanos, decode_nanos);
         Ok((b, block_type))
     }
 
@@ -1405,8 +1420,8 @@ fn read_block_bytes(
     let started = std::time::Instant::now();
     file.read_exact_at(h.offset, &mut buf)?;
     crate::trace::block_read(started);
-    ReadCounters::add(&counters.blocks_read, 1);
-    ReadCounters::add(&counters.bytes_read, total as u64);
+    counters.add(ReadCounter::BlocksRead, 1);
+    counters.add(ReadCounter::BytesRead, total as u64);
     Ok((buf, size))
 }
 
@@ -2085,7 +2100,7 @@ mod tests {
         // A cached KeySet block is searched in place.
         let b = cache.0.lock().unwrap().get(&(7, 0)).cloned().unwrap();
         assert!(b.keyset().is_some());
-        let decompress = t.counters().decompress_nanos.load(AtomicOrdering::Relaxed);
+        let decompress = t.counters().get(ReadCounter::DecompressNanos);
         assert!(decompress > 0);
     }
 

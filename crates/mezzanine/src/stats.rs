@@ -401,7 +401,11 @@ impl Stats {
     }
 }
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use mezz_format::counter::{StripedCounters, thread_shard};
+use mezz_format::sst::{ReadCounter, ReadCounters};
 
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
@@ -430,13 +434,9 @@ fn new_latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 
-/// The calling thread's shard: threads are numbered in the order they first record.
+/// The calling thread's shard (threads numbered as for the striped counters).
 fn latency_shard() -> usize {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    thread_local! {
-        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % LATENCY_SHARDS;
-    }
-    SHARD.with(|s| *s)
+    thread_shard() % LATENCY_SHARDS
 }
 
 impl LatencyHistogram {
@@ -508,11 +508,12 @@ pub struct StatsCollector {
     pub stopped_writes: AtomicU64,
     pub encode_bytes: AtomicU64,
     pub encode_micros: AtomicU64,
-    pub decode_bytes: AtomicU64,
-    pub decode_micros: AtomicU64,
-    pub block_cache_hits: AtomicU64,
-    pub block_cache_misses: AtomicU64,
-    pub bloom_negatives: AtomicU64,
+    /// The read counters every SST of the DB's table cache adds to (bytes read and decode
+    /// time, block cache hits and misses: `decode_bytes`, `decode_micros`,
+    /// `block_cache_hits`, `block_cache_misses`), read when a snapshot is taken. Striped
+    /// by thread, as is `bloom_negatives`: readers add to them on every lookup.
+    pub table_reads: Arc<ReadCounters>,
+    pub bloom_negatives: StripedCounters<1>,
     /// Per output level: (compactions, bytes read, bytes written).
     pub level_compactions: Mutex<Vec<(u64, u64, u64)>>,
     pub get_latency: LatencyHistogram,
@@ -590,11 +591,11 @@ impl StatsCollector {
             write_latency: self.write_latency.summary(),
             encode_bytes: g(&self.encode_bytes),
             encode_micros: g(&self.encode_micros),
-            decode_bytes: g(&self.decode_bytes),
-            decode_micros: g(&self.decode_micros),
-            block_cache_hits: g(&self.block_cache_hits),
-            block_cache_misses: g(&self.block_cache_misses),
-            bloom_negatives: g(&self.bloom_negatives),
+            decode_bytes: self.table_reads.get(ReadCounter::BytesRead),
+            decode_micros: self.table_reads.get(ReadCounter::DecodeNanos) / 1000,
+            block_cache_hits: self.table_reads.get(ReadCounter::CacheHits),
+            block_cache_misses: self.table_reads.get(ReadCounter::CacheMisses),
+            bloom_negatives: self.bloom_negatives.get(0),
             slow_writes: self.slow_writes.lock().clone(),
             slow_reads: self.slow_reads.lock().clone(),
             ..Stats::default()

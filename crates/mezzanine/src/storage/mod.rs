@@ -30,9 +30,9 @@ pub mod nvm;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_env::{FileSystem, RandomAccessFile, WritableFile, WriteLifetime};
+use mezz_format::counter::StripedCounters;
 
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
@@ -55,13 +55,16 @@ pub struct Storage {
     mapped_reads: bool,
 }
 
-/// SST I/O through one directory since open.
+/// SST I/O through one directory since open: reads, read bytes, writes, write bytes
+/// (`UnitIo::READS` ...), striped by thread (reader threads add on every block read).
 #[derive(Debug, Default)]
-pub struct UnitIo {
-    reads: AtomicU64,
-    read_bytes: AtomicU64,
-    writes: AtomicU64,
-    write_bytes: AtomicU64,
+pub struct UnitIo(StripedCounters<4>);
+
+impl UnitIo {
+    const READS: usize = 0;
+    const READ_BYTES: usize = 1;
+    const WRITES: usize = 2;
+    const WRITE_BYTES: usize = 3;
 }
 
 /// One SSD directory's share of the database, for `Db::stats` and `mezz stats`.
@@ -132,10 +135,8 @@ impl std::fmt::Debug for CountedWrite {
 
 impl WritableFile for CountedWrite {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        self.io.writes.fetch_add(1, Ordering::Relaxed);
-        self.io
-            .write_bytes
-            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.io.0.add(UnitIo::WRITES, 1);
+        self.io.0.add(UnitIo::WRITE_BYTES, data.len() as u64);
         self.inner.append(data)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -165,10 +166,8 @@ impl std::fmt::Debug for CountedRead {
 
 impl RandomAccessFile for CountedRead {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.io.reads.fetch_add(1, Ordering::Relaxed);
-        self.io
-            .read_bytes
-            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.io.0.add(UnitIo::READS, 1);
+        self.io.0.add(UnitIo::READ_BYTES, buf.len() as u64);
         self.inner.read_exact_at(offset, buf)
     }
     fn size(&self) -> u64 {
@@ -349,10 +348,10 @@ impl Storage {
             .map(|(i, (dir, io))| UnitStats {
                 path_id: u32::try_from(i).unwrap_or(u32::MAX),
                 path: dir.clone(),
-                reads: io.reads.load(Ordering::Relaxed),
-                read_bytes: io.read_bytes.load(Ordering::Relaxed),
-                writes: io.writes.load(Ordering::Relaxed),
-                write_bytes: io.write_bytes.load(Ordering::Relaxed),
+                reads: io.0.get(UnitIo::READS),
+                read_bytes: io.0.get(UnitIo::READ_BYTES),
+                writes: io.0.get(UnitIo::WRITES),
+                write_bytes: io.0.get(UnitIo::WRITE_BYTES),
                 ..UnitStats::default()
             })
             .collect();

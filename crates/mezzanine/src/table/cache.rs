@@ -5,7 +5,7 @@
 //! table is opened through the [`Storage`] layer, which resolves its location; the kind of
 //! table follows from the location (an SST file today; NVM tables plug in here, as one more
 //! arm of [`TableCache::open`]). It also owns the block cache the SSTs share and the read
-//! counters they publish into the DB's statistics (see `table::sst`).
+//! counters they count into the DB's statistics (see `table::sst`).
 //!
 //! Invariants: a cached table is only ever handed out for the location it was opened at;
 //! a table evicted after its file was deleted keeps working for whoever still holds it.
@@ -20,7 +20,7 @@ use mezz_format::sst::ReadCounters;
 use crate::error::{Error, Result};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
-use crate::table::sst::{BlockCacheImpl, SstTable, StatsPublisher};
+use crate::table::sst::{BlockCacheImpl, SstTable};
 use crate::table::{Table, TableLocation, TableMeta};
 
 /// The open tables of one database, plus the block cache they share.
@@ -28,7 +28,7 @@ pub struct TableCache {
     storage: Arc<Storage>,
     tables: quick_cache::sync::Cache<(TableLocation, u64), Arc<dyn Table>>,
     block_cache: Option<Arc<BlockCacheImpl>>,
-    publisher: Arc<StatsPublisher>,
+    stats: Arc<StatsCollector>,
     max_open: usize,
 }
 
@@ -45,7 +45,7 @@ impl std::fmt::Debug for TableCache {
 
 impl TableCache {
     /// A cache of at most `max_open` open tables of `storage`, sharing a block cache of
-    /// `block_cache_capacity` bytes (0 = no block cache), publishing read statistics into
+    /// `block_cache_capacity` bytes (0 = no block cache), counting read statistics into
     /// `stats`.
     #[must_use]
     pub fn new(
@@ -60,7 +60,7 @@ impl TableCache {
             tables: quick_cache::sync::Cache::new(max_open),
             block_cache: (block_cache_capacity > 0)
                 .then(|| Arc::new(BlockCacheImpl::new(block_cache_capacity))),
-            publisher: Arc::new(StatsPublisher::new(stats)),
+            stats,
             max_open,
         }
     }
@@ -92,8 +92,7 @@ impl TableCache {
         match meta.location {
             TableLocation::Sst { path_id } => {
                 let (path, file) = self.storage.open_sst(meta.id, path_id)?;
-                let t =
-                    SstTable::open(meta, path, file, self.block_cache.as_ref(), &self.publisher)?;
+                let t = SstTable::open(meta, path, file, self.block_cache.as_ref(), &self.stats)?;
                 Ok(Arc::new(t))
             }
             TableLocation::Nvm { .. } => {
@@ -144,12 +143,6 @@ impl TableCache {
     /// The read counters shared by every table of this cache.
     #[must_use]
     pub fn read_counters(&self) -> &Arc<ReadCounters> {
-        &self.publisher.counters
-    }
-
-    /// Publishes pending read statistics into the `StatsCollector` now (call before taking
-    /// a stats snapshot).
-    pub fn publish_stats(&self) {
-        self.publisher.publish();
+        &self.stats.table_reads
     }
 }

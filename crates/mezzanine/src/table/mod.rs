@@ -221,28 +221,16 @@ pub trait Table: Send + Sync + Debug {
     fn verify(&self) -> Result<u64>;
 }
 
-/// A table's iterator that names the table's file (or pool) in errors, and runs `on_drop`
-/// (e.g. publishing read statistics) when dropped.
+/// A table's iterator that names the table's file (or pool) in errors.
 pub(crate) struct InFileIter<I> {
     inner: I,
     path: std::path::PathBuf,
-    on_drop: Option<Box<dyn Fn() + Send>>,
 }
 
 impl<I> InFileIter<I> {
     /// Wraps `inner`, naming `path` in its errors.
     pub(crate) fn new(inner: I, path: std::path::PathBuf) -> Self {
-        Self {
-            inner,
-            path,
-            on_drop: None,
-        }
-    }
-
-    /// Runs `f` when the iterator is dropped.
-    pub(crate) fn on_drop(mut self, f: impl Fn() + Send + 'static) -> Self {
-        self.on_drop = Some(Box::new(f));
-        self
+        Self { inner, path }
     }
 }
 
@@ -251,14 +239,6 @@ impl<I> Debug for InFileIter<I> {
         f.debug_struct("InFileIter")
             .field("path", &self.path)
             .finish_non_exhaustive()
-    }
-}
-
-impl<I> Drop for InFileIter<I> {
-    fn drop(&mut self) {
-        if let Some(f) = &self.on_drop {
-            f();
-        }
     }
 }
 

@@ -14,25 +14,21 @@
 //! Building SSTs is not here: flush and compaction write them with
 //! `mezz_format::sst::TableBuilder`.
 //!
-//! Statistics: every table of one table cache counts its reads into one shared
-//! `ReadCounters` (blocks and bytes read, decode time, block cache hits and misses). Those
-//! totals are published into the DB's [`StatsCollector`] (`decode_bytes`, `decode_micros`,
-//! `block_cache_hits`, `block_cache_misses`) after every lookup, when a table iterator is
-//! dropped, when a table is opened, and on `TableCache::publish_stats`. Each publish
-//! adds only the part not yet published (claimed with `fetch_max`), so concurrent publishes
-//! never double-count.
+//! Statistics: every table of one table cache counts its reads into the DB's
+//! `StatsCollector::table_reads` (blocks and bytes read, decode time, block cache hits and
+//! misses), striped by thread; `Db::stats` reads the totals from there. Bloom filter
+//! negatives go to `StatsCollector::bloom_negatives`, striped the same way.
 //!
 //! Errors: every error from reading a table names the file (`Error::in_file`).
 //!
-//! Thread-safety: all three types are `Send + Sync` and shared through `Arc`.
+//! Thread-safety: both types are `Send + Sync` and shared through `Arc`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::block::Block;
 use mezz_format::ikey::{ValueKind, make_internal_key, parse_internal_key};
-use mezz_format::sst::{BlockCache, ReadCounters, TableReader};
+use mezz_format::sst::{BlockCache, TableReader};
 
 use crate::table::InFileIter;
 use mezz_format::{InternalIterator, SeqNo};
@@ -41,59 +37,6 @@ use crate::error::{Error, Result};
 use crate::pinned::{PinnedLookup, PinnedValue};
 use crate::stats::StatsCollector;
 use crate::table::{LookupResult, Table, TableMeta, TableReadOptions};
-
-// ---------------------------------------------------------------------------------------
-// Statistics publishing
-// ---------------------------------------------------------------------------------------
-
-/// Moves the shared read counters of one table cache into the DB's statistics.
-#[derive(Debug)]
-pub(crate) struct StatsPublisher {
-    pub(crate) counters: Arc<ReadCounters>,
-    stats: Arc<StatsCollector>,
-    /// Totals already added to `stats`: bytes read, decode nanos, hits, misses.
-    published: [AtomicU64; 4],
-}
-
-impl StatsPublisher {
-    pub(crate) fn new(stats: Arc<StatsCollector>) -> Self {
-        Self {
-            counters: Arc::default(),
-            stats,
-            published: Default::default(),
-        }
-    }
-
-    /// Adds to `stats` whatever the counters gained since the last publish.
-    pub(crate) fn publish(&self) {
-        let c = &self.counters;
-        let s = &self.stats;
-        let [bytes, nanos, hits, misses] = &self.published;
-        let delta = |total: &AtomicU64, published: &AtomicU64| -> u64 {
-            let now = total.load(Ordering::Relaxed);
-            let before = published.fetch_max(now, Ordering::Relaxed);
-            now.saturating_sub(before)
-        };
-        let d = delta(&c.bytes_read, bytes);
-        if d > 0 {
-            StatsCollector::add(&s.decode_bytes, d);
-        }
-        // Nanoseconds are published as whole microseconds: the remainder stays pending.
-        let now = c.decode_nanos.load(Ordering::Relaxed) / 1000 * 1000;
-        let before = nanos.fetch_max(now, Ordering::Relaxed);
-        if now > before {
-            StatsCollector::add(&s.decode_micros, (now - before) / 1000);
-        }
-        let d = delta(&c.cache_hits, hits);
-        if d > 0 {
-            StatsCollector::add(&s.block_cache_hits, d);
-        }
-        let d = delta(&c.cache_misses, misses);
-        if d > 0 {
-            StatsCollector::add(&s.block_cache_misses, d);
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Block cache
@@ -186,12 +129,12 @@ pub struct SstTable {
     meta: TableMeta,
     path: PathBuf,
     reader: Arc<TableReader>,
-    publisher: Arc<StatsPublisher>,
+    stats: Arc<StatsCollector>,
 }
 
 impl SstTable {
-    /// Opens the SST file `file` (at `path`) of table `meta`, sharing `block_cache` and the
-    /// read counters of `publisher`.
+    /// Opens the SST file `file` (at `path`) of table `meta`, sharing `block_cache` and
+    /// counting its reads into `stats`.
     ///
     /// # Errors
     /// `Io` / `Corruption` / `UnsupportedVersion` from reading the footer, index, filter
@@ -201,7 +144,7 @@ impl SstTable {
         path: PathBuf,
         file: Arc<dyn mezz_env::RandomAccessFile>,
         block_cache: Option<&Arc<BlockCacheImpl>>,
-        publisher: &Arc<StatsPublisher>,
+        stats: &Arc<StatsCollector>,
     ) -> Result<SstTable> {
         let size = file.size();
         let cache = block_cache.map(|c| Arc::clone(c) as Arc<dyn BlockCache>);
@@ -210,16 +153,14 @@ impl SstTable {
             size,
             meta.id,
             cache,
-            Arc::clone(&publisher.counters),
+            Arc::clone(&stats.table_reads),
         );
-        // Opening read the footer, index, filter and properties.
-        publisher.publish();
         let reader = reader.map_err(|e| e.in_file(&path))?;
         Ok(SstTable {
             meta: meta.clone(),
             path,
             reader: Arc::new(reader),
-            publisher: Arc::clone(publisher),
+            stats: Arc::clone(stats),
         })
     }
 
@@ -259,7 +200,7 @@ impl SstTable {
         opts: &TableReadOptions,
     ) -> Result<Option<PinnedLookup>> {
         if !self.reader.may_contain(user_key) {
-            StatsCollector::add(&self.publisher.stats.bloom_negatives, 1);
+            self.stats.bloom_negatives.add(0, 1);
             return Ok(None);
         }
         let lookup = make_internal_key(user_key, seq, ValueKind::SEEK);
@@ -292,9 +233,8 @@ impl Table for SstTable {
         seq: SeqNo,
         opts: &TableReadOptions,
     ) -> Result<Option<LookupResult>> {
-        let r = self.lookup(user_key, seq, opts);
-        self.publisher.publish();
-        r.map_err(|e| e.in_file(&self.path))
+        self.lookup(user_key, seq, opts)
+            .map_err(|e| e.in_file(&self.path))
     }
 
     fn get_pinned(
@@ -303,26 +243,21 @@ impl Table for SstTable {
         seq: SeqNo,
         opts: &TableReadOptions,
     ) -> Result<Option<PinnedLookup>> {
-        let r = self.lookup_pinned(user_key, seq, opts);
-        self.publisher.publish();
-        r.map_err(|e| e.in_file(&self.path))
+        self.lookup_pinned(user_key, seq, opts)
+            .map_err(|e| e.in_file(&self.path))
     }
 
     /// `opts.verify_checksums` has no effect yet: blocks are verified when read from the
     /// file, and cached blocks are trusted.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator> {
-        // Statistics are published when the iterator is dropped.
-        let publisher = Arc::clone(&self.publisher);
-        Box::new(
-            InFileIter::new(self.reader.iter(opts.fill_cache), self.path.clone())
-                .on_drop(move || publisher.publish()),
-        )
+        Box::new(InFileIter::new(
+            self.reader.iter(opts.fill_cache),
+            self.path.clone(),
+        ))
     }
 
     fn verify(&self) -> Result<u64> {
-        let r = self.reader.verify();
-        self.publisher.publish();
-        r.map_err(|e| e.in_file(&self.path))
+        self.reader.verify().map_err(|e| e.in_file(&self.path))
     }
 }
 
@@ -443,10 +378,6 @@ mod tests {
         (dir, fs, stats, tc)
     }
 
-    fn load(c: &AtomicU64) -> u64 {
-        c.load(Ordering::Relaxed)
-    }
-
     #[test]
     fn get_and_iter_match_written_data() {
         for format in [BlockFormat::KeySet, BlockFormat::Prefix] {
@@ -481,9 +412,9 @@ mod tests {
             assert!(t.get(b"zzz", MAX_SEQ, &ro).unwrap().is_none());
             // Most absent keys are stopped by the bloom filter.
             assert!(
-                load(&stats.bloom_negatives) > 500,
+                stats.snapshot().bloom_negatives > 500,
                 "{}",
-                load(&stats.bloom_negatives)
+                stats.snapshot().bloom_negatives
             );
 
             // Forward and reverse iteration return exactly the entries.
@@ -505,7 +436,7 @@ mod tests {
             assert_eq!(got, entries);
             it.status().unwrap();
             drop(it);
-            assert!(load(&stats.decode_bytes) > 0);
+            assert!(stats.snapshot().decode_bytes > 0);
         }
     }
 
@@ -519,11 +450,11 @@ mod tests {
         let ro = TableReadOptions::default();
         let uk = b"key00100";
         t.get(uk, MAX_SEQ, &ro).unwrap().unwrap();
-        assert_eq!(load(&stats.block_cache_hits), 0);
-        assert_eq!(load(&stats.block_cache_misses), 1);
+        assert_eq!(stats.snapshot().block_cache_hits, 0);
+        assert_eq!(stats.snapshot().block_cache_misses, 1);
         t.get(uk, MAX_SEQ, &ro).unwrap().unwrap();
-        assert_eq!(load(&stats.block_cache_hits), 1);
-        assert_eq!(load(&stats.block_cache_misses), 1);
+        assert_eq!(stats.snapshot().block_cache_hits, 1);
+        assert_eq!(stats.snapshot().block_cache_misses, 1);
         let cache = tc.block_cache().unwrap();
         assert_eq!(cache.len(), 1);
         assert!(cache.used_bytes() > 0);
@@ -535,7 +466,7 @@ mod tests {
         };
         t.get(b"key00250", MAX_SEQ, &no_fill).unwrap().unwrap();
         t.get(b"key00250", MAX_SEQ, &no_fill).unwrap().unwrap();
-        assert_eq!(load(&stats.block_cache_misses), 3);
+        assert_eq!(stats.snapshot().block_cache_misses, 3);
         assert_eq!(cache.len(), 1);
 
         // A full scan caches every data block; a second scan hits them all.
@@ -550,12 +481,12 @@ mod tests {
             n
         };
         assert_eq!(scan(&t), entries.len());
-        let hits = load(&stats.block_cache_hits);
-        let misses = load(&stats.block_cache_misses);
+        let hits = stats.snapshot().block_cache_hits;
+        let misses = stats.snapshot().block_cache_misses;
         assert_eq!(scan(&t), entries.len());
         let blocks = t_num_blocks(&t, &tc, &meta);
-        assert_eq!(load(&stats.block_cache_hits) - hits, blocks);
-        assert_eq!(load(&stats.block_cache_misses), misses);
+        assert_eq!(stats.snapshot().block_cache_hits - hits, blocks);
+        assert_eq!(stats.snapshot().block_cache_misses, misses);
     }
 
     fn t_num_blocks(_t: &Arc<dyn Table>, tc: &TableCache, meta: &TableMeta) -> u64 {
@@ -579,8 +510,8 @@ mod tests {
             t.get(b"key00050", MAX_SEQ, &TableReadOptions::default())
                 .unwrap();
         }
-        assert_eq!(load(&stats.block_cache_hits), 0);
-        assert!(load(&stats.decode_bytes) > 0);
+        assert_eq!(stats.snapshot().block_cache_hits, 0);
+        assert!(stats.snapshot().decode_bytes > 0);
     }
 
     #[test]
