@@ -402,6 +402,9 @@ impl WritableFile for FaultWritableFile {
         self.faults.check(FaultOp::Write, &[&self.path])?;
         self.inner.close()
     }
+    fn set_early_writeback(&mut self, on: bool) {
+        self.inner.set_early_writeback(on);
+    }
 }
 
 /// A reader whose reads are subject to the rules of its [`FaultFs`].

@@ -78,6 +78,14 @@ pub trait WritableFile: Send + Sync + Debug {
     fn close(&mut self) -> io::Result<()> {
         self.flush()
     }
+    /// Turns this file's early writeback (see `PosixFs::with_writeback`) off or back on.
+    /// Off, the kernel writes the file back when it chooses, or never if the file is
+    /// deleted first; back on, the next append starts writeback of everything not yet
+    /// started. Advice: never changes what the file holds or when it is durable. Default:
+    /// nothing (a file system without early writeback).
+    fn set_early_writeback(&mut self, on: bool) {
+        let _ = on;
+    }
 }
 
 /// A writable shared mapping of a range of a file, unmapped when dropped (made by the

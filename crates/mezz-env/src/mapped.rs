@@ -350,6 +350,10 @@ impl WritableFile for MappedLogFile {
         self.written + self.staged.len() as u64
     }
 
+    fn set_early_writeback(&mut self, on: bool) {
+        self.writeback.set_on(on);
+    }
+
     fn close(&mut self) -> io::Result<()> {
         // A window still being prepared could grow the file after the truncation.
         if let Some(ahead) = self.ahead.take() {

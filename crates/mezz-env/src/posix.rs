@@ -75,19 +75,32 @@ pub(crate) struct WritebackCursor {
     config: Option<Writeback>,
     /// End of the range whose writeback was last started (or that was last synced).
     to: u64,
+    /// Turned off by the file's owner (`WritableFile::set_early_writeback`).
+    off: bool,
 }
 
 impl WritebackCursor {
     /// Writeback per `config` (none if `None`) of what is written after `from` bytes.
     pub(crate) fn new(config: Option<Writeback>, from: u64) -> Self {
-        Self { config, to: from }
+        Self {
+            config,
+            to: from,
+            off: false,
+        }
+    }
+
+    /// Turns starting writeback off or back on (`WritableFile::set_early_writeback`).
+    pub(crate) fn set_on(&mut self, on: bool) {
+        self.off = !on;
     }
 
     /// Starts writeback of what was handed to the kernel since the last start (`written`
     /// bytes of `file` in all), once that is at least the configured amount: on the helper
     /// thread or here, as configured. Errors are ignored: the call is advice.
     pub(crate) fn advance(&mut self, file: &File, written: u64) {
-        let Some(w) = self.config else { return };
+        let Some(w) = self.config.filter(|_| !self.off) else {
+            return;
+        };
         if written.saturating_sub(self.to) >= w.bytes {
             let (offset, len) = (self.to, written - self.to);
             if w.background {
@@ -512,6 +525,10 @@ impl WritableFile for PosixWritableFile {
         // Everything written is durable: no writeback to start for it any more.
         self.writeback.synced(self.written());
         Ok(())
+    }
+
+    fn set_early_writeback(&mut self, on: bool) {
+        self.writeback.set_on(on);
     }
 
     fn size(&self) -> u64 {

@@ -843,6 +843,9 @@ impl WritableFile for UnitWritableFile {
         self.inner.close()?;
         self.program(self.pending)
     }
+    fn set_early_writeback(&mut self, on: bool) {
+        self.inner.set_early_writeback(on);
+    }
 }
 
 /// A reader whose reads wait for their completion on the model.

@@ -173,6 +173,11 @@ impl LogWriter {
     pub fn size(&self) -> u64 {
         self.size
     }
+
+    /// Turns the file's early writeback off or on (`WritableFile::set_early_writeback`).
+    pub fn set_early_writeback(&mut self, on: bool) {
+        self.file.set_early_writeback(on);
+    }
 }
 
 /// One result of [`LogReader::read_record`].
@@ -215,6 +220,8 @@ pub struct LogReader {
     valid_after: Option<u64>,
     none_after: Option<u64>,
     io_error: Option<io::Error>,
+    /// The log ended at an END fragment.
+    sealed: bool,
 }
 
 /// Whether a fragment header at `p` in `block` is complete and its checksum verifies.
@@ -252,7 +259,15 @@ impl LogReader {
             valid_after: None,
             none_after: None,
             io_error: None,
+            sealed: false,
         }
+    }
+
+    /// Whether reading ended at an END fragment (the writer sealed the log there), not at
+    /// the end of the file. Meaningful once `read_record` returned `Eof`.
+    #[must_use]
+    pub fn sealed(&self) -> bool {
+        self.sealed
     }
 
     /// File offset just past the last record returned (the length of the valid prefix
@@ -487,6 +502,7 @@ impl LogReader {
                     self.pos = end;
                     self.record_end = self.block_start + end as u64;
                     self.eof = true;
+                    self.sealed = true;
                     return LogRead::Eof;
                 }
                 MIDDLE => {
@@ -741,9 +757,15 @@ mod tests {
                     );
                 }
                 assert_eq!(r.read_record(), LogRead::Eof, "first record {first}");
+                assert!(r.sealed());
                 assert_eq!(r.last_record_end(), end);
                 assert_eq!(r.read_record(), LogRead::Eof);
             }
+            // The same records without the marker: a clean end of file, not sealed.
+            let unsealed = bytes[..bytes.len() - LOG_HEADER_LEN].to_vec();
+            let mut r = LogReader::new(VecFile::shared(unsealed));
+            while matches!(r.read_record(), LogRead::Record { .. }) {}
+            assert!(!r.sealed());
             // Damage before the marker is a torn tail: the marker carries no data.
             let n = bytes.len();
             bytes[n - LOG_HEADER_LEN - 10] ^= 0x40;

@@ -173,6 +173,13 @@ impl WalWriter {
         self.writer.close().map_err(|e| e.in_file(&self.path))
     }
 
+    /// Turns the file's early writeback off or on: on only while the log will be synced
+    /// (see `DbInner::sync_wals_ahead`); off, a log deleted within the kernel's writeback
+    /// delay is never written to the disk.
+    pub fn set_early_writeback(&mut self, on: bool) {
+        self.writer.set_early_writeback(on);
+    }
+
     /// Makes every record appended so far durable.
     ///
     /// # Errors
@@ -186,8 +193,13 @@ impl WalWriter {
 /// How a WAL replay ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplayEnd {
-    /// The whole log was read.
+    /// The whole log was read, up to the END marker that seals it (or, for a log in NVM,
+    /// which is never sealed, to its end).
     Complete,
+    /// The whole file was read and it ends without an END marker: the newest log of a
+    /// process that stopped, or an older log that lost its sealed tail (never synced, and
+    /// a power cut kept only part of it).
+    Unsealed,
     /// A damaged tail (a torn final write) was dropped at this offset.
     TornTail {
         /// Offset of the damage.
@@ -215,7 +227,25 @@ pub fn replay_wal(
     let file = fs
         .open_read(path)
         .map_err(|e| Error::from(e).in_file(path))?;
-    replay_log(file, path, tolerate_tail, apply)
+    replay_log(file, path, true, tolerate_tail, apply)
+}
+
+/// Seals the existing WAL file `path`, which ends at its records without an END marker:
+/// appends the marker and syncs the file. Recovery keeps such a log (the newest of a
+/// process that stopped) with newer logs after it; sealed, it cannot be mistaken later
+/// for an older log that lost its tail.
+///
+/// # Errors
+/// I/O errors (with the path).
+pub fn seal_existing(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    let seal = || -> Result<()> {
+        let file = fs.open_append(path)?;
+        let len = file.size();
+        let mut w = LogWriter::with_offset(file, len);
+        w.add_end()?;
+        w.sync()
+    };
+    seal().map_err(|e| e.in_file(path))
 }
 
 /// Bytes in memory read as a file (the durable part of an NVM log).
@@ -247,19 +277,29 @@ pub fn replay_wal_bytes(
     tolerate_tail: bool,
     apply: impl FnMut(WriteBatch) -> Result<()>,
 ) -> Result<ReplayEnd> {
-    replay_log(Arc::new(BytesFile(bytes)), path, tolerate_tail, apply)
+    replay_log(
+        Arc::new(BytesFile(bytes)),
+        path,
+        false,
+        tolerate_tail,
+        apply,
+    )
 }
 
+/// `sealable`: the log is a file, sealed with an END marker when closed (see
+/// `WalWriter::seal`); a log in NVM is not.
 fn replay_log(
     file: Arc<dyn RandomAccessFile>,
     path: &Path,
+    sealable: bool,
     tolerate_tail: bool,
     mut apply: impl FnMut(WriteBatch) -> Result<()>,
 ) -> Result<ReplayEnd> {
     let mut reader = LogReader::new(file);
     loop {
         match reader.read_record() {
-            LogRead::Eof => return Ok(ReplayEnd::Complete),
+            LogRead::Eof if reader.sealed() || !sealable => return Ok(ReplayEnd::Complete),
+            LogRead::Eof => return Ok(ReplayEnd::Unsealed),
             LogRead::Corrupt {
                 offset,
                 detail,
@@ -386,6 +426,12 @@ mod tests {
     fn replays_every_record_in_order() {
         let fs = MemFs::new();
         let path = write_three(&fs, Path::new("/db"));
+        let (r, seqs) = replay(&fs, &path, false);
+        // Never sealed: the newest log of a writer that stopped.
+        assert_eq!(r.unwrap(), ReplayEnd::Unsealed);
+        assert_eq!(seqs, vec![10, 11, 12]);
+        // Sealed afterwards, it reads complete, with the same records.
+        seal_existing(&fs, &path).unwrap();
         let (r, seqs) = replay(&fs, &path, false);
         assert_eq!(r.unwrap(), ReplayEnd::Complete);
         assert_eq!(seqs, vec![10, 11, 12]);

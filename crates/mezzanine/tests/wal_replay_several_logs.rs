@@ -7,11 +7,22 @@ use std::sync::Arc;
 
 use mezz_env::{FaultFs, FaultOp, FaultRule, FileSystem, MemFs, Trigger};
 use mezz_format::coding::put_varint32;
-use mezzanine::wal::WalWriter;
+use mezzanine::wal::{WalWriter, seal_existing};
 use mezzanine::{Db, Error, Options};
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
+}
+
+fn only_wal(fs: &dyn FileSystem, dir: &Path) -> std::path::PathBuf {
+    let logs: Vec<String> = fs
+        .list_dir(dir)
+        .expect("list the DB directory")
+        .into_iter()
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    dir.join(&logs[0])
 }
 
 fn wal_count(fs: &dyn FileSystem, dir: &Path) -> usize {
@@ -108,7 +119,9 @@ fn three_wals_are_replayed_oldest_first() {
     db.close().unwrap();
     assert_eq!(wal_count(mem.as_ref(), dir), 1);
 
-    // Two newer WALs, as a crash with two unflushed memtables would leave them.
+    // Two newer WALs, as a crash with two unflushed memtables would leave them: every
+    // WAL but the newest sealed at its switch.
+    seal_existing(mem.as_ref(), &only_wal(mem.as_ref(), dir)).unwrap();
     let mut w = WalWriter::create(mem.as_ref(), dir, 1000, false).unwrap();
     w.append(
         &batch_record(seq + 1, &[(b"a", Some(b"second")), (b"d", Some(b"second"))]),
@@ -117,6 +130,8 @@ fn three_wals_are_replayed_oldest_first() {
     .unwrap();
     w.append(&batch_record(seq + 3, &[(b"b", None)]), true)
         .unwrap();
+    w.seal().unwrap();
+    w.sync().unwrap();
     drop(w);
     let mut w = WalWriter::create(mem.as_ref(), dir, 1001, false).unwrap();
     w.append(
@@ -141,4 +156,50 @@ fn three_wals_are_replayed_oldest_first() {
     let db = Db::open(dir, o).unwrap();
     assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"fourth"[..]));
     assert_eq!(wal_count(mem.as_ref(), dir), 1, "replayed WALs are deleted");
+}
+
+/// A WAL older than the newest that ends without its END marker lost its tail (it was
+/// never synced, and a power cut kept part of it): recovery keeps its records and stops
+/// there, so no newer write survives an older lost one; under `AbsoluteConsistency` it is
+/// a `Corruption`.
+#[test]
+fn an_older_wal_without_its_end_marker_ends_recovery() {
+    let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let dir = Path::new("/db");
+    let o = Options {
+        fs: Arc::clone(&mem),
+        ..Options::default()
+    };
+    let db = Db::open(dir, o.clone()).unwrap();
+    db.put(b"a", b"first").unwrap();
+    let seq = db.stats().last_sequence;
+    db.close().unwrap();
+    seal_existing(mem.as_ref(), &only_wal(mem.as_ref(), dir)).unwrap();
+
+    // WAL 1000 lost its sealed tail: its first record survived, not its END marker.
+    let mut w = WalWriter::create(mem.as_ref(), dir, 1000, false).unwrap();
+    w.append(&batch_record(seq + 1, &[(b"b", Some(b"second"))]), true)
+        .unwrap();
+    drop(w);
+    let mut w = WalWriter::create(mem.as_ref(), dir, 1001, false).unwrap();
+    w.append(&batch_record(seq + 2, &[(b"c", Some(b"third"))]), true)
+        .unwrap();
+    drop(w);
+
+    let strict = Options {
+        recovery_mode: mezzanine::RecoveryMode::AbsoluteConsistency,
+        ..o.clone()
+    };
+    match Db::open(dir, strict) {
+        Err(Error::Corruption { file, .. }) => {
+            assert_eq!(file.as_deref(), Some(&*dir.join("001000.log")));
+        }
+        other => panic!("expected a Corruption naming 001000.log, got {other:?}"),
+    }
+
+    let db = Db::open(dir, o).unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"first"[..]));
+    assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"second"[..]));
+    assert_eq!(db.get(b"c").unwrap(), None, "a write after the lost tail");
+    assert_eq!(db.stats().last_sequence, seq + 1);
 }

@@ -191,8 +191,12 @@ impl DbInner {
     /// drops the memtable and deletes its WAL.
     fn flush_memtable(&self, imm: &Arc<MemTable>) -> Result<()> {
         let start = Instant::now();
-        // The memtable's WAL (and older ones) become durable first, off the write path.
-        self.sync_closed_wals(imm.id())?;
+        // When WALs are made durable ahead of need, the memtable's WAL (and older ones)
+        // become durable first, off the write path; otherwise the table written here
+        // makes them obsolete unsynced.
+        if self.sync_wals_ahead.load(Ordering::Acquire) {
+            self.sync_closed_wals(imm.id())?;
+        }
         if self.mem_policy().merges_into_nvm(imm) && self.merge_into_nvm(imm, start)? {
             return Ok(());
         }
@@ -204,6 +208,7 @@ impl DbInner {
             // column compaction frees pages.
             return Ok(());
         }
+        self.forget_closed_wals(imm.id());
         if self.opts.use_wal {
             let _ = self
                 .fs

@@ -217,6 +217,14 @@ pub(crate) struct DbInner {
     /// later writes durable after lost ones (a hole that recovery cannot see, because a
     /// log that lost its tail ends cleanly).
     wal_failed: AtomicBool,
+    /// Closed WALs are made durable ahead of need, off the write path: synced by their
+    /// memtable's flush before it writes, and written back by the kernel as they grow
+    /// (early writeback). Set from the start with NVM memtables (a write into one first
+    /// syncs every closed WAL), and by the first `sync` write (which does too). Unset, a
+    /// WAL is never synced while the database is open (its memtable's flush makes it
+    /// obsolete), so a WAL deleted within the kernel's writeback delay never reaches the
+    /// disk: half the bytes written in a fill without `sync` (RocksDB does the same).
+    sync_wals_ahead: AtomicBool,
     /// The pool of parallel reads (`parallel_reads`).
     read_pool: Option<crate::parallel::ReadPool>,
 }

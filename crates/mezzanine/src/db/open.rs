@@ -572,12 +572,15 @@ fn replay_into_l0(
         Ok(())
     };
     // A torn tail ends recovery at that point (point in time), even in a WAL that is
-    // not the newest: a WAL switched out is synced off the write path, so a power cut
-    // can tear it while a newer WAL holds later (never synced) writes. Replaying those
-    // would leave a hole in the history; no acknowledged-durable write is among them,
-    // because a `sync` write first syncs every older WAL. Later WALs become obsolete
-    // with the new log number.
-    for src in wals {
+    // not the newest: a WAL switched out is synced off the write path (or, when nothing
+    // asks for WALs to be durable, never: its memtable's flush makes it obsolete), so a
+    // power cut can tear it while a newer WAL holds later (never synced) writes.
+    // Replaying those would leave a hole in the history; no acknowledged-durable write is
+    // among them, because a `sync` write first syncs every older WAL. The same holds for
+    // a WAL file that is not the newest and ends without its END marker: it was sealed
+    // when switched out, so it lost its tail. Later WALs become obsolete with the new log
+    // number.
+    for (i, src) in wals.iter().enumerate() {
         let end = src.replay(locked, storage.nvm(), tolerate, &mut |batch: WriteBatch| {
             let n = batch.len() as u64;
             if n > 0 {
@@ -597,6 +600,17 @@ fn replay_into_l0(
             Ok(())
         })?;
         if matches!(end, ReplayEnd::TornTail { .. }) {
+            break;
+        }
+        if end == ReplayEnd::Unsealed && i + 1 < wals.len() {
+            let path = filename::wal_file(&locked.dir, src.number());
+            if !tolerate {
+                return Err(Error::corruption(
+                    0,
+                    "a WAL older than the newest ends without its END marker (its tail was lost)",
+                )
+                .in_file(&path));
+            }
             break;
         }
     }
@@ -629,7 +643,7 @@ fn replay_into_memtables(
     // reads consult first). Each WAL becomes one immutable memtable, flushed later in
     // order; a torn WAL's valid prefix is rewritten into a new WAL (a later crash must
     // not stop at the old tear before newer WALs), and the WALs after it are dropped.
-    for src in wals {
+    for (i, src) in wals.iter().enumerate() {
         let mut m = Arc::new(MemTable::new(src.number(), opts.memtable_capacity()));
         let end = src.replay(locked, tier, tolerate, &mut |batch: WriteBatch| {
             let n = batch.len() as u64;
@@ -656,17 +670,32 @@ fn replay_into_memtables(
             } else {
                 if let WalSource::File(n) = src {
                     // Replayed from the OS cache after a process crash: make it durable
-                    // before newer writes can be acknowledged.
+                    // before newer writes can be acknowledged. A newer WAL follows it from
+                    // now on: one that ends without an END marker (the newest of the last
+                    // process) is sealed, as a switch would have.
                     let path = filename::wal_file(dir, *n);
-                    fs.open_append(&path)
-                        .and_then(|mut f| f.sync())
-                        .map_err(|e| Error::from(e).in_file(&path))?;
+                    if end == ReplayEnd::Unsealed {
+                        crate::wal::seal_existing(fs.as_ref(), &path)?;
+                    } else {
+                        fs.open_append(&path)
+                            .and_then(|mut f| f.sync())
+                            .map_err(|e| Error::from(e).in_file(&path))?;
+                    }
                 }
                 kept_wals.insert(src.number());
                 kept_mems.push(m);
             }
         }
-        if torn {
+        // A WAL file older than the newest that ends without its END marker lost its
+        // tail (see `replay_into_l0`): its prefix is kept, newer WALs are not replayed.
+        if torn || (end == ReplayEnd::Unsealed && i + 1 < wals.len()) {
+            if !torn && !tolerate {
+                return Err(Error::corruption(
+                    0,
+                    "a WAL older than the newest ends without its END marker (its tail was lost)",
+                )
+                .in_file(filename::wal_file(dir, src.number())));
+            }
             break;
         }
     }
@@ -991,6 +1020,7 @@ fn assemble_db_inner(
         threads: Mutex::new(Vec::new()),
         closed_wals: Mutex::new(closed_wals),
         wal_failed: AtomicBool::new(false),
+        sync_wals_ahead: AtomicBool::new(syncs_wals_ahead(&opts)),
         storage,
         policy,
         placement,
@@ -1064,7 +1094,16 @@ fn create_wal(
         }
         rec.wal_fallbacks += 1;
     }
-    WalWriter::create(fs.as_ref(), dir, number, opts.wal_mapped())
+    let mut w = WalWriter::create(fs.as_ref(), dir, number, opts.wal_mapped())?;
+    w.set_early_writeback(syncs_wals_ahead(opts));
+    Ok(w)
+}
+
+/// Whether a database opened with `opts` syncs closed WALs ahead of need from the start
+/// (`DbInner::sync_wals_ahead`): with NVM memtables, and with WALs in NVM (whose sync
+/// costs nothing, and whose writer must be gone before the flush releases its object).
+pub(super) fn syncs_wals_ahead(opts: &Options) -> bool {
+    opts.nvm_memtable != crate::options::NvmMemtable::Off || opts.wal_on_nvm
 }
 
 /// Rewrites the entries of `m` (replayed from a torn WAL) into a new WAL `number` and a new
@@ -1128,7 +1167,8 @@ fn relog_memtable(
         next_seq = seq + 1;
     }
     flush(&mut batch, &mut w)?;
-    // Newer writes go to a newer WAL: this one must end exactly at its records.
+    // Newer writes go to a newer WAL: this one must end exactly at its records, sealed.
+    w.seal()?;
     w.close()?;
     w.sync()?;
     fs.sync_dir(dir).map_err(io_err(dir))?;

@@ -439,6 +439,10 @@ impl DbInner {
         if let Some(wal) = ws.wal.as_mut() {
             let data = batch.data();
             if sync {
+                if !self.sync_wals_ahead.swap(true, Ordering::AcqRel) {
+                    // From now on WALs are made durable ahead, this one from here.
+                    wal.set_early_writeback(true);
+                }
                 // A synced write may not be acknowledged while an older WAL's tail is not
                 // durable (recovery stops at the first torn tail).
                 let t = Instant::now();
@@ -788,6 +792,20 @@ impl DbInner {
         Ok(())
     }
 
+    /// Drops the closed WALs numbered `up_to` or lower without syncing them: their
+    /// memtables are in synced tables now, so their records are needed no more.
+    pub(super) fn forget_closed_wals(&self, up_to: u64) {
+        let forgotten: Vec<Arc<super::ClosedWal>> = {
+            let mut list = self.closed_wals.lock();
+            let (old, keep) = list.drain(..).partition(|w| w.number <= up_to);
+            *list = keep;
+            old
+        };
+        // Dropping a writer outside the list's lock: a mapped log is truncated to its
+        // records first, which can wait on the file system.
+        drop(forgotten);
+    }
+
     /// `Err` once a WAL append or sync has failed: syncing any log after that could make
     /// newer writes durable behind lost ones.
     pub(super) fn check_wal_intact(&self) -> Result<()> {
@@ -880,8 +898,10 @@ impl DbInner {
         }
         // The directory entry becomes durable with the WAL's first sync (a `sync` write, or
         // the sync of the closed WAL by its flush): off the switch, which holds every writer.
-        let w = WalWriter::create(self.fs.as_ref(), &self.path, number, self.opts.wal_mapped())?
-            .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
+        let mut w =
+            WalWriter::create(self.fs.as_ref(), &self.path, number, self.opts.wal_mapped())?
+                .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
+        w.set_early_writeback(self.sync_wals_ahead.load(Ordering::Acquire));
         Ok(Some(w))
     }
 

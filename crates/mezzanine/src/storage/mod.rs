@@ -151,6 +151,9 @@ impl WritableFile for CountedWrite {
     fn close(&mut self) -> io::Result<()> {
         self.inner.close()
     }
+    fn set_early_writeback(&mut self, on: bool) {
+        self.inner.set_early_writeback(on);
+    }
 }
 
 struct CountedRead {
