@@ -78,3 +78,42 @@ fn snapshot_survives_flush_and_compaction() {
     let report = db.verify().unwrap();
     assert_eq!(report.entries, 1001);
 }
+
+/// A flush writes of each key the newest version and, for each live snapshot, the newest
+/// version that snapshot sees; the versions those hide never reach a table. Deletion
+/// markers are kept.
+#[test]
+fn a_flush_keeps_only_the_versions_someone_can_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two flushes stay below the default L0 trigger: no compaction merges them.
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"a", b"a1").unwrap();
+    db.put(b"a", b"a2").unwrap();
+    let snap = db.snapshot();
+    db.put(b"a", b"a3").unwrap();
+    db.put(b"a", b"a4").unwrap();
+    db.put(b"b", b"b1").unwrap();
+    db.delete(b"b").unwrap();
+    db.put(b"c", b"c1").unwrap();
+    db.delete(b"c").unwrap();
+    db.put(b"c", b"c2").unwrap();
+    db.flush().unwrap();
+    // a4, a2 (the snapshot's), b's deletion, c2.
+    assert_eq!(db.verify().unwrap().entries, 4);
+    let at = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    assert_eq!(db.get_opt(&at, b"a").unwrap().as_deref(), Some(&b"a2"[..]));
+    assert_eq!(db.get_opt(&at, b"b").unwrap(), None);
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"a4"[..]));
+    assert_eq!(db.get(b"b").unwrap(), None);
+    assert_eq!(db.get(b"c").unwrap().as_deref(), Some(&b"c2"[..]));
+    drop(snap);
+    // Without snapshots: the newest version of each key only.
+    db.put(b"d", b"d1").unwrap();
+    db.put(b"d", b"d2").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.verify().unwrap().entries, 5);
+    assert_eq!(db.get(b"d").unwrap().as_deref(), Some(&b"d2"[..]));
+}

@@ -80,7 +80,7 @@ pub struct CompactionResult {
 
 /// Which "stripe" between consecutive snapshots a sequence number falls in: 0 = visible
 /// to the oldest snapshot (or no snapshots at all).
-fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
+pub(crate) fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
     snapshots.partition_point(|&s| s < seq)
 }
 

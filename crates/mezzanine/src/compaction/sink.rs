@@ -17,10 +17,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mezz_format::InternalIterator;
+use mezz_format::ikey::parse_internal_key;
 use mezz_format::sst::{TableBuilder, TableBuilderOptions, TableProperties};
+use mezz_format::{InternalIterator, SeqNo};
 
-use crate::error::Result;
+use crate::compaction::executor::stripe;
+use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::placement::JobPlacement;
 use crate::storage::Storage;
@@ -281,20 +283,42 @@ impl TableSink for SstSink<'_> {
     }
 }
 
-/// Writes every entry of `iter` (from its first) into one table of `sink` and finishes the
-/// sink (the table is durable, its directory synced); `None` if `iter` is empty (no table
-/// is left behind).
+/// Writes the entries of `iter` (from its first: a memtable's) into one table of `sink`
+/// and finishes the sink (the table is durable, its directory synced); `None` if nothing
+/// was written (no table is left behind).
+///
+/// Like a compaction, it keeps of each user key the newest version, plus for every live
+/// snapshot (`snapshots`, ascending) the newest version visible to it; the versions a
+/// newer one of the same stripe hides are dropped (RocksDB's flush does the same; LevelDB's
+/// writes them all and leaves them to compaction). Deletion markers are kept: only a
+/// compaction knows whether the levels below hold the key.
 ///
 /// # Errors
 /// I/O errors, or the iterator's error; the partial table is removed.
 pub fn write_table(
     sink: &mut dyn TableSink,
     iter: &mut dyn InternalIterator,
+    snapshots: &[SeqNo],
 ) -> Result<Option<WrittenTable>> {
     iter.seek_to_first();
     let res = (|| -> Result<Vec<WrittenTable>> {
+        let mut user_key: Vec<u8> = Vec::new();
+        let mut last_stripe: Option<usize> = None;
         while iter.valid() {
-            sink.add(iter.key(), iter.value())?;
+            let ikey = iter.key();
+            let p = parse_internal_key(ikey).ok_or_else(|| {
+                Error::corruption(0, format!("a memtable holds a malformed key {ikey:?}"))
+            })?;
+            let s = stripe(snapshots, p.seq);
+            if last_stripe.is_none() || p.user_key != user_key.as_slice() {
+                user_key.clear();
+                user_key.extend_from_slice(p.user_key);
+            } else if last_stripe == Some(s) {
+                iter.next();
+                continue;
+            }
+            last_stripe = Some(s);
+            sink.add(ikey, iter.value())?;
             iter.next();
         }
         iter.status()?;

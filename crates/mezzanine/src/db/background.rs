@@ -243,10 +243,14 @@ impl DbInner {
         }
         let new_file = || self.new_file_number();
         let mut force_ssd = false;
+        // A snapshot taken after this sees the newest version of every key in `m` (they
+        // all precede it), so the list as it is now is all the flush must keep for.
+        let snapshots = self.snapshots.list();
         let written = loop {
             let mut sink = self.flush_sink(&new_file, force_ssd);
             let mut iter = m.iter();
-            match write_table(sink.as_mut(), iter.as_mut()).and_then(|w| iter.status().map(|()| w))
+            match write_table(sink.as_mut(), iter.as_mut(), &snapshots)
+                .and_then(|w| iter.status().map(|()| w))
             {
                 Ok(w) => break w,
                 // NVM filled up under a tiering that allows SSTs: flush to an SST.

@@ -566,7 +566,8 @@ fn replay_into_l0(
         });
         let mut sink = SstSink::new(storage, opts, 0, &new_file, job);
         let mut it = mem.iter();
-        if let Some(w) = write_table(&mut sink, it.as_mut())? {
+        // No snapshot exists while the database opens.
+        if let Some(w) = write_table(&mut sink, it.as_mut(), &[])? {
             edit.new_tables.push((0, w.meta));
         }
         Ok(())
