@@ -210,7 +210,9 @@ pub(crate) struct DbInner {
     max_manifest_bytes: AtomicU64,
     lock: Mutex<Option<Box<dyn FileLock>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// WALs of switched-out memtables whose tails may not be durable yet, oldest first.
+    /// WALs of switched-out memtables whose tails may not be durable yet, oldest first:
+    /// each leaves the list when synced, or unsynced when its memtable's flush is
+    /// installed.
     closed_wals: Mutex<Vec<Arc<ClosedWal>>>,
     /// Set when a WAL append or sync failed. From then on no WAL is synced again: a failed
     /// sync may have dropped that log's tail, and a later sync of a newer log would make

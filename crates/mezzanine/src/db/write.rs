@@ -897,7 +897,8 @@ impl DbInner {
             StatsCollector::add(&self.stats.nvm_wal_fallbacks, 1);
         }
         // The directory entry becomes durable with the WAL's first sync (a `sync` write, or
-        // the sync of the closed WAL by its flush): off the switch, which holds every writer.
+        // the sync of the closed WAL by its flush), or with the next directory sync (a
+        // flush's table): off the switch, which holds every writer.
         let mut w =
             WalWriter::create(self.fs.as_ref(), &self.path, number, self.opts.wal_mapped())?
                 .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
