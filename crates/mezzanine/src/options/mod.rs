@@ -60,7 +60,9 @@ const MIB: usize = 1 << 20;
 /// 64 MiB WAL before it, which took 33-55 ms without and under 1 ms with. For WALs and
 /// manifests the requests run on a helper thread, not on the writer: started by the WAL
 /// writer itself, they woke the block layer's workers on its CPU, which then preempted it.
-/// Tables start their own, on the background threads that write them.
+/// Tables start their own, on the background threads that write them. A WAL that nothing
+/// will sync (no NVM memtables, no WALs in NVM, no `sync` write yet) starts none: deleted
+/// within the kernel's writeback delay, it never reaches the disk.
 pub const DEFAULT_BYTES_PER_SYNC: u64 = 1 << 20;
 
 declare_options! {
