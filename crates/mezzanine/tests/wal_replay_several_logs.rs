@@ -103,25 +103,36 @@ fn batch_record(seq: u64, ops: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
     r
 }
 
-#[test]
-fn three_wals_are_replayed_oldest_first() {
+/// A database in memory at `/db` holding `puts` in its one WAL, closed, that WAL sealed
+/// (as a switch would have) so newer WALs can follow it: the file system, the directory,
+/// the options, and the last sequence number.
+fn closed_db_with(puts: &[(&[u8], &[u8])]) -> (Arc<dyn FileSystem>, &'static Path, Options, u64) {
     let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let dir = Path::new("/db");
     let o = Options {
         fs: Arc::clone(&mem),
         ..Options::default()
     };
-    let db = Db::open(dir, o.clone()).unwrap();
-    db.put(b"a", b"from-first-wal").unwrap();
-    db.put(b"b", b"from-first-wal").unwrap();
-    db.put(b"c", b"from-first-wal").unwrap();
+    let db = Db::open(dir, o.clone()).expect("open");
+    for (k, v) in puts {
+        db.put(k, v).expect("put");
+    }
     let seq = db.stats().last_sequence;
-    db.close().unwrap();
-    assert_eq!(wal_count(mem.as_ref(), dir), 1);
+    db.close().expect("close");
+    seal_existing(mem.as_ref(), &only_wal(mem.as_ref(), dir)).expect("seal the WAL");
+    (mem, dir, o, seq)
+}
+
+#[test]
+fn three_wals_are_replayed_oldest_first() {
+    let (mem, dir, o, seq) = closed_db_with(&[
+        (b"a", b"from-first-wal"),
+        (b"b", b"from-first-wal"),
+        (b"c", b"from-first-wal"),
+    ]);
 
     // Two newer WALs, as a crash with two unflushed memtables would leave them: every
     // WAL but the newest sealed at its switch.
-    seal_existing(mem.as_ref(), &only_wal(mem.as_ref(), dir)).unwrap();
     let mut w = WalWriter::create(mem.as_ref(), dir, 1000, false).unwrap();
     w.append(
         &batch_record(seq + 1, &[(b"a", Some(b"second")), (b"d", Some(b"second"))]),
@@ -164,17 +175,7 @@ fn three_wals_are_replayed_oldest_first() {
 /// a `Corruption`.
 #[test]
 fn an_older_wal_without_its_end_marker_ends_recovery() {
-    let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let dir = Path::new("/db");
-    let o = Options {
-        fs: Arc::clone(&mem),
-        ..Options::default()
-    };
-    let db = Db::open(dir, o.clone()).unwrap();
-    db.put(b"a", b"first").unwrap();
-    let seq = db.stats().last_sequence;
-    db.close().unwrap();
-    seal_existing(mem.as_ref(), &only_wal(mem.as_ref(), dir)).unwrap();
+    let (mem, dir, o, seq) = closed_db_with(&[(b"a", b"first")]);
 
     // WAL 1000 lost its sealed tail: its first record survived, not its END marker.
     let mut w = WalWriter::create(mem.as_ref(), dir, 1000, false).unwrap();

@@ -604,13 +604,8 @@ fn replay_into_l0(
             break;
         }
         if end == ReplayEnd::Unsealed && i + 1 < wals.len() {
-            let path = filename::wal_file(&locked.dir, src.number());
             if !tolerate {
-                return Err(Error::corruption(
-                    0,
-                    "a WAL older than the newest ends without its END marker (its tail was lost)",
-                )
-                .in_file(&path));
+                return Err(lost_tail(&locked.dir, src.number()));
             }
             break;
         }
@@ -618,6 +613,16 @@ fn replay_into_l0(
     flush_mem(&mem, &mut rec.edit)?;
     drop(mem);
     Ok(())
+}
+
+/// The error (under `AbsoluteConsistency`) for WAL `number` in `dir`, older than the
+/// newest and ending without its END marker.
+fn lost_tail(dir: &Path, number: u64) -> Error {
+    Error::corruption(
+        0,
+        "a WAL older than the newest ends without its END marker (its tail was lost)",
+    )
+    .in_file(filename::wal_file(dir, number))
 }
 
 /// Replays each WAL into its own immutable memtable, kept with its WAL (a torn WAL's valid
@@ -691,11 +696,7 @@ fn replay_into_memtables(
         // tail (see `replay_into_l0`): its prefix is kept, newer WALs are not replayed.
         if torn || (end == ReplayEnd::Unsealed && i + 1 < wals.len()) {
             if !torn && !tolerate {
-                return Err(Error::corruption(
-                    0,
-                    "a WAL older than the newest ends without its END marker (its tail was lost)",
-                )
-                .in_file(filename::wal_file(dir, src.number())));
+                return Err(lost_tail(dir, src.number()));
             }
             break;
         }
