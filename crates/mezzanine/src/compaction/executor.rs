@@ -80,8 +80,40 @@ pub struct CompactionResult {
 
 /// Which "stripe" between consecutive snapshots a sequence number falls in: 0 = visible
 /// to the oldest snapshot (or no snapshots at all).
-pub(crate) fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
+fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
     snapshots.partition_point(|&s| s < seq)
+}
+
+/// Which versions are hidden, over internal keys in order (user key ascending, newest
+/// version first): a version is hidden when a newer version of its user key lies in the
+/// same stripe between snapshots (no reader can see it). The rule every merge and flush
+/// keeps.
+#[derive(Debug, Default)]
+pub(crate) struct HiddenVersions {
+    user_key: Vec<u8>,
+    /// The stripe of the previous version of `user_key`; `None` before the first entry.
+    last_stripe: Option<usize>,
+}
+
+impl HiddenVersions {
+    /// Notes the next entry (`user_key` at `seq`, with the live `snapshots` ascending):
+    /// whether it starts a new user key, whether it is hidden, and its stripe.
+    pub(crate) fn next(
+        &mut self,
+        snapshots: &[SeqNo],
+        user_key: &[u8],
+        seq: SeqNo,
+    ) -> (bool, bool, usize) {
+        let s = stripe(snapshots, seq);
+        let new_key = self.last_stripe.is_none() || user_key != self.user_key.as_slice();
+        if new_key {
+            self.user_key.clear();
+            self.user_key.extend_from_slice(user_key);
+        }
+        let hidden = !new_key && self.last_stripe == Some(s);
+        self.last_stripe = Some(s);
+        (new_key, hidden, s)
+    }
 }
 
 /// Whether no level below `output_level` may hold `user_key`; `ptrs` are per-level cursors
@@ -396,9 +428,7 @@ fn merge_into(
 ) -> Result<()> {
     let max_gp = max_grandparent_overlap(ctx.opts);
     let mut base_ptrs = vec![0usize; version.num_levels()];
-    let mut user_key: Vec<u8> = Vec::new();
-    let mut have_key = false;
-    let mut last_stripe: Option<usize> = None;
+    let mut versions = HiddenVersions::default();
     let mut gp_index = 0usize;
     let mut gp_overlap = 0u64;
     let mut gp_seen_key = false;
@@ -410,9 +440,7 @@ fn merge_into(
                 iter.next();
             }
             if let Some(p) = parse_internal_key(last) {
-                user_key.extend_from_slice(p.user_key);
-                have_key = true;
-                last_stripe = Some(stripe(ctx.snapshots, p.seq));
+                versions.next(ctx.snapshots, p.user_key, p.seq);
                 gp_seen_key = true;
             }
         }
@@ -425,7 +453,8 @@ fn merge_into(
                 format!("compaction input has a malformed internal key {ikey:?}"),
             )
         })?;
-        if !have_key || parsed.user_key != user_key.as_slice() {
+        let (new_key, hidden, s) = versions.next(ctx.snapshots, parsed.user_key, parsed.seq);
+        if new_key {
             // Between user keys: the only place an output may be cut.
             while let Some(g) = plan.grandparents.get(gp_index)
                 && compare_internal_keys(ikey, &g.largest).is_gt()
@@ -442,25 +471,16 @@ fn merge_into(
                 sink.finish_table()?;
                 gp_overlap = 0;
             }
-            user_key.clear();
-            user_key.extend_from_slice(parsed.user_key);
-            have_key = true;
-            last_stripe = None;
         }
-        let s = stripe(ctx.snapshots, parsed.seq);
-        let drop = if last_stripe == Some(s) {
-            true
-        } else {
-            parsed.kind == ValueKind::Deletion
+        let drop = hidden
+            || parsed.kind == ValueKind::Deletion
                 && s == 0
                 && is_base_level_for_key(
                     version,
                     plan.output_level,
                     parsed.user_key,
                     &mut base_ptrs,
-                )
-        };
-        last_stripe = Some(s);
+                );
         if !drop {
             sink.add_located(ikey, iter.value(), iter.entry_ref())?;
         }

@@ -21,7 +21,7 @@ use mezz_format::ikey::parse_internal_key;
 use mezz_format::sst::{TableBuilder, TableBuilderOptions, TableProperties};
 use mezz_format::{InternalIterator, SeqNo};
 
-use crate::compaction::executor::stripe;
+use crate::compaction::executor::HiddenVersions;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::placement::JobPlacement;
@@ -302,23 +302,16 @@ pub fn write_table(
 ) -> Result<Option<WrittenTable>> {
     iter.seek_to_first();
     let res = (|| -> Result<Vec<WrittenTable>> {
-        let mut user_key: Vec<u8> = Vec::new();
-        let mut last_stripe: Option<usize> = None;
+        let mut versions = HiddenVersions::default();
         while iter.valid() {
             let ikey = iter.key();
             let p = parse_internal_key(ikey).ok_or_else(|| {
                 Error::corruption(0, format!("a memtable holds a malformed key {ikey:?}"))
             })?;
-            let s = stripe(snapshots, p.seq);
-            if last_stripe.is_none() || p.user_key != user_key.as_slice() {
-                user_key.clear();
-                user_key.extend_from_slice(p.user_key);
-            } else if last_stripe == Some(s) {
-                iter.next();
-                continue;
+            let (_, hidden, _) = versions.next(snapshots, p.user_key, p.seq);
+            if !hidden {
+                sink.add(ikey, iter.value())?;
             }
-            last_stripe = Some(s);
-            sink.add(ikey, iter.value())?;
             iter.next();
         }
         iter.status()?;
