@@ -59,14 +59,31 @@ impl Mapping {
     }
 }
 
+/// Bytes unmapped per system call when a mapping drops. The kernel zaps the pages of an
+/// unmapped range holding the process's address-space lock (for reading, after the
+/// mapping itself is gone), and a foreground thread changing a mapping meanwhile (the
+/// allocator's `mprotect`) waits for it: a window of dirty shared pages takes a while.
+/// In steps of 64 pages no thread waits long.
+#[cfg(target_os = "linux")]
+const UNMAP_STEP: usize = 256 << 10;
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         #[cfg(target_os = "linux")]
-        // SAFETY: `base`/`len` are exactly the mapping made in `Mapping::new`; its owner
-        // (a read mapping or a window) hands out references only borrowed from itself, so
-        // none outlives it.
-        unsafe {
-            libc::munmap(self.base.as_ptr().cast(), self.len);
+        {
+            let mut off = 0;
+            while off < self.len {
+                let n = UNMAP_STEP.min(self.len - off);
+                // SAFETY: `[off, off + n)` lies inside the mapping made in `Mapping::new`
+                // (`base`/`len`), page aligned (`off` is a multiple of UNMAP_STEP, a
+                // multiple of the page size); its owner (a read mapping or a window) hands
+                // out references only borrowed from itself, so none outlives it. Unmapping
+                // a piece of a mapping leaves the rest mapped for the next steps.
+                unsafe {
+                    libc::munmap(self.base.as_ptr().add(off).cast(), n);
+                }
+                off += n;
+            }
         }
     }
 }
@@ -120,6 +137,11 @@ pub fn map_read(_file: &File, _len: usize) -> io::Result<Box<dyn MappedFile>> {
 #[derive(Debug)]
 pub struct FileWindow(Mapping);
 
+/// Bytes of a window populated per system call by [`MappedWindow::prefault`]: 16 pages,
+/// so the address-space lock is never held long (see `FileWindow::prefault`).
+#[cfg(target_os = "linux")]
+const POPULATE_STEP: usize = 64 << 10;
+
 // SAFETY: the window owns its mapping; the bytes are only reached through `&mut self`
 // (`bytes_mut`), so moving or sharing the handle between threads races on nothing.
 unsafe impl Send for FileWindow {}
@@ -137,16 +159,30 @@ impl MappedWindow for FileWindow {
 
     #[cfg(target_os = "linux")]
     fn prefault(&mut self) {
-        // SAFETY: `base..base + len` is one live mapping owned by this window (`&mut self`:
-        // nothing else uses it now). MADV_POPULATE_WRITE only faults its pages in as a store
-        // would, within the range `allocate` made the file cover; it changes no byte. An
-        // error (a kernel before 5.14: EINVAL) leaves the mapping as it was.
-        unsafe {
-            libc::madvise(
-                self.0.base.as_ptr().cast(),
-                self.0.len,
-                libc::MADV_POPULATE_WRITE,
-            );
+        // In steps of POPULATE_STEP: the kernel holds the process's address-space lock for
+        // reading through each call, and a thread that changes a mapping meanwhile (the
+        // allocator growing or trimming a heap with `mprotect`/`madvise`, on a foreground
+        // thread) waits for the whole call: a traced open-loop run showed foreground
+        // requests blocked in `mprotect` behind this thread's populate of a whole window.
+        let mut off = 0;
+        while off < self.0.len {
+            let n = POPULATE_STEP.min(self.0.len - off);
+            // SAFETY: `[off, off + n)` lies inside one live mapping owned by this window
+            // (`&mut self`: nothing else uses it now). MADV_POPULATE_WRITE only faults its
+            // pages in as a store would, within the range `allocate` made the file cover;
+            // it changes no byte. An error (a kernel before 5.14: EINVAL) leaves the
+            // mapping as it was, and the rest is not tried.
+            let rc = unsafe {
+                libc::madvise(
+                    self.0.base.as_ptr().add(off).cast(),
+                    n,
+                    libc::MADV_POPULATE_WRITE,
+                )
+            };
+            if rc != 0 {
+                return;
+            }
+            off += n;
         }
     }
 }

@@ -29,7 +29,7 @@
 //!
 //! Pre-faulting (`RegionOptions::prefault`): a new file is populated before
 //! [`Region::create`] returns; an existing file ([`Region::open`]) is populated by a
-//! background thread (`madvise(MADV_POPULATE_WRITE)`, 8 MiB at a time; the region's drop
+//! background thread (`madvise(MADV_POPULATE_WRITE)`, 256 KiB at a time; the region's drop
 //! stops it and waits for its current step), so reopening a large pool does not wait for
 //! its page tables.
 //!
@@ -461,7 +461,9 @@ impl Region {
     }
 
     /// Populates the page tables of a file mapping from a background thread, in steps of
-    /// 8 MiB, until done or until the region drops (which stops the thread and waits for
+    /// 256 KiB (each call holds the process's address-space lock for reading, which a
+    /// foreground thread changing a mapping, e.g. the allocator's `mprotect`, waits for),
+    /// until done or until the region drops (which stops the thread and waits for
     /// its current step before unmapping). Best effort: a kernel without
     /// `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages to fault in on first use.
     #[cfg(target_os = "linux")]
@@ -469,7 +471,7 @@ impl Region {
         /// `MADV_POPULATE_WRITE` (Linux 5.14+): prefault page tables writable, as
         /// `MAP_POPULATE` does, without touching the contents.
         const MADV_POPULATE_WRITE: libc::c_int = 23;
-        const STEP: usize = 8 << 20;
+        const STEP: usize = 256 << 10;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (base, len) = (self.base.as_ptr() as usize, self.len);
         let stopped = Arc::clone(&stop);

@@ -138,6 +138,23 @@ impl WriteBatch {
         Self::default()
     }
 
+    /// An empty batch with room for `bytes` bytes of updates without reallocating (RocksDB's
+    /// `reserved_bytes`): each update takes its key and value, a kind byte and a length
+    /// prefix of up to 5 bytes per key and value ([`WriteBatch::put_size`]).
+    #[must_use]
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN.saturating_add(bytes));
+        rep.resize(HEADER_LEN, 0);
+        Self { rep }
+    }
+
+    /// The bytes a put of `key` and `value` takes in a batch, at most (for
+    /// [`WriteBatch::with_capacity`]).
+    #[must_use]
+    pub fn put_size(key: &[u8], value: &[u8]) -> usize {
+        1 + 5 + key.len() + 5 + value.len()
+    }
+
     fn count(&self) -> u32 {
         self.rep
             .get(8..HEADER_LEN)
@@ -334,6 +351,30 @@ mod tests {
             ]
         );
         assert_eq!(d, b);
+    }
+
+    #[test]
+    fn a_batch_sized_for_its_put_holds_it_without_growing() {
+        for (k, v) in [
+            (&b""[..], &b""[..]),
+            (b"key", b"value"),
+            (&[1; 200][..], &[2; 70_000][..]),
+        ] {
+            let mut sized = WriteBatch::with_capacity(WriteBatch::put_size(k, v));
+            let room = sized.rep.capacity();
+            sized.put(k, v);
+            assert_eq!(sized.rep.capacity(), room, "the put reallocated");
+            let mut plain = WriteBatch::new();
+            plain.put(k, v);
+            assert_eq!(sized, plain, "the same batch either way");
+        }
+        let mut del = WriteBatch::with_capacity(0);
+        assert!(del.is_empty());
+        del.delete(b"k");
+        assert_eq!(
+            ops(&del),
+            vec![(ValueKind::Deletion, b"k".to_vec(), vec![])]
+        );
     }
 
     #[test]

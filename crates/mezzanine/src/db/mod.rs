@@ -771,7 +771,8 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        // One allocation of the right size, not a few growing ones.
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, value));
         b.put(key, value);
         self.write(opts, b)
     }
@@ -789,7 +790,7 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(1 + 5 + key.len());
         b.delete(key);
         self.write(opts, b)
     }
