@@ -368,9 +368,11 @@ mod tests {
             plain.put(k, v);
             assert_eq!(sized, plain, "the same batch either way");
         }
-        let mut del = WriteBatch::with_capacity(0);
+        let mut del = WriteBatch::with_capacity(WriteBatch::put_size(b"k", &[]));
         assert!(del.is_empty());
+        let room = del.rep.capacity();
         del.delete(b"k");
+        assert_eq!(del.rep.capacity(), room, "the delete reallocated");
         assert_eq!(
             ops(&del),
             vec![(ValueKind::Deletion, b"k".to_vec(), vec![])]

@@ -790,7 +790,8 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::with_capacity(1 + 5 + key.len());
+        // A delete takes no more room than a put of an empty value.
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, &[]));
         b.delete(key);
         self.write(opts, b)
     }
