@@ -31,7 +31,8 @@ engines `rocksdb` and `leveldb` of the same run:
   RocksDB's.
 - sustained fills, for each preset: fillrandom of 100 B values over a data set of at least
   10x the DRAM budget (fill-sustained) at >= 0.8 of the same engine's memtable-only rate
-  (fill-mem: a fill that never flushes); both rates are reported.
+  (fill-mem: a fill that never flushes; the median of its rounds when the file holds
+  several); both rates are reported.
 - readrandom (fill-100): the best preset's ops/s over the best reference's, reported only.
 """
 import json
@@ -300,14 +301,20 @@ def sustained_targets(t, data):
     for e in PRESETS:
         name = f"sustained fill 100 B over memtable-only fill ({short(e)})"
         big = find(data, "fill-sustained", "fillrandom", e)
-        mem = ops(data, "fill-mem", "fillrandom", e)
+        # The median round of fill-mem (a run of under a second: the suite runs it three
+        # times).
+        rounds = median_round(r["ops_per_sec"] for r in find_all(data, "fill-mem", "fillrandom", e))
+        mem = None if rounds is None else rounds[0]
         if big is None or mem is None or mem <= 0:
             t.missing(name, goal, f"no {'fill-sustained' if big is None else 'fill-mem'} run")
             continue
         data_mb = big["ops"] * (big["config"]["key_size"] + big["config"]["value_size"]) / 1e6
         ratio = big["ops_per_sec"] / mem
+        spread = "" if rounds[1] == rounds[2] else \
+            f"; rounds {fmt_ops(rounds[1])}-{fmt_ops(rounds[2])}"
         t.add(name, f"{fmt_ops(big['ops_per_sec'])} over {data_mb:,.0f} MB",
-              f"{fmt_ops(mem)} (memtable only)", f"{ratio:.2f}x", goal, ratio >= SUSTAINED_GOAL)
+              f"{fmt_ops(mem)} (memtable only{spread})", f"{ratio:.2f}x", goal,
+              ratio >= SUSTAINED_GOAL)
 
 
 def read_report(t, data):
