@@ -138,7 +138,7 @@ pub fn map_read(_file: &File, _len: usize) -> io::Result<Box<dyn MappedFile>> {
 pub struct FileWindow(Mapping);
 
 /// Bytes of a window populated per system call by [`MappedWindow::prefault`]: 16 pages,
-/// so the address-space lock is never held long (see `FileWindow::prefault`).
+/// so the address-space lock is never held long (see `sys::populate_in_steps`).
 #[cfg(target_os = "linux")]
 const POPULATE_STEP: usize = 64 << 10;
 
@@ -159,30 +159,11 @@ impl MappedWindow for FileWindow {
 
     #[cfg(target_os = "linux")]
     fn prefault(&mut self) {
-        // In steps of POPULATE_STEP: the kernel holds the process's address-space lock for
-        // reading through each call, and a thread that changes a mapping meanwhile (the
-        // allocator growing or trimming a heap with `mprotect`/`madvise`, on a foreground
-        // thread) waits for the whole call: a traced open-loop run showed foreground
-        // requests blocked in `mprotect` behind this thread's populate of a whole window.
-        let mut off = 0;
-        while off < self.0.len {
-            let n = POPULATE_STEP.min(self.0.len - off);
-            // SAFETY: `[off, off + n)` lies inside one live mapping owned by this window
-            // (`&mut self`: nothing else uses it now). MADV_POPULATE_WRITE only faults its
-            // pages in as a store would, within the range `allocate` made the file cover;
-            // it changes no byte. An error (a kernel before 5.14: EINVAL) leaves the
-            // mapping as it was, and the rest is not tried.
-            let rc = unsafe {
-                libc::madvise(
-                    self.0.base.as_ptr().add(off).cast(),
-                    n,
-                    libc::MADV_POPULATE_WRITE,
-                )
-            };
-            if rc != 0 {
-                return;
-            }
-            off += n;
+        // SAFETY: `base..base + len` is one live, writable mapping owned by this window
+        // (`&mut self`: nothing else uses it or unmaps it meanwhile), within the range
+        // `allocate` made the file cover.
+        unsafe {
+            crate::sys::populate_in_steps(self.0.base.as_ptr(), self.0.len, POPULATE_STEP, || true)
         }
     }
 }

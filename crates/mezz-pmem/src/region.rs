@@ -468,9 +468,6 @@ impl Region {
     /// `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages to fault in on first use.
     #[cfg(target_os = "linux")]
     fn populate_in_background(&self) {
-        /// `MADV_POPULATE_WRITE` (Linux 5.14+): prefault page tables writable, as
-        /// `MAP_POPULATE` does, without touching the contents.
-        const MADV_POPULATE_WRITE: libc::c_int = 23;
         const STEP: usize = 256 << 10;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (base, len) = (self.base.as_ptr() as usize, self.len);
@@ -478,20 +475,14 @@ impl Region {
         let spawned = std::thread::Builder::new()
             .name("mezz-nvm-populate".to_owned())
             .spawn(move || {
-                let mut off = 0;
-                while off < len && !stopped.load(Ordering::Acquire) {
-                    let n = STEP.min(len - off);
-                    // SAFETY: `[off, off + n)` lies inside the mapping (`off < len`,
-                    // `n <= len - off`), which stays mapped while this thread runs: the
-                    // region's drop stops and joins it before unmapping. The advice only
-                    // populates page tables and never changes the contents.
-                    let rc = unsafe {
-                        libc::madvise((base + off) as *mut libc::c_void, n, MADV_POPULATE_WRITE)
-                    };
-                    if rc != 0 {
-                        return;
-                    }
-                    off += n;
+                // SAFETY: `[base, base + len)` is the region's writable file mapping, which
+                // stays mapped while this thread runs: the region's drop sets `stopped`,
+                // then joins the thread before unmapping, and the file covers the whole
+                // mapping (it never grows or shrinks).
+                unsafe {
+                    crate::sys::populate_in_steps(base as *mut u8, len, STEP, || {
+                        !stopped.load(Ordering::Acquire)
+                    });
                 }
             });
         // No thread (resource limits): the pages fault in on first use instead.
