@@ -123,13 +123,16 @@ def threads_of(r):
     return r.get("threads") or (r.get("config") or {}).get("threads") or 1
 
 
+def find_all(data, workload, benchmark, engine):
+    """Every result of `engine` for `benchmark` in `workload` outside sweeps, in file order."""
+    return [r for r in data.get(workload, [])
+            if r["benchmark"] == benchmark and r["engine"] == engine and not r.get("point")]
+
+
 def find(data, workload, benchmark, engine):
     """The (last) result of `engine` for `benchmark` in `workload`, outside sweeps."""
-    hit = None
-    for r in data.get(workload, []):
-        if r["benchmark"] == benchmark and r["engine"] == engine and not r.get("point"):
-            hit = r
-    return hit
+    hits = find_all(data, workload, benchmark, engine)
+    return hits[-1] if hits else None
 
 
 def ops(data, workload, benchmark, engine):
@@ -203,12 +206,6 @@ def latency(r, op, key):
     return ((r.get("latency") or {}).get(op) or {}).get(key)
 
 
-def find_all(data, workload, benchmark, engine):
-    """Every result of `engine` for `benchmark` in `workload` outside sweeps, in file order."""
-    return [r for r in data.get(workload, [])
-            if r["benchmark"] == benchmark and r["engine"] == engine and not r.get("point")]
-
-
 def median_round(values):
     """(median, lowest, highest) of the present values, or None; for an even count the
     lower of the two middle values."""
@@ -276,8 +273,7 @@ def scaling_targets(t, data):
 
         def scaling(e):
             if label == "read":
-                runs = [r for r in data.get(two[0], [])
-                        if r["engine"] == e and r["benchmark"] == two[1] and not r.get("point")]
+                runs = find_all(data, two[0], two[1], e)
                 singles = [r["ops_per_sec"] for r in runs if threads_of(r) == 1]
                 pairs = [r["ops_per_sec"] for r in runs if threads_of(r) == 2]
                 if singles and pairs:
