@@ -256,6 +256,32 @@ impl NvmLogReader {
     /// differs from the extent, or a tail beyond the extent; `UnsupportedVersion` for a
     /// newer format.
     pub fn open(region: &Region, extent: Extent) -> Result<(u64, Vec<u8>)> {
+        let (off, log_number, tail) = Self::check(region, extent)?;
+        // `tail <= capacity`, which fits in a usize (it is below the extent's length).
+        let n = tail as usize;
+        let mut records = vec![0u8; n];
+        // SAFETY: `[off + RECORDS_AT, + n)` is inside the extent (n <= capacity); bytes
+        // below the tail are never written again, and the tail was loaded with Acquire
+        // after the writer's Release store that published them.
+        unsafe { region.read_at(off + RECORDS_AT as usize, &mut records) };
+        region.on_read(n);
+        Ok((log_number, records))
+    }
+
+    /// Returns the log number and the length of the durable record bytes of the log in
+    /// `extent`, checking its header as [`NvmLogReader::open`] does, without reading the
+    /// records.
+    ///
+    /// # Errors
+    /// As [`NvmLogReader::open`].
+    pub fn durable_len(region: &Region, extent: Extent) -> Result<(u64, u64)> {
+        let (_, log_number, tail) = Self::check(region, extent)?;
+        Ok((log_number, tail))
+    }
+
+    /// Checks the header of the log in `extent`; returns its offset in the region, its log
+    /// number and its durable tail (at most its capacity).
+    fn check(region: &Region, extent: Extent) -> Result<(usize, u64, u64)> {
         let (off, len) = check_extent(region, extent)?;
         let corrupt = |at: u64, detail: String| Error::Corruption {
             file: region.path().map(std::path::Path::to_path_buf),
@@ -314,14 +340,6 @@ impl NvmLogReader {
                 format!("NVM log tail {tail} beyond its capacity {capacity}"),
             ));
         }
-        // `tail <= capacity`, which fits in a usize (it is below `len`).
-        let n = tail as usize;
-        let mut records = vec![0u8; n];
-        // SAFETY: `[off + RECORDS_AT, + n)` is inside the extent (n <= capacity); bytes
-        // below the tail are never written again, and the tail was loaded with Acquire
-        // after the writer's Release store that published them.
-        unsafe { region.read_at(off + RECORDS_AT as usize, &mut records) };
-        region.on_read(n);
-        Ok((log_number, records))
+        Ok((off, log_number, tail))
     }
 }

@@ -125,9 +125,17 @@ impl DbInner {
             && let Some(job) = st.mems.next_flush()
         {
             st.flush_running = true;
-            let r = parking_lot::MutexGuard::unlocked(st, || match &job {
-                FlushJob::SealedNvm(m) => self.flush_sealed_nvm(m),
-                FlushJob::Immutable(m) => self.flush_memtable(m),
+            // A switch started this flush: the NVM object the next switch needs is made
+            // ready first, off the write path (`prepare_spare`); if the pool had no room
+            // for it, again after the flush, which may have freed some (its memtable's WAL,
+            // or its NVM memtable).
+            let r = parking_lot::MutexGuard::unlocked(st, || {
+                self.prepare_spare()?;
+                match &job {
+                    FlushJob::SealedNvm(m) => self.flush_sealed_nvm(m),
+                    FlushJob::Immutable(m) => self.flush_memtable(m),
+                }?;
+                self.prepare_spare()
             });
             st.flush_running = false;
             self.finish_job(st, &r, "flush");

@@ -45,6 +45,7 @@ use crate::compaction::{Claims, CompactionPolicy};
 use crate::error::{Error, Result};
 use crate::iter::{DbIterator, merging_iterator, read_run_iterator};
 use crate::manifest::Manifest;
+use crate::memtable::MemTable;
 use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::placement::Placement;
@@ -229,6 +230,29 @@ pub(crate) struct DbInner {
     sync_wals_ahead: AtomicBool,
     /// The pool of parallel reads (`parallel_reads`).
     read_pool: Option<crate::parallel::ReadPool>,
+    /// The NVM object the next memtable switch starts with, made ready and recorded in the
+    /// manifest off the write path (see `DbInner::prepare_spare`). Lock order: taken
+    /// before `manifest` and `state`; a switch takes it under the `write` lock, so a spare
+    /// always belongs to the active memtable of the moment.
+    spare: Mutex<Option<Spare>>,
+}
+
+/// An NVM object made ready by a background job for the switch away from memtable
+/// `for_active`, so that the switch writes no manifest record on the write path.
+#[derive(Debug)]
+pub(crate) struct Spare {
+    /// The id of the active memtable this spare follows. Its own number is larger.
+    for_active: u64,
+    kind: SpareKind,
+}
+
+/// What a spare is.
+#[derive(Debug)]
+pub(crate) enum SpareKind {
+    /// An empty NVM memtable, for a DRAM memtable's switch under `nvm_memtable = mutable`.
+    Memtable(Arc<MemTable>),
+    /// A WAL in NVM (`wal_on_nvm`), for a switch to a DRAM memtable.
+    Wal(crate::wal::WalWriter),
 }
 
 /// The WAL of a memtable that was switched out. Its tail is synced off the write path: by

@@ -89,7 +89,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         UnitPlacement::new(opts.placement, storage.table_units())
             .with_wide_units(opts.placement_wide_paths),
     );
-    let wals = collect_wals(&locked, &nvm, &mut rec);
+    let wals = collect_wals(&locked, &nvm, &mut rec)?;
     let replayed = replay_wals(
         &locked,
         &opts,
@@ -459,8 +459,15 @@ impl WalSource {
 }
 
 /// Step 4, first half: the WALs to replay, oldest first: files and NVM logs numbered >=
-/// the log number. An NVM log below it is released (the edit deletes it).
-fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Vec<WalSource> {
+/// the log number. An NVM log below it is released (the edit deletes it), and so is an
+/// NVM log that holds no record: a spare made ready for a switch that never came (see
+/// `DbInner::prepare_spare`), or the log of a switch with no write after it. Such a log
+/// holds nothing to replay, and it must not make an older WAL that ends without its END
+/// marker look as if it lost its tail: no newer write lies beyond that end.
+///
+/// # Errors
+/// `Corruption` for an NVM log with a damaged header.
+fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Result<Vec<WalSource>> {
     let mut wals: Vec<WalSource> = Vec::new();
     if locked.exists {
         for &(t, n) in &rec.parsed {
@@ -470,7 +477,11 @@ fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Vec<W
         }
     }
     for o in nvm.live.iter().filter(|o| o.kind == NvmObjectKind::Wal) {
-        if o.id >= rec.log_number {
+        let empty = match &nvm.tier {
+            Some(tier) if o.id >= rec.log_number => tier.log_is_empty(o)?,
+            _ => false,
+        };
+        if o.id >= rec.log_number && !empty {
             wals.push(WalSource::Nvm(*o));
         } else {
             rec.edit.deleted_nvm_objects.push(o.id);
@@ -478,7 +489,7 @@ fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Vec<W
         }
     }
     wals.sort_by_key(WalSource::number);
-    wals
+    Ok(wals)
 }
 
 /// What WAL replay keeps (step 4).
@@ -1028,6 +1039,7 @@ fn assemble_db_inner(
         placement,
         read_pool,
         opts,
+        spare: Mutex::new(None),
     }))
 }
 

@@ -49,7 +49,7 @@ use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
 use crate::wal::WalWriter;
 
-use super::{DbInner, Pending, Slot, SlotState, State, WriteState};
+use super::{DbInner, Pending, Slot, SlotState, Spare, SpareKind, State, WriteState};
 
 use crate::options::MAX_GROUP_BYTES;
 /// Write delays are slept in chunks of at least this many nanoseconds.
@@ -824,21 +824,45 @@ impl DbInner {
         self.wait_for_inserts();
         // The new memtable (and its WAL) first: if creating it fails, nothing has changed
         // (the old memtable and WAL stay active).
-        let number = self.new_file_number();
         // NoveLSM, mutable: a full DRAM memtable hands over to an NVM memtable (no WAL),
         // a full NVM memtable to a new DRAM one. Without room in the pool, stay in DRAM.
-        let next = {
+        let (next, active) = {
             let st = self.state.lock();
-            self.mem_policy().next_active(st.mems.active())
+            let a = st.mems.active();
+            (self.mem_policy().next_active(a), a.id())
         };
-        if next == NextActive::NvmIfRoom
-            && let Some(mem) = self.new_nvm_memtable(number)?
-        {
-            let mem = Arc::new(mem);
-            self.install_new_memtable(ws, mem, None);
-            return Ok(());
+        // A spare made ready in the background saves this switch a manifest write.
+        let mut spare = self.spare.lock().take();
+        if let Some(s) = &spare {
+            debug_assert_eq!(s.for_active, active, "a spare outlived its memtable");
         }
-        let wal = self.new_wal(number)?;
+        if next == NextActive::NvmIfRoom {
+            if let Some(Spare {
+                kind: SpareKind::Memtable(mem),
+                ..
+            }) = spare
+            {
+                self.install_new_memtable(ws, mem, None);
+                return Ok(());
+            }
+            let number = self.new_file_number();
+            if let Some(mem) = self.new_nvm_memtable(number)? {
+                self.release_spare(spare.take())?;
+                self.install_new_memtable(ws, Arc::new(mem), None);
+                return Ok(());
+            }
+        }
+        let (number, wal) = match spare.take() {
+            Some(Spare {
+                kind: SpareKind::Wal(w),
+                ..
+            }) => (w.number(), Some(w)),
+            other => {
+                self.release_spare(other)?;
+                let number = self.new_file_number();
+                (number, self.new_wal(number)?)
+            }
+        };
         // The old WAL is synced off the write path (by its memtable's flush, or sooner by a
         // `sync` write): syncing up to a whole memtable's worth of log here would stall
         // every writer for as long. Until then a power cut may tear its tail; recovery then
@@ -929,6 +953,79 @@ impl DbInner {
         };
         self.log_and_apply(edit, None, &[])?;
         Ok(made)
+    }
+
+    /// Makes the NVM object the next memtable switch needs ready, and records it in the
+    /// manifest, so that the switch (which holds every writer) does not write the manifest:
+    /// an empty NVM memtable when the active memtable is a DRAM one under `nvm_memtable =
+    /// mutable`, a WAL in NVM when the next memtable is a DRAM one under `wal_on_nvm`.
+    /// Nothing when the pool has no room (the switch then allocates as before), when a
+    /// spare for the active memtable exists, or when the next memtable needs no NVM object.
+    /// Run by the flush job, which a switch starts. A spare unused at close is an empty
+    /// object that the next open releases.
+    ///
+    /// Holds the `spare` lock throughout: a switch meanwhile waits for it, so a spare is
+    /// never made for a memtable that is no longer active.
+    pub(super) fn prepare_spare(&self) -> Result<()> {
+        let Some(tier) = self.nvm() else {
+            return Ok(());
+        };
+        let mut slot = self.spare.lock();
+        let (next, active) = {
+            let st = self.state.lock();
+            if st.shutting_down || st.bg_error.is_some() {
+                return Ok(());
+            }
+            let a = st.mems.active();
+            (self.mem_policy().next_active(a), a.id())
+        };
+        if slot.is_some() {
+            debug_assert_eq!(slot.as_ref().map(|s| s.for_active), Some(active));
+            return Ok(());
+        }
+        let kind = match next {
+            NextActive::NvmIfRoom => match self.new_nvm_memtable(self.new_file_number())? {
+                Some(m) => SpareKind::Memtable(Arc::new(m)),
+                None => return Ok(()),
+            },
+            NextActive::Dram if self.opts.use_wal && self.opts.wal_on_nvm => {
+                let number = self.new_file_number();
+                let Some(obj) = tier.alloc_wal(number, self.opts.nvm_wal_bytes())? else {
+                    return Ok(());
+                };
+                SpareKind::Wal(
+                    self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?,
+                )
+            }
+            NextActive::Dram => return Ok(()),
+        };
+        *slot = Some(Spare {
+            for_active: active,
+            kind,
+        });
+        Ok(())
+    }
+
+    /// Gives a spare the switch could not use back to the pool, with a manifest record.
+    /// (Its number is above the active memtable's, so no flush has released it.)
+    fn release_spare(&self, spare: Option<Spare>) -> Result<()> {
+        let Some(spare) = spare else {
+            return Ok(());
+        };
+        let obj = match spare.kind {
+            SpareKind::Memtable(m) => m.nvm_list().map(|l| l.object()),
+            SpareKind::Wal(w) => w.nvm_object(),
+        };
+        let (Some(obj), Some(tier)) = (obj, self.nvm()) else {
+            return Ok(());
+        };
+        let edit = VersionEdit {
+            deleted_nvm_objects: vec![obj.id],
+            ..VersionEdit::default()
+        };
+        self.log_and_apply(edit, None, &[])?;
+        tier.free(&obj);
+        Ok(())
     }
 
     /// A new, empty NVM memtable numbered `number`, recorded in the manifest; `None` when

@@ -419,6 +419,24 @@ impl NvmTier {
         })
     }
 
+    /// Whether the log `obj` holds no durable record (its header checked as `read_log`
+    /// checks it, its records not read).
+    ///
+    /// # Errors
+    /// As `read_log`.
+    pub fn log_is_empty(&self, obj: &NvmObject) -> Result<bool> {
+        let (number, len) = mezz_pmem::nvmlog::NvmLogReader::durable_len(
+            &self.region,
+            Extent {
+                offset: obj.offset,
+                len: obj.len,
+            },
+        )
+        .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
+        self.check_log_number(obj, number)?;
+        Ok(len == 0)
+    }
+
     /// The durable bytes of the NVM log in `obj`.
     ///
     /// # Errors
@@ -432,6 +450,12 @@ impl NvmTier {
             },
         )
         .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
+        self.check_log_number(obj, number)?;
+        Ok(bytes)
+    }
+
+    /// `Corruption` unless the log found at `obj`'s extent is log `obj.id`.
+    fn check_log_number(&self, obj: &NvmObject, number: u64) -> Result<()> {
         if number != obj.id {
             return Err(Error::Corruption {
                 file: Some(self.dir.join(POOL_FILE)),
@@ -442,7 +466,7 @@ impl NvmTier {
                 ),
             });
         }
-        Ok(bytes.to_vec())
+        Ok(())
     }
 }
 
