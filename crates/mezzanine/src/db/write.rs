@@ -831,11 +831,17 @@ impl DbInner {
             let a = st.mems.active();
             (self.mem_policy().next_active(a), a.id())
         };
-        // A spare made ready in the background saves this switch a manifest write.
-        let mut spare = self.spare.lock().take();
-        if let Some(s) = &spare {
+        // A spare made ready in the background saves this switch a manifest write. The
+        // `spare` lock is held until the new memtable is installed: a spare made meanwhile
+        // would follow the memtable being switched out.
+        let mut slot = self.spare.lock();
+        let mut spare = slot.take().filter(|s| {
+            // Never the case (see `prepare_spare`); a spare for another memtable could
+            // carry a number below the active one's, so it is dropped, not used (its empty
+            // object stays recorded until the next open releases it).
             debug_assert_eq!(s.for_active, active, "a spare outlived its memtable");
-        }
+            s.for_active == active
+        });
         if next == NextActive::NvmIfRoom {
             if let Some(Spare {
                 kind: SpareKind::Memtable(mem),
@@ -870,6 +876,7 @@ impl DbInner {
         // because a `sync` write first syncs every older WAL.
         let mem = Arc::new(MemTable::new(number, self.opts.memtable_capacity()));
         self.install_new_memtable(ws, mem, wal);
+        drop(slot);
         Ok(())
     }
 
@@ -979,8 +986,9 @@ impl DbInner {
             let a = st.mems.active();
             (self.mem_policy().next_active(a), a.id())
         };
-        if slot.is_some() {
-            debug_assert_eq!(slot.as_ref().map(|s| s.for_active), Some(active));
+        if let Some(s) = slot.as_ref() {
+            // A switch takes the spare under this lock before it installs a new memtable.
+            debug_assert_eq!(s.for_active, active, "a spare outlived its memtable");
             return Ok(());
         }
         let kind = match next {
