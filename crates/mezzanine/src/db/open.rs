@@ -1070,7 +1070,19 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<()> {
                 // Advisory: where the kernel refuses, the thread runs as it is.
                 let _ = mezz_pmem::sched::lower_current_thread_priority(nice);
             }
-            bg.background_loop(kind);
+            // A panic in a job must not leave writers and `flush` callers waiting for a
+            // thread that is gone: it becomes the background error, which they return.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                bg.background_loop(kind);
+            }));
+            if let Err(payload) = ran {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                bg.set_bg_error(&format!("a background thread panicked: {what}"));
+            }
         });
         match h {
             Ok(h) => inner.threads.lock().push(h),
