@@ -16,9 +16,8 @@
 #   stress        `mezz stress` kill -9 rounds, rotating matrixkv (rows, columns, page
 #                 reuse in a small container), tlsm (NVM tables: LRU moves; all in
 #                 NVM with ps+bac and eager reclamation), leveldb (tables over 3 SSD
-#                 directories, isolated placement), novelsm (mutable, WAL on NVM), novelsm
-#                 with the immutable NVM memtable (2 directories, striped), novelsm with
-#                 the WAL on the SSD
+#                 directories, isolated placement), novelsm (mutable), novelsm with the
+#                 immutable NVM memtable (2 directories, striped), novelsm with the WAL on NVM
 # A count that is given is a target; with a time budget, the soak stops when the time is
 # spent or every given count is reached, whichever comes first. Output and failing logs go
 # to the --out directory (default: a temporary one, printed); the last line is a summary.
@@ -127,7 +126,7 @@ while time_left && ! counts_done; do
     4) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
     5) preset=novelsm; opts=() ;;
     6) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
-    0) preset=novelsm; opts=(--opt wal_on_nvm=false) ;;
+    0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
   esac
   if [ "$n_rounds" = 0 ]; then
     :

@@ -112,7 +112,6 @@ def test_novelsm_preset_with_an_nvm_dir(tmp_path):
         nvm_persistence="msync",
         nvm_capacity=64 << 20,
         nvm_memtable_size=8 << 20,
-        write_buffer_size=1 << 20,
         nvm_prefault=False,
     ) as db:
         for i in range(1000):

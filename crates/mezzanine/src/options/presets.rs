@@ -18,10 +18,7 @@ pub enum Preset {
     Leveldb,
     /// NoveLSM: the `leveldb` baseline plus a persistent skip-list memtable in NVM
     /// (`nvm_memtable = mutable`: when the DRAM memtable fills, writes go in place and
-    /// durably into the NVM memtable, without a log). The DRAM memtable's WAL is in NVM
-    /// too (`wal_on_nvm`): a write into the NVM memtable must first make the older WAL
-    /// durable, which in NVM is a cache-line flush instead of a disk sync on the write
-    /// path. Needs `nvm_dir`.
+    /// durably into the NVM memtable, without a log). Needs `nvm_dir`.
     Novelsm,
     /// TLSM: the `leveldb` baseline with NVM as a middle tier: flushes and compactions of
     /// the upper levels write NVM tables (a persistent buffer filled by one bulk copy, a
@@ -102,7 +99,6 @@ impl Options {
             Preset::Novelsm => Self {
                 preset,
                 nvm_memtable: NvmMemtable::Mutable,
-                wal_on_nvm: true,
                 ..Self::leveldb()
             },
             // Only background jobs write NVM tables, so the pool is not pre-faulted (a
