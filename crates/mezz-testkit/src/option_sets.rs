@@ -84,13 +84,15 @@ fn tiny_memtable(o: &mut Options) {
     o.write_buffer_size = 8 * 1024;
 }
 
-/// NVM tables replace the upper levels, and the pool is for them (as under the `tlsm`
-/// preset: `nvm-tables-pb-full` keeps every level in it): a matrix container cannot be
-/// combined with them, so the `matrixkv` preset drops its container in these variations,
-/// and the WAL leaves NVM under every preset that puts it there (`novelsm`, `matrixkv`).
-fn pool_for_tables(o: &mut Options) {
-    o.matrix_bytes = 0;
-    o.wal_on_nvm = false;
+/// NVM tables replace the upper levels; a matrix container cannot be combined with them,
+/// so the `matrixkv` preset drops its container in these variations, and its WAL in NVM
+/// too (the pool is for the tables, as under the `tlsm` preset: `nvm-tables-pb-full`
+/// keeps every level in it).
+fn no_matrix(o: &mut Options) {
+    if o.matrix_bytes > 0 {
+        o.matrix_bytes = 0;
+        o.wal_on_nvm = false;
+    }
 }
 
 fn tiny_sst(o: &mut Options) {
@@ -199,20 +201,20 @@ const VARIATIONS: &[Variation] = &[
     }),
     ("nvm-tables-ps-leveled-1", |o| {
         tiny_sst(o);
-        pool_for_tables(o);
+        no_matrix(o);
         o.nvm_tiering = NvmTiering::Leveled(1);
         o.nvm_table_method = NvmTableMethod::Ps;
     }),
     ("nvm-tables-bac-lru", |o| {
         tiny_sst(o);
-        pool_for_tables(o);
+        no_matrix(o);
         o.nvm_tiering = NvmTiering::Lru(64 << 10);
         o.nvm_table_method = NvmTableMethod::PsBac;
         o.nvm_gc_live_ratio = 0.9;
     }),
     ("nvm-tables-pb-full", |o| {
         tiny_sst(o);
-        pool_for_tables(o);
+        no_matrix(o);
         o.nvm_tiering = NvmTiering::Full;
         o.nvm_gc_live_ratio = 0.9;
     }),
