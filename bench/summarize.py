@@ -26,8 +26,9 @@ engines `rocksdb` and `leveldb` of the same run:
   round.
 - 2-thread scaling: fill-100-t2 fillrandom over fill-100 fillrandom; for reads, the mean of
   read-t2's 2-thread readrandom runs over the mean of its 1-thread runs (the suite runs 2, 1,
-  2 threads on one database after fill-100's first readrandom; files from older suites, with
-  one 2-thread run, are compared with fill-100's readrandom). The best preset's ratio >=
+  2, 1, 2, 1 threads on one database after fill-100's first readrandom, 2, 1, 2 before
+  2026-11-28; files from older suites, with one 2-thread run, are compared with fill-100's
+  readrandom). The best preset's ratio >=
   RocksDB's.
 - sustained fills, for each preset: fillrandom of 100 B values over a data set of at least
   10x the DRAM budget (fill-sustained) at >= 0.8 of the same engine's memtable-only rate
