@@ -32,7 +32,6 @@ use mezz_format::block::{IndexKind, KeySetWriter};
 use mezz_format::ikey::{parse_internal_key, user_key};
 use mezz_format::sst::{BLOCK_TYPE_RAW, append_block_frame};
 use mezz_format::{EntryRef, ValueKind};
-use mezz_pmem::Extent;
 use mezz_pmem::ptable::{
     self, PTableBuilder, PTableHeader, entry_crc, index_len, inline_block_len,
 };
@@ -253,13 +252,6 @@ impl<'a> NvmSink<'a> {
             .map(|&(_, _, id, inline)| (id, inline))
     }
 
-    fn extent(o: &NvmObject) -> Extent {
-        Extent {
-            offset: o.offset,
-            len: o.len,
-        }
-    }
-
     /// Writes the gathered entries as one table.
     fn write_current(&mut self) -> Result<()> {
         let entries = std::mem::take(&mut self.cur);
@@ -328,7 +320,7 @@ impl<'a> NvmSink<'a> {
                     })
                     .sum();
                 self.unrecorded.push(obj);
-                let data_at = ptable::write_buffer(&region, Self::extent(&obj), bid, &data)?;
+                let data_at = ptable::write_buffer(&region, obj.extent(), bid, &data)?;
                 for (r, e) in refs.iter_mut().zip(&entries) {
                     if e.value.is_some()
                         && let Some(r) = r
@@ -386,7 +378,7 @@ impl<'a> NvmSink<'a> {
             inputs,
             prefix_len: prefix_len as u32,
         };
-        let mut b = PTableBuilder::create(region, Self::extent(&idx), &header, self.bloom_bits)?;
+        let mut b = PTableBuilder::create(region, idx.extent(), &header, self.bloom_bits)?;
         let node_by_node = !self.method.persistent_buffer();
         let mut last_ck = b.bytes_written();
         let mut meta = NvmMetaBuilder::default();

@@ -35,13 +35,6 @@ use crate::table::TableMeta;
 
 use super::DbInner;
 
-fn extent(o: &NvmObject) -> Extent {
-    Extent {
-        offset: o.offset,
-        len: o.len,
-    }
-}
-
 /// Rebuilds the metadata of output table `obj` (complete) by reading its entries.
 fn kept_meta(
     tier: &NvmTier,
@@ -52,9 +45,13 @@ fn kept_meta(
     let data: Vec<Extent> = sources
         .iter()
         .filter(|o| o.id != obj.id)
-        .map(extent)
+        .map(NvmObject::extent)
         .collect();
-    let t = Arc::new(PTable::open(Arc::clone(tier.region()), extent(obj), &data)?);
+    let t = Arc::new(PTable::open(
+        Arc::clone(tier.region()),
+        obj.extent(),
+        &data,
+    )?);
     let mut it = PTableIter::new(Arc::clone(&t));
     it.seek_to_first();
     let mut meta = NvmMetaBuilder::default();
@@ -130,7 +127,7 @@ impl DbInner {
             .iter()
             .filter(|o| o.kind == NvmObjectKind::TableIndex)
         {
-            match mezz_pmem::ptable::read_header(tier.region(), extent(o)) {
+            match mezz_pmem::ptable::read_header(tier.region(), o.extent()) {
                 Ok(h)
                     if h.kind == 1
                         && !h.inputs.is_empty()
@@ -202,13 +199,13 @@ impl DbInner {
                 let data: Vec<Extent> = sources
                     .iter()
                     .filter(|s| s.id != o.id)
-                    .map(extent)
+                    .map(NvmObject::extent)
                     .collect();
-                if PTable::open(Arc::clone(tier.region()), extent(o), &data).is_err() {
+                if PTable::open(Arc::clone(tier.region()), o.extent(), &data).is_err() {
                     // Incomplete: keep its durable prefix.
                     match PTableBuilder::resume(
                         Arc::clone(tier.region()),
-                        extent(o),
+                        o.extent(),
                         &data,
                         self.opts.bloom_bits_per_key,
                     ) {

@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::InternalIterator;
-use mezz_pmem::Extent;
 use mezz_pmem::matrix::{HintSource, PageSpace, RowBuildOptions, RowBuilder, RowTable};
 use parking_lot::Mutex;
 
@@ -107,10 +106,7 @@ impl MatrixSpace {
         hints: bool,
         tables: impl Iterator<Item = &'a TableMeta>,
     ) -> Result<MatrixSpace> {
-        let extent = Extent {
-            offset: object.offset,
-            len: object.len,
-        };
+        let extent = object.extent();
         let region = Arc::clone(tier.region());
         let probe = PageSpace::new(extent, page_size)?;
         let mut rows: RowMap = HashMap::new();

@@ -97,6 +97,17 @@ pub struct NvmObject {
     pub weight: u64,
 }
 
+impl NvmObject {
+    /// The object's extent of the pool.
+    #[must_use]
+    pub fn extent(&self) -> Extent {
+        Extent {
+            offset: self.offset,
+            len: self.len,
+        }
+    }
+}
+
 /// Whether a job that failed with `e` writes its tables as SSTs instead: the NVM pool had
 /// no room for an NVM table, and the tiering allows SSTs (all but `none`).
 #[must_use]
@@ -170,13 +181,7 @@ impl NvmTier {
             path.exists()
         };
         let pool = if exists {
-            let extents: Vec<Extent> = live
-                .iter()
-                .map(|o| Extent {
-                    offset: o.offset,
-                    len: o.len,
-                })
-                .collect();
+            let extents: Vec<Extent> = live.iter().map(NvmObject::extent).collect();
             // A database being created owns no pool yet, unless an earlier attempt to
             // create this same database (same id, from its IDENTITY file) was interrupted
             // after making one: nothing in it is recorded anywhere (`live` is empty), so it
@@ -371,10 +376,7 @@ impl NvmTier {
     pub fn free(&self, obj: &NvmObject) {
         self.objects.lock().remove(&obj.id);
         // A double free (a bug) is refused by the allocator and changes nothing.
-        let _ = self.pool.lock().free(Extent {
-            offset: obj.offset,
-            len: obj.len,
-        });
+        let _ = self.pool.lock().free(obj.extent());
     }
 
     pub(crate) fn media(&self) -> Arc<dyn Media> {
@@ -403,15 +405,9 @@ impl NvmTier {
     /// # Errors
     /// `Io` when persisting the log header fails.
     pub fn create_log(self: &Arc<Self>, obj: NvmObject) -> Result<NvmLogFile> {
-        let w = mezz_pmem::nvmlog::NvmLogWriter::create(
-            Arc::clone(&self.region),
-            Extent {
-                offset: obj.offset,
-                len: obj.len,
-            },
-            obj.id,
-        )
-        .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
+        let w =
+            mezz_pmem::nvmlog::NvmLogWriter::create(Arc::clone(&self.region), obj.extent(), obj.id)
+                .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
         Ok(NvmLogFile {
             writer: w,
             size: 0,
@@ -425,16 +421,8 @@ impl NvmTier {
     /// # Errors
     /// As `read_log`.
     pub fn log_is_empty(&self, obj: &NvmObject) -> Result<bool> {
-        let (number, len) = mezz_pmem::nvmlog::NvmLogReader::durable_len(
-            &self.region,
-            Extent {
-                offset: obj.offset,
-                len: obj.len,
-            },
-        )
-        .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
-        self.check_log_number(obj, number)?;
-        Ok(len == 0)
+        self.read_log_with(obj, mezz_pmem::nvmlog::NvmLogReader::durable_len)
+            .map(|len| len == 0)
     }
 
     /// The durable bytes of the NVM log in `obj`.
@@ -442,20 +430,18 @@ impl NvmTier {
     /// # Errors
     /// `Corruption` for a damaged log header.
     pub fn read_log(&self, obj: &NvmObject) -> Result<Vec<u8>> {
-        let (number, bytes) = mezz_pmem::nvmlog::NvmLogReader::open(
-            &self.region,
-            Extent {
-                offset: obj.offset,
-                len: obj.len,
-            },
-        )
-        .map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
-        self.check_log_number(obj, number)?;
-        Ok(bytes)
+        self.read_log_with(obj, mezz_pmem::nvmlog::NvmLogReader::open)
     }
 
-    /// `Corruption` unless the log found at `obj`'s extent is log `obj.id`.
-    fn check_log_number(&self, obj: &NvmObject, number: u64) -> Result<()> {
+    /// Reads the log in `obj`'s extent with `read` (which returns the log number it found
+    /// and what it read); a `Corruption` in the pool file unless that is log `obj.id`.
+    fn read_log_with<T>(
+        &self,
+        obj: &NvmObject,
+        read: impl FnOnce(&Region, Extent) -> mezz_format::Result<(u64, T)>,
+    ) -> Result<T> {
+        let (number, got) =
+            read(&self.region, obj.extent()).map_err(|e| e.in_file(self.dir.join(POOL_FILE)))?;
         if number != obj.id {
             return Err(Error::Corruption {
                 file: Some(self.dir.join(POOL_FILE)),
@@ -466,7 +452,7 @@ impl NvmTier {
                 ),
             });
         }
-        Ok(())
+        Ok(got)
     }
 }
 

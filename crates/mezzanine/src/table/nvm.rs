@@ -41,10 +41,7 @@ fn extent_of(tier: &NvmTier, table: u64, object: u64) -> Result<Extent> {
             format!("NVM table {table} references NVM object {object}, which is not live"),
         )
     })?;
-    Ok(Extent {
-        offset: o.offset,
-        len: o.len,
-    })
+    Ok(o.extent())
 }
 
 impl NvmTable {
