@@ -477,11 +477,12 @@ fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Resul
         }
     }
     for o in nvm.live.iter().filter(|o| o.kind == NvmObjectKind::Wal) {
-        let empty = match &nvm.tier {
-            Some(tier) if o.id >= rec.log_number => tier.log_is_empty(o)?,
-            _ => false,
-        };
-        if o.id >= rec.log_number && !empty {
+        let replay = o.id >= rec.log_number
+            && match &nvm.tier {
+                Some(tier) => !tier.log_is_empty(o)?,
+                None => true,
+            };
+        if replay {
             wals.push(WalSource::Nvm(*o));
         } else {
             rec.edit.deleted_nvm_objects.push(o.id);

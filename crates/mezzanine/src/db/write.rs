@@ -835,37 +835,30 @@ impl DbInner {
         // `spare` lock is held until the new memtable is installed: a spare made meanwhile
         // would follow the memtable being switched out.
         let mut slot = self.spare.lock();
-        let mut spare = slot.take().filter(|s| {
+        let spare = slot.take().filter(|s| {
             // Never the case (see `prepare_spare`); a spare for another memtable could
             // carry a number below the active one's, so it is dropped, not used (its empty
             // object stays recorded until the next open releases it).
             debug_assert_eq!(s.for_active, active, "a spare outlived its memtable");
             s.for_active == active
         });
-        if next == NextActive::NvmIfRoom {
-            if let Some(Spare {
-                kind: SpareKind::Memtable(mem),
-                ..
-            }) = spare
-            {
+        let (number, wal) = match spare.map(|s| s.kind) {
+            Some(SpareKind::Memtable(mem)) if next == NextActive::NvmIfRoom => {
                 self.install_new_memtable(ws, mem, None);
                 return Ok(());
             }
-            let number = self.new_file_number();
-            if let Some(mem) = self.new_nvm_memtable(number)? {
-                self.release_spare(spare.take())?;
-                self.install_new_memtable(ws, Arc::new(mem), None);
-                return Ok(());
-            }
-        }
-        let (number, wal) = match spare.take() {
-            Some(Spare {
-                kind: SpareKind::Wal(w),
-                ..
-            }) => (w.number(), Some(w)),
+            Some(SpareKind::Wal(w)) if next == NextActive::Dram => (w.number(), Some(w)),
             other => {
+                // No spare (a spare's kind follows from the active memtable, so `other`
+                // holds one only if that rule is broken): the switch starts the object.
                 self.release_spare(other)?;
                 let number = self.new_file_number();
+                if next == NextActive::NvmIfRoom
+                    && let Some(mem) = self.new_nvm_memtable(number)?
+                {
+                    self.install_new_memtable(ws, Arc::new(mem), None);
+                    return Ok(());
+                }
                 (number, self.new_wal(number)?)
             }
         };
@@ -1016,11 +1009,11 @@ impl DbInner {
 
     /// Gives a spare the switch could not use back to the pool, with a manifest record.
     /// (Its number is above the active memtable's, so no flush has released it.)
-    fn release_spare(&self, spare: Option<Spare>) -> Result<()> {
+    fn release_spare(&self, spare: Option<SpareKind>) -> Result<()> {
         let Some(spare) = spare else {
             return Ok(());
         };
-        let obj = match spare.kind {
+        let obj = match spare {
             SpareKind::Memtable(m) => m.nvm_list().map(|l| l.object()),
             SpareKind::Wal(w) => w.nvm_object(),
         };
