@@ -6,9 +6,12 @@
 
 #![allow(clippy::unwrap_used)] // helpers shared by the tests below
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use common::{key, scan};
 use mezz_env::{
     CrashOptions, FaultFs, FaultOp, FaultRule, FileSystem, KeepUnsynced, MemFs, Trigger,
 };
@@ -39,24 +42,8 @@ fn options(fs: Arc<dyn FileSystem>, sim: &SimNvm, mode: NvmMemtable, wal_on_nvm:
     o
 }
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{:08}", i.wrapping_mul(2_654_435_761) % 1_000_003).into_bytes()
-}
-
 fn value(i: u64) -> Vec<u8> {
     format!("value-{i}-{}", "v".repeat((i % 40) as usize)).into_bytes()
-}
-
-fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.cursor(&ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let mut got = BTreeMap::new();
-    while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    got
 }
 
 /// Writes until `switches` memtable switches have happened, running the due background
@@ -109,7 +96,7 @@ fn a_switch_after_the_first_writes_no_manifest_record() {
         let model = write_through_switches(&db, &faulty, 6, &what);
         assert_eq!(faulty.injected(), 0, "{what}: a switch wrote the manifest");
         assert!(
-            scan(&db) == model,
+            scan(&db, &ReadOptions::default()) == model,
             "{what}: the database differs from the model"
         );
         db.close().unwrap();
@@ -119,7 +106,7 @@ fn a_switch_after_the_first_writes_no_manifest_record() {
         )
         .unwrap();
         assert!(
-            scan(&db) == model,
+            scan(&db, &ReadOptions::default()) == model,
             "{what}: reopened, the database differs from the model"
         );
         db.close().unwrap();
@@ -148,7 +135,7 @@ fn a_spare_left_by_a_crash_or_a_close_is_released_by_the_next_open() {
                 let db =
                     Db::open("/db", o).unwrap_or_else(|e| panic!("{what}, round {round}: {e}"));
                 assert!(
-                    scan(&db) == model,
+                    scan(&db, &ReadOptions::default()) == model,
                     "{what}, round {round}: the database differs from the model"
                 );
                 // Two switches and their flushes: a spare is ready for the third.
