@@ -91,6 +91,10 @@ pub struct Stats {
     /// WALs made files although `wal_on_nvm` is set, because no free range of the NVM pool
     /// could hold one (the pool taken or cut up by other objects): as durable, slower.
     pub nvm_wal_fallbacks: u64,
+    /// NVM memtables the last open dropped because a WAL older than them lost its tail
+    /// after a power cut (their writes came after the lost ones and were not yet durable in
+    /// the history; see docs/impl.md, "The NVM tier").
+    pub nvm_memtables_dropped_at_open: u64,
     /// Write groups committed (group commit: one WAL append per group).
     pub write_groups: u64,
     /// Bytes written to SSTs by flushes.
@@ -483,6 +487,7 @@ pub struct StatsCollector {
     pub nvm_bytes_written: AtomicU64,
     pub wal_syncs: AtomicU64,
     pub nvm_wal_fallbacks: AtomicU64,
+    pub nvm_memtables_dropped_at_open: AtomicU64,
     pub write_groups: AtomicU64,
     pub flush_bytes_written: AtomicU64,
     pub flushes: AtomicU64,
@@ -569,6 +574,7 @@ impl StatsCollector {
             nvm_bytes_written: g(&self.nvm_bytes_written),
             wal_syncs: g(&self.wal_syncs),
             nvm_wal_fallbacks: g(&self.nvm_wal_fallbacks),
+            nvm_memtables_dropped_at_open: g(&self.nvm_memtables_dropped_at_open),
             write_groups: g(&self.write_groups),
             flush_bytes_written: g(&self.flush_bytes_written),
             flushes: g(&self.flushes),
@@ -734,6 +740,13 @@ impl std::fmt::Display for Stats {
                 f,
                 "WALs in files for want of NVM room {}",
                 self.nvm_wal_fallbacks
+            )?;
+        }
+        if self.nvm_memtables_dropped_at_open > 0 {
+            writeln!(
+                f,
+                "NVM memtables dropped at open (an older WAL lost its tail) {}",
+                self.nvm_memtables_dropped_at_open
             )?;
         }
         writeln!(

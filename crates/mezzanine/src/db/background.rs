@@ -113,6 +113,9 @@ impl DbInner {
 
     /// Runs the next flush if one is due and may run; returns whether one ran.
     fn run_flush(&self, st: &mut parking_lot::MutexGuard<'_, super::State>) -> bool {
+        if self.sync_wals_under_nvm(st) {
+            return true;
+        }
         // A flush whose output has no room yet waits for the compaction that makes some
         // (running, or picked next below); with nothing to wait for it goes ahead.
         // A matrix container whose free pages fell short of the last row waits the same way
@@ -142,6 +145,32 @@ impl DbInner {
             return true;
         }
         false
+    }
+
+    /// When the active memtable is an NVM one whose writes did not wait for the WALs older
+    /// than it (the deferred mark), syncs those WALs, first of all flush work: until then a
+    /// power cut may drop its writes (recovery drops the list when an older WAL lost its
+    /// tail). Returns whether it ran (a failed sync becomes the background error).
+    fn sync_wals_under_nvm(&self, st: &mut parking_lot::MutexGuard<'_, super::State>) -> bool {
+        let Some(active) = Some(st.mems.active())
+            .filter(|m| {
+                m.nvm_list()
+                    .is_some_and(|l| l.is_deferred() && !l.predecessors_durable())
+            })
+            .cloned()
+        else {
+            return false;
+        };
+        let r = parking_lot::MutexGuard::unlocked(st, || {
+            // Every WAL older than the active memtable is closed; numbers below its own.
+            self.sync_closed_wals(active.id())?;
+            if let Some(l) = active.nvm_list() {
+                l.set_predecessors_durable();
+            }
+            Ok(())
+        });
+        self.finish_job(st, &r, "WAL sync");
+        true
     }
 
     /// Whether a compaction is running or due (one may free room a flush waits for).
@@ -383,7 +412,8 @@ impl DbInner {
             Some(r) if r.room() >= need => r,
             _ => {
                 let number = self.new_file_number();
-                let Some(m) = self.new_nvm_memtable(number)? else {
+                // Not deferred: a receiver takes only memtables whose WALs are durable.
+                let Some(m) = self.new_nvm_memtable(number, None)? else {
                     return Ok(false);
                 };
                 let m = Arc::new(m);

@@ -228,6 +228,12 @@ pub(crate) struct DbInner {
     /// obsolete), so a WAL deleted within the kernel's writeback delay never reaches the
     /// disk: half the bytes written in a fill without `sync` (RocksDB does the same).
     sync_wals_ahead: AtomicBool,
+    /// The highest WAL number whose directory entry is known durable (a new WAL file's
+    /// entry is synced with the directory only before its first sync, off the switch).
+    /// Before an NVM memtable with the deferred mark is made, the entry of the WAL it
+    /// follows is made durable: a power cut must leave that WAL on disk, where recovery
+    /// sees whether it lost its tail (`DbInner::make_wal_entries_durable`).
+    wal_entries_durable: AtomicU64,
     /// The pool of parallel reads (`parallel_reads`).
     read_pool: Option<crate::parallel::ReadPool>,
     /// The NVM object the next memtable switch starts with, made ready and recorded in the

@@ -232,6 +232,9 @@ struct Recovery {
     /// WALs this open made files because the NVM pool had no room for them
     /// (`wal_on_nvm`; see `create_wal`).
     wal_fallbacks: u64,
+    /// NVM memtables with the deferred mark dropped after a WAL that lost its tail
+    /// (`drop_deferred_after`).
+    dropped_nvm_memtables: u64,
 }
 
 /// Allocates the next file number.
@@ -287,6 +290,7 @@ fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
         edit,
         released: Vec::new(),
         wal_fallbacks: 0,
+        dropped_nvm_memtables: 0,
     })
 }
 
@@ -503,6 +507,9 @@ struct Replayed {
     kept_mems: Vec<Arc<MemTable>>,
     /// A WAL rewritten at open (the valid prefix of a torn one) that feeds a kept memtable.
     rewritten: Option<WalWriter>,
+    /// The oldest replayed WAL that did not end complete (torn, or a file without its END
+    /// marker): what lies after it in the history may be lost.
+    first_incomplete: Option<u64>,
 }
 
 /// Step 4, second half: replays `wals` into L0 tables (`replay_into_l0`) or, when NVM
@@ -527,7 +534,11 @@ fn replay_wals(
         replay_into_l0(locked, opts, storage, placement, rec, wals, tolerate)?;
         Replayed::default()
     } else {
-        replay_into_memtables(locked, opts, nvm, rec, wals, tolerate)?
+        let r = replay_into_memtables(locked, opts, nvm, rec, wals, tolerate)?;
+        if let Some(n) = r.first_incomplete {
+            drop_deferred_after(&mut nvm.mems, n, tolerate, &locked.dir, rec)?;
+        }
+        r
     };
     if !rec.edit.new_tables.is_empty() {
         locked
@@ -656,6 +667,7 @@ fn replay_into_memtables(
     let mut kept_wals: HashSet<u64> = HashSet::new();
     let mut kept_mems: Vec<Arc<MemTable>> = Vec::new();
     let mut rewritten: Option<WalWriter> = None;
+    let mut first_incomplete = None;
     // NVM memtables are mapped back, not replayed; so the WALs' memtables must stay
     // memtables too (an L0 table written now would be newer than an NVM memtable that
     // reads consult first). Each WAL becomes one immutable memtable, flushed later in
@@ -678,6 +690,9 @@ fn replay_into_memtables(
             Ok(())
         })?;
         let torn = matches!(end, ReplayEnd::TornTail { .. });
+        if end != ReplayEnd::Complete && first_incomplete.is_none() {
+            first_incomplete = Some(src.number());
+        }
         if !m.is_empty() {
             if torn {
                 let number = alloc(&rec.next_file);
@@ -745,7 +760,45 @@ fn replay_into_memtables(
         kept_wals,
         kept_mems,
         rewritten,
+        first_incomplete,
     })
+}
+
+/// Drops from `mems` the NVM memtables with the deferred mark that are newer than WAL
+/// `torn`, which did not end complete, releasing their objects (the edit deletes them).
+///
+/// Such a memtable took writes before the WALs older than it were durable (see
+/// `DbInner::log_group`), and WAL `torn` is one of them: the switch to the memtable sealed
+/// it, so it lost at least its END marker and maybe records. Keeping the memtable could
+/// keep writes made after lost ones (a hole in the history); none of its writes was
+/// acknowledged as durable, since a `sync` write syncs the older WALs first. Under
+/// `AbsoluteConsistency` (`tolerate` false) such a memtable is an error instead.
+fn drop_deferred_after(
+    mems: &mut Vec<Arc<MemTable>>,
+    torn: u64,
+    tolerate: bool,
+    dir: &Path,
+    rec: &mut Recovery,
+) -> Result<()> {
+    let after = |m: &Arc<MemTable>| {
+        m.id() > torn && !m.is_empty() && m.nvm_list().is_some_and(|l| l.is_deferred())
+    };
+    if !tolerate && mems.iter().any(after) {
+        return Err(lost_tail(dir, torn));
+    }
+    mems.retain(|m| {
+        if after(m)
+            && let Some(l) = m.nvm_list()
+        {
+            rec.edit.deleted_nvm_objects.push(m.id());
+            rec.released.push(l.object());
+            rec.dropped_nvm_memtables += 1;
+            false
+        } else {
+            true
+        }
+    });
+    Ok(())
 }
 
 /// Drops the NVM memtables that hold nothing from `mems`, releasing their objects (the
@@ -968,6 +1021,10 @@ fn assemble_db_inner(
 
     let stats = Arc::new(StatsCollector::default());
     StatsCollector::add(&stats.nvm_wal_fallbacks, rec.wal_fallbacks);
+    StatsCollector::add(
+        &stats.nvm_memtables_dropped_at_open,
+        rec.dropped_nvm_memtables,
+    );
     let table_cache = Arc::new(TableCache::new(
         Arc::clone(&storage),
         opts.max_open_files,
@@ -1035,6 +1092,8 @@ fn assemble_db_inner(
         closed_wals: Mutex::new(closed_wals),
         wal_failed: AtomicBool::new(false),
         sync_wals_ahead: AtomicBool::new(syncs_wals_ahead(&opts)),
+        // The open synced the directory after creating its WAL (with `CURRENT`).
+        wal_entries_durable: AtomicU64::new(installed.wal_number),
         storage,
         policy,
         placement,

@@ -413,12 +413,28 @@ impl DbInner {
             // Published here, in order: the groups still being inserted (into the DRAM
             // memtable before this one) go first.
             self.wait_for_inserts();
-            // NoveLSM's mutable NVM memtable: no WAL, every group durable in place. Older
-            // WALs' tails must be durable first, or a power cut could keep these writes and
-            // lose earlier acknowledged ones (a hole in the history).
-            let t = Instant::now();
-            self.sync_closed_wals(u64::MAX)?;
-            ws.trace.older_wal_sync += micros(t);
+            // NoveLSM's mutable NVM memtable: no WAL, every group persisted in place. It is
+            // durable in the history once the older WALs' tails are: a power cut that tore
+            // one of them must not keep these writes (a hole in the history). A list with
+            // the deferred mark lets recovery see to that (it drops the list when an older
+            // WAL lost its tail), so its groups do not wait here for the sync of up to a
+            // memtable's worth of log: the flush thread syncs those WALs right after the
+            // switch (`sync_wals_under_nvm`). A `sync` group must be durable when
+            // acknowledged, so it syncs them itself unless that is done.
+            let list = mem.nvm_list();
+            let done = list.is_some_and(|l| l.predecessors_durable());
+            if !done {
+                if sync || !list.is_some_and(|l| l.is_deferred()) {
+                    let t = Instant::now();
+                    self.sync_closed_wals(u64::MAX)?;
+                    ws.trace.older_wal_sync += micros(t);
+                    if let Some(l) = list {
+                        l.set_predecessors_durable();
+                    }
+                } else {
+                    self.check_wal_intact()?;
+                }
+            }
             let t = Instant::now();
             let inserted = mem.insert_batch(batch);
             ws.trace.insert += micros(t);
@@ -854,7 +870,8 @@ impl DbInner {
                 self.release_spare(other)?;
                 let number = self.new_file_number();
                 if next == NextActive::NvmIfRoom
-                    && let Some(mem) = self.new_nvm_memtable(number)?
+                    && let Some(mem) = self
+                        .new_nvm_memtable(number, self.defers_older_wal_sync().then_some(active))?
                 {
                     self.install_new_memtable(ws, Arc::new(mem), None);
                     return Ok(());
@@ -985,7 +1002,10 @@ impl DbInner {
             return Ok(());
         }
         let kind = match next {
-            NextActive::NvmIfRoom => match self.new_nvm_memtable(self.new_file_number())? {
+            NextActive::NvmIfRoom => match self.new_nvm_memtable(
+                self.new_file_number(),
+                self.defers_older_wal_sync().then_some(active),
+            )? {
                 Some(m) => SpareKind::Memtable(Arc::new(m)),
                 None => return Ok(()),
             },
@@ -1029,18 +1049,52 @@ impl DbInner {
         Ok(())
     }
 
+    /// Whether a new mutable NVM memtable takes writes before the WALs older than it are
+    /// durable (it carries the deferred mark): under the default recovery mode, which ends
+    /// at a WAL that lost its tail and drops such a memtable after it. Under
+    /// `AbsoluteConsistency` (or `paranoid_checks`) a lost tail is an error on open, so
+    /// writes there wait for the older WALs, as every `sync` write does.
+    pub(super) fn defers_older_wal_sync(&self) -> bool {
+        self.opts.recovery_mode_in_force() == crate::options::RecoveryMode::TolerateCorruptTail
+    }
+
+    /// Makes the directory entries of WALs numbered up to `number` durable (one directory
+    /// sync, unless an earlier one covered them).
+    fn make_wal_entries_durable(&self, number: u64) -> Result<()> {
+        if !self.opts.use_wal || self.wal_entries_durable.load(Ordering::Acquire) >= number {
+            return Ok(());
+        }
+        self.fs
+            .sync_dir(&self.path)
+            .map_err(|e| Error::from(e).in_file(&self.path))?;
+        self.wal_entries_durable.fetch_max(number, Ordering::AcqRel);
+        Ok(())
+    }
+
     /// A new, empty NVM memtable numbered `number`, recorded in the manifest; `None` when
-    /// the pool has no room for one.
-    pub(super) fn new_nvm_memtable(&self, number: u64) -> Result<Option<MemTable>> {
+    /// the pool has no room for one. `follows`: the number of the active memtable (and of
+    /// its WAL) when the new one will take writes after it without waiting for older WALs
+    /// to be durable: it carries the deferred mark (see [`DbInner::log_group`]), and that
+    /// WAL's directory entry is made durable first, so that after a power cut recovery
+    /// finds the WAL and sees whether it lost its tail.
+    pub(super) fn new_nvm_memtable(
+        &self,
+        number: u64,
+        follows: Option<u64>,
+    ) -> Result<Option<MemTable>> {
         let Some(tier) = self.nvm() else {
             return Ok(None);
         };
+        if let Some(wal) = follows {
+            self.make_wal_entries_durable(wal)?;
+        }
+        let deferred = follows.is_some();
         let len = (self.opts.nvm_memtable_size + crate::memtable::nvm_list::LIST_PREFIX) as u64;
         let Ok(obj) = tier.alloc(number, NvmObjectKind::Memtable, len) else {
             return Ok(None);
         };
         let list = self.start_nvm_object(tier, obj, || {
-            crate::memtable::nvm_list::NvmList::create(tier, obj)
+            crate::memtable::nvm_list::NvmList::create(tier, obj, deferred)
         })?;
         Ok(Some(MemTable::nvm_new(number, list)))
     }

@@ -6,6 +6,9 @@
 //!   word belong to a write group a crash cut short and are never visible.
 //! - The reserve word is durable above every entry's sequence number before that entry is
 //!   (set up to `RESERVE_LEASE` ahead; exact after `settle_reserve`).
+//! - A list that takes writes before the WALs older than it are durable carries the
+//!   `DEFERRED` mark from its creation on (see [`NvmList::create`]); recovery drops such a
+//!   list when an older WAL lost its tail.
 //! - Inserts (and `reserve`, `commit`) come from one thread at a time: the words ride on
 //!   the fences of that thread's inserts.
 //! - The list frees its extent when the last handle drops, after it was marked obsolete
@@ -30,9 +33,17 @@ use crate::table::LookupResult;
 
 /// Bytes at the start of an NVM memtable's extent before its skip list: the first 8 hold
 /// the commit word (the highest sequence number whose write group is wholly durable in the
-/// list), the next 8 the reserve word (no entry has a higher sequence number); the rest is
-/// reserved.
+/// list), the next 8 the reserve word (no entry has a higher sequence number), the next 8
+/// the low word (the smallest sequence number), the next 8 the deferred mark (see
+/// [`DEFERRED_MARK`]); the rest is reserved.
 pub const LIST_PREFIX: usize = 4096;
+
+/// The deferred mark, XORed with the object's id, in the prefix word at offset 24: the
+/// list may hold writes acknowledged before every WAL older than it was durable (a mutable
+/// NVM memtable of NoveLSM, whose first writes do not wait for the sync of the WAL it
+/// follows). Any other value (zero, or the stale bytes of a list written before the mark
+/// existed, when that sync always came first): no such write.
+pub const DEFERRED_MARK: u64 = 0x4445_4645_5252_4544; // "DEFERRED"
 
 /// How far above a group's last sequence number the reserve word is set, so that only one
 /// group in this many writes it (each write of a word costs the writer a trip to memory).
@@ -126,14 +137,21 @@ pub struct NvmList {
     visible_max: AtomicU64,
     /// Set once the manifest no longer lists the object: the extent is freed on drop.
     obsolete: AtomicBool,
+    /// Whether the list carries the deferred mark (read from NVM on recovery).
+    deferred: bool,
+    /// Set once every WAL older than the list is known durable (synced, in this process):
+    /// from then on a write into the list needs no sync of older WALs, even a `sync` one.
+    predecessors_durable: AtomicBool,
 }
 
 impl NvmList {
-    /// A new, empty persistent skip list in `obj`.
+    /// A new, empty persistent skip list in `obj`. `deferred`: the list will take writes
+    /// before the WALs older than it are durable, and carries the deferred mark (durable
+    /// before this returns, so before any write); otherwise the mark's word is cleared.
     ///
     /// # Errors
     /// `Io` when persisting the list header fails.
-    pub fn create(tier: &Arc<NvmTier>, obj: NvmObject) -> Result<NvmList> {
+    pub fn create(tier: &Arc<NvmTier>, obj: NvmObject, deferred: bool) -> Result<NvmList> {
         let (start, len) = tier.extent_range(&obj)?;
         let word = Self::prefix_word(tier, &obj, start, 0)?;
         word.publish(0)?;
@@ -141,6 +159,8 @@ impl NvmList {
         reserve.publish(0)?;
         let low = Self::prefix_word(tier, &obj, start, 16)?;
         low.publish(0)?;
+        let mark = Self::prefix_word(tier, &obj, start, 24)?;
+        mark.publish(if deferred { DEFERRED_MARK ^ obj.id } else { 0 })?;
         let arena = Arena::on_media(
             tier.media(),
             start + LIST_PREFIX,
@@ -151,6 +171,7 @@ impl NvmList {
         let mut l = NvmList::new(Arc::clone(tier), obj, list, word, (u64::MAX, 0), u64::MAX);
         l.reserve = Some(reserve);
         l.low = Some(low);
+        l.deferred = deferred;
         Ok(l)
     }
 
@@ -206,11 +227,12 @@ impl NvmList {
         l.low_set.store(low.load() != 0, Ordering::Relaxed);
         l.reserve = Some(reserve);
         l.low = Some(low);
+        l.deferred = Self::prefix_word(tier, &obj, start, 24)?.load() == DEFERRED_MARK ^ obj.id;
         Ok(l)
     }
 
-    /// The commit word (`at` = 0), the reserve word (`at` = 8) or the low word (`at` = 16)
-    /// of the NVM memtable whose extent starts at `start`.
+    /// The commit word (`at` = 0), the reserve word (`at` = 8), the low word (`at` = 16)
+    /// or the deferred mark (`at` = 24) of the NVM memtable whose extent starts at `start`.
     fn prefix_word(
         tier: &NvmTier,
         obj: &NvmObject,
@@ -246,7 +268,29 @@ impl NvmList {
             physical_max_seq: AtomicU64::new(hi),
             visible_max: AtomicU64::new(visible_max),
             obsolete: AtomicBool::new(false),
+            deferred: false,
+            predecessors_durable: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the list carries the deferred mark: it may hold writes acknowledged before
+    /// the WALs older than it were durable, so recovery drops it when one of them lost its
+    /// tail.
+    #[must_use]
+    pub fn is_deferred(&self) -> bool {
+        self.deferred
+    }
+
+    /// Whether every WAL older than the list is known durable (see
+    /// [`NvmList::set_predecessors_durable`]).
+    #[must_use]
+    pub fn predecessors_durable(&self) -> bool {
+        self.predecessors_durable.load(Ordering::Acquire)
+    }
+
+    /// Records that every WAL older than the list is durable. REQUIRES: their sync returned.
+    pub fn set_predecessors_durable(&self) {
+        self.predecessors_durable.store(true, Ordering::Release);
     }
 
     /// The largest sequence number physically in the list, including entries of a group

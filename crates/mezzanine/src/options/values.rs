@@ -37,9 +37,12 @@ pub enum NvmMemtable {
     /// A large NVM memtable below the DRAM memtable: each full DRAM memtable is merged into
     /// it (entry by entry, no serialisation); it is flushed to an SST when it fills.
     Immutable,
-    /// When the DRAM memtable fills, writes go directly (in place, durably, without a WAL)
-    /// into an NVM memtable while the DRAM one is flushed; when the NVM memtable fills it
-    /// is flushed in turn and writes go to a new DRAM memtable.
+    /// When the DRAM memtable fills, writes go directly (in place, persisted, without a
+    /// WAL) into an NVM memtable while the DRAM one is flushed; when the NVM memtable fills
+    /// it is flushed in turn and writes go to a new DRAM memtable. They are durable once the
+    /// WAL before them is synced, which the flush thread does right after the switch (a
+    /// `sync` write does it itself if that has not happened yet); a power cut before then
+    /// drops them with that WAL's lost tail, keeping a prefix of the history.
     Mutable,
 }
 
