@@ -243,8 +243,9 @@ pub(crate) struct DbInner {
     spare: Mutex<Option<Spare>>,
 }
 
-/// An NVM object made ready by a background job for the switch away from memtable
-/// `for_active`, so that the switch writes no manifest record on the write path.
+/// An object made ready by a background job for the switch away from memtable
+/// `for_active`, so that the switch writes no manifest record (NVM objects) and creates no
+/// file (WAL files) on the write path.
 #[derive(Debug)]
 pub(crate) struct Spare {
     /// The id of the active memtable this spare follows. Its own number is larger.
@@ -257,7 +258,7 @@ pub(crate) struct Spare {
 pub(crate) enum SpareKind {
     /// An empty NVM memtable, for a DRAM memtable's switch under `nvm_memtable = mutable`.
     Memtable(Arc<MemTable>),
-    /// A WAL in NVM (`wal_on_nvm`), for a switch to a DRAM memtable.
+    /// A WAL, for a switch to a DRAM memtable: in NVM under `wal_on_nvm`, else a file.
     Wal(crate::wal::WalWriter),
 }
 

@@ -494,7 +494,45 @@ fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Resul
         }
     }
     wals.sort_by_key(WalSource::number);
+    // WAL files never written to, newer than every other WAL and every NVM memtable that
+    // may hold writes after an unsynced WAL: a spare made ready for a switch that never
+    // came (`DbInner::prepare_spare`), or the WAL of a switch with no durable write after
+    // it. Such a file holds nothing and is deleted with the obsolete WALs; it must not make
+    // the newest WAL with records, which ends without its END marker, look as if it lost
+    // its tail.
+    let newest_deferred = nvm
+        .mems
+        .iter()
+        .filter(|m| !m.is_empty() && m.nvm_list().is_some_and(|l| l.is_deferred()))
+        .map(|m| m.id())
+        .max()
+        .unwrap_or(0);
+    while let Some(&WalSource::File(n)) = wals.last() {
+        if n < newest_deferred || !wal_file_never_written(locked, n)? {
+            break;
+        }
+        wals.pop();
+    }
     Ok(wals)
+}
+
+/// Whether WAL file `number` holds nothing but zeros (the reserved space of a mapped log)
+/// or nothing at all.
+fn wal_file_never_written(locked: &LockedDir, number: u64) -> Result<bool> {
+    let path = filename::wal_file(&locked.dir, number);
+    let file = locked.fs.open_read(&path).map_err(io_err(&path))?;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = 0u64;
+    while at < file.size() {
+        let n = usize::try_from((file.size() - at).min(buf.len() as u64)).unwrap_or(buf.len());
+        let chunk = &mut buf[..n];
+        file.read_exact_at(at, chunk).map_err(io_err(&path))?;
+        if chunk.iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
 }
 
 /// What WAL replay keeps (step 4).

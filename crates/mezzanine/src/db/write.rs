@@ -863,7 +863,11 @@ impl DbInner {
                 self.install_new_memtable(ws, mem, None);
                 return Ok(());
             }
-            Some(SpareKind::Wal(w)) if next == NextActive::Dram => (w.number(), Some(w)),
+            Some(SpareKind::Wal(mut w)) if next == NextActive::Dram => {
+                // A `sync` write may have turned early writeback on since the spare was made.
+                w.set_early_writeback(self.sync_wals_ahead.load(Ordering::Acquire));
+                (w.number(), Some(w))
+            }
             other => {
                 // No spare (a spare's kind follows from the active memtable, so `other`
                 // holds one only if that rule is broken): the switch starts the object.
@@ -937,6 +941,11 @@ impl DbInner {
             }
             StatsCollector::add(&self.stats.nvm_wal_fallbacks, 1);
         }
+        self.new_wal_file(number).map(Some)
+    }
+
+    /// Creates WAL file `number`.
+    fn new_wal_file(&self, number: u64) -> Result<WalWriter> {
         // The directory entry becomes durable with the WAL's first sync (a `sync` write, or
         // the sync of the closed WAL by its flush), or with the next directory sync (a
         // flush's table): off the switch, which holds every writer.
@@ -944,7 +953,7 @@ impl DbInner {
             WalWriter::create(self.fs.as_ref(), &self.path, number, self.opts.wal_mapped())?
                 .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
         w.set_early_writeback(self.sync_wals_ahead.load(Ordering::Acquire));
-        Ok(Some(w))
+        Ok(w)
     }
 
     /// Initialises the freshly allocated `obj` with `init` (returning its extent to the pool
@@ -972,21 +981,19 @@ impl DbInner {
         Ok(made)
     }
 
-    /// Makes the NVM object the next memtable switch needs ready, and records it in the
-    /// manifest, so that the switch (which holds every writer) does not write the manifest:
-    /// an empty NVM memtable when the active memtable is a DRAM one under `nvm_memtable =
-    /// mutable`, a WAL in NVM when the next memtable is a DRAM one under `wal_on_nvm`.
-    /// Nothing when the pool has no room (the switch then allocates as before), when a
-    /// spare for the active memtable exists, or when the next memtable needs no NVM object.
-    /// Run by the flush job, which a switch starts. A spare unused at close is an empty
-    /// object that the next open releases.
+    /// Makes the object the next memtable switch needs ready, so that the switch (which
+    /// holds every writer) neither writes the manifest nor creates a file: an empty NVM
+    /// memtable (recorded in the manifest) when the active memtable is a DRAM one under
+    /// `nvm_memtable = mutable`; when the next memtable is a DRAM one, its WAL: in NVM
+    /// (recorded) under `wal_on_nvm`, else a file. Nothing when the pool has no room (the
+    /// switch then allocates as before), when a spare for the active memtable exists, or
+    /// without `use_wal` when the next memtable is a DRAM one. Run by the flush job, which a
+    /// switch starts. A spare unused at close is an empty object or file that the next open
+    /// releases or deletes.
     ///
     /// Holds the `spare` lock throughout: a switch meanwhile waits for it, so a spare is
     /// never made for a memtable that is no longer active.
     pub(super) fn prepare_spare(&self) -> Result<()> {
-        let Some(tier) = self.nvm() else {
-            return Ok(());
-        };
         let mut slot = self.spare.lock();
         let (next, active) = {
             let st = self.state.lock();
@@ -1009,7 +1016,12 @@ impl DbInner {
                 Some(m) => SpareKind::Memtable(Arc::new(m)),
                 None => return Ok(()),
             },
-            NextActive::Dram if self.opts.use_wal && self.opts.wal_on_nvm => {
+            NextActive::Dram
+                if self.opts.use_wal && self.opts.wal_on_nvm && self.nvm().is_some() =>
+            {
+                let Some(tier) = self.nvm() else {
+                    return Ok(());
+                };
                 let number = self.new_file_number();
                 let Some(obj) = tier.alloc_wal(number, self.opts.nvm_wal_bytes())? else {
                     return Ok(());
@@ -1017,6 +1029,16 @@ impl DbInner {
                 SpareKind::Wal(
                     self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?,
                 )
+            }
+            // A WAL file, created (its first window reserved and mapped) here rather than by
+            // the switch: creating a file can wait on the file system's journal. Unused at a
+            // crash or close, it is an empty file that the next open deletes. If it cannot
+            // be created, the switch tries itself and reports the error to the writer.
+            NextActive::Dram if self.opts.use_wal => {
+                match self.new_wal_file(self.new_file_number()) {
+                    Ok(w) => SpareKind::Wal(w),
+                    Err(_) => return Ok(()),
+                }
             }
             NextActive::Dram => return Ok(()),
         };
@@ -1035,7 +1057,16 @@ impl DbInner {
         };
         let obj = match spare {
             SpareKind::Memtable(m) => m.nvm_list().map(|l| l.object()),
-            SpareKind::Wal(w) => w.nvm_object(),
+            SpareKind::Wal(w) => {
+                let obj = w.nvm_object();
+                if obj.is_none() {
+                    // A WAL file: nothing records it; an open would delete it too.
+                    let path = crate::filename::wal_file(&self.path, w.number());
+                    drop(w);
+                    let _ = self.fs.remove_file(&path);
+                }
+                obj
+            }
         };
         let (Some(obj), Some(tier)) = (obj, self.nvm()) else {
             return Ok(());
