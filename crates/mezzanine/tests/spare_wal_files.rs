@@ -4,7 +4,8 @@
 //! - a switch does not wait for (or fail on) creating a file when a spare is ready, and a
 //!   switch without one still creates its WAL and reports a failure to the writer;
 //! - a spare left by a close or a crash is an empty file: the next open succeeds in every
-//!   recovery mode, loses nothing, and deletes it.
+//!   recovery mode, loses nothing, and deletes it for good (a power cut after the open
+//!   must not bring it back among newer logs, where it would end recovery early).
 
 #![allow(clippy::unwrap_used)] // helpers shared by the tests below
 
@@ -14,8 +15,9 @@ use std::sync::Arc;
 use mezz_env::{
     CrashOptions, FaultFs, FaultOp, FaultRule, FileSystem, KeepUnsynced, MemFs, Trigger,
 };
-use mezzanine::options::RecoveryMode;
-use mezzanine::{Db, Options};
+use mezz_pmem::{KeepLines, PowerCut, SimNvm};
+use mezzanine::options::{NvmMemtable, PersistMode, RecoveryMode};
+use mezzanine::{Db, Options, Preset, WriteOptions};
 
 fn opts(fs: Arc<dyn FileSystem>) -> Options {
     Options {
@@ -160,5 +162,70 @@ fn a_spare_left_by_a_close_or_a_crash_is_deleted_and_loses_nothing() {
             );
             db.close().unwrap();
         }
+    }
+}
+
+/// Regression (crash campaign seeds 4091936205450927118, 17955633976263098470): with NVM
+/// memtables the open keeps the WALs' memtables, so the new log number stays at the oldest
+/// kept WAL, below the spare it deletes. That deletion was not made durable: after a power
+/// cut the empty spare came back between the kept WAL and the open's new one, read as a log
+/// that lost its tail, and recovery dropped the new log with an acknowledged `sync` write.
+#[test]
+fn a_spare_deleted_by_an_open_stays_deleted_after_a_power_cut() {
+    for seed in 0..4u64 {
+        let (mem, sim) = (MemFs::new(), SimNvm::new());
+        let o = |fs: &MemFs, sim: &SimNvm| {
+            let mut o = Options::preset(Preset::Novelsm);
+            o.fs = Arc::new(fs.clone());
+            o.write_buffer_size = 16 << 10;
+            o.nvm_memtable = NvmMemtable::Immutable;
+            o.nvm_memtable_size = 1 << 20;
+            o.nvm_capacity = 8 << 20;
+            o.nvm_prefault = false;
+            o.nvm_dir = Some("/nvm".into());
+            o.nvm_persistence = PersistMode::CrashSim;
+            o.nvm_sim = Some(sim.clone());
+            o
+        };
+        let db = Db::open("/db", o(&mem, &sim)).unwrap();
+        let mut n = 0;
+        let start = db.stats().flushes;
+        while db.stats().flushes == start {
+            db.put(&key(n), &[b'v'; 200]).unwrap();
+            n += 1;
+            assert!(n < 100_000, "no flush");
+        }
+        db.wait_for_background().unwrap();
+        for _ in 0..seed {
+            db.put(&key(n), &[b'v'; 200]).unwrap();
+            n += 1;
+        }
+        assert_eq!(logs(&mem).len(), 2, "the active WAL and a spare");
+        db.close().unwrap();
+        let db = Db::open("/db", o(&mem, &sim)).unwrap();
+        db.put_opt(&WriteOptions { sync: true }, b"synced", b"after the open")
+            .unwrap();
+        let fs2 = mem.crash_clone(&CrashOptions {
+            keep_unsynced: KeepUnsynced::None,
+            seed,
+        });
+        let sim2 = sim.power_cut(&PowerCut {
+            keep_unpersisted: KeepLines::None,
+            seed,
+        });
+        drop(db);
+        let db = Db::open("/db", o(&fs2, &sim2)).unwrap();
+        assert_eq!(
+            db.get(b"synced").unwrap().as_deref(),
+            Some(&b"after the open"[..]),
+            "seed {seed}: a sync write was lost"
+        );
+        for i in 0..n {
+            assert!(
+                db.get(&key(i)).unwrap().is_some(),
+                "seed {seed}: key {i} lost"
+            );
+        }
+        db.close().unwrap();
     }
 }

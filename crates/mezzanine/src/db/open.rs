@@ -114,7 +114,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         &rec.version,
         &replayed.kept_wals,
         &installed,
-    );
+    )?;
     free_released(nvm.tier.as_ref(), &rec.released);
     let inner = assemble_db_inner(
         locked,
@@ -978,8 +978,12 @@ fn install_new_state(
 /// from the database directory's listing `names`, WALs older than the new one and not kept,
 /// other manifests and OPTIONS files, temp files.
 ///
-/// Best effort: a file that cannot be removed (or a directory that cannot be listed) is
-/// left for the next open.
+/// Best effort (a file that cannot be removed, or a directory that cannot be listed, is
+/// left for the next open), except for WALs at or above the new log number: those are
+/// removed for good (the directory synced after them), or the open fails.
+///
+/// # Errors
+/// `Io` from removing such a WAL or syncing the directory.
 fn remove_unused_files(
     locked: &LockedDir,
     storage: &Storage,
@@ -987,7 +991,8 @@ fn remove_unused_files(
     version: &Version,
     kept_wals: &HashSet<u64>,
     installed: &Installed,
-) {
+) -> Result<()> {
+    let mut wal_in_range_removed = false;
     // File GC: whatever the new state does not reference.
     let live: HashSet<(u64, TableLocation)> = version
         .all_tables()
@@ -1010,10 +1015,28 @@ fn remove_unused_files(
             FileType::Temp => true,
             FileType::Current | FileType::Lock | FileType::Identity => false,
         };
-        if obsolete {
-            let _ = locked.fs.remove_file(&locked.dir.join(name));
+        if !obsolete {
+            continue;
+        }
+        let path = locked.dir.join(name);
+        if t == FileType::Wal && n >= installed.log_number {
+            // A WAL at or above the new log number that no memtable needs (a spare never
+            // written to, a WAL after a lost tail): a later recovery would replay it, so it
+            // must be gone for good before any write is acknowledged (an empty file among
+            // newer logs reads as a log that lost its tail, and ends replay there).
+            locked.fs.remove_file(&path).map_err(io_err(&path))?;
+            wal_in_range_removed = true;
+        } else {
+            let _ = locked.fs.remove_file(&path);
         }
     }
+    if wal_in_range_removed {
+        locked
+            .fs
+            .sync_dir(&locked.dir)
+            .map_err(io_err(&locked.dir))?;
+    }
+    Ok(())
 }
 
 /// Step 8, first part: frees the extents of the NVM objects this open released, now that
