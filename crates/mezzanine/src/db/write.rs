@@ -851,13 +851,14 @@ impl DbInner {
         // `spare` lock is held until the new memtable is installed: a spare made meanwhile
         // would follow the memtable being switched out.
         let mut slot = self.spare.lock();
-        let spare = slot.take().filter(|s| {
+        let mut spare = slot.take();
+        if let Some(s) = spare.take_if(|s| s.for_active != active) {
             // Never the case (see `prepare_spare`); a spare for another memtable could
-            // carry a number below the active one's, so it is dropped, not used (its empty
-            // object stays recorded until the next open releases it).
+            // carry a number below the active one's, so it is released, not used (an empty
+            // WAL file left below newer logs would read as one that lost its tail).
             debug_assert_eq!(s.for_active, active, "a spare outlived its memtable");
-            s.for_active == active
-        });
+            self.release_spare(Some(s.kind))?;
+        }
         let (number, wal) = match spare.map(|s| s.kind) {
             Some(SpareKind::Memtable(mem)) if next == NextActive::NvmIfRoom => {
                 self.install_new_memtable(ws, mem, None);
