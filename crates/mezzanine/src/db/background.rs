@@ -152,23 +152,15 @@ impl DbInner {
     /// power cut may drop its writes (recovery drops the list when an older WAL lost its
     /// tail). Returns whether it ran (a failed sync becomes the background error).
     fn sync_wals_under_nvm(&self, st: &mut parking_lot::MutexGuard<'_, super::State>) -> bool {
-        let Some(active) = Some(st.mems.active())
-            .filter(|m| {
-                m.nvm_list()
-                    .is_some_and(|l| l.is_deferred() && !l.predecessors_durable())
-            })
-            .cloned()
-        else {
+        let active = st.mems.active();
+        if !active
+            .nvm_list()
+            .is_some_and(|l| l.is_deferred() && !l.predecessors_durable())
+        {
             return false;
-        };
-        let r = parking_lot::MutexGuard::unlocked(st, || {
-            // Every WAL older than the active memtable is closed; numbers below its own.
-            self.sync_closed_wals(active.id())?;
-            if let Some(l) = active.nvm_list() {
-                l.set_predecessors_durable();
-            }
-            Ok(())
-        });
+        }
+        let active = Arc::clone(active);
+        let r = parking_lot::MutexGuard::unlocked(st, || self.sync_wals_under(&active));
         self.finish_job(st, &r, "WAL sync");
         true
     }

@@ -520,19 +520,8 @@ fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Resul
 /// or nothing at all.
 fn wal_file_never_written(locked: &LockedDir, number: u64) -> Result<bool> {
     let path = filename::wal_file(&locked.dir, number);
-    let file = locked.fs.open_read(&path).map_err(io_err(&path))?;
-    let mut buf = vec![0u8; 64 << 10];
-    let mut at = 0u64;
-    while at < file.size() {
-        let n = usize::try_from((file.size() - at).min(buf.len() as u64)).unwrap_or(buf.len());
-        let chunk = &mut buf[..n];
-        file.read_exact_at(at, chunk).map_err(io_err(&path))?;
-        if chunk.iter().any(|&b| b != 0) {
-            return Ok(false);
-        }
-        at += n as u64;
-    }
-    Ok(true)
+    let bytes = locked.fs.read_all(&path).map_err(io_err(&path))?;
+    Ok(bytes.iter().all(|&b| b == 0))
 }
 
 /// What WAL replay keeps (step 4).

@@ -421,16 +421,13 @@ impl DbInner {
             // memtable's worth of log: the flush thread syncs those WALs right after the
             // switch (`sync_wals_under_nvm`). A `sync` group must be durable when
             // acknowledged, so it syncs them itself unless that is done.
-            let list = mem.nvm_list();
-            let done = list.is_some_and(|l| l.predecessors_durable());
-            if !done {
-                if sync || !list.is_some_and(|l| l.is_deferred()) {
+            if let Some(l) = mem.nvm_list()
+                && !l.predecessors_durable()
+            {
+                if sync || !l.is_deferred() {
                     let t = Instant::now();
-                    self.sync_closed_wals(u64::MAX)?;
+                    self.sync_wals_under(mem)?;
                     ws.trace.older_wal_sync += micros(t);
-                    if let Some(l) = list {
-                        l.set_predecessors_durable();
-                    }
                 } else {
                     self.check_wal_intact()?;
                 }
@@ -808,6 +805,16 @@ impl DbInner {
         Ok(())
     }
 
+    /// Syncs every WAL older than the NVM memtable `mem` (all of them closed) and records in
+    /// its list that they are durable: its writes are then durable in the history.
+    pub(super) fn sync_wals_under(&self, mem: &MemTable) -> Result<()> {
+        self.sync_closed_wals(mem.id())?;
+        if let Some(l) = mem.nvm_list() {
+            l.set_predecessors_durable();
+        }
+        Ok(())
+    }
+
     /// Drops the closed WALs numbered `up_to` or lower without syncing them: their
     /// memtables are in synced tables now, so their records are needed no more.
     pub(super) fn forget_closed_wals(&self, up_to: u64) {
@@ -875,8 +882,7 @@ impl DbInner {
                 self.release_spare(other)?;
                 let number = self.new_file_number();
                 if next == NextActive::NvmIfRoom
-                    && let Some(mem) = self
-                        .new_nvm_memtable(number, self.defers_older_wal_sync().then_some(active))?
+                    && let Some(mem) = self.new_nvm_memtable(number, Some(active))?
                 {
                     self.install_new_memtable(ws, Arc::new(mem), None);
                     return Ok(());
@@ -931,18 +937,29 @@ impl DbInner {
         if !self.opts.use_wal {
             return Ok(None);
         }
-        if self.opts.wal_on_nvm
-            && let Some(tier) = self.nvm()
-        {
+        if let Some(tier) = self.nvm().filter(|_| self.opts.wal_on_nvm) {
             // Without room in the pool (taken or cut up by objects of other options), this
             // memtable's WAL is a file.
-            if let Some(obj) = tier.alloc_wal(number, self.opts.nvm_wal_bytes())? {
-                let w = self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?;
+            if let Some(w) = self.new_nvm_wal(tier, number)? {
                 return Ok(Some(w));
             }
             StatsCollector::add(&self.stats.nvm_wal_fallbacks, 1);
         }
         self.new_wal_file(number).map(Some)
+    }
+
+    /// Creates WAL `number` in NVM, recorded in the manifest; `None` when the pool has no
+    /// room for it.
+    fn new_nvm_wal(
+        &self,
+        tier: &Arc<crate::storage::nvm::NvmTier>,
+        number: u64,
+    ) -> Result<Option<WalWriter>> {
+        let Some(obj) = tier.alloc_wal(number, self.opts.nvm_wal_bytes())? else {
+            return Ok(None);
+        };
+        self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))
+            .map(Some)
     }
 
     /// Creates WAL file `number`.
@@ -1010,35 +1027,28 @@ impl DbInner {
             return Ok(());
         }
         let kind = match next {
-            NextActive::NvmIfRoom => match self.new_nvm_memtable(
-                self.new_file_number(),
-                self.defers_older_wal_sync().then_some(active),
-            )? {
-                Some(m) => SpareKind::Memtable(Arc::new(m)),
-                None => return Ok(()),
-            },
-            NextActive::Dram
-                if self.opts.use_wal && self.opts.wal_on_nvm && self.nvm().is_some() =>
-            {
-                let Some(tier) = self.nvm() else {
-                    return Ok(());
-                };
-                let number = self.new_file_number();
-                let Some(obj) = tier.alloc_wal(number, self.opts.nvm_wal_bytes())? else {
-                    return Ok(());
-                };
-                SpareKind::Wal(
-                    self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))?,
-                )
+            NextActive::NvmIfRoom => {
+                match self.new_nvm_memtable(self.new_file_number(), Some(active))? {
+                    Some(m) => SpareKind::Memtable(Arc::new(m)),
+                    None => return Ok(()),
+                }
             }
-            // A WAL file, created (its first window reserved and mapped) here rather than by
-            // the switch: creating a file can wait on the file system's journal. Unused at a
-            // crash or close, it is an empty file that the next open deletes. If it cannot
-            // be created, the switch tries itself and reports the error to the writer.
             NextActive::Dram if self.opts.use_wal => {
-                match self.new_wal_file(self.new_file_number()) {
-                    Ok(w) => SpareKind::Wal(w),
-                    Err(_) => return Ok(()),
+                let number = self.new_file_number();
+                match self.nvm().filter(|_| self.opts.wal_on_nvm) {
+                    Some(tier) => match self.new_nvm_wal(tier, number)? {
+                        Some(w) => SpareKind::Wal(w),
+                        None => return Ok(()),
+                    },
+                    // A WAL file, created (its first window reserved and mapped) here rather
+                    // than by the switch: creating a file can wait on the file system's
+                    // journal. Unused at a crash or close, it is an empty file that the next
+                    // open deletes. If it cannot be created, the switch tries itself and
+                    // reports the error to the writer.
+                    None => match self.new_wal_file(number) {
+                        Ok(w) => SpareKind::Wal(w),
+                        Err(_) => return Ok(()),
+                    },
                 }
             }
             NextActive::Dram => return Ok(()),
@@ -1081,15 +1091,6 @@ impl DbInner {
         Ok(())
     }
 
-    /// Whether a new mutable NVM memtable takes writes before the WALs older than it are
-    /// durable (it carries the deferred mark): under the default recovery mode, which ends
-    /// at a WAL that lost its tail and drops such a memtable after it. Under
-    /// `AbsoluteConsistency` (or `paranoid_checks`) a lost tail is an error on open, so
-    /// writes there wait for the older WALs, as every `sync` write does.
-    pub(super) fn defers_older_wal_sync(&self) -> bool {
-        self.opts.recovery_mode_in_force() == crate::options::RecoveryMode::TolerateCorruptTail
-    }
-
     /// Makes the directory entries of WALs numbered up to `number` durable (one directory
     /// sync, unless an earlier one covered them).
     fn make_wal_entries_durable(&self, number: u64) -> Result<()> {
@@ -1105,10 +1106,16 @@ impl DbInner {
 
     /// A new, empty NVM memtable numbered `number`, recorded in the manifest; `None` when
     /// the pool has no room for one. `follows`: the number of the active memtable (and of
-    /// its WAL) when the new one will take writes after it without waiting for older WALs
-    /// to be durable: it carries the deferred mark (see [`DbInner::log_group`]), and that
-    /// WAL's directory entry is made durable first, so that after a power cut recovery
-    /// finds the WAL and sees whether it lost its tail.
+    /// its WAL) when the new one becomes the active memtable after it (a receiver takes no
+    /// writes: `None`).
+    ///
+    /// A memtable that follows one takes writes before the WALs older than it are durable
+    /// under the default recovery mode, which ends at a WAL that lost its tail and drops
+    /// such a memtable after it: it carries the deferred mark (see [`DbInner::log_group`]),
+    /// and the directory entry of the WAL it follows is made durable first, so that after a
+    /// power cut recovery finds that WAL and sees whether it lost its tail. Under
+    /// `AbsoluteConsistency` (or `paranoid_checks`) a lost tail is an error on open, so it
+    /// is not marked and its writes wait for the older WALs, as every `sync` write does.
     pub(super) fn new_nvm_memtable(
         &self,
         number: u64,
@@ -1117,6 +1124,9 @@ impl DbInner {
         let Some(tier) = self.nvm() else {
             return Ok(None);
         };
+        let follows = follows.filter(|_| {
+            self.opts.recovery_mode_in_force() == crate::options::RecoveryMode::TolerateCorruptTail
+        });
         if let Some(wal) = follows {
             self.make_wal_entries_durable(wal)?;
         }
