@@ -7,8 +7,8 @@
 //! - The reserve word is durable above every entry's sequence number before that entry is
 //!   (set up to `RESERVE_LEASE` ahead; exact after `settle_reserve`).
 //! - A list that takes writes before the WALs older than it are durable carries the
-//!   `DEFERRED` mark from its creation on (see [`NvmList::create`]); recovery drops such a
-//!   list when an older WAL lost its tail.
+//!   deferred mark (`DEFERRED_MARK`) from its creation on (see [`NvmList::create`]);
+//!   recovery drops such a list when an older WAL lost its tail.
 //! - Inserts (and `reserve`, `commit`) come from one thread at a time: the words ride on
 //!   the fences of that thread's inserts.
 //! - The list frees its extent when the last handle drops, after it was marked obsolete
