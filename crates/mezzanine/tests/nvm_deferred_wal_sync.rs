@@ -10,31 +10,22 @@
 
 #![allow(clippy::unwrap_used)] // helpers shared by the tests below
 
-use std::sync::Arc;
+mod common;
 
+use common::{ordered_key as key, sim_nvm_options};
 use mezz_env::{CrashOptions, FileSystem, KeepUnsynced, MemFs};
 use mezz_pmem::{KeepLines, PowerCut, SimNvm};
-use mezzanine::options::{PersistMode, RecoveryMode};
-use mezzanine::{Db, Error, Options, Preset, WriteOptions};
+use mezzanine::options::RecoveryMode;
+use mezzanine::{Db, Error, Options, WriteOptions};
 
 fn opts(fs: &MemFs, sim: &SimNvm, manual: bool) -> Options {
-    let mut o = Options::preset(Preset::Novelsm);
-    o.fs = Arc::new(fs.clone()) as Arc<dyn FileSystem>;
-    o.write_buffer_size = 32 << 10;
-    o.nvm_memtable_size = 1 << 20;
-    o.nvm_capacity = 8 << 20;
-    o.nvm_prefault = false;
-    o.nvm_dir = Some("/nvm".into());
-    o.nvm_persistence = PersistMode::CrashSim;
-    o.nvm_sim = Some(sim.clone());
-    // Without background threads nothing syncs the switched-out WAL behind the writer's
-    // back: the power cut finds it as the writes left it.
-    o.manual_background = manual;
-    o
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("k{i:06}").into_bytes()
+    Options {
+        write_buffer_size: 32 << 10,
+        // Without background threads nothing syncs the switched-out WAL behind the
+        // writer's back: the power cut finds it as the writes left it.
+        manual_background: manual,
+        ..sim_nvm_options(fs, sim)
+    }
 }
 
 fn value(i: u64) -> Vec<u8> {
@@ -87,6 +78,23 @@ fn power_cut(fs: &MemFs, sim: &SimNvm, keep: KeepUnsynced, seed: u64) -> (MemFs,
     (fs2, sim2)
 }
 
+/// Opens a database with `o` on fresh media, writes until the NVM memtable took `after`
+/// writes, and cuts the power (files keep what `keep` says); returns the media as the cut
+/// left them and how many writes were made.
+fn cut_after_nvm_writes(
+    o: impl Fn(&MemFs, &SimNvm) -> Options,
+    after: u64,
+    keep: KeepUnsynced,
+    seed: u64,
+) -> (MemFs, SimNvm, u64) {
+    let (fs, sim) = (MemFs::new(), SimNvm::new());
+    let db = Db::open("/db", o(&fs, &sim)).unwrap();
+    let n = write_into_nvm_memtable(&db, after);
+    let (fs2, sim2) = power_cut(&fs, &sim, keep, seed);
+    drop(db);
+    (fs2, sim2, n)
+}
+
 /// How many of the first `n` writes survived, asserting that they are a prefix.
 fn surviving_prefix(db: &Db, n: u64, what: &str) -> u64 {
     let present: Vec<bool> = (0..n)
@@ -111,11 +119,8 @@ fn a_power_cut_before_the_older_wal_is_synced_keeps_a_prefix() {
     for seed in 0..12u64 {
         for keep in [KeepUnsynced::None, KeepUnsynced::RandomPrefix] {
             let what = format!("seed {seed}, {keep:?}");
-            let (fs, sim) = (MemFs::new(), SimNvm::new());
-            let db = Db::open("/db", opts(&fs, &sim, true)).unwrap();
-            let n = write_into_nvm_memtable(&db, 5 + seed * 3);
-            let (fs2, sim2) = power_cut(&fs, &sim, keep, seed);
-            drop(db);
+            let manual = |fs: &MemFs, sim: &SimNvm| opts(fs, sim, true);
+            let (fs2, sim2, n) = cut_after_nvm_writes(manual, 5 + seed * 3, keep, seed);
             let db = Db::open("/db", opts(&fs2, &sim2, true))
                 .unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
             let k = surviving_prefix(&db, n, &what);
@@ -229,22 +234,15 @@ fn under_absolute_consistency_nvm_writes_wait_for_the_older_wal() {
         ..opts(fs, sim, true)
     };
     // Written under the strict mode: nothing is lost, nothing dropped.
-    let (fs, sim) = (MemFs::new(), SimNvm::new());
-    let db = Db::open("/db", absolute(&fs, &sim)).unwrap();
-    let n = write_into_nvm_memtable(&db, 10);
-    let (fs2, sim2) = power_cut(&fs, &sim, KeepUnsynced::None, 1);
-    drop(db);
+    let (fs2, sim2, n) = cut_after_nvm_writes(absolute, 10, KeepUnsynced::None, 1);
     let db = Db::open("/db", absolute(&fs2, &sim2)).unwrap();
     assert_eq!(surviving_prefix(&db, n, "absolute"), n);
     db.close().unwrap();
 
     // Written under the default mode (writes did not wait), reopened under the strict one:
     // the lost WAL tail before the NVM memtable is an error, not a silent drop.
-    let (fs, sim) = (MemFs::new(), SimNvm::new());
-    let db = Db::open("/db", opts(&fs, &sim, true)).unwrap();
-    write_into_nvm_memtable(&db, 10);
-    let (fs2, sim2) = power_cut(&fs, &sim, KeepUnsynced::None, 2);
-    drop(db);
+    let manual = |fs: &MemFs, sim: &SimNvm| opts(fs, sim, true);
+    let (fs2, sim2, _) = cut_after_nvm_writes(manual, 10, KeepUnsynced::None, 2);
     match Db::open("/db", absolute(&fs2, &sim2)) {
         Err(Error::Corruption { .. }) => {}
         Err(e) => panic!("expected a Corruption error, got {e}"),

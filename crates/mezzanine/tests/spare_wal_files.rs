@@ -9,15 +9,18 @@
 
 #![allow(clippy::unwrap_used)] // helpers shared by the tests below
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
+use common::{ordered_key as key, sim_nvm_options};
 use mezz_env::{
     CrashOptions, FaultFs, FaultOp, FaultRule, FileSystem, KeepUnsynced, MemFs, Trigger,
 };
 use mezz_pmem::{KeepLines, PowerCut, SimNvm};
-use mezzanine::options::{NvmMemtable, PersistMode, RecoveryMode};
-use mezzanine::{Db, Options, Preset, WriteOptions};
+use mezzanine::options::{NvmMemtable, RecoveryMode};
+use mezzanine::{Db, Options, WriteOptions};
 
 fn opts(fs: Arc<dyn FileSystem>) -> Options {
     Options {
@@ -38,8 +41,15 @@ fn logs(fs: &MemFs) -> Vec<String> {
     v
 }
 
-fn key(i: u64) -> Vec<u8> {
-    format!("k{i:06}").into_bytes()
+/// Writes from key `*n` on until a flush has run: the switch that started it left a spare
+/// for the next one (made by the flush job).
+fn write_until_flush(db: &Db, n: &mut u64) {
+    let start = db.stats().flushes;
+    while db.stats().flushes == start {
+        db.put(&key(*n), &[b'v'; 200]).unwrap();
+        *n += 1;
+        assert!(*n < 100_000, "no flush");
+    }
 }
 
 #[test]
@@ -49,12 +59,7 @@ fn a_switch_uses_the_spare_file_and_one_without_a_spare_still_reports_failures()
     let db = Db::open("/db", opts(Arc::new(fault.clone()))).unwrap();
     let mut n = 0;
     // The first switch after the open has no spare; its flush job makes one.
-    let start = db.stats().flushes;
-    while db.stats().flushes == start {
-        db.put(&key(n), &[b'v'; 200]).unwrap();
-        n += 1;
-        assert!(n < 100_000, "no flush");
-    }
+    write_until_flush(&db, &mut n);
     db.wait_for_background().unwrap();
     let with_spare = logs(&mem);
     // From here no WAL file can be created.
@@ -118,12 +123,7 @@ fn a_spare_left_by_a_close_or_a_crash_is_deleted_and_loses_nothing() {
             };
             let db = Db::open("/db", o(&mem)).unwrap();
             let mut n = 0;
-            let start = db.stats().flushes;
-            while db.stats().flushes == start {
-                db.put(&key(n), &[b'v'; 200]).unwrap();
-                n += 1;
-                assert!(n < 100_000, "no flush");
-            }
+            write_until_flush(&db, &mut n);
             // The active WAL holds the write that switched to it; the spare follows it.
             db.wait_for_background().unwrap();
             let names = logs(&mem);
@@ -174,27 +174,14 @@ fn a_spare_left_by_a_close_or_a_crash_is_deleted_and_loses_nothing() {
 fn a_spare_deleted_by_an_open_stays_deleted_after_a_power_cut() {
     for seed in 0..4u64 {
         let (mem, sim) = (MemFs::new(), SimNvm::new());
-        let o = |fs: &MemFs, sim: &SimNvm| {
-            let mut o = Options::preset(Preset::Novelsm);
-            o.fs = Arc::new(fs.clone());
-            o.write_buffer_size = 16 << 10;
-            o.nvm_memtable = NvmMemtable::Immutable;
-            o.nvm_memtable_size = 1 << 20;
-            o.nvm_capacity = 8 << 20;
-            o.nvm_prefault = false;
-            o.nvm_dir = Some("/nvm".into());
-            o.nvm_persistence = PersistMode::CrashSim;
-            o.nvm_sim = Some(sim.clone());
-            o
+        let o = |fs: &MemFs, sim: &SimNvm| Options {
+            write_buffer_size: 16 << 10,
+            nvm_memtable: NvmMemtable::Immutable,
+            ..sim_nvm_options(fs, sim)
         };
         let db = Db::open("/db", o(&mem, &sim)).unwrap();
         let mut n = 0;
-        let start = db.stats().flushes;
-        while db.stats().flushes == start {
-            db.put(&key(n), &[b'v'; 200]).unwrap();
-            n += 1;
-            assert!(n < 100_000, "no flush");
-        }
+        write_until_flush(&db, &mut n);
         db.wait_for_background().unwrap();
         for _ in 0..seed {
             db.put(&key(n), &[b'v'; 200]).unwrap();

@@ -1,14 +1,19 @@
 //! Helpers shared by end-to-end tests (the NVM designs' above all): a directory for the
-//! emulated NVM pool, a key spread, forward scans (into a map, or counted), a mixed workload
-//! mirrored into a model, and a check of a database against that model (point reads, a
-//! forward and a backward scan).
+//! emulated NVM pool, options for the `novelsm` preset on simulated media (for power cuts),
+//! a key spread and keys in write order, forward scans (into a map, or counted), a mixed
+//! workload mirrored into a model, and a check of a database against that model (point
+//! reads, a forward and a backward scan).
 
 #![allow(clippy::unwrap_used, dead_code)] // test helpers; not every test uses each one
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
-use mezzanine::{Db, ReadOptions};
+use mezz_env::{FileSystem, MemFs};
+use mezz_pmem::SimNvm;
+use mezzanine::options::PersistMode;
+use mezzanine::{Db, Options, Preset, ReadOptions};
 
 /// A fresh directory for an NVM pool: on /dev/shm when it exists (a memory file system, as
 /// emulated NVM), else in the system's temporary directory.
@@ -18,6 +23,25 @@ pub fn nvm_dir() -> tempfile::TempDir {
     } else {
         tempfile::tempdir().unwrap()
     }
+}
+
+/// The `novelsm` preset with its files on `fs` and its pool on the simulated NVM `sim`
+/// (which a test can cut the power of), 1 MiB NVM memtables in an 8 MiB pool.
+pub fn sim_nvm_options(fs: &MemFs, sim: &SimNvm) -> Options {
+    let mut o = Options::preset(Preset::Novelsm);
+    o.fs = Arc::new(fs.clone()) as Arc<dyn FileSystem>;
+    o.nvm_memtable_size = 1 << 20;
+    o.nvm_capacity = 8 << 20;
+    o.nvm_prefault = false;
+    o.nvm_dir = Some("/nvm".into());
+    o.nvm_persistence = PersistMode::CrashSim;
+    o.nvm_sim = Some(sim.clone());
+    o
+}
+
+/// Key `i` in write order: keys sort as they were written.
+pub fn ordered_key(i: u64) -> Vec<u8> {
+    format!("k{i:06}").into_bytes()
 }
 
 /// Key `i` of 100,003, spread over the key space.
