@@ -146,6 +146,11 @@ pub struct BenchResult {
     pub process: ProcessMetrics,
     /// The engine's statistics after the benchmark.
     pub engine_stats: serde_json::Value,
+    /// The round trip of a cache line between the machine's two first cores, in
+    /// nanoseconds, measured just before and just after the benchmark
+    /// ([`crate::sysinfo::core_round_trip_ns`]): multi-threaded results compare only at
+    /// like values.
+    pub core_round_trip_ns: Option<[f64; 2]>,
 }
 
 /// `secs` since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
@@ -242,6 +247,9 @@ impl BenchResult {
         }
         if self.threads > 1 {
             let _ = write!(s, "; {} threads", self.threads);
+        }
+        if let Some([before, after]) = self.core_round_trip_ns {
+            let _ = write!(s, "; core round trip {before:.0}/{after:.0} ns");
         }
         if self.found + self.not_found > 0 {
             let _ = write!(
@@ -345,6 +353,7 @@ mod tests {
             }),
             process: ProcessMetrics::default(),
             engine_stats: serde_json::Value::Null,
+            core_round_trip_ns: Some([84.6, 401.2]),
         }
     }
 
@@ -364,6 +373,7 @@ mod tests {
             "990 of 1000 found",
             "write 1000 ops p50 4.10 p90 5.02 p99 12.0 p99.9 80.2 max 8561 us",
             "space amp 1.50",
+            "core round trip 85/401 ns",
         ] {
             assert!(l.contains(part), "{part:?} missing from {l}");
         }
@@ -380,6 +390,7 @@ mod tests {
         assert_eq!(v["engine_version"], "mezzanine 0.1.0");
         assert_eq!(v["date"], "1970-01-01T00:00:00Z");
         assert_eq!(v["space"]["space_amplification"], 1.5);
+        assert_eq!(v["core_round_trip_ns"][1], 401.2);
         let back =
             BenchResult::from_json_lines(&format!("{j}\n\n{{\"benchmark\":\"old\"}}\n")).unwrap();
         assert_eq!(back.len(), 2);

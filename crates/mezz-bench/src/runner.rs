@@ -539,6 +539,7 @@ fn run_one(
     let others_done = AtomicUsize::new(0);
     let show_progress = cfg.progress && std::io::stderr().is_terminal();
 
+    let round_trip_before = crate::sysinfo::core_round_trip_ns();
     let counters_before = engine.counters();
     let proc_before = ProcSnapshot::now();
     let start = Instant::now();
@@ -623,6 +624,7 @@ fn run_one(
     engine.wait_for_background()?;
     let settle_secs = settle_start.elapsed().as_secs_f64();
     let proc_delta = ProcSnapshot::now().since(&proc_before);
+    let core_round_trip_ns = round_trip_before.zip(crate::sysinfo::core_round_trip_ns());
     let engine_interval = engine
         .counters()
         .zip(counters_before)
@@ -718,6 +720,7 @@ fn run_one(
                 .map(|b| b as f64 / merged.written as f64),
         },
         engine_stats: engine.stats_json(),
+        core_round_trip_ns: core_round_trip_ns.map(|(b, a)| [b, a]),
     })
 }
 

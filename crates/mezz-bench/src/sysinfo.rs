@@ -1,5 +1,7 @@
 //! Process and machine facts read from `/proc` (Linux): CPU time, peak RSS, bytes written
-//! to storage, cores, memory, kernel, CPU model, and the git commit being measured.
+//! to storage, cores, memory, kernel, CPU model, and the git commit being measured; and
+//! one measured fact, the round trip of a cache line between two cores
+//! ([`core_round_trip_ns`]).
 //!
 //! Every reader returns `None` (or `"unknown"`) when the file is missing or unparsable, so
 //! the harness runs, with fewer facts, where `/proc` is absent. The parsers are pure
@@ -142,6 +144,64 @@ impl MachineInfo {
     }
 }
 
+/// Cache-line exchanges per round of [`core_round_trip_ns`].
+const PROBE_EXCHANGES: u64 = 4_000;
+/// Rounds of [`core_round_trip_ns`]; it reports the median round.
+const PROBE_ROUNDS: u64 = 5;
+
+/// The round trip, in nanoseconds, of a cache line passed back and forth between two
+/// threads: the median of `PROBE_ROUNDS` rounds of `PROBE_EXCHANGES` exchanges, a few
+/// milliseconds in all. On an otherwise idle machine the two threads run on two cores, so
+/// this is what every write to a line the other core holds costs. A virtual machine's
+/// cores can be placed by the host on one shared cache or across caches (on a 2-vCPU AMD
+/// EPYC VM: about 85 or about 400 ns, changing from one minute to the next), and every
+/// multi-threaded result depends on which; the harness measures it before and after each
+/// benchmark. `None` with fewer than two cores. Several microseconds mean the two threads
+/// shared one core (the machine was busy).
+#[must_use]
+pub fn core_round_trip_ns() -> Option<f64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    if std::thread::available_parallelism().map_or(1, std::num::NonZero::get) < 2 {
+        return None;
+    }
+    // Spins until `flag` holds `want`, yielding now and then so that two threads on one
+    // core still make progress.
+    fn await_value(flag: &AtomicU64, want: u64) {
+        let mut spins = 0u32;
+        while flag.load(Ordering::Acquire) != want {
+            spins += 1;
+            if spins % 1024 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    let flag = AtomicU64::new(0);
+    let total = PROBE_EXCHANGES * PROBE_ROUNDS;
+    let mut rounds: Vec<f64> = std::thread::scope(|s| {
+        let flag = &flag;
+        s.spawn(move || {
+            for i in 0..total {
+                await_value(flag, 2 * i + 1);
+                flag.store(2 * i + 2, Ordering::Release);
+            }
+        });
+        (0..PROBE_ROUNDS)
+            .map(|r| {
+                let start = std::time::Instant::now();
+                for i in r * PROBE_EXCHANGES..(r + 1) * PROBE_EXCHANGES {
+                    flag.store(2 * i + 1, Ordering::Release);
+                    await_value(flag, 2 * i + 2);
+                }
+                start.elapsed().as_secs_f64() * 1e9 / PROBE_EXCHANGES as f64
+            })
+            .collect()
+    });
+    rounds.sort_by(f64::total_cmp);
+    rounds.get(rounds.len() / 2).copied()
+}
+
 /// The first `model name` of `/proc/cpuinfo`.
 #[must_use]
 pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
@@ -194,6 +254,19 @@ mod tests {
                   cancelled_write_bytes: 0\n";
         assert_eq!(parse_io_write_bytes(io), Some(81920));
         assert_eq!(parse_io_write_bytes("rchar: 1\n"), None);
+    }
+
+    #[test]
+    fn core_round_trip_is_measured_on_two_cores() {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let rt = core_round_trip_ns();
+        if cores < 2 {
+            assert_eq!(rt, None);
+        } else {
+            // A positive, finite time: at least one cache-line transfer each way.
+            let rt = rt.expect("two cores");
+            assert!(rt.is_finite() && rt > 0.0, "{rt}");
+        }
     }
 
     #[test]
