@@ -170,7 +170,7 @@ pub fn core_round_trip_ns() -> Option<f64> {
         let mut spins = 0u32;
         while flag.load(Ordering::Acquire) != want {
             spins += 1;
-            if spins % 1024 == 0 {
+            if spins.is_multiple_of(1024) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
