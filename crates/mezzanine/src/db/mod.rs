@@ -29,7 +29,7 @@ mod write;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -192,14 +192,13 @@ pub(crate) struct DbInner {
     super_version: ArcSwap<SuperVersion>,
     /// The last sequence number visible to readers.
     last_seq: AtomicU64,
-    /// Groups logged (sequence numbers assigned, WAL record written) and not yet inserted
-    /// and published: the active memtable does not change, and is not flushed, while any
-    /// is (`wait_for_inserts`).
-    inserting: std::sync::atomic::AtomicUsize,
     next_file: AtomicU64,
     snapshots: Arc<SnapshotList>,
     write: Mutex<WriteState>,
     queue: Mutex<VecDeque<Pending>>,
+    /// The queue's length, stored under its lock: what the write path checks without
+    /// taking it.
+    queued: AtomicUsize,
     manifest: Mutex<Manifest>,
     state: Mutex<State>,
     /// Background threads wait here for work.

@@ -1109,7 +1109,6 @@ fn assemble_db_inner(
         table_cache,
         super_version: ArcSwap::from_pointee(sv),
         last_seq: AtomicU64::new(rec.last_seq),
-        inserting: std::sync::atomic::AtomicUsize::new(0),
         next_file: rec.next_file,
         snapshots: Arc::new(SnapshotList::default()),
         write: Mutex::new(WriteState {
@@ -1119,6 +1118,7 @@ fn assemble_db_inner(
             last_assigned: rec.last_seq,
         }),
         queue: Mutex::new(std::collections::VecDeque::new()),
+        queued: std::sync::atomic::AtomicUsize::new(0),
         manifest: Mutex::new(installed.manifest),
         state: Mutex::new(State {
             mems,

@@ -25,9 +25,9 @@
 //!
 //! Invariants: sequence numbers are assigned and logged in queue order, only under the
 //! `write` lock (`WriteState::last_assigned`), and published in the same order
-//! (`last_seq`), each group after its memtable insert; a group logged and not yet
-//! published counts in `DbInner::inserting`, and the active memtable is not switched,
-//! replaced or flushed while any does (`wait_for_inserts`). The active memtable and its
+//! (`last_seq`), each group after its memtable insert; groups are logged and not yet
+//! published exactly while `last_seq < last_assigned`, and the active memtable is not
+//! switched, replaced or flushed while any is (`wait_for_inserts`). The active memtable and its
 //! WAL change only under the `write` lock. A member's insert job runs before its leader
 //! publishes the group (the leader waits for every job, or takes it back). A memtable entry
 //! above the published sequence is invisible to readers. The `state` lock is never held
@@ -260,7 +260,9 @@ impl DbInner {
         // Fast path: nobody is writing or waiting, so this batch is a group of one and
         // needs no queue slot.
         if let Some(mut ws) = self.write.try_lock() {
-            if self.queue.lock().is_empty() {
+            // `queued`, not the queue's lock: two writers taking turns on this path would
+            // otherwise pass that lock's line between their cores twice per write.
+            if self.queued.load(Ordering::Acquire) == 0 {
                 let mut batch = batch;
                 let t = Instant::now();
                 let r = self
@@ -273,11 +275,19 @@ impl DbInner {
             self.wake_next_writer();
         }
         let slot = Arc::new(Slot::default());
-        self.queue.lock().push_back(Pending {
-            batch,
-            sync,
-            slot: Arc::clone(&slot),
-        });
+        {
+            let mut q = self.queue.lock();
+            q.push_back(Pending {
+                batch,
+                sync,
+                slot: Arc::clone(&slot),
+            });
+            self.queued.store(q.len(), Ordering::Release);
+        }
+        // Pairs with the fence in `wake_next_writer`: either the `write` lock's holder
+        // sees this writer queued when it releases the lock, or this writer's `try_lock`
+        // below sees the lock free.
+        std::sync::atomic::fence(Ordering::SeqCst);
         loop {
             if let Some(ws) = self.write.try_lock() {
                 if let Some(r) = slot.take_result() {
@@ -303,6 +313,10 @@ impl DbInner {
     /// Tells the writer at the front of the queue to try to lead. Call after releasing
     /// the `write` lock.
     pub(super) fn wake_next_writer(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.queued.load(Ordering::Acquire) == 0 {
+            return;
+        }
         if let Some(p) = self.queue.lock().front() {
             p.slot.wake();
         }
@@ -322,6 +336,7 @@ impl DbInner {
                 group.push(p);
             }
         }
+        self.queued.store(q.len(), Ordering::Release);
         group
     }
 
@@ -395,7 +410,7 @@ impl DbInner {
     /// inserted and published here, and `None` returned. Into a DRAM memtable the insert
     /// and the publication are left to [`DbInner::apply_logged`], after the lock is
     /// released: the next group can be logged while this one is inserted (RocksDB's
-    /// pipelined write). Until then the group counts in `inserting`. `start` is when the
+    /// pipelined write). Until then `last_seq < ws.last_assigned`. `start` is when the
     /// group took the lock. REQUIRES: the `write` lock.
     fn log_group(
         &self,
@@ -412,7 +427,7 @@ impl DbInner {
         if mem.is_nvm() {
             // Published here, in order: the groups still being inserted (into the DRAM
             // memtable before this one) go first.
-            self.wait_for_inserts();
+            self.wait_for_inserts(ws);
             // NoveLSM's mutable NVM memtable: no WAL, every group persisted in place. It is
             // durable in the history once the older WALs' tails are: a power cut that tore
             // one of them must not keep these writes (a hole in the history). A list with
@@ -442,8 +457,8 @@ impl DbInner {
                     return Err(e);
                 }
             };
-            StatsCollector::add(&stats.write_groups, 1);
-            StatsCollector::add(&stats.user_bytes_written, user_bytes);
+            stats.writes.add(crate::stats::WRITE_GROUPS, 1);
+            stats.writes.add(crate::stats::WRITE_USER_BYTES, user_bytes);
             ws.last_assigned = first + count - 1;
             self.last_seq.store(first + count - 1, Ordering::Release);
             return Ok(None);
@@ -474,14 +489,15 @@ impl DbInner {
             }
             // A WAL in NVM is not an SSD write (the pool's persisted bytes count it).
             if wal.nvm_object().is_none() {
-                StatsCollector::add(&stats.wal_bytes_written, data.len() as u64);
+                stats
+                    .writes
+                    .add(crate::stats::WRITE_WAL_BYTES, data.len() as u64);
             }
             if sync {
                 StatsCollector::add(&stats.wal_syncs, 1);
             }
         }
         ws.last_assigned = first + count - 1;
-        self.inserting.fetch_add(1, Ordering::AcqRel);
         Ok(Some(Logged {
             mem: Arc::clone(mem),
             first,
@@ -544,14 +560,15 @@ impl DbInner {
         // accepted), so that the groups after it are not held forever.
         self.last_seq
             .store(g.first + g.count - 1, Ordering::Release);
-        self.inserting.fetch_sub(1, Ordering::AcqRel);
         let mut trace = g.trace;
         trace.insert += micros_between(g.insert_start, end);
         self.record_trace(trace, g.start, end);
         match inserted {
             Ok(user_bytes) => {
-                StatsCollector::add(&self.stats.write_groups, 1);
-                StatsCollector::add(&self.stats.user_bytes_written, user_bytes);
+                self.stats.writes.add(crate::stats::WRITE_GROUPS, 1);
+                self.stats
+                    .writes
+                    .add(crate::stats::WRITE_USER_BYTES, user_bytes);
                 Ok(())
             }
             Err(e) => {
@@ -564,10 +581,15 @@ impl DbInner {
     /// Waits until every group logged so far is inserted and published. Call with the
     /// `write` lock held (no group is logged meanwhile) before the active memtable
     /// changes, or to see every logged write.
-    pub(super) fn wait_for_inserts(&self) {
-        spin_until(Duration::MAX, || {
-            self.inserting.load(Ordering::Acquire) == 0
-        });
+    pub(super) fn wait_for_inserts(&self, ws: &WriteState) {
+        spin_until(Duration::MAX, || !self.inserts_pending(ws));
+    }
+
+    /// Whether a group logged (under the `write` lock, `ws`) is not yet inserted and
+    /// published. Groups are published in the order they were logged, the last one
+    /// setting `last_seq` to `last_assigned` (a group that fails to log assigns nothing).
+    fn inserts_pending(&self, ws: &WriteState) -> bool {
+        self.last_seq.load(Ordering::Acquire) != ws.last_assigned
     }
 
     /// Inserts the members' batches of a group into the DRAM memtable `mem`, numbered from
@@ -707,11 +729,11 @@ impl DbInner {
                 StatsCollector::add(c, micros);
                 continue;
             }
-            if mem_full && self.inserting.load(Ordering::Acquire) != 0 {
+            if mem_full && self.inserts_pending(ws) {
                 // Groups logged into this memtable are still being inserted: it does not
                 // change under them (and whether it is empty is not known yet).
                 drop(st);
-                self.wait_for_inserts();
+                self.wait_for_inserts(ws);
                 continue;
             }
             if mem_full {
@@ -844,7 +866,7 @@ impl DbInner {
     /// REQUIRES: the `write` lock (`ws`), room for one more immutable memtable.
     pub(super) fn switch_memtable(&self, ws: &mut WriteState) -> Result<()> {
         // No group may still be inserting into the memtable that becomes immutable.
-        self.wait_for_inserts();
+        self.wait_for_inserts(ws);
         // The new memtable (and its WAL) first: if creating it fails, nothing has changed
         // (the old memtable and WAL stay active).
         // NoveLSM, mutable: a full DRAM memtable hands over to an NVM memtable (no WAL),
@@ -1148,7 +1170,7 @@ impl DbInner {
         let target = {
             let mut ws = self.write.lock();
             // Every write logged before the call is in the memtable it flushes.
-            self.wait_for_inserts();
+            self.wait_for_inserts(&ws);
             let r = (|| -> Result<Option<u64>> {
                 let mut st = self.state.lock();
                 if st.mems.active().is_empty() {

@@ -383,9 +383,17 @@ impl MemTable {
     }
 
     /// Widens the sequence range held to `lo..=hi`.
+    ///
+    /// Reads before it writes: `min_seq` is set by the first insert only, and `max_seq` is
+    /// often already past `hi` (a later group inserted first), so inserts do not take the
+    /// line for writing when there is nothing to change.
     fn note_seqs(&self, lo: SeqNo, hi: SeqNo) {
-        self.max_seq.fetch_max(hi, AtomicOrdering::Relaxed);
-        self.min_seq.fetch_min(lo, AtomicOrdering::Relaxed);
+        if self.max_seq.load(AtomicOrdering::Relaxed) < hi {
+            self.max_seq.fetch_max(hi, AtomicOrdering::Relaxed);
+        }
+        if self.min_seq.load(AtomicOrdering::Relaxed) > lo {
+            self.min_seq.fetch_min(lo, AtomicOrdering::Relaxed);
+        }
     }
 
     /// Inserts the entries of `batch` (more than one) into the NVM list `list` (this
