@@ -543,6 +543,13 @@ impl StatsCollector {
         counter.fetch_add(v, Ordering::Relaxed);
     }
 
+    /// Counts one committed write group of `user_bytes` (keys and values).
+    #[inline]
+    pub fn record_group(&self, user_bytes: u64) {
+        self.writes.add(WRITE_GROUPS, 1);
+        self.writes.add(WRITE_USER_BYTES, user_bytes);
+    }
+
     /// Records a compaction (or flush, for level 0) into `level`.
     pub fn record_level_io(&self, level: usize, bytes_read: u64, bytes_written: u64) {
         let mut v = self.level_compactions.lock();

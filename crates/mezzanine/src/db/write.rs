@@ -457,8 +457,7 @@ impl DbInner {
                     return Err(e);
                 }
             };
-            stats.writes.add(crate::stats::WRITE_GROUPS, 1);
-            stats.writes.add(crate::stats::WRITE_USER_BYTES, user_bytes);
+            stats.record_group(user_bytes);
             ws.last_assigned = first + count - 1;
             self.last_seq.store(first + count - 1, Ordering::Release);
             return Ok(None);
@@ -565,10 +564,7 @@ impl DbInner {
         self.record_trace(trace, g.start, end);
         match inserted {
             Ok(user_bytes) => {
-                self.stats.writes.add(crate::stats::WRITE_GROUPS, 1);
-                self.stats
-                    .writes
-                    .add(crate::stats::WRITE_USER_BYTES, user_bytes);
+                self.stats.record_group(user_bytes);
                 Ok(())
             }
             Err(e) => {

@@ -384,9 +384,9 @@ impl MemTable {
 
     /// Widens the sequence range held to `lo..=hi`.
     ///
-    /// Reads before it writes: `min_seq` is set by the first insert only, and `max_seq` is
-    /// often already past `hi` (a later group inserted first), so inserts do not take the
-    /// line for writing when there is nothing to change.
+    /// Reads before it writes: `min_seq` is set by the first insert only (and `max_seq` is
+    /// already past `hi` when a later group was inserted first), so an insert that has
+    /// nothing to change does not take the line for writing.
     fn note_seqs(&self, lo: SeqNo, hi: SeqNo) {
         if self.max_seq.load(AtomicOrdering::Relaxed) < hi {
             self.max_seq.fetch_max(hi, AtomicOrdering::Relaxed);
