@@ -300,16 +300,19 @@ def pairs(runs):
     return out
 
 
-def scaling_by_placement(ps):
-    """{placement: (scaling, pairs)} over pairs `ps`: each pair's placement is that of its
-    two runs' four round trips ('mixed' when they disagree, or when none was recorded:
-    'unknown'); scaling is the mean 2-thread rate over the mean 1-thread rate."""
+def scaling(ps):
+    """Mean 2-thread rate over mean 1-thread rate of pairs `ps`, or None."""
+    one = sum(a["ops_per_sec"] for a, _ in ps)
+    return sum(b["ops_per_sec"] for _, b in ps) / one if one > 0 else None
+
+
+def by_placement(ps):
+    """Pairs `ps` grouped by the placement of their two runs' four round trips ('mixed'
+    when they disagree; 'unknown' when none was recorded): {placement: [pair, ...]}."""
     groups = {}
     for one, two in ps:
-        p = placement([one, two]) or "unknown"
-        groups.setdefault(p, []).append((one["ops_per_sec"], two["ops_per_sec"]))
-    return {p: (sum(b for _, b in v) / sum(a for a, _ in v), len(v))
-            for p, v in groups.items() if sum(a for a, _ in v) > 0}
+        groups.setdefault(placement([one, two]) or "unknown", []).append((one, two))
+    return groups
 
 
 def scaling_targets(t, data):
@@ -320,44 +323,44 @@ def scaling_targets(t, data):
         name = f"2-thread {label} scaling (2 threads / 1)"
         goal = "≥ RocksDB's, cores placed alike"
 
-        def by_placement(e):
-            """The engine's scaling per placement of the cores, from pairs of runs in `two`'s
-            file; for files without pairs (older suites: one 2-thread fill), the 2-thread
-            run over `one`'s 1-thread run, as one pair."""
-            runs = find_all(data, two[0], two[1], e)
-            ps = pairs(runs)
+        def engine_pairs(e):
+            """The engine's pairs of runs in `two`'s file; for files without pairs (older
+            suites: one 2-thread fill), the 2-thread run with `one`'s 1-thread run."""
+            ps = pairs(find_all(data, two[0], two[1], e))
             if not ps:
                 a, b = find(data, *one, e), find(data, *two, e)
-                if a is None or b is None or threads_of(b) != 2:
-                    return {}
-                ps = [(a, b)]
-            return scaling_by_placement(ps)
+                if a is not None and b is not None and threads_of(b) == 2:
+                    ps = [(a, b)]
+            return ps
 
-        def fmt(m):
-            return ", ".join(f"{p} {v:.2f}x ({n})" for p, (v, n) in sorted(m.items()))
+        def fmt(groups):
+            return ", ".join(f"{p} {scaling(g):.2f}x ({len(g)})"
+                             for p, g in sorted(groups.items()))
 
-        per = {e: by_placement(e) for e in PRESETS}
-        ref = by_placement("rocksdb")
-        present = [e for e in PRESETS if per[e]]
+        mine = {e: engine_pairs(e) for e in PRESETS}
+        present = [e for e in PRESETS if mine[e]]
+        ref = engine_pairs("rocksdb")
         if not present or not ref:
             what = "Mezzanine preset" if not present else "RocksDB"
             t.missing(name, goal, f"{two[0]}: no {what}")
             continue
+        groups = {e: by_placement(mine[e]) for e in present}
+        ref_groups = by_placement(ref)
         # Placements both sides measured, known and not mixed: like against like.
         alike = [p for p in ("shared", "split")
-                 if p in ref and any(p in per[e] for e in present)]
+                 if p in ref_groups and any(p in groups[e] for e in present)]
         if alike:
-            best_m = {p: max(per[e][p][0] for e in present if p in per[e]) for p in alike}
-            ratios = ", ".join(f"{p} {best_m[p] / ref[p][0]:.2f}" for p in alike)
-            met = all(best_m[p] >= ref[p][0] for p in alike)
+            best_m = {p: max(scaling(groups[e][p]) for e in present if p in groups[e])
+                      for p in alike}
+            ratios = ", ".join(f"{p} {best_m[p] / scaling(ref_groups[p]):.2f}" for p in alike)
+            met = all(best_m[p] >= scaling(ref_groups[p]) for p in alike)
         else:
             # No placement in common (or none recorded): all pairs pooled, flagged.
-            pool = lambda m: sum(v * n for v, n in m.values()) / sum(n for _, n in m.values())
-            best_m = max(pool(per[e]) for e in present)
-            ratios = f"{best_m / pool(ref):.2f} (placements differ or unknown)"
-            met = best_m >= pool(ref)
-        measured = "; ".join(f"{short(e)}: {fmt(per[e])}" for e in present)
-        t.add(name, measured, f"rocksdb: {fmt(ref)}", ratios, goal, met)
+            best_m = max(scaling(mine[e]) for e in present)
+            ratios = f"{best_m / scaling(ref):.2f} (placements differ or unknown)"
+            met = best_m >= scaling(ref)
+        measured = "; ".join(f"{short(e)}: {fmt(groups[e])}" for e in present)
+        t.add(name, measured, f"rocksdb: {fmt(ref_groups)}", ratios, goal, met)
 
 
 def sustained_targets(t, data):

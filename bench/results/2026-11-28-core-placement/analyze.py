@@ -7,8 +7,13 @@ the mean 1-thread and 2-thread rates (number of runs) and the 2-thread scaling.
     analyze.py RESULTS.jsonl...
 """
 import json
+import os
 import sys
 from collections import defaultdict
+
+# The placement of a run as the suite's summary judges it (one threshold, one place).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from summarize import placement  # noqa: E402
 
 runs = defaultdict(list)
 for path in sys.argv[1:]:
@@ -17,11 +22,11 @@ for path in sys.argv[1:]:
             if not line.strip():
                 continue
             r = json.loads(line)
-            rt = r.get("core_round_trip_ns")
-            if not rt:
+            place = placement([r])
+            if place is None:
                 continue
-            kinds = {"shared" if ns < 200 else "split" for ns in rt}
-            place = kinds.pop() if len(kinds) == 1 else "moved"
+            if place == "mixed":
+                place = "moved"
             runs[(r["engine"], place, r["threads"])].append(r["ops_per_sec"])
 
 print("| engine | cores | 1 thread ops/s (runs) | 2 threads ops/s (runs) | scaling |")
