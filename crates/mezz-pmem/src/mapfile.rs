@@ -346,6 +346,12 @@ mod tests {
                 add(&mut w, 100, true);
             }
         }
+        // Then small records only, for more than a window: the log goes back to copying
+        // them into windows (faulted in ahead once most recent bytes went that way).
+        for i in 0..12_000 {
+            add(&mut w, 100 + i % 50, i % 97 == 0);
+        }
+        add(&mut w, 5000, true);
         w.close().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), expect);
     }

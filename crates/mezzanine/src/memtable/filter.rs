@@ -39,6 +39,18 @@ impl KeyFilter {
         }
     }
 
+    /// Words of the bit array.
+    pub(crate) fn words(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Forgets every key: the filter is as new, its pages still mapped.
+    pub(crate) fn clear(&mut self) {
+        for w in &mut self.words {
+            *w.get_mut() = 0;
+        }
+    }
+
     /// The word and the mask of `key`'s bits.
     #[inline]
     fn probe(&self, key: &[u8]) -> (&AtomicU64, u64) {
@@ -129,6 +141,23 @@ mod tests {
             .count();
         let rate = false_positives as f64 / n as f64;
         assert!(rate < 0.01, "false-positive rate {rate}");
+    }
+
+    /// A cleared filter (a spare, kept for the next memtable) holds none of its keys.
+    #[test]
+    fn a_cleared_filter_holds_nothing() {
+        let mut f = KeyFilter::with_bytes(64 << 10);
+        for i in 0..20_000 {
+            f.add(format!("key{i:013}").as_bytes());
+        }
+        assert!(f.may_contain(b"key0000000000000"));
+        f.clear();
+        assert_eq!(f.words(), 8192);
+        for i in 0..20_000 {
+            assert!(!f.may_contain(format!("key{i:013}").as_bytes()), "{i}");
+        }
+        f.add(b"again");
+        assert!(f.may_contain(b"again"));
     }
 
     #[test]
