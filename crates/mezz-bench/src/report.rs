@@ -47,6 +47,12 @@ pub struct ProcessMetrics {
     /// amplification as the kernel saw it (counts every file the process wrote, NVM pool
     /// files on a disk-backed path included; tmpfs writes are not counted).
     pub write_amplification: Option<f64>,
+    /// CPU seconds the whole machine was busy during the benchmark and its settling (every
+    /// process and kernel thread: the kernel's writeback workers, other tenants' work).
+    pub machine_busy_secs: Option<f64>,
+    /// CPU seconds stolen by the hypervisor during the benchmark and its settling: above
+    /// zero, the VM's CPUs waited for the host, and the run was slowed by it.
+    pub machine_steal_secs: Option<f64>,
 }
 
 /// Space used after the benchmark (once background work finished).

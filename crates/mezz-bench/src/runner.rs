@@ -718,6 +718,8 @@ fn run_one(
                 .storage_write_bytes
                 .filter(|_| merged.written > 0)
                 .map(|b| b as f64 / merged.written as f64),
+            machine_busy_secs: proc_delta.machine_busy_secs,
+            machine_steal_secs: proc_delta.machine_steal_secs,
         },
         engine_stats: engine.stats_json(),
         core_round_trip_ns: core_round_trip_ns.map(|(b, a)| [b, a]),

@@ -24,6 +24,12 @@ pub struct ProcSnapshot {
     pub cpu_sys_secs: Option<f64>,
     /// Bytes the process caused to be written to storage (`write_bytes` of `/proc/self/io`).
     pub storage_write_bytes: Option<u64>,
+    /// CPU seconds the whole machine was busy (every CPU, every process, the kernel's
+    /// threads too: `user + nice + system + irq + softirq` of `/proc/stat`).
+    pub machine_busy_secs: Option<f64>,
+    /// CPU seconds the hypervisor ran something else while this machine's CPUs wanted to
+    /// run (`steal` of `/proc/stat`).
+    pub machine_steal_secs: Option<f64>,
 }
 
 impl ProcSnapshot {
@@ -39,12 +45,23 @@ impl ProcSnapshot {
                     Some(s as f64 / CLOCK_TICKS_PER_SEC),
                 )
             });
+        let (busy, steal) = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|s| parse_machine_cpu_ticks(&s))
+            .map_or((None, None), |(b, st)| {
+                (
+                    Some(b as f64 / CLOCK_TICKS_PER_SEC),
+                    Some(st as f64 / CLOCK_TICKS_PER_SEC),
+                )
+            });
         Self {
             cpu_user_secs: user,
             cpu_sys_secs: sys,
             storage_write_bytes: std::fs::read_to_string("/proc/self/io")
                 .ok()
                 .and_then(|s| parse_io_write_bytes(&s)),
+            machine_busy_secs: busy,
+            machine_steal_secs: steal,
         }
     }
 
@@ -64,8 +81,32 @@ impl ProcSnapshot {
                 .storage_write_bytes
                 .zip(earlier.storage_write_bytes)
                 .map(|(a, b)| a.saturating_sub(b)),
+            machine_busy_secs: self
+                .machine_busy_secs
+                .zip(earlier.machine_busy_secs)
+                .map(|(a, b)| (a - b).max(0.0)),
+            machine_steal_secs: self
+                .machine_steal_secs
+                .zip(earlier.machine_steal_secs)
+                .map(|(a, b)| (a - b).max(0.0)),
         }
     }
+}
+
+/// `(busy, steal)` clock ticks of the whole machine from the text of `/proc/stat` (its
+/// `cpu` line: busy = user + nice + system + irq + softirq; guest time is inside user).
+#[must_use]
+pub fn parse_machine_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    // user nice system idle iowait irq softirq steal ...
+    let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)?;
+    Some((busy, *f.get(7)?))
 }
 
 /// `(utime, stime)` in clock ticks from the text of `/proc/<pid>/stat`.
@@ -282,15 +323,30 @@ mod tests {
             cpu_user_secs: Some(1.0),
             cpu_sys_secs: Some(0.5),
             storage_write_bytes: Some(100),
+            machine_busy_secs: Some(10.0),
+            machine_steal_secs: Some(2.0),
         };
         let b = ProcSnapshot {
             cpu_user_secs: Some(3.0),
             cpu_sys_secs: None,
             storage_write_bytes: Some(50),
+            machine_busy_secs: Some(14.5),
+            machine_steal_secs: None,
         };
         let d = b.since(&a);
         assert_eq!(d.cpu_user_secs, Some(2.0));
         assert_eq!(d.cpu_sys_secs, None);
         assert_eq!(d.storage_write_bytes, Some(0));
+        assert_eq!(d.machine_busy_secs, Some(4.5));
+        assert_eq!(d.machine_steal_secs, None);
+    }
+
+    #[test]
+    fn machine_ticks_come_from_the_cpu_line() {
+        let stat = "cpu  100 5 40 9000 7 3 2 11 0 0\ncpu0 50 2 20 4500 3 1 1 5 0 0\nintr 1\n";
+        assert_eq!(parse_machine_cpu_ticks(stat), Some((150, 11)));
+        // Kernels without a steal column, and text without a cpu line.
+        assert_eq!(parse_machine_cpu_ticks("cpu  1 2 3 4 5 6 7\n"), None);
+        assert_eq!(parse_machine_cpu_ticks("intr 1\n"), None);
     }
 }
