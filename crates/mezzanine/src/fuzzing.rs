@@ -96,6 +96,7 @@ fn sample_table(id: u64, lo: &[u8], hi: &[u8]) -> TableMeta {
         num_entries: 100 + id,
         num_deletions: id,
         nvm_refs: Vec::new(),
+        pinned: Default::default(),
     }
 }
 

@@ -131,6 +131,7 @@ impl NvmMetaBuilder {
                     created: object == id || created(object),
                 })
                 .collect(),
+            pinned: Default::default(),
         })
     }
 }

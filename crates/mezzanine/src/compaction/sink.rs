@@ -189,6 +189,7 @@ fn meta_from_properties(id: u64, location: TableLocation, p: &TableProperties) -
         num_entries: p.num_entries,
         num_deletions: p.num_deletions,
         nvm_refs: Vec::new(),
+        pinned: Default::default(),
     }
 }
 

@@ -316,7 +316,7 @@ fn levels_get(
     let mut hint = None;
     let mut probe = |t: &TableMeta| -> Result<Option<LookupResult>> {
         let path = || cache.storage().describe(t);
-        let table = cache.open(t).map_err(|e| e.in_file(path()))?;
+        let table = cache.open_for_read(t).map_err(|e| e.in_file(path()))?;
         let r = table
             .get_chained(key, seq, topts, &mut hint)
             .map_err(|e| e.in_file(path()))?;

@@ -207,6 +207,7 @@ fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
         num_entries: d.varint64()?,
         num_deletions: d.varint64()?,
         nvm_refs,
+        pinned: Default::default(),
     })
 }
 

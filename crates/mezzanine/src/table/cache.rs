@@ -7,13 +7,22 @@
 //! arm of [`TableCache::open`]). It also owns the block cache the SSTs share and the read
 //! counters they count into the DB's statistics (see `table::sst`).
 //!
+//! Point reads take a table through [`TableCache::open_for_read`], which pins it to its
+//! [`TableMeta`] (see [`crate::table::PinnedTable`]) while pin slots are free: half of
+//! `max_open` are pin slots, the cache holds the other half, so at most `max_open` tables
+//! are open. A pinned table is handed out by [`TableCache::open`] too, never opened twice.
+//!
 //! Invariants: a cached table is only ever handed out for the location it was opened at;
-//! a table evicted after its file was deleted keeps working for whoever still holds it.
+//! a table evicted after its file was deleted keeps working for whoever still holds it;
+//! pinned tables never outnumber the pin slots (each pin holds a slot until it is
+//! dropped).
 //!
 //! Thread-safety: `Send + Sync`, shared through `Arc`; opening the same table from several
 //! threads at once opens it once.
 
+use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mezz_format::sst::ReadCounters;
 
@@ -30,6 +39,31 @@ pub struct TableCache {
     block_cache: Option<Arc<BlockCacheImpl>>,
     stats: Arc<StatsCollector>,
     max_open: usize,
+    /// Pins held (shared with each pin's slot, which gives it back when dropped).
+    pinned: Arc<AtomicUsize>,
+    /// Pins allowed: half of `max_open`.
+    pin_slots: usize,
+}
+
+/// A table pinned to its metadata (the contents of [`crate::table::PinnedTable`]).
+pub struct Pin {
+    table: Arc<dyn Table>,
+    _slot: Option<PinSlot>,
+}
+
+impl std::fmt::Debug for Pin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pin").field("table", &self.table).finish()
+    }
+}
+
+/// One of a table cache's pin slots, held by a pin and given back when it is dropped.
+struct PinSlot(Arc<AtomicUsize>);
+
+impl Drop for PinSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for TableCache {
@@ -54,15 +88,50 @@ impl TableCache {
         block_cache_capacity: usize,
         stats: Arc<StatsCollector>,
     ) -> Self {
-        let max_open = max_open.max(1);
+        let max_open = max_open.max(2);
+        let pin_slots = max_open / 2;
         Self {
             storage,
-            tables: quick_cache::sync::Cache::new(max_open),
+            tables: quick_cache::sync::Cache::new(max_open - pin_slots),
             block_cache: (block_cache_capacity > 0)
                 .then(|| Arc::new(BlockCacheImpl::new(block_cache_capacity))),
             stats,
             max_open,
+            pinned: Arc::new(AtomicUsize::new(0)),
+            pin_slots,
         }
+    }
+
+    /// Tables pinned to their metadata now.
+    #[must_use]
+    pub fn pinned_tables(&self) -> usize {
+        self.pinned.load(Ordering::Relaxed)
+    }
+
+    /// The open table for `meta`, for a point read: the table pinned to `meta`, borrowed
+    /// (no lock, no reference count); else the cached or newly opened one, pinned to
+    /// `meta` if a pin slot is free, else handed out as an `Arc`.
+    ///
+    /// # Errors
+    /// As [`TableCache::open`].
+    pub fn open_for_read<'m>(&self, meta: &'m TableMeta) -> Result<Cow<'m, Arc<dyn Table>>> {
+        if let Some(p) = meta.pinned.0.get() {
+            return Ok(Cow::Borrowed(&p.table));
+        }
+        let table = self.open(meta)?;
+        if self.pinned.fetch_add(1, Ordering::Relaxed) >= self.pin_slots {
+            self.pinned.fetch_sub(1, Ordering::Relaxed);
+            return Ok(Cow::Owned(table));
+        }
+        // The slot is counted already; if another thread pinned the table first, the
+        // slot not taken here gives itself back when dropped.
+        let mut slot = Some(PinSlot(Arc::clone(&self.pinned)));
+        let pin = meta.pinned.0.get_or_init(|| Pin {
+            table: Arc::clone(&table),
+            _slot: slot.take(),
+        });
+        drop(slot);
+        Ok(Cow::Borrowed(&pin.table))
     }
 
     /// The storage layer tables are opened from.
@@ -77,6 +146,9 @@ impl TableCache {
     /// `Io` / `Corruption` / `UnsupportedVersion` from opening it, naming its file;
     /// `InvalidArgument` for a kind of table this build cannot read.
     pub fn open(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
+        if let Some(p) = meta.pinned.0.get() {
+            return Ok(Arc::clone(&p.table));
+        }
         self.tables
             .get_or_insert_with(&(meta.location, meta.id), || self.load(meta))
     }

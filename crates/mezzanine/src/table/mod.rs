@@ -74,6 +74,39 @@ impl TableLocation {
     }
 }
 
+/// An open table pinned to the [`TableMeta`] that names it, for point reads: taking it
+/// costs a load, where a lookup in the table cache takes its shard's lock and the table's
+/// reference count (two cache lines that two reader threads would pass back and forth on
+/// every probe). Set at most once, by [`cache::TableCache::open_for_read`]; dropped with
+/// the metadata (when no version names the table any more). A copy of the metadata
+/// starts unpinned, and pins never make two metadata unequal.
+#[derive(Default)]
+pub struct PinnedTable(std::sync::OnceLock<cache::Pin>);
+
+impl Clone for PinnedTable {
+    fn clone(&self) -> Self {
+        PinnedTable::default()
+    }
+}
+
+impl PartialEq for PinnedTable {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for PinnedTable {}
+
+impl Debug for PinnedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "pinned"
+        } else {
+            "unpinned"
+        })
+    }
+}
+
 /// What the version set records about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableMeta {
@@ -99,6 +132,8 @@ pub struct TableMeta {
     /// buffers, the objects of the tables a byte-addressable compaction pointed at). An
     /// object is freed once no live table lists it. Empty for SSTs.
     pub nvm_refs: Vec<NvmRef>,
+    /// The open table, once a point read pinned it (not persisted).
+    pub pinned: PinnedTable,
 }
 
 /// One NVM object an NVM table's entries live in.

@@ -309,6 +309,7 @@ mod tests {
             num_entries: p.num_entries,
             num_deletions: p.num_deletions,
             nvm_refs: Vec::new(),
+            pinned: Default::default(),
         }
     }
 
@@ -376,6 +377,60 @@ mod tests {
         ));
         let tc = TableCache::new(storage, max_open, block_cache, Arc::clone(&stats));
         (dir, fs, stats, tc)
+    }
+
+    /// Point reads pin tables to their metadata while pin slots are free (half of
+    /// `max_open`), and the pinned table is the one `open` hands out too (never opened
+    /// twice); a copy of the metadata starts unpinned and still compares equal; dropping
+    /// the metadata gives the slot back.
+    #[test]
+    fn point_reads_pin_tables_up_to_half_of_max_open() {
+        use std::borrow::Cow;
+        let mut rng = StdRng::seed_from_u64(5);
+        let (dir, fs, _stats, tc) = setup(4, 0);
+        let entries = versioned_entries(&mut rng, 50, 1);
+        let mut metas: Vec<Arc<TableMeta>> = (1..=3)
+            .map(|id| {
+                Arc::new(write_table(
+                    fs.as_ref(),
+                    dir.path(),
+                    id,
+                    &entries,
+                    BlockFormat::KeySet,
+                ))
+            })
+            .collect();
+        let ro = TableReadOptions::default();
+        let (uk, seq) = (b"key00000".as_slice(), MAX_SEQ);
+        let want = model_get(&entries, uk, seq);
+        {
+            let a = tc.open_for_read(&metas[0]).unwrap();
+            assert!(matches!(a, Cow::Borrowed(_)));
+            assert_eq!(tc.pinned_tables(), 1);
+            assert_eq!(format!("{:?}", metas[0].pinned), "pinned");
+            let again = tc.open_for_read(&metas[0]).unwrap();
+            assert!(Arc::ptr_eq(&a, &again));
+            assert!(Arc::ptr_eq(&tc.open(&metas[0]).unwrap(), &a));
+            assert_eq!(a.get(uk, seq, &ro).unwrap(), want);
+            let b = tc.open_for_read(&metas[1]).unwrap();
+            assert!(matches!(b, Cow::Borrowed(_)));
+            // No slot left: the third table is handed out, not pinned.
+            let c = tc.open_for_read(&metas[2]).unwrap();
+            assert!(matches!(c, Cow::Owned(_)));
+            assert_eq!(tc.pinned_tables(), 2);
+            assert_eq!(c.get(uk, seq, &ro).unwrap(), want);
+            let copy = (*metas[0]).clone();
+            assert_eq!(copy, *metas[0]);
+            assert_eq!(format!("{:?}", copy.pinned), "unpinned");
+        }
+        // The first table's metadata goes (no version names it any more): its slot is
+        // free again, and the third table takes it.
+        metas.remove(0);
+        assert_eq!(tc.pinned_tables(), 1);
+        let c = tc.open_for_read(&metas[1]).unwrap();
+        assert!(matches!(c, Cow::Borrowed(_)));
+        assert_eq!(tc.pinned_tables(), 2);
+        assert_eq!(c.get(uk, seq, &ro).unwrap(), want);
     }
 
     #[test]

@@ -406,6 +406,7 @@ pub(crate) mod tests {
             num_entries: 10,
             num_deletions: 1,
             nvm_refs: Vec::new(),
+            pinned: Default::default(),
         }
     }
 
