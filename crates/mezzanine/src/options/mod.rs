@@ -158,7 +158,8 @@ declare_options! {
             check |v| (1..=22).contains(v), "{v} not in 1..=22";
         /// Capacity of the block cache in bytes (0 disables it). Default: 8 MiB.
         block_cache_capacity: usize = 8 * MIB, Size;
-        /// Number of open tables kept in the table cache. Default: 1000.
+        /// Most tables open at once: half are kept in the table cache, half pinned by point
+        /// reads to the versions that name them (see docs/impl.md). Default: 1000.
         max_open_files: usize = 1000, Size,
             check |v| *v >= 16, "{v} < 16";
         /// Target size of an SST written by compaction. Default: 64 MiB.
