@@ -164,13 +164,10 @@ def wa(data, workload, benchmark, engine):
 
 
 def fmt_ops_rounds(data, workload, benchmark, engine):
-    """`171.3 K (novelsm)`, with the median's round count and range when there are several."""
-    runs = find_all(data, workload, benchmark, engine)
+    """`171.3 K (novelsm; rounds 126.9-189.3)`: the median round, with the range of the
+    rounds when they differ."""
     m = ops_rounds(data, workload, benchmark, engine)
-    notes = [short(engine)]
-    if len(runs) > 1:
-        notes.append(f"median of {len(runs)} rounds, {fmt_ops(m[1])}-{fmt_ops(m[2])}")
-    return f"{fmt_ops(m[0])} ({'; '.join(notes)})"
+    return fmt_rounds(m, 1000.0, "K", 1, short(engine))
 
 
 SHARED_CACHE_NS = 200.0

@@ -36,24 +36,15 @@ impl ProcSnapshot {
     /// Reads the current process's counters.
     #[must_use]
     pub fn now() -> Self {
-        let (user, sys) = std::fs::read_to_string("/proc/self/stat")
+        let user_sys = std::fs::read_to_string("/proc/self/stat")
             .ok()
-            .and_then(|s| parse_stat_cpu_ticks(&s))
-            .map_or((None, None), |(u, s)| {
-                (
-                    Some(u as f64 / CLOCK_TICKS_PER_SEC),
-                    Some(s as f64 / CLOCK_TICKS_PER_SEC),
-                )
-            });
-        let (busy, steal) = std::fs::read_to_string("/proc/stat")
-            .ok()
-            .and_then(|s| parse_machine_cpu_ticks(&s))
-            .map_or((None, None), |(b, st)| {
-                (
-                    Some(b as f64 / CLOCK_TICKS_PER_SEC),
-                    Some(st as f64 / CLOCK_TICKS_PER_SEC),
-                )
-            });
+            .and_then(|s| parse_stat_cpu_ticks(&s));
+        let (user, sys) = ticks_to_secs(user_sys);
+        let (busy, steal) = ticks_to_secs(
+            std::fs::read_to_string("/proc/stat")
+                .ok()
+                .and_then(|s| parse_machine_cpu_ticks(&s)),
+        );
         Self {
             cpu_user_secs: user,
             cpu_sys_secs: sys,
@@ -69,28 +60,31 @@ impl ProcSnapshot {
     #[must_use]
     pub fn since(&self, earlier: &ProcSnapshot) -> ProcSnapshot {
         ProcSnapshot {
-            cpu_user_secs: self
-                .cpu_user_secs
-                .zip(earlier.cpu_user_secs)
-                .map(|(a, b)| (a - b).max(0.0)),
-            cpu_sys_secs: self
-                .cpu_sys_secs
-                .zip(earlier.cpu_sys_secs)
-                .map(|(a, b)| (a - b).max(0.0)),
+            cpu_user_secs: secs_since(self.cpu_user_secs, earlier.cpu_user_secs),
+            cpu_sys_secs: secs_since(self.cpu_sys_secs, earlier.cpu_sys_secs),
             storage_write_bytes: self
                 .storage_write_bytes
                 .zip(earlier.storage_write_bytes)
                 .map(|(a, b)| a.saturating_sub(b)),
-            machine_busy_secs: self
-                .machine_busy_secs
-                .zip(earlier.machine_busy_secs)
-                .map(|(a, b)| (a - b).max(0.0)),
-            machine_steal_secs: self
-                .machine_steal_secs
-                .zip(earlier.machine_steal_secs)
-                .map(|(a, b)| (a - b).max(0.0)),
+            machine_busy_secs: secs_since(self.machine_busy_secs, earlier.machine_busy_secs),
+            machine_steal_secs: secs_since(self.machine_steal_secs, earlier.machine_steal_secs),
         }
     }
+}
+
+/// A pair of clock-tick counts in seconds (both `None` when unknown).
+fn ticks_to_secs(ticks: Option<(u64, u64)>) -> (Option<f64>, Option<f64>) {
+    ticks.map_or((None, None), |(a, b)| {
+        (
+            Some(a as f64 / CLOCK_TICKS_PER_SEC),
+            Some(b as f64 / CLOCK_TICKS_PER_SEC),
+        )
+    })
+}
+
+/// Seconds from `earlier` to `now` (never negative), if both are known.
+fn secs_since(now: Option<f64>, earlier: Option<f64>) -> Option<f64> {
+    now.zip(earlier).map(|(a, b)| (a - b).max(0.0))
 }
 
 /// `(busy, steal)` clock ticks of the whole machine from the text of `/proc/stat` (its

@@ -238,13 +238,19 @@ impl MappedLogFile {
                 let _ = ahead.rx.recv();
             }
         }
-        let prefault = self.recent_mapped >= self.recent_direct;
+        let prefault = !self.mostly_direct();
         self.recent_mapped /= 2;
         self.recent_direct /= 2;
         self.ahead = prepare_in_background(&self.file, next, self.map, self.allocate, prefault);
         if self.ahead.is_some() {
             self.prepared_to = self.prepared_to.max(next + WINDOW as u64);
         }
+    }
+
+    /// Whether most of the log's recent bytes went with `pwrite` (large records): then
+    /// windows are not faulted in ahead, and a flush writes what is staged with `pwrite`.
+    fn mostly_direct(&self) -> bool {
+        self.recent_direct > self.recent_mapped
     }
 
     /// Copies the staged bytes into the mapping.
@@ -331,7 +337,7 @@ impl WritableFile for MappedLogFile {
             return Ok(());
         }
         self.guarded(|w| {
-            if w.recent_direct > w.recent_mapped {
+            if w.mostly_direct() {
                 // Large records lately: their windows are not faulted in ahead, and a
                 // small tail (a record's last fragment after a block boundary) copied
                 // into one would take a page fault that reads the page in (4 KiB values:

@@ -78,40 +78,60 @@ type DramList = Arc<SkipList<IkeyCmp>>;
 /// Arenas of dropped DRAM memtables kept for the next ones: their pages are mapped
 /// already, where a fresh mapping would take a page fault (several µs on a VM) per 4 KiB
 /// on the write path, about 16 K of them per 64 MiB memtable. At most `MAX_SPARES`.
-static SPARES: std::sync::Mutex<Vec<Arena>> = std::sync::Mutex::new(Vec::new());
+static SPARES: Spares<Arena> = Spares::new();
 const MAX_SPARES: usize = 2;
+
+/// Up to `MAX_SPARES` things kept for reuse, shared by every database of the process.
+struct Spares<T>(std::sync::Mutex<Vec<T>>);
+
+impl<T> Spares<T> {
+    const fn new() -> Self {
+        Spares(std::sync::Mutex::new(Vec::new()))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A kept one that `fits`, if any.
+    fn take(&self, fits: impl Fn(&T) -> bool) -> Option<T> {
+        let mut spares = self.lock();
+        let i = spares.iter().position(fits)?;
+        Some(spares.swap_remove(i))
+    }
+
+    /// Keeps `item` if there is room (drops it otherwise).
+    fn keep(&self, item: T) {
+        let mut spares = self.lock();
+        if spares.len() < MAX_SPARES {
+            spares.push(item);
+        }
+    }
+}
 
 /// Filters of dropped memtables, cleared, for the next ones: a fresh filter's pages are
 /// faulted in by the inserts that set its bits, each page twice (a read maps the shared
 /// zero page, the write copies it and shoots down the other core's TLB entry): with 4 KiB
 /// values, about 6 % of the writer's time. Only filters of at least `MIN_SPARE_FILTER`
 /// bytes are kept, at most `MAX_SPARES`.
-static SPARE_FILTERS: std::sync::Mutex<Vec<KeyFilter>> = std::sync::Mutex::new(Vec::new());
+static SPARE_FILTERS: Spares<KeyFilter> = Spares::new();
 const MIN_SPARE_FILTER: usize = 64 << 10;
 
 /// A cleared filter of `bytes` bytes: a spare of that size if one is kept, else a new one.
 fn new_filter(bytes: usize) -> KeyFilter {
     let words = bytes.div_ceil(8).max(1);
-    if bytes >= MIN_SPARE_FILTER {
-        let mut spares = SPARE_FILTERS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(i) = spares.iter().position(|f| f.words() == words) {
-            return spares.swap_remove(i);
-        }
-    }
-    KeyFilter::with_bytes(bytes)
+    let spare = (bytes >= MIN_SPARE_FILTER)
+        .then(|| SPARE_FILTERS.take(|f| f.words() == words))
+        .flatten();
+    spare.unwrap_or_else(|| KeyFilter::with_bytes(bytes))
 }
 
 /// Clears `filter` and keeps it as a spare if there is room.
 fn recycle_filter(mut filter: KeyFilter) {
     filter.clear();
-    let mut spares = SPARE_FILTERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if spares.len() < MAX_SPARES {
-        spares.push(filter);
-    }
+    SPARE_FILTERS.keep(filter);
 }
 
 /// What the reclaim thread frees or keeps: a dropped DRAM memtable's list, or a dropped
@@ -123,13 +143,7 @@ enum Reclaim {
 
 /// A spare arena of at least `capacity` bytes and at most twice that, if one is kept.
 fn take_spare(capacity: usize) -> Option<Arena> {
-    let mut spares = SPARES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let i = spares
-        .iter()
-        .position(|a| a.capacity() >= capacity && a.capacity() <= capacity.saturating_mul(2))?;
-    Some(spares.swap_remove(i))
+    SPARES.take(|a| a.capacity() >= capacity && a.capacity() <= capacity.saturating_mul(2))
 }
 
 /// Frees `list` when this is its last holder, keeping its arena as a spare if there is
@@ -143,12 +157,7 @@ fn try_recycle(list: DramList) -> Option<DramList> {
     if arena.capacity() < 1 << 20 || !arena.recycle() {
         return None;
     }
-    let mut spares = SPARES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if spares.len() < MAX_SPARES {
-        spares.push(arena);
-    }
+    SPARES.keep(arena);
     None
 }
 

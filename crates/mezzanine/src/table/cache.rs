@@ -118,7 +118,7 @@ impl TableCache {
         if let Some(p) = meta.pinned.0.get() {
             return Ok(Cow::Borrowed(&p.table));
         }
-        let table = self.open(meta)?;
+        let table = self.cached(meta)?;
         if self.pinned.fetch_add(1, Ordering::Relaxed) >= self.pin_slots {
             self.pinned.fetch_sub(1, Ordering::Relaxed);
             return Ok(Cow::Owned(table));
@@ -146,9 +146,14 @@ impl TableCache {
     /// `Io` / `Corruption` / `UnsupportedVersion` from opening it, naming its file;
     /// `InvalidArgument` for a kind of table this build cannot read.
     pub fn open(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
-        if let Some(p) = meta.pinned.0.get() {
-            return Ok(Arc::clone(&p.table));
+        match meta.pinned.0.get() {
+            Some(p) => Ok(Arc::clone(&p.table)),
+            None => self.cached(meta),
         }
+    }
+
+    /// The table for `meta` from the cache, opened and cached if it is not there.
+    fn cached(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
         self.tables
             .get_or_insert_with(&(meta.location, meta.id), || self.load(meta))
     }
