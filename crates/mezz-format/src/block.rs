@@ -1033,6 +1033,12 @@ impl Block {
         &self.data
     }
 
+    /// The block's buffer, for reuse ([`crate::spare::give`]).
+    #[must_use]
+    pub fn into_contents(self) -> Vec<u8> {
+        self.data
+    }
+
     /// Where the block starts in its file (0 if unknown).
     #[must_use]
     pub fn file_offset(&self) -> u64 {

@@ -23,6 +23,7 @@ pub mod fuzzing;
 pub mod ikey;
 pub mod iter;
 pub mod log;
+pub mod spare;
 pub mod sst;
 #[cfg(test)]
 mod testfile;

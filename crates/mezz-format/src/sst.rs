@@ -1053,6 +1053,7 @@ impl TableReader {
         } else {
             let start = Instant::now();
             let raw = decompress_block(block_type, &stored, h.offset)?;
+            crate::spare::give(stored);
             self.counters.add(
                 ReadCounter::DecompressNanos,
                 start.elapsed().as_nanos() as u64,
@@ -1416,7 +1417,7 @@ fn read_block_bytes(
     let total = usize::try_from(end - h.offset)
         .map_err(|_| Error::corruption(h.offset, "block too large"))?;
     let size = h.size as usize;
-    let mut buf = vec![0u8; total];
+    let mut buf = crate::spare::zeroed(total);
     let started = std::time::Instant::now();
     file.read_exact_at(h.offset, &mut buf)?;
     crate::trace::block_read(started);

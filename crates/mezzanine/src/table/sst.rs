@@ -52,9 +52,42 @@ impl quick_cache::Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
     }
 }
 
+/// What one insertion evicted (at most two blocks are kept to recycle; a third and later
+/// are dropped at once, as the cache's default does).
+#[derive(Default)]
+struct Evicted([Option<Arc<Block>>; 2]);
+
+/// Collects the blocks an insertion evicts, so that their buffers can be recycled after
+/// the shard's lock is released.
+#[derive(Debug, Clone, Copy, Default)]
+struct RecycleEvicted;
+
+impl quick_cache::Lifecycle<(u64, u64), Arc<Block>> for RecycleEvicted {
+    type RequestState = Evicted;
+
+    fn on_evict(&self, state: &mut Evicted, _key: (u64, u64), block: Arc<Block>) {
+        if let Some(slot) = state.0.iter_mut().find(|s| s.is_none()) {
+            *slot = Some(block);
+        }
+    }
+}
+
+type BlockMap = quick_cache::sync::Cache<
+    (u64, u64),
+    Arc<Block>,
+    BlockWeighter,
+    quick_cache::DefaultHashBuilder,
+    RecycleEvicted,
+>;
+
 /// The block cache shared by every table of a DB: at most `capacity` bytes of blocks.
+///
+/// A block evicted by an insertion, when no reader still holds it, gives its buffer to the
+/// inserting thread's spare buffers (`mezz_format::spare`): that thread's next block read
+/// fills it, so a stream of cache misses neither allocates nor frees block buffers (freeing
+/// a block another thread allocated takes that thread's malloc arena lock).
 pub struct BlockCacheImpl {
-    cache: quick_cache::sync::Cache<(u64, u64), Arc<Block>, BlockWeighter>,
+    cache: BlockMap,
     capacity: u64,
 }
 
@@ -79,7 +112,13 @@ impl BlockCacheImpl {
             .unwrap_or(usize::MAX)
             .max(16);
         Self {
-            cache: quick_cache::sync::Cache::with_weighter(items, capacity, BlockWeighter),
+            cache: quick_cache::sync::Cache::with(
+                items,
+                capacity,
+                BlockWeighter,
+                quick_cache::DefaultHashBuilder::default(),
+                RecycleEvicted,
+            ),
             capacity,
         }
     }
@@ -115,7 +154,14 @@ impl BlockCache for BlockCacheImpl {
     }
 
     fn insert(&self, cache_id: u64, offset: u64, block: Arc<Block>) {
-        self.cache.insert((cache_id, offset), block);
+        let mut evicted = Evicted::default();
+        self.cache
+            .insert_with_lifecycle((cache_id, offset), block, &mut evicted);
+        for block in evicted.0.into_iter().flatten() {
+            if let Ok(block) = Arc::try_unwrap(block) {
+                mezz_format::spare::give(block.into_contents());
+            }
+        }
     }
 }
 
@@ -278,6 +324,58 @@ mod tests {
     use std::collections::BTreeMap;
 
     type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// A 4 KiB-ish block whose buffer starts with `tag`'s entries.
+    fn block_of(tag: u8) -> Arc<Block> {
+        let mut b = mezz_format::block::BlockBuilder::new(BlockFormat::KeySet, 4);
+        for i in 0..32u8 {
+            b.add(
+                &make_internal_key(&[tag, i], 1, ValueKind::Value),
+                &[tag; 100],
+            );
+        }
+        Arc::new(Block::new(b.finish().to_vec(), BlockFormat::KeySet).unwrap())
+    }
+
+    #[test]
+    fn evicted_blocks_give_their_buffers_to_the_inserting_thread() {
+        let one = block_of(0).len_bytes();
+        let cache = Arc::new(BlockCacheImpl::new(one * 4));
+        let c = Arc::clone(&cache);
+        std::thread::spawn(move || {
+            assert_eq!(mezz_format::spare::held(), 0);
+            // One block a reader still holds when it is evicted: its buffer stays with it.
+            let held = block_of(200);
+            c.insert(1, 0, Arc::clone(&held));
+            for i in 1..40u8 {
+                c.insert(1, u64::from(i) * 4096, block_of(i));
+            }
+            assert!(
+                c.used_bytes() <= c.capacity(),
+                "the cache stays within capacity"
+            );
+            assert_eq!(
+                mezz_format::spare::held(),
+                mezz_format::spare::MAX_SPARES,
+                "evicted blocks nobody held became this thread's spare buffers"
+            );
+            // Block reads on this thread now take the spares instead of allocating; none
+            // of them is the buffer of the block a reader still holds.
+            let spares: Vec<Vec<u8>> = (0..mezz_format::spare::MAX_SPARES)
+                .map(|_| mezz_format::spare::zeroed(one))
+                .collect();
+            assert_eq!(mezz_format::spare::held(), 0);
+            for buf in &spares {
+                assert!(buf.iter().all(|&b| b == 0));
+                assert_ne!(buf.as_ptr(), held.contents().as_ptr());
+            }
+            assert_eq!(held.contents(), block_of(200).contents());
+        })
+        .join()
+        .unwrap();
+        // Another thread's pool is its own.
+        assert_eq!(mezz_format::spare::held(), 0);
+    }
 
     /// Writes `entries` (sorted internal keys) as table `id` in `dir`.
     fn write_table(

@@ -1,0 +1,132 @@
+//! Spare block buffers: a few per thread, so that reading a block need not allocate.
+//!
+//! Owns: the calling thread's pool of empty buffers. [`zeroed`] hands out one of them (or a
+//! new allocation) as a zero-filled buffer of the asked length; [`give`] puts a buffer that
+//! is no longer needed back into the calling thread's pool.
+//!
+//! Why: a point read that misses the block cache reads a block into a new buffer and, by
+//! inserting it into the cache, evicts another block. The evicted block was as often as not
+//! read by another thread, and `free` of a chunk from another thread's malloc arena takes
+//! that arena's lock: a cache line every reader writes. When the cache hands the evicted
+//! block's buffer to [`give`] instead, the same thread reads its next block into it, so in
+//! a steady stream of misses no block buffer is allocated or freed at all.
+//!
+//! Invariants: at most [`MAX_SPARES`] buffers per thread, none with a capacity above
+//! [`MAX_SPARE_BYTES`] (bigger buffers are freed); a buffer handed out is exactly the
+//! asked length and all zero.
+//!
+//! Thread-safety: the pool is thread-local; buffers cross threads only as owned `Vec`s.
+
+use std::cell::RefCell;
+
+/// Buffers kept per thread: a point read evicts at most a couple of blocks per miss.
+pub const MAX_SPARES: usize = 4;
+
+/// The largest buffer kept (bigger ones, blocks of large values, are freed as before).
+pub const MAX_SPARE_BYTES: usize = 64 << 10;
+
+/// New buffers are allocated with their capacity rounded up to this many bytes, so that
+/// blocks of a similar size fit each other's buffers without growing them.
+const ROUND: usize = 512;
+
+thread_local! {
+    static SPARES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A zero-filled buffer of `len` bytes: a spare of this thread when one is big enough,
+/// otherwise a new allocation.
+#[must_use]
+pub fn zeroed(len: usize) -> Vec<u8> {
+    if len <= MAX_SPARE_BYTES {
+        let spare = SPARES
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                let i = s.iter().rposition(|b| b.capacity() >= len)?;
+                Some(s.swap_remove(i))
+            })
+            .ok()
+            .flatten();
+        if let Some(mut buf) = spare {
+            buf.clear();
+            buf.resize(len, 0);
+            return buf;
+        }
+        let mut buf = Vec::with_capacity(len.div_ceil(ROUND) * ROUND);
+        buf.resize(len, 0);
+        return buf;
+    }
+    vec![0u8; len]
+}
+
+/// Keeps `buf` for this thread's next [`zeroed`], or frees it when the pool is full or the
+/// buffer is too large (or too small to be worth keeping).
+pub fn give(buf: Vec<u8>) {
+    if buf.capacity() > MAX_SPARE_BYTES || buf.capacity() < ROUND {
+        return;
+    }
+    // After the thread-local is destroyed (thread exit) the buffer is simply freed.
+    let _ = SPARES.try_with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < MAX_SPARES {
+            s.push(buf);
+        }
+    });
+}
+
+/// Spare buffers this thread holds (tests).
+#[must_use]
+pub fn held() -> usize {
+    SPARES.try_with(|s| s.borrow().len()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_given_buffer_comes_back_zeroed_and_sized() {
+        std::thread::spawn(|| {
+            let mut a = zeroed(4100);
+            assert_eq!(a.len(), 4100);
+            assert!(a.capacity() >= 4100);
+            a.fill(0xAB);
+            let ptr = a.as_ptr();
+            give(a);
+            assert_eq!(held(), 1);
+            let b = zeroed(4000);
+            assert_eq!(b.as_ptr(), ptr, "the spare is reused");
+            assert_eq!(b.len(), 4000);
+            assert!(b.iter().all(|&x| x == 0), "a reused buffer is zeroed");
+            assert_eq!(held(), 0);
+            // A spare too small for the request stays; a new buffer is made.
+            give(zeroed(600));
+            let c = zeroed(8000);
+            assert_eq!(c.len(), 8000);
+            assert_eq!(held(), 1);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn the_pool_is_bounded_in_count_and_size() {
+        std::thread::spawn(|| {
+            let bufs: Vec<Vec<u8>> = (0..MAX_SPARES + 3).map(|_| zeroed(4096)).collect();
+            for b in bufs {
+                give(b);
+            }
+            assert_eq!(held(), MAX_SPARES);
+            for _ in 0..MAX_SPARES {
+                let _ = zeroed(4096);
+            }
+            assert_eq!(held(), 0);
+            give(vec![0u8; MAX_SPARE_BYTES + 1]);
+            give(Vec::with_capacity(16));
+            assert_eq!(held(), 0, "too large and too small buffers are freed");
+            let big = zeroed(MAX_SPARE_BYTES + 10);
+            assert_eq!(big.len(), MAX_SPARE_BYTES + 10);
+        })
+        .join()
+        .unwrap();
+    }
+}
