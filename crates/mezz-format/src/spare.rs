@@ -13,7 +13,8 @@
 //!
 //! Invariants: at most [`MAX_SPARES`] buffers per thread, none with a capacity above
 //! [`MAX_SPARE_BYTES`] (bigger buffers are freed); a buffer handed out is exactly the
-//! asked length and all zero.
+//! asked length and all zero, and its capacity is at most a quarter (plus 512 bytes) above
+//! that length, so a cached block never holds much more memory than the cache counts.
 //!
 //! Thread-safety: the pool is thread-local; buffers cross threads only as owned `Vec`s.
 
@@ -33,6 +34,13 @@ thread_local! {
     static SPARES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Whether a spare of `capacity` bytes may hold a block of `len`: big enough, and not so
+/// big that the block cache, which weighs a block by its length, would hold much more
+/// memory than it counts.
+fn fits(capacity: usize, len: usize) -> bool {
+    capacity >= len && capacity <= len + len / 4 + ROUND
+}
+
 /// A zero-filled buffer of `len` bytes: a spare of this thread when one is big enough,
 /// otherwise a new allocation.
 #[must_use]
@@ -41,7 +49,7 @@ pub fn zeroed(len: usize) -> Vec<u8> {
         let spare = SPARES
             .try_with(|s| {
                 let mut s = s.borrow_mut();
-                let i = s.iter().rposition(|b| b.capacity() >= len)?;
+                let i = s.iter().rposition(|b| fits(b.capacity(), len))?;
                 Some(s.swap_remove(i))
             })
             .ok()
@@ -102,6 +110,13 @@ mod tests {
             give(zeroed(600));
             let c = zeroed(8000);
             assert_eq!(c.len(), 8000);
+            assert_eq!(held(), 1);
+            // So does one much larger than the request: a small block must not keep a
+            // large buffer alive in the cache.
+            let _ = zeroed(600);
+            give(c);
+            let d = zeroed(1000);
+            assert!(d.capacity() < 2000, "a fresh, right-sized buffer");
             assert_eq!(held(), 1);
         })
         .join()
