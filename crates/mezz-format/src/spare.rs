@@ -30,8 +30,52 @@ pub const MAX_SPARE_BYTES: usize = 64 << 10;
 /// blocks of a similar size fit each other's buffers without growing them.
 const ROUND: usize = 512;
 
+/// Up to a fixed number of things kept for reuse: the pool behind this module's per-thread
+/// block buffers, and (under a lock) the engine's spare memtable arenas and key filters.
+#[derive(Debug)]
+pub struct Kept<T> {
+    items: Vec<T>,
+    max: usize,
+}
+
+impl<T> Kept<T> {
+    /// An empty pool that keeps at most `max`.
+    #[must_use]
+    pub const fn new(max: usize) -> Self {
+        Kept {
+            items: Vec::new(),
+            max,
+        }
+    }
+
+    /// The most recently kept one that `fits`, if any.
+    pub fn take(&mut self, fits: impl Fn(&T) -> bool) -> Option<T> {
+        let i = self.items.iter().rposition(fits)?;
+        Some(self.items.swap_remove(i))
+    }
+
+    /// Keeps `item` if there is room (drops it otherwise).
+    pub fn keep(&mut self, item: T) {
+        if self.items.len() < self.max {
+            self.items.push(item);
+        }
+    }
+
+    /// How many are kept.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether none is kept.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
 thread_local! {
-    static SPARES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    static SPARES: RefCell<Kept<Vec<u8>>> = const { RefCell::new(Kept::new(MAX_SPARES)) };
 }
 
 /// Whether a spare of `capacity` bytes may hold a block of `len`: big enough, and not so
@@ -41,29 +85,22 @@ fn fits(capacity: usize, len: usize) -> bool {
     capacity >= len && capacity <= len + len / 4 + ROUND
 }
 
-/// A zero-filled buffer of `len` bytes: a spare of this thread when one is big enough,
-/// otherwise a new allocation.
+/// A zero-filled buffer of `len` bytes: a spare of this thread when one fits, otherwise a
+/// new allocation.
 #[must_use]
 pub fn zeroed(len: usize) -> Vec<u8> {
-    if len <= MAX_SPARE_BYTES {
-        let spare = SPARES
-            .try_with(|s| {
-                let mut s = s.borrow_mut();
-                let i = s.iter().rposition(|b| fits(b.capacity(), len))?;
-                Some(s.swap_remove(i))
-            })
-            .ok()
-            .flatten();
-        if let Some(mut buf) = spare {
-            buf.clear();
-            buf.resize(len, 0);
-            return buf;
-        }
-        let mut buf = Vec::with_capacity(len.div_ceil(ROUND) * ROUND);
-        buf.resize(len, 0);
-        return buf;
+    if len > MAX_SPARE_BYTES {
+        // Never kept, so never rounded up; `calloc` may skip zeroing fresh pages.
+        return vec![0u8; len];
     }
-    vec![0u8; len]
+    let spare = SPARES
+        .try_with(|s| s.borrow_mut().take(|b| fits(b.capacity(), len)))
+        .ok()
+        .flatten();
+    let mut buf = spare.unwrap_or_else(|| Vec::with_capacity(len.next_multiple_of(ROUND)));
+    buf.clear();
+    buf.resize(len, 0);
+    buf
 }
 
 /// Keeps `buf` for this thread's next [`zeroed`], or frees it when the pool is full or the
@@ -73,12 +110,7 @@ pub fn give(buf: Vec<u8>) {
         return;
     }
     // After the thread-local is destroyed (thread exit) the buffer is simply freed.
-    let _ = SPARES.try_with(|s| {
-        let mut s = s.borrow_mut();
-        if s.len() < MAX_SPARES {
-            s.push(buf);
-        }
-    });
+    let _ = SPARES.try_with(|s| s.borrow_mut().keep(buf));
 }
 
 /// Spare buffers this thread holds (tests).

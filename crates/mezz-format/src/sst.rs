@@ -1053,11 +1053,11 @@ impl TableReader {
         } else {
             let start = Instant::now();
             let raw = decompress_block(block_type, &stored, h.offset)?;
-            crate::spare::give(stored);
             self.counters.add(
                 ReadCounter::DecompressNanos,
                 start.elapsed().as_nanos() as u64,
             );
+            crate::spare::give(stored);
             raw
         };
         let start = Instant::now();

@@ -37,6 +37,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use mezz_format::ikey::{self, TRAILER_LEN};
+use mezz_format::spare::Kept;
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 use mezz_pmem::skiplist::{Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, ArenaOptions};
@@ -82,32 +83,27 @@ static SPARES: Spares<Arena> = Spares::new();
 const MAX_SPARES: usize = 2;
 
 /// Up to `MAX_SPARES` things kept for reuse, shared by every database of the process.
-struct Spares<T>(std::sync::Mutex<Vec<T>>);
+struct Spares<T>(std::sync::Mutex<Kept<T>>);
 
 impl<T> Spares<T> {
     const fn new() -> Self {
-        Spares(std::sync::Mutex::new(Vec::new()))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        Spares(std::sync::Mutex::new(Kept::new(MAX_SPARES)))
     }
 
     /// A kept one that `fits`, if any.
     fn take(&self, fits: impl Fn(&T) -> bool) -> Option<T> {
-        let mut spares = self.lock();
-        let i = spares.iter().position(fits)?;
-        Some(spares.swap_remove(i))
+        self.lock().take(fits)
     }
 
     /// Keeps `item` if there is room (drops it otherwise).
     fn keep(&self, item: T) {
-        let mut spares = self.lock();
-        if spares.len() < MAX_SPARES {
-            spares.push(item);
-        }
+        self.lock().keep(item);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept<T>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

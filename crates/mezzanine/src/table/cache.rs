@@ -119,6 +119,11 @@ impl TableCache {
             return Ok(Cow::Borrowed(&p.table));
         }
         let table = self.cached(meta)?;
+        // Once every slot is taken (a database with more tables than slots), a probe only
+        // reads the count: no write to a line every reader shares.
+        if self.pinned.load(Ordering::Relaxed) >= self.pin_slots {
+            return Ok(Cow::Owned(table));
+        }
         if self.pinned.fetch_add(1, Ordering::Relaxed) >= self.pin_slots {
             self.pinned.fetch_sub(1, Ordering::Relaxed);
             return Ok(Cow::Owned(table));
