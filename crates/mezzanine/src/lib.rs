@@ -58,6 +58,7 @@ pub mod error;
 pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
+pub(crate) mod gate;
 pub mod iter;
 pub mod manifest;
 pub mod memtable;

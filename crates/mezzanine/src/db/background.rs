@@ -201,8 +201,8 @@ impl DbInner {
 
     /// `Db::run_background_work`: runs up to `max_jobs` due background jobs on the calling
     /// thread; returns how many ran.
+    /// REQUIRES: the caller holds a pass of the gate.
     pub(super) fn run_background_work(&self, max_jobs: usize) -> Result<usize> {
-        self.check_open()?;
         let mut st = self.state.lock();
         let mut ran = 0;
         while ran < max_jobs && self.run_one_job(&mut st, Jobs::All) {
@@ -764,8 +764,10 @@ impl DbInner {
     }
 
     /// `Db::compact_range`.
+    /// REQUIRES: the caller holds a pass of the gate. Once a close begins, no further
+    /// compaction job starts: the call returns `Closed` (the job running finishes first).
     pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.flush()?;
+        self.flush(false)?;
         let deepest = {
             let st = self.state.lock();
             let v = &st.version;
@@ -805,6 +807,7 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
+            self.check_open()?;
             let plan = if in_place {
                 self.policy.manual_in_place(&st.version, level, begin, end)
             } else {
@@ -827,8 +830,9 @@ impl DbInner {
     }
 
     /// `Db::wait_for_background`.
+    /// REQUIRES: the caller holds a pass of the gate. Gives up with `Closed` once a close
+    /// begins.
     pub(super) fn wait_for_background(&self) -> Result<()> {
-        self.check_open()?;
         let mut st = self.state.lock();
         loop {
             if let Some(e) = &st.bg_error {
@@ -837,6 +841,7 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
+            self.check_open()?;
             let busy = st.flush_running
                 || !st.claims.is_empty()
                 || st.mems.has_pending_flush()
@@ -851,7 +856,8 @@ impl DbInner {
     }
 
     /// Stops the background threads (after their current job), syncs the WAL, deletes
-    /// obsolete files and releases the LOCK. REQUIRES: `closed` was just set.
+    /// obsolete files and releases the LOCK, last. REQUIRES: the gate is shut and no call
+    /// is in flight (`Db::close`), so nothing else touches the database meanwhile.
     pub(super) fn shutdown(&self) -> Result<()> {
         {
             let mut st = self.state.lock();
@@ -887,9 +893,30 @@ impl DbInner {
                 first_err.get_or_insert(e);
             }
         }
+        // Every log writer ends here, not when the last holder of this handle's state
+        // (an iterator, a binding's handle) lets go: a writer's drop truncates its file to
+        // what it wrote, which after a reopen could cut what the next handle appended to
+        // that file (the END marker that seals it, say).
+        let mut ws = ws;
+        let active_wal = ws.wal.take();
         drop(ws);
+        drop(active_wal);
+        let closed_wals = std::mem::take(&mut *self.closed_wals.lock());
+        for w in closed_wals {
+            w.writer.lock().take();
+        }
+        self.spare.lock().take();
+        // No parallel read job outlives the close either.
+        if let Some(pool) = &self.read_pool {
+            pool.shutdown();
+        }
         self.wake_next_writer();
         self.purge_obsolete();
+        // From here on the NVM pool gives out nothing: its free list is this handle's
+        // view, which the next open of the database does not share.
+        if let Some(tier) = self.nvm() {
+            tier.close();
+        }
         self.lock.lock().take();
         match first_err {
             Some(e) => Err(e),

@@ -43,6 +43,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::batch::WriteBatch;
 use crate::compaction::{Claims, CompactionPolicy};
 use crate::error::{Error, Result};
+use crate::gate::{Gate, Pass};
 use crate::iter::{DbIterator, merging_iterator, read_run_iterator};
 use crate::manifest::Manifest;
 use crate::memtable::MemTable;
@@ -205,7 +206,9 @@ pub(crate) struct DbInner {
     bg_cv: Condvar,
     /// Signalled whenever a background job finishes (stalled writers, `flush`, waits).
     done_cv: Condvar,
-    closed: AtomicBool,
+    /// Admits public calls and makes `close` wait for those in flight (shared with the
+    /// iterators, which pass it on every step).
+    gate: Arc<Gate>,
     /// Switch to a new manifest once the current one is larger (64 MiB; tests lower it).
     max_manifest_bytes: AtomicU64,
     lock: Mutex<Option<Box<dyn FileLock>>>,
@@ -342,8 +345,19 @@ fn levels_get(
 }
 
 impl DbInner {
+    /// Admits a public call (see [`Gate`]): held for the call's whole duration, it keeps
+    /// `close` waiting.
+    ///
+    /// # Errors
+    /// `Closed` once the handle is closing or closed.
+    fn enter(&self) -> Result<Pass<'_>> {
+        self.gate.enter()
+    }
+
+    /// `Closed` once the handle is closing or closed (for checks inside a call that holds
+    /// a pass, or of work that must not start once a close began).
     fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.gate.is_closing() {
             Err(Error::Closed)
         } else {
             Ok(())
@@ -427,7 +441,7 @@ impl DbInner {
     }
 
     fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_open()?;
+        let _pass = self.enter()?;
         let (sv, seq) = self.read_view(opts);
         self.get_in(&sv, seq, opts, key)
     }
@@ -562,7 +576,7 @@ impl DbInner {
     }
 
     fn cursor(&self, opts: &ReadOptions) -> Result<DbIterator> {
-        self.check_open()?;
+        let _pass = self.enter()?;
         let (sv, seq) = self.read_view(opts);
         self.iter_in(Guard::into_inner(sv), seq, opts)
     }
@@ -586,7 +600,8 @@ impl DbInner {
             opts.lower_bound.clone(),
             opts.upper_bound.clone(),
             pin,
-        ))
+        )
+        .gated(Arc::clone(&self.gate)))
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -689,6 +704,7 @@ impl DbInner {
     }
 
     fn property(&self, name: &str) -> Option<String> {
+        let _pass = self.enter().ok()?;
         match name {
             "mezz.stats" => Some(self.stats().to_string()),
             "mezz.options" => Some(self.opts.to_text()),
@@ -713,7 +729,7 @@ impl DbInner {
     }
 
     fn verify(&self) -> Result<VerifyReport> {
-        self.check_open()?;
+        let _pass = self.enter()?;
         let sv = self.super_version.load_full();
         let v = &sv.version;
         v.check_invariants()?;
@@ -832,7 +848,10 @@ impl Db {
     /// As [`Db::put`].
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let start = Instant::now();
-        let r = self.inner.write(opts.sync, batch);
+        let r = match self.inner.enter() {
+            Ok(_pass) => self.inner.write(opts.sync, batch),
+            Err(e) => Err(e),
+        };
         self.inner.stats.write_latency.record(elapsed_nanos(start));
         r
     }
@@ -876,7 +895,8 @@ impl Db {
     /// # Errors
     /// I/O errors, `Closed`.
     pub fn flush(&self) -> Result<()> {
-        self.inner.flush()
+        let _pass = self.inner.enter()?;
+        self.inner.flush(false)
     }
 
     /// Compacts every table overlapping `[begin, end]` (`None` = unbounded) down to the
@@ -885,6 +905,7 @@ impl Db {
     /// # Errors
     /// I/O errors, `Closed`.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        let _pass = self.inner.enter()?;
         self.inner.compact_range(begin, end)
     }
 
@@ -893,6 +914,7 @@ impl Db {
     /// # Errors
     /// A background error, `Closed`.
     pub fn wait_for_background(&self) -> Result<()> {
+        let _pass = self.inner.enter()?;
         self.inner.wait_for_background()
     }
 
@@ -904,6 +926,7 @@ impl Db {
     /// # Errors
     /// The background error (if a job failed), `Closed`.
     pub fn run_background_work(&self, max_jobs: usize) -> Result<usize> {
+        let _pass = self.inner.enter()?;
         self.inner.run_background_work(max_jobs)
     }
 
@@ -920,28 +943,43 @@ impl Db {
         self.inner.stats()
     }
 
-    /// Waits for running background work, syncs the WAL (without a WAL: flushes the
-    /// memtable) and releases the LOCK. Later calls on this handle return `Closed`.
-    /// Dropping the handle closes it too.
+    /// Closes the handle: calls that start from now on (on any thread, and the next step
+    /// of any iterator made by this handle) return `Closed`; calls already running are
+    /// waited for (a manual compaction stops before its next compaction job, a stalled
+    /// writer gives up with `Closed`); then the background threads finish their current
+    /// job and stop, the WAL is synced (without a WAL: the memtable is flushed), and the
+    /// LOCK is released last. When `close` returns, nothing this handle started touches
+    /// the database any more, so it may be opened again at once. Dropping the handle
+    /// closes it too.
     ///
     /// # Errors
-    /// The first error met while closing; `Closed` if already closed.
+    /// The first error met while closing; `Closed` if already closed (a close running on
+    /// another thread is waited for first).
     pub fn close(&self) -> Result<()> {
         self.close_handle()
     }
 
-    /// Closes once: without a WAL the memtable is flushed first (its writes would be lost
-    /// otherwise), then the background threads are stopped and the LOCK released.
+    /// Closes once (see [`Db::close`]).
     fn close_handle(&self) -> Result<()> {
-        let flushed = if self.inner.opts.use_wal || self.inner.closed.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            self.inner.flush()
-        };
-        if self.inner.closed.swap(true, Ordering::AcqRel) {
+        let inner = &self.inner;
+        if !inner.gate.shut() {
+            inner.gate.wait_finished();
             return Err(Error::Closed);
         }
-        let closed = self.inner.shutdown();
+        // Stalled writers and waiting calls look at the gate when woken.
+        inner.bg_cv.notify_all();
+        inner.done_cv.notify_all();
+        inner.wake_next_writer();
+        inner.gate.wait_idle();
+        // Without a WAL the memtable's writes would be lost: flushed while the background
+        // threads still run.
+        let flushed = if inner.opts.use_wal {
+            Ok(())
+        } else {
+            inner.flush(true)
+        };
+        let closed = inner.shutdown();
+        inner.gate.finish();
         flushed.and(closed)
     }
 
@@ -964,7 +1002,7 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        if !self.inner.closed.load(Ordering::Acquire) {
+        if !self.inner.gate.is_closing() {
             let _ = self.close_handle();
         }
     }

@@ -1135,7 +1135,7 @@ fn assemble_db_inner(
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
-        closed: AtomicBool::new(false),
+        gate: Arc::new(crate::gate::Gate::new()),
         max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
         lock: Mutex::new(Some(locked.lock)),
         threads: Mutex::new(Vec::new()),
@@ -1197,8 +1197,9 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<()> {
         match h {
             Ok(h) => inner.threads.lock().push(h),
             Err(e) => {
-                inner.closed.store(true, Ordering::Release);
+                inner.gate.shut();
                 let _ = inner.shutdown();
+                inner.gate.finish();
                 return Err(Error::from(e));
             }
         }

@@ -50,7 +50,10 @@ impl DbInner {
             ..opts.clone()
         };
         let inner = Arc::clone(self);
-        Iter::new(Box::new(move || inner.iter_in(Arc::clone(&sv), seq, &opts)))
+        Iter::new(Box::new(move || {
+            let _pass = inner.enter()?;
+            inner.iter_in(Arc::clone(&sv), seq, &opts)
+        }))
     }
 
     /// The newest value of `key` at `seq` in `sv`, borrowing its data block when it comes
@@ -213,7 +216,7 @@ impl Db {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        self.inner.check_open()?;
+        let _pass = self.inner.enter()?;
         let (sv, seq) = self.inner.read_view(opts);
         keys.into_iter()
             .map(|k| {
@@ -251,7 +254,7 @@ impl Db {
     /// As [`Db::get`].
     pub fn get_pinned_opt(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<PinnedValue>> {
         let start = GetStart::now();
-        let r = self.inner.check_open().and_then(|()| {
+        let r = self.inner.enter().and_then(|_pass| {
             let (sv, seq) = self.inner.read_view(opts);
             self.inner.get_pinned_in(&sv, seq, opts, key)
         });

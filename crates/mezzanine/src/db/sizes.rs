@@ -50,7 +50,7 @@ impl Db {
     /// # Errors
     /// As [`Db::approximate_size`].
     pub fn approximate_sizes(&self, ranges: &[KeyRange<'_>]) -> Result<Vec<u64>> {
-        self.inner.check_open()?;
+        let _pass = self.inner.enter()?;
         let sv = self.inner.super_version.load_full();
         ranges
             .iter()

@@ -252,8 +252,8 @@ fn no_job(what: &str) -> Error {
 
 impl DbInner {
     /// Queues `batch` and returns once it is applied (or failed).
+    /// REQUIRES: the caller holds a pass of the gate.
     pub(super) fn write(&self, sync: bool, batch: WriteBatch) -> Result<()> {
-        self.check_open()?;
         if batch.is_empty() {
             return Ok(());
         }
@@ -652,11 +652,19 @@ impl DbInner {
         self.done_cv.notify_all();
     }
 
+    /// The sticky background error, or `Closed` once the handle is closing (a stalled
+    /// writer gives up then, so that `close` does not wait for it).
     fn check_writable(&self, st: &State) -> Result<()> {
+        Self::check_background(st)?;
+        self.check_open()
+    }
+
+    /// The sticky background error, or `Closed` once the background threads stop.
+    fn check_background(st: &State) -> Result<()> {
         if let Some(e) = &st.bg_error {
             return Err(Error::Background(e.clone()));
         }
-        if st.shutting_down || self.closed.load(Ordering::Acquire) {
+        if st.shutting_down {
             return Err(Error::Closed);
         }
         Ok(())
@@ -1160,9 +1168,9 @@ impl DbInner {
     }
 
     /// `Db::flush`: switches a non-empty memtable and waits until it (and every older
-    /// immutable memtable) is flushed.
-    pub(super) fn flush(&self) -> Result<()> {
-        self.check_open()?;
+    /// immutable memtable) is flushed. `by_close`: the flush `close` runs without a WAL,
+    /// after the gate shut (it must not give up because the handle is closing).
+    pub(super) fn flush(&self, by_close: bool) -> Result<()> {
         let target = {
             let mut ws = self.write.lock();
             // Every write logged before the call is in the memtable it flushes.
@@ -1173,7 +1181,11 @@ impl DbInner {
                     return Ok(None);
                 }
                 loop {
-                    self.check_writable(&st)?;
+                    if by_close {
+                        Self::check_background(&st)?;
+                    } else {
+                        self.check_writable(&st)?;
+                    }
                     if st.mems.immutables().len() + 1 < self.opts.max_write_buffer_number {
                         break;
                     }

@@ -47,6 +47,7 @@ use mezz_format::ikey::{self, MAX_SEQ, compare_internal_keys, parse_internal_key
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::error::{Error, Result};
+use crate::gate::Gate;
 use crate::table::cache::TableCache;
 use crate::table::row::SeekChain;
 use crate::table::{TableMeta, TableReadOptions};
@@ -592,8 +593,12 @@ pub struct DbIterator {
     saved_value: Vec<u8>,
     /// Scratch space for seek targets.
     target: Vec<u8>,
-    /// An undecodable internal key met (the entry is skipped).
+    /// An undecodable internal key met (the entry is skipped), or `Closed`.
     err: Option<Error>,
+    /// The gate of the database that made the iterator: every step passes it, and once
+    /// the database is closing the iterator is invalid and its status `Closed` (what it
+    /// reads may belong to another handle after a reopen).
+    gate: Option<Arc<Gate>>,
 }
 
 impl fmt::Debug for DbIterator {
@@ -632,13 +637,45 @@ impl DbIterator {
             saved_value: Vec::new(),
             target: Vec::new(),
             err: None,
+            gate: None,
         }
     }
 
-    /// Whether positioned at an entry.
+    /// Ties the iterator to its database's gate (see the field).
+    #[must_use]
+    pub(crate) fn gated(mut self, gate: Arc<Gate>) -> DbIterator {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Whether the database that made the iterator is closing or closed.
+    fn db_closed(&self) -> bool {
+        self.gate.as_deref().is_some_and(Gate::is_closing)
+    }
+
+    /// Runs one step with a pass of the gate (so a close waits for it), or, once the
+    /// database is closing, makes the iterator invalid with status `Closed`.
+    fn step(&mut self, f: impl FnOnce(&mut DbIterator)) {
+        let gate = self.gate.take();
+        match gate.as_deref().map(Gate::enter) {
+            Some(Err(e)) => {
+                self.valid = false;
+                self.saved_key.clear();
+                self.saved_value.clear();
+                self.err.get_or_insert(e);
+            }
+            pass => {
+                f(self);
+                drop(pass);
+            }
+        }
+        self.gate = gate;
+    }
+
+    /// Whether positioned at an entry (never once the database is closing).
     #[must_use]
     pub fn valid(&self) -> bool {
-        self.valid
+        self.valid && !self.db_closed()
     }
 
     fn above_upper(&self, user_key: &[u8]) -> bool {
@@ -677,11 +714,15 @@ impl DbIterator {
 
     /// First key (>= lower bound).
     pub fn seek_to_first(&mut self) {
-        self.seek_forward_from(None);
+        self.step(|it| it.seek_forward_from(None));
     }
 
     /// Last key (< upper bound).
     pub fn seek_to_last(&mut self) {
+        self.step(DbIterator::seek_to_last_step);
+    }
+
+    fn seek_to_last_step(&mut self) {
         self.direction = Direction::Reverse;
         self.saved_key.clear();
         self.saved_value.clear();
@@ -699,13 +740,17 @@ impl DbIterator {
 
     /// First key >= `key` (and >= the lower bound).
     pub fn seek(&mut self, key: &[u8]) {
-        self.seek_forward_from(Some(key));
+        self.step(|it| it.seek_forward_from(Some(key)));
     }
 
     /// Last key <= `key` (and < the upper bound).
     pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.step(|it| it.seek_for_prev_step(key));
+    }
+
+    fn seek_for_prev_step(&mut self, key: &[u8]) {
         if self.above_upper(key) {
-            self.seek_to_last();
+            self.seek_to_last_step();
             return;
         }
         self.direction = Direction::Reverse;
@@ -720,6 +765,10 @@ impl DbIterator {
 
     /// Next key. REQUIRES: `valid()`.
     pub fn next(&mut self) {
+        self.step(DbIterator::next_step);
+    }
+
+    fn next_step(&mut self) {
         if !self.valid {
             return;
         }
@@ -751,6 +800,10 @@ impl DbIterator {
 
     /// Previous key. REQUIRES: `valid()`.
     pub fn prev(&mut self) {
+        self.step(DbIterator::prev_step);
+    }
+
+    fn prev_step(&mut self) {
         if !self.valid {
             return;
         }
@@ -853,10 +906,11 @@ impl DbIterator {
         }
     }
 
-    /// Current user key. REQUIRES: `valid()`.
+    /// Current user key. REQUIRES: `valid()`. The slice is valid until the next step, and
+    /// not after the database is closed (empty from then on).
     #[must_use]
     pub fn key(&self) -> &[u8] {
-        if !self.valid {
+        if !self.valid() {
             return &[];
         }
         match self.direction {
@@ -865,10 +919,10 @@ impl DbIterator {
         }
     }
 
-    /// Current value. REQUIRES: `valid()`.
+    /// Current value. REQUIRES: `valid()`. Valid as long as [`DbIterator::key`]'s slice.
     #[must_use]
     pub fn value(&self) -> &[u8] {
-        if !self.valid {
+        if !self.valid() {
             return &[];
         }
         match self.direction {
@@ -884,6 +938,9 @@ impl DbIterator {
     pub fn status(&self) -> Result<()> {
         if let Some(e) = &self.err {
             return Err(e.duplicate());
+        }
+        if self.db_closed() {
+            return Err(Error::Closed);
         }
         self.inner.status()
     }

@@ -134,6 +134,9 @@ pub struct NvmTier {
     /// Contiguous bytes NVM tables must leave free for the pool's other users (the NVM
     /// WALs and memtables the options keep there), so a table never starves them.
     table_reserve: u64,
+    /// Set when the database closes: the free list is this handle's view of the pool,
+    /// which a later open rebuilds from its manifest, so nothing is given out after.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 fn pmem_err(e: mezz_format::Error, path: &Path) -> Error {
@@ -239,6 +242,7 @@ impl NvmTier {
             table_reserve: opts
                 .nvm_bytes_needed()
                 .saturating_sub(mezz_pmem::pool::SUPERBLOCK_SIZE),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -274,6 +278,9 @@ impl NvmTier {
     /// holds `len` bytes.
     pub fn alloc(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
         let pool = self.pool.lock();
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
         let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
         if pool.largest_free() < need {
             return Err(self.pool_full(format!(
@@ -335,6 +342,9 @@ impl NvmTier {
     /// `StorageFull` as above; others as [`NvmTier::alloc`].
     pub fn alloc_table_object(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
         let pool = self.pool.lock();
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
         let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
         // A free range must hold the table and still the reserve, so that the WALs and
         // memtables the options keep in NVM always find room after it.
@@ -369,6 +379,15 @@ impl NvmTier {
     #[must_use]
     pub fn region(&self) -> &Arc<mezz_pmem::Region> {
         &self.region
+    }
+
+    /// Refuses every allocation from now on (`Closed`): the database closed, and its next
+    /// open rebuilds the free list from the manifest. Frees still return extents to this
+    /// handle's (now unused) free list, which changes nothing in the pool.
+    pub fn close(&self) {
+        let _pool = self.pool.lock();
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Returns `obj`'s extent to the allocator. Only after the manifest no longer needs it

@@ -1,0 +1,298 @@
+//! `close` racing calls on other threads: once `close` returns, nothing the handle started
+//! touches the database any more, and every later call (and every step of an iterator it
+//! made) returns `Closed`.
+//!
+//! The regression: a `compact_range` on thread A is held inside the creation of its first
+//! output table (a file system that blocks there on request); thread B closes the database
+//! and opens it again. Before the fix `close` returned at once, B's reopen succeeded, and
+//! A, released, finished its compaction on the closed handle: it appended its edit to the
+//! old manifest and deleted its input tables, which the reopened handle's version still
+//! named, so reads failed with "no such file": acknowledged data was gone. Now `close`
+//! waits for A.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use mezz_env::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile, WriteLifetime};
+use mezzanine::{Db, Error, Options};
+
+/// A file system that, once armed, holds the next creation of an `.sst` file until the
+/// test releases it: it reports the hold on `held` and waits on `release`.
+#[derive(Debug)]
+struct HoldFs {
+    inner: MemFs,
+    armed: AtomicBool,
+    held: Mutex<Option<Sender<()>>>,
+    release: Mutex<Option<Receiver<()>>>,
+}
+
+impl HoldFs {
+    fn new() -> Arc<HoldFs> {
+        Arc::new(HoldFs {
+            inner: MemFs::new(),
+            armed: AtomicBool::new(false),
+            held: Mutex::new(None),
+            release: Mutex::new(None),
+        })
+    }
+
+    /// Arms the hold; returns the receiver of the hold notice and the sender that
+    /// releases it.
+    fn arm(&self) -> (Receiver<()>, Sender<()>) {
+        let (held_tx, held_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel();
+        *self.held.lock().unwrap() = Some(held_tx);
+        *self.release.lock().unwrap() = Some(release_rx);
+        self.armed.store(true, Ordering::SeqCst);
+        (held_rx, release_tx)
+    }
+
+    fn maybe_hold(&self, path: &Path) {
+        if path.extension().is_some_and(|e| e == "sst") && self.armed.swap(false, Ordering::SeqCst)
+        {
+            let held = self.held.lock().unwrap().take().unwrap();
+            let release = self.release.lock().unwrap().take().unwrap();
+            held.send(()).unwrap();
+            // A dropped sender releases too.
+            let _ = release.recv();
+        }
+    }
+}
+
+impl FileSystem for HoldFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.maybe_hold(path);
+        self.inner.create(path)
+    }
+    fn create_with_hint(
+        &self,
+        path: &Path,
+        lifetime: WriteLifetime,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        self.maybe_hold(path);
+        self.inner.create_with_hint(path, lifetime)
+    }
+    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.inner.create_log(path)
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.inner.open_append(path)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_read(path)
+    }
+    fn open_read_mapped(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_read_mapped(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.inner.list_dir(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.inner.sync_dir(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+}
+
+const DIR: &str = "/db";
+
+fn options(fs: &Arc<HoldFs>) -> Options {
+    Options {
+        fs: Arc::clone(fs) as Arc<dyn FileSystem>,
+        ..Options::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// Two L0 tables (the second overwrites half of the first's keys), and the value each key
+/// must have.
+fn two_l0_tables(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut expect = Vec::new();
+    for i in 0..400 {
+        db.put(&key(i), format!("v1-{i}").as_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    for i in (0..400).step_by(2) {
+        db.put(&key(i), format!("v2-{i}").as_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..400 {
+        let v = if i % 2 == 0 { "v2" } else { "v1" };
+        expect.push((key(i), format!("{v}-{i}").into_bytes()));
+    }
+    expect
+}
+
+fn assert_holds(db: &Db, expect: &[(Vec<u8>, Vec<u8>)]) {
+    for (k, v) in expect {
+        let got = db.get(k).unwrap_or_else(|e| {
+            panic!("get {:?} after the reopen: {e}", String::from_utf8_lossy(k))
+        });
+        assert_eq!(
+            got.as_deref(),
+            Some(v.as_slice()),
+            "{}",
+            String::from_utf8_lossy(k)
+        );
+    }
+    let all: Vec<_> = db.iter().collect::<Result<_, _>>().unwrap();
+    assert_eq!(all.len(), expect.len());
+    db.verify().unwrap();
+}
+
+/// The interleaving of the report (see the module documentation), with a second thread
+/// closing at the same time: neither close returns while the compaction is held, and the
+/// reopened handle reads every acknowledged write.
+#[test]
+fn close_waits_for_a_compaction_running_on_another_thread() {
+    let fs = HoldFs::new();
+    let db = Arc::new(Db::open(DIR, options(&fs)).unwrap());
+    let expect = two_l0_tables(&db);
+
+    let (held, release) = fs.arm();
+    let a = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || db.compact_range(None, None))
+    };
+    held.recv().unwrap();
+
+    // B: close, then open again at once. C: a second close at the same moment.
+    let (reopened_tx, reopened_rx) = mpsc::channel();
+    let b = {
+        let (db, fs) = (Arc::clone(&db), Arc::clone(&fs));
+        thread::spawn(move || {
+            let closed = db.close();
+            let reopened = Db::open(DIR, options(&fs));
+            reopened_tx.send(()).unwrap();
+            (closed, reopened)
+        })
+    };
+    let c = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || db.close())
+    };
+    // Before the fix B reopened within milliseconds; now it cannot while A is held.
+    let reopened_while_held = reopened_rx.recv_timeout(Duration::from_millis(500)).is_ok();
+    release.send(()).unwrap();
+
+    let compacted = a.join().unwrap();
+    assert!(
+        matches!(compacted, Ok(()) | Err(Error::Closed)),
+        "compact_range: {compacted:?}"
+    );
+    let (closed, reopened) = b.join().unwrap();
+    let second = c.join().unwrap();
+    // One of the two closes closed the handle, the other found it closed.
+    assert!(
+        matches!(
+            (&closed, &second),
+            (Ok(()), Err(Error::Closed)) | (Err(Error::Closed), Ok(()))
+        ),
+        "closes: {closed:?}, {second:?}"
+    );
+    let db2 = reopened.expect("reopen after close");
+    assert_holds(&db2, &expect);
+    assert!(
+        !reopened_while_held,
+        "close returned (and the database reopened) while a compaction on another thread was \
+         still running"
+    );
+    drop(db2);
+    // And once more from a fresh open, after the reopened handle closed.
+    let db3 = Db::open(DIR, options(&fs)).unwrap();
+    assert_holds(&db3, &expect);
+}
+
+/// After `close`, every call returns `Closed`, and an iterator or cursor made before it
+/// stops with `Closed` at its next step instead of reading what may by then belong to
+/// another handle.
+#[test]
+fn every_call_after_close_returns_closed() {
+    let fs = HoldFs::new();
+    let db = Db::open(DIR, options(&fs)).unwrap();
+    let expect = two_l0_tables(&db);
+    let mut cursor = db.cursor(&mezzanine::ReadOptions::default()).unwrap();
+    cursor.seek_to_first();
+    assert!(cursor.valid());
+    let mut iter = db.iter();
+    assert!(iter.next().unwrap().is_ok());
+    let snapshot = db.snapshot();
+    db.close().unwrap();
+
+    let closed = |what: &str, r: Result<(), Error>| {
+        assert!(matches!(r, Err(Error::Closed)), "{what}: {r:?}");
+    };
+    closed("put", db.put(b"k", b"v"));
+    closed("delete", db.delete(b"k"));
+    closed(
+        "write",
+        db.write(&Default::default(), mezzanine::WriteBatch::new()),
+    );
+    closed("get", db.get(b"k").map(|_| ()));
+    closed(
+        "get at a snapshot",
+        db.get_opt(&snapshot.read_options(), b"k").map(|_| ()),
+    );
+    closed("get_pinned", db.get_pinned(b"k").map(|_| ()));
+    closed("multi_get", db.multi_get([b"k"]).map(|_| ()));
+    closed("cursor", db.cursor(&Default::default()).map(|_| ()));
+    closed("flush", db.flush());
+    closed("compact_range", db.compact_range(None, None));
+    closed("wait_for_background", db.wait_for_background());
+    closed("run_background_work", db.run_background_work(1).map(|_| ()));
+    closed("verify", db.verify().map(|_| ()));
+    closed(
+        "approximate_size",
+        db.approximate_size(None, None).map(|_| ()),
+    );
+    closed("close", db.close());
+    closed("iter", db.iter().next().expect("an error item").map(|_| ()));
+    assert_eq!(db.property("mezz.levels"), None);
+
+    // The iterators made before the close.
+    assert!(
+        !cursor.valid(),
+        "a cursor of a closed database is not valid"
+    );
+    assert!(cursor.key().is_empty() && cursor.value().is_empty());
+    cursor.next();
+    assert!(!cursor.valid());
+    closed("cursor status", cursor.status());
+    cursor.seek_to_first();
+    assert!(!cursor.valid());
+    closed("cursor status after a seek", cursor.status());
+    match iter.next() {
+        Some(Err(Error::Closed)) => {}
+        other => panic!("iter after close: {other:?}"),
+    }
+    drop((cursor, iter, snapshot));
+
+    let db = Db::open(DIR, options(&fs)).unwrap();
+    assert_holds(&db, &expect);
+}
