@@ -601,7 +601,10 @@ impl DbInner {
             opts.upper_bound.clone(),
             pin,
         )
-        .gated(Arc::clone(&self.gate)))
+        .gated(
+            Arc::clone(&self.gate),
+            self.nvm().is_some() || self.storage.matrix().is_some(),
+        ))
     }
 
     fn snapshot(&self) -> Snapshot {

@@ -595,10 +595,16 @@ pub struct DbIterator {
     target: Vec<u8>,
     /// An undecodable internal key met (the entry is skipped), or `Closed`.
     err: Option<Error>,
-    /// The gate of the database that made the iterator: every step passes it, and once
-    /// the database is closing the iterator is invalid and its status `Closed` (what it
-    /// reads may belong to another handle after a reopen).
+    /// The gate of the database that made the iterator: once the database is closing the
+    /// iterator is invalid and its status `Closed` (what it reads may belong to another
+    /// handle after a reopen).
     gate: Option<Arc<Gate>>,
+    /// Whether each step holds a pass of the gate, so that `close` waits for it: when the
+    /// iterator may read NVM, whose extents the next handle may reuse. Otherwise a step
+    /// only reads memtables in DRAM and immutable files (a deleted one stays readable
+    /// through its descriptor), and checking the flag is enough; a pass costs two atomic
+    /// read-modify-writes, about 6 % of a `readseq` step (0.106 -> 0.113 us).
+    step_passes: bool,
 }
 
 impl fmt::Debug for DbIterator {
@@ -638,13 +644,16 @@ impl DbIterator {
             target: Vec::new(),
             err: None,
             gate: None,
+            step_passes: false,
         }
     }
 
-    /// Ties the iterator to its database's gate (see the field).
+    /// Ties the iterator to its database's gate; `step_passes`: every step holds a pass
+    /// (see the fields).
     #[must_use]
-    pub(crate) fn gated(mut self, gate: Arc<Gate>) -> DbIterator {
+    pub(crate) fn gated(mut self, gate: Arc<Gate>, step_passes: bool) -> DbIterator {
         self.gate = Some(gate);
+        self.step_passes = step_passes;
         self
     }
 
@@ -656,20 +665,31 @@ impl DbIterator {
     /// Runs one step with a pass of the gate (so a close waits for it), or, once the
     /// database is closing, makes the iterator invalid with status `Closed`.
     fn step(&mut self, f: impl FnOnce(&mut DbIterator)) {
+        if !self.step_passes {
+            if self.db_closed() {
+                self.stop(Error::Closed);
+            } else {
+                f(self);
+            }
+            return;
+        }
         let gate = self.gate.take();
         match gate.as_deref().map(Gate::enter) {
-            Some(Err(e)) => {
-                self.valid = false;
-                self.saved_key.clear();
-                self.saved_value.clear();
-                self.err.get_or_insert(e);
-            }
+            Some(Err(e)) => self.stop(e),
             pass => {
                 f(self);
                 drop(pass);
             }
         }
         self.gate = gate;
+    }
+
+    /// Makes the iterator invalid with status `e` (unless it has an error already).
+    fn stop(&mut self, e: Error) {
+        self.valid = false;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        self.err.get_or_insert(e);
     }
 
     /// Whether positioned at an entry (never once the database is closing).
