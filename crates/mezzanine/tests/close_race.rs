@@ -368,3 +368,61 @@ fn an_iterator_outliving_close_leaves_the_logs_alone() {
     assert_eq!(db3.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(db3.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
 }
+
+/// A writer stalled behind a flush (here held in the creation of its table) gives up with
+/// `Closed` once a close begins, instead of keeping the close waiting; the close then
+/// waits for the flush, and every acknowledged write is there after a reopen.
+#[test]
+fn a_writer_stalled_at_close_gives_up_with_closed() {
+    let fs = HoldFs::new();
+    let opts = Options {
+        write_buffer_size: 64 << 10,
+        max_write_buffer_number: 2,
+        ..options(&fs)
+    };
+    let db = Arc::new(Db::open(DIR, opts.clone()).unwrap());
+    let (held, release) = fs.arm();
+    let (stalled_tx, stalled_rx) = mpsc::channel();
+    let writer = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || {
+            let mut acked = Vec::new();
+            for i in 0.. {
+                match db.put(&key(i), &[b'v'; 1000]) {
+                    Ok(()) => acked.push(i),
+                    Err(e) => {
+                        stalled_tx.send(()).unwrap();
+                        return (acked, e);
+                    }
+                }
+            }
+            unreachable!()
+        })
+    };
+    held.recv().unwrap();
+    // The writer fills the second memtable and stalls: it cannot return while the flush
+    // is held, until the close begins.
+    assert!(stalled_rx.recv_timeout(Duration::from_millis(200)).is_err());
+    let closer = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || db.close())
+    };
+    let gave_up = stalled_rx.recv_timeout(Duration::from_secs(10)).is_ok();
+    release.send(()).unwrap();
+    let (acked, err) = writer.join().unwrap();
+    closer.join().unwrap().unwrap();
+    assert!(
+        gave_up,
+        "the stalled writer kept waiting after the close began"
+    );
+    assert!(matches!(err, Error::Closed), "{err:?}");
+    assert!(acked.len() > 64, "{} writes before the stall", acked.len());
+    let db = Db::open(DIR, opts).unwrap();
+    for i in acked {
+        assert_eq!(
+            db.get(&key(i)).unwrap().map(|v| v.len()),
+            Some(1000),
+            "key {i}"
+        );
+    }
+}
