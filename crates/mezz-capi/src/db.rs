@@ -4,9 +4,12 @@
 //! A `leveldb_t*` is a token: the open `Db` lives in a process-wide registry keyed by the
 //! token's address, and every call looks it up there. So a NULL, closed or foreign pointer
 //! is reported as an error instead of being dereferenced. `leveldb_close` removes the entry
-//! (calls already running keep their `Arc<Db>` and finish; later ones fail) and frees the
-//! token; closing a token twice is a no-op. An address may be reused by a later open, so a
-//! stale pointer can reach a newer database: close handles once and drop the pointer.
+//! (calls already running keep their `Arc<Db>` and finish, and the close waits for them;
+//! later ones fail); closing a token twice is a no-op, but a close while another thread's
+//! close of it runs waits for that one. A token's address is never handed out again (see
+//! [`TokenSpace`]), so a stale pointer, say one another thread still holds while the handle
+//! is closed and the directory opened again, keeps failing instead of reaching the newer
+//! database.
 //!
 //! Thread safety: the registry is behind a read-write lock held only to look a handle up;
 //! `Db` is `Send + Sync`, so one handle may be used from many threads.
@@ -18,21 +21,61 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
 use engine::{Db, ReadOptions, Snapshot, WriteOptions};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::options::{leveldb_options_t, leveldb_readoptions_t, leveldb_writeoptions_t};
 use crate::{bytes, c_str, malloc_copy, malloc_cstring, no_errptr, status, with_errptr};
 
-/// An open database, as C sees it: an opaque token (see the module comment).
+/// An open database, as C sees it: an opaque token (see the module comment). Never
+/// constructed or dereferenced: only its address means something.
 #[derive(Debug)]
-pub struct leveldb_t {
-    /// Not zero-sized, so every token has its own address.
-    _private: u8,
+pub enum leveldb_t {}
+
+/// Where token addresses come from: consecutive bytes of blocks that are allocated for
+/// this and never freed, so an address is handed out once. (A freed allocation per token
+/// would let a later open get the address of a closed handle, and a stale pointer would
+/// then reach the newer database.) Costs one byte per open; the bytes are never read or
+/// written, and the blocks stay reachable from here, so leak checkers stay quiet.
+#[derive(Debug)]
+struct TokenSpace {
+    blocks: Vec<Box<[u8]>>,
+    /// Addresses handed out from the last block.
+    used: usize,
+}
+
+/// Bytes per block of [`TokenSpace`].
+const TOKEN_BLOCK: usize = 4096;
+
+static TOKENS: Mutex<TokenSpace> = Mutex::new(TokenSpace {
+    blocks: Vec::new(),
+    used: 0,
+});
+
+/// A token address never handed out before.
+fn new_token() -> *mut leveldb_t {
+    let mut t = TOKENS.lock();
+    if t.blocks.is_empty() || t.used == TOKEN_BLOCK {
+        t.blocks.push(vec![0u8; TOKEN_BLOCK].into_boxed_slice());
+        t.used = 0;
+    }
+    let used = t.used;
+    t.used += 1;
+    let block = t
+        .blocks
+        .last_mut()
+        .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
+    block.wrapping_add(used).cast()
 }
 
 /// Open databases by token address.
 static OPEN: LazyLock<RwLock<HashMap<usize, Arc<Db>>>> =
     LazyLock::new(|| RwLock::new(HashMap::new()));
+
+/// Databases `leveldb_close` has taken out of [`OPEN`] and is closing, by token address: a
+/// `leveldb_close` of the same handle on another thread meanwhile waits for that close
+/// (the engine's second close does), instead of returning while the LOCK is still held.
+static CLOSING: LazyLock<Mutex<HashMap<usize, Arc<Db>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// The open database behind `db`.
 pub(crate) fn lookup(db: *const leveldb_t) -> Result<Arc<Db>, String> {
@@ -114,14 +157,16 @@ pub unsafe extern "C" fn leveldb_open(
         let path = unsafe { db_path(name) }?;
         o.check_comparator()?;
         let db = status(Db::open(&path, o.engine_options()?))?;
-        let token = Box::into_raw(Box::new(leveldb_t { _private: 0 }));
+        let token = new_token();
         OPEN.write().insert(token as usize, Arc::new(db));
         Ok(token)
     })
 }
 
-/// Closes the database and frees the handle. NULL, or a handle already closed, is a no-op.
-/// Iterators and snapshots still alive stay safe to use and destroy.
+/// Closes the database once the calls in flight on it have finished; the handle then
+/// names no database, for good. NULL, or a handle already closed, is a no-op; a close of a
+/// handle another thread is closing waits for that close. Iterators and snapshots still
+/// alive stay safe to use and destroy.
 ///
 /// # Safety
 /// `db` must be NULL or a pointer returned by `leveldb_open`.
@@ -131,14 +176,24 @@ pub unsafe extern "C" fn leveldb_close(db: *mut leveldb_t) {
         if db.is_null() {
             return;
         }
-        let Some(d) = OPEN.write().remove(&(db as usize)) else {
-            return;
+        let key = db as usize;
+        let d = {
+            let mut open = OPEN.write();
+            let mut closing = CLOSING.lock();
+            match open.remove(&key) {
+                Some(d) => {
+                    closing.insert(key, Arc::clone(&d));
+                    d
+                }
+                None => match closing.get(&key) {
+                    Some(d) => Arc::clone(d),
+                    None => return,
+                },
+            }
         };
+        // A second close (another thread's, in flight) waits here for the first.
         let _ = d.close();
-        drop(d);
-        // SAFETY: the token was in the registry, so it came from `Box::into_raw` in
-        // `leveldb_open` and has not been freed (it leaves the registry exactly once).
-        drop(unsafe { Box::from_raw(db) });
+        CLOSING.lock().remove(&key);
     });
 }
 

@@ -1,7 +1,9 @@
 //! Iterators over a consistent snapshot of a database.
 //!
 //! An iterator owns what it reads (it pins the engine's view), so it stays safe to use,
-//! and must still be destroyed, after its database is closed. Creating one on a closed or
+//! and must still be destroyed, after its database is closed; from the moment the close
+//! begins (on any thread) it is not valid, its key and value are NULL, and
+//! `leveldb_iter_get_error` reports the database closed. Creating one on a closed or
 //! NULL database, or seeking with a NULL key of nonzero length, gives an iterator that is
 //! not valid and whose `leveldb_iter_get_error` says why. `key`/`value` on an iterator that
 //! is not valid return NULL with length 0 (LevelDB requires validity there).
@@ -156,6 +158,18 @@ pub unsafe extern "C" fn leveldb_iter_prev(it: *mut leveldb_iterator_t) {
     with_it(it, DbIterator::prev);
 }
 
+/// Reads the current key or value (`part`) if the iterator is valid. The engine's iterator
+/// turns invalid, with empty key and value, as soon as its database starts closing, which
+/// another thread may do between two calls (or inside this one): so validity is checked
+/// again after the read, and a read that lost that race is `None` (NULL for C), not an
+/// empty key or value that was never stored. (Validity never comes back once lost.)
+fn current(part: fn(&DbIterator) -> &[u8]) -> impl Fn(&DbIterator) -> Option<&[u8]> {
+    move |i| {
+        let data = part(i);
+        i.valid().then_some(data)
+    }
+}
+
 /// `data` as a pointer and length for C; NULL and 0 when `data` is `None`.
 fn out(data: Option<&[u8]>, len: *mut usize) -> *const c_char {
     let (p, n) = data.map_or((std::ptr::null(), 0), |d| (d.as_ptr().cast(), d.len()));
@@ -177,7 +191,7 @@ pub unsafe extern "C" fn leveldb_iter_key(
     klen: *mut usize,
 ) -> *const c_char {
     no_errptr(std::ptr::null(), || {
-        out(get(it).filter(|i| i.valid()).map(DbIterator::key), klen)
+        out(get(it).and_then(current(DbIterator::key)), klen)
     })
 }
 
@@ -191,7 +205,7 @@ pub unsafe extern "C" fn leveldb_iter_value(
     vlen: *mut usize,
 ) -> *const c_char {
     no_errptr(std::ptr::null(), || {
-        out(get(it).filter(|i| i.valid()).map(DbIterator::value), vlen)
+        out(get(it).and_then(current(DbIterator::value)), vlen)
     })
 }
 

@@ -14,7 +14,7 @@
 //! handle is shared through `Arc` and may be used from many Python threads at once.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use mezzanine::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use parking_lot::{Mutex, RwLock};
@@ -89,6 +89,10 @@ fn to_py(e: mezzanine::Error) -> PyErr {
 #[derive(Debug)]
 struct Shared {
     db: RwLock<Option<Arc<Db>>>,
+    /// The database `close()` took out of `db`, while anything still holds it: a `close()`
+    /// on another thread meanwhile closes it too, which waits for the first close to finish
+    /// (so it does not return while the LOCK is still held).
+    closing: Mutex<Weak<Db>>,
     name: String,
 }
 
@@ -398,6 +402,7 @@ impl PyDb {
             h: Handle {
                 shared: Arc::new(Shared {
                     db: RwLock::new(Some(Arc::new(db))),
+                    closing: Mutex::new(Weak::new()),
                     name: display,
                 }),
                 prefix: Vec::new(),
@@ -417,9 +422,21 @@ impl PyDb {
         self.h.shared.db.read().is_none()
     }
 
-    /// Closes the database (idempotent); later calls raise `ClosedError`.
+    /// Closes the database (idempotent); later calls raise `ClosedError`. Returns once the
+    /// calls in flight on other threads have finished and the LOCK is released, also when
+    /// another thread's `close()` is running.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let db = self.h.shared.db.write().take();
+        let db = {
+            let mut open = self.h.shared.db.write();
+            let mut closing = self.h.shared.closing.lock();
+            match open.take() {
+                Some(db) => {
+                    *closing = Arc::downgrade(&db);
+                    Some(db)
+                }
+                None => closing.upgrade(),
+            }
+        };
         match db {
             Some(db) => py.detach(|| match db.close() {
                 Ok(()) | Err(mezzanine::Error::Closed) => Ok(()),
@@ -938,7 +955,8 @@ impl IterState {
     /// The entry after the gap (moving the gap past it).
     fn forward(&mut self) -> mezzanine::Result<Option<Entry>> {
         match self.gap {
-            Gap::End => return Ok(None),
+            // No step, but a closed database still raises (`Closed`).
+            Gap::End => return self.cursor.status().map(|()| None),
             Gap::Start => self.cursor.seek_to_first(),
             Gap::Before => {}
         }
@@ -961,7 +979,7 @@ impl IterState {
     /// The entry before the gap (moving the gap before it).
     fn backward(&mut self) -> mezzanine::Result<Option<Entry>> {
         match self.gap {
-            Gap::Start => return Ok(None),
+            Gap::Start => return self.cursor.status().map(|()| None),
             Gap::End => self.cursor.seek_to_last(),
             Gap::Before => self.cursor.prev(),
         }
@@ -971,7 +989,10 @@ impl IterState {
             return Ok(None);
         }
         self.gap = Gap::Before;
-        Ok(Some(self.entry()))
+        let e = self.entry();
+        // A close since `valid()` empties the entry: it must not be returned.
+        self.cursor.status()?;
+        Ok(Some(e))
     }
 }
 
@@ -1017,13 +1038,18 @@ impl PyIterator {
         }))
     }
 
+    /// Moves the gap with `f`; raises `ClosedError` if the database is closed (as `next()`
+    /// and `prev()` do).
     fn set_gap(&self, f: impl FnOnce(&mut IterState) + Send) -> PyResult<()> {
         let mut g = self.state.lock();
         let st = g
             .as_mut()
             .ok_or_else(|| ClosedError::new_err("iterator is closed"))?;
         f(st);
-        Ok(())
+        match st.cursor.status() {
+            Err(e @ mezzanine::Error::Closed) => Err(to_py(e)),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -62,7 +62,10 @@ typedef struct leveldb_writeoptions_t leveldb_writeoptions_t;
 LEVELDB_EXPORT leveldb_t* leveldb_open(const leveldb_options_t* options,
                                        const char* name, char** errptr);
 
-/* Closes the database and frees the handle. NULL or an already closed handle: no-op. */
+/* Closes the database once the calls in flight on it (on other threads) have finished,
+ * LOCK released last. The handle then names no database, for good: later calls through
+ * it fail, even after the directory is opened again. NULL or an already closed handle:
+ * no-op. */
 LEVELDB_EXPORT void leveldb_close(leveldb_t* db);
 
 LEVELDB_EXPORT void leveldb_put(leveldb_t* db,
