@@ -9,6 +9,12 @@
 //! old manifest and deleted its input tables, which the reopened handle's version still
 //! named, so reads failed with "no such file": acknowledged data was gone. Now `close`
 //! waits for A.
+//!
+//! The same file system also holds a job while other threads wait for it under
+//! `manual_background` (found by the lifecycle stress, whose workers do the background
+//! work): a caller that cannot start a job because another caller's thread runs one waits
+//! for it, instead of failing ("no flush or compaction is due") or spinning with the state
+//! lock held (a `compact_range` behind another one's claims never returned).
 
 #![allow(clippy::unwrap_used)]
 
@@ -425,4 +431,85 @@ fn a_writer_stalled_at_close_gives_up_with_closed() {
             "key {i}"
         );
     }
+}
+
+/// Options with `manual_background` on the holding file system.
+fn manual(fs: &Arc<HoldFs>) -> Options {
+    Options {
+        manual_background: true,
+        ..options(fs)
+    }
+}
+
+/// Two threads flush under `manual_background`; the first runs the flush (held in its
+/// table's creation), the second waits for it and succeeds.
+#[test]
+fn a_manual_flush_waits_for_the_flush_another_thread_runs() {
+    let fs = HoldFs::new();
+    let db = Arc::new(Db::open(DIR, manual(&fs)).unwrap());
+    for i in 0..100 {
+        db.put(&key(i), b"v").unwrap();
+    }
+    let (held, release) = fs.arm();
+    let a = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || db.flush())
+    };
+    held.recv().unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    let b = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || {
+            let r = db.flush();
+            done_tx.send(()).unwrap();
+            r
+        })
+    };
+    let b_returned_while_held = done_rx.recv_timeout(Duration::from_millis(200)).is_ok();
+    release.send(()).unwrap();
+    let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
+    assert!(
+        ra.is_ok() && rb.is_ok(),
+        "first flush {ra:?}, second flush {rb:?}"
+    );
+    assert!(
+        !b_returned_while_held,
+        "the second flush returned before the flush it waits for"
+    );
+    assert_eq!(db.stats().levels[0].files, 1);
+}
+
+/// Two `compact_range` calls under `manual_background`: the second waits for the first's
+/// job (whose claims it conflicts with) with the state lock released, so the first can
+/// install its result, and both return.
+#[test]
+fn a_manual_compact_range_waits_for_another_threads_compaction() {
+    let fs = HoldFs::new();
+    let db = Arc::new(Db::open(DIR, manual(&fs)).unwrap());
+    let expect = two_l0_tables(&db);
+    let (held, release) = fs.arm();
+    let a = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || db.compact_range(None, None))
+    };
+    held.recv().unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    let b = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || {
+            let r = db.compact_range(None, None);
+            done_tx.send(()).unwrap();
+            r
+        })
+    };
+    thread::sleep(Duration::from_millis(100));
+    release.send(()).unwrap();
+    assert!(
+        done_rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+        "the second compact_range never returned after the first one's job was released"
+    );
+    let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
+    assert!(ra.is_ok() && rb.is_ok(), "first {ra:?}, second {rb:?}");
+    assert_eq!(db.stats().levels[0].files, 0);
+    assert_holds(&db, &expect);
 }

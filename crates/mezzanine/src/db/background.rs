@@ -184,15 +184,24 @@ impl DbInner {
 
     /// Waits for background work to change the state behind `st`: with background threads,
     /// for a job to finish (or `timeout`); with `manual_background`, by running one job
-    /// here. Returns false only in manual mode when no job was due (the caller would wait
-    /// forever).
+    /// here, or, when none may start here because another caller's thread runs one (a
+    /// flush, or a compaction holding claims), by waiting for a job to finish (or
+    /// `timeout`), with `st` released. Returns false only in manual mode when no job is due
+    /// or running anywhere (the caller would wait forever).
     pub(super) fn wait_for_job(
         &self,
         st: &mut parking_lot::MutexGuard<'_, super::State>,
         timeout: Duration,
     ) -> bool {
         if self.opts.manual_background {
-            return self.run_one_job(st, Jobs::All);
+            if self.run_one_job(st, Jobs::All) {
+                return true;
+            }
+            if st.flush_running || st.bg_compactions > 0 || !st.claims.is_empty() {
+                self.done_cv.wait_for(st, timeout);
+                return true;
+            }
+            return false;
         }
         self.bg_cv.notify_all();
         self.done_cv.wait_for(st, timeout);

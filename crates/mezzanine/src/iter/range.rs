@@ -212,16 +212,21 @@ impl Iter {
             self.done = true;
             return cursor.status().err().map(Err);
         }
-        let key = cursor.key();
+        let item = (cursor.key().to_vec(), cursor.value().to_vec());
+        // A close that began since `valid()` (on another thread) makes the cursor invalid
+        // and its key and value empty: that is `Closed`, not an entry.
+        if !cursor.valid() {
+            self.done = true;
+            return Some(Err(cursor.status().err().unwrap_or(Error::Closed)));
+        }
         let crossed = match end {
-            End::Front => self.back_started && key >= self.back_last.as_slice(),
-            End::Back => self.front_started && key <= self.front_last.as_slice(),
+            End::Front => self.back_started && item.0 >= self.back_last,
+            End::Back => self.front_started && item.0 <= self.front_last,
         };
         if crossed {
             self.done = true;
             return None;
         }
-        let item = (key.to_vec(), cursor.value().to_vec());
         let (last, started) = match end {
             End::Front => (&mut self.front_last, &mut self.front_started),
             End::Back => (&mut self.back_last, &mut self.back_started),
