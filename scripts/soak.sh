@@ -13,6 +13,11 @@
 #   reopen        reopen_under_changing_options: every option set in turn, both modes
 #   metamorphic   MEZZ_META_LONG seeds of 5,000 ops, each under every option set in both modes
 #   crash         in-process crash campaigns (MEZZ_CRASH_POINTS points, fresh MEZZ_CRASH_BASE)
+#   lifecycle     MEZZ_LIFECYCLE_LONG seeds of the multi-threaded lifecycle stress: 4 worker
+#                 threads calling every Db method while a controller closes (sometimes from
+#                 two threads at once), reopens and crashes the database under them; each
+#                 seed runs every preset's tiny options (novelsm also with the immutable NVM
+#                 memtable) and two standard option sets in turn, in both background modes
 #   stress        `mezz stress` kill -9 rounds, rotating matrixkv (rows, columns, page
 #                 reuse in a small container), tlsm (NVM tables: LRU moves; all in
 #                 NVM with ps+bac and eager reclamation), leveldb (tables over 3 SSD
@@ -38,7 +43,7 @@ while [ $# -gt 0 ]; do
     --kills) want_kills=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     [0-9]*) budget=$1; shift ;;
     *) echo "soak: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -58,7 +63,7 @@ cargo build --release -p mezz -q 2>>"$out/build.log" || { cat "$out/build.log"; 
 mezz=target/release/mezz
 
 start=$(date +%s)
-model=0; meta=0; reopen=0; crash_points=0; kills=0; open_kills=0; rounds=0; failures=0
+model=0; meta=0; reopen=0; crash_points=0; lifecycle=0; kills=0; open_kills=0; rounds=0; failures=0
 cycle=0
 
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -114,6 +119,13 @@ while time_left && ! counts_done; do
     fail "crash campaign base $s" "$out/crash-$s.log" \
       "MEZZ_CRASH_SEED=<seed named in the log> cargo test -p mezz-testkit --test crash"
   fi
+  # Lifecycle stress: 3 seeds a cycle, each under 14 option sets (fresh seeds from the base).
+  if testkit "$out/lifecycle-$s.log" lifecycle lifecycle_long MEZZ_LIFECYCLE_LONG=3 MEZZ_LIFECYCLE_BASE=$s; then
+    lifecycle=$((lifecycle + 3)); rm -f "$out/lifecycle-$s.log"
+  else
+    fail "lifecycle seeds of base $s" "$out/lifecycle-$s.log" \
+      "the log's replay line: MEZZ_LIFECYCLE_SEED=<seed> MEZZ_LIFECYCLE_SET=<set> MEZZ_LIFECYCLE_SIZE=long cargo test -p mezz-testkit --test lifecycle lifecycle_every_preset"
+  fi
   # kill -9 rounds, one configuration per cycle.
   db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
   case $((cycle % 7)) in
@@ -141,8 +153,8 @@ while time_left && ! counts_done; do
       "$mezz stress --db <dir> --rounds $n_rounds --seed $s --preset $preset ${opts[*]} --max-kill-delay-ms 400"
   fi
   rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
-  echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
+  echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, lifecycle seeds $lifecycle, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
 done
 
-echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
+echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, lifecycle seeds $lifecycle (x 14 option sets), stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
 [ "$failures" = 0 ]

@@ -11,15 +11,19 @@
 //!
 //! Layout: `op` (ops, outputs, Rust rendering), `model` (the reference), `generator`
 //! (random logs), `runner` (one database vs the model), `option_sets`, `meta`
-//! (metamorphic runs and shrinking).
+//! (metamorphic runs and shrinking), `crash` (in-process crash campaigns), `stress`
+//! (kill -9 rounds), `lifecycle` (worker threads against a handle that a controller
+//! closes, reopens and crashes under them).
 //!
 //! Invariants: the model defines the expected result of every op; a run stops at the first
 //! difference and reports the op index, the op, what was expected and what was found.
 //!
-//! Thread-safety: every type here is used from one test thread at a time.
+//! Thread-safety: every type here is used from one test thread at a time; the `crash`,
+//! `stress` and `lifecycle` runners start threads of their own (see each module).
 
 pub mod crash;
 pub mod generator;
+pub mod lifecycle;
 pub mod meta;
 pub mod model;
 pub mod op;
