@@ -132,6 +132,21 @@ fn options(fs: &Arc<HoldFs>) -> Options {
     }
 }
 
+/// Calls `f` on `db` on a new thread; the receiver hears when the call returned.
+fn spawn_call<T: Send + 'static>(
+    db: &Arc<Db>,
+    f: impl FnOnce(&Db) -> T + Send + 'static,
+) -> (thread::JoinHandle<T>, Receiver<()>) {
+    let db = Arc::clone(db);
+    let (tx, rx) = mpsc::channel();
+    let h = thread::spawn(move || {
+        let r = f(&db);
+        let _ = tx.send(());
+        r
+    });
+    (h, rx)
+}
+
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:05}").into_bytes()
 }
@@ -182,10 +197,7 @@ fn close_waits_for_a_compaction_running_on_another_thread() {
     let expect = two_l0_tables(&db);
 
     let (held, release) = fs.arm();
-    let a = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || db.compact_range(None, None))
-    };
+    let a = spawn_call(&db, |d| d.compact_range(None, None)).0;
     held.recv().unwrap();
 
     // B: close, then open again at once. C: a second close at the same moment.
@@ -199,10 +211,7 @@ fn close_waits_for_a_compaction_running_on_another_thread() {
             (closed, reopened)
         })
     };
-    let c = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || db.close())
-    };
+    let c = spawn_call(&db, |d| d.close()).0;
     // Before the fix B reopened within milliseconds; now it cannot while A is held.
     let reopened_while_held = reopened_rx.recv_timeout(Duration::from_millis(500)).is_ok();
     release.send(()).unwrap();
@@ -318,20 +327,9 @@ fn close_waits_for_a_flush_run_on_the_callers_thread() {
         db.put(&key(i), b"v").unwrap();
     }
     let (held, release) = fs.arm();
-    let a = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || db.flush())
-    };
+    let a = spawn_call(&db, |d| d.flush()).0;
     held.recv().unwrap();
-    let (closed_tx, closed_rx) = mpsc::channel();
-    let b = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || {
-            let r = db.close();
-            closed_tx.send(()).unwrap();
-            r
-        })
-    };
+    let (b, closed_rx) = spawn_call(&db, |d| d.close());
     let closed_while_held = closed_rx.recv_timeout(Duration::from_millis(300)).is_ok();
     release.send(()).unwrap();
     a.join().unwrap().unwrap();
@@ -409,10 +407,7 @@ fn a_writer_stalled_at_close_gives_up_with_closed() {
     // The writer fills the second memtable and stalls: it cannot return while the flush
     // is held, until the close begins.
     assert!(stalled_rx.recv_timeout(Duration::from_millis(200)).is_err());
-    let closer = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || db.close())
-    };
+    let closer = spawn_call(&db, |d| d.close()).0;
     let gave_up = stalled_rx.recv_timeout(Duration::from_secs(10)).is_ok();
     release.send(()).unwrap();
     let (acked, err) = writer.join().unwrap();
@@ -451,20 +446,9 @@ fn a_manual_flush_waits_for_the_flush_another_thread_runs() {
         db.put(&key(i), b"v").unwrap();
     }
     let (held, release) = fs.arm();
-    let a = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || db.flush())
-    };
+    let a = spawn_call(&db, |d| d.flush()).0;
     held.recv().unwrap();
-    let (done_tx, done_rx) = mpsc::channel();
-    let b = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || {
-            let r = db.flush();
-            done_tx.send(()).unwrap();
-            r
-        })
-    };
+    let (b, done_rx) = spawn_call(&db, |d| d.flush());
     let b_returned_while_held = done_rx.recv_timeout(Duration::from_millis(200)).is_ok();
     release.send(()).unwrap();
     let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
@@ -488,20 +472,9 @@ fn a_manual_compact_range_waits_for_another_threads_compaction() {
     let db = Arc::new(Db::open(DIR, manual(&fs)).unwrap());
     let expect = two_l0_tables(&db);
     let (held, release) = fs.arm();
-    let a = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || db.compact_range(None, None))
-    };
+    let a = spawn_call(&db, |d| d.compact_range(None, None)).0;
     held.recv().unwrap();
-    let (done_tx, done_rx) = mpsc::channel();
-    let b = {
-        let db = Arc::clone(&db);
-        thread::spawn(move || {
-            let r = db.compact_range(None, None);
-            done_tx.send(()).unwrap();
-            r
-        })
-    };
+    let (b, done_rx) = spawn_call(&db, |d| d.compact_range(None, None));
     thread::sleep(Duration::from_millis(100));
     release.send(()).unwrap();
     assert!(
