@@ -1332,21 +1332,30 @@ pub fn points_from_env(default: usize) -> usize {
 /// runs fresh seeds (failures still name the run's own seed for `MEZZ_CRASH_SEED`).
 pub const BASE_ENV: &str = "MEZZ_CRASH_BASE";
 
+/// The value of environment variable `name`, if set and valid (surrounding spaces
+/// ignored).
+#[must_use]
+pub fn env_value<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// `default` mixed with the number in environment variable `name` when that is set and
+/// valid (how a soak gets fresh seeds from a base).
+#[must_use]
+pub fn base_seed_from(name: &str, default: u64) -> u64 {
+    env_value::<u64>(name).map_or(default, |b| run_seed(default, b))
+}
+
 /// `default` mixed with `MEZZ_CRASH_BASE` when that is set and valid.
 #[must_use]
 pub fn base_seed(default: u64) -> u64 {
-    std::env::var(BASE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(default, |b| run_seed(default, b))
+    base_seed_from(BASE_ENV, default)
 }
 
 /// The seed in `MEZZ_CRASH_SEED`, if set and valid.
 #[must_use]
 pub fn seed_from_env() -> Option<u64> {
-    std::env::var(SEED_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
+    env_value(SEED_ENV)
 }
 
 /// How many times a seed given in `MEZZ_CRASH_SEED` is run: `MEZZ_CRASH_REPEAT`, default 20.

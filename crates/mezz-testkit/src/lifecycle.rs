@@ -79,7 +79,7 @@ use mezzanine::{
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
-use crate::crash::{read_state, run_seed};
+use crate::crash::{base_seed_from, env_value, read_state, run_seed};
 use crate::option_sets::{NamedOptions, OptionSets, tiny_options};
 use crate::stress::value::{decode_value, encode_value, key_bytes, parse_key};
 
@@ -2488,10 +2488,7 @@ impl Controller<'_> {
 pub const STALL_ENV: &str = "MEZZ_LIFECYCLE_STALL_SECS";
 
 fn stall_secs() -> u64 {
-    std::env::var(STALL_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(120)
+    env_value(STALL_ENV).unwrap_or(120)
 }
 
 /// Runs one seeded lifecycle stress under `set`.
@@ -2660,25 +2657,17 @@ fn watchdog(shared: &Shared, finished: &AtomicBool, header: &str, replay: &str) 
 /// `default` mixed with `MEZZ_LIFECYCLE_BASE` when that is set and valid.
 #[must_use]
 pub fn base_seed(default: u64) -> u64 {
-    std::env::var(BASE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(default, |b| run_seed(default, b))
+    base_seed_from(BASE_ENV, default)
 }
 
 /// The seed in `MEZZ_LIFECYCLE_SEED`, if set and valid.
 #[must_use]
 pub fn seed_from_env() -> Option<u64> {
-    std::env::var(SEED_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
+    env_value(SEED_ENV)
 }
 
 fn repeat_from_env() -> usize {
-    std::env::var(REPEAT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(10)
+    env_value(REPEAT_ENV).unwrap_or(10)
 }
 
 /// Runs `seed` under each of `sets`; `progress` is called after each run.
