@@ -53,12 +53,6 @@ pub struct Gate {
     done_cv: Condvar,
 }
 
-impl Default for Gate {
-    fn default() -> Self {
-        Gate::new()
-    }
-}
-
 /// Proof that a call is in flight; the gate counts it until it is dropped.
 #[derive(Debug)]
 #[must_use = "a pass counts the call only while it is held"]

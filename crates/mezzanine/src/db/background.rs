@@ -776,7 +776,7 @@ impl DbInner {
     /// REQUIRES: the caller holds a pass of the gate. Once a close begins, no further
     /// compaction job starts: the call returns `Closed` (the job running finishes first).
     pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.flush(false)?;
+        self.flush()?;
         let deepest = {
             let st = self.state.lock();
             let v = &st.version;
@@ -893,7 +893,7 @@ impl DbInner {
         // NVM memtables still in use keep their entries across the close: their reserve
         // words become exact, so the next open continues the sequence without a gap (under
         // the `write` lock, which NVM inserts hold).
-        let ws = self.write.lock();
+        let mut ws = self.write.lock();
         let sv = self.super_version.load_full();
         for m in std::iter::once(&sv.mem).chain(&sv.imms).chain(&sv.nvm) {
             if let Some(list) = m.nvm_list()
@@ -906,10 +906,8 @@ impl DbInner {
         // (an iterator, a binding's handle) lets go: a writer's drop truncates its file to
         // what it wrote, which after a reopen could cut what the next handle appended to
         // that file (the END marker that seals it, say).
-        let mut ws = ws;
-        let active_wal = ws.wal.take();
+        ws.wal = None;
         drop(ws);
-        drop(active_wal);
         let closed_wals = std::mem::take(&mut *self.closed_wals.lock());
         for w in closed_wals {
             w.writer.lock().take();

@@ -851,10 +851,10 @@ impl Db {
     /// As [`Db::put`].
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let start = Instant::now();
-        let r = match self.inner.enter() {
-            Ok(_pass) => self.inner.write(opts.sync, batch),
-            Err(e) => Err(e),
-        };
+        let r = self
+            .inner
+            .enter()
+            .and_then(|_pass| self.inner.write(opts.sync, batch));
         self.inner.stats.write_latency.record(elapsed_nanos(start));
         r
     }
@@ -899,7 +899,7 @@ impl Db {
     /// I/O errors, `Closed`.
     pub fn flush(&self) -> Result<()> {
         let _pass = self.inner.enter()?;
-        self.inner.flush(false)
+        self.inner.flush()
     }
 
     /// Compacts every table overlapping `[begin, end]` (`None` = unbounded) down to the
@@ -970,7 +970,6 @@ impl Db {
             return Err(Error::Closed);
         }
         // Stalled writers and waiting calls look at the gate when woken.
-        inner.bg_cv.notify_all();
         inner.done_cv.notify_all();
         inner.wake_next_writer();
         inner.gate.wait_idle();
@@ -979,7 +978,7 @@ impl Db {
         let flushed = if inner.opts.use_wal {
             Ok(())
         } else {
-            inner.flush(true)
+            inner.flush()
         };
         let closed = inner.shutdown();
         inner.gate.finish();

@@ -1168,9 +1168,10 @@ impl DbInner {
     }
 
     /// `Db::flush`: switches a non-empty memtable and waits until it (and every older
-    /// immutable memtable) is flushed. `by_close`: the flush `close` runs without a WAL,
-    /// after the gate shut (it must not give up because the handle is closing).
-    pub(super) fn flush(&self, by_close: bool) -> Result<()> {
+    /// immutable memtable) is flushed. A flush does not give up when a close begins (the
+    /// background work it waits for goes on until the close stops it): `close` itself
+    /// runs one without a WAL, after the gate shut.
+    pub(super) fn flush(&self) -> Result<()> {
         let target = {
             let mut ws = self.write.lock();
             // Every write logged before the call is in the memtable it flushes.
@@ -1181,11 +1182,7 @@ impl DbInner {
                     return Ok(None);
                 }
                 loop {
-                    if by_close {
-                        Self::check_background(&st)?;
-                    } else {
-                        self.check_writable(&st)?;
-                    }
+                    Self::check_background(&st)?;
                     if st.mems.immutables().len() + 1 < self.opts.max_write_buffer_number {
                         break;
                     }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use mezz_env::WritableFile;
 use mezz_pmem::region::{Emulation, Region, RegionOptions};
 use mezz_pmem::{Extent, Media, PersistMode, Pool};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::options::Options;
@@ -277,10 +277,7 @@ impl NvmTier {
     /// An `Io` error of kind `StorageFull` ([`is_pool_full`]) when no free range of the pool
     /// holds `len` bytes.
     pub fn alloc(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
-        let pool = self.pool.lock();
-        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
+        let pool = self.pool_to_alloc()?;
         let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
         if pool.largest_free() < need {
             return Err(self.pool_full(format!(
@@ -297,6 +294,16 @@ impl NvmTier {
         })?;
         drop(pool);
         Ok(self.record(id, kind, e))
+    }
+
+    /// The locked pool, to allocate from: `Closed` once the database closed
+    /// ([`NvmTier::close`]).
+    fn pool_to_alloc(&self) -> Result<MutexGuard<'_, Pool>> {
+        let pool = self.pool.lock();
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(pool)
     }
 
     /// The `StorageFull` error of a pool without a free range for an allocation
@@ -341,10 +348,7 @@ impl NvmTier {
     /// # Errors
     /// `StorageFull` as above; others as [`NvmTier::alloc`].
     pub fn alloc_table_object(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
-        let pool = self.pool.lock();
-        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
+        let pool = self.pool_to_alloc()?;
         let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
         // A free range must hold the table and still the reserve, so that the WALs and
         // memtables the options keep in NVM always find room after it.
