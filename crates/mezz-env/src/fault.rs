@@ -158,10 +158,15 @@ struct Faults {
     injected: AtomicU64,
     /// Once this returns true, every call that changes the file system fails.
     freeze_when: Mutex<Option<FreezePredicate>>,
+    /// Runs first in every call that rules can match.
+    before_each: Mutex<Option<CallHook>>,
 }
 
 /// See [`FaultFs::freeze_when`].
 type FreezePredicate = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// See [`FaultFs::before_each`].
+type CallHook = Arc<dyn Fn(FaultOp, &Path) + Send + Sync>;
 
 impl fmt::Debug for Faults {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -170,6 +175,7 @@ impl fmt::Debug for Faults {
             .field("enabled", &self.enabled)
             .field("injected", &self.injected)
             .field("freeze_when", &self.freeze_when.lock().is_some())
+            .field("before_each", &self.before_each.lock().is_some())
             .finish()
     }
 }
@@ -177,6 +183,11 @@ impl fmt::Debug for Faults {
 impl Faults {
     /// Fails the call if a rule says so.
     fn check(&self, op: FaultOp, paths: &[&Path]) -> io::Result<()> {
+        // Cloned out of its lock: the hook may block (and other threads' calls go on).
+        let hook = self.before_each.lock().clone();
+        if let (Some(hook), Some(path)) = (hook, paths.first()) {
+            hook(op, path);
+        }
         if !self.enabled.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -278,6 +289,14 @@ impl FaultFs {
     /// instant as another event (e.g. a simulated NVM power cut).
     pub fn freeze_when(&self, pred: impl Fn() -> bool + Send + Sync + 'static) {
         *self.faults.freeze_when.lock() = Some(Arc::new(pred));
+    }
+
+    /// Runs `hook` at the start of every call that rules can match (the operations of
+    /// [`FaultOp`]), with the operation and its (first) path, whether injection is on or
+    /// not. It may block, panic or record: tests use it to hold a call at an exact point
+    /// while other threads act, or to make a call panic.
+    pub fn before_each(&self, hook: impl Fn(FaultOp, &Path) + Send + Sync + 'static) {
+        *self.faults.before_each.lock() = Some(Arc::new(hook));
     }
 
     /// Turns injection (and the counting of matching calls) on or off.
@@ -436,6 +455,28 @@ mod tests {
         mem.create_dir_all(Path::new("/db")).unwrap();
         let fs = FaultFs::new(Arc::new(mem.clone()));
         (mem, fs)
+    }
+
+    #[test]
+    fn before_each_sees_every_matchable_call_even_with_injection_off() {
+        let (_mem, fs) = setup();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        fs.before_each(move |op, path| s.lock().push((op, path.to_path_buf())));
+        fs.set_enabled(false);
+        let p = Path::new("/db/a.sst");
+        fs.create(p).unwrap();
+        fs.open_read(p).unwrap();
+        fs.remove_file(p).unwrap();
+        assert!(fs.exists(Path::new("/db")), "not a matchable call");
+        assert_eq!(
+            *seen.lock(),
+            vec![
+                (FaultOp::Create, p.to_path_buf()),
+                (FaultOp::Open, p.to_path_buf()),
+                (FaultOp::Remove, p.to_path_buf()),
+            ]
+        );
     }
 
     /// Outcome of `n` `sync_dir` calls: true = failed.

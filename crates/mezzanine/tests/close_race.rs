@@ -18,35 +18,43 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use mezz_env::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile, WriteLifetime};
+use mezz_env::{FaultFs, FaultOp, MemFs};
 use mezzanine::{Db, Error, Options};
 
-/// A file system that, once armed, holds the next creation of an `.sst` file until the
-/// test releases it: it reports the hold on `held` and waits on `release`.
+/// The hold notice's sender and the release's receiver, while a hold is armed.
+type Armed = Arc<Mutex<Option<(Sender<()>, Receiver<()>)>>>;
+
+/// A fault file system over a `MemFs` that, once armed, holds the next creation of an
+/// `.sst` file until the test releases it: it reports the hold on `held` and waits on
+/// `release`.
 #[derive(Debug)]
 struct HoldFs {
-    inner: MemFs,
-    armed: AtomicBool,
-    held: Mutex<Option<Sender<()>>>,
-    release: Mutex<Option<Receiver<()>>>,
+    fs: FaultFs,
+    armed: Armed,
 }
 
 impl HoldFs {
     fn new() -> Arc<HoldFs> {
-        Arc::new(HoldFs {
-            inner: MemFs::new(),
-            armed: AtomicBool::new(false),
-            held: Mutex::new(None),
-            release: Mutex::new(None),
-        })
+        let fs = FaultFs::new(Arc::new(MemFs::new()));
+        let armed = Armed::default();
+        let a = Arc::clone(&armed);
+        fs.before_each(move |op, path| {
+            if op != FaultOp::Create || path.extension().is_none_or(|e| e != "sst") {
+                return;
+            }
+            let Some((held, release)) = a.lock().unwrap().take() else {
+                return;
+            };
+            held.send(()).unwrap();
+            // A dropped sender releases too.
+            let _ = release.recv();
+        });
+        Arc::new(HoldFs { fs, armed })
     }
 
     /// Arms the hold; returns the receiver of the hold notice and the sender that
@@ -54,72 +62,8 @@ impl HoldFs {
     fn arm(&self) -> (Receiver<()>, Sender<()>) {
         let (held_tx, held_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel();
-        *self.held.lock().unwrap() = Some(held_tx);
-        *self.release.lock().unwrap() = Some(release_rx);
-        self.armed.store(true, Ordering::SeqCst);
+        *self.armed.lock().unwrap() = Some((held_tx, release_rx));
         (held_rx, release_tx)
-    }
-
-    fn maybe_hold(&self, path: &Path) {
-        if path.extension().is_some_and(|e| e == "sst") && self.armed.swap(false, Ordering::SeqCst)
-        {
-            let held = self.held.lock().unwrap().take().unwrap();
-            let release = self.release.lock().unwrap().take().unwrap();
-            held.send(()).unwrap();
-            // A dropped sender releases too.
-            let _ = release.recv();
-        }
-    }
-}
-
-impl FileSystem for HoldFs {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.maybe_hold(path);
-        self.inner.create(path)
-    }
-    fn create_with_hint(
-        &self,
-        path: &Path,
-        lifetime: WriteLifetime,
-    ) -> io::Result<Box<dyn WritableFile>> {
-        self.maybe_hold(path);
-        self.inner.create_with_hint(path, lifetime)
-    }
-    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.create_log(path)
-    }
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_read(path)
-    }
-    fn open_read_mapped(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_read_mapped(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.inner.sync_dir(path)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
     }
 }
 
@@ -127,7 +71,7 @@ const DIR: &str = "/db";
 
 fn options(fs: &Arc<HoldFs>) -> Options {
     Options {
-        fs: Arc::clone(fs) as Arc<dyn FileSystem>,
+        fs: Arc::new(fs.fs.clone()),
         ..Options::default()
     }
 }
