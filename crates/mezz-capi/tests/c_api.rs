@@ -167,29 +167,24 @@ fn c_tests_pass_against_the_static_library() {
 
 /// Whether `cc -fsanitize=address` builds a program that runs; prints why not otherwise.
 fn have_asan(dir: &Path) -> bool {
-    let src = dir.join("asan_probe.c");
-    let bin = dir.join("asan_probe");
-    if std::fs::write(&src, "int main(void) { return 0; }\n").is_err() {
-        return false;
+    let probe = "int main(void) { return 0; }\n";
+    match run_probe(
+        dir,
+        "asan_probe",
+        probe,
+        &["-fsanitize=address"],
+        ("ASAN_OPTIONS", ""),
+    ) {
+        None => {
+            eprintln!("SKIP: `cc -fsanitize=address` does not build a program here (no libasan)");
+            false
+        }
+        Some((false, _)) => {
+            eprintln!("SKIP: AddressSanitizer programs do not run here");
+            false
+        }
+        Some((true, _)) => true,
     }
-    let built = Command::new("cc")
-        .arg("-fsanitize=address")
-        .arg(&src)
-        .arg("-o")
-        .arg(&bin)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !built {
-        eprintln!("SKIP: `cc -fsanitize=address` does not build a program here (no libasan)");
-        return false;
-    }
-    let ran = Command::new(&bin)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ran {
-        eprintln!("SKIP: AddressSanitizer programs do not run here");
-    }
-    ran
 }
 
 #[test]
@@ -209,14 +204,20 @@ fn c_tests_pass_under_address_sanitizer() {
     }
 }
 
-/// Builds `src` with `cc -fsanitize=thread` and runs it with `options`; `None` if it does
-/// not build or TSan cannot run here, else whether it exited 0 and what it printed.
-fn run_tsan_probe(dir: &Path, name: &str, src: &str, options: &str) -> Option<(bool, String)> {
+/// Builds `src` with `cc` and `flags` and runs it with `env` set; `None` if it does not
+/// build or cannot be started, else whether it exited 0 and what it printed on stderr.
+fn run_probe(
+    dir: &Path,
+    name: &str,
+    src: &str,
+    flags: &[&str],
+    env: (&str, &str),
+) -> Option<(bool, String)> {
     let c = dir.join(format!("{name}.c"));
     let bin = dir.join(name);
     std::fs::write(&c, src).ok()?;
     let built = Command::new("cc")
-        .args(["-fsanitize=thread", "-pthread", "-g"])
+        .args(flags)
         .arg(&c)
         .arg("-o")
         .arg(&bin)
@@ -225,14 +226,17 @@ fn run_tsan_probe(dir: &Path, name: &str, src: &str, options: &str) -> Option<(b
     if !built {
         return None;
     }
-    let out = Command::new(&bin)
-        .env("TSAN_OPTIONS", options)
-        .output()
-        .ok()?;
+    let out = Command::new(&bin).env(env.0, env.1).output().ok()?;
     Some((
         out.status.success(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     ))
+}
+
+/// [`run_probe`] under ThreadSanitizer with `TSAN_OPTIONS=options`.
+fn run_tsan_probe(dir: &Path, name: &str, src: &str, options: &str) -> Option<(bool, String)> {
+    let flags = ["-fsanitize=thread", "-pthread", "-g"];
+    run_probe(dir, name, src, &flags, ("TSAN_OPTIONS", options))
 }
 
 /// Whether `cc -fsanitize=thread` builds programs that run here and, with `options`,
