@@ -898,9 +898,9 @@ struct Walk {
     complete: bool,
 }
 
-/// A cursor held open across later ops.
-struct HeldCursor {
-    it: DbIterator,
+/// An iterator (a cursor or an `Iter`) held open across later ops.
+struct Held<I> {
+    it: I,
     h: Arc<Handle>,
     /// The worker's history when it was made (`None`: not checked).
     view: Option<KeyHistory>,
@@ -911,17 +911,10 @@ struct HeldCursor {
     steps_left: usize,
 }
 
+/// A cursor held open across later ops.
+type HeldCursor = Held<DbIterator>;
 /// An `Iter` held open across later ops.
-struct HeldIter {
-    it: Iter,
-    h: Arc<Handle>,
-    view: Option<KeyHistory>,
-    lo: u32,
-    hi: u32,
-    reverse: bool,
-    seen: Vec<(u32, Option<u64>)>,
-    steps_left: usize,
-}
+type HeldIter = Held<Iter>;
 
 struct Worker<'a> {
     w: usize,
