@@ -158,18 +158,6 @@ pub unsafe extern "C" fn leveldb_iter_prev(it: *mut leveldb_iterator_t) {
     with_it(it, DbIterator::prev);
 }
 
-/// Reads the current key or value (`part`) if the iterator is valid. The engine's iterator
-/// turns invalid, with empty key and value, as soon as its database starts closing, which
-/// another thread may do between two calls (or inside this one): so validity is checked
-/// again after the read, and a read that lost that race is `None` (NULL for C), not an
-/// empty key or value that was never stored. (Validity never comes back once lost.)
-fn current(part: fn(&DbIterator) -> &[u8]) -> impl Fn(&DbIterator) -> Option<&[u8]> {
-    move |i| {
-        let data = part(i);
-        i.valid().then_some(data)
-    }
-}
-
 /// `data` as a pointer and length for C; NULL and 0 when `data` is `None`.
 fn out(data: Option<&[u8]>, len: *mut usize) -> *const c_char {
     let (p, n) = data.map_or((std::ptr::null(), 0), |d| (d.as_ptr().cast(), d.len()));
@@ -191,7 +179,7 @@ pub unsafe extern "C" fn leveldb_iter_key(
     klen: *mut usize,
 ) -> *const c_char {
     no_errptr(std::ptr::null(), || {
-        out(get(it).and_then(current(DbIterator::key)), klen)
+        out(get(it).and_then(DbIterator::current).map(|(k, _)| k), klen)
     })
 }
 
@@ -205,7 +193,7 @@ pub unsafe extern "C" fn leveldb_iter_value(
     vlen: *mut usize,
 ) -> *const c_char {
     no_errptr(std::ptr::null(), || {
-        out(get(it).and_then(current(DbIterator::value)), vlen)
+        out(get(it).and_then(DbIterator::current).map(|(_, v)| v), vlen)
     })
 }
 

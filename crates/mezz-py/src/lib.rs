@@ -948,8 +948,17 @@ struct IterState {
 type Entry = (Vec<u8>, Vec<u8>);
 
 impl IterState {
-    fn entry(&self) -> Entry {
-        (self.cursor.key().to_vec(), self.cursor.value().to_vec())
+    /// The current entry; `Closed` (or the cursor's error) when a close began since
+    /// `valid()` (`DbIterator::current`).
+    fn entry(&self) -> mezzanine::Result<Entry> {
+        match self.cursor.current() {
+            Some((k, v)) => Ok((k.to_vec(), v.to_vec())),
+            None => Err(self
+                .cursor
+                .status()
+                .err()
+                .unwrap_or(mezzanine::Error::Closed)),
+        }
     }
 
     /// The entry after the gap (moving the gap past it).
@@ -965,7 +974,7 @@ impl IterState {
             self.cursor.status()?;
             return Ok(None);
         }
-        let e = self.entry();
+        let e = self.entry()?;
         self.cursor.next();
         self.gap = if self.cursor.valid() {
             Gap::Before
@@ -989,10 +998,7 @@ impl IterState {
             return Ok(None);
         }
         self.gap = Gap::Before;
-        let e = self.entry();
-        // A close since `valid()` empties the entry: it must not be returned.
-        self.cursor.status()?;
-        Ok(Some(e))
+        Ok(Some(self.entry()?))
     }
 }
 

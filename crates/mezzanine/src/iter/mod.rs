@@ -951,6 +951,15 @@ impl DbIterator {
         }
     }
 
+    /// The current key and value, or `None` when not positioned, also when a close began
+    /// (on another thread) while they were read: they are empty then, not an entry.
+    /// Valid as long as [`DbIterator::key`]'s slice.
+    #[must_use]
+    pub fn current(&self) -> Option<(&[u8], &[u8])> {
+        let entry = (self.key(), self.value());
+        self.valid().then_some(entry)
+    }
+
     /// The first error met, if any.
     ///
     /// # Errors

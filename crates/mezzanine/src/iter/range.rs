@@ -212,13 +212,12 @@ impl Iter {
             self.done = true;
             return cursor.status().err().map(Err);
         }
-        let item = (cursor.key().to_vec(), cursor.value().to_vec());
-        // A close that began since `valid()` (on another thread) makes the cursor invalid
-        // and its key and value empty: that is `Closed`, not an entry.
-        if !cursor.valid() {
+        let Some((key, value)) = cursor.current() else {
+            // A close began since `valid()`.
             self.done = true;
             return Some(Err(cursor.status().err().unwrap_or(Error::Closed)));
-        }
+        };
+        let item = (key.to_vec(), value.to_vec());
         let crossed = match end {
             End::Front => self.back_started && item.0 >= self.back_last,
             End::Back => self.front_started && item.0 <= self.front_last,
