@@ -7,7 +7,7 @@
 //! (calls already running keep their `Arc<Db>` and finish, and the close waits for them;
 //! later ones fail); closing a token twice is a no-op, but a close while another thread's
 //! close of it runs waits for that one. A token's address is never handed out again (see
-//! [`TokenSpace`]), so a stale pointer, say one another thread still holds while the handle
+//! [`LAST_TOKEN`]), so a stale pointer, say one another thread still holds while the handle
 //! is closed and the directory opened again, keeps failing instead of reaching the newer
 //! database.
 //!
@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, c_char};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use engine::{Db, ReadOptions, Snapshot, WriteOptions};
@@ -31,40 +32,16 @@ use crate::{bytes, c_str, malloc_copy, malloc_cstring, no_errptr, status, with_e
 #[derive(Debug)]
 pub enum leveldb_t {}
 
-/// Where token addresses come from: consecutive bytes of blocks that are allocated for
-/// this and never freed, so an address is handed out once. (A freed allocation per token
-/// would let a later open get the address of a closed handle, and a stale pointer would
-/// then reach the newer database.) Costs one byte per open; the bytes are never read or
-/// written, and the blocks stay reachable from here, so leak checkers stay quiet.
-#[derive(Debug)]
-struct TokenSpace {
-    blocks: Vec<Box<[u8]>>,
-    /// Addresses handed out from the last block.
-    used: usize,
-}
+/// The number of the last token handed out. Tokens are consecutive numbers, never
+/// reused, so a stale pointer (one another thread still holds while the handle is closed
+/// and the directory opened again) keeps failing instead of reaching the newer database.
+/// A token is never dereferenced, so no memory stands behind it.
+static LAST_TOKEN: AtomicUsize = AtomicUsize::new(0);
 
-/// Bytes per block of [`TokenSpace`].
-const TOKEN_BLOCK: usize = 4096;
-
-static TOKENS: Mutex<TokenSpace> = Mutex::new(TokenSpace {
-    blocks: Vec::new(),
-    used: 0,
-});
-
-/// A token address never handed out before.
+/// A token never handed out before: a nonzero address, aligned like an allocation's.
 fn new_token() -> *mut leveldb_t {
-    let mut t = TOKENS.lock();
-    if t.blocks.is_empty() || t.used == TOKEN_BLOCK {
-        t.blocks.push(vec![0u8; TOKEN_BLOCK].into_boxed_slice());
-        t.used = 0;
-    }
-    let used = t.used;
-    t.used += 1;
-    let block = t
-        .blocks
-        .last_mut()
-        .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
-    block.wrapping_add(used).cast()
+    let n = LAST_TOKEN.fetch_add(1, Ordering::Relaxed) + 1;
+    std::ptr::without_provenance_mut(n << 4)
 }
 
 /// Open databases by token address.
