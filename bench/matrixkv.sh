@@ -6,8 +6,8 @@
 # an NVM L0, the same NVM budget of 512 MiB:
 #   mezzanine:matrixkv  matrix container of 512 MiB (matrix_bytes, the preset's) in a 1 GiB
 #                       pool, L1 as large as the container, WAL in NVM;
-#   rocksdb-l0-nvm      WAL and the db_paths entry holding L0 and L1 (target 2 x 256 MiB =
-#                       512 MiB, fixed by the adapter) in NVM;
+#   rocksdb-l0-nvm      WAL and the db_paths entry holding L0 (target 256 MiB, fixed by
+#                       the adapter) in NVM; L1 and deeper on the SSD;
 #   mezzanine:novelsm   two NVM memtables of 256 MiB (nvm_memtable_size) in a 1 GiB pool;
 #   leveldb-nvm         LevelDB 1.23 with every file in NVM (the whole data set: an upper
 #                       bound, not the same budget);

@@ -14,11 +14,13 @@
 //! `max_background_jobs = 2`, `max_bytes_for_level_base` = 256 MiB (RocksDB's default),
 //! `level_compaction_dynamic_level_bytes` left at its default (off in 7.x), statistics on.
 //! The `rocksdb-l0-nvm` variant puts the WAL in `<nvm>/wal` and gives `db_paths` two
-//! entries, `<nvm>/sst` with a target size of 2 × `max_bytes_for_level_base` and then `dir`:
+//! entries, `<nvm>/sst` with a target size of `max_bytes_for_level_base` and then `dir`:
 //! RocksDB places each level in the first path whose target size still holds all levels up
-//! to it, so L0 and L1 land on the NVM path and deeper levels in `dir` (an approximation:
-//! placement follows target sizes, not actual level membership, and an L1 larger than its
-//! target may spill). `<nvm>` is recorded in the marker file in `dir`.
+//! to it, estimating L0's size as `max_bytes_for_level_base` (`GetPathId` in its compaction
+//! picker), so L0 alone lands on the NVM path and L1 and deeper levels in `dir`, as in the
+//! MatrixKV paper's RocksDB-L0-NVM (placement follows target sizes, not actual level
+//! membership: an L0 that grows past its target still stays on the NVM path). `<nvm>` is
+//! recorded in the marker file in `dir`.
 //!
 //! Counters come from RocksDB's statistics: storage bytes = `rocksdb.wal.bytes` +
 //! `rocksdb.flush.write.bytes` + `rocksdb.compact.write.bytes`, stall time =
@@ -188,7 +190,7 @@ impl EngineFactory for RocksDbFactory {
             m.insert(
                 "db_paths".into(),
                 serde_json::json!([
-                    {"path": "<nvm_dir>/<db>/sst", "target_size": 2 * MAX_BYTES_FOR_LEVEL_BASE},
+                    {"path": "<nvm_dir>/<db>/sst", "target_size": MAX_BYTES_FOR_LEVEL_BASE},
                     {"path": "<dir>", "target_size": u64::MAX},
                 ]),
             );
@@ -221,7 +223,7 @@ impl EngineFactory for RocksDbFactory {
             }
             o.set_wal_dir(&wal);
             let paths = [
-                DBPath::new(&sst, 2 * MAX_BYTES_FOR_LEVEL_BASE).map_err(|e| engine_err(name, e))?,
+                DBPath::new(&sst, MAX_BYTES_FOR_LEVEL_BASE).map_err(|e| engine_err(name, e))?,
                 DBPath::new(dir, u64::MAX).map_err(|e| engine_err(name, e))?,
             ];
             o.set_db_paths(&paths);
