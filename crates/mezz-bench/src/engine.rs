@@ -161,6 +161,13 @@ pub trait EngineFactory: Send + Sync {
     /// The configuration as JSON (preset, every option): embedded in every result.
     fn config_json(&self) -> serde_json::Value;
 
+    /// Whether the engine reads and writes its table files with direct I/O (`O_DIRECT`,
+    /// bypassing the page cache): recorded as `direct_io` in every result's configuration.
+    /// Default: false (an engine without direct I/O).
+    fn direct_io(&self) -> bool {
+        false
+    }
+
     /// The engine's version and build, e.g. `mezzanine 0.1.0` or
     /// `rocksdb 7.8.3 (Debian library, assertions on)`: embedded in every result.
     fn version(&self) -> String;

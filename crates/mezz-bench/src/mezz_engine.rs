@@ -133,9 +133,14 @@ impl EngineFactory for MezzFactory {
         format!("mezzanine {}", env!("CARGO_PKG_VERSION"))
     }
 
+    fn direct_io(&self) -> bool {
+        self.options.use_direct_reads || self.options.use_direct_io_for_flush_and_compaction
+    }
+
     fn config_json(&self) -> serde_json::Value {
         serde_json::json!({
             "preset": self.options.preset.name(),
+            "nvm_profile": self.options.nvm_profile.name(),
             "options": options_json(&self.options),
             "units": self.units.as_ref().map_or(0, |u| u.count),
             "device": self.units.as_ref().and_then(|u| u.device.as_ref()).map(ToString::to_string),

@@ -60,6 +60,11 @@ pub struct BenchConfig {
     pub db: Option<PathBuf>,
     /// Keep the data already in `db` (and skip the `fill*` benchmarks). Default: false.
     pub use_existing: bool,
+    /// `reopen` drops the kernel's page cache (`sync`, then 3 into
+    /// `/proc/sys/vm/drop_caches`) between the close and the timed open, so recovery reads
+    /// the device; where that is not allowed (not root) the result records
+    /// `cold: false`. Default: false (the files may still be cached).
+    pub drop_caches_before_reopen: bool,
     /// Append one JSON object per benchmark to this file. Default: none.
     pub json: Option<PathBuf>,
     /// Base seed of the workers' random number generators. Default: 301.
@@ -98,6 +103,7 @@ impl Default for BenchConfig {
             sync: false,
             db: None,
             use_existing: false,
+            drop_caches_before_reopen: false,
             json: None,
             seed: 301,
             progress: true,
@@ -166,6 +172,7 @@ impl BenchConfig {
         if let serde_json::Value::Object(engine) = factory.config_json() {
             m.extend(engine);
         }
+        m.insert("direct_io".into(), factory.direct_io().into());
         let benchmarks: Vec<String> = self.benchmarks.iter().map(Step::label).collect();
         let rest = serde_json::json!({
             "benchmarks": benchmarks,
@@ -357,6 +364,7 @@ pub fn run(
         if bench == Benchmark::Reopen {
             engine.close()?;
             drop(engine);
+            let cold = cfg.drop_caches_before_reopen && drop_page_cache();
             let start = Instant::now();
             engine = factory.open(dir.path())?;
             let secs = start.elapsed().as_secs_f64();
@@ -376,13 +384,15 @@ pub fn run(
                 micros_per_op: secs * 1e6,
                 ops_per_sec: 1.0 / secs.max(1e-9),
                 primary_op: "open".to_string(),
+                engine_stats: serde_json::json!({ "page_cache_dropped": cold }),
                 ..BenchResult::default()
             };
             writeln!(
                 out,
-                "{:<12} : {:>11.3} ms to open (recovery)",
+                "{:<12} : {:>11.3} ms to open (recovery{})",
                 bench.name(),
-                secs * 1e3
+                secs * 1e3,
+                if cold { ", page cache dropped" } else { "" }
             )
             .map_err(out_err)?;
             if let (Some(f), Some(p)) = (json.as_mut(), cfg.json.as_ref()) {
@@ -724,6 +734,16 @@ fn run_one(
         engine_stats: engine.stats_json(),
         core_round_trip_ns: core_round_trip_ns.map(|(b, a)| [b, a]),
     })
+}
+
+/// Writes every dirty page back and drops the kernel's clean page cache, dentries and
+/// inodes (`sync`, then `3` into `/proc/sys/vm/drop_caches`), so that the next reads reach
+/// the device. Returns whether the cache was dropped (it needs root; elsewhere it is not).
+fn drop_page_cache() -> bool {
+    let synced = std::process::Command::new("sync")
+        .status()
+        .is_ok_and(|s| s.success());
+    synced && std::fs::write("/proc/sys/vm/drop_caches", b"3").is_ok()
 }
 
 #[cfg(test)]
@@ -1133,6 +1153,16 @@ mod tests {
             j["benchmarks"],
             serde_json::json!(["fillrandom", "readrandom"])
         );
+        assert_eq!(j["direct_io"], false);
+        // Either direct option on: the result says direct I/O was on.
+        for name in ["use_direct_reads", "use_direct_io_for_flush_and_compaction"] {
+            let o = crate::build_options(None, &[(name.to_string(), "true".to_string())]);
+            let factory = crate::MezzFactory::new(o.unwrap());
+            assert_eq!(c.to_json(&factory)["direct_io"], true, "{name}");
+            assert_eq!(c.to_json(&factory)["options"][name], "true");
+        }
+        // An engine without direct I/O records false.
+        assert_eq!(c.to_json(&MapFactory::default())["direct_io"], false);
     }
 
     #[test]

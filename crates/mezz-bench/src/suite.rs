@@ -112,6 +112,7 @@ pub fn setup_json(setup: &EngineSetup) -> serde_json::Value {
         "nvm_dir": setup.nvm_dir.as_ref().map(|p| p.display().to_string()),
         "sync": setup.sync,
         "compress": setup.compress,
+        "direct_io": setup.direct_io,
     })
 }
 
@@ -381,6 +382,7 @@ mod tests {
         assert_eq!(j["bloom_bits"], 10);
         assert_eq!(j["sync"], false);
         assert_eq!(j["compress"], false);
+        assert_eq!(j["direct_io"], false);
         assert!(j["nvm_dir"].is_null());
     }
 }

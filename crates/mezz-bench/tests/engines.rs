@@ -278,3 +278,30 @@ fn leveldb_nvm_conforms() {
 fn fjall_conforms() {
     check("fjall");
 }
+
+/// `EngineSetup::direct_io`: RocksDB runs with direct reads and writes (and still
+/// conforms); LevelDB and fjall, which have no direct I/O, say they run without it.
+#[test]
+fn direct_io_is_on_where_the_engine_has_it() {
+    let names = compiled_in();
+    for name in names
+        .iter()
+        .filter(|n| **n != "mezzanine" && !n.ends_with("-nvm"))
+    {
+        let t = tempfile::tempdir().unwrap();
+        let setup = EngineSetup {
+            write_buffer_size: 1 << 20,
+            block_cache_bytes: 1 << 20,
+            direct_io: true,
+            ..EngineSetup::default()
+        };
+        let f = factory(name, &setup).unwrap();
+        assert_eq!(f.direct_io(), *name == "rocksdb", "{name}");
+        if *name == "rocksdb" {
+            let c = f.config_json();
+            assert_eq!(c["use_direct_reads"], true, "{c}");
+            assert_eq!(c["use_direct_io_for_flush_and_compaction"], true, "{c}");
+            conformance(&*f, t.path(), None);
+        }
+    }
+}

@@ -330,6 +330,16 @@ impl FileSystem for FaultFs {
         Ok(self.wrap_writer(f, path))
     }
 
+    fn create_direct(
+        &self,
+        path: &Path,
+        lifetime: WriteLifetime,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        self.faults.check(FaultOp::Create, &[path])?;
+        let f = self.inner.create_direct(path, lifetime)?;
+        Ok(self.wrap_writer(f, path))
+    }
+
     fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.faults.check(FaultOp::Create, &[path])?;
         let f = self.inner.create_log(path)?;
@@ -345,6 +355,16 @@ impl FileSystem for FaultFs {
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.faults.check(FaultOp::Open, &[path])?;
         let inner = self.inner.open_read(path)?;
+        Ok(Arc::new(FaultRandomAccessFile {
+            inner,
+            path: path.to_path_buf(),
+            faults: Arc::clone(&self.faults),
+        }))
+    }
+
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.faults.check(FaultOp::Open, &[path])?;
+        let inner = self.inner.open_read_direct(path)?;
         Ok(Arc::new(FaultRandomAccessFile {
             inner,
             path: path.to_path_buf(),
@@ -484,6 +504,31 @@ mod tests {
         (0..n)
             .map(|_| fs.sync_dir(Path::new("/db")).is_err())
             .collect()
+    }
+
+    /// The direct variants reach the inner file system and are subject to the rules of
+    /// their plain counterparts (`Create`, `Open`, and reads and writes of their files).
+    #[test]
+    fn direct_variants_pass_through_and_take_faults() {
+        let (_mem, fs) = setup();
+        let p = Path::new("/db/t.sst");
+        let mut w = fs.create_direct(p, WriteLifetime::Short).unwrap();
+        w.append(b"table").unwrap();
+        w.sync().unwrap();
+        assert_eq!(fs.read_all(p).unwrap(), b"table");
+        let mut buf = [0u8; 5];
+        fs.open_read_direct(p)
+            .unwrap()
+            .read_exact_at(0, &mut buf)
+            .unwrap();
+        assert_eq!(&buf, b"table");
+        fs.add_rule(FaultRule::new(Some(FaultOp::Create), Trigger::After(0)));
+        fs.add_rule(FaultRule::new(Some(FaultOp::Open), Trigger::After(0)));
+        assert!(is_injected(
+            &fs.create_direct(p, WriteLifetime::Short).unwrap_err()
+        ));
+        assert!(is_injected(&fs.open_read_direct(p).unwrap_err()));
+        assert_eq!(fs.injected(), 2);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! Owns: the [`FileSystem`] trait through which the engine does *all* file I/O, and its
 //! implementations:
-//! - [`PosixFs`]: the real file system (std::fs, `pread`, `fsync`, `flock` via std).
+//! - [`PosixFs`]: the real file system (std::fs, `pread`, `fsync`, `flock` via std), and
+//!   direct I/O (`O_DIRECT`) for tables when asked (module `direct`).
 //! - [`MemFs`]: an in-memory file system that remembers what was synced and can simulate a
 //!   crash (power cut): unsynced bytes are dropped (optionally keeping a random part), and
 //!   files created or renamed since the last directory sync vanish or revert.
@@ -46,6 +47,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod direct;
 mod fault;
 mod mapped;
 mod mem;
@@ -53,6 +55,9 @@ mod posix;
 mod units;
 mod worker;
 
+pub use direct::{
+    DIRECT_IO_ALIGN, DIRECT_WRITE_BUFFER_SIZE, DirectRandomAccessFile, DirectWritableFile,
+};
 pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};
 pub use posix::{AllocateFn, MapReadFn, MapWindowFn, PosixFs, WriteHintFn};
@@ -67,6 +72,8 @@ pub trait WritableFile: Send + Sync + Debug {
     /// Appends `data` at the end of the file.
     fn append(&mut self, data: &[u8]) -> io::Result<()>;
     /// Pushes buffered bytes to the operating system (not necessarily to stable storage).
+    /// A file written with direct I/O ([`FileSystem::create_direct`]) pushes only whole
+    /// blocks: an unaligned tail stays buffered until `sync` or `close`.
     fn flush(&mut self) -> io::Result<()>;
     /// Makes every byte appended so far durable (flush + fdatasync).
     fn sync(&mut self) -> io::Result<()>;
@@ -185,6 +192,19 @@ pub trait FileSystem: Send + Sync + Debug {
     fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.create(path)
     }
+    /// [`FileSystem::create_with_hint`] for a file whose writes bypass the page cache where
+    /// the file system can (the real one: `O_DIRECT`, see [`DirectWritableFile`]), for the
+    /// tables flushes and compactions write (`use_direct_io_for_flush_and_compaction`).
+    /// What the file holds, `size`, `sync` and `close` behave as for `create_with_hint`'s
+    /// files; `flush` pushes only whole blocks. A file system that refuses direct I/O fails
+    /// here (`InvalidInput`, naming the path). The default is `create_with_hint`.
+    fn create_direct(
+        &self,
+        path: &Path,
+        lifetime: WriteLifetime,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        self.create_with_hint(path, lifetime)
+    }
     /// Opens an existing file for appending at its end (used to reuse a WAL).
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
@@ -194,6 +214,14 @@ pub trait FileSystem: Send + Sync + Debug {
     /// reads ([`PosixFs::with_mapped_reads`]); reads return the same bytes as
     /// [`FileSystem::open_read`]'s. The default is `open_read`.
     fn open_read_mapped(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.open_read(path)
+    }
+    /// Opens an existing file that nothing writes any more (a finished table) for
+    /// positional reads that bypass the page cache where the file system can (the real
+    /// one: `O_DIRECT`, see [`DirectRandomAccessFile`]; `use_direct_reads`); reads return
+    /// the same bytes as [`FileSystem::open_read`]'s. A file system that refuses direct I/O
+    /// fails here (`InvalidInput`, naming the path). The default is `open_read`.
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.open_read(path)
     }
     /// Reads a whole file into memory.

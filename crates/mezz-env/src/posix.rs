@@ -1,7 +1,8 @@
 //! The real file system, through `std::fs`.
 //!
 //! Owns: [`PosixFs`] and its file types: a buffered appender ([`PosixWritableFile`]), a
-//! positional reader ([`PosixRandomAccessFile`]) and an exclusive lock guard ([`PosixFileLock`]).
+//! positional reader ([`PosixRandomAccessFile`]) and an exclusive lock guard ([`PosixFileLock`]);
+//! the direct-I/O files of `create_direct` and `open_read_direct` live in `direct.rs`.
 //!
 //! Invariants:
 //! - A writer's `size()` is the file's length at open plus every byte appended since, buffered
@@ -28,6 +29,7 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
+use crate::direct::DirectWritableFile;
 use crate::mapped::MappedLogFile;
 use crate::worker::Worker;
 use crate::{
@@ -268,6 +270,16 @@ fn create_truncated(path: &Path, readable: bool) -> io::Result<File> {
         .map_err(|e| with_path(e, "create", path))
 }
 
+/// Linux's `RWH_WRITE_LIFE_SHORT..EXTREME` for a lifetime.
+fn lifetime_hint(lifetime: WriteLifetime) -> u64 {
+    match lifetime {
+        WriteLifetime::Short => 2,
+        WriteLifetime::Medium => 3,
+        WriteLifetime::Long => 4,
+        WriteLifetime::Extreme => 5,
+    }
+}
+
 /// Adds the path to an error's message, keeping its kind.
 pub(crate) fn with_path(err: io::Error, what: &str, path: &Path) -> io::Error {
     io::Error::new(err.kind(), format!("{what} {}: {err}", path.display()))
@@ -286,17 +298,24 @@ impl FileSystem for PosixFs {
     ) -> io::Result<Box<dyn WritableFile>> {
         let file = create_truncated(path, false)?;
         if let Some(set_hint) = self.write_hint {
-            // Linux's RWH_WRITE_LIFE_SHORT..EXTREME. Advisory: a kernel or file system
-            // without hints refuses it, which changes nothing.
-            let hint = match lifetime {
-                WriteLifetime::Short => 2,
-                WriteLifetime::Medium => 3,
-                WriteLifetime::Long => 4,
-                WriteLifetime::Extreme => 5,
-            };
-            let _ = set_hint(&file, hint);
+            // Advisory: a kernel or file system without hints refuses it, which changes
+            // nothing.
+            let _ = set_hint(&file, lifetime_hint(lifetime));
         }
         Ok(self.writer(file, path, 0, true))
+    }
+
+    fn create_direct(
+        &self,
+        path: &Path,
+        lifetime: WriteLifetime,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        let file = crate::direct::create(path)?;
+        if let Some(set_hint) = self.write_hint {
+            let _ = set_hint(&file, lifetime_hint(lifetime));
+        }
+        // No early writeback: direct writes leave no dirty pages to start it on.
+        Ok(Box::new(DirectWritableFile::new(file, path)))
     }
 
     fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
@@ -365,6 +384,10 @@ impl FileSystem for PosixFs {
                 path: path.to_path_buf(),
             }),
         })
+    }
+
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(crate::direct::open_read(path)?))
     }
 
     fn exists(&self, path: &Path) -> bool {

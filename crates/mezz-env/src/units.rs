@@ -691,6 +691,21 @@ impl UnitFs {
             })
     }
 
+    fn wrap_reader(
+        &self,
+        inner: Arc<dyn RandomAccessFile>,
+        path: &Path,
+    ) -> Arc<dyn RandomAccessFile> {
+        match self.placement(path) {
+            None => inner,
+            Some(placement) => Arc::new(UnitRandomAccessFile {
+                inner,
+                placement,
+                device: Arc::clone(&self.device),
+            }),
+        }
+    }
+
     fn wrap_writer(&self, inner: Box<dyn WritableFile>, path: &Path) -> Box<dyn WritableFile> {
         match self.placement(path) {
             None => inner,
@@ -724,6 +739,15 @@ impl FileSystem for UnitFs {
         Ok(self.wrap_writer(f, path))
     }
 
+    fn create_direct(
+        &self,
+        path: &Path,
+        lifetime: crate::WriteLifetime,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        let f = self.inner.create_direct(path, lifetime)?;
+        Ok(self.wrap_writer(f, path))
+    }
+
     fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let f = self.inner.create_log(path)?;
         Ok(self.wrap_writer(f, path))
@@ -736,14 +760,12 @@ impl FileSystem for UnitFs {
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         let inner = self.inner.open_read(path)?;
-        Ok(match self.placement(path) {
-            None => inner,
-            Some(placement) => Arc::new(UnitRandomAccessFile {
-                inner,
-                placement,
-                device: Arc::clone(&self.device),
-            }),
-        })
+        Ok(self.wrap_reader(inner, path))
+    }
+
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let inner = self.inner.open_read_direct(path)?;
+        Ok(self.wrap_reader(inner, path))
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -1475,6 +1497,37 @@ mod tests {
             units,
             write_buffer_bytes: buffer,
         }
+    }
+
+    /// Tables created and opened through the direct variants are charged to the model as
+    /// the buffered ones are.
+    #[test]
+    fn direct_variants_are_charged_to_the_model() {
+        let inner = mem_with_dirs(&["/db/a"]);
+        let clock = Clock::new_virtual();
+        let fs = UnitFs::new(
+            inner,
+            cfg(1, MIB),
+            vec![(PathBuf::from("/db/a"), Layout::Dedicated(0))],
+            clock,
+        )
+        .expect("fs");
+        let p = Path::new("/db/a/1.sst");
+        let mut w = fs
+            .create_direct(p, crate::WriteLifetime::Short)
+            .expect("create");
+        w.append(&[7u8; 8192]).expect("append");
+        w.sync().expect("sync");
+        let r = fs.open_read_direct(p).expect("open");
+        let mut buf = [0u8; 4096];
+        r.read_exact_at(4096, &mut buf).expect("read");
+        assert_eq!(buf, [7u8; 4096]);
+        let s = fs.unit_stats()[0];
+        assert_eq!(
+            (s.bytes_written, s.reads, s.bytes_read),
+            (8192, 1, 4096),
+            "{s:?}"
+        );
     }
 
     #[test]

@@ -453,12 +453,30 @@ impl Arena {
         }
     }
 
-    /// Latency-emulation hook: `len` bytes of the arena were read. Forwards to
+    /// Cost-emulation hook: one read access of `len` bytes of the arena. Forwards to
     /// [`Media::on_read`]; nothing for heap arenas.
     #[inline]
     pub fn on_read(&self, len: usize) {
         if let Backing::Media { media, .. } = &self.backing {
             media.on_read(len);
+        }
+    }
+
+    /// Cost-emulation hook: `accesses` separate reads of `bytes_each` bytes of the arena
+    /// (see [`Media::on_reads`]); nothing for heap arenas.
+    #[inline]
+    pub fn on_reads(&self, accesses: usize, bytes_each: usize) {
+        if let Backing::Media { media, .. } = &self.backing {
+            media.on_reads(accesses, bytes_each);
+        }
+    }
+
+    /// Cost-emulation hook: `len` more bytes read right after the last reported access
+    /// (see [`Media::on_read_continued`]); nothing for heap arenas.
+    #[inline]
+    pub fn on_read_continued(&self, len: usize) {
+        if let Backing::Media { media, .. } = &self.backing {
+            media.on_read_continued(len);
         }
     }
 
@@ -468,6 +486,15 @@ impl Arena {
     pub fn on_write(&self, len: usize) {
         if let Backing::Media { media, .. } = &self.backing {
             media.on_write(len);
+        }
+    }
+
+    /// Cost-emulation hook: `accesses` separate writes of `bytes_each` bytes (see
+    /// [`Media::on_writes`]); nothing for heap arenas.
+    #[inline]
+    pub fn on_writes(&self, accesses: usize, bytes_each: usize) {
+        if let Backing::Media { media, .. } = &self.backing {
+            media.on_writes(accesses, bytes_each);
         }
     }
     /// Reserves `size` bytes aligned to `align` and returns their offset, or `None` when the

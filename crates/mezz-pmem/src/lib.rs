@@ -11,6 +11,12 @@
 //!   persistent media arena the crash-consistent NVM memtable (checksummed nodes, a
 //!   persist-then-link insert protocol, [`SkipList::recover`] after a power cut; format in
 //!   `docs/formats/nvm-skiplist.md`);
+//! - [`cost`]: the emulated cost of an NVM tier: named device profiles ([`NvmProfile`]:
+//!   `dram`, `optane`, `optane-6`, `cxl`) with their published figures, the charge of an
+//!   access, and the shared bandwidth channels, applied by [`Region`] to every access the
+//!   data structures report through the [`Media`] hooks;
+//! - [`calibrate`]: measurement kernels that check the emulated cost against its profile
+//!   (the engine of `mezz nvm-calibrate`);
 //! - [`hint`]: the write-lifetime hint and early-writeback system calls for files, and
 //!   [`mapfile`]: the shared mapping and space reservation behind the memory-mapped WAL
 //!   writer (unsafe code outside persistent memory, kept here so no other crate needs any).
@@ -44,6 +50,8 @@
 
 pub mod alloc;
 pub mod arena;
+pub mod calibrate;
+pub mod cost;
 pub mod hint;
 pub mod mapfile;
 pub mod matrix;
@@ -55,11 +63,13 @@ pub mod region;
 pub mod sched;
 pub mod sim;
 pub mod skiplist;
+mod spin;
 mod sys;
 pub mod word;
 
 pub use alloc::{Extent, FreeList};
 pub use arena::{Arena, ArenaError, ArenaOptions};
+pub use cost::{CostModel, NvmProfile};
 pub use media::Media;
 pub use nvmlog::{Appended, NvmLogReader, NvmLogWriter};
 pub use pool::Pool;

@@ -1060,8 +1060,9 @@ impl RowBuilder {
             // the region. The pages were just allocated to this row: nobody else reads or
             // writes them until the row is published (the commit word) and handed out.
             unsafe { region.write_at(phys, src) };
+            // One write access per run of contiguous pages.
+            region.on_write(src.len());
         }
-        region.on_write(buf.len());
         for &(phys, lo, hi) in &runs {
             region
                 .persist(phys, hi - lo)
@@ -1169,7 +1170,8 @@ impl RowTable {
         let mut bytes = vec![0u8; len];
         // SAFETY: as above; `HEADER_AT + len <= page_size` was just checked.
         unsafe { region.read_at(hdr_off, &mut bytes) };
-        region.on_read(len);
+        // The header follows the commit word, whose load was the access.
+        region.on_read_continued(len);
         let header = RowHeader::decode(&bytes, hdr_off as u64).map_err(in_file)?;
         let corrupt = |at: usize, what: String| {
             in_file(Error::corruption(
@@ -1315,8 +1317,16 @@ impl RowTable {
         }
     }
 
-    /// Copies row bytes `[off, off + out.len())`, which must lie inside the row.
+    /// Copies row bytes `[off, off + out.len())`, which must lie inside the row: one read
+    /// access (see [`RowTable::read_exact_as`]).
     fn read_exact(&self, off: usize, out: &mut [u8]) -> Result<()> {
+        self.read_exact_as(off, out, false)
+    }
+
+    /// [`RowTable::read_exact`], reported to the cost hooks as one access per run of
+    /// physically contiguous pages, the first run as the continuation of the caller's
+    /// previous access when `follows` (the bytes right after the ones it read last).
+    fn read_exact_as(&self, off: usize, out: &mut [u8], follows: bool) -> Result<()> {
         let end = off
             .checked_add(out.len())
             .filter(|&e| e <= self.header.row_len as usize)
@@ -1325,6 +1335,8 @@ impl RowTable {
             })?;
         let mut at = off;
         let mut done = 0;
+        // The physical end of the previous chunk, and whether it continued an access.
+        let mut prev_end: Option<usize> = None;
         while at < end {
             let n = (self.page_size - at % self.page_size).min(end - at);
             let phys = self.phys(at)?;
@@ -1336,10 +1348,19 @@ impl RowTable {
             // built or opened), and a committed row's live bytes are never written while
             // the row can be read (module invariant 2).
             unsafe { self.region.read_at(phys, dst) };
+            let continued = match prev_end {
+                None => follows,
+                Some(e) => e == phys,
+            };
+            if continued {
+                self.region.on_read_continued(n);
+            } else {
+                self.region.on_read(n);
+            }
+            prev_end = Some(phys + n);
             at += n;
             done += n;
         }
-        self.region.on_read(out.len());
         Ok(())
     }
 
@@ -1366,8 +1387,14 @@ impl RowTable {
         Ok(Cow::Owned(v))
     }
 
-    /// Entry `i` of the key array, checksum verified.
+    /// Entry `i` of the key array, checksum verified (one read access).
     fn entry(&self, i: u32) -> Result<KeyEntry> {
+        self.entry_as(i, false)
+    }
+
+    /// Entry `i`, reported as the continuation of the caller's previous access when
+    /// `follows` (it read entry `i - 1` last).
+    fn entry_as(&self, i: u32, follows: bool) -> Result<KeyEntry> {
         if i >= self.header.entry_count {
             return Err(invalid(format!(
                 "matrix row {}: entry {i} of {}",
@@ -1376,7 +1403,7 @@ impl RowTable {
         }
         let off = self.header.key_array_off as usize + i as usize * KEY_ENTRY_LEN;
         let mut b = [0u8; KEY_ENTRY_LEN];
-        self.read_exact(off, &mut b)?;
+        self.read_exact_as(off, &mut b, follows)?;
         KeyEntry::decode(&b, self.header.row_id, i)
             .ok_or_else(|| self.corrupt(off, format!("key array entry {i}: checksum mismatch")))
     }
@@ -1887,13 +1914,15 @@ impl RowIter {
 
     /// Positions at entry `pos` (invalid outside the live range).
     fn load(&mut self, pos: u32) {
+        // A step to the next entry reads the key array on from where the last one ended.
+        let follows = self.valid && pos == self.pos.wrapping_add(1);
         self.pos = pos;
         self.valid = false;
         if pos < self.from || pos >= self.row.num_entries() {
             return;
         }
         let row = Arc::clone(&self.row);
-        let e = match row.entry(pos) {
+        let e = match row.entry_as(pos, follows) {
             Ok(e) => e,
             Err(err) => return self.fail(err),
         };

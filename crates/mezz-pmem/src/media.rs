@@ -13,6 +13,13 @@
 //!    persistent modes; for DRAM and `Volatile` both calls are no-ops and
 //!    [`Media::is_persistent`] is false).
 //!
+//! Cost hooks: data structures report what they read and write of the media
+//! ([`Media::on_read`], [`Media::on_reads`], [`Media::on_read_continued`],
+//! [`Media::on_write`], [`Media::on_writes`]) as *accesses* (contiguous ranges touched in
+//! one go), so that an emulated device ([`crate::cost`]) can charge its latency per access
+//! and its bandwidth per byte. Reporting is the caller's duty: a read or write of the
+//! media's bytes that no hook reports is free.
+//!
 //! Thread-safety: implementations are `Send + Sync`; `persist` and `fence` may be called
 //! from any thread. Byte access through `base()` follows the arena's protocol (write a range
 //! nobody else reads yet, then publish it with a `Release` store).
@@ -63,10 +70,41 @@ pub trait Media: Send + Sync + fmt::Debug {
         false
     }
 
-    /// Latency emulation hook: data structures call it after reading `len` bytes of the
-    /// media (e.g. one skip-list node). Default: nothing.
+    /// Cost emulation hook: the caller read one *access* of `len` contiguous bytes of the
+    /// media, starting at a place unrelated to its previous access (one skip-list node,
+    /// one record, one block, one copy). An emulated device charges its latency once per
+    /// access and its bandwidth for the bytes. Default: nothing.
     fn on_read(&self, _len: usize) {}
 
-    /// Latency emulation hook: called after writing `len` bytes. Default: nothing.
+    /// Cost emulation hook: `accesses` separate reads of `bytes_each` bytes each (the nodes
+    /// one search visited: each is a dependent access that pays the latency again).
+    /// Default: [`Media::on_read`] once per access.
+    fn on_reads(&self, accesses: usize, bytes_each: usize) {
+        for _ in 0..accesses {
+            self.on_read(bytes_each);
+        }
+    }
+
+    /// Cost emulation hook: `len` more bytes read right after the bytes the caller's last
+    /// access of the same stream ended (the value after a node's key, the next entry of a
+    /// scan in address order): part of that access, so bandwidth only. Default:
+    /// [`Media::on_read`] for a non-empty `len`.
+    fn on_read_continued(&self, len: usize) {
+        if len > 0 {
+            self.on_read(len);
+        }
+    }
+
+    /// Cost emulation hook: the caller wrote one access of `len` contiguous bytes. A media
+    /// that charges durable writes where they are persisted charges these only when it is
+    /// never persisted. Default: nothing.
     fn on_write(&self, _len: usize) {}
+
+    /// Cost emulation hook: `accesses` separate writes of `bytes_each` bytes each (links
+    /// stored into several nodes). Default: [`Media::on_write`] once per access.
+    fn on_writes(&self, accesses: usize, bytes_each: usize) {
+        for _ in 0..accesses {
+            self.on_write(bytes_each);
+        }
+    }
 }

@@ -136,6 +136,7 @@ impl NvmLogWriter {
             }
         };
         tail_word(&region, off).store(0, Ordering::Release);
+        region.on_write(8);
         region
             .persist(off + TAIL_AT as usize, 8)
             .and_then(|()| region.fence())
@@ -144,6 +145,7 @@ impl NvmLogWriter {
         // SAFETY: the header range `[off, off + 64)` is inside the region (checked) and
         // belongs to this writer (claimed); nothing reads it before `create` returns.
         unsafe { region.write_at(off, &header) };
+        region.on_write(HEADER_LEN);
         region
             .persist(off, HEADER_LEN)
             .and_then(|()| region.fence())
@@ -203,6 +205,7 @@ impl NvmLogWriter {
             .and_then(|()| region.fence())
             .map_err(in_file)?;
         tail_word(region, self.off).store(self.written as u64, Ordering::Release);
+        region.on_write(8);
         region
             .persist(self.off + TAIL_AT as usize, 8)
             .and_then(|()| region.fence())
@@ -264,6 +267,7 @@ impl NvmLogReader {
         // below the tail are never written again, and the tail was loaded with Acquire
         // after the writer's Release store that published them.
         unsafe { region.read_at(off + RECORDS_AT as usize, &mut records) };
+        // One access: the records are copied in one pass.
         region.on_read(n);
         Ok((log_number, records))
     }
@@ -292,6 +296,8 @@ impl NvmLogReader {
         // SAFETY: the header range is inside the region (checked). A writer only writes the
         // header in `create`, before the extent is handed to anyone who could read it.
         unsafe { region.read_at(off, &mut h) };
+        // Cost hook: the header and the tail word after it, one access.
+        region.on_read(HEADER_LEN + 8);
         if h[0..8] != LOG_MAGIC {
             return Err(corrupt(
                 0,

@@ -220,6 +220,7 @@ impl Pool {
         // SAFETY: the region was just created and is not shared with anyone yet; the range
         // is inside it (capacity > DATA_OFFSET > SUPERBLOCK_LEN).
         unsafe { region.write_at(0, &bytes) };
+        region.on_write(bytes.len());
         region
             .persist(0, SUPERBLOCK_LEN)
             .and_then(|()| region.fence())
@@ -322,6 +323,7 @@ impl Pool {
         // SAFETY: the range is inside the region (checked above). Nobody writes a pool's
         // superblock after `create` made it durable.
         unsafe { region.read_at(0, &mut bytes) };
+        region.on_read(bytes.len());
         let superblock = Superblock::decode(&bytes).map_err(|e| e.in_file(&path))?;
         if len < superblock.capacity {
             return Err(corrupt(
@@ -409,6 +411,7 @@ impl Pool {
         // inside the region (the free list only holds ranges of `[DATA_OFFSET, capacity)`
         // and the region is at least `capacity` long).
         unsafe { std::ptr::write_bytes(self.region.base().as_ptr().add(off), 0, n) };
+        self.region.on_write(n);
         self.region
             .persist(off, n)
             .and_then(|()| self.region.fence())

@@ -74,6 +74,9 @@ const NODE_FIXED: usize = 36;
 const FOOTER_LEN: usize = 40;
 /// Upper bound of the inputs a header records.
 pub const MAX_INPUTS: usize = 4096;
+/// Bytes a search reports to the cost hooks per node it visits (one line: the fixed part
+/// and the first links of the tower).
+const NODE_VISIT_BYTES: usize = 64;
 
 fn corrupt(off: u64, what: impl Into<String>) -> Error {
     Error::corruption(off, what)
@@ -179,6 +182,43 @@ fn region_bytes(region: &Region, off: usize, len: usize) -> &[u8] {
     unsafe { std::slice::from_raw_parts(region.base().as_ptr().add(off), len) }
 }
 
+/// Ranges closer than this to each other are one access for the cost hooks (the same or
+/// the next internal unit of an Optane module).
+const MERGE_GAP: usize = 256;
+
+/// Reports the byte ranges (addresses `[start, end)`) one read touched to the cost hooks:
+/// ranges within [`MERGE_GAP`] of each other are one access.
+fn report_ranges(region: &Region, ranges: &mut [(usize, usize)]) {
+    ranges.sort_unstable();
+    let mut cur: Option<(usize, usize)> = None;
+    for &(a, b) in ranges.iter() {
+        cur = match cur {
+            Some((s, e)) if a <= e.saturating_add(MERGE_GAP) => Some((s, e.max(b))),
+            Some((s, e)) => {
+                region.on_read(e - s);
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((s, e)) = cur {
+        region.on_read(e - s);
+    }
+}
+
+/// Reports reading entry `(k, v)` of the block `r` points at: the block's slot table at
+/// its end, the key and the value, as one access or several (see [`report_ranges`]).
+fn report_entry(region: &Region, r: EntryRef, k: &[u8], v: &[u8]) {
+    let end = region.base().as_ptr() as usize + (r.block + u64::from(r.block_len)) as usize;
+    let span = |b: &[u8]| (b.as_ptr() as usize, b.as_ptr() as usize + b.len());
+    let mut ranges = [
+        span(k),
+        span(v),
+        (end.saturating_sub(NODE_VISIT_BYTES), end),
+    ];
+    report_ranges(region, &mut ranges);
+}
+
 fn io_err(region: &Region, e: std::io::Error) -> Error {
     let err = Error::from(e);
     match region.path() {
@@ -232,6 +272,7 @@ pub fn write_buffer(region: &Arc<Region>, extent: Extent, id: u64, data: &[u8]) 
     h[60..64].copy_from_slice(&crc.to_le_bytes());
     // SAFETY: the header lies at the start of the claimed extent (checked above).
     unsafe { region.write_at(off, &h) };
+    region.on_write(h.len());
     persist_fence(region, off, h.len())?;
     Ok(data_at as u64)
 }
@@ -255,6 +296,7 @@ pub struct BufferInfo {
 pub fn check_buffer(region: &Region, extent: Extent) -> Result<BufferInfo> {
     let (off, len) = check_extent(region, extent, BUFFER_HEADER_LEN, "buffer")?;
     let h = region_bytes(region, off, BUFFER_HEADER_LEN as usize);
+    region.on_read(h.len());
     let base = off as u64;
     if get_u64(h, 0) != Some(BUFFER_MAGIC) {
         return Err(corrupt(base, "NVM buffer: bad magic (never committed?)"));
@@ -375,7 +417,9 @@ impl PTableHeader {
 pub fn read_header(region: &Region, extent: Extent) -> Result<PTableHeader> {
     let (off, len) = check_extent(region, extent, TABLE_HEADER_LEN as u64, "table")?;
     let ext = region_bytes(region, off, len);
-    Ok(PTableHeader::decode(ext, off as u64)?.0)
+    let (header, head) = PTableHeader::decode(ext, off as u64)?;
+    region.on_read(head);
+    Ok(header)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -431,6 +475,7 @@ impl PTableBuilder {
         bytes.resize(head + head_len(), 0);
         // SAFETY: `[off, off + head + head_len)` is inside the extent (checked) and claimed.
         unsafe { region.write_at(off, &bytes) };
+        region.on_write(bytes.len());
         persist_fence(&region, off, bytes.len())?;
         Ok(PTableBuilder {
             region,
@@ -469,6 +514,7 @@ impl PTableBuilder {
         let ext = region_bytes(&region, off, len);
         let base = off as u64;
         let (header, head) = PTableHeader::decode(ext, base)?;
+        region.on_read(head);
         if get_u64(ext, FOOTER_AT) != Some(0) {
             return Err(Error::InvalidArgument(format!(
                 "NVM table {} is complete; nothing to resume",
@@ -510,6 +556,8 @@ impl PTableBuilder {
                 *p = n;
             }
             let (k, v, crc) = reader.entry(n)?;
+            region.on_read(node_len(entries));
+            report_entry(&region, reader.entry_ref(n)?, k, v);
             if entry_crc(k, v) != crc {
                 return Err(corrupt(
                     base + n as u64,
@@ -551,6 +599,7 @@ impl PTableBuilder {
             .collect();
         links.sort_unstable();
         links.dedup();
+        b.region.on_writes(links.len(), 4);
         for &at in &links {
             b.write(at, &0u32.to_le_bytes());
             b.region
@@ -571,6 +620,7 @@ impl PTableBuilder {
 
     fn set_word(&self, at: usize, v: u64) -> Result<()> {
         self.write(at, &v.to_le_bytes());
+        self.region.on_write(8);
         persist_fence(&self.region, self.off + at, 8)
     }
 
@@ -657,6 +707,8 @@ impl PTableBuilder {
         let block = region_bytes(&self.region, r.block as usize, r.block_len as usize);
         let ks = KeySetRef::parse_trailer(block, r.block)?;
         let k = ks.key(r.slot as usize).ok_or_else(bad)?;
+        // Cost hook: the block's slot table, then the key.
+        self.region.on_reads(2, key.len().max(NODE_VISIT_BYTES));
         if k != key {
             return Err(bad());
         }
@@ -711,6 +763,8 @@ impl PTableBuilder {
         let at = self.end;
         self.write(at, &node);
         self.region.on_write(node.len());
+        // One link stored into the last node of each of the `h` levels.
+        self.region.on_writes(h, 4);
         // Link bottom-up: a higher level never reaches a node level 0 does not.
         for l in 0..h {
             let link = self.prev[l] + NODE_FIXED + 4 * l;
@@ -776,6 +830,7 @@ impl PTableBuilder {
         let crc = crc32c_extend(crc32c(&f[..32]), &f[FOOTER_LEN..]);
         f[32..36].copy_from_slice(&mask(crc).to_le_bytes());
         self.write(footer_at, &f);
+        self.region.on_write(f.len());
         self.end += f.len();
         self.checkpoint()?;
         self.set_word(FOOTER_AT, footer_at as u64)?;
@@ -933,6 +988,7 @@ impl PTable {
         let ext = region_bytes(&region, off, len);
         let base = off as u64;
         let (header, head) = PTableHeader::decode(ext, base)?;
+        region.on_read(head);
         let footer_at = get_u64(ext, FOOTER_AT).unwrap_or(0) as usize;
         if footer_at == 0 {
             return Err(corrupt(
@@ -968,6 +1024,7 @@ impl PTable {
                 "NVM table: footer checksum mismatch",
             ));
         }
+        region.on_read(FOOTER_LEN + round8(flen));
         let filter = if flen == 0 {
             None
         } else {
@@ -988,6 +1045,7 @@ impl PTable {
             prefix: Vec::new(),
         };
         if let Some(first) = t.walker().next(t.head, 0)? {
+            t.region.on_read(NODE_VISIT_BYTES);
             let uk = mezz_format::ikey::user_key(t.node_key(first)?);
             let plen = t.header.prefix_len as usize;
             t.prefix = uk
@@ -1025,7 +1083,8 @@ impl PTable {
         if !within(&self.data, block, end) {
             return Err(bad());
         }
-        self.region.on_read(NODE_FIXED + key_len as usize);
+        // The node was reported by the visit; its key lies in the block, another access.
+        self.region.on_read(key_len as usize);
         Ok(region_bytes(
             &self.region,
             (block + u64::from(key_off)) as usize,
@@ -1093,8 +1152,10 @@ impl PTable {
         let w = self.walker();
         let tfp = self.target_fp(ikey);
         let mut x = self.head;
+        let mut visits = 0;
         for l in (0..MAX_HEIGHT).rev() {
             while let Some(nx) = w.next(x, l)? {
+                visits += 1;
                 if self.cmp_node(&w, nx, ikey, tfp)? == Ordering::Less {
                     x = nx;
                 } else {
@@ -1102,6 +1163,7 @@ impl PTable {
                 }
             }
         }
+        self.region.on_reads(visits, NODE_VISIT_BYTES);
         w.next(x, 0)
     }
 
@@ -1110,8 +1172,10 @@ impl PTable {
         let w = self.walker();
         let tfp = self.target_fp(ikey);
         let mut x = self.head;
+        let mut visits = 0;
         for l in (0..MAX_HEIGHT).rev() {
             while let Some(nx) = w.next(x, l)? {
+                visits += 1;
                 let c = self.cmp_node(&w, nx, ikey, tfp)?;
                 if c == Ordering::Less || (inclusive && c == Ordering::Equal) {
                     x = nx;
@@ -1120,17 +1184,21 @@ impl PTable {
                 }
             }
         }
+        self.region.on_reads(visits, NODE_VISIT_BYTES);
         Ok((x != self.head).then_some(x))
     }
 
     fn last_node(&self) -> Result<Option<usize>> {
         let w = self.walker();
         let mut x = self.head;
+        let mut visits = 0;
         for l in (0..MAX_HEIGHT).rev() {
             while let Some(nx) = w.next(x, l)? {
+                visits += 1;
                 x = nx;
             }
         }
+        self.region.on_reads(visits, NODE_VISIT_BYTES);
         Ok((x != self.head).then_some(x))
     }
 
@@ -1139,7 +1207,7 @@ impl PTable {
         let w = self.walker();
         let r = w.entry_ref(n)?;
         let (k, v) = self.resolve(r)?;
-        self.region.on_read(k.len() + v.len());
+        report_entry(&self.region, r, k, v);
         if entry_crc(k, v) != r.crc {
             return Err(corrupt(
                 self.off as u64 + n as u64,
@@ -1179,6 +1247,7 @@ impl PTable {
     /// `Corruption` as for [`PTable::block_of`], or a checksum mismatch.
     pub fn entry(&self, r: EntryRef) -> Result<(&[u8], &[u8])> {
         let (k, v) = self.resolve(r)?;
+        report_entry(&self.region, r, k, v);
         if entry_crc(k, v) != r.crc {
             return Err(corrupt(r.block, "NVM entry does not match its checksum"));
         }
@@ -1197,6 +1266,7 @@ impl PTable {
             out.push(w.entry_ref(n)?);
             x = w.next(n, 0)?;
         }
+        self.region.on_reads(out.len(), NODE_VISIT_BYTES);
         Ok(out)
     }
 
@@ -1215,6 +1285,7 @@ impl PTable {
         let mut x = w.next(self.head, 0)?;
         while let Some(n) = x {
             i += 1;
+            self.region.on_read(NODE_VISIT_BYTES);
             if w.height(n)? != height_of(i) {
                 return Err(corrupt(
                     base + n as u64,
@@ -1272,6 +1343,8 @@ fn check_frame(region: &Region, r: EntryRef) -> Result<()> {
     }
     let contents = region_bytes(region, r.block as usize, clen);
     let tail = region_bytes(region, t_at, tail_len);
+    // The checksum reads the block whole: one access.
+    region.on_read(clen + tail_len);
     if check_block_frame(contents, tail, r.block)? != BLOCK_TYPE_RAW {
         return Err(corrupt(r.block, "NVM block of a type other than raw"));
     }
@@ -1325,6 +1398,9 @@ impl InternalIterator for PTableIter {
     }
     fn seek_to_first(&mut self) {
         let n = self.table.walker().next(self.table.head, 0);
+        if matches!(n, Ok(Some(_))) {
+            self.table.region.on_read(NODE_VISIT_BYTES);
+        }
         self.set(n);
     }
     fn seek_to_last(&mut self) {
@@ -1342,6 +1418,9 @@ impl InternalIterator for PTableIter {
     fn next(&mut self) {
         let Some(n) = self.node else { return };
         let nx = self.table.walker().next(n, 0);
+        if matches!(nx, Ok(Some(_))) {
+            self.table.region.on_read(NODE_VISIT_BYTES);
+        }
         self.set(nx);
     }
     fn prev(&mut self) {

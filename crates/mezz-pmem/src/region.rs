@@ -33,6 +33,14 @@
 //! stops it and waits for its current step), so reopening a large pool does not wait for
 //! its page tables.
 //!
+//! Emulated cost ([`Emulation`], model and profiles in [`crate::cost`]): a region mapped
+//! with a profile other than `dram` charges every access the data structures report
+//! through the [`Media`] read hooks (latency per access, bytes on a shared read channel),
+//! and every durable write where it reaches the device: `persist` (the range rounded out
+//! to the profile's access size) and the non-temporal word store; a region that is never
+//! persisted (`volatile`, heap) charges the write hooks instead. Charges are spin-waits of
+//! the calling thread, counted in [`RegionStats`]. The older per-line knobs add to it.
+//!
 //! Thread-safety: `Region` is `Send + Sync`; `persist`, `fence`, and the latency hooks may be
 //! called from any thread. `fence` completes every `persist` that returned before it started,
 //! whichever thread made it. Access to the bytes through `base()` follows the protocol of
@@ -53,6 +61,7 @@ use mezz_format::{Error, Result};
 use parking_lot::Mutex;
 
 use crate::Media;
+use crate::cost::{Channel, Charge, CostModel, NvmProfile};
 use crate::sim::{SimFile, SimNvm};
 
 /// Size of a cache line: the unit of flushing and of the crash simulation.
@@ -125,14 +134,24 @@ impl FromStr for PersistMode {
     }
 }
 
-/// Latency and bandwidth emulation of slow persistent memory. All zero (the default) = off.
+/// Latency and bandwidth emulation of slow persistent memory: a device profile (the cost
+/// model of [`crate::cost`]) and, on top of it, the older per-line knobs. All off (the
+/// default: profile `dram`, knobs zero) = the host's memory as it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Emulation {
-    /// Extra nanoseconds per 64-byte line read (charged by [`Media::on_read`]).
+    /// The device profile: latency per access and shared read/write bandwidth, charged by
+    /// the read hooks ([`Media::on_read`], [`Media::on_reads`],
+    /// [`Media::on_read_continued`]), by `persist` and non-temporal word stores on a
+    /// persistent region, and by the write hooks on a region that is never persisted.
+    pub profile: NvmProfile,
+    /// Extra nanoseconds per 64-byte line read, added to the profile's charge by the read
+    /// hooks (every access's lines).
     pub read_ns_per_line: u32,
-    /// Extra nanoseconds per 64-byte line written (charged by [`Media::on_write`]).
+    /// Extra nanoseconds per 64-byte line written, added by the write hooks
+    /// ([`Media::on_write`], [`Media::on_writes`]), on every kind of region.
     pub write_ns_per_line: u32,
-    /// Cap on the bytes persisted per second (0 = no cap), enforced in `persist`.
+    /// Cap on the bytes persisted per second (0 = no cap), enforced in `persist` (a channel
+    /// of its own, apart from the profile's write bandwidth).
     pub persist_bytes_per_sec: u64,
 }
 
@@ -194,8 +213,18 @@ pub struct RegionStats {
     pub fences: u64,
     /// Bytes covered by those `persist` calls (before rounding to lines or pages).
     pub bytes_persisted: u64,
-    /// Nanoseconds of emulated delay charged so far (latency and bandwidth emulation).
+    /// Nanoseconds of emulated delay charged so far (latency and bandwidth emulation): the
+    /// time the hooks and `persist` spun.
     pub emulated_delay_ns: u64,
+    /// Read accesses charged by the profile (a continuation is not one).
+    pub read_accesses: u64,
+    /// Bytes the emulated device read for them (rounded to its access size).
+    pub read_device_bytes: u64,
+    /// Write accesses charged by the profile (persists, word stores, or the write hooks of
+    /// a region that is never persisted).
+    pub write_accesses: u64,
+    /// Bytes the emulated device wrote for them (rounded out to its access size).
+    pub write_device_bytes: u64,
 }
 
 /// Which flush instruction `Adr` uses on this CPU.
@@ -315,6 +344,101 @@ enum Backing {
     Sim(Arc<SimFile>),
 }
 
+/// A bandwidth channel on a cache line of its own (its compare-and-swap is the one write
+/// every charging thread makes to shared memory).
+#[repr(align(64))]
+#[derive(Debug)]
+struct Padded(Channel);
+
+/// The emulation's counters of one thread slot (see [`thread_slot`]), on a cache line of
+/// its own.
+#[repr(align(64))]
+#[derive(Debug, Default)]
+struct Shard {
+    emulated_ns: AtomicU64,
+    read_accesses: AtomicU64,
+    read_device_bytes: AtomicU64,
+    write_accesses: AtomicU64,
+    write_device_bytes: AtomicU64,
+}
+
+/// Threads that can own a counter shard at a time; any further thread counts in one more
+/// shard, shared.
+const SLOTS: usize = 32;
+/// Shards of the emulation's counters: one per slot, and the shared one last.
+const SHARDS: usize = SLOTS + 1;
+
+/// Slots given back by threads that ended.
+static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Slots never given out yet start here.
+static NEXT_SLOT: AtomicU64 = AtomicU64::new(0);
+
+/// A thread's slot, given back when the thread ends.
+struct SlotGuard(Option<usize>);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if let Some(i) = self.0 {
+            FREE_SLOTS.lock().push(i);
+        }
+    }
+}
+
+thread_local! {
+    static SLOT: SlotGuard = SlotGuard(take_slot());
+}
+
+fn take_slot() -> Option<usize> {
+    if let Some(i) = FREE_SLOTS.lock().pop() {
+        return Some(i);
+    }
+    let i = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+    usize::try_from(i).ok().filter(|&i| i < SLOTS)
+}
+
+/// The calling thread's counter slot: `Some(i)` while it owns shard `i` of every region
+/// (the only thread that writes it, so it adds with a plain load and store instead of a
+/// locked instruction, which on x86 also waits for the thread's pending stores: 10 ns or
+/// more per counter); `None` for a thread beyond [`SLOTS`], or one ending.
+fn thread_slot() -> Option<usize> {
+    SLOT.try_with(|s| s.0).ok().flatten()
+}
+
+/// Adds `v` to `counter` of a shard: a plain load and store when the calling thread owns
+/// it (`exclusive`), an atomic add in the shared shard.
+fn add(counter: &AtomicU64, v: u64, exclusive: bool) {
+    if exclusive {
+        counter.store(
+            counter.load(Ordering::Relaxed).wrapping_add(v),
+            Ordering::Relaxed,
+        );
+    } else {
+        counter.fetch_add(v, Ordering::Relaxed);
+    }
+}
+
+/// Everything a charge of the profile reads or writes, in one page of its own (aligned to
+/// 4 KiB): under random accesses to a large region every page a charge touches misses the
+/// TLB, and in a virtual machine each such miss costs tens of ns.
+#[repr(C, align(4096))]
+#[derive(Debug)]
+struct Emu {
+    /// The profile's figures (`emulation.profile.model()`).
+    model: CostModel,
+    /// Whether the profile charges anything (false for `dram`): the hooks return at once.
+    costed: bool,
+    /// The spin-waits' clock (a copy, next to the counters).
+    clock: crate::spin::Clock,
+    /// The profile's read and write bandwidth, shared by every thread using the region.
+    reads: Padded,
+    writes: Padded,
+    /// The emulation's counters (summed by `stats`).
+    shards: [Shard; SHARDS],
+}
+
+// The charge's state fits in its page.
+const _: () = assert!(std::mem::size_of::<Emu>() == 4096);
+
 /// A region of persistent memory: see the module documentation.
 pub struct Region {
     base: NonNull<u8>,
@@ -334,10 +458,11 @@ pub struct Region {
     sync_lock: Mutex<()>,
     /// Bandwidth emulation: the instant the persist "channel" becomes free.
     channel_free_at: Mutex<Option<Instant>>,
+    /// What the profile's charges touch, in one page.
+    emu: Emu,
     persists: AtomicU64,
     fences: AtomicU64,
     bytes_persisted: AtomicU64,
-    emulated_ns: AtomicU64,
     /// Ranges `[start, end)` claimed exclusively by a writer (see [`Claim`]).
     claims: Mutex<Vec<(usize, usize)>>,
     /// The thread pre-faulting a reopened file and its stop flag (stopped and joined on
@@ -532,6 +657,7 @@ impl Region {
         backing: Backing,
         opts: &RegionOptions,
     ) -> Region {
+        let model = opts.emulation.profile.model();
         Region {
             base,
             len,
@@ -544,10 +670,22 @@ impl Region {
             dirty: Mutex::new(Vec::new()),
             sync_lock: Mutex::new(()),
             channel_free_at: Mutex::new(None),
+            emu: Emu {
+                model,
+                costed: !model.is_free(),
+                reads: Padded(Channel::new(model.read_bytes_per_sec)),
+                writes: Padded(Channel::new(model.write_bytes_per_sec)),
+                shards: std::array::from_fn(|_| Shard::default()),
+                clock: if model.is_free() {
+                    // Not calibrated for a region that never spins on it.
+                    crate::spin::Clock::uncalibrated()
+                } else {
+                    crate::spin::Clock::get()
+                },
+            },
             persists: AtomicU64::new(0),
             fences: AtomicU64::new(0),
             bytes_persisted: AtomicU64::new(0),
-            emulated_ns: AtomicU64::new(0),
             claims: Mutex::new(Vec::new()),
             populating: Mutex::new(None),
         }
@@ -648,7 +786,7 @@ impl Region {
     }
 
     /// Reads one byte of every page so the kernel maps them now.
-    fn touch_pages(&self) {
+    pub(crate) fn touch_pages(&self) {
         let mut off = 0;
         while off < self.len {
             // SAFETY: `off < len`, inside the mapping; a read of an initialised byte (file
@@ -700,8 +838,24 @@ impl Region {
             persists: self.persists.load(Ordering::Relaxed),
             fences: self.fences.load(Ordering::Relaxed),
             bytes_persisted: self.bytes_persisted.load(Ordering::Relaxed),
-            emulated_delay_ns: self.emulated_ns.load(Ordering::Relaxed),
+            emulated_delay_ns: self.sum(|s| &s.emulated_ns),
+            read_accesses: self.sum(|s| &s.read_accesses),
+            read_device_bytes: self.sum(|s| &s.read_device_bytes),
+            write_accesses: self.sum(|s| &s.write_accesses),
+            write_device_bytes: self.sum(|s| &s.write_device_bytes),
         }
+    }
+
+    /// The emulation this region was mapped with.
+    #[must_use]
+    pub fn emulation(&self) -> Emulation {
+        self.emulation
+    }
+
+    /// The device profile this region charges (`dram`: nothing).
+    #[must_use]
+    pub fn profile(&self) -> NvmProfile {
+        self.emulation.profile
     }
 
     /// Bytes covered by `persist` calls so far (see [`RegionStats::bytes_persisted`]).
@@ -758,13 +912,87 @@ impl Region {
         }
     }
 
+    /// A counter summed over the shards.
+    fn sum(&self, field: impl Fn(&Shard) -> &AtomicU64) -> u64 {
+        self.emu
+            .shards
+            .iter()
+            .map(|s| field(s).load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The calling thread's shard of the counters, and whether it owns it.
+    fn shard(&self) -> (&Shard, bool) {
+        match thread_slot() {
+            Some(i) => (&self.emu.shards[i], true),
+            None => (&self.emu.shards[SLOTS], false),
+        }
+    }
+
     /// Spins for `ns` nanoseconds and counts them.
     fn delay(&self, ns: u64) {
         if ns == 0 {
             return;
         }
-        self.emulated_ns.fetch_add(ns, Ordering::Relaxed);
+        let (shard, own) = self.shard();
+        add(&shard.emulated_ns, ns, own);
         spin_until(Instant::now() + Duration::from_nanos(ns));
+    }
+
+    /// Charges the profile's `charge` on the read (`write` false) or write channel: counts
+    /// it, reserves its bytes on the channel, and spins until both its latency has passed
+    /// and the channel lets the caller go on (the latency and the transfer overlap).
+    fn charge(&self, charge: Charge, write: bool) {
+        let channel = if write {
+            &self.emu.writes.0
+        } else {
+            &self.emu.reads.0
+        };
+        let waits = charge.latency_ns != 0 || channel.rate() != 0;
+        // The clock is read first, so that the bookkeeping below is part of the wait
+        // rather than added to it. A read's wait starts when its bytes have arrived; a
+        // write's at once.
+        let now = if waits {
+            self.emu.clock.now_ns(!write)
+        } else {
+            0
+        };
+        let (shard, own) = self.shard();
+        let (accesses, bytes) = if write {
+            (&shard.write_accesses, &shard.write_device_bytes)
+        } else {
+            (&shard.read_accesses, &shard.read_device_bytes)
+        };
+        if charge.accesses > 0 {
+            add(accesses, charge.accesses, own);
+        }
+        add(bytes, charge.device_bytes, own);
+        if !waits {
+            return;
+        }
+        let ready = channel.reserve(now, charge.device_bytes);
+        let until = now.saturating_add(charge.latency_ns).max(ready);
+        let wait = until - now;
+        if wait == 0 {
+            return;
+        }
+        add(&shard.emulated_ns, wait, own);
+        self.emu.clock.spin_until_ns(until);
+    }
+
+    /// The per-line knob `ns_per_line` for `accesses` accesses of `bytes_each` bytes.
+    fn per_line(ns_per_line: u32, accesses: usize, bytes_each: usize) -> u64 {
+        (accesses as u64)
+            .saturating_mul(bytes_each.div_ceil(LINE) as u64)
+            .saturating_mul(u64::from(ns_per_line))
+    }
+
+    /// The profile's charge of a durable write of `[off, off + len)` reaching the device
+    /// (a persist or a non-temporal store), on a region that is persisted.
+    fn charge_durable_write(&self, off: usize, len: usize) {
+        if self.emu.costed {
+            self.charge(self.emu.model.persist(off as u64, len as u64), true);
+        }
     }
 
     /// Bandwidth cap: reserves `bytes` on the persist channel and waits for its turn.
@@ -785,9 +1013,11 @@ impl Region {
             done
         };
         let wait = done.saturating_duration_since(now);
-        self.emulated_ns.fetch_add(
+        let (shard, own) = self.shard();
+        add(
+            &shard.emulated_ns,
             u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
+            own,
         );
         spin_until(done);
     }
@@ -1001,6 +1231,9 @@ impl Media for Region {
         self.persists.fetch_add(1, Ordering::Relaxed);
         self.bytes_persisted.fetch_add(bytes, Ordering::Relaxed);
         self.throttle(bytes);
+        if self.is_persistent() {
+            self.charge_durable_write(off, end - off);
+        }
         match self.persist_as {
             PersistMode::Adr => {
                 #[cfg(target_arch = "x86_64")]
@@ -1067,6 +1300,9 @@ impl Media for Region {
             self.persists.fetch_add(1, Ordering::Relaxed);
             self.bytes_persisted.fetch_add(8, Ordering::Relaxed);
             self.throttle(8);
+            if self.is_persistent() {
+                self.charge_durable_write(off, 8);
+            }
             // SAFETY: `[off, off + 8)` lies inside the mapping (checked above) and is
             // 8-aligned (the base is page aligned), so the store is one aligned 8-byte
             // write, atomic like the word's other accesses. A non-temporal store changes
@@ -1085,16 +1321,56 @@ impl Media for Region {
     }
 
     fn on_read(&self, len: usize) {
-        let ns = self.emulation.read_ns_per_line;
-        if ns != 0 {
-            self.delay(len.div_ceil(LINE) as u64 * u64::from(ns));
+        self.on_reads(1, len);
+    }
+
+    fn on_reads(&self, accesses: usize, bytes_each: usize) {
+        if accesses == 0 || bytes_each == 0 {
+            return;
         }
+        if self.emu.costed {
+            self.charge(
+                self.emu.model.read(accesses as u64, bytes_each as u64),
+                false,
+            );
+        }
+        self.delay(Self::per_line(
+            self.emulation.read_ns_per_line,
+            accesses,
+            bytes_each,
+        ));
+    }
+
+    fn on_read_continued(&self, len: usize) {
+        if len == 0 {
+            return;
+        }
+        if self.emu.costed {
+            self.charge(self.emu.model.read_continued(len as u64), false);
+        }
+        self.delay(Self::per_line(self.emulation.read_ns_per_line, 1, len));
     }
 
     fn on_write(&self, len: usize) {
-        let ns = self.emulation.write_ns_per_line;
-        if ns != 0 {
-            self.delay(len.div_ceil(LINE) as u64 * u64::from(ns));
+        self.on_writes(1, len);
+    }
+
+    fn on_writes(&self, accesses: usize, bytes_each: usize) {
+        if accesses == 0 || bytes_each == 0 {
+            return;
         }
+        // A persistent region is charged where the bytes reach the device (`persist`, the
+        // non-temporal word store); one that is never persisted, here.
+        if self.emu.costed && !self.is_persistent() {
+            self.charge(
+                self.emu.model.write(accesses as u64, bytes_each as u64),
+                true,
+            );
+        }
+        self.delay(Self::per_line(
+            self.emulation.write_ns_per_line,
+            accesses,
+            bytes_each,
+        ));
     }
 }

@@ -63,10 +63,17 @@
 //!
 //! Searches prefetch the successor one level down while comparing at the current level, so
 //! that the cache misses of a descent overlap (≈ 20 % more inserts and gets per second on a
-//! list far larger than the CPU caches, measured here). On a media arena, searches report
-//! the nodes they visit to [`Media::on_read`](crate::Media::on_read) (one call per search,
-//! [`NODE_READ_BYTES`] per node) and inserts report the node to
-//! [`Media::on_write`](crate::Media::on_write), for latency emulation.
+//! list far larger than the CPU caches, measured here). On a media arena the list reports
+//! what it touches to the media's cost hooks (the emulated NVM cost, `crate::cost`): a
+//! search, the nodes it visited as that many separate accesses of [`NODE_READ_BYTES`]
+//! ([`Media::on_reads`](crate::Media::on_reads), one call per search); an entry returned
+//! (a hit of `get`, a cursor landing, an iteration step), the rest of its node up to the
+//! end of its value as part of the same access
+//! ([`Media::on_read_continued`](crate::Media::on_read_continued)), or the whole node as
+//! one access when nothing reported its start; an insert, its node and one link store into
+//! each predecessor ([`Media::on_write`](crate::Media::on_write),
+//! [`Media::on_writes`](crate::Media::on_writes); a persistent media charges writes where
+//! they are persisted instead). Recovery reports the header and every node it checks.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
@@ -92,7 +99,7 @@ const LINK_SIZE: usize = 4;
 /// The null offset: end of a list.
 const NIL: u32 = 0;
 
-/// Bytes a search reports to [`Media::on_read`](crate::Media::on_read) per node it visits
+/// Bytes a search reports to [`Media::on_reads`](crate::Media::on_reads) per node it visits
 /// (one cache line: the node's header and, usually, its key).
 pub const NODE_READ_BYTES: usize = 64;
 
@@ -513,6 +520,8 @@ impl<C: Comparator> SkipList<C> {
             list.link(head, level).store(NIL, AtomicOrdering::Relaxed);
         }
         if on_media {
+            list.arena.on_write(node_size(MAX_HEIGHT, 0, 0));
+            list.arena.on_write(LIST_HEADER_SIZE);
             let crc = list.node_checksum(head, MAX_HEIGHT, 0, 0);
             list.arena
                 .atomic_u32(head + CHECKSUM_AT)
@@ -649,6 +658,8 @@ impl<C: Comparator> SkipList<C> {
                 .unwrap_or_else(PoisonError::into_inner)
         });
         let (node, height, size) = self.alloc_node(key_len, value_len, fill)?;
+        // Cost hook: linking stores one link into each of `height` predecessors.
+        self.arena.on_writes(height, LINK_SIZE);
         // SAFETY: the key bytes were written by this thread in `alloc_node`; from here on
         // they are never written again (invariant 1).
         let key = unsafe { self.arena.bytes(self.key_offset(node, height), key_len) };
@@ -802,6 +813,7 @@ impl<C: Comparator> SkipList<C> {
         for (i, &(node, _, _)) in nodes.iter().enumerate() {
             if i == 0 || splices[i].0 != splices[i - 1].0 {
                 let p = splices[i].0;
+                self.arena.on_write(LINK_SIZE);
                 self.link(p, 0).store(node, AtomicOrdering::Release);
                 if let Err(e) = self.arena.persist(self.link_offset(p, 0), LINK_SIZE) {
                     result = Err(persist_err(e));
@@ -917,6 +929,7 @@ impl<C: Comparator> SkipList<C> {
                 Err(now) => cur = now,
             }
         }
+        self.arena.on_write(8);
         self.arena.persist(END_WORD_AT, 8).map_err(persist_err)
     }
 
@@ -978,6 +991,7 @@ impl<C: Comparator> SkipList<C> {
     /// Links `node` (already linked at level 0, `height` links) at levels `1..height`.
     fn link_upper(&self, node: u32, height: usize) -> Result<(), CorruptNode> {
         let key = self.key(node);
+        self.arena.on_writes(height.saturating_sub(1), LINK_SIZE);
         let list_height = self.raise_height(height);
         let (mut prev, mut next) = self.find_splices(key, 1, list_height)?;
         for level in 1..height {
@@ -1038,6 +1052,7 @@ impl<C: Comparator> SkipList<C> {
     pub fn get(&self, key: &[u8]) -> Result<Option<&[u8]>, CorruptNode> {
         let n = self.find_ge(key)?;
         if n != NIL && self.cmp.compare(self.key(n), key) == Ordering::Equal {
+            self.read_rest_of(n);
             Ok(Some(self.value(n)))
         } else {
             Ok(None)
@@ -1122,6 +1137,27 @@ impl<C: Comparator> SkipList<C> {
         unsafe { self.arena.bytes(off, value_len) }
     }
 
+    /// Bytes of `node` from its header to the end of its value.
+    #[inline]
+    fn node_bytes(&self, node: u32) -> usize {
+        let (key_len, value_len, height) = (
+            self.field(node, 0),
+            self.field(node, 4),
+            self.field(node, 8),
+        );
+        node_size(height, key_len, value_len)
+    }
+
+    /// Cost hook (media arenas): `node`, whose first [`NODE_READ_BYTES`] a search or step
+    /// just reported, is read to the end of its value (an entry returned to the caller).
+    #[inline]
+    fn read_rest_of(&self, node: u32) {
+        if self.on_media {
+            self.arena
+                .on_read_continued(self.node_bytes(node).saturating_sub(NODE_READ_BYTES));
+        }
+    }
+
     // ---- searches ----------------------------------------------------------------------
 
     /// Hints the CPU to load `node`'s first cache line (its header, and usually its key).
@@ -1169,12 +1205,12 @@ impl<C: Comparator> SkipList<C> {
                 self.prefetch(self.next_of(before, level - 1));
             }
             if next == NIL || next == stop {
-                self.arena.on_read(visits * NODE_READ_BYTES);
+                self.arena.on_reads(visits, NODE_READ_BYTES);
                 return Ok((before, next));
             }
             visits += 1;
             if self.cmp.compare(key, self.key(next)) != Ordering::Greater {
-                self.arena.on_read(visits * NODE_READ_BYTES);
+                self.arena.on_reads(visits, NODE_READ_BYTES);
                 return Ok((before, next));
             }
             before = next;
@@ -1230,7 +1266,7 @@ impl<C: Comparator> SkipList<C> {
                 x = n;
             }
         }
-        self.arena.on_read(visits * NODE_READ_BYTES);
+        self.arena.on_reads(visits, NODE_READ_BYTES);
         Ok((if x == self.head { NIL } else { x }, n))
     }
 
@@ -1270,7 +1306,7 @@ impl<C: Comparator> SkipList<C> {
                 x = next;
             }
         }
-        self.arena.on_read(visits * NODE_READ_BYTES);
+        self.arena.on_reads(visits, NODE_READ_BYTES);
         Ok(if x == self.head { NIL } else { x })
     }
 }
@@ -1315,6 +1351,7 @@ impl<C: Comparator> SkipList<C> {
         // (LIST_HEADER_SIZE < MEDIA_HEADER <= capacity); the arena was handed over by value,
         // so nothing else writes them while the copy is taken.
         header.copy_from_slice(unsafe { arena.bytes(0, LIST_HEADER_SIZE) });
+        arena.on_read(LIST_HEADER_SIZE);
         if le_u64(&header, 0) != LIST_MAGIC {
             return Err(header_err("no skip list magic".to_owned()));
         }
@@ -1356,6 +1393,7 @@ impl<C: Comparator> SkipList<C> {
             list_id,
             lazy: None,
         };
+        list.arena.on_read(NODE_READ_BYTES);
         let head_info = list.check_node(head).map_err(|detail| RecoverError::Node {
             offset: head,
             detail: format!("head node: {detail}"),
@@ -1419,6 +1457,7 @@ impl<C: Comparator> SkipList<C> {
                     "more nodes than the arena can hold: a cycle".to_owned(),
                 ));
             }
+            list.arena.on_read(NODE_READ_BYTES);
             let info = list.check_node(node).map_err(node_err)?;
             if prev != NIL && list.cmp.compare(list.key(prev), list.key(node)) != Ordering::Less {
                 return Err(node_err(format!(
@@ -1528,16 +1567,19 @@ impl<C: Comparator> SkipList<C> {
         let mut node = self.head;
         // More steps than the arena has link words means a cycle of damaged links: stop.
         let mut budget = self.arena.capacity() / 4 + 1;
+        let mut visits = 0;
         while let Ok(next) = self.step(node, 0) {
             if next == NIL || budget == 0 {
                 break;
             }
             budget -= 1;
+            visits += 1;
             if next < lazy.below {
                 count += 1;
             }
             node = next;
         }
+        self.arena.on_reads(visits, NODE_READ_BYTES);
         count
     }
 
@@ -1568,6 +1610,10 @@ impl<C: Comparator> SkipList<C> {
                 format!("key ({key_len} B) and value ({value_len} B) exceed the arena")
             })?;
         let stored = self.field(node, CHECKSUM_AT) as u32;
+        // Cost hook: the checksum reads the node whole; its first line is the visit the
+        // caller reports.
+        self.arena
+            .on_read_continued(size.saturating_sub(NODE_READ_BYTES));
         if self.node_checksum(node, height, key_len, value_len) != stored {
             return Err("node checksum mismatch".to_owned());
         }
@@ -1648,7 +1694,13 @@ where
     /// Takes the result of a move: the node, or not positioned and the error kept.
     fn land(&mut self, r: Result<u32, CorruptNode>) {
         match r {
-            Ok(n) => self.node = n,
+            Ok(n) => {
+                self.node = n;
+                if n != NIL {
+                    // The entry landed on is read whole (its first line was the visit).
+                    self.list.read_rest_of(n);
+                }
+            }
             Err(e) => {
                 self.node = NIL;
                 self.err.get_or_insert(e);
@@ -1771,6 +1823,7 @@ impl<'a, C: Comparator> Iterator for Iter<'a, C> {
         if self.node == NIL {
             return None;
         }
+        let current = self.node;
         let item = (self.list.key(self.node), self.list.value(self.node));
         match self.list.step(self.node, 0) {
             Ok(_) if self.budget == 0 => {
@@ -1789,7 +1842,10 @@ impl<'a, C: Comparator> Iterator for Iter<'a, C> {
                 self.err = Some(e);
             }
         }
-        self.list.arena.on_read(NODE_READ_BYTES);
+        // One access: the node, from its header to the end of its value.
+        if self.list.on_media {
+            self.list.arena.on_read(self.list.node_bytes(current));
+        }
         Some(item)
     }
 }

@@ -43,9 +43,10 @@ impl PersistentWord {
         unsafe { AtomicU64::from_ptr(self.media.base().as_ptr().add(self.off).cast::<u64>()) }
     }
 
-    /// The current value.
+    /// The current value (one 8-byte read access for the media's cost hooks).
     #[must_use]
     pub fn load(&self) -> u64 {
+        self.media.on_read(8);
         self.atomic().load(Ordering::Acquire)
     }
 
@@ -69,6 +70,8 @@ impl PersistentWord {
     /// # Errors
     /// The media's persist error (the value is stored but not known durable).
     pub fn stage(&self, v: u64) -> io::Result<()> {
+        // Cost hook: one 8-byte write access (a persistent media charges it where it is
+        // persisted or stored non-temporally instead).
         self.media.on_write(8);
         // A media flushed by cache-line instructions takes the word with a non-temporal
         // store: the line is not fetched again after each flush evicted it.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use mezz_format::Error;
 use mezz_pmem::{
-    Emulation, KeepLines, Media, PersistMode, PowerCut, Region, RegionOptions, SimNvm,
+    Emulation, KeepLines, Media, NvmProfile, PersistMode, PowerCut, Region, RegionOptions,
+    RegionStats, SimNvm,
 };
 
 /// Temporary directories to test file-backed modes on: one on the normal file system and one
@@ -243,6 +244,7 @@ fn emulation_charges_delay() {
             read_ns_per_line: 100,
             write_ns_per_line: 300,
             persist_bytes_per_sec: 1 << 30,
+            ..Emulation::default()
         },
         ..RegionOptions::default()
     };
@@ -260,6 +262,173 @@ fn emulation_charges_delay() {
     off.on_write(4096);
     off.persist(0, 4096).unwrap();
     assert_eq!(off.stats().emulated_delay_ns, 0);
+}
+
+/// Options of an anonymous (never persisted) region charging `profile`.
+fn profiled(profile: NvmProfile, mode: PersistMode) -> RegionOptions {
+    RegionOptions {
+        mode,
+        emulate_adr: true,
+        emulation: Emulation {
+            profile,
+            ..Emulation::default()
+        },
+        ..RegionOptions::default()
+    }
+}
+
+/// The counters that follow from the charges alone (a single thread on an idle channel
+/// never waits for bandwidth within the burst window, so the delay is the latency).
+#[test]
+fn profile_charges_each_read_access_once() {
+    let r = Region::anonymous(
+        1 << 20,
+        &profiled(NvmProfile::Optane, PersistMode::Volatile),
+    )
+    .unwrap();
+    assert_eq!(r.profile(), NvmProfile::Optane);
+    r.on_read(64);
+    let st = r.stats();
+    assert_eq!(
+        (st.read_accesses, st.read_device_bytes, st.emulated_delay_ns),
+        (1, 256, 305 - 81),
+        "one random 64 B read: the random extra, one 256 B unit"
+    );
+    // A search that visited 10 nodes: 10 accesses, 10 latencies.
+    r.on_reads(10, 64);
+    let st = r.stats();
+    assert_eq!((st.read_accesses, st.read_device_bytes), (11, 11 * 256));
+    assert_eq!(st.emulated_delay_ns, 11 * 224);
+    // A 4 KiB copy: one latency, then streamed.
+    r.on_read(4096);
+    let st = r.stats();
+    assert_eq!(
+        (st.read_accesses, st.read_device_bytes),
+        (12, 11 * 256 + 4096)
+    );
+    assert_eq!(st.emulated_delay_ns, 12 * 224);
+    // The rest of a node: bandwidth only.
+    r.on_read_continued(100);
+    let st = r.stats();
+    assert_eq!(st.read_accesses, 12);
+    assert_eq!(st.read_device_bytes, 11 * 256 + 4096 + 100);
+    assert_eq!(st.emulated_delay_ns, 12 * 224);
+    // Empty accesses are nothing.
+    r.on_read(0);
+    r.on_reads(5, 0);
+    r.on_read_continued(0);
+    assert_eq!(r.stats(), st);
+}
+
+#[test]
+fn profile_charges_writes_where_they_reach_the_device() {
+    // Never persisted: the write hooks charge (Optane: bandwidth, no latency).
+    let v = Region::anonymous(
+        1 << 20,
+        &profiled(NvmProfile::Optane, PersistMode::Volatile),
+    )
+    .unwrap();
+    v.on_writes(3, 64);
+    let st = v.stats();
+    assert_eq!((st.write_accesses, st.write_device_bytes), (3, 768));
+    assert_eq!(st.emulated_delay_ns, 0, "optane writes add no latency");
+    v.persist(0, 4096).unwrap();
+    assert_eq!(v.stats().write_accesses, 3, "a volatile persist is nothing");
+    // CXL: 64 B lines, a latency per write access.
+    let c = Region::anonymous(1 << 20, &profiled(NvmProfile::Cxl, PersistMode::Volatile)).unwrap();
+    c.on_write(8);
+    let st = c.stats();
+    assert_eq!((st.write_accesses, st.write_device_bytes), (1, 64));
+    assert_eq!(st.emulated_delay_ns, 80);
+    c.on_read(64);
+    assert_eq!(c.stats().emulated_delay_ns, 160);
+
+    // Persisted (a file): the persists charge, each range rounded out to whole units; the
+    // write hooks do not (the same bytes would be charged twice).
+    for dir in dirs() {
+        for mode in [PersistMode::Adr, PersistMode::Msync] {
+            let path = dir.path().join(format!("profiled-{mode}"));
+            let opts = RegionOptions {
+                prefault: true,
+                ..profiled(NvmProfile::Optane, mode)
+            };
+            let r = Region::create(&path, 1 << 16, &opts).unwrap();
+            assert!(r.is_persistent());
+            write(&r, 200, &[1; 64]);
+            r.on_write(64);
+            assert_eq!(r.stats().write_accesses, 0);
+            r.persist(200, 64).unwrap();
+            r.fence().unwrap();
+            let st = r.stats();
+            assert_eq!(
+                (st.write_accesses, st.write_device_bytes),
+                (1, 512),
+                "64 B straddling two 256 B units"
+            );
+            r.persist(1024, 4096).unwrap();
+            let st = r.stats();
+            assert_eq!((st.write_accesses, st.write_device_bytes), (2, 512 + 4096));
+            // A non-temporal word store (adr) is one write access of one unit.
+            if r.store_word_uncached(4096 + 1024, 7) {
+                let st = r.stats();
+                assert_eq!(
+                    (st.write_accesses, st.write_device_bytes),
+                    (3, 512 + 4096 + 256)
+                );
+            }
+            drop(r);
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+}
+
+/// Counters stay exact when many threads charge at once (more threads than the slots that
+/// own a counter shard, some ending while others start).
+#[test]
+fn counters_are_exact_under_many_threads() {
+    let r = Region::anonymous(1 << 16, &profiled(NvmProfile::Cxl, PersistMode::Volatile)).unwrap();
+    let threads = 48;
+    let each = 50;
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                for _ in 0..each {
+                    r.on_read(64);
+                    r.on_write(8);
+                }
+            });
+        }
+    });
+    let st = r.stats();
+    let n = (threads * each) as u64;
+    assert_eq!((st.read_accesses, st.read_device_bytes), (n, n * 64));
+    assert_eq!((st.write_accesses, st.write_device_bytes), (n, n * 64));
+    // Every charge waited its latency at least (80 ns each way).
+    assert!(st.emulated_delay_ns >= 2 * n * 80, "{st:?}");
+}
+
+#[test]
+fn dram_profile_charges_nothing_and_per_line_knobs_add_to_a_profile() {
+    let d = Region::anonymous(1 << 16, &profiled(NvmProfile::Dram, PersistMode::Volatile)).unwrap();
+    d.on_reads(100, 64);
+    d.on_read_continued(4096);
+    d.on_writes(100, 64);
+    assert_eq!(d.stats(), RegionStats::default());
+    // The per-line knobs still apply, on top of the profile.
+    let opts = RegionOptions {
+        emulation: Emulation {
+            profile: NvmProfile::Optane,
+            read_ns_per_line: 10,
+            write_ns_per_line: 20,
+            ..Emulation::default()
+        },
+        ..profiled(NvmProfile::Optane, PersistMode::Volatile)
+    };
+    let r = Region::anonymous(1 << 16, &opts).unwrap();
+    r.on_read(128);
+    assert_eq!(r.stats().emulated_delay_ns, 224 + 2 * 10);
+    r.on_write(64);
+    assert_eq!(r.stats().emulated_delay_ns, 224 + 2 * 10 + 20);
 }
 
 // ---- crash simulation ----

@@ -8,7 +8,13 @@
 //! `block_cache_capacity`, `bloom_bits_per_key`, `nvm_dir`) only when they are given, so a
 //! preset keeps its own values otherwise; `--opt` overrides everything. `--compress` turns
 //! on each engine's fast block codec: Mezzanine `compression=lz4`, RocksDB LZ4, LevelDB
-//! Snappy, fjall LZ4.
+//! Snappy, fjall LZ4. `--direct-io` turns on direct I/O for table files where an engine
+//! has it: Mezzanine `use_direct_reads` and `use_direct_io_for_flush_and_compaction`,
+//! RocksDB the same two with a 2 MiB compaction read-ahead; LevelDB and fjall run buffered
+//! (a note says so). Every result records `direct_io` in its configuration.
+//! `--nvm-profile NAME` gives Mezzanine's NVM tier an emulated device cost (the option
+//! `nvm_profile`: `dram`, `optane`, `optane-6`, `cxl`), recorded as `nvm_profile` in every
+//! Mezzanine result.
 
 use std::path::{Path, PathBuf};
 
@@ -82,6 +88,11 @@ struct BenchArgs {
     /// Keep the data in --db and skip the fill and load benchmarks.
     #[arg(long)]
     use_existing: bool,
+    /// `reopen` drops the kernel's page cache between the close and the timed open, so
+    /// recovery reads the device (needs root; the result's `engine_stats.page_cache_dropped`
+    /// says whether it happened).
+    #[arg(long)]
+    drop_caches_before_reopen: bool,
     /// Append one JSON object per benchmark to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -119,12 +130,26 @@ struct BenchArgs {
     /// RocksDB LZ4, LevelDB Snappy, fjall LZ4. Default: no engine compresses.
     #[arg(long)]
     compress: bool,
+    /// Read and write table files with direct I/O (O_DIRECT, bypassing the page cache) in
+    /// every engine that has it: Mezzanine `use_direct_reads` and
+    /// `use_direct_io_for_flush_and_compaction` (`--opt` still overrides), RocksDB the same
+    /// two options with a 2 MiB `compaction_readahead_size`. LevelDB and fjall have none and
+    /// run buffered. Each result records `direct_io`. Default: off (the page cache).
+    #[arg(long)]
+    direct_io: bool,
     /// Emulated NVM directory (e.g. under /dev/shm) for engines with an NVM tier or "-nvm"
     /// variants; each engine and sweep point gets a fresh subdirectory when several run.
     /// Default: a temporary directory on /dev/shm (else the system's temporary directory),
     /// removed at the end.
     #[arg(long)]
     nvm_dir: Option<PathBuf>,
+    /// Mezzanine: the emulated cost of its NVM tier, a device profile: dram, optane,
+    /// optane-6 or cxl (the option `nvm_profile`; `--opt` still overrides; docs/impl.md,
+    /// "Emulated NVM cost"). Recorded as `nvm_profile` in every Mezzanine result. Other
+    /// engines keep their NVM files on plain memory (a note says so). Default: the
+    /// preset's (`dram`, no cost).
+    #[arg(long, value_name = "NAME", value_parser = parse_nvm_profile)]
+    nvm_profile: Option<mezzanine::options::NvmProfile>,
     /// Run the benchmarks once per value size (comma-separated, e.g. 64,256,1024,4096),
     /// each on a fresh database; YCSB records take the point's size too.
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
@@ -170,6 +195,12 @@ fn parse_size(s: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is not a size (e.g. 4096, 64K, 8M, 1G)"))
 }
 
+/// Parses an NVM profile name (the error lists the profiles).
+fn parse_nvm_profile(s: &str) -> std::result::Result<mezzanine::options::NvmProfile, String> {
+    s.parse::<mezzanine::options::NvmProfile>()
+        .map_err(|e| e.to_string())
+}
+
 fn to_usize(v: u64, what: &str) -> Result<usize> {
     usize::try_from(v).map_err(|_| CliError::Failed(format!("{what} {v} is too large")))
 }
@@ -191,6 +222,7 @@ impl BenchArgs {
             nvm_dir: nvm.map(Path::to_path_buf),
             sync: self.sync,
             compress: self.compress,
+            direct_io: self.direct_io,
         })
     }
 
@@ -211,8 +243,15 @@ impl BenchArgs {
         if let Some(v) = self.bloom_bits {
             knobs.push(("bloom_bits_per_key", v.to_string()));
         }
+        if self.direct_io {
+            knobs.push(("use_direct_reads", "true".into()));
+            knobs.push(("use_direct_io_for_flush_and_compaction", "true".into()));
+        }
         if self.compress {
             knobs.push(("compression", "lz4".into()));
+        }
+        if let Some(p) = self.nvm_profile {
+            knobs.push(("nvm_profile", p.name().to_string()));
         }
         let nvm_text = nvm.map(|p| p.display().to_string());
         if let Some(p) = &nvm_text {
@@ -271,6 +310,7 @@ impl BenchArgs {
             sync: self.sync,
             db: self.db.clone(),
             use_existing: self.use_existing,
+            drop_caches_before_reopen: self.drop_caches_before_reopen,
             json: self.json.clone(),
             seed: self.seed,
             progress: !self.no_progress,
@@ -342,7 +382,20 @@ pub fn run(args: &mut Args) -> Result<()> {
     // Build every factory once before running anything, so that an engine that is not
     // compiled in (or lacks its NVM directory) fails before the others spend their time.
     for n in &names {
-        a.factory(n, a.nvm_dir.as_deref())?;
+        let f = a.factory(n, a.nvm_dir.as_deref())?;
+        if a.direct_io && !f.direct_io() {
+            println!(
+                "note: {n} has no direct I/O: it runs through the page cache (direct_io: false)"
+            );
+        }
+        if let Some(p) = a.nvm_profile
+            && n != "mezzanine"
+            && !n.starts_with("mezzanine:")
+        {
+            println!(
+                "note: {n} does not emulate --nvm-profile {p}: its NVM files are plain memory"
+            );
+        }
     }
     let specs: Vec<EngineSpec<'_>> = names
         .iter()

@@ -1,6 +1,7 @@
 //! `mezz`: the Mezzanine command-line tool.
 //!
-//! One module per subcommand (`put`, `get`, `delete`, `scan`, `stats`, `check`, `bench`);
+//! One module per subcommand (`put`, `get`, `delete`, `scan`, `stats`, `check`, `bench`,
+//! `stress`, `nvm-calibrate` in `calibrate`);
 //! `common` holds what they share: the database arguments (`DB`, `--preset`, `--opt k=v`),
 //! opening the database, byte escaping, and the error type. A new subcommand is one more
 //! module plus one variant of [`Command`].
@@ -9,6 +10,7 @@
 //! message on stderr) and on usage errors.
 
 mod bench;
+mod calibrate;
 mod check;
 mod common;
 mod delete;
@@ -53,6 +55,10 @@ enum Command {
     /// and recovers the database); after each kill the database is reopened and every key
     /// checked. The summary counts kills, kills during open and clean exits.
     Stress(stress::StressArgs),
+    /// Check the emulated NVM cost against its profiles: random and sequential reads, read
+    /// and write bandwidth, small persisted writes, on a region under /dev/shm; prints the
+    /// profile's figure, the measurement and their ratio per row.
+    NvmCalibrate(calibrate::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +71,7 @@ fn main() -> ExitCode {
         Command::Stats(a) => stats::run(&a),
         Command::Check(a) => check::run(&a),
         Command::Bench(mut a) => bench::run(&mut a),
+        Command::NvmCalibrate(a) => calibrate::run(&a),
         Command::Stress(a) => return ExitCode::from(u8::try_from(stress::run(a)).unwrap_or(2)),
     };
     match result {

@@ -404,3 +404,94 @@ fn bench_compares_engines_and_presets() {
     assert!(db.join("mezzanine:leveldb").join("CURRENT").exists());
     assert!(out.contains("vs mezza"), "{out}");
 }
+
+#[test]
+fn bench_records_the_nvm_profile_in_every_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("results.jsonl");
+    let nvm = dir.path().join("nvm");
+    ok(&[
+        "bench",
+        "--engine",
+        "mezzanine:novelsm",
+        "--num",
+        "300",
+        "--benchmarks",
+        "fillseq,readrandom",
+        "--nvm-dir",
+        path(&nvm),
+        "--nvm-profile",
+        "optane",
+        "--json",
+        path(&json),
+        "--opt",
+        "write_buffer_size=64K",
+    ]);
+    let lines = json_lines(&json);
+    assert_eq!(lines.len(), 2);
+    for l in &lines {
+        assert_eq!(l["config"]["nvm_profile"], "optane", "{l}");
+        assert_eq!(l["config"]["options"]["nvm_profile"], "optane", "{l}");
+    }
+    let o = mezz(&["bench", "--num", "10", "--nvm-profile", "pcm"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("pcm") && err.contains("optane") && err.contains("cxl"),
+        "{err}"
+    );
+}
+
+#[test]
+fn nvm_calibrate_prints_every_row_and_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("calibration.jsonl");
+    let out = ok(&[
+        "nvm-calibrate",
+        "--profile",
+        "optane",
+        "--size",
+        "4M",
+        "--steps",
+        "2000",
+        "--seconds",
+        "0.002",
+        "--reps",
+        "1",
+        "--dir",
+        path(dir.path()),
+        "--json",
+        path(&json),
+    ]);
+    for row in [
+        "a-random-read",
+        "a-random-read-added",
+        "b-seq-read",
+        "c-read-bw",
+        "d-write-bw",
+        "e-rand-write-64B",
+    ] {
+        assert!(out.contains(&format!("optane    {row} ")), "{row}: {out}");
+    }
+    let lines = json_lines(&json);
+    // The host's rows (dram) and the profile's: every one judged.
+    assert!(lines.iter().any(|l| l["profile"] == "dram"));
+    let optane: Vec<_> = lines.iter().filter(|l| l["profile"] == "optane").collect();
+    assert_eq!(optane.len(), 20);
+    for l in &optane {
+        assert!(
+            ["ok", "host", "MISS"].contains(&l["status"].as_str().unwrap()),
+            "{l}"
+        );
+        assert!(l["figure"].as_f64().unwrap() > 0.0, "{l}");
+    }
+    // A random persisted 64-byte write costs the module a whole 256-byte unit.
+    let e = optane
+        .iter()
+        .find(|l| l["row"] == "e-rand-write-64B")
+        .unwrap();
+    assert_eq!(e["device_bytes_per_write"], 256.0);
+    let o = mezz(&["nvm-calibrate", "--profile", "pcm"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("optane-6"), "{}", stderr(&o));
+}

@@ -91,6 +91,15 @@ pub struct Stats {
     /// WALs made files although `wal_on_nvm` is set, because no free range of the NVM pool
     /// could hold one (the pool taken or cut up by other objects): as durable, slower.
     pub nvm_wal_fallbacks: u64,
+    /// Time threads spent in the emulated cost of the NVM tier (`nvm_profile` and the
+    /// per-line knobs): the spin-waits charged for its accesses, in microseconds. Zero
+    /// without an NVM tier or with the `dram` profile and no knob.
+    pub nvm_emulated_delay_micros: u64,
+    /// Read accesses to the NVM tier charged by `nvm_profile` (0 with `dram`).
+    pub nvm_emulated_read_accesses: u64,
+    /// Write accesses to the NVM tier charged by `nvm_profile` (persists and word stores;
+    /// 0 with `dram`).
+    pub nvm_emulated_write_accesses: u64,
     /// NVM memtables the last open dropped because a WAL older than them lost its tail
     /// after a power cut (their writes came after the lost ones and were not yet durable in
     /// the history; see docs/impl.md, "The NVM tier").
@@ -763,6 +772,15 @@ impl std::fmt::Display for Stats {
                 f,
                 "NVM memtables dropped at open (an older WAL lost its tail) {}",
                 self.nvm_memtables_dropped_at_open
+            )?;
+        }
+        if self.nvm_emulated_delay_micros > 0 {
+            writeln!(
+                f,
+                "emulated NVM cost {:.3} s  read accesses {}  write accesses {}",
+                self.nvm_emulated_delay_micros as f64 / 1e6,
+                self.nvm_emulated_read_accesses,
+                self.nvm_emulated_write_accesses
             )?;
         }
         writeln!(

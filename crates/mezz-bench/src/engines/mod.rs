@@ -47,6 +47,13 @@ pub struct EngineSetup {
     /// (data blocks). Mezzanine is not built from this: `mezz bench --compress` gives it
     /// `compression=lz4`. Default: false (no engine compresses).
     pub compress: bool,
+    /// Read and write table files with direct I/O (`O_DIRECT`, bypassing the page cache)
+    /// in engines that have it: RocksDB `use_direct_reads` and
+    /// `use_direct_io_for_flush_and_compaction` with a 2 MiB `compaction_readahead_size`.
+    /// LevelDB and fjall have no direct I/O and ignore it (their results record
+    /// `direct_io: false`). Mezzanine is not built from this: `mezz bench --direct-io` gives
+    /// it its two options of the same names. Default: false.
+    pub direct_io: bool,
 }
 
 impl Default for EngineSetup {
@@ -58,6 +65,7 @@ impl Default for EngineSetup {
             nvm_dir: None,
             sync: false,
             compress: false,
+            direct_io: false,
         }
     }
 }

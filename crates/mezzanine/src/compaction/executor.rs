@@ -165,6 +165,7 @@ fn input_iterator(
     let ropts = TableReadOptions {
         fill_cache: false,
         verify_checksums: ctx.opts.paranoid_checks,
+        whole_table_scan: true,
     };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for run in version

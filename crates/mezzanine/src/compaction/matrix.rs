@@ -427,6 +427,7 @@ pub(crate) fn run_column(
     let ropts = TableReadOptions {
         fill_cache: false,
         verify_checksums: ctx.opts.paranoid_checks,
+        whole_table_scan: true,
     };
     let open = |t: &Arc<TableMeta>| -> Result<Arc<dyn Table>> {
         ctx.table_cache

@@ -396,6 +396,7 @@ impl DbInner {
         TableReadOptions {
             fill_cache: opts.fill_cache,
             verify_checksums: opts.verify_checksums,
+            whole_table_scan: false,
         }
     }
 
@@ -700,6 +701,10 @@ impl DbInner {
         s.immutable_memtables = sv.imms.len();
         if let Some(t) = self.nvm() {
             s.nvm_bytes_written = t.bytes_persisted();
+            let r = t.region_stats();
+            s.nvm_emulated_delay_micros = r.emulated_delay_ns / 1000;
+            s.nvm_emulated_read_accesses = r.read_accesses;
+            s.nvm_emulated_write_accesses = r.write_accesses;
         }
         s.snapshots = self.snapshots.count();
         s.units = self.storage.unit_stats(&sv.version);
@@ -740,6 +745,7 @@ impl DbInner {
         let topts = TableReadOptions {
             fill_cache: false,
             verify_checksums: true,
+            whole_table_scan: false,
         };
         for (level, t) in v.all_tables() {
             let path = self.storage.describe(t);

@@ -9,8 +9,9 @@
 //! 3. Open the NVM tier if anything lives or will live there, and map its memtables back
 //!    (`open_nvm`). Build the storage layer over the DB directory and the `ssd_paths`:
 //!    every table's location must be reachable (`Storage::check_locations`) and every
-//!    unit must be this database's, at its index (`check_units`); the placement of new
-//!    tables is built from the options.
+//!    unit must be this database's, at its index (`check_units`), and its file system
+//!    must take direct I/O if the options ask for it (`Storage::check_direct_io`); the
+//!    placement of new tables is built from the options.
 //! 4. Replay every WAL numbered >= the log number, oldest first (`collect_wals`,
 //!    `replay_wals`). Without NVM memtables, into a memtable; a memtable that fills is
 //!    written to an L0 table; at the end the last memtable is written too. So every
@@ -81,10 +82,15 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             nvm.tier.clone(),
         )
         .with_matrix(nvm.matrix.clone())
-        .with_mapped_reads(opts.mmap_reads),
+        .with_mapped_reads(opts.mmap_reads)
+        .with_direct_io(
+            opts.use_direct_reads,
+            opts.use_direct_io_for_flush_and_compaction,
+        ),
     );
     storage.check_locations(&rec.version)?;
     check_units(&opts, &storage, &rec)?;
+    storage.check_direct_io()?;
     let placement: Arc<dyn Placement> = Arc::new(
         UnitPlacement::new(opts.placement, storage.table_units())
             .with_wide_units(opts.placement_wide_paths),

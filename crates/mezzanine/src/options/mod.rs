@@ -31,7 +31,7 @@ use std::sync::Arc;
 use mezz_env::{FileSystem, PosixFs};
 pub use mezz_format::block::BlockFormat;
 pub use mezz_format::compress::Compression;
-pub use mezz_pmem::{PersistMode, SimNvm};
+pub use mezz_pmem::{NvmProfile, PersistMode, SimNvm};
 
 use self::declare::{count_serialised, serialised_names};
 use self::parse::{Codec, Dir, Dirs, Flag, Float, Name, PerLevel, Size, Tiering};
@@ -132,6 +132,23 @@ declare_options! {
         /// error. Only on a file system that maps reads (the default one does; others
         /// read the ordinary way). Default: false.
         mmap_reads: bool = false, Flag;
+        /// Read SST files with direct I/O (`O_DIRECT`), bypassing the operating system's
+        /// page cache (RocksDB's `use_direct_reads`): the block cache is then the only DRAM
+        /// that holds table data, and a block it misses is read from the device. Compaction
+        /// inputs and `verify` read 2 MiB at a time (RocksDB's
+        /// `compaction_readahead_size` with direct I/O); point reads and user scans read one
+        /// block at a time. Cannot be combined with `mmap_reads`. On a file system that
+        /// refuses `O_DIRECT`, `Db::open` fails with `InvalidArgument` naming the option and
+        /// the directory. Only on a file system that reads directly (the default one does;
+        /// others read the ordinary way). Default: false.
+        use_direct_reads: bool = false, Flag;
+        /// Write the SST files of flushes and compactions with direct I/O (`O_DIRECT`),
+        /// bypassing the page cache (RocksDB's `use_direct_io_for_flush_and_compaction`):
+        /// each table is written 1 MiB at a time from an aligned buffer, its last block
+        /// padded and the file then truncated to its length. WALs, the MANIFEST and the
+        /// other metadata files stay buffered. On a file system that refuses `O_DIRECT`,
+        /// `Db::open` fails as for `use_direct_reads`. Default: false.
+        use_direct_io_for_flush_and_compaction: bool = false, Flag;
         /// Target size of a data block before compression, in bytes. Default: 4096.
         block_size: usize = 4096, Size,
             check |v| (256..=64 * MIB).contains(v), "{v} not in 256..=64MiB";
@@ -243,11 +260,23 @@ declare_options! {
         /// Run `adr` on a mapping without MAP_SYNC (e.g. `/dev/shm`) so benchmarks pay the flush
         /// cost; data is then only as durable as the file system makes it. Default: false.
         nvm_emulate_adr: bool = false, Flag;
-        /// Emulated extra latency per 64-byte line read from NVM, in ns. Default: 0 (off).
+        /// The cost the NVM tier charges, as a named device profile applied to every access
+        /// of every structure in the pool (WALs, memtables, NVM tables, the matrix): `dram`
+        /// (no cost), `optane` (one Optane DC module: 305 ns random reads, 256-byte
+        /// internal accesses, 6.6 GB/s reads and 2.3 GB/s writes shared by all threads),
+        /// `optane-6` (six interleaved modules: 39.4 / 13.9 GB/s) or `cxl` (a CXL memory
+        /// expander: 80 ns more than DRAM per access, 64-byte lines). The emulation spins
+        /// the accessing thread; `Stats::nvm_emulated_delay_micros` counts it. Figures,
+        /// sources and the model: docs/impl.md, "Emulated NVM cost". Default: `dram`.
+        nvm_profile: NvmProfile = NvmProfile::Dram, Name;
+        /// Emulated extra latency per 64-byte line read from NVM, in ns, added to what
+        /// `nvm_profile` charges. Default: 0 (off).
         nvm_read_latency_ns: u32 = 0, Size;
-        /// Emulated extra latency per 64-byte line written to NVM, in ns. Default: 0 (off).
+        /// Emulated extra latency per 64-byte line written to NVM, in ns, added to what
+        /// `nvm_profile` charges. Default: 0 (off).
         nvm_write_latency_ns: u32 = 0, Size;
-        /// Emulated cap on NVM persist bandwidth, bytes/s. Default: 0 (unlimited).
+        /// Emulated cap on NVM persist bandwidth, bytes/s, enforced on persists apart from
+        /// `nvm_profile`'s write bandwidth. Default: 0 (unlimited).
         nvm_persist_bandwidth: u64 = 0, Size;
         /// Touch every page of the pool when opening it, so first-touch page faults are not
         /// paid on the write path. Default: true.

@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use super::{
-    BlockFormat, CompactionPri, Compression, LevelCompression, NvmMemtable, NvmTableMethod,
-    NvmTiering, PersistMode, PlacementPolicy, Preset, RecoveryMode,
+    BlockFormat, CompactionPri, Compression, LevelCompression, NvmMemtable, NvmProfile,
+    NvmTableMethod, NvmTiering, PersistMode, PlacementPolicy, Preset, RecoveryMode,
 };
 use crate::error::{Error, Result};
 
@@ -300,6 +300,17 @@ impl Named for PersistMode {
         PersistMode::name(self)
     }
     /// Case-insensitive, as `PersistMode`'s `FromStr`.
+    fn from_name(option: &str, text: &str) -> Result<Self> {
+        text.parse()
+            .map_err(|e| Error::InvalidArgument(format!("{option}: {e}")))
+    }
+}
+
+impl Named for NvmProfile {
+    fn name(self) -> &'static str {
+        NvmProfile::name(self)
+    }
+    /// Case-insensitive, as `NvmProfile`'s `FromStr`; the error lists the profiles.
     fn from_name(option: &str, text: &str) -> Result<Self> {
         text.parse()
             .map_err(|e| Error::InvalidArgument(format!("{option}: {e}")))

@@ -23,6 +23,8 @@ fn changed() -> Options {
         use_wal: false,
         wal_mmap: false,
         mmap_reads: true,
+        use_direct_reads: true,
+        use_direct_io_for_flush_and_compaction: true,
         block_size: 8192,
         block_format: BlockFormat::Prefix,
         block_restart_interval: 8,
@@ -55,6 +57,7 @@ fn changed() -> Options {
         nvm_capacity: 2 << 30,
         nvm_persistence: PersistMode::Adr,
         nvm_emulate_adr: true,
+        nvm_profile: NvmProfile::Optane,
         nvm_read_latency_ns: 100,
         nvm_write_latency_ns: 300,
         nvm_persist_bandwidth: 1 << 30,
@@ -194,6 +197,27 @@ fn fields_are_the_text_form_in_order() {
     }
 }
 
+/// The OPTIONS file of a database made before `nvm_profile` existed (no such line, the
+/// per-line knobs set) still parses: the profile is `dram` and the knobs keep their values.
+#[test]
+fn options_files_without_nvm_profile_still_parse() {
+    let old: String = include_str!("testdata/changed.txt")
+        .lines()
+        .filter(|l| !l.starts_with("nvm_profile="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let o = Options::from_text(&old).unwrap();
+    assert_eq!(o.nvm_profile, NvmProfile::Dram);
+    assert_eq!(o.nvm_read_latency_ns, 100);
+    assert_eq!(o.nvm_write_latency_ns, 300);
+    assert_eq!(o.nvm_persist_bandwidth, 1 << 30);
+    let mut o = Options::default();
+    o.set("nvm_profile", "OPTANE-6").unwrap();
+    assert_eq!(o.get("nvm_profile").as_deref(), Some("optane-6"));
+    let e = o.set("nvm_profile", "pcm").unwrap_err().to_string();
+    assert!(e.contains("dram") && e.contains("cxl"), "{e}");
+}
+
 #[test]
 fn unknown_and_internal_names_are_refused() {
     for name in ["no_such_option", "", "fs", "nvm_sim", "manual_background"] {
@@ -220,6 +244,7 @@ fn bad_values_name_the_option_and_the_value() {
         ("recovery_mode", "sloppy"),
         ("block_format", "columnar"),
         ("nvm_persistence", "tape"),
+        ("nvm_profile", "pcm"),
         ("nvm_memtable", "sideways"),
         ("compression", "snappy"),
         ("compression", "lz4,,zstd"),

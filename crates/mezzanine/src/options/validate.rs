@@ -21,6 +21,14 @@ impl Options {
     /// The checks that involve more than one field.
     fn check_relations(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
+        if self.mmap_reads && self.use_direct_reads {
+            return bad(
+                "mmap_reads and use_direct_reads cannot both be true: mapped reads go through \
+                 the page cache, which direct reads bypass (RocksDB refuses allow_mmap_reads \
+                 with use_direct_reads the same way)"
+                    .into(),
+            );
+        }
         if self.level0_slowdown_trigger < self.level0_compaction_trigger {
             return bad("level0_slowdown_trigger must be >= level0_compaction_trigger".into());
         }

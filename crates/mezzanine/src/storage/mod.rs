@@ -17,6 +17,13 @@
 //! only to them ([`Storage::table_units`]); tables already in the database directory stay
 //! readable there. Every SST read and write is counted per directory ([`UnitIo`]).
 //!
+//! Direct I/O (`use_direct_reads`, `use_direct_io_for_flush_and_compaction`): tables are
+//! then opened and created through the file system's direct variants
+//! (`FileSystem::open_read_direct`, `FileSystem::create_direct`), and open checks that every
+//! directory's file system takes `O_DIRECT` ([`Storage::check_direct_io`]). Table readers
+//! read compaction inputs and verifications [`SCAN_READAHEAD`] bytes at a time
+//! ([`Storage::scan_readahead`]), since the kernel reads nothing ahead for them.
+//!
 //! Invariants: a table's location never changes while it is in a version (moving a table
 //! between tiers makes a new table); removing a table that is gone already is not an error
 //! (clean-up is best effort and idempotent).
@@ -53,7 +60,15 @@ pub struct Storage {
     matrix: Option<Arc<matrix::MatrixSpace>>,
     /// SSTs are read through memory mappings (`mmap_reads`).
     mapped_reads: bool,
+    /// SSTs are read with direct I/O (`use_direct_reads`).
+    direct_reads: bool,
+    /// SSTs are written with direct I/O (`use_direct_io_for_flush_and_compaction`).
+    direct_writes: bool,
 }
+
+/// Bytes a whole-table scan (a compaction's input, a verification) reads at a time from an
+/// SST read with direct I/O: RocksDB's `compaction_readahead_size` for direct I/O.
+pub const SCAN_READAHEAD: usize = 2 << 20;
 
 /// SST I/O through one directory since open: reads, read bytes, writes, write bytes
 /// (`UnitIo::READS` ...), striped by thread (reader threads add on every block read).
@@ -199,6 +214,8 @@ impl Storage {
             nvm,
             matrix: None,
             mapped_reads: false,
+            direct_reads: false,
+            direct_writes: false,
         }
     }
 
@@ -208,6 +225,68 @@ impl Storage {
     pub fn with_mapped_reads(mut self, on: bool) -> Self {
         self.mapped_reads = on;
         self
+    }
+
+    /// The same storage, reading SSTs with direct I/O if `reads` (`use_direct_reads`) and
+    /// writing them with direct I/O if `writes` (`use_direct_io_for_flush_and_compaction`;
+    /// where the file system does direct I/O, see `FileSystem::open_read_direct` and
+    /// `FileSystem::create_direct`). Direct reads take precedence over mapped ones (the
+    /// options refuse both together).
+    #[must_use]
+    pub fn with_direct_io(mut self, reads: bool, writes: bool) -> Self {
+        self.direct_reads = reads;
+        self.direct_writes = writes;
+        self
+    }
+
+    /// Bytes a scan of a whole SST (a compaction's input, a verification) should read at a
+    /// time: [`SCAN_READAHEAD`] with direct reads, where the kernel reads nothing ahead; 0
+    /// (one read per block, the kernel's read-ahead doing the rest) otherwise.
+    #[must_use]
+    pub fn scan_readahead(&self) -> usize {
+        if self.direct_reads { SCAN_READAHEAD } else { 0 }
+    }
+
+    /// Checks, at open, that the file system of every SSD directory takes direct I/O if
+    /// the options ask for it, by opening a file already there (the database directory's
+    /// `LOCK`, a further directory's `UNIT`) with it, as RocksDB opens its `IDENTITY` file
+    /// with direct reads at open.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the option and the directory if its file system refuses
+    /// direct I/O (the file opens without it); `Io` naming the file if it does not open
+    /// at all.
+    pub fn check_direct_io(&self) -> Result<()> {
+        let option = match (self.direct_reads, self.direct_writes) {
+            (false, false) => return Ok(()),
+            (true, false) => "use_direct_reads",
+            (false, true) => "use_direct_io_for_flush_and_compaction",
+            (true, true) => "use_direct_reads and use_direct_io_for_flush_and_compaction",
+        };
+        for (i, dir) in self.dirs.iter().enumerate() {
+            let probe = if i == 0 {
+                filename::lock_file(dir)
+            } else {
+                dir.join(UNIT_FILE)
+            };
+            let Err(e) = self.fs.open_read_direct(&probe) else {
+                continue;
+            };
+            if self.fs.open_read(&probe).is_err() {
+                return Err(Error::from(e).in_file(&probe));
+            }
+            return Err(Error::InvalidArgument(format!(
+                "{option}: the file system of {} does not support direct I/O (O_DIRECT) \
+                 ({e}); turn {} off or keep the database on a file system that supports it",
+                dir.display(),
+                if self.direct_reads && self.direct_writes {
+                    "both options"
+                } else {
+                    "the option"
+                }
+            )));
+        }
+        Ok(())
     }
 
     /// The same storage with the matrix container's page space `m`.
@@ -451,7 +530,8 @@ impl Storage {
     }
 
     /// Creates the SST file of table `id` in directory `path_id`, with a write-lifetime
-    /// hint; returns its path too.
+    /// hint (and with direct I/O under `use_direct_io_for_flush_and_compaction`); returns
+    /// its path too.
     ///
     /// # Errors
     /// `Io` naming the path.
@@ -462,10 +542,12 @@ impl Storage {
         lifetime: WriteLifetime,
     ) -> Result<(PathBuf, Box<dyn WritableFile>)> {
         let path = self.sst_path(id, path_id)?;
-        let file = self
-            .fs
-            .create_with_hint(&path, lifetime)
-            .map_err(|e| Error::from(e).in_file(&path))?;
+        let file = if self.direct_writes {
+            self.fs.create_direct(&path, lifetime)
+        } else {
+            self.fs.create_with_hint(&path, lifetime)
+        }
+        .map_err(|e| Error::from(e).in_file(&path))?;
         let file = Box::new(CountedWrite {
             inner: file,
             io: self.unit_io(path_id),
@@ -473,13 +555,16 @@ impl Storage {
         Ok((path, file))
     }
 
-    /// Opens the SST file of table `id` in directory `path_id` for reading.
+    /// Opens the SST file of table `id` in directory `path_id` for reading (with direct I/O
+    /// under `use_direct_reads`, through a mapping under `mmap_reads`).
     ///
     /// # Errors
     /// `Io` naming the path.
     pub fn open_sst(&self, id: u64, path_id: u32) -> Result<(PathBuf, Arc<dyn RandomAccessFile>)> {
         let path = self.sst_path(id, path_id)?;
-        let file = if self.mapped_reads {
+        let file = if self.direct_reads {
+            self.fs.open_read_direct(&path)
+        } else if self.mapped_reads {
             self.fs.open_read_mapped(&path)
         } else {
             self.fs.open_read(&path)

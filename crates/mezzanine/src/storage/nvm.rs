@@ -144,12 +144,15 @@ fn pmem_err(e: mezz_format::Error, path: &Path) -> Error {
 }
 
 impl NvmTier {
-    /// The region options `opts` asks for.
+    /// The region options `opts` asks for. The pool is one region: every object in it (WALs,
+    /// memtables, NVM tables and buffers, the matrix container's pages) is charged the
+    /// cost of `nvm_profile` and the per-line knobs.
     fn region_options(opts: &Options) -> RegionOptions {
         RegionOptions {
             mode: opts.nvm_persistence,
             emulate_adr: opts.nvm_emulate_adr,
             emulation: Emulation {
+                profile: opts.nvm_profile,
                 read_ns_per_line: opts.nvm_read_latency_ns,
                 write_ns_per_line: opts.nvm_write_latency_ns,
                 persist_bytes_per_sec: opts.nvm_persist_bandwidth,
@@ -262,6 +265,13 @@ impl NvmTier {
     #[must_use]
     pub fn bytes_persisted(&self) -> u64 {
         self.region.bytes_persisted()
+    }
+
+    /// The pool region's counters: persists, and the accesses and delay the emulated
+    /// cost (`nvm_profile`) charged so far.
+    #[must_use]
+    pub fn region_stats(&self) -> mezz_pmem::RegionStats {
+        self.region.stats()
     }
 
     /// Free bytes of the pool.

@@ -174,7 +174,8 @@ impl TableCache {
         match meta.location {
             TableLocation::Sst { path_id } => {
                 let (path, file) = self.storage.open_sst(meta.id, path_id)?;
-                let t = SstTable::open(meta, path, file, self.block_cache.as_ref(), &self.stats)?;
+                let t = SstTable::open(meta, path, file, self.block_cache.as_ref(), &self.stats)?
+                    .with_scan_readahead(self.storage.scan_readahead());
                 Ok(Arc::new(t))
             }
             TableLocation::Nvm { .. } => {

@@ -183,6 +183,10 @@ pub struct TableReadOptions {
     pub fill_cache: bool,
     /// Re-verify checksums of cached blocks too.
     pub verify_checksums: bool,
+    /// The reader scans whole tables in order (a compaction's input): an SST read with
+    /// direct I/O then reads its blocks in large chunks (`Storage::scan_readahead`) rather
+    /// than one at a time. Point reads and user iterators leave it off.
+    pub whole_table_scan: bool,
 }
 
 impl Default for TableReadOptions {
@@ -190,6 +194,7 @@ impl Default for TableReadOptions {
         Self {
             fill_cache: true,
             verify_checksums: false,
+            whole_table_scan: false,
         }
     }
 }

@@ -176,6 +176,8 @@ pub struct SstTable {
     path: PathBuf,
     reader: Arc<TableReader>,
     stats: Arc<StatsCollector>,
+    /// Bytes whole-table scans and `verify` read at a time (0: one read per block).
+    scan_readahead: usize,
 }
 
 impl SstTable {
@@ -207,7 +209,16 @@ impl SstTable {
             path,
             reader: Arc::new(reader),
             stats: Arc::clone(stats),
+            scan_readahead: 0,
         })
+    }
+
+    /// The same table, whose whole-table scans (`TableReadOptions::whole_table_scan`) and
+    /// `verify` read `bytes` at a time (`Storage::scan_readahead`; 0: one read per block).
+    #[must_use]
+    pub(crate) fn with_scan_readahead(mut self, bytes: usize) -> Self {
+        self.scan_readahead = bytes;
+        self
     }
 
     /// The underlying reader (properties, counters, offsets).
@@ -296,14 +307,21 @@ impl Table for SstTable {
     /// `opts.verify_checksums` has no effect yet: blocks are verified when read from the
     /// file, and cached blocks are trusted.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator> {
+        let readahead = if opts.whole_table_scan {
+            self.scan_readahead
+        } else {
+            0
+        };
         Box::new(InFileIter::new(
-            self.reader.iter(opts.fill_cache),
+            self.reader.iter_with_readahead(opts.fill_cache, readahead),
             self.path.clone(),
         ))
     }
 
     fn verify(&self) -> Result<u64> {
-        self.reader.verify().map_err(|e| e.in_file(&self.path))
+        self.reader
+            .verify_with_readahead(self.scan_readahead)
+            .map_err(|e| e.in_file(&self.path))
     }
 }
 
