@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""The summary of a `bench/papers` run: for every seed paper its headline figure, ours from
+this run, and whether the direction is reproduced, in summary.md and summary.json, with SVG
+plots beside them.
+
+    python3 bench/papers_summary.py DIR [--quick 0|1] [--profile NAME]
+
+DIR holds one folder per paper (novelsm, tlsm, matrixkv, jigsaw, isolation) of JSON-lines
+files, one per run, named by the run's label (see bench/papers). A run that is missing or
+failed shows as "n/a" and its direction as "not measured".
+"""
+
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from matrixkv_summary import svg_bars, svg_lines  # noqa: E402
+
+DRAM_NOTE = ("its NVM is a directory on /dev/shm read and written at DRAM speed, while "
+             "ours pays the emulated NVM cost: that favours it")
+BUFFERED_NOTE = "LevelDB has no direct I/O: it runs buffered, its tables in the page cache, which favours it"
+
+
+def load(path):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    rows.append(json.loads(line))
+    return rows
+
+
+def get(r, *path, default=None):
+    x = r
+    for p in path:
+        if not isinstance(x, dict) or p not in x or x[p] is None:
+            return default
+        x = x[p]
+    return x
+
+
+def bench(rows, name):
+    """The last result of benchmark `name` in rows (None if absent)."""
+    found = [r for r in rows if r.get("benchmark") == name]
+    return found[-1] if found else None
+
+
+def lat(r, op, stat="mean_us"):
+    return get(r, "latency", op, stat)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def fx(x, fmt="{:.2f}"):
+    """x formatted, with three significant digits where `fmt` would show it as zero."""
+    if x is None:
+        return "n/a"
+    out = fmt.format(x)
+    if x and not any(c in "123456789" for c in out.split("e")[0]):
+        out = fmt.replace(".2f", ".3g").replace(".3f", ".3g").replace(".0f", ".3g").format(x)
+    return out
+
+
+def table_bytes(r):
+    """Bytes of tables written by flushes and compactions (SST and NVM tables)."""
+    if r is None:
+        return None
+    s = r.get("engine_stats") or {}
+    if "flush_bytes_written" in s:
+        return s.get("flush_bytes_written", 0) + s.get("compaction_bytes_written", 0)
+    # LevelDB: the Write(MB) column of leveldb.stats (flushes and compactions).
+    return s.get("table_bytes_written")
+
+
+class Summary:
+    def __init__(self, d, quick, profile):
+        self.d = d
+        self.quick = quick
+        self.profile = profile
+        self.rows = []      # (paper, metric, paper's figure, ours, direction, note)
+        self.md = []
+        self.json = {}
+
+    def path(self, paper, label):
+        return os.path.join(self.d, paper, f"{label}.jsonl")
+
+    def runs(self, paper, label):
+        return load(self.path(paper, label))
+
+    def claim(self, paper, metric, theirs, ours, ok, note=""):
+        direction = "not measured" if ok is None else ("yes" if ok else "no")
+        self.rows.append((paper, metric, theirs, ours, direction, note))
+        self.json.setdefault(paper, []).append(
+            {"metric": metric, "paper": theirs, "ours": ours, "direction_reproduced": direction,
+             "note": note})
+
+    # ------------------------------------------------------------ NoveLSM
+    def novelsm(self):
+        p = "novelsm"
+        nov, ldb, mz = (self.runs(p, x) for x in ["novelsm", "leveldb", "mezz-leveldb"])
+        if not (nov or ldb or mz):
+            return
+        self.md.append("## NoveLSM (seed 002): `novelsm` against LevelDB on the SSD tier\n")
+        self.md.append("| engine | write mean µs | write p99 µs | read mean µs | read p99 µs | fill s | stall s |")
+        self.md.append("|---|---|---|---|---|---|---|")
+        res = {}
+        for name, rows in [("mezzanine:novelsm", nov), ("leveldb (buffered)", ldb), ("mezzanine:leveldb", mz)]:
+            f, rd = bench(rows, "fillrandom"), bench(rows, "readrandom")
+            res[name] = (f, rd)
+            self.md.append(f"| {name} | {fx(lat(f, 'write'))} | {fx(lat(f, 'write', 'p99_us'))} | "
+                           f"{fx(lat(rd, 'read'))} | {fx(lat(rd, 'read', 'p99_us'))} | "
+                           f"{fx(get(f, 'elapsed_secs'), '{:.1f}')} | {fx(get(f, 'stall_seconds'), '{:.0f}')} |")
+        fn, rn = res["mezzanine:novelsm"]
+        fl, rl = res["leveldb (buffered)"]
+        fm, rm = res["mezzanine:leveldb"]
+        w = ratio(lat(fn, "write"), lat(fl, "write"))
+        r = ratio(lat(rn, "read"), lat(rl, "read"))
+        self.claim(p, "mean write latency, novelsm / LevelDB", "0.26 (3.8x lower)", fx(w),
+                   None if w is None else w < 1, BUFFERED_NOTE)
+        self.claim(p, "mean read latency, novelsm / LevelDB", "0.5 (2x lower)", fx(r),
+                   None if r is None else r < 1, BUFFERED_NOTE)
+        w2 = ratio(lat(fn, "write"), lat(fm, "write"))
+        r2 = ratio(lat(rn, "read"), lat(rm, "read"))
+        self.claim(p, "mean write latency, novelsm / leveldb preset (direct I/O)", "(not in the paper)", fx(w2),
+                   None if w2 is None else w2 < 1)
+        self.claim(p, "mean read latency, novelsm / leveldb preset (direct I/O)", "(not in the paper)", fx(r2),
+                   None if r2 is None else r2 < 1)
+        ro_n = bench(self.runs(p, "reopen-novelsm"), "reopen")
+        ro_l = bench(self.runs(p, "reopen-leveldb"), "reopen")
+        if ro_n or ro_l:
+            fill_n = bench(self.runs(p, "reopen-novelsm"), "fillrandom")
+            gib = (get(fill_n, "bytes") or 0) / (1 << 30)
+            tn, tl = get(ro_n, "elapsed_secs"), get(ro_l, "elapsed_secs")
+            rr = ratio(tl, tn)
+            self.md.append("")
+            self.md.append(f"Reopen of {gib:.2f} GiB of entries (logical): the full NVM memtable mapped back "
+                           f"in {fx(tn and tn * 1e3, '{:.1f}')} ms, the same data replayed from the WAL "
+                           f"in {fx(tl and tl * 1e3, '{:.1f}')} ms: {fx(rr, '{:.0f}')}x.")
+            self.claim(p, "reopen: WAL replay time / NVM memtable reopen time", "> 100x", fx(rr, "{:.0f}x"),
+                       None if rr is None else rr > 1, "target of the next issue: >= 100x")
+        self.md.append("")
+
+    # ------------------------------------------------------------ TLSM
+    def tlsm(self):
+        p = "tlsm"
+        base = self.runs(p, "leveldb-nvm")
+        mzb = self.runs(p, "mezz-leveldb-nvm")
+        methods = [(m, self.runs(p, f"tlsm-{m}")) for m in ["ps", "ps+bac", "ps+bac+pb"]]
+        if not base and not any(r for _, r in methods):
+            return
+        self.md.append("## TLSM (seed 000): `tlsm`, every level in NVM, against LevelDB with every file on NVM\n")
+        self.md.append("| engine | write mean µs | read mean µs | table bytes written (flush + compaction) | stall s |")
+        self.md.append("|---|---|---|---|---|")
+        bf, br = bench(base, "fillrandom"), bench(base, "readrandom")
+        mf, mr = bench(mzb, "fillrandom"), bench(mzb, "readrandom")
+        out = [("leveldb-nvm (LevelDB 1.23)", bf, br), ("mezzanine:leveldb on /dev/shm", mf, mr)]
+        out += [(f"tlsm {m}", bench(r, "fillrandom"), bench(r, "readrandom")) for m, r in methods]
+        for name, f, rd in out:
+            tb = table_bytes(f)
+            self.md.append(f"| {name} | {fx(lat(f, 'write'))} | {fx(lat(rd, 'read'))} | "
+                           f"{fx(tb and tb / (1 << 20), '{:.0f} MiB')} | {fx(get(f, 'stall_seconds'), '{:.0f}')} |")
+        full = dict(methods).get("ps+bac+pb", [])
+        tf, tr = bench(full, "fillrandom"), bench(full, "readrandom")
+        w = ratio(lat(tf, "write"), lat(bf, "write"))
+        r = ratio(lat(tr, "read"), lat(br, "read"))
+        self.claim(p, "write latency, tlsm (ps+bac+pb) / LevelDB-NVM", "0.66 (-34 %)", fx(w),
+                   None if w is None else w < 1, DRAM_NOTE)
+        self.claim(p, "read latency, tlsm / LevelDB-NVM", "0.43 (-57 %)", fx(r),
+                   None if r is None else r < 1, DRAM_NOTE)
+        c = ratio(table_bytes(tf), table_bytes(bf))
+        self.claim(p, "flush + compaction bytes written, tlsm / LevelDB-NVM", "reduced significantly", fx(c),
+                   None if c is None else c < 1, "LevelDB: the Write column of leveldb.stats")
+        c = ratio(table_bytes(tf), table_bytes(mf))
+        self.claim(p, "flush + compaction bytes written, tlsm / leveldb preset on NVM", "(not in the paper)", fx(c),
+                   None if c is None else c < 1, "the same engine's counters, LevelDB's design")
+        yt, yl = self.runs(p, "ycsb-tlsm"), self.runs(p, "ycsb-leveldb-nvm")
+        if yt or yl:
+            self.md.append("")
+            self.md.append("YCSB (1 KiB records, zipfian), mean latency in µs:\n")
+            self.md.append("| workload | tlsm | LevelDB-NVM | tlsm / LevelDB-NVM |")
+            self.md.append("|---|---|---|---|")
+            worse = []
+            measured = 0
+            for wl in ["ycsb-load", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-d", "ycsb-e", "ycsb-f"]:
+                a, b = bench(yt, wl), bench(yl, wl)
+                ma, mb = get(a, "micros_per_op"), get(b, "micros_per_op")
+                q = ratio(ma, mb)
+                if q is not None:
+                    measured += 1
+                    if q >= 1:
+                        worse.append(wl)
+                self.md.append(f"| {wl} | {fx(ma)} | {fx(mb)} | {fx(q)} |")
+            self.claim(p, "YCSB load + A-F latency, tlsm / LevelDB-NVM", "0.67-0.82 on every workload",
+                       f"{measured - len(worse)} of {measured} lower" + (f" (not: {', '.join(worse)})" if worse else ""),
+                       None if measured == 0 else not worse, DRAM_NOTE)
+        self.md.append("")
+
+    # ------------------------------------------------------------ MatrixKV
+    def matrixkv(self):
+        p = "matrixkv"
+        names = [("mezzanine:matrixkv", "matrixkv"), ("rocksdb-l0-nvm", "rocksdb-l0-nvm"),
+                 ("mezzanine:novelsm", "novelsm"), ("rocksdb", "rocksdb")]
+        fills = {n: bench(self.runs(p, lab), "fillrandom") for n, lab in names}
+        if not any(fills.values()):
+            return
+        self.md.append("## MatrixKV (seed 004): random 4 KiB fill, the same NVM bytes\n")
+        self.md.append("| engine | ops/s | write p99 µs | p99.9 µs | stall s | SSD write amplification | NVM bytes / user bytes |")
+        self.md.append("|---|---|---|---|---|---|---|")
+        for n, f in fills.items():
+            user = get(f, "engine_interval", "user_bytes_written") or get(f, "written_bytes")
+            nvmw = get(f, "engine_interval", "nvm_bytes_written")
+            self.md.append(f"| {n} | {fx(get(f, 'ops_per_sec'), '{:,.0f}')} | {fx(lat(f, 'write', 'p99_us'), '{:.0f}')} | "
+                           f"{fx(lat(f, 'write', 'p999_us'), '{:.0f}')} | {fx(get(f, 'stall_seconds'), '{:.0f}')} | "
+                           f"{fx(get(f, 'process', 'write_amplification'))} | "
+                           f"{fx(ratio(nvmw, user) if n.startswith('mezzanine') else None)} |")
+        m, r0, nv, rk = (fills[n] for n, _ in names)
+        t = ratio(get(m, "ops_per_sec"), get(r0, "ops_per_sec"))
+        self.claim(p, "random 4 KiB fill throughput, matrixkv / RocksDB-L0-NVM", "3.6x", fx(t, "{:.2f}x"),
+                   None if t is None else t > 1, DRAM_NOTE)
+        tn = ratio(get(m, "ops_per_sec"), get(nv, "ops_per_sec"))
+        self.claim(p, "random 4 KiB fill throughput, matrixkv / NoveLSM", "2.6x", fx(tn, "{:.2f}x"),
+                   None if tn is None else tn > 1)
+        q = ratio(lat(r0, "write", "p99_us"), lat(m, "write", "p99_us"))
+        self.claim(p, "write p99, RocksDB-L0-NVM / matrixkv", "5x lower", fx(q, "{:.2f}x"),
+                   None if q is None else q > 1, DRAM_NOTE)
+        wa = ratio(get(rk, "process", "write_amplification"), get(m, "process", "write_amplification"))
+        self.claim(p, "SSD write amplification, RocksDB / matrixkv", "2.56x lower", fx(wa, "{:.2f}x"),
+                   None if wa is None else wa > 1)
+        series = {}
+        for n, f in fills.items():
+            tl = get(f, "timeline_ops_per_sec") or []
+            if tl:
+                series[n] = [(i + 1, v) for i, v in enumerate(tl)]
+        if series:
+            svg_lines(os.path.join(self.d, "matrixkv-fill-timeline.svg"),
+                      "MatrixKV: random 4 KiB fill, throughput per second", "second", "ops/s", series, dots=False)
+            self.md.append("\n![fill throughput per second](matrixkv-fill-timeline.svg)\n")
+        ycsb = {n: bench(self.runs(p, f"ycsb-{lab}"), "ycsb-a") for n, lab in names if lab != "novelsm"}
+        if any(ycsb.values()):
+            self.md.append("YCSB-A (open loop, 4 KiB records), latency from each request's intended start, µs:\n")
+            self.md.append("| engine | ops/s | update p99 | update p99.9 | read p99 |")
+            self.md.append("|---|---|---|---|---|")
+            for n, y in ycsb.items():
+                self.md.append(f"| {n} | {fx(get(y, 'ops_per_sec'), '{:,.0f}')} | {fx(lat(y, 'update', 'p99_us') or lat(y, 'write', 'p99_us'), '{:.0f}')} | "
+                               f"{fx(lat(y, 'update', 'p999_us') or lat(y, 'write', 'p999_us'), '{:.0f}')} | {fx(lat(y, 'read', 'p99_us'), '{:.0f}')} |")
+            a = ycsb.get("mezzanine:matrixkv")
+            b = ycsb.get("rocksdb-l0-nvm")
+            pa = lat(a, "update", "p99_us") or lat(a, "write", "p99_us")
+            pb = lat(b, "update", "p99_us") or lat(b, "write", "p99_us")
+            q = ratio(pb, pa)
+            self.claim(p, "YCSB-A update p99, RocksDB-L0-NVM / matrixkv", "lower tail (Table 2)", fx(q, "{:.2f}x"),
+                       None if q is None else q > 1, DRAM_NOTE)
+        self.md.append("")
+
+    # ------------------------------------------------------------ JigsawDB
+    def jigsaw(self):
+        p = "jigsaw"
+        res = {}
+        for tier in ["ssd", "nvm"]:
+            for fmt in ["keyset", "prefix"]:
+                rows = self.runs(p, f"{tier}-{fmt}")
+                fills = [r for r in rows if r["benchmark"] == "fillrandom"]
+                reads = [r for r in rows if r["benchmark"] == "readrandom"]
+                if not fills:
+                    continue
+                enc, work = [], []
+                for r in fills:
+                    s = r.get("engine_stats") or {}
+                    w = s.get("flush_micros", 0) + s.get("compaction_micros", 0)
+                    work.append(w / 1e6)
+                    enc.append(s.get("encode_micros", 0) / w if w else 0)
+                dec = []
+                for i, r in enumerate(rows):
+                    if r["benchmark"] != "readrandom" or i == 0:
+                        continue
+                    before = get(rows[i - 1], "engine_stats", "decode_micros", default=0)
+                    spent = (get(r, "engine_stats", "decode_micros", default=0) - before) / 1e6
+                    dec.append(spent / r["elapsed_secs"] if r["elapsed_secs"] else 0)
+                med = statistics.median
+                res[(tier, fmt)] = {
+                    "fill": med([r["elapsed_secs"] for r in fills]),
+                    "read": med([r["elapsed_secs"] for r in reads]) if reads else 0,
+                    "bg": med(work), "enc": med(enc), "dec": med(dec) if dec else None,
+                    "rounds": len(fills),
+                }
+        if not res:
+            return
+        self.md.append("## JigsawDB (seed 001): KeySet blocks against prefix blocks\n")
+        self.md.append("| tier | format | rounds | fill s | flush + compaction s | encode share | read s | decode share of reads | total s |")
+        self.md.append("|---|---|---|---|---|---|---|---|---|")
+        for (tier, fmt), r in res.items():
+            self.md.append(f"| {tier} | {fmt} | {r['rounds']} | {r['fill']:.2f} | {r['bg']:.2f} | {100 * r['enc']:.1f} % | "
+                           f"{r['read']:.2f} | {fx(r['dec'] and 100 * r['dec'], '{:.1f} %')} | {r['fill'] + r['read']:.2f} |")
+        for tier, label in [("ssd", "SSD tier"), ("nvm", "with NVM tables")]:
+            k, pr = res.get((tier, "keyset")), res.get((tier, "prefix"))
+            if not (k and pr):
+                continue
+            tot = (k["fill"] + k["read"]) / (pr["fill"] + pr["read"])
+            self.claim(p, f"total time, KeySet / prefix ({label})", "0.72 (-28.1 %)", fx(tot, "{:.3f}"), tot < 1)
+            es = ratio(k["enc"], pr["enc"])
+            self.claim(p, f"encode share of flush + compaction, KeySet / prefix ({label})", "(encode/decode removed)",
+                       fx(es), None if es is None else es < 1)
+        self.md.append("")
+
+    # ------------------------------------------------------------ isolation
+    def isolation(self):
+        p = "isolation"
+        res = {}
+        for pl in ["striped", "isolated"]:
+            rows = self.runs(p, pl)
+            c, a = bench(rows, "ycsb-c"), bench(rows, "ycsb-a")
+            if not (c and a):
+                continue
+
+            def reads_per_s(r):
+                n = get(r, "latency", "read", "count")
+                return n / r["elapsed_secs"] if n and r["elapsed_secs"] else None
+            ro = reads_per_s(c)
+            res[pl] = {"ro": ro, "mix_reads": reads_per_s(a), "share": ratio(reads_per_s(a), ro),
+                       "ops": a["ops_per_sec"], "p99": lat(a, "read", "p99_us")}
+        if not res:
+            return
+        self.md.append("## Read/write isolation (seed 003): a 50 % read mix on an SSD with 32 parallel units\n")
+        self.md.append("| placement | read-only reads/s | reads/s at 50 % | read share of read-only | total ops/s at 50 % | read p99 µs |")
+        self.md.append("|---|---|---|---|---|---|")
+        for pl, r in res.items():
+            self.md.append(f"| {pl} | {fx(r['ro'], '{:,.0f}')} | {fx(r['mix_reads'], '{:,.0f}')} | "
+                           f"{fx(r['share'] and 100 * r['share'], '{:.1f} %')} | {fx(r['ops'], '{:,.0f}')} | {fx(r['p99'], '{:.0f}')} |")
+        s, i = res.get("striped"), res.get("isolated")
+        if s:
+            self.claim(p, "read share of read-only at a 50 % mix, striped (conventional)", "25.6 %",
+                       fx(s["share"] and 100 * s["share"], "{:.1f} %"),
+                       None if s["share"] is None else s["share"] < 0.5, "the paper's conventional SSD loses reads")
+        if s and i:
+            self.claim(p, "read share at 50 %, isolated / striped", "higher (reads keep their units)",
+                       fx(ratio(i["share"], s["share"])),
+                       None if ratio(i["share"], s["share"]) is None else ratio(i["share"], s["share"]) > 1)
+            self.claim(p, "read p99 at 50 %, striped / isolated", "lower with isolation",
+                       fx(ratio(s["p99"], i["p99"])),
+                       None if ratio(s["p99"], i["p99"]) is None else ratio(s["p99"], i["p99"]) > 1)
+            self.claim(p, "total throughput at 50 %, isolated / striped", "(not lower)", fx(ratio(i["ops"], s["ops"])),
+                       None if ratio(i["ops"], s["ops"]) is None else ratio(i["ops"], s["ops"]) >= 0.9)
+        self.md.append("")
+
+    def write(self):
+        for part in [self.novelsm, self.tlsm, self.matrixkv, self.jigsaw, self.isolation]:
+            part()
+        head = ["# The seed papers on the tiered testbed\n",
+                f"Run: `bench/papers{' --quick' if self.quick else ''}` "
+                f"(NVM cost profile `{self.profile}`; SSD tier on direct I/O). "
+                "Every figure below is from this directory's JSON lines, one build, one run.\n"]
+        mach = os.path.join(self.d, "machine.txt")
+        if os.path.exists(mach):
+            with open(mach) as f:
+                lines = f.read().split("\n")
+            head.append("Machine and build: " + "; ".join(x.strip() for x in lines[:2] if x.strip()) + "\n")
+        head.append("| paper | claim | the paper | ours | direction reproduced | note |")
+        head.append("|---|---|---|---|---|---|")
+        for r in self.rows:
+            head.append("| " + " | ".join(r) + " |")
+        yes = sum(1 for r in self.rows if r[4] == "yes")
+        no = sum(1 for r in self.rows if r[4] == "no")
+        head.append(f"\nDirection reproduced on {yes} of {yes + no} measured claims.\n")
+        fail = os.path.join(self.d, "failures.txt")
+        if os.path.exists(fail):
+            with open(fail) as f:
+                head.append("Runs that failed:\n\n```\n" + f.read().strip() + "\n```\n")
+        with open(os.path.join(self.d, "summary.md"), "w") as f:
+            f.write("\n".join(head + [""] + self.md) + "\n")
+        with open(os.path.join(self.d, "summary.json"), "w") as f:
+            json.dump({"quick": bool(self.quick), "profile": self.profile, "claims": self.json}, f, indent=1)
+            f.write("\n")
+        groups = []
+        for paper, claims in self.json.items():
+            ok = sum(1 for c in claims if c["direction_reproduced"] == "yes")
+            bad = sum(1 for c in claims if c["direction_reproduced"] == "no")
+            groups.append((paper, {"reproduced": ok, "not reproduced": bad}))
+        svg_bars(os.path.join(self.d, "directions.svg"), "Seed papers: claims whose direction is reproduced",
+                 "claims", groups, ["reproduced", "not reproduced"])
+
+
+def main(argv):
+    d = argv[1]
+    quick = 0
+    profile = "optane"
+    i = 2
+    while i < len(argv):
+        if argv[i] == "--quick":
+            quick = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--profile":
+            profile = argv[i + 1]
+            i += 2
+        else:
+            raise SystemExit(f"unknown argument {argv[i]}")
+    s = Summary(d, quick, profile)
+    s.write()
+    print(open(os.path.join(d, "summary.md")).read())
+
+
+if __name__ == "__main__":
+    main(sys.argv)
