@@ -16,7 +16,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from matrixkv_summary import svg_bars, svg_lines  # noqa: E402
+from matrixkv_summary import get, svg_bars, svg_lines  # noqa: E402
 
 DRAM_NOTE = ("its NVM is a directory on /dev/shm read and written at DRAM speed, while "
              "ours pays the emulated NVM cost: that favours it")
@@ -31,15 +31,6 @@ def load(path):
                 if line.strip():
                     rows.append(json.loads(line))
     return rows
-
-
-def get(r, *path, default=None):
-    x = r
-    for p in path:
-        if not isinstance(x, dict) or p not in x or x[p] is None:
-            return default
-        x = x[p]
-    return x
 
 
 def bench(rows, name):
@@ -357,8 +348,12 @@ class Summary:
         mach = os.path.join(self.d, "machine.txt")
         if os.path.exists(mach):
             with open(mach) as f:
-                lines = f.read().split("\n")
-            head.append("Machine and build: " + "; ".join(x.strip() for x in lines[:2] if x.strip()) + "\n")
+                lines = [x.strip() for x in f.read().split("\n") if x.strip()]
+            commit = next((x for x in lines if len(x) == 40 and all(c in "0123456789abcdef" for c in x)), None)
+            binary = next((x[len("papers: binary "):] for x in lines if x.startswith("papers: binary ")), None)
+            took = next((x[len("papers: "):] for x in lines if x.startswith("papers: ") and x.endswith("in all")), None)
+            head.append(f"Build: commit {commit[:7] if commit else 'n/a'}, binary {binary or 'n/a'}; "
+                        f"the run took {took or 'n/a'} (machine.txt has the load before it).\n")
         head.append("| paper | claim | the paper | ours | direction reproduced | note |")
         head.append("|---|---|---|---|---|---|")
         for r in self.rows:

@@ -23,6 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mezz_format::{Error, Result};
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
 
 use crate::Media;
 use crate::cost::NvmProfile;
@@ -77,27 +80,6 @@ impl Sample {
     }
 }
 
-/// A small, fast generator (xorshift64*), enough to pick offsets.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        // Multiply-shift: uniform enough for offsets.
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
-
 /// The calibration file mapped with one profile. See the module documentation.
 #[derive(Debug)]
 pub struct Calibration {
@@ -135,11 +117,7 @@ impl Calibration {
         let region = Region::create(path, 2 * area, &region_options(NvmProfile::Dram, true))?;
         let lines = area / LINE;
         let mut order: Vec<u32> = (0..lines as u32).collect();
-        let mut rng = Rng::new(seed);
-        for i in (1..lines).rev() {
-            let j = rng.below(i as u64 + 1) as usize;
-            order.swap(i, j);
-        }
+        order.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(seed));
         for (i, &line) in order.iter().enumerate() {
             let next = order[(i + 1) % lines] as u64 * LINE as u64;
             // SAFETY: `line < lines`, so `[line * 64, + 8)` lies in the read area, inside
@@ -221,25 +199,7 @@ impl Calibration {
     /// (a) Random dependent reads: `steps` loads following the pointer chase from where the
     /// last run stopped, each reported as one 64-byte access ([`Media::on_read`]).
     pub fn random_reads(&mut self, steps: u64) -> Sample {
-        let region = &*self.region;
-        let base = region.base().as_ptr();
-        let mut off = self.chase_at;
-        let start = Instant::now();
-        for _ in 0..steps {
-            // SAFETY: `off` is 0 or an offset stored by `prepare` (clamped and aligned below),
-            // a multiple of 64 below `area`, so the aligned 8-byte load lies in the read
-            // area, which nobody writes after `prepare`.
-            let next = unsafe { std::ptr::read_volatile(base.add(off).cast::<u64>()) };
-            region.on_read(LINE);
-            off = (u64::from_le(next) as usize).min(self.area - LINE) / LINE * LINE;
-        }
-        let elapsed = start.elapsed();
-        self.chase_at = off;
-        Sample {
-            ops: steps,
-            bytes: steps * LINE as u64,
-            elapsed,
-        }
+        self.chase(steps, |region| region.on_read(LINE))
     }
 
     /// (a') The same pointer chase without charging anything, but with a plain spin of
@@ -249,16 +209,25 @@ impl Calibration {
     /// can be told from what the host adds.
     pub fn random_reads_spaced(&mut self, steps: u64, gap_ns: u64) -> Sample {
         let clock = crate::spin::Clock::get();
+        self.chase(steps, |_| {
+            let t = clock.now_ns(true);
+            clock.spin_until_ns(t + gap_ns);
+        })
+    }
+
+    /// `steps` loads following the pointer chase from where the last run stopped, calling
+    /// `after_load` after each.
+    fn chase(&mut self, steps: u64, mut after_load: impl FnMut(&Region)) -> Sample {
         let region = &*self.region;
         let base = region.base().as_ptr();
         let mut off = self.chase_at;
         let start = Instant::now();
         for _ in 0..steps {
-            // SAFETY: as in `random_reads`: `off` is a line offset inside the read area,
-            // which nobody writes after `prepare`.
+            // SAFETY: `off` is 0 or an offset stored by `prepare` (clamped and aligned below),
+            // a multiple of 64 below `area`, so the aligned 8-byte load lies in the read
+            // area, which nobody writes after `prepare`.
             let next = unsafe { std::ptr::read_volatile(base.add(off).cast::<u64>()) };
-            let t = clock.now_ns(true);
-            clock.spin_until_ns(t + gap_ns);
+            after_load(region);
             off = (u64::from_le(next) as usize).min(self.area - LINE) / LINE * LINE;
         }
         let elapsed = start.elapsed();
@@ -309,18 +278,26 @@ impl Calibration {
         }
     }
 
-    /// Runs `kernel(part, parts)` on `threads` threads (each its own part) and merges their
-    /// samples.
-    fn parallel<F>(&self, threads: usize, kernel: F) -> Sample
+    /// Runs `kernel(part, lo, hi)` on `threads` threads, each on its own part `[lo, hi)` of
+    /// the area that starts at `at` (whole multiples of `align`), and merges their samples;
+    /// a thread whose part is empty does nothing.
+    fn parallel<F>(&self, threads: usize, at: usize, align: usize, kernel: F) -> Sample
     where
-        F: Fn(usize, usize) -> Sample + Sync,
+        F: Fn(usize, usize, usize) -> Sample + Sync,
     {
         let threads = threads.max(1);
+        let area = self.area;
         let samples: Vec<Sample> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let k = &kernel;
-                    s.spawn(move || k(t, threads))
+                    s.spawn(move || {
+                        let (lo, hi) = part_of(area, t, threads, align);
+                        if hi <= lo {
+                            return Sample::default();
+                        }
+                        k(t, at + lo, at + hi)
+                    })
                 })
                 .collect();
             handles
@@ -336,18 +313,11 @@ impl Calibration {
     /// least `min_time`.
     pub fn read_bandwidth(&mut self, threads: usize, access: usize, min_time: Duration) -> Sample {
         let region = &*self.region;
-        let area = self.area;
-        self.parallel(threads, |part, parts| {
-            let (lo, hi) = part_of(area, part, parts, access);
+        self.parallel(threads, 0, access, |_, lo, hi| {
             let base = region.base().as_ptr();
             let mut buf = vec![0u8; access];
-            let mut s = Sample::default();
-            if hi <= lo {
-                return s;
-            }
-            let start = Instant::now();
             let mut off = lo;
-            loop {
+            run_for(min_time, access, || {
                 // SAFETY: `lo <= off` and `off + access <= hi <= area`: inside the read
                 // area, which nobody writes after `prepare`; `buf` is this thread's own.
                 unsafe {
@@ -355,18 +325,9 @@ impl Calibration {
                 }
                 std::hint::black_box(&buf);
                 region.on_read(access);
-                s.ops += 1;
-                off += access;
-                if off + access > hi {
-                    off = lo;
-                }
-                if s.ops % CLOCK_EVERY == 0 && start.elapsed() >= min_time {
-                    break;
-                }
-            }
-            s.elapsed = start.elapsed();
-            s.bytes = s.ops * access as u64;
-            s
+                off = next_step(off, access, lo, hi);
+                true
+            })
         })
     }
 
@@ -375,45 +336,17 @@ impl Calibration {
     /// ([`Media::on_write`]), persisted and fenced; for at least `min_time`.
     pub fn write_bandwidth(&mut self, threads: usize, access: usize, min_time: Duration) -> Sample {
         let region = &*self.region;
-        let area = self.area;
-        self.parallel(threads, |part, parts| {
-            let (lo, hi) = part_of(area, part, parts, access);
-            let (lo, hi) = (area + lo, area + hi);
-            let base = region.base().as_ptr();
+        self.parallel(threads, self.area, access, |_, lo, hi| {
             let src = vec![0x5au8; access];
-            let mut s = Sample::default();
-            if hi <= lo {
-                return s;
-            }
-            let start = Instant::now();
             let mut off = lo;
-            loop {
-                // SAFETY: `off + access <= hi <= 2 * area = len`: inside this thread's part
-                // of the write area, which no other thread reads or writes (the parts are
+            run_for(min_time, access, || {
+                // `off + access <= hi <= 2 * area = len`: inside this thread's part of the
+                // write area, which no other thread reads or writes (the parts are
                 // disjoint) and no one else maps.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(src.as_ptr(), base.add(off), access);
-                }
-                region.on_write(access);
-                if region
-                    .persist(off, access)
-                    .and_then(|()| region.fence())
-                    .is_err()
-                {
-                    break;
-                }
-                s.ops += 1;
-                off += access;
-                if off + access > hi {
-                    off = lo;
-                }
-                if s.ops % CLOCK_EVERY == 0 && start.elapsed() >= min_time {
-                    break;
-                }
-            }
-            s.elapsed = start.elapsed();
-            s.bytes = s.ops * access as u64;
-            s
+                let written = write_persisted(region, off, &src);
+                off = next_step(off, access, lo, hi);
+                written
+            })
         })
     }
 
@@ -421,44 +354,66 @@ impl Calibration {
     /// part of the write area, reported, persisted and fenced; for at least `min_time`.
     pub fn random_persisted_writes(&mut self, threads: usize, min_time: Duration) -> Sample {
         let region = &*self.region;
-        let area = self.area;
-        self.parallel(threads, |part, parts| {
-            let (lo, hi) = part_of(area, part, parts, LINE);
-            let (lo, hi) = (area + lo, area + hi);
+        self.parallel(threads, self.area, LINE, |part, lo, hi| {
             let lines = ((hi - lo) / LINE) as u64;
-            let base = region.base().as_ptr();
             let src = [0xa5u8; LINE];
-            let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15 ^ part as u64);
-            let mut s = Sample::default();
-            if lines == 0 {
-                return s;
-            }
-            let start = Instant::now();
-            loop {
-                let off = lo + rng.below(lines) as usize * LINE;
-                // SAFETY: `off + 64 <= hi <= 2 * area = len`: inside this thread's part of
-                // the write area, which no other thread reads or writes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(src.as_ptr(), base.add(off), LINE);
-                }
-                region.on_write(LINE);
-                if region
-                    .persist(off, LINE)
-                    .and_then(|()| region.fence())
-                    .is_err()
-                {
-                    break;
-                }
-                s.ops += 1;
-                if s.ops % CLOCK_EVERY == 0 && start.elapsed() >= min_time {
-                    break;
-                }
-            }
-            s.elapsed = start.elapsed();
-            s.bytes = s.ops * LINE as u64;
-            s
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x9e37_79b9_7f4a_7c15 ^ part as u64);
+            run_for(min_time, LINE, || {
+                let off = lo + rng.random_range(0..lines) as usize * LINE;
+                // `off + 64 <= hi <= 2 * area = len`: inside this thread's part of the write
+                // area, which no other thread reads or writes.
+                write_persisted(region, off, &src)
+            })
         })
     }
+}
+
+/// The loop of a timed kernel: calls `op` until at least `min_time` has passed (looking at
+/// the clock every [`CLOCK_EVERY`] operations) or `op` fails (returns false; not counted).
+/// Each operation moves `size` bytes.
+fn run_for(min_time: Duration, size: usize, mut op: impl FnMut() -> bool) -> Sample {
+    let start = Instant::now();
+    let mut ops = 0u64;
+    while op() {
+        ops += 1;
+        if ops.is_multiple_of(CLOCK_EVERY) && start.elapsed() >= min_time {
+            break;
+        }
+    }
+    Sample {
+        ops,
+        bytes: ops * size as u64,
+        elapsed: start.elapsed(),
+    }
+}
+
+/// The offset after `off` in a sweep of `[lo, hi)` by `step`: the next whole step, else `lo`
+/// again.
+fn next_step(off: usize, step: usize, lo: usize, hi: usize) -> usize {
+    let next = off + step;
+    if next + step > hi { lo } else { next }
+}
+
+/// Copies `src` into the region at `off`, reports the write ([`Media::on_write`]),
+/// persists and fences it, as the engine writes; false if persisting failed. The caller
+/// passes a range inside the region that no other thread reads or writes.
+fn write_persisted(region: &Region, off: usize, src: &[u8]) -> bool {
+    assert!(
+        off.checked_add(src.len())
+            .is_some_and(|end| end <= region.len()),
+        "write of {} bytes at {off} outside the region",
+        src.len()
+    );
+    // SAFETY: the range lies inside the mapping (checked above), and the caller's range
+    // is its thread's own: no other thread reads or writes it, no one else maps the file.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), region.base().as_ptr().add(off), src.len());
+    }
+    region.on_write(src.len());
+    region
+        .persist(off, src.len())
+        .and_then(|()| region.fence())
+        .is_ok()
 }
 
 /// Part `part` of `parts` of `[0, area)`, in whole multiples of `align`.
@@ -515,9 +470,13 @@ mod tests {
         assert_eq!(part_of(1 << 20, 0, 2, 4096), (0, 512 << 10));
         assert_eq!(part_of(1 << 20, 1, 2, 4096), (512 << 10, 1 << 20));
         assert_eq!(part_of(10_000, 2, 3, 64), (6656, 9984));
-        let mut r = Rng::new(3);
-        for _ in 0..1000 {
-            assert!(r.below(10) < 10);
-        }
+        assert_eq!(next_step(0, 64, 0, 256), 64);
+        assert_eq!(
+            next_step(192, 64, 0, 256),
+            0,
+            "wraps after the last whole step"
+        );
+        assert_eq!(next_step(4096, 4096, 4096, 12_288), 8192);
+        assert_eq!(next_step(8192, 4096, 4096, 12_288), 4096);
     }
 }

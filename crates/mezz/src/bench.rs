@@ -175,7 +175,7 @@ struct BenchArgs {
 
 /// Parses a size: a number with an optional `K`, `M` or `G` suffix (powers of 1024, `iB`
 /// or `B` allowed after it).
-fn parse_size(s: &str) -> std::result::Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
     let t = t
         .strip_suffix("iB")

@@ -40,7 +40,7 @@ pub struct Args {
     /// Bytes of each of the two areas of the calibration file (the read area holds the
     /// pointer chase, the write area takes the writes), e.g. 1G. At least 64 MiB to be
     /// larger than the CPU caches.
-    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    #[arg(long, default_value = "1G", value_parser = crate::bench::parse_size)]
     size: u64,
     /// Directory of the calibration file (removed at the end). Default: /dev/shm, else the
     /// system's temporary directory.
@@ -60,22 +60,6 @@ pub struct Args {
     /// slower, never faster: the emulation's waits cannot be cut short).
     #[arg(long, default_value_t = 10)]
     reps: usize,
-}
-
-fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let t = s.trim();
-    let (digits, shift) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 10),
-        Some((i, 'm' | 'M')) => (&t[..i], 20),
-        Some((i, 'g' | 'G')) => (&t[..i], 30),
-        _ => (t, 0),
-    };
-    digits
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1u64 << shift))
-        .ok_or_else(|| format!("{s:?} is not a size (e.g. 64M, 1G)"))
 }
 
 /// The unit of a row's figure and measurement.
@@ -189,16 +173,25 @@ fn pick(unit: Unit, metric: &impl Fn(&Sample) -> f64, samples: Vec<Sample>) -> S
         .unwrap_or_default()
 }
 
-/// Runs `kernel` `reps` times on the profile's mapping `c` and, in turns, on the host's
-/// `h` (when measuring a profile other than `dram`); returns the best of each.
+/// What a bandwidth kernel gave, run in turns on a profile's and the host's mappings.
+struct Run {
+    /// The profile's best run.
+    sample: Sample,
+    /// The host's best bandwidth, in GB/s (`None` when measuring `dram` itself).
+    host: Option<f64>,
+    /// What the profile's region charged during every run.
+    charged: RegionStats,
+}
+
+/// Runs the bandwidth `kernel` `reps` times on the profile's mapping `c` and, in turns, on
+/// the host's `h` (when measuring a profile other than `dram`); keeps the best of each.
 fn in_turns(
     c: &mut Calibration,
     mut h: Option<&mut Calibration>,
     reps: usize,
-    unit: Unit,
-    metric: impl Fn(&Sample) -> f64,
     mut kernel: impl FnMut(&mut Calibration) -> Sample,
-) -> (Sample, Option<Sample>) {
+) -> Run {
+    let before = c.stats();
     let mut ps = Vec::new();
     let mut hs = Vec::new();
     for _ in 0..reps.max(1) {
@@ -207,8 +200,12 @@ fn in_turns(
         }
         ps.push(kernel(c));
     }
-    let host = (!hs.is_empty()).then(|| pick(unit, &metric, hs));
-    (pick(unit, &metric, ps), host)
+    let best = |samples| pick(Unit::Gbps, &Sample::gb_per_sec, samples);
+    Run {
+        sample: best(ps),
+        host: (!hs.is_empty()).then(|| best(hs).gb_per_sec()),
+        charged: delta(&c.stats(), &before),
+    }
 }
 
 /// One measured row before judging.
@@ -226,6 +223,32 @@ struct Measured {
     charged: RegionStats,
     /// Said of the row when it passes.
     note: String,
+}
+
+impl Measured {
+    /// A row in GB/s: `run` against the profile's `figure` and the model's prediction.
+    fn gbps(
+        name: &'static str,
+        threads: usize,
+        access: usize,
+        figure: f64,
+        predicted: Option<f64>,
+        run: &Run,
+    ) -> Measured {
+        Measured {
+            name,
+            threads,
+            access,
+            unit: Unit::Gbps,
+            figure,
+            predicted,
+            measured: run.sample.gb_per_sec(),
+            host: run.host,
+            sample: run.sample,
+            charged: run.charged,
+            note: String::new(),
+        }
+    }
 }
 
 /// Measures every row for one profile. `host_cal`: a `dram` mapping of the same file
@@ -322,31 +345,21 @@ fn measure(c: &mut Calibration, mut host_cal: Option<&mut Calibration>, args: &A
     }
 
     // (b) a sequential scan, 256 B loads, one access streaming on.
-    let before = c.stats();
-    let (s, h) = in_turns(
+    let run = in_turns(
         c,
         host_cal.as_deref_mut(),
         reps,
-        Unit::Gbps,
-        Sample::gb_per_sec,
         Calibration::sequential_reads,
     );
-    let charged = delta(&c.stats(), &before);
-    let host_b = h.map(|h| h.gb_per_sec());
-    let predicted = host_b.map(|h| h.min(gb(m.read_bytes_per_sec)));
-    out.push(Measured {
-        name: "b-seq-read",
-        threads: 1,
-        access: 256,
-        unit: Unit::Gbps,
-        figure: gb(m.read_bytes_per_sec),
+    let predicted = run.host.map(|h| h.min(gb(m.read_bytes_per_sec)));
+    out.push(Measured::gbps(
+        "b-seq-read",
+        1,
+        256,
+        gb(m.read_bytes_per_sec),
         predicted,
-        measured: s.gb_per_sec(),
-        host: host_b,
-        sample: s,
-        charged,
-        note: String::new(),
-    });
+        &run,
+    ));
     out.push(Measured {
         name: "b-seq-read-per-line",
         threads: 1,
@@ -354,10 +367,10 @@ fn measure(c: &mut Calibration, mut host_cal: Option<&mut Calibration>, args: &A
         unit: Unit::Ns,
         figure: per_line(gb(m.read_bytes_per_sec)),
         predicted: predicted.map(per_line),
-        measured: per_line(s.gb_per_sec()),
-        host: host_b.map(per_line),
-        sample: s,
-        charged,
+        measured: per_line(run.sample.gb_per_sec()),
+        host: run.host.map(per_line),
+        sample: run.sample,
+        charged: run.charged,
         note: String::new(),
     });
 
@@ -370,42 +383,27 @@ fn measure(c: &mut Calibration, mut host_cal: Option<&mut Calibration>, args: &A
         };
         for threads in [1, 2] {
             for access in [4096, 16 << 10, 64 << 10] {
-                let before = c.stats();
-                let (s, h) = in_turns(
-                    c,
-                    host_cal.as_deref_mut(),
-                    reps,
-                    Unit::Gbps,
-                    Sample::gb_per_sec,
-                    |c| {
-                        if write {
-                            c.write_bandwidth(threads, access, min)
-                        } else {
-                            c.read_bandwidth(threads, access, min)
-                        }
-                    },
-                );
-                let charged = delta(&c.stats(), &before);
-                let host = h.map(|h| h.gb_per_sec());
+                let run = in_turns(c, host_cal.as_deref_mut(), reps, |c| {
+                    if write {
+                        c.write_bandwidth(threads, access, min)
+                    } else {
+                        c.read_bandwidth(threads, access, min)
+                    }
+                });
                 // On this host: each thread pays its own copy time (the host's rate per
                 // thread) plus the profile's latency per access; all share the channel.
-                let predicted = host.map(|h| {
+                let predicted = run.host.map(|h| {
                     let per_thread_ns = access as f64 / (h / threads as f64);
                     (threads as f64 * access as f64 / (per_thread_ns + lat)).min(gb(bw))
                 });
-                out.push(Measured {
+                out.push(Measured::gbps(
                     name,
                     threads,
                     access,
-                    unit: Unit::Gbps,
-                    figure: gb(bw),
+                    gb(bw),
                     predicted,
-                    measured: s.gb_per_sec(),
-                    host,
-                    sample: s,
-                    charged,
-                    note: String::new(),
-                });
+                    &run,
+                ));
             }
         }
     }
@@ -415,34 +413,21 @@ fn measure(c: &mut Calibration, mut host_cal: Option<&mut Calibration>, args: &A
     let effective = gb(m.write_bytes_per_sec) * 64.0 / unit_bytes;
     let wlat = f64::from(m.write_extra_ns);
     for threads in [1, 2] {
-        let before = c.stats();
-        let (s, h) = in_turns(
-            c,
-            host_cal.as_deref_mut(),
-            reps,
-            Unit::Gbps,
-            Sample::gb_per_sec,
-            |c| c.random_persisted_writes(threads, min),
-        );
-        let charged = delta(&c.stats(), &before);
-        let host = h.map(|h| h.gb_per_sec());
-        let predicted = host.map(|h| {
+        let run = in_turns(c, host_cal.as_deref_mut(), reps, |c| {
+            c.random_persisted_writes(threads, min)
+        });
+        let predicted = run.host.map(|h| {
             let per_thread_ns = 64.0 / (h / threads as f64);
             (threads as f64 * 64.0 / (per_thread_ns + wlat)).min(effective)
         });
-        out.push(Measured {
-            name: "e-rand-write-64B",
+        out.push(Measured::gbps(
+            "e-rand-write-64B",
             threads,
-            access: 64,
-            unit: Unit::Gbps,
-            figure: effective,
+            64,
+            effective,
             predicted,
-            measured: s.gb_per_sec(),
-            host,
-            sample: s,
-            charged,
-            note: String::new(),
-        });
+            &run,
+        ));
         // Per write, per thread: the device's time for `threads` writes, or the latency.
         let ns_of = |gbps: f64| {
             if gbps > 0.0 {
@@ -458,10 +443,10 @@ fn measure(c: &mut Calibration, mut host_cal: Option<&mut Calibration>, args: &A
             unit: Unit::Ns,
             figure: ns_of(effective).max(wlat),
             predicted: predicted.map(|p| ns_of(p).max(wlat)),
-            measured: s.ns_per_op(threads),
-            host: host.map(ns_of),
-            sample: s,
-            charged,
+            measured: run.sample.ns_per_op(threads),
+            host: run.host.map(ns_of),
+            sample: run.sample,
+            charged: run.charged,
             note: String::new(),
         });
     }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use mezz_env::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile, WriteLifetime};
-use mezzanine::{Db, Error, Options, ReadOptions};
+use mezzanine::{Db, Error, Options};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -167,19 +167,7 @@ fn key(i: u32) -> Vec<u8> {
 }
 
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, when: &str) {
-    for i in (0..KEYS).step_by(7) {
-        let k = key(i);
-        assert_eq!(
-            db.get(&k).unwrap(),
-            model.get(&k).cloned(),
-            "{when}: key {i}"
-        );
-    }
-    assert_eq!(
-        &common::scan(db, &ReadOptions::default()),
-        model,
-        "{when}: scan"
-    );
+    common::check_keys(db, model, (0..KEYS).step_by(7).map(key), when);
     let report = db.verify().unwrap();
     assert!(report.tables > 0, "{when}: {report:?}");
 }

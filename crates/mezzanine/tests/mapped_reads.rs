@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use mezzanine::{Db, Options, ReadOptions};
+use mezzanine::{Db, Options};
 
 fn opts(mapped: bool) -> Options {
     Options {
@@ -19,20 +19,12 @@ fn opts(mapped: bool) -> Options {
     }
 }
 
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, when: &str) {
-    for i in 0..4000u32 {
-        let k = format!("key{i:06}").into_bytes();
-        assert_eq!(
-            db.get(&k).unwrap(),
-            model.get(&k).cloned(),
-            "{when}: key {i}"
-        );
-    }
-    assert_eq!(
-        &common::scan(db, &ReadOptions::default()),
-        model,
-        "{when}: scan"
-    );
+    common::check_keys(db, model, (0..4000u32).map(key), when);
 }
 
 #[test]
@@ -42,7 +34,7 @@ fn mapped_table_reads_return_what_was_written() {
     let mut model = BTreeMap::new();
     for round in 0..4u32 {
         for i in (0..4000u32).filter(|i| (i + round) % 3 != 0) {
-            let k = format!("key{i:06}").into_bytes();
+            let k = key(i);
             if (i + round) % 11 == 0 {
                 db.delete(&k).unwrap();
                 model.remove(&k);

@@ -9,27 +9,13 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-use common::{check, key, nvm_dir, workload};
-use mezzanine::{Db, Options, Preset, ReadOptions};
-
-fn options(nvm: &Path) -> Options {
-    let mut o = Options::preset(Preset::Matrixkv);
-    o.write_buffer_size = 32 << 10;
-    o.target_file_size = 32 << 10;
-    o.max_bytes_for_level_base = 512 << 10;
-    o.block_size = 1024;
-    o.matrix_bytes = 512 << 10;
-    o.matrix_page_size = 4096;
-    o.nvm_capacity = 16 << 20;
-    o.nvm_prefault = false;
-    o.nvm_dir = Some(nvm.to_path_buf());
-    o
-}
+use common::{check, key, nvm_dir, small_matrixkv_options, workload};
+use mezzanine::{Db, ReadOptions};
 
 /// A database with the test's options whose background work runs only when the writers
 /// (or the test) run it: the same interleaving on every run.
 fn open_manual(dir: &Path, nvm: &Path) -> Db {
-    let mut o = options(nvm);
+    let mut o = small_matrixkv_options(nvm);
     o.manual_background = true;
     Db::open(dir, o).unwrap()
 }
@@ -45,7 +31,7 @@ fn rows_columns_and_reopen_match_the_model() {
 fn rows_columns_and_reopen(column_threads: usize) {
     let dir = tempfile::tempdir().unwrap();
     let nvm = nvm_dir();
-    let mut o = options(nvm.path());
+    let mut o = small_matrixkv_options(nvm.path());
     o.column_threads = column_threads;
     let mut model = BTreeMap::new();
     let ssts_before = {
@@ -114,7 +100,7 @@ fn hints_narrow_row_searches_without_changing_answers() {
     let run = |hints: bool| {
         let dir = tempfile::tempdir().unwrap();
         let nvm = nvm_dir();
-        let mut o = options(nvm.path());
+        let mut o = small_matrixkv_options(nvm.path());
         // A container that never switches: every row stays, so reads cross many rows.
         o.matrix_bytes = 4 << 20;
         o.matrix_switch_fraction = 0.95;
@@ -194,7 +180,7 @@ fn hints_narrow_row_searches_without_changing_answers() {
 fn drained_pages_are_reused() {
     let dir = tempfile::tempdir().unwrap();
     let nvm = nvm_dir();
-    let o = options(nvm.path());
+    let o = small_matrixkv_options(nvm.path());
     let db = Db::open(dir.path(), o).unwrap();
     let mut model = BTreeMap::new();
     for round in 0..6 {

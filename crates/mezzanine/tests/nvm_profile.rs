@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{check, nvm_dir, workload};
+use common::{check, nvm_dir, small_matrixkv_options, workload};
 use mezzanine::options::{NvmMemtable, NvmProfile};
 use mezzanine::{Db, Options, Preset};
 
@@ -94,16 +94,7 @@ fn dram_profile_charges_nothing() {
 fn cxl_profile_charges_matrix_rows() {
     let dir = tempfile::tempdir().unwrap();
     let nvm = nvm_dir();
-    let mut o = Options::preset(Preset::Matrixkv);
-    o.write_buffer_size = 32 << 10;
-    o.target_file_size = 32 << 10;
-    o.max_bytes_for_level_base = 512 << 10;
-    o.block_size = 1024;
-    o.matrix_bytes = 512 << 10;
-    o.matrix_page_size = 4096;
-    o.nvm_capacity = 16 << 20;
-    o.nvm_prefault = false;
-    o.nvm_dir = Some(nvm.path().to_path_buf());
+    let mut o = small_matrixkv_options(nvm.path());
     o.nvm_profile = NvmProfile::Cxl;
     let db = Db::open(dir.path(), o).unwrap();
     let mut model = BTreeMap::new();

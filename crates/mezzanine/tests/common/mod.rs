@@ -1,8 +1,9 @@
 //! Helpers shared by end-to-end tests (the NVM designs' above all): a directory for the
 //! emulated NVM pool, options for the `novelsm` preset on simulated media (for power cuts),
-//! a key spread and keys in write order, forward scans (into a map, or counted), a mixed
-//! workload mirrored into a model, and a check of a database against that model (point
-//! reads, a forward and a backward scan).
+//! small `matrixkv` options, a key spread and keys in write order, forward scans (into a
+//! map, or counted), a mixed workload mirrored into a model, and checks of a database
+//! against that model (point reads, a forward and a backward scan; or reads of given keys
+//! and a forward scan).
 
 #![allow(clippy::unwrap_used, dead_code)] // test helpers; not every test uses each one
 
@@ -36,6 +37,22 @@ pub fn sim_nvm_options(fs: &MemFs, sim: &SimNvm) -> Options {
     o.nvm_dir = Some("/nvm".into());
     o.nvm_persistence = PersistMode::CrashSim;
     o.nvm_sim = Some(sim.clone());
+    o
+}
+
+/// The `matrixkv` preset, small: 32 KiB memtables and tables, 1 KiB blocks, a 512 KiB
+/// matrix container of 4 KiB pages in a 16 MiB pool in `nvm` (not pre-faulted).
+pub fn small_matrixkv_options(nvm: &Path) -> Options {
+    let mut o = Options::preset(Preset::Matrixkv);
+    o.write_buffer_size = 32 << 10;
+    o.target_file_size = 32 << 10;
+    o.max_bytes_for_level_base = 512 << 10;
+    o.block_size = 1024;
+    o.matrix_bytes = 512 << 10;
+    o.matrix_page_size = 4096;
+    o.nvm_capacity = 16 << 20;
+    o.nvm_prefault = false;
+    o.nvm_dir = Some(nvm.to_path_buf());
     o
 }
 
@@ -93,6 +110,25 @@ pub fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     }
     it.status().unwrap();
     assert_eq!(n, model.len());
+}
+
+/// `get` of each of `keys` (present or not) as in `model`, then a forward scan equal to
+/// `model`; `when` names the check in a failure.
+pub fn check_keys(
+    db: &Db,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    keys: impl IntoIterator<Item = Vec<u8>>,
+    when: &str,
+) {
+    for k in keys {
+        assert_eq!(
+            db.get(&k).unwrap(),
+            model.get(&k).cloned(),
+            "{when}: key {}",
+            String::from_utf8_lossy(&k)
+        );
+    }
+    assert_eq!(&scan(db, &ReadOptions::default()), model, "{when}: scan");
 }
 
 /// `n` puts over 3,000 keys with values of varying length (round `round` in them), and a
