@@ -90,6 +90,14 @@ class Summary:
             {"metric": metric, "paper": theirs, "ours": ours, "direction_reproduced": direction,
              "note": note})
 
+    def below(self, paper, metric, theirs, value, note="", fmt="{:.2f}"):
+        """A claim that holds when `value` (ours over the baseline) is below 1."""
+        self.claim(paper, metric, theirs, fx(value, fmt), None if value is None else value < 1, note)
+
+    def above(self, paper, metric, theirs, value, note="", fmt="{:.2f}"):
+        """A claim that holds when `value` (the baseline over ours, or a speed-up) is above 1."""
+        self.claim(paper, metric, theirs, fx(value, fmt), None if value is None else value > 1, note)
+
     # ------------------------------------------------------------ NoveLSM
     def novelsm(self):
         p = "novelsm"
@@ -111,16 +119,12 @@ class Summary:
         fm, rm = res["mezzanine:leveldb"]
         w = ratio(lat(fn, "write"), lat(fl, "write"))
         r = ratio(lat(rn, "read"), lat(rl, "read"))
-        self.claim(p, "mean write latency, novelsm / LevelDB", "0.26 (3.8x lower)", fx(w),
-                   None if w is None else w < 1, BUFFERED_NOTE)
-        self.claim(p, "mean read latency, novelsm / LevelDB", "0.5 (2x lower)", fx(r),
-                   None if r is None else r < 1, BUFFERED_NOTE)
+        self.below(p, "mean write latency, novelsm / LevelDB", "0.26 (3.8x lower)", w, BUFFERED_NOTE)
+        self.below(p, "mean read latency, novelsm / LevelDB", "0.5 (2x lower)", r, BUFFERED_NOTE)
         w2 = ratio(lat(fn, "write"), lat(fm, "write"))
         r2 = ratio(lat(rn, "read"), lat(rm, "read"))
-        self.claim(p, "mean write latency, novelsm / leveldb preset (direct I/O)", "(not in the paper)", fx(w2),
-                   None if w2 is None else w2 < 1)
-        self.claim(p, "mean read latency, novelsm / leveldb preset (direct I/O)", "(not in the paper)", fx(r2),
-                   None if r2 is None else r2 < 1)
+        self.below(p, "mean write latency, novelsm / leveldb preset (direct I/O)", "(not in the paper)", w2)
+        self.below(p, "mean read latency, novelsm / leveldb preset (direct I/O)", "(not in the paper)", r2)
         ro_n = bench(self.runs(p, "reopen-novelsm"), "reopen")
         ro_l = bench(self.runs(p, "reopen-leveldb"), "reopen")
         if ro_n or ro_l:
@@ -132,8 +136,7 @@ class Summary:
             self.md.append(f"Reopen of {gib:.2f} GiB of entries (logical): the full NVM memtable mapped back "
                            f"in {fx(tn and tn * 1e3, '{:.1f}')} ms, the same data replayed from the WAL "
                            f"in {fx(tl and tl * 1e3, '{:.1f}')} ms: {fx(rr, '{:.0f}')}x.")
-            self.claim(p, "reopen: WAL replay time / NVM memtable reopen time", "> 100x", fx(rr, "{:.0f}x"),
-                       None if rr is None else rr > 1, "target of the next issue: >= 100x")
+            self.above(p, "reopen: WAL replay time / NVM memtable reopen time", "> 100x", rr, "target of the next issue: >= 100x", fmt="{:.0f}x")
         self.md.append("")
 
     # ------------------------------------------------------------ TLSM
@@ -159,16 +162,12 @@ class Summary:
         tf, tr = bench(full, "fillrandom"), bench(full, "readrandom")
         w = ratio(lat(tf, "write"), lat(bf, "write"))
         r = ratio(lat(tr, "read"), lat(br, "read"))
-        self.claim(p, "write latency, tlsm (ps+bac+pb) / LevelDB-NVM", "0.66 (-34 %)", fx(w),
-                   None if w is None else w < 1, DRAM_NOTE)
-        self.claim(p, "read latency, tlsm / LevelDB-NVM", "0.43 (-57 %)", fx(r),
-                   None if r is None else r < 1, DRAM_NOTE)
+        self.below(p, "write latency, tlsm (ps+bac+pb) / LevelDB-NVM", "0.66 (-34 %)", w, DRAM_NOTE)
+        self.below(p, "read latency, tlsm / LevelDB-NVM", "0.43 (-57 %)", r, DRAM_NOTE)
         c = ratio(table_bytes(tf), table_bytes(bf))
-        self.claim(p, "flush + compaction bytes written, tlsm / LevelDB-NVM", "reduced significantly", fx(c),
-                   None if c is None else c < 1, "LevelDB: the Write column of leveldb.stats")
+        self.below(p, "flush + compaction bytes written, tlsm / LevelDB-NVM", "reduced significantly", c, "LevelDB: the Write column of leveldb.stats")
         c = ratio(table_bytes(tf), table_bytes(mf))
-        self.claim(p, "flush + compaction bytes written, tlsm / leveldb preset on NVM", "(not in the paper)", fx(c),
-                   None if c is None else c < 1, "the same engine's counters, LevelDB's design")
+        self.below(p, "flush + compaction bytes written, tlsm / leveldb preset on NVM", "(not in the paper)", c, "the same engine's counters, LevelDB's design")
         yt, yl = self.runs(p, "ycsb-tlsm"), self.runs(p, "ycsb-leveldb-nvm")
         if yt or yl:
             self.md.append("")
@@ -211,17 +210,13 @@ class Summary:
                            f"{fx(ratio(nvmw, user) if n.startswith('mezzanine') else None)} |")
         m, r0, nv, rk = (fills[n] for n, _ in names)
         t = ratio(get(m, "ops_per_sec"), get(r0, "ops_per_sec"))
-        self.claim(p, "random 4 KiB fill throughput, matrixkv / RocksDB-L0-NVM", "3.6x", fx(t, "{:.2f}x"),
-                   None if t is None else t > 1, DRAM_NOTE)
+        self.above(p, "random 4 KiB fill throughput, matrixkv / RocksDB-L0-NVM", "3.6x", t, DRAM_NOTE, fmt="{:.2f}x")
         tn = ratio(get(m, "ops_per_sec"), get(nv, "ops_per_sec"))
-        self.claim(p, "random 4 KiB fill throughput, matrixkv / NoveLSM", "2.6x", fx(tn, "{:.2f}x"),
-                   None if tn is None else tn > 1)
+        self.above(p, "random 4 KiB fill throughput, matrixkv / NoveLSM", "2.6x", tn, fmt="{:.2f}x")
         q = ratio(lat(r0, "write", "p99_us"), lat(m, "write", "p99_us"))
-        self.claim(p, "write p99, RocksDB-L0-NVM / matrixkv", "5x lower", fx(q, "{:.2f}x"),
-                   None if q is None else q > 1, DRAM_NOTE)
+        self.above(p, "write p99, RocksDB-L0-NVM / matrixkv", "5x lower", q, DRAM_NOTE, fmt="{:.2f}x")
         wa = ratio(get(rk, "process", "write_amplification"), get(m, "process", "write_amplification"))
-        self.claim(p, "SSD write amplification, RocksDB / matrixkv", "2.56x lower", fx(wa, "{:.2f}x"),
-                   None if wa is None else wa > 1)
+        self.above(p, "SSD write amplification, RocksDB / matrixkv", "2.56x lower", wa, fmt="{:.2f}x")
         series = {}
         for n, f in fills.items():
             tl = get(f, "timeline_ops_per_sec") or []
@@ -244,8 +239,7 @@ class Summary:
             pa = lat(a, "update", "p99_us") or lat(a, "write", "p99_us")
             pb = lat(b, "update", "p99_us") or lat(b, "write", "p99_us")
             q = ratio(pb, pa)
-            self.claim(p, "YCSB-A update p99, RocksDB-L0-NVM / matrixkv", "lower tail (Table 2)", fx(q, "{:.2f}x"),
-                       None if q is None else q > 1, DRAM_NOTE)
+            self.above(p, "YCSB-A update p99, RocksDB-L0-NVM / matrixkv", "lower tail (Table 2)", q, DRAM_NOTE, fmt="{:.2f}x")
         self.md.append("")
 
     # ------------------------------------------------------------ JigsawDB
@@ -292,10 +286,9 @@ class Summary:
             if not (k and pr):
                 continue
             tot = (k["fill"] + k["read"]) / (pr["fill"] + pr["read"])
-            self.claim(p, f"total time, KeySet / prefix ({label})", "0.72 (-28.1 %)", fx(tot, "{:.3f}"), tot < 1)
-            es = ratio(k["enc"], pr["enc"])
-            self.claim(p, f"encode share of flush + compaction, KeySet / prefix ({label})", "(encode/decode removed)",
-                       fx(es), None if es is None else es < 1)
+            self.below(p, f"total time, KeySet / prefix ({label})", "0.72 (-28.1 %)", tot, fmt="{:.3f}")
+            self.below(p, f"encode share of flush + compaction, KeySet / prefix ({label})",
+                       "(encode/decode removed)", ratio(k["enc"], pr["enc"]))
         self.md.append("")
 
     # ------------------------------------------------------------ isolation
@@ -328,14 +321,12 @@ class Summary:
                        fx(s["share"] and 100 * s["share"], "{:.1f} %"),
                        None if s["share"] is None else s["share"] < 0.5, "the paper's conventional SSD loses reads")
         if s and i:
-            self.claim(p, "read share at 50 %, isolated / striped", "higher (reads keep their units)",
-                       fx(ratio(i["share"], s["share"])),
-                       None if ratio(i["share"], s["share"]) is None else ratio(i["share"], s["share"]) > 1)
-            self.claim(p, "read p99 at 50 %, striped / isolated", "lower with isolation",
-                       fx(ratio(s["p99"], i["p99"])),
-                       None if ratio(s["p99"], i["p99"]) is None else ratio(s["p99"], i["p99"]) > 1)
-            self.claim(p, "total throughput at 50 %, isolated / striped", "(not lower)", fx(ratio(i["ops"], s["ops"])),
-                       None if ratio(i["ops"], s["ops"]) is None else ratio(i["ops"], s["ops"]) >= 0.9)
+            self.above(p, "read share at 50 %, isolated / striped", "higher (reads keep their units)",
+                       ratio(i["share"], s["share"]))
+            self.above(p, "read p99 at 50 %, striped / isolated", "lower with isolation", ratio(s["p99"], i["p99"]))
+            t = ratio(i["ops"], s["ops"])
+            self.claim(p, "total throughput at 50 %, isolated / striped", "(not lower)", fx(t),
+                       None if t is None else t >= 0.9)
         self.md.append("")
 
     def write(self):
