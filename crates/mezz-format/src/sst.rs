@@ -1433,13 +1433,23 @@ fn read_raw(
     }
 }
 
-/// A scan's read-ahead window: the bytes of the file at `start..start + buf.len()`, read
-/// `size` bytes at a time (see [`TableReader::iter_with_readahead`]).
+/// Alignment of a read-ahead window, in the file and in memory: a file read with direct
+/// I/O fills a window aligned to it in place, where an unaligned one would go through the
+/// file's bounce buffer (one more copy of every byte a compaction reads).
+const READAHEAD_ALIGN: u64 = 4096;
+
+/// A scan's read-ahead window: the bytes of the file at `start..start + len`, held at
+/// `storage[at..at + len]`, read about `size` bytes at a time (see
+/// [`TableReader::iter_with_readahead`]).
 #[derive(Debug)]
 struct Readahead {
     size: usize,
     start: u64,
-    buf: Vec<u8>,
+    len: usize,
+    /// The window's memory, one alignment unit longer than the largest window so far;
+    /// `at` is its first [`READAHEAD_ALIGN`]-aligned address.
+    storage: Vec<u8>,
+    at: usize,
 }
 
 impl Readahead {
@@ -1447,14 +1457,17 @@ impl Readahead {
         Self {
             size,
             start: 0,
-            buf: Vec::new(),
+            len: 0,
+            storage: Vec::new(),
+            at: 0,
         }
     }
 
     /// Copies `out.len()` bytes at `offset` of `file` into `out`: from the window, refilled
     /// first when it does not hold them all, with `size` bytes (at least `out`'s, never
     /// past `limit`) from `offset` on, or, for a scan going backwards (a block before the
-    /// window), ending where `out`'s bytes end.
+    /// window), ending where `out`'s bytes end; the window is then widened to whole
+    /// [`READAHEAD_ALIGN`] units of the file (not past its end).
     fn read(
         &mut self,
         file: &dyn RandomAccessFile,
@@ -1463,8 +1476,8 @@ impl Readahead {
         limit: u64,
     ) -> std::io::Result<()> {
         let end = offset + out.len() as u64;
-        if offset < self.start || end > self.start + self.buf.len() as u64 {
-            let (fill_start, fill_end) = if offset < self.start && !self.buf.is_empty() {
+        if offset < self.start || end > self.start + self.len as u64 {
+            let (fill_start, fill_end) = if offset < self.start && self.len != 0 {
                 (end.saturating_sub(self.size as u64).min(offset), end)
             } else {
                 (
@@ -1472,16 +1485,38 @@ impl Readahead {
                     offset.saturating_add(self.size as u64).min(limit).max(end),
                 )
             };
-            self.buf.resize((fill_end - fill_start) as usize, 0);
+            let fill_start = fill_start / READAHEAD_ALIGN * READAHEAD_ALIGN;
+            let fill_end = fill_end
+                .div_ceil(READAHEAD_ALIGN)
+                .saturating_mul(READAHEAD_ALIGN)
+                .min(file.size())
+                .max(fill_end);
+            let len = usize::try_from(fill_end - fill_start)
+                .map_err(|_| std::io::Error::other("read-ahead window too large"))?;
+            let align = READAHEAD_ALIGN as usize;
+            if self.storage.len() < len + align {
+                self.storage.resize(len + align, 0);
+            }
+            // Address arithmetic only: the first aligned byte of the storage.
+            self.at = (align - self.storage.as_ptr() as usize % align) % align;
             self.start = fill_start;
-            if let Err(e) = file.read_exact_at(fill_start, &mut self.buf) {
-                self.buf.clear();
+            self.len = len;
+            let window = self
+                .storage
+                .get_mut(self.at..self.at + len)
+                .ok_or_else(|| std::io::Error::other("read-ahead window outside its storage"))?;
+            if let Err(e) = file.read_exact_at(fill_start, window) {
+                self.len = 0;
                 return Err(e);
             }
         }
         let held = usize::try_from(offset - self.start)
             .ok()
-            .and_then(|at| self.buf.get(at..at.checked_add(out.len())?))
+            .and_then(|at| {
+                self.storage
+                    .get(self.at..self.at + self.len)?
+                    .get(at..at.checked_add(out.len())?)
+            })
             .ok_or_else(|| std::io::Error::other("read-ahead window does not hold the block"))?;
         out.copy_from_slice(held);
         Ok(())
