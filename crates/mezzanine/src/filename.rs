@@ -1,7 +1,12 @@
 //! File names inside a DB directory: `000123.sst`, `000124.log`, `MANIFEST-000005`,
-//! `CURRENT`, `LOCK`, `OPTIONS-000006`, `000007.dbtmp`.
+//! `CURRENT`, `LOCK`, `OPTIONS-000006`, `000007.dbtmp`; and the atomic replacement of a
+//! small file (`CURRENT`, `OPTIONS`, a unit's `UNIT`) through a temp file.
 
 use std::path::{Path, PathBuf};
+
+use mezz_env::FileSystem;
+
+use crate::error::{Error, Result};
 
 /// The kinds of files the engine creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +95,32 @@ pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
         _ => return None,
     };
     Some((t, n))
+}
+
+/// Writes `data` to `path` through a temp file: write, sync, rename, sync the directory.
+///
+/// # Errors
+/// I/O errors (with the path involved).
+pub fn write_file_atomically(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    path: &Path,
+    data: &[u8],
+    temp_number: u64,
+) -> Result<()> {
+    let tmp = temp_file(dir, temp_number);
+    let res = (|| -> std::io::Result<()> {
+        let mut f = fs.create(&tmp)?;
+        f.append(data)?;
+        f.sync()?;
+        drop(f);
+        fs.rename(&tmp, path)?;
+        fs.sync_dir(dir)
+    })();
+    res.map_err(|e| {
+        let _ = fs.remove_file(&tmp);
+        Error::from(e).in_file(path)
+    })
 }
 
 #[cfg(test)]

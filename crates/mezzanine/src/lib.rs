@@ -51,6 +51,7 @@
 //! - `iter/`: merging, level and user-facing iterators.
 //! - `batch`, `wal`, `stats`, `filename`, `parallel`, `error`.
 
+pub(crate) mod base;
 pub mod batch;
 pub mod compaction;
 pub mod db;
@@ -66,6 +67,7 @@ pub mod options;
 pub mod parallel;
 pub mod pinned;
 pub mod placement;
+pub(crate) mod state;
 pub mod stats;
 pub mod storage;
 pub mod table;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use mezz_format::block::Block;
 
-use crate::table::LookupResult;
+use crate::base::meta::LookupResult;
 
 /// A value that borrows the storage it was read from where it can: derefs to `[u8]`.
 ///

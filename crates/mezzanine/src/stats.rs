@@ -151,7 +151,7 @@ pub struct Stats {
     /// Live snapshots.
     pub snapshots: usize,
     /// Bytes and SST I/O per SSD directory (parallel unit), database directory first.
-    pub units: Vec<crate::storage::UnitStats>,
+    pub units: Vec<UnitStats>,
     /// NVM tables: the space their objects take and how much of it live tables use.
     pub nvm_tables: NvmTableStats,
     /// The matrix container (MatrixKV's L0): rows, pages, columns, hint use.
@@ -895,6 +895,27 @@ impl std::fmt::Display for Stats {
             self.block_cache_hits, self.block_cache_misses, self.bloom_negatives
         )
     }
+}
+
+/// One SSD directory's share of the database, for `Db::stats` and `mezz stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct UnitStats {
+    /// The directory index (`0` = the database directory).
+    pub path_id: u32,
+    /// The directory.
+    pub path: std::path::PathBuf,
+    /// Tables the current version keeps there.
+    pub tables: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// SST reads since open (block reads, footer and index reads).
+    pub reads: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// SST appends since open.
+    pub writes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ mod read_api;
 mod sizes;
 mod write;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -40,6 +40,7 @@ use mezz_format::SeqNo;
 use mezz_format::iter::InternalIterator;
 use parking_lot::{Condvar, Mutex};
 
+use crate::base::snapshot::SnapshotList;
 use crate::batch::WriteBatch;
 use crate::compaction::{Claims, CompactionPolicy};
 use crate::error::{Error, Result};
@@ -47,16 +48,17 @@ use crate::gate::{Gate, Pass};
 use crate::iter::{DbIterator, merging_iterator, read_run_iterator};
 use crate::manifest::Manifest;
 use crate::memtable::MemTable;
-use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::placement::Placement;
+use crate::state::SuperVersion;
+use crate::state::{MemtableSet, NvmMemtablePolicy};
 use crate::stats::{LevelStats, ReadTrace, SLOW_MICROS, Stats, StatsCollector};
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
 use crate::table::cache::TableCache;
 use crate::table::row::SeekChain;
 use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
-use crate::version::{SuperVersion, Version};
+use crate::version::Version;
 use crate::wal::WalWriter;
 
 /// What `Db::verify` checked.
@@ -68,42 +70,6 @@ pub struct VerifyReport {
     pub entries: u64,
     /// Bytes of table files read.
     pub bytes: u64,
-}
-
-/// The registry of live snapshots: sequence number -> number of live handles.
-#[derive(Debug, Default)]
-pub(crate) struct SnapshotList {
-    seqs: Mutex<BTreeMap<SeqNo, usize>>,
-}
-
-impl SnapshotList {
-    /// Live snapshot sequence numbers, ascending.
-    pub(crate) fn list(&self) -> Vec<SeqNo> {
-        self.seqs.lock().keys().copied().collect()
-    }
-
-    fn count(&self) -> usize {
-        self.seqs.lock().values().sum()
-    }
-}
-
-/// Keeps a snapshot's sequence number registered while any clone of the snapshot lives.
-#[derive(Debug)]
-pub struct SnapshotGuard {
-    list: Arc<SnapshotList>,
-    seq: SeqNo,
-}
-
-impl Drop for SnapshotGuard {
-    fn drop(&mut self) {
-        let mut m = self.list.seqs.lock();
-        if let Some(n) = m.get_mut(&self.seq) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(&self.seq);
-            }
-        }
-    }
 }
 
 /// The state the write-group leader owns (behind `DbInner::write`).
@@ -609,19 +575,14 @@ impl DbInner {
     }
 
     fn snapshot(&self) -> Snapshot {
-        let mut m = self.snapshots.seqs.lock();
-        // Read the sequence under the registry lock: a compaction reads the registry under
-        // the same lock after picking its inputs, so it either sees this snapshot or only
-        // compacts entries at or below its sequence.
-        let seq = self.last_seq.load(Ordering::Acquire);
-        *m.entry(seq).or_insert(0) += 1;
-        drop(m);
+        // The sequence is read under the registry lock: a compaction reads the registry
+        // under the same lock after picking its inputs, so it either sees this snapshot or
+        // only compacts entries at or below its sequence.
+        let (seq, guard) =
+            SnapshotList::register(&self.snapshots, || self.last_seq.load(Ordering::Acquire));
         Snapshot {
             seq,
-            _guard: Arc::new(SnapshotGuard {
-                list: Arc::clone(&self.snapshots),
-                seq,
-            }),
+            _guard: Arc::new(guard),
         }
     }
 
@@ -707,7 +668,9 @@ impl DbInner {
             s.nvm_emulated_write_accesses = r.write_accesses;
         }
         s.snapshots = self.snapshots.count();
-        s.units = self.storage.unit_stats(&sv.version);
+        s.units = self
+            .storage
+            .unit_stats(sv.version.all_tables().map(|(_, t)| t.as_ref()));
         s
     }
 

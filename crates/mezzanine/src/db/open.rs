@@ -53,21 +53,22 @@ use crate::manifest::{
     Manifest, VersionEdit, recover_manifest, set_current, write_file_atomically, write_new_manifest,
 };
 use crate::memtable::MemTable;
-use crate::memtable::set::{MemtableSet, NvmMemtablePolicy};
 use crate::options::NvmMemtable;
 use crate::options::{Options, RecoveryMode};
 use crate::placement::{JobInfo, Placement, UnitPlacement};
+use crate::state::{MemtableSet, NvmMemtablePolicy};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
 use crate::storage::nvm::{NvmObject, NvmObjectKind};
-use crate::table::TableLocation;
 use crate::table::cache::TableCache;
+use crate::table::{TableLocation, TableMeta};
 use crate::version::Version;
 use crate::wal::{ReplayEnd, WalWriter, replay_wal, replay_wal_bytes};
 
 use super::background::Jobs;
-use super::{ClosedWal, DbInner, MAX_MANIFEST_BYTES, SnapshotList, State, WriteState};
+use super::{ClosedWal, DbInner, MAX_MANIFEST_BYTES, State, WriteState};
+use crate::base::snapshot::SnapshotList;
 
 /// Opens (or creates) the database in `path`: the recovery steps above, one function each.
 pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
@@ -88,7 +89,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             opts.use_direct_io_for_flush_and_compaction,
         ),
     );
-    storage.check_locations(&rec.version)?;
+    rec.version.check_reachable(&storage)?;
     check_units(&opts, &storage, &rec)?;
     storage.check_direct_io()?;
     let placement: Arc<dyn Placement> = Arc::new(
@@ -141,7 +142,8 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
 /// file found in them.
 fn check_units(opts: &Options, storage: &Storage, rec: &Recovery) -> Result<()> {
     let temp = || alloc(&rec.next_file);
-    let max_table = storage.check_units(&rec.db_id, opts.create_if_missing, &rec.version, &temp)?;
+    let tables: Vec<&TableMeta> = rec.version.all_tables().map(|(_, t)| t.as_ref()).collect();
+    let max_table = storage.check_units(&rec.db_id, opts.create_if_missing, &tables, &temp)?;
     rec.next_file.fetch_max(max_table + 1, Ordering::SeqCst);
     Ok(())
 }

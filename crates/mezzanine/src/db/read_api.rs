@@ -19,8 +19,8 @@ use crate::iter::Iter;
 use crate::iter::range::{CursorBounds, intersect, prefix_to_bounds, range_to_bounds};
 use crate::options::{ReadOptions, Snapshot};
 use crate::pinned::{PinnedLookup, PinnedValue};
+use crate::state::SuperVersion;
 use crate::table::{LookupResult, TableMeta};
-use crate::version::SuperVersion;
 
 impl Snapshot {
     /// Read options that read as of this snapshot (the other fields default), for the

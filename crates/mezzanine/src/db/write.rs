@@ -44,7 +44,7 @@ use crate::compaction::{StallCause, WritePressure};
 use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
-use crate::memtable::set::NextActive;
+use crate::state::set::NextActive;
 use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
 use crate::wal::WalWriter;

@@ -12,8 +12,6 @@
 //! Thread-safety: `Manifest` is owned by one writer at a time (the engine serialises
 //! version changes with a lock).
 
-pub mod edit;
-
 use std::path::{Path, PathBuf};
 
 use mezz_env::FileSystem;
@@ -22,10 +20,11 @@ use mezz_format::log::{LogRead, LogReader, LogWriter};
 
 use crate::error::{Error, Result};
 use crate::filename;
+pub use crate::filename::write_file_atomically;
 use crate::options::RecoveryMode;
 use crate::version::{Version, VersionBuilder};
 
-pub use edit::{COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit};
+pub use crate::version::edit::{COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit};
 
 /// An open manifest being appended to.
 #[derive(Debug)]
@@ -315,32 +314,6 @@ pub fn set_current(
         contents.as_bytes(),
         temp_number,
     )
-}
-
-/// Writes `data` to `path` through a temp file: write, sync, rename, sync the directory.
-///
-/// # Errors
-/// I/O errors (with the path involved).
-pub fn write_file_atomically(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    path: &Path,
-    data: &[u8],
-    temp_number: u64,
-) -> Result<()> {
-    let tmp = filename::temp_file(dir, temp_number);
-    let res = (|| -> std::io::Result<()> {
-        let mut f = fs.create(&tmp)?;
-        f.append(data)?;
-        f.sync()?;
-        drop(f);
-        fs.rename(&tmp, path)?;
-        fs.sync_dir(dir)
-    })();
-    res.map_err(|e| {
-        let _ = fs.remove_file(&tmp);
-        Error::from(e).in_file(path)
-    })
 }
 
 #[cfg(test)]

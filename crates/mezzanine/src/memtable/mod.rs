@@ -31,7 +31,6 @@
 
 mod filter;
 pub mod nvm_list;
-pub mod set;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
@@ -48,8 +47,7 @@ use crate::table::LookupResult;
 use filter::KeyFilter;
 use nvm_list::{IkeyCmp, NvmList};
 
-/// The most bytes one DRAM memtable's arena can hold (its offsets are 32-bit).
-pub const MAX_DRAM_CAPACITY: usize = mezz_pmem::arena::MAX_CAPACITY;
+pub use crate::base::limits::MAX_DRAM_CAPACITY;
 
 /// Bytes a DRAM entry is counted for beyond its key, trailer and value: the expected node
 /// header, tower (4/3 links of 4 bytes on average) and alignment. Memory is counted by this

@@ -27,16 +27,11 @@ use mezz_format::{InternalIterator, SeqNo, ValueKind};
 use mezz_pmem::skiplist::{Comparator, CorruptNode, Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, PersistentWord};
 
+pub use crate::base::limits::LIST_PREFIX;
+pub use crate::base::limits::{NODE_OVERHEAD, room_needed};
 use crate::error::{Error, Result};
 use crate::storage::nvm::{NvmObject, NvmTier, POOL_FILE};
 use crate::table::LookupResult;
-
-/// Bytes at the start of an NVM memtable's extent before its skip list: the first 8 hold
-/// the commit word (the highest sequence number whose write group is wholly durable in the
-/// list), the next 8 the reserve word (no entry has a higher sequence number), the next 8
-/// the low word (the smallest sequence number), the next 8 the deferred mark (see
-/// [`DEFERRED_MARK`]); the rest is reserved.
-pub const LIST_PREFIX: usize = 4096;
 
 /// The deferred mark, XORed with the object's id, in the prefix word at offset 24: the
 /// list may hold writes acknowledged before every WAL older than it was durable (a mutable
@@ -49,17 +44,6 @@ pub const DEFERRED_MARK: u64 = 0x4445_4645_5252_4544; // "DEFERRED"
 /// group in this many writes it (each write of a word costs the writer a trip to memory).
 /// After a crash, new sequence numbers start up to this far above the last one used.
 pub const RESERVE_LEASE: SeqNo = 4096;
-
-/// Arena bytes one skip-list node costs beyond its key and value at most: the node header,
-/// a full tower of links, and alignment.
-pub const NODE_OVERHEAD: usize = 16 + 4 * 12 + 8;
-
-/// Arena bytes a memtable (NVM or DRAM: the same skip list) needs to take `entries` entries
-/// holding `bytes` bytes of user keys and values (an upper bound: every node a full tower).
-#[must_use]
-pub fn room_needed(entries: usize, bytes: usize) -> usize {
-    entries * (NODE_OVERHEAD + TRAILER_LEN) + bytes
-}
 
 fn insert_err(e: InsertError, obj: &NvmObject) -> Error {
     match e {

@@ -72,9 +72,9 @@ impl Options {
     /// only: pages are taken as entries arrive.
     #[must_use]
     pub fn memtable_capacity(&self) -> usize {
-        let group = crate::memtable::room_needed(MAX_GROUP_BYTES / 32, MAX_GROUP_BYTES);
+        let group = crate::base::limits::room_needed(MAX_GROUP_BYTES / 32, MAX_GROUP_BYTES);
         (self.write_buffer_size + self.write_buffer_size / 4 + group)
-            .min(crate::memtable::MAX_DRAM_CAPACITY)
+            .min(crate::base::limits::MAX_DRAM_CAPACITY)
     }
 
     /// Bytes of one WAL in NVM (`wal_on_nvm`): a memtable's worth of records plus one
@@ -95,9 +95,8 @@ impl Options {
             |n: u64| n.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
         let mut need = mezz_pmem::pool::SUPERBLOCK_SIZE;
         if self.nvm_memtable != NvmMemtable::Off {
-            need += 2 * align(
-                self.nvm_memtable_size as u64 + crate::memtable::nvm_list::LIST_PREFIX as u64,
-            );
+            need +=
+                2 * align(self.nvm_memtable_size as u64 + crate::base::limits::LIST_PREFIX as u64);
         }
         if self.wal_on_nvm {
             need += (self.max_write_buffer_number as u64 + 1) * align(self.nvm_wal_bytes());

@@ -37,12 +37,12 @@ use self::declare::{count_serialised, serialised_names};
 use self::parse::{Codec, Dir, Dirs, Flag, Float, Name, PerLevel, Size, Tiering};
 use self::text::unknown_option;
 use crate::error::{Error, Result};
-pub use crate::placement::PlacementPolicy;
 
 pub use self::presets::Preset;
 pub use self::read_write::{ReadOptions, Snapshot, WriteOptions};
 pub use self::values::{
-    CompactionPri, LevelCompression, NvmMemtable, NvmTableMethod, NvmTiering, RecoveryMode,
+    CompactionPri, LevelCompression, NvmMemtable, NvmTableMethod, NvmTiering, PlacementPolicy,
+    RecoveryMode,
 };
 
 /// The most levels a database can have (`num_levels`).

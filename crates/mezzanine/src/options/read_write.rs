@@ -20,7 +20,7 @@ pub struct WriteOptions {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub(crate) seq: SeqNo,
-    pub(crate) _guard: Arc<crate::db::SnapshotGuard>,
+    pub(crate) _guard: Arc<crate::base::snapshot::SnapshotGuard>,
 }
 
 impl Snapshot {

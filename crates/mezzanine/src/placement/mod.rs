@@ -38,40 +38,7 @@ use parking_lot::Mutex;
 use crate::table::{TableLocation, TableMeta};
 use crate::version::Version;
 
-/// How new tables are spread over the SSD directories (option `placement`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum PlacementPolicy {
-    /// Each new table to the next unit in turn (maximum spread).
-    Striped,
-    /// Each table to the unit its file number maps to (one table, one unit, static).
-    PerFile,
-    /// Units chosen by level, size and what running jobs read and write. The default.
-    #[default]
-    Isolated,
-}
-
-impl PlacementPolicy {
-    /// The name used in options (`striped`, `per_file`, `isolated`).
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Striped => "striped",
-            Self::PerFile => "per_file",
-            Self::Isolated => "isolated",
-        }
-    }
-
-    /// Parses a name (`per-file` is accepted for `per_file`).
-    #[must_use]
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "striped" => Some(Self::Striped),
-            "per_file" | "per-file" => Some(Self::PerFile),
-            "isolated" => Some(Self::Isolated),
-            _ => None,
-        }
-    }
-}
+pub use crate::options::PlacementPolicy;
 
 /// One unit as a placement decision sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

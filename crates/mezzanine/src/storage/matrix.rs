@@ -28,13 +28,46 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::InternalIterator;
-use mezz_pmem::matrix::{HintSource, PageSpace, RowBuildOptions, RowBuilder, RowTable};
+use mezz_pmem::matrix::{
+    HintSource, PageSpace, RowBuildOptions, RowBuilder, RowTable, SearchStats,
+};
 use parking_lot::Mutex;
 
+use crate::base::meta::{TableLocation, TableMeta};
 use crate::error::{Error, Result};
 use crate::storage::nvm::{NvmObject, NvmTier};
-use crate::table::row::RowSearchCounters;
-use crate::table::{TableLocation, TableMeta};
+
+/// Counters of row searches of one kind.
+#[derive(Debug, Default)]
+pub struct SearchCounters {
+    /// Rows searched.
+    pub rows_searched: AtomicU64,
+    /// Rows whose search was narrowed by a hint.
+    pub rows_hinted: AtomicU64,
+    /// Key comparisons.
+    pub comparisons: AtomicU64,
+}
+
+impl SearchCounters {
+    /// Counts one row searched, narrowed by a hint or not, with its comparisons.
+    pub(crate) fn count(&self, hinted: bool, stats: &SearchStats) {
+        self.rows_searched.fetch_add(1, Ordering::Relaxed);
+        self.rows_hinted
+            .fetch_add(u64::from(hinted), Ordering::Relaxed);
+        self.comparisons
+            .fetch_add(stats.comparisons, Ordering::Relaxed);
+    }
+}
+
+/// Counters of row searches (shared by the rows of one database): how much the hints save,
+/// for point reads and iterator seeks apart.
+#[derive(Debug, Default)]
+pub struct RowSearchCounters {
+    /// Point reads.
+    pub gets: SearchCounters,
+    /// Iterator seeks.
+    pub seeks: SearchCounters,
+}
 
 /// Open rows by row id, with the pages each still holds.
 type RowMap = HashMap<u64, (Arc<RowTable>, Vec<u32>)>;

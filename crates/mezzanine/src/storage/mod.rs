@@ -41,10 +41,10 @@ use std::sync::Arc;
 use mezz_env::{FileSystem, RandomAccessFile, WritableFile, WriteLifetime};
 use mezz_format::counter::StripedCounters;
 
+use crate::base::meta::{TableLocation, TableMeta};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
-use crate::table::{TableLocation, TableMeta};
-use crate::version::Version;
+pub use crate::stats::UnitStats;
 use nvm::NvmTier;
 
 /// The places one database keeps its tables: SSD directories and, optionally, an NVM pool.
@@ -80,27 +80,6 @@ impl UnitIo {
     const READ_BYTES: usize = 1;
     const WRITES: usize = 2;
     const WRITE_BYTES: usize = 3;
-}
-
-/// One SSD directory's share of the database, for `Db::stats` and `mezz stats`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct UnitStats {
-    /// The directory index (`0` = the database directory).
-    pub path_id: u32,
-    /// The directory.
-    pub path: PathBuf,
-    /// Tables the current version keeps there.
-    pub tables: u64,
-    /// Their bytes.
-    pub bytes: u64,
-    /// SST reads since open (block reads, footer and index reads).
-    pub reads: u64,
-    /// Bytes read.
-    pub read_bytes: u64,
-    /// SST appends since open.
-    pub writes: u64,
-    /// Bytes written.
-    pub write_bytes: u64,
 }
 
 /// The write-lifetime hint for an SST of `level`: upper levels are rewritten soon, the
@@ -333,15 +312,15 @@ impl Storage {
         &self,
         db_id: &[u8; 16],
         create_if_missing: bool,
-        version: &Version,
+        tables: &[&TableMeta],
         temp_number: &dyn Fn() -> u64,
     ) -> Result<u64> {
         let id_hex = mezz_pmem::pool::db_id_hex(db_id);
         for (i, dir) in self.dirs.iter().enumerate().skip(1) {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
-            let kept = version
-                .all_tables()
-                .filter(|(_, t)| t.location == TableLocation::Sst { path_id: index })
+            let kept = tables
+                .iter()
+                .filter(|t| t.location == TableLocation::Sst { path_id: index })
                 .count();
             let position = i - 1;
             if !self.fs.exists(dir) {
@@ -402,7 +381,7 @@ impl Storage {
                         dir.display()
                     )));
                 }
-                crate::manifest::write_file_atomically(
+                filename::write_file_atomically(
                     self.fs.as_ref(),
                     dir,
                     &unit,
@@ -419,9 +398,9 @@ impl Storage {
             .unwrap_or(0))
     }
 
-    /// Per-directory bytes (from `version`) and I/O since open.
+    /// Per-directory bytes (of `tables`: the current version's) and I/O since open.
     #[must_use]
-    pub fn unit_stats(&self, version: &Version) -> Vec<UnitStats> {
+    pub fn unit_stats<'t>(&self, tables: impl Iterator<Item = &'t TableMeta>) -> Vec<UnitStats> {
         let mut out: Vec<UnitStats> = self
             .dirs
             .iter()
@@ -437,7 +416,7 @@ impl Storage {
                 ..UnitStats::default()
             })
             .collect();
-        for (_, t) in version.all_tables() {
+        for t in tables {
             if let TableLocation::Sst { path_id } = t.location
                 && let Some(u) = out.get_mut(path_id as usize)
             {
@@ -450,6 +429,12 @@ impl Storage {
 
     fn unit_io(&self, path_id: u32) -> Arc<UnitIo> {
         self.io.get(path_id as usize).cloned().unwrap_or_default()
+    }
+
+    /// The number of SSD directories (the database directory and `ssd_paths`).
+    #[must_use]
+    pub fn dir_count(&self) -> usize {
+        self.dirs.len()
     }
 
     /// The file system every SSD directory is reached through.
@@ -626,80 +611,6 @@ impl Storage {
             .map_err(|e| Error::from(e).in_file(dir))
     }
 
-    /// Checks that every table of `version` is somewhere this storage can reach: an SST in
-    /// a configured directory, or an NVM table whose objects (its own and every one its
-    /// entries live in) the version lists. Open runs it, so a mismatch is refused up front
-    /// instead of failing reads later.
-    ///
-    /// # Errors
-    /// `InvalidArgument` for a table in a directory index the options do not configure, or
-    /// in NVM without an NVM tier; `Corruption` for a table in (or pointing into) an NVM
-    /// object the version does not list.
-    pub fn check_locations(&self, version: &Version) -> Result<()> {
-        for (level, t) in version.all_tables() {
-            match t.location {
-                TableLocation::Sst { path_id } => {
-                    if path_id as usize >= self.dirs.len() {
-                        return Err(Error::InvalidArgument(format!(
-                            "the database keeps table {} (L{level}) in SSD directory \
-                             {path_id} (ssd_paths[{}]), but ssd_paths gives only {} \
-                             directories",
-                            t.id,
-                            path_id.saturating_sub(1),
-                            self.dirs.len() - 1
-                        )));
-                    }
-                }
-                TableLocation::Nvm { object } => {
-                    if !version.nvm_objects.contains_key(&object) {
-                        return Err(Error::corruption(
-                            0,
-                            format!(
-                                "table {} (L{level}) is in NVM object {object}, which the \
-                                 manifest does not list",
-                                t.id
-                            ),
-                        ));
-                    }
-                    if self.nvm.is_none() {
-                        return Err(Error::InvalidArgument(format!(
-                            "table {} (L{level}) is in NVM, but no NVM tier is configured \
-                             (nvm_dir)",
-                            t.id
-                        )));
-                    }
-                    for r in &t.nvm_refs {
-                        let o = &r.object;
-                        if !version.nvm_objects.contains_key(o) {
-                            return Err(Error::corruption(
-                                0,
-                                format!(
-                                    "table {} (L{level}) points into NVM object {o}, which \
-                                     the manifest does not list",
-                                    t.id
-                                ),
-                            ));
-                        }
-                    }
-                }
-                TableLocation::Row { space, row, .. } => {
-                    let known = self.matrix.as_ref().is_some_and(|m| m.object().id == space);
-                    if !version.nvm_objects.contains_key(&space) || !known {
-                        return Err(Error::corruption(
-                            0,
-                            format!(
-                                "table {} (L{level}) is matrix row {row} in NVM object \
-                                 {space}, which is not the database's matrix container",
-                                t.id
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Every SST file in every SSD directory: (table id, location).
     ///
     /// # Errors
@@ -766,45 +677,6 @@ mod tests {
         assert!(matches!(
             s.table_path(1, TableLocation::Nvm { object: 3 }),
             Err(Error::InvalidArgument(_))
-        ));
-    }
-
-    #[test]
-    fn locations_the_storage_cannot_reach_are_refused() {
-        use crate::manifest::VersionEdit;
-        use crate::storage::nvm::{NvmObject, NvmObjectKind};
-        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
-        let s = Storage::new(fs, PathBuf::from("/db"), vec![PathBuf::from("/ssd1")], None);
-        let at = |location| {
-            let mut m = crate::version::tests::meta(9, "a", "b", (1, 1), 10);
-            m.location = location;
-            Version::new(4)
-                .apply(&VersionEdit {
-                    new_tables: vec![(2, m)],
-                    new_nvm_objects: vec![NvmObject {
-                        id: 5,
-                        kind: NvmObjectKind::Memtable,
-                        offset: 4096,
-                        len: 4096,
-                        weight: 0,
-                    }],
-                    ..VersionEdit::default()
-                })
-                .unwrap()
-        };
-        s.check_locations(&at(TableLocation::Sst { path_id: 1 }))
-            .unwrap();
-        match s.check_locations(&at(TableLocation::Sst { path_id: 2 })) {
-            Err(Error::InvalidArgument(m)) => assert!(m.contains("SSD directory 2"), "{m}"),
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            s.check_locations(&at(TableLocation::Nvm { object: 5 })),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            s.check_locations(&at(TableLocation::Nvm { object: 6 })),
-            Err(Error::Corruption { .. })
         ));
     }
 }

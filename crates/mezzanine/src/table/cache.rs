@@ -115,7 +115,7 @@ impl TableCache {
     /// # Errors
     /// As [`TableCache::open`].
     pub fn open_for_read<'m>(&self, meta: &'m TableMeta) -> Result<Cow<'m, Arc<dyn Table>>> {
-        if let Some(p) = meta.pinned.0.get() {
+        if let Some(p) = meta.pinned.get::<Pin>() {
             return Ok(Cow::Borrowed(&p.table));
         }
         let table = self.cached(meta)?;
@@ -131,12 +131,15 @@ impl TableCache {
         // The slot is counted already; if another thread pinned the table first, the
         // slot not taken here gives itself back when dropped.
         let mut slot = Some(PinSlot(Arc::clone(&self.pinned)));
-        let pin = meta.pinned.0.get_or_init(|| Pin {
+        let pin = meta.pinned.get_or_init(|| Pin {
             table: Arc::clone(&table),
             _slot: slot.take(),
         });
         drop(slot);
-        Ok(Cow::Borrowed(&pin.table))
+        Ok(match pin {
+            Some(pin) => Cow::Borrowed(&pin.table),
+            None => Cow::Owned(table),
+        })
     }
 
     /// The storage layer tables are opened from.
@@ -151,7 +154,7 @@ impl TableCache {
     /// `Io` / `Corruption` / `UnsupportedVersion` from opening it, naming its file;
     /// `InvalidArgument` for a kind of table this build cannot read.
     pub fn open(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
-        match meta.pinned.0.get() {
+        match meta.pinned.get::<Pin>() {
             Some(p) => Ok(Arc::clone(&p.table)),
             None => self.cached(meta),
         }

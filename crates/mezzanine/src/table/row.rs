@@ -15,7 +15,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::ikey::ValueKind;
 use mezz_format::{InternalIterator, SeqNo};
@@ -25,6 +24,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::pinned::PinnedLookup;
 use crate::storage::matrix::MatrixSpace;
+pub use crate::storage::matrix::{RowSearchCounters, SearchCounters};
 use crate::storage::nvm::POOL_FILE;
 use crate::table::{InFileIter, LookupResult, Table, TableLocation, TableMeta, TableReadOptions};
 
@@ -61,38 +61,6 @@ impl RowHint {
     fn window_in(&self, row: &RowTable) -> Option<HintWindow> {
         (self.row == row.id() && self.entries == row.num_entries()).then_some(self.window)
     }
-}
-
-/// Counters of row searches of one kind.
-#[derive(Debug, Default)]
-pub struct SearchCounters {
-    /// Rows searched.
-    pub rows_searched: AtomicU64,
-    /// Rows whose search was narrowed by a hint.
-    pub rows_hinted: AtomicU64,
-    /// Key comparisons.
-    pub comparisons: AtomicU64,
-}
-
-impl SearchCounters {
-    /// Counts one row searched, narrowed by a hint or not, with its comparisons.
-    fn count(&self, hinted: bool, stats: &SearchStats) {
-        self.rows_searched.fetch_add(1, Ordering::Relaxed);
-        self.rows_hinted
-            .fetch_add(u64::from(hinted), Ordering::Relaxed);
-        self.comparisons
-            .fetch_add(stats.comparisons, Ordering::Relaxed);
-    }
-}
-
-/// Counters of row searches (shared by the rows of one database): how much the hints save,
-/// for point reads and iterator seeks apart.
-#[derive(Debug, Default)]
-pub struct RowSearchCounters {
-    /// Point reads.
-    pub gets: SearchCounters,
-    /// Iterator seeks.
-    pub seeks: SearchCounters,
 }
 
 /// The hint a seek carries from a row to the next older one, shared by the row cursors of

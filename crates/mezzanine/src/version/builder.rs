@@ -21,9 +21,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::manifest::VersionEdit;
 use crate::storage::nvm::NvmObject;
 use crate::table::TableMeta;
+use crate::version::VersionEdit;
 
 use super::Version;
 

@@ -4,7 +4,7 @@
 //! Owns: the immutable [`Version`] (tables per level, seen as [`SortedRun`]s: L0 one run
 //! per table, every deeper level one run; `Version::level_overlaps` is the one place that
 //! says which), [`VersionBuilder`] (applies many edits to a base at once, as manifest
-//! replay does) and [`SuperVersion`].
+//! replay does).
 //!
 //! Invariants of a `Version`:
 //! - L0 is sorted newest first (by `largest_seq`, then id, descending); its tables may
@@ -15,22 +15,22 @@
 //!   shares the unchanged `Arc<TableMeta>`s. A table file may be deleted only once no live
 //!   `Version` holds its `Arc<TableMeta>` (the engine watches the `Arc`'s strong count).
 //!
-//! Thread-safety: `Version` and `SuperVersion` are immutable and shared through `Arc`.
+//! Thread-safety: `Version` is immutable and shared through `Arc`.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use mezz_format::SeqNo;
 use mezz_format::ikey::compare_internal_keys;
 
 use crate::error::{Error, Result};
-use crate::manifest::VersionEdit;
-use crate::memtable::MemTable;
+use crate::storage::Storage;
 use crate::storage::nvm::NvmObject;
-use crate::table::TableMeta;
+use crate::table::{TableLocation, TableMeta};
 
 mod builder;
+pub mod edit;
 pub use builder::VersionBuilder;
+pub use edit::VersionEdit;
 
 /// The tables of the database at one moment. Immutable; see the module invariants.
 #[derive(Debug, Clone)]
@@ -94,6 +94,81 @@ fn l0_order(a: &Arc<TableMeta>, b: &Arc<TableMeta>) -> Ordering {
 }
 
 impl Version {
+    /// Checks that every table of this version is somewhere `storage` can reach: an SST in
+    /// a configured directory, or an NVM table whose objects (its own and every one its
+    /// entries live in) the version lists. Open runs it, so a mismatch is refused up front
+    /// instead of failing reads later.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a table in a directory index the options do not configure, or
+    /// in NVM without an NVM tier; `Corruption` for a table in (or pointing into) an NVM
+    /// object the version does not list.
+    pub fn check_reachable(&self, storage: &Storage) -> Result<()> {
+        let version = self;
+        for (level, t) in version.all_tables() {
+            match t.location {
+                TableLocation::Sst { path_id } => {
+                    if path_id as usize >= storage.dir_count() {
+                        return Err(Error::InvalidArgument(format!(
+                            "the database keeps table {} (L{level}) in SSD directory \
+                             {path_id} (ssd_paths[{}]), but ssd_paths gives only {} \
+                             directories",
+                            t.id,
+                            path_id.saturating_sub(1),
+                            storage.dir_count() - 1
+                        )));
+                    }
+                }
+                TableLocation::Nvm { object } => {
+                    if !version.nvm_objects.contains_key(&object) {
+                        return Err(Error::corruption(
+                            0,
+                            format!(
+                                "table {} (L{level}) is in NVM object {object}, which the \
+                                 manifest does not list",
+                                t.id
+                            ),
+                        ));
+                    }
+                    if storage.nvm().is_none() {
+                        return Err(Error::InvalidArgument(format!(
+                            "table {} (L{level}) is in NVM, but no NVM tier is configured \
+                             (nvm_dir)",
+                            t.id
+                        )));
+                    }
+                    for r in &t.nvm_refs {
+                        let o = &r.object;
+                        if !version.nvm_objects.contains_key(o) {
+                            return Err(Error::corruption(
+                                0,
+                                format!(
+                                    "table {} (L{level}) points into NVM object {o}, which \
+                                     the manifest does not list",
+                                    t.id
+                                ),
+                            ));
+                        }
+                    }
+                }
+                TableLocation::Row { space, row, .. } => {
+                    let known = storage.matrix().is_some_and(|m| m.object().id == space);
+                    if !version.nvm_objects.contains_key(&space) || !known {
+                        return Err(Error::corruption(
+                            0,
+                            format!(
+                                "table {} (L{level}) is matrix row {row} in NVM object \
+                                 {space}, which is not the database's matrix container",
+                                t.id
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// An empty version with `num_levels` levels.
     #[must_use]
     pub fn new(num_levels: usize) -> Self {
@@ -282,8 +357,8 @@ impl Version {
     #[must_use]
     pub fn snapshot_edit(&self) -> VersionEdit {
         VersionEdit {
-            format_version: Some(crate::manifest::MANIFEST_FORMAT_VERSION),
-            comparator: Some(crate::manifest::COMPARATOR_NAME.to_string()),
+            format_version: Some(edit::MANIFEST_FORMAT_VERSION),
+            comparator: Some(edit::COMPARATOR_NAME.to_string()),
             compact_pointers: self
                 .compact_pointers
                 .iter()
@@ -300,87 +375,6 @@ impl Version {
             matrix_compactor: (self.matrix_compactor != 0).then_some(self.matrix_compactor),
             ..VersionEdit::default()
         }
-    }
-}
-
-/// What a reader pins: the memtables and the version, consistent with each other.
-#[derive(Debug)]
-pub struct SuperVersion {
-    /// The active memtable.
-    pub mem: Arc<MemTable>,
-    /// Immutable memtables waiting for a flush, newest first.
-    pub imms: Vec<Arc<MemTable>>,
-    /// NVM memtables below the DRAM ones (`nvm_memtable = immutable`): the receiver, then
-    /// the full ones waiting for their flush, newest first.
-    pub nvm: Vec<Arc<MemTable>>,
-    /// The tables.
-    pub version: Arc<Version>,
-}
-
-/// One container in the read order, for [`SuperVersion::check_read_order`].
-#[derive(Debug, Clone, Copy)]
-enum ReadRun {
-    Memtable { id: u64, nvm: bool },
-    L0 { id: u64 },
-}
-
-impl std::fmt::Display for ReadRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ReadRun::Memtable { id, nvm: true } => write!(f, "NVM memtable {id}"),
-            ReadRun::Memtable { id, nvm: false } => write!(f, "memtable {id}"),
-            ReadRun::L0 { id } => write!(f, "L0 table {id}"),
-        }
-    }
-}
-
-impl SuperVersion {
-    /// The containers a point read consults, in the order it consults them: the active
-    /// memtable, the immutable ones, the NVM ones, then the L0 tables; each with its
-    /// (smallest, largest) sequence number. Empty memtables are left out.
-    fn read_order(&self) -> impl Iterator<Item = (ReadRun, SeqNo, SeqNo)> + '_ {
-        let mems = std::iter::once(&self.mem)
-            .chain(self.imms.iter())
-            .chain(self.nvm.iter())
-            .filter(|m| !m.is_empty())
-            .map(|m| {
-                let run = ReadRun::Memtable {
-                    id: m.id(),
-                    nvm: m.is_nvm(),
-                };
-                (run, m.min_seq(), m.max_seq())
-            });
-        let l0 = self
-            .version
-            .tables(0)
-            .iter()
-            .map(|t| (ReadRun::L0 { id: t.id }, t.smallest_seq, t.largest_seq));
-        mems.chain(l0)
-    }
-
-    /// Checks the rule point reads and iterators rely on: the memtables and L0 tables, in
-    /// the order reads consult them, hold strictly older data one after the other (every
-    /// sequence number of a later container is below every one of an earlier container),
-    /// so the first container holding a key holds its newest version. A violation is
-    /// described (the engine refuses further writes rather than serve stale values).
-    /// Allocates nothing unless it finds a violation (it runs at every install).
-    ///
-    /// # Errors
-    /// A description of the first pair out of order.
-    pub fn check_read_order(&self) -> std::result::Result<(), String> {
-        let mut newer: Option<(ReadRun, SeqNo)> = None;
-        for (run, lo, hi) in self.read_order() {
-            if let Some((prev, prev_lo)) = newer
-                && hi >= prev_lo
-            {
-                return Err(format!(
-                    "read order violated: {run} (sequence numbers up to {hi}) is consulted \
-                     after {prev} (from {prev_lo})"
-                ));
-            }
-            newer = Some((run, lo));
-        }
-        Ok(())
     }
 }
 
@@ -480,5 +474,45 @@ pub(crate) mod tests {
             ..VersionEdit::default()
         };
         assert!(v.apply(&overlap).unwrap().check_invariants().is_err());
+    }
+
+    #[test]
+    fn locations_the_storage_cannot_reach_are_refused() {
+        use crate::storage::nvm::{NvmObject, NvmObjectKind};
+        use std::path::PathBuf;
+        let fs: Arc<dyn mezz_env::FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let s = Storage::new(fs, PathBuf::from("/db"), vec![PathBuf::from("/ssd1")], None);
+        let at = |location| {
+            let mut m = meta(9, "a", "b", (1, 1), 10);
+            m.location = location;
+            Version::new(4)
+                .apply(&VersionEdit {
+                    new_tables: vec![(2, m)],
+                    new_nvm_objects: vec![NvmObject {
+                        id: 5,
+                        kind: NvmObjectKind::Memtable,
+                        offset: 4096,
+                        len: 4096,
+                        weight: 0,
+                    }],
+                    ..VersionEdit::default()
+                })
+                .unwrap()
+        };
+        at(TableLocation::Sst { path_id: 1 })
+            .check_reachable(&s)
+            .unwrap();
+        match at(TableLocation::Sst { path_id: 2 }).check_reachable(&s) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("SSD directory 2"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            at(TableLocation::Nvm { object: 5 }).check_reachable(&s),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            at(TableLocation::Nvm { object: 6 }).check_reachable(&s),
+            Err(Error::Corruption { .. })
+        ));
     }
 }

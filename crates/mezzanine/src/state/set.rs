@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use crate::memtable::MemTable;
 use crate::options::NvmMemtable;
-use crate::version::{SuperVersion, Version};
+use crate::state::SuperVersion;
+use crate::version::Version;
 
 /// NoveLSM's choices, from `Options::nvm_memtable`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

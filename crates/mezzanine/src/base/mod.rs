@@ -1,0 +1,9 @@
+//! The engine's ground floor: what every layer above speaks of and nothing below needs.
+//! [`meta`]: table metadata, locations and tiers; [`limits`]: sizes shared by options and
+//! memtables; [`snapshot`]: the registry of live snapshots.
+//!
+//! Imports only `error` and the crates below the engine.
+
+pub mod limits;
+pub mod meta;
+pub mod snapshot;
