@@ -55,6 +55,7 @@ pub(crate) mod base;
 pub mod batch;
 pub mod compaction;
 pub mod db;
+pub(crate) mod design;
 pub mod error;
 pub mod filename;
 #[doc(hidden)]

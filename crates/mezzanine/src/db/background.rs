@@ -20,33 +20,20 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::compaction::nvm_sink::{NvmOutput, NvmRecorder, NvmSink};
-use crate::compaction::{
-    CompactionContext, CompactionPlan, SstSink, TableSink, run_compaction, trivial_move_edit,
-    write_table,
-};
+use crate::compaction::nvm_sink::NvmRecorder;
+use crate::compaction::{CompactionContext, CompactionPlan, run_compaction, trivial_move_edit};
+use crate::design::FlushStep;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::{VersionEdit, set_current, write_new_manifest};
 use crate::memtable::MemTable;
-use crate::placement::JobInfo;
+use crate::state::MemtableSet;
 use crate::state::set::FlushJob;
 use crate::stats::StatsCollector;
 use crate::storage::nvm::{NvmObject, NvmObjectKind};
 use crate::table::{TableLocation, TableMeta};
 
 use super::DbInner;
-
-/// What became of a memtable flushed into the matrix container.
-enum RowFlush {
-    /// It is a row now.
-    Written,
-    /// No row: the container has no room and nothing will free any, or the memtable is
-    /// empty (the caller writes an SST, or nothing).
-    NoRow,
-    /// No room yet, and a compaction that may free pages is running or due: try later.
-    Wait,
-}
 
 /// Which background jobs a thread runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,7 +153,7 @@ impl DbInner {
     }
 
     /// Whether a compaction is running or due (one may free room a flush waits for).
-    fn compaction_pending(&self, st: &super::State) -> bool {
+    pub(super) fn compaction_pending(&self, st: &super::State) -> bool {
         !st.claims.is_empty() || self.policy.pick(&st.version, &st.claims).is_some()
     }
 
@@ -235,7 +222,7 @@ impl DbInner {
         if self.sync_wals_ahead.load(Ordering::Acquire) {
             self.sync_closed_wals(imm.id())?;
         }
-        if self.mem_policy().merges_into_nvm(imm) && self.merge_into_nvm(imm, start)? {
+        if self.design.memtables().absorb(self, imm, start)? {
             return Ok(());
         }
         // Every NVM memtable below the immutable ones holds older data: they reach L0
@@ -247,215 +234,69 @@ impl DbInner {
             return Ok(());
         }
         self.forget_closed_wals(imm.id());
-        if self.opts.use_wal {
-            let _ = self
-                .fs
-                .remove_file(&filename::wal_file(&self.path, imm.id()));
-        }
+        self.remove_wal_file(imm.id());
         Ok(())
+    }
+
+    /// Deletes the file of WAL `id` (with `use_wal`).
+    pub(super) fn remove_wal_file(&self, id: u64) {
+        if self.opts.use_wal {
+            let _ = self.fs.remove_file(&filename::wal_file(&self.path, id));
+        }
     }
 
     /// Writes memtable `m` to one L0 table and installs it with one manifest edit, which
     /// also releases `m`'s NVM object (if it has one) and, with `flushed`, moves the log
-    /// number (see [`DbInner::log_and_apply`]); `on_install` adjusts the state under the
-    /// same lock. Then counts the flush and deletes what became obsolete.
+    /// number (see [`DbInner::log_and_apply`]); `on_install` adjusts the memtable set under
+    /// the same lock. Then counts the flush and deletes what became obsolete.
     ///
-    /// With a matrix container, `m` becomes a row; when the container has no room and
-    /// `may_wait`, nothing is written while a compaction that may free pages is running or
-    /// due, and false is returned (the flush is retried later). Otherwise the table is an
-    /// SST.
-    fn write_l0(
+    /// The design's flush targets are tried in order (`design::FlushTarget`); false when
+    /// one asked to wait (only with `may_wait`): nothing was written, the flush is retried
+    /// later.
+    pub(super) fn write_l0(
         &self,
         m: &Arc<MemTable>,
         start: Instant,
         flushed: Option<u64>,
         may_wait: bool,
-        on_install: &mut dyn FnMut(&mut super::State),
+        on_install: &mut dyn FnMut(&mut MemtableSet),
     ) -> Result<bool> {
-        if let Some(space) = self.storage.matrix().filter(|_| self.opts.matrix_bytes > 0) {
-            match self.write_row(space, m, start, flushed, may_wait, on_install)? {
-                RowFlush::Written => return Ok(true),
-                RowFlush::Wait => return Ok(false),
-                RowFlush::NoRow => {}
-            }
-        }
-        let new_file = || self.new_file_number();
-        let mut force_ssd = false;
-        // A snapshot taken after this sees the newest version of every key in `m` (they
-        // all precede it), so the list as it is now is all the flush must keep for.
-        let snapshots = self.snapshots.list();
-        let written = loop {
-            let mut sink = self.flush_sink(&new_file, force_ssd);
-            let mut iter = m.iter();
-            match write_table(sink.as_mut(), iter.as_mut(), &snapshots)
-                .and_then(|w| iter.status().map(|()| w))
-            {
-                Ok(w) => break w,
-                // NVM filled up under a tiering that allows SSTs: flush to an SST.
-                Err(e)
-                    if !force_ssd
-                        && crate::storage::nvm::falls_back_to_ssd(&e, self.opts.nvm_tiering) =>
-                {
-                    force_ssd = true;
+        let mut output = None;
+        for target in self.design.flush_targets() {
+            match target.write(self, m, may_wait)? {
+                FlushStep::Written(out) => {
+                    output = Some(out);
+                    break;
                 }
-                Err(e) => return Err(e),
-            }
-        };
-        let mut edit = VersionEdit::default();
-        if let Some(w) = &written {
-            edit.new_tables.push((0, w.meta.clone()));
-            edit.new_nvm_objects.extend(w.objects.iter().copied());
-        }
-        if m.is_nvm() {
-            edit.deleted_nvm_objects.push(m.id());
-        }
-        self.log_and_apply_ext(edit, flushed, &[], on_install)?;
-        if let Some(l) = m.nvm_list() {
-            l.mark_obsolete();
-        }
-        let s = &self.stats;
-        let bytes = written.as_ref().map_or(0, |w| w.bytes_written);
-        StatsCollector::add(&s.flushes, 1);
-        StatsCollector::add(&s.flush_bytes_written, bytes);
-        StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
-        if let Some(w) = &written {
-            StatsCollector::add(&s.encode_bytes, w.data_bytes);
-            StatsCollector::add(&s.encode_micros, w.encode_nanos / 1000);
-        }
-        s.record_level_io(0, 0, bytes);
-        self.purge_obsolete();
-        Ok(true)
-    }
-
-    /// MatrixKV: writes memtable `m` as one row of the matrix container (one bulk copy),
-    /// its hints pointing into the newest L0 row, and installs it as an L0 table like
-    /// [`DbInner::write_l0`].
-    ///
-    /// When the container has no room, pages no reader holds any more are released and the
-    /// row is tried once more; then, with `may_wait` and a compaction running or due, the
-    /// result is [`RowFlush::Wait`] (nothing done: the flush waits for the column), else
-    /// [`RowFlush::NoRow`] (the caller writes an L0 SST).
-    fn write_row(
-        &self,
-        space: &Arc<crate::storage::matrix::MatrixSpace>,
-        m: &Arc<MemTable>,
-        start: Instant,
-        flushed: Option<u64>,
-        may_wait: bool,
-        on_install: &mut dyn FnMut(&mut super::State),
-    ) -> Result<RowFlush> {
-        if m.is_empty() {
-            return Ok(RowFlush::NoRow);
-        }
-        // The newest L0 table, if it is a row, is what the new row's hints point into.
-        let newest = self.super_version.load().version.tables(0).first().cloned();
-        let prev = match &newest {
-            Some(t) if crate::compaction::matrix::row_id(t).is_some() => {
-                Some(self.table_cache.open(t)?)
-            }
-            _ => None,
-        };
-        let prev = prev
-            .as_ref()
-            .and_then(|t| t.as_row())
-            .map(|r| (r.row().as_ref(), r.consumed()));
-        let row_id = self.new_file_number();
-        let build = || space.build_row(m.iter().as_mut(), row_id, prev, self.opts.block_size);
-        let mut built = build()?;
-        if built.is_none() {
-            // Pages of tables nobody reads any more may not have gone back yet.
-            self.purge_obsolete();
-            if !space.is_short_of_room() {
-                built = build()?;
+                FlushStep::Wait => return Ok(false),
+                FlushStep::Pass => {}
             }
         }
-        let Some((row, meta)) = built else {
-            let st = self.state.lock();
-            return Ok(if may_wait && self.compaction_pending(&st) {
-                RowFlush::Wait
-            } else {
-                RowFlush::NoRow
-            });
+        let Some(out) = output else {
+            return Err(Error::Background(
+                "no flush target took the memtable".to_string(),
+            ));
         };
-        let mut edit = VersionEdit::default();
-        edit.new_tables.push((0, meta));
-        if m.is_nvm() {
-            edit.deleted_nvm_objects.push(m.id());
+        let mut edit = out.edit;
+        if let Some(object) = m.own_nvm_object() {
+            edit.deleted_nvm_objects.push(object);
         }
-        let installed = self.log_and_apply_ext(edit, flushed, &[], on_install);
-        // From here the row's pages follow the tables naming it (none, if this failed:
-        // they are freed with the next clean-up, or by the next open).
-        space.built(row_id);
+        let installed =
+            self.log_and_apply_ext(edit, flushed, &[], &mut |st| on_install(&mut st.mems));
+        if let Some(after) = out.after_install {
+            after(installed.is_ok());
+        }
         installed?;
-        if let Some(l) = m.nvm_list() {
-            l.mark_obsolete();
-        }
-        let s = &self.stats;
-        StatsCollector::add(&s.flushes, 1);
-        StatsCollector::add(&s.matrix_row_bytes_written, row.len_bytes());
-        StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
-        self.purge_obsolete();
-        Ok(RowFlush::Written)
-    }
-
-    /// `nvm_memtable = immutable`: merges the DRAM memtable `imm` into the NVM receiver
-    /// (entry by entry, no serialisation), then records the flush (its WAL becomes
-    /// obsolete). Seals a receiver without room and starts a new one. Returns false (nothing
-    /// done) when no NVM memtable can take `imm`: the caller writes an SST instead.
-    fn merge_into_nvm(&self, imm: &Arc<MemTable>, start: Instant) -> Result<bool> {
-        let need =
-            crate::memtable::nvm_list::room_needed(imm.len(), imm.approximate_memory_usage());
-        if need + 4096 > self.opts.nvm_memtable_size {
-            return Ok(false);
-        }
-        let current = self.state.lock().mems.receiver().cloned();
-        let recv = match current {
-            Some(r) if r.room() >= need => r,
-            _ => {
-                let number = self.new_file_number();
-                // Not deferred: a receiver takes only memtables whose WALs are durable.
-                let Some(m) = self.new_nvm_memtable(number, None)? else {
-                    return Ok(false);
-                };
-                let m = Arc::new(m);
-                let mut st = self.state.lock();
-                st.mems.replace_receiver(Arc::clone(&m));
-                self.install_super_version(&mut st);
-                drop(st);
-                self.bg_cv.notify_all();
-                m
-            }
-        };
-        let Some(list) = recv.nvm_list() else {
-            return Ok(false);
-        };
-        list.reserve((imm.min_seq(), imm.max_seq()))?;
-        list.begin_merge();
-        let mut it = imm.iter();
-        it.seek_to_first();
-        let mut bytes = 0u64;
-        while it.valid() {
-            recv.add_merged(it.key(), it.value())?;
-            bytes += (it.key().len() + it.value().len()) as u64;
-            it.next();
-        }
-        it.status()?;
-        drop(it);
-        list.sync()?;
-        // The receiver's range grows in the same step that retires `imm`: the two never
-        // both appear to hold the merged sequence numbers.
-        self.log_and_apply_ext(VersionEdit::default(), Some(imm.id()), &[], &mut |_| {
-            recv.note_external_insert(list);
-        })?;
-        if self.opts.use_wal {
-            let _ = self
-                .fs
-                .remove_file(&filename::wal_file(&self.path, imm.id()));
-        }
+        m.retire_after_flush();
         let s = &self.stats;
         StatsCollector::add(&s.flushes, 1);
         StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
-        let _ = bytes;
+        if let Some((bytes, data_bytes, encode_nanos)) = out.table {
+            StatsCollector::add(&s.flush_bytes_written, bytes);
+            StatsCollector::add(&s.encode_bytes, data_bytes);
+            StatsCollector::add(&s.encode_micros, encode_nanos / 1000);
+            s.record_level_io(0, 0, bytes);
+        }
         self.purge_obsolete();
         Ok(true)
     }
@@ -485,8 +326,8 @@ impl DbInner {
     /// releases its extent.
     fn flush_sealed_nvm(&self, m: &Arc<MemTable>) -> Result<()> {
         let mid = m.id();
-        self.write_l0(m, Instant::now(), None, false, &mut |st| {
-            st.mems.remove_sealed(mid);
+        self.write_l0(m, Instant::now(), None, false, &mut |mems| {
+            mems.remove_sealed(mid);
         })
         .map(|_| ())
     }
@@ -510,9 +351,8 @@ impl DbInner {
                 new_file_number: &new_file,
                 snapshots: &snapshots,
                 recorder: self
-                    .opts
-                    .nvm_tiering
-                    .enabled()
+                    .design
+                    .records_nvm_refs()
                     .then_some(self as &dyn NvmRecorder),
             };
             let result = run_compaction(&ctx, &version, plan)?;
@@ -548,47 +388,6 @@ impl DbInner {
         StatsCollector::add(&s.compaction_micros, start.elapsed().as_micros() as u64);
         self.purge_obsolete();
         Ok(())
-    }
-
-    /// The sink a flush writes `m` to: NVM tables when the tiering keeps L0 in NVM (and
-    /// there is room under its budget), else SSTs placed by the placement policy.
-    fn flush_sink<'a>(
-        &'a self,
-        new_file: &'a (dyn Fn() -> u64 + Sync),
-        force_ssd: bool,
-    ) -> Box<dyn TableSink + 'a> {
-        // The published version, read without the state lock: placement and the tiering
-        // budget only weigh it.
-        let sv = self.super_version.load();
-        if !force_ssd
-            && let Some(tier) = self.storage.nvm()
-            && self.opts.level_in_nvm(0)
-        {
-            return Box::new(NvmSink::new(
-                tier,
-                &self.opts,
-                NvmOutput {
-                    level: 0,
-                    inputs: None,
-                },
-                new_file,
-                None,
-                &[],
-            ));
-        }
-        let placement = self.placement.begin(&JobInfo {
-            version: &sv.version,
-            output_level: 0,
-            inputs: &[],
-        });
-        drop(sv);
-        Box::new(SstSink::new(
-            &self.storage,
-            &self.opts,
-            0,
-            new_file,
-            placement,
-        ))
     }
 
     /// Appends `edit` to the manifest (synced) and installs the resulting version.

@@ -21,6 +21,7 @@
 //! Thread-safety: `Db` is `Send + Sync`; every method may be called from many threads.
 
 mod background;
+mod host;
 mod nvm_recovery;
 mod open;
 mod read_api;
@@ -43,6 +44,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::base::snapshot::SnapshotList;
 use crate::batch::WriteBatch;
 use crate::compaction::{Claims, CompactionPolicy};
+use crate::design::Design;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, Pass};
 use crate::iter::{DbIterator, merging_iterator, read_run_iterator};
@@ -50,8 +52,8 @@ use crate::manifest::Manifest;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, Snapshot, WriteOptions};
 use crate::placement::Placement;
+use crate::state::MemtableSet;
 use crate::state::SuperVersion;
-use crate::state::{MemtableSet, NvmMemtablePolicy};
 use crate::stats::{LevelStats, ReadTrace, SLOW_MICROS, Stats, StatsCollector};
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
@@ -153,6 +155,8 @@ pub(crate) struct DbInner {
     storage: Arc<Storage>,
     /// Decides what to compact and how hard to hold writers back.
     policy: Arc<dyn CompactionPolicy>,
+    /// The designs' components, assembled from the options (`design`).
+    design: Design,
     /// Decides which directory each new table goes to.
     placement: Arc<dyn Placement>,
     table_cache: Arc<TableCache>,
@@ -351,11 +355,6 @@ impl DbInner {
             self.done_cv.notify_all();
         }
         self.super_version.store(Arc::new(sv));
-    }
-
-    /// NoveLSM's memtable choices (from `nvm_memtable`).
-    fn mem_policy(&self) -> NvmMemtablePolicy {
-        NvmMemtablePolicy::new(self.opts.nvm_memtable)
     }
 
     fn table_read_options(opts: &ReadOptions) -> TableReadOptions {

@@ -46,7 +46,8 @@ use mezz_format::SeqNo;
 use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
-use crate::compaction::{Claims, CompactionPolicy, LeveledPolicy, SstSink, write_table};
+use crate::compaction::{Claims, SstSink, write_table};
+use crate::design::Design;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
 use crate::manifest::{
@@ -56,7 +57,7 @@ use crate::memtable::MemTable;
 use crate::options::NvmMemtable;
 use crate::options::{Options, RecoveryMode};
 use crate::placement::{JobInfo, Placement, UnitPlacement};
-use crate::state::{MemtableSet, NvmMemtablePolicy};
+use crate::state::MemtableSet;
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
 use crate::storage::nvm::NvmTier;
@@ -564,7 +565,7 @@ fn replay_wals(
 ) -> Result<Replayed> {
     let tolerate = locked.mode == RecoveryMode::TolerateCorruptTail;
     let keep_memtables =
-        NvmMemtablePolicy::new(opts.nvm_memtable).keeps_recovered_memtables(!nvm.mems.is_empty());
+        crate::design::memtable_design(opts).keeps_recovered_memtables(!nvm.mems.is_empty());
     let replayed = if !keep_memtables {
         replay_into_l0(locked, opts, storage, placement, rec, wals, tolerate)?;
         Replayed::default()
@@ -1102,13 +1103,8 @@ fn assemble_db_inner(
             format!("recovered state of {}: {e}", locked.dir.display()),
         )
     })?;
-    let policy: Arc<dyn CompactionPolicy> = if opts.nvm_tiering.enabled() {
-        Arc::new(crate::compaction::tiering::TieredPolicy::new(&opts))
-    } else if opts.matrix_bytes > 0 {
-        Arc::new(crate::compaction::matrix::MatrixPolicy::new(&opts))
-    } else {
-        Arc::new(LeveledPolicy::new(&opts))
-    };
+    let design = Design::assemble(&opts, &storage);
+    let policy = Arc::clone(design.policy());
     let pending = policy.pending_bytes(&version);
     Ok(Arc::new(DbInner {
         path: locked.dir,
@@ -1154,6 +1150,7 @@ fn assemble_db_inner(
         wal_entries_durable: AtomicU64::new(installed.wal_number),
         storage,
         policy,
+        design,
         placement,
         read_pool,
         opts,

@@ -41,10 +41,10 @@ use std::time::{Duration, Instant};
 
 use crate::batch::WriteBatch;
 use crate::compaction::{StallCause, WritePressure};
+use crate::design::NextActive;
 use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
-use crate::state::set::NextActive;
 use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
 use crate::wal::WalWriter;
@@ -878,7 +878,7 @@ impl DbInner {
         let (next, active) = {
             let st = self.state.lock();
             let a = st.mems.active();
-            (self.mem_policy().next_active(a), a.id())
+            (self.design.memtables().next_active(a), a.id())
         };
         // A spare made ready in the background saves this switch a manifest write. The
         // `spare` lock is held until the new memtable is installed: a spare made meanwhile
@@ -1045,7 +1045,7 @@ impl DbInner {
                 return Ok(());
             }
             let a = st.mems.active();
-            (self.mem_policy().next_active(a), a.id())
+            (self.design.memtables().next_active(a), a.id())
         };
         if let Some(s) = slot.as_ref() {
             // A switch takes the spare under this lock before it installs a new memtable.

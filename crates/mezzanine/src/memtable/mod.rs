@@ -370,6 +370,21 @@ impl MemTable {
         self.id
     }
 
+    /// The NVM object holding this memtable's entries (an NVM memtable's: its id), which
+    /// the edit that flushes it releases; `None` for a DRAM memtable.
+    #[must_use]
+    pub fn own_nvm_object(&self) -> Option<u64> {
+        self.is_nvm().then_some(self.id)
+    }
+
+    /// Once the edit that flushed it is durable: an NVM memtable marks its list obsolete
+    /// (recovery will not map it back); nothing for a DRAM memtable.
+    pub fn retire_after_flush(&self) {
+        if let Some(l) = self.nvm_list() {
+            l.mark_obsolete();
+        }
+    }
+
     /// Adds one entry. `value` is ignored for deletions. REQUIRES: `seq <= MAX_SEQ`, and no
     /// other entry with the same user key and `seq`.
     ///

@@ -7,5 +7,5 @@
 pub mod set;
 pub mod super_version;
 
-pub use set::{MemtableSet, NvmMemtablePolicy};
+pub use set::MemtableSet;
 pub use super_version::SuperVersion;

@@ -2,11 +2,9 @@
 //!
 //! Owns: [`MemtableSet`] — the active memtable, the immutable ones waiting for their flush,
 //! and NoveLSM's NVM memtables below them (the receiver that full DRAM memtables are merged
-//! into, and the full ones waiting for their flush to L0) — and [`NvmMemtablePolicy`], the
-//! NoveLSM decisions (what the next active memtable is, where an immutable one goes; a pure
-//! function of `Options::nvm_memtable`, so the engine derives it rather than storing it). The
-//! set is the only place memtables are added, moved or removed, and the only place a
-//! [`SuperVersion`] is built.
+//! into, and the full ones waiting for their flush to L0). What goes where is decided by
+//! the design (`design::novelsm`); the set is the only place memtables are added, moved or
+//! removed, and the only place a [`SuperVersion`] is built.
 //!
 //! Invariants (the read-order rule, checked by `SuperVersion::check_read_order` at every
 //! install): active, then immutables newest first, then the receiver, then the sealed NVM
@@ -19,57 +17,8 @@
 use std::sync::Arc;
 
 use crate::memtable::MemTable;
-use crate::options::NvmMemtable;
 use crate::state::SuperVersion;
 use crate::version::Version;
-
-/// NoveLSM's choices, from `Options::nvm_memtable`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NvmMemtablePolicy {
-    mode: NvmMemtable,
-}
-
-/// What a full memtable hands over to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NextActive {
-    /// A new DRAM memtable fed by a new WAL.
-    Dram,
-    /// A new NVM memtable (no WAL: its inserts are durable in place), if the pool has room.
-    NvmIfRoom,
-}
-
-impl NvmMemtablePolicy {
-    /// The policy of `mode`.
-    #[must_use]
-    pub fn new(mode: NvmMemtable) -> Self {
-        Self { mode }
-    }
-
-    /// What replaces the full active memtable `full`: under `mutable`, a DRAM memtable
-    /// hands over to an NVM one and an NVM one to a DRAM one; otherwise always DRAM.
-    #[must_use]
-    pub fn next_active(&self, full: &MemTable) -> NextActive {
-        if self.mode == NvmMemtable::Mutable && !full.is_nvm() {
-            NextActive::NvmIfRoom
-        } else {
-            NextActive::Dram
-        }
-    }
-
-    /// Whether the immutable memtable `imm` is merged into the NVM receiver (`immutable`
-    /// mode, a DRAM memtable) rather than written to an L0 table.
-    #[must_use]
-    pub fn merges_into_nvm(&self, imm: &MemTable) -> bool {
-        self.mode == NvmMemtable::Immutable && !imm.is_nvm()
-    }
-
-    /// Whether recovery keeps the WALs' memtables as memtables (NVM memtables are mapped
-    /// back, or the mode keeps memtables in NVM) instead of writing them to L0.
-    #[must_use]
-    pub fn keeps_recovered_memtables(&self, nvm_memtables_recovered: bool) -> bool {
-        nvm_memtables_recovered || self.mode != NvmMemtable::Off
-    }
-}
 
 /// A job the memtable set has ready: the memtable to flush next.
 #[derive(Debug, Clone)]
@@ -256,21 +205,5 @@ mod tests {
         let sv = s.super_version(Arc::new(Version::new(2)));
         assert_eq!(sv.mem.id(), 7);
         assert_eq!(sv.imms.len(), 1);
-    }
-
-    #[test]
-    fn novelsm_policy() {
-        let dram = MemTable::new(1, 64 << 20);
-        let mutable = NvmMemtablePolicy::new(NvmMemtable::Mutable);
-        assert_eq!(mutable.next_active(&dram), NextActive::NvmIfRoom);
-        assert!(!mutable.merges_into_nvm(&dram));
-        let immutable = NvmMemtablePolicy::new(NvmMemtable::Immutable);
-        assert_eq!(immutable.next_active(&dram), NextActive::Dram);
-        assert!(immutable.merges_into_nvm(&dram));
-        let off = NvmMemtablePolicy::new(NvmMemtable::Off);
-        assert!(!off.merges_into_nvm(&dram));
-        assert!(!off.keeps_recovered_memtables(false));
-        assert!(off.keeps_recovered_memtables(true));
-        assert!(immutable.keeps_recovered_memtables(false));
     }
 }

@@ -1,0 +1,93 @@
+//! The database handle as the host of the designs' components (`design::Host`): the
+//! services a flush target or memtable design calls back into, each a thin wrapper over
+//! the engine's own method.
+
+use std::sync::Arc;
+
+use mezz_format::SeqNo;
+
+use crate::design::Host;
+use crate::error::Result;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::placement::Placement;
+use crate::state::{MemtableSet, SuperVersion};
+use crate::stats::StatsCollector;
+use crate::storage::Storage;
+use crate::table::{Table, TableMeta};
+use crate::version::VersionEdit;
+
+use super::DbInner;
+
+impl Host for DbInner {
+    fn opts(&self) -> &Options {
+        &self.opts
+    }
+
+    fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    fn stats(&self) -> &StatsCollector {
+        &self.stats
+    }
+
+    fn placement(&self) -> &dyn Placement {
+        self.placement.as_ref()
+    }
+
+    fn new_file_number(&self) -> u64 {
+        DbInner::new_file_number(self)
+    }
+
+    fn snapshots(&self) -> Vec<SeqNo> {
+        self.snapshots.list()
+    }
+
+    fn current(&self) -> Arc<SuperVersion> {
+        self.super_version.load_full()
+    }
+
+    fn open_table(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
+        self.table_cache.open(meta)
+    }
+
+    fn compaction_pending(&self) -> bool {
+        let st = self.state.lock();
+        DbInner::compaction_pending(self, &st)
+    }
+
+    fn install(
+        &self,
+        edit: VersionEdit,
+        flushed: Option<u64>,
+        on_install: &mut dyn FnMut(&mut MemtableSet),
+    ) -> Result<()> {
+        self.log_and_apply_ext(edit, flushed, &[], &mut |st| on_install(&mut st.mems))
+    }
+
+    fn update_memtables(&self, change: &mut dyn FnMut(&mut MemtableSet) -> bool) {
+        let mut st = self.state.lock();
+        if change(&mut st.mems) {
+            self.install_super_version(&mut st);
+            drop(st);
+            self.bg_cv.notify_all();
+        }
+    }
+
+    fn with_memtables(&self, read: &mut dyn FnMut(&MemtableSet)) {
+        read(&self.state.lock().mems);
+    }
+
+    fn new_nvm_memtable(&self, number: u64, follows: Option<u64>) -> Result<Option<MemTable>> {
+        DbInner::new_nvm_memtable(self, number, follows)
+    }
+
+    fn retire_wal(&self, id: u64) {
+        self.remove_wal_file(id);
+    }
+
+    fn purge_obsolete(&self) {
+        DbInner::purge_obsolete(self);
+    }
+}

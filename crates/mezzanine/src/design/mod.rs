@@ -1,0 +1,234 @@
+//! The designs as components of the engine. Each seed design is a module here that
+//! implements the engine's extension points; [`Design::assemble`] picks them from the
+//! options, in this one place, and the database handle (`db/`) calls them without asking
+//! which design is running.
+//!
+//! Extension points:
+//! - [`FlushTarget`]: what a flush produces. The targets are tried in order until one
+//!   writes the memtable (or asks the flush to wait): a matrix row (`matrixkv`), NVM tables
+//!   (`tlsm`), an SST (`leveldb`, always last, so every flush has somewhere to go).
+//! - [`MemtableDesign`]: where memtables live and go — what replaces a full active memtable
+//!   (an NVM memtable under NoveLSM's `mutable` mode), what happens to a full one before L0
+//!   (NoveLSM's merge into an NVM memtable), what recovery keeps; the plain design keeps
+//!   DRAM memtables and sends them straight to L0.
+//! - The compaction policy ([`Design::policy`]): leveled (`leveldb`), tiering over NVM
+//!   levels (`tlsm`), or column compaction out of the matrix container (`matrixkv`).
+//! - Whether compactions report the NVM objects their tables point into
+//!   ([`Design::records_nvm_refs`], TLSM's byte-addressable compaction).
+//!
+//! Components reach the engine only through [`Host`], which the database handle
+//! implements: new file numbers, the current version, version installation, the memtable
+//! set, clean-up. Adding a design means a module here and a line in [`Design::assemble`].
+//!
+//! Thread-safety: components are `Send + Sync` and stateless beyond what they are built
+//! with; the engine runs one flush at a time (the flush job), so a target never races
+//! another flush.
+
+pub mod leveldb;
+pub mod matrixkv;
+pub mod novelsm;
+pub mod tlsm;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mezz_format::SeqNo;
+
+use crate::compaction::CompactionPolicy;
+use crate::error::Result;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::placement::Placement;
+use crate::state::{MemtableSet, SuperVersion};
+use crate::stats::StatsCollector;
+use crate::storage::Storage;
+use crate::table::{Table, TableMeta};
+use crate::version::VersionEdit;
+
+/// What the engine offers its components. Implemented by the database handle.
+pub(crate) trait Host: Sync {
+    /// The options the database was opened with.
+    fn opts(&self) -> &Options;
+    /// Where tables and NVM objects live.
+    fn storage(&self) -> &Arc<Storage>;
+    /// The engine's counters.
+    fn stats(&self) -> &StatsCollector;
+    /// Decides which SSD unit each new table goes to.
+    fn placement(&self) -> &dyn Placement;
+    /// A new file (and table, row, NVM object) number.
+    fn new_file_number(&self) -> u64;
+    /// The live snapshots' sequence numbers, ascending.
+    fn snapshots(&self) -> Vec<SeqNo>;
+    /// The published super version (read without the state lock).
+    fn current(&self) -> Arc<SuperVersion>;
+    /// The open table for `meta`.
+    ///
+    /// # Errors
+    /// As the table cache's `open`.
+    fn open_table(&self, meta: &TableMeta) -> Result<Arc<dyn Table>>;
+    /// Whether a compaction is running or due (one may free room a flush waits for).
+    fn compaction_pending(&self) -> bool;
+    /// Appends `edit` to the manifest and installs the new version; `flushed`: the
+    /// immutable memtable it retires (the log number moves past it); `on_install` adjusts
+    /// the memtable set under the same lock, before the new super version is published.
+    ///
+    /// # Errors
+    /// A manifest write or an edit that does not apply (both become the background error).
+    fn install(
+        &self,
+        edit: VersionEdit,
+        flushed: Option<u64>,
+        on_install: &mut dyn FnMut(&mut MemtableSet),
+    ) -> Result<()>;
+    /// Runs `change` on the memtable set under the state lock; when it returns true, a
+    /// new super version is published and background threads are woken.
+    fn update_memtables(&self, change: &mut dyn FnMut(&mut MemtableSet) -> bool);
+    /// Reads the memtable set under the state lock.
+    fn with_memtables(&self, read: &mut dyn FnMut(&MemtableSet));
+    /// A new, empty NVM memtable numbered `number` recorded in the manifest (`None` when
+    /// the pool has no room); `follows`: the active memtable's number when it becomes the
+    /// active one after it.
+    ///
+    /// # Errors
+    /// Allocation, initialisation or the manifest record failed.
+    fn new_nvm_memtable(&self, number: u64, follows: Option<u64>) -> Result<Option<MemTable>>;
+    /// The WAL of memtable `id` (and the closed ones before it) is no longer needed: its
+    /// file is deleted.
+    fn retire_wal(&self, id: u64);
+    /// Deletes the stored form of what no live version holds any more.
+    fn purge_obsolete(&self);
+}
+
+/// What a flush target made of a memtable.
+pub(crate) enum FlushStep<'a> {
+    /// Written: install `FlushOutput::edit`.
+    Written(FlushOutput<'a>),
+    /// Not written: the next target takes the memtable.
+    Pass,
+    /// Not written, and no target should be tried now: the flush is retried once a
+    /// compaction has run (the target's space is full, and a compaction may free some).
+    Wait,
+}
+
+/// A flush's output, installed by the engine in one edit with the memtable's retirement.
+pub(crate) struct FlushOutput<'a> {
+    /// The new L0 table (none for an empty memtable) and the NVM objects it needs.
+    pub edit: VersionEdit,
+    /// For a table built through a table sink: (bytes written, data bytes encoded,
+    /// nanoseconds encoding). Counted as flush bytes and L0 I/O.
+    pub table: Option<(u64, u64, u64)>,
+    /// Run once the install was tried, with whether it succeeded.
+    pub after_install: Option<Box<dyn FnOnce(bool) + 'a>>,
+}
+
+/// What a flush produces: one of the designs' L0 formats. See the module documentation.
+pub(crate) trait FlushTarget: Send + Sync + Debug {
+    /// Writes `m` as a new L0 table (not installed yet).
+    ///
+    /// # Errors
+    /// I/O or corruption while writing.
+    fn write<'a>(
+        &'a self,
+        host: &'a dyn Host,
+        m: &Arc<MemTable>,
+        may_wait: bool,
+    ) -> Result<FlushStep<'a>>;
+}
+
+/// What a full memtable hands over to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NextActive {
+    /// A new DRAM memtable fed by a new WAL.
+    Dram,
+    /// A new NVM memtable (no WAL: its inserts are durable in place), if the pool has room.
+    NvmIfRoom,
+}
+
+/// Where memtables live and go: what replaces a full active memtable, what happens to a
+/// full memtable before the flush writes it to L0, what recovery keeps. The plain design
+/// (the defaults): DRAM memtables fed by WALs, straight to L0.
+pub(crate) trait MemtableDesign: Send + Sync + Debug {
+    /// What replaces the full active memtable `full`.
+    fn next_active(&self, _full: &MemTable) -> NextActive {
+        NextActive::Dram
+    }
+
+    /// Takes the immutable memtable `imm` somewhere other than L0 (returns true: it is
+    /// flushed), or leaves it to the flush targets (returns false).
+    ///
+    /// # Errors
+    /// I/O or corruption while moving it.
+    fn absorb(&self, _host: &dyn Host, _imm: &Arc<MemTable>, _start: Instant) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Whether recovery keeps the WALs' memtables as memtables instead of writing them to
+    /// L0 (`nvm_memtables_recovered`: NVM memtables were mapped back, which the WALs'
+    /// memtables must stay above).
+    fn keeps_recovered_memtables(&self, nvm_memtables_recovered: bool) -> bool {
+        nvm_memtables_recovered
+    }
+}
+
+/// The memtable design `opts` ask for.
+pub(crate) fn memtable_design(opts: &Options) -> Box<dyn MemtableDesign> {
+    match novelsm::NvmMemtables::for_options(opts) {
+        Some(n) => Box::new(n),
+        None => Box::new(leveldb::DramMemtables),
+    }
+}
+
+/// The components of an open database, assembled from its options.
+#[derive(Debug)]
+pub(crate) struct Design {
+    targets: Vec<Box<dyn FlushTarget>>,
+    memtables: Box<dyn MemtableDesign>,
+    policy: Arc<dyn CompactionPolicy>,
+    records_nvm_refs: bool,
+}
+
+impl Design {
+    /// The components `opts` ask for, over `storage` (whose NVM tier and matrix space
+    /// exist when the options use them).
+    pub(crate) fn assemble(opts: &Options, storage: &Storage) -> Design {
+        let mut targets: Vec<Box<dyn FlushTarget>> = Vec::new();
+        if let Some(t) = matrixkv::RowTarget::for_options(opts, storage) {
+            targets.push(Box::new(t));
+        }
+        if let Some(t) = tlsm::NvmTableTarget::for_options(opts, storage) {
+            targets.push(Box::new(t));
+        }
+        targets.push(Box::new(leveldb::SstTarget));
+        let memtables = memtable_design(opts);
+        let policy = tlsm::policy(opts)
+            .or_else(|| matrixkv::policy(opts))
+            .unwrap_or_else(|| leveldb::policy(opts));
+        Design {
+            targets,
+            memtables,
+            policy,
+            records_nvm_refs: tlsm::records_nvm_refs(opts),
+        }
+    }
+
+    /// The flush targets, in the order they are tried.
+    pub(crate) fn flush_targets(&self) -> &[Box<dyn FlushTarget>] {
+        &self.targets
+    }
+
+    /// What happens to a full memtable before L0.
+    pub(crate) fn memtables(&self) -> &dyn MemtableDesign {
+        self.memtables.as_ref()
+    }
+
+    /// The compaction policy.
+    pub(crate) fn policy(&self) -> &Arc<dyn CompactionPolicy> {
+        &self.policy
+    }
+
+    /// Whether compactions record the NVM objects their outputs point into.
+    pub(crate) fn records_nvm_refs(&self) -> bool {
+        self.records_nvm_refs
+    }
+}

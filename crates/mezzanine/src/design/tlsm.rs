@@ -1,0 +1,74 @@
+//! TLSM: the upper levels as NVM tables (skip-list indexes over persistent buffers of
+//! KeySet blocks), compacted byte-addressably (outputs point at their inputs' entries), with
+//! tiering between NVM and SSD (option `nvm_tiering`).
+//!
+//! Components: a flush writes NVM tables to L0 when L0 is an NVM level ([`NvmTableTarget`];
+//! when the pool is full and the tiering allows SSTs, it passes the memtable on to the SST
+//! target); the tiering compaction policy; compactions record the NVM objects their outputs
+//! point into. Recovery of interrupted NVM compactions runs at open (`db::nvm_recovery`).
+//!
+//! Thread-safety: stateless components.
+
+use std::sync::Arc;
+
+use crate::compaction::nvm_sink::{NvmOutput, NvmSink};
+use crate::compaction::tiering::TieredPolicy;
+use crate::compaction::{CompactionPolicy, write_table};
+use crate::error::Result;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::storage::Storage;
+use crate::storage::nvm::falls_back_to_ssd;
+
+use super::leveldb::table_output;
+use super::{FlushStep, FlushTarget, Host};
+
+/// A flush writes NVM tables to L0 (L0 is an NVM level).
+#[derive(Debug)]
+pub(crate) struct NvmTableTarget;
+
+impl NvmTableTarget {
+    /// The target, when the options keep L0 in NVM and the database has an NVM tier.
+    pub(crate) fn for_options(opts: &Options, storage: &Storage) -> Option<Self> {
+        (storage.nvm().is_some() && opts.level_in_nvm(0)).then_some(NvmTableTarget)
+    }
+}
+
+impl FlushTarget for NvmTableTarget {
+    fn write<'a>(
+        &'a self,
+        host: &'a dyn Host,
+        m: &Arc<MemTable>,
+        _may_wait: bool,
+    ) -> Result<FlushStep<'a>> {
+        let Some(tier) = host.storage().nvm() else {
+            return Ok(FlushStep::Pass);
+        };
+        let new_file = || host.new_file_number();
+        let snapshots = host.snapshots();
+        let out = NvmOutput {
+            level: 0,
+            inputs: None,
+        };
+        let mut sink = NvmSink::new(tier, host.opts(), out, &new_file, None, &[]);
+        let mut iter = m.iter();
+        match write_table(&mut sink, iter.as_mut(), &snapshots)
+            .and_then(|w| iter.status().map(|()| w))
+        {
+            Ok(w) => Ok(FlushStep::Written(table_output(w))),
+            // NVM filled up under a tiering that allows SSTs: the flush writes an SST.
+            Err(e) if falls_back_to_ssd(&e, host.opts().nvm_tiering) => Ok(FlushStep::Pass),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The tiering policy, when the options tier levels over NVM.
+pub(crate) fn policy(opts: &Options) -> Option<Arc<dyn CompactionPolicy>> {
+    records_nvm_refs(opts).then(|| Arc::new(TieredPolicy::new(opts)) as Arc<dyn CompactionPolicy>)
+}
+
+/// Whether compactions write NVM tables (and so record the objects they point into).
+pub(crate) fn records_nvm_refs(opts: &Options) -> bool {
+    opts.nvm_tiering.enabled()
+}
