@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::compaction::nvm_sink::NvmRecorder;
 use crate::compaction::{CompactionContext, CompactionPlan, run_compaction, trivial_move_edit};
-use crate::design::FlushStep;
+use crate::design::{FlushOutput, FlushStep};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::{VersionEdit, set_current, write_new_manifest};
@@ -277,13 +277,17 @@ impl DbInner {
                 "no flush target took the memtable".to_string(),
             ));
         };
-        let mut edit = out.edit;
+        let FlushOutput {
+            mut edit,
+            table,
+            after_install,
+        } = *out;
         if let Some(object) = m.own_nvm_object() {
             edit.deleted_nvm_objects.push(object);
         }
         let installed =
             self.log_and_apply_ext(edit, flushed, &[], &mut |st| on_install(&mut st.mems));
-        if let Some(after) = out.after_install {
+        if let Some(after) = after_install {
             after(installed.is_ok());
         }
         installed?;
@@ -291,7 +295,7 @@ impl DbInner {
         let s = &self.stats;
         StatsCollector::add(&s.flushes, 1);
         StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
-        if let Some((bytes, data_bytes, encode_nanos)) = out.table {
+        if let Some((bytes, data_bytes, encode_nanos)) = table {
             StatsCollector::add(&s.flush_bytes_written, bytes);
             StatsCollector::add(&s.encode_bytes, data_bytes);
             StatsCollector::add(&s.encode_micros, encode_nanos / 1000);

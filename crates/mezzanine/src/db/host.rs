@@ -8,12 +8,12 @@ use mezz_format::SeqNo;
 
 use crate::design::Host;
 use crate::error::Result;
-use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::placement::Placement;
 use crate::state::{MemtableSet, SuperVersion};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
+use crate::storage::nvm::NvmObject;
 use crate::table::{Table, TableMeta};
 use crate::version::VersionEdit;
 
@@ -79,8 +79,16 @@ impl Host for DbInner {
         read(&self.state.lock().mems);
     }
 
-    fn new_nvm_memtable(&self, number: u64, follows: Option<u64>) -> Result<Option<MemTable>> {
-        DbInner::new_nvm_memtable(self, number, follows)
+    fn record_nvm_object(&self, obj: NvmObject) -> Result<()> {
+        let edit = VersionEdit {
+            new_nvm_objects: vec![obj],
+            ..VersionEdit::default()
+        };
+        self.log_and_apply(edit, None, &[])
+    }
+
+    fn make_wal_entries_durable(&self, number: u64) -> Result<()> {
+        DbInner::make_wal_entries_durable(self, number)
     }
 
     fn retire_wal(&self, id: u64) {

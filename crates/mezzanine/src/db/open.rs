@@ -47,14 +47,13 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::batch::WriteBatch;
 use crate::compaction::{Claims, SstSink, write_table};
-use crate::design::Design;
+use crate::design::{Design, WalPlace};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
 use crate::manifest::{
     Manifest, VersionEdit, recover_manifest, set_current, write_file_atomically, write_new_manifest,
 };
 use crate::memtable::MemTable;
-use crate::options::NvmMemtable;
 use crate::options::{Options, RecoveryMode};
 use crate::placement::{JobInfo, Placement, UnitPlacement};
 use crate::state::MemtableSet;
@@ -107,14 +106,12 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         &mut rec,
         &wals,
     )?;
-    let lists = arrange_memtables(replayed.kept_mems, nvm.mems, opts.nvm_memtable);
-    let installed = install_new_state(
-        &locked,
-        &opts,
-        nvm.tier.as_ref(),
-        &mut rec,
-        &replayed.kept_wals,
-    )?;
+    let lists = arrange_memtables(
+        replayed.kept_mems,
+        nvm.mems,
+        crate::design::memtable_design(&opts).seals_recovered_nvm_memtables(),
+    );
+    let installed = install_new_state(&locked, &opts, &storage, &mut rec, &replayed.kept_wals)?;
     remove_unused_files(
         &locked,
         &storage,
@@ -325,11 +322,7 @@ fn open_nvm(locked: &LockedDir, opts: &Options, rec: &mut Recovery) -> Result<Nv
     let live: Vec<NvmObject> = rec.version.nvm_objects.values().copied().collect();
     // The tier is opened when something lives or will live there (an `nvm_dir` that no
     // option uses costs nothing).
-    let uses_nvm = opts.wal_on_nvm
-        || opts.nvm_memtable != NvmMemtable::Off
-        || opts.nvm_tiering.enabled()
-        || opts.matrix_bytes > 0
-        || !live.is_empty();
+    let uses_nvm = crate::design::uses_nvm(opts) || !live.is_empty();
     let tier = if opts.has_nvm() && uses_nvm {
         Some(NvmTier::open(opts, rec.db_id, &live, !locked.exists)?)
     } else if !live.is_empty() {
@@ -350,7 +343,14 @@ fn open_nvm(locked: &LockedDir, opts: &Options, rec: &mut Recovery) -> Result<Nv
         }
     }
     let matrix = match &tier {
-        Some(t) => open_matrix(t, opts, rec)?,
+        Some(t) => crate::design::matrixkv::open_space(
+            t,
+            opts,
+            &rec.version,
+            &mut rec.edit,
+            &mut rec.released,
+            &|| alloc(&rec.next_file),
+        )?,
         None => None,
     };
     Ok(NvmState {
@@ -359,70 +359,6 @@ fn open_nvm(locked: &LockedDir, opts: &Options, rec: &mut Recovery) -> Result<Nv
         mems,
         matrix,
     })
-}
-
-/// The matrix container's page space: the one the version lists, or (with `matrix_bytes`)
-/// a new one, recorded by this open's manifest before any row is written into it. Its
-/// free pages are those the version's rows do not use.
-fn open_matrix(
-    tier: &Arc<NvmTier>,
-    opts: &Options,
-    rec: &mut Recovery,
-) -> Result<Option<Arc<crate::storage::matrix::MatrixSpace>>> {
-    let existing = rec
-        .version
-        .nvm_objects
-        .values()
-        .find(|o| o.kind == NvmObjectKind::MatrixSpace)
-        .copied();
-    let no_rows = !rec
-        .version
-        .tables(0)
-        .iter()
-        .any(|t| crate::compaction::matrix::row_id(t).is_some());
-    let object = match existing {
-        // A container the options no longer ask for and no row uses is released with
-        // this open's manifest, so its space serves the pool's other users again.
-        Some(o) if opts.matrix_bytes == 0 && no_rows => {
-            rec.edit.deleted_nvm_objects.push(o.id);
-            rec.released.push(o);
-            return Ok(None);
-        }
-        Some(o) => o,
-        None if opts.matrix_bytes > 0 => {
-            // The container must leave room for what else the options keep in the pool
-            // (NVM WALs, memtables): refuse up front, naming the options.
-            let others = opts
-                .nvm_bytes_needed()
-                .saturating_sub(opts.matrix_bytes)
-                .saturating_sub(mezz_pmem::pool::SUPERBLOCK_SIZE);
-            let free = tier.free_bytes();
-            if opts.matrix_bytes.saturating_add(others) > free {
-                return Err(Error::InvalidArgument(format!(
-                    "the NVM pool has {free} bytes free: not enough for a matrix container of \
-                     matrix_bytes {} plus {others} bytes of NVM WALs and memtables; lower \
-                     matrix_bytes, or use a pool with more room (nvm_capacity sizes a new pool)",
-                    opts.matrix_bytes
-                )));
-            }
-            let id = alloc(&rec.next_file);
-            let mut o = tier.alloc(id, NvmObjectKind::MatrixSpace, opts.matrix_bytes)?;
-            o.weight = opts.matrix_page_size as u64;
-            rec.edit.new_nvm_objects.push(o);
-            o
-        }
-        None => return Ok(None),
-    };
-    let page_size = usize::try_from(object.weight).unwrap_or(0);
-    let space = crate::storage::matrix::MatrixSpace::open(
-        tier,
-        object,
-        page_size,
-        opts.matrix_hints,
-        rec.version.all_tables().map(|(_, t)| t.as_ref()),
-    )
-    .map_err(|e| e.in_file(tier.dir().join(crate::storage::nvm::POOL_FILE)))?;
-    Ok(Some(Arc::new(space)))
 }
 
 /// A WAL to replay: a file, or a log in the NVM pool.
@@ -570,7 +506,7 @@ fn replay_wals(
         replay_into_l0(locked, opts, storage, placement, rec, wals, tolerate)?;
         Replayed::default()
     } else {
-        let r = replay_into_memtables(locked, opts, nvm, rec, wals, tolerate)?;
+        let r = replay_into_memtables(locked, opts, storage, nvm, rec, wals, tolerate)?;
         if let Some(n) = r.first_incomplete {
             drop_deferred_after(&mut nvm.mems, n, tolerate, &locked.dir, rec)?;
         }
@@ -693,6 +629,7 @@ fn lost_tail(dir: &Path, number: u64) -> Error {
 fn replay_into_memtables(
     locked: &LockedDir,
     opts: &Options,
+    storage: &Storage,
     nvm: &NvmState,
     rec: &mut Recovery,
     wals: &[WalSource],
@@ -732,7 +669,7 @@ fn replay_into_memtables(
         if !m.is_empty() {
             if torn {
                 let number = alloc(&rec.next_file);
-                let (w, m2) = relog_memtable(fs, dir, opts, tier, &m, number, rec)?;
+                let (w, m2) = relog_memtable(fs, dir, opts, storage, &m, number, rec)?;
                 rewritten = Some(w);
                 kept_wals.insert(number);
                 kept_mems.push(m2);
@@ -871,23 +808,23 @@ struct MemtableLists {
 fn arrange_memtables(
     kept: Vec<Arc<MemTable>>,
     nvm_mems: Vec<Arc<MemTable>>,
-    nvm_memtable: NvmMemtable,
+    seal_nvm: bool,
 ) -> MemtableLists {
     // Where the recovered memtables go. Reads consult memtables newest first and take the
     // first hit, so every list is ordered by sequence number (newest first), never by
     // object number: a memtable started later can hold older data (a receiver created to
     // take an old DRAM memtable while a newer mutable-mode NVM memtable waits above it).
-    // Under `nvm_memtable = immutable`, NVM memtables that are older than every recovered
-    // DRAM memtable go below them as full ones waiting for their flush (the shape that mode
-    // keeps); otherwise all memtables share one list, flushed oldest first. A recovered
+    // With `seal_nvm` (the memtable design's choice: NoveLSM's `immutable` mode), NVM
+    // memtables that are older than every recovered DRAM memtable go below them as full
+    // ones waiting for their flush (the shape that mode keeps); otherwise all memtables
+    // share one list, flushed oldest first. A recovered
     // NVM memtable never becomes the receiver again: merges into it would lift its commit
     // word over a write group that a crash cut short in it.
     let oldest_kept = kept.iter().map(|m| m.min_seq()).min().unwrap_or(u64::MAX);
     let newest_first = |m: &Arc<MemTable>| std::cmp::Reverse((m.max_seq(), m.id()));
     let mut imms: Vec<Arc<MemTable>> = kept;
     let mut nvm_sealed: Vec<Arc<MemTable>> = Vec::new();
-    if nvm_memtable == NvmMemtable::Immutable && nvm_mems.iter().all(|m| m.max_seq() < oldest_kept)
-    {
+    if seal_nvm && nvm_mems.iter().all(|m| m.max_seq() < oldest_kept) {
         nvm_sealed = nvm_mems;
         nvm_sealed.sort_by_key(newest_first);
     } else {
@@ -920,7 +857,7 @@ struct Installed {
 fn install_new_state(
     locked: &LockedDir,
     opts: &Options,
-    nvm: Option<&Arc<NvmTier>>,
+    storage: &Storage,
     rec: &mut Recovery,
     kept_wals: &HashSet<u64>,
 ) -> Result<Installed> {
@@ -928,7 +865,7 @@ fn install_new_state(
     // The new WAL, then a new manifest naming the oldest WAL still needed.
     let wal_number = alloc(&rec.next_file);
     let wal = if opts.use_wal {
-        Some(create_wal(fs, dir, opts, nvm, wal_number, rec)?)
+        Some(create_wal(fs, dir, opts, storage, wal_number, rec)?)
     } else {
         None
     };
@@ -1216,25 +1153,24 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::from(e).in_file(path)
 }
 
-/// Creates WAL `number` during open: in NVM with `wal_on_nvm` (its object goes into
-/// `rec.edit`, which the new manifest records), else, or when no free range of the pool
-/// holds it, a file (counted in `rec.wal_fallbacks`).
+/// Creates WAL `number` during open where the design places it (an NVM WAL's object goes
+/// into `rec.edit`, which the new manifest records), else, or when the design's place has
+/// no room, a file (counted in `rec.wal_fallbacks`).
 fn create_wal(
     fs: &Arc<dyn mezz_env::FileSystem>,
     dir: &Path,
     opts: &Options,
-    nvm: Option<&Arc<NvmTier>>,
+    storage: &Storage,
     number: u64,
     rec: &mut Recovery,
 ) -> Result<WalWriter> {
-    if opts.wal_on_nvm
-        && let Some(tier) = nvm
-    {
-        if let Some(obj) = tier.alloc_wal(number, opts.nvm_wal_bytes())? {
+    match crate::design::wal_placement(opts).place(storage, opts, number)? {
+        WalPlace::Nvm(obj, w) => {
             rec.edit.new_nvm_objects.push(obj);
-            return WalWriter::create_nvm(tier, obj);
+            return Ok(w);
         }
-        rec.wal_fallbacks += 1;
+        WalPlace::FileFallback => rec.wal_fallbacks += 1,
+        WalPlace::File => {}
     }
     let mut w = WalWriter::create(fs.as_ref(), dir, number, opts.wal_mapped())?;
     w.set_early_writeback(syncs_wals_ahead(opts));
@@ -1242,10 +1178,9 @@ fn create_wal(
 }
 
 /// Whether a database opened with `opts` syncs closed WALs ahead of need from the start
-/// (`DbInner::sync_wals_ahead`): with NVM memtables, and with WALs in NVM (whose sync
-/// costs nothing, and whose writer must be gone before the flush releases its object).
+/// (`DbInner::sync_wals_ahead`): as the design asks (see `design::syncs_wals_ahead`).
 pub(super) fn syncs_wals_ahead(opts: &Options) -> bool {
-    opts.nvm_memtable != crate::options::NvmMemtable::Off || opts.wal_on_nvm
+    crate::design::syncs_wals_ahead(opts)
 }
 
 /// Rewrites the entries of `m` (replayed from a torn WAL) into a new WAL `number` and a new
@@ -1255,12 +1190,12 @@ fn relog_memtable(
     fs: &Arc<dyn mezz_env::FileSystem>,
     dir: &Path,
     opts: &Options,
-    nvm: Option<&Arc<NvmTier>>,
+    storage: &Storage,
     m: &Arc<MemTable>,
     number: u64,
     rec: &mut Recovery,
 ) -> Result<(WalWriter, Arc<MemTable>)> {
-    let mut w = create_wal(fs, dir, opts, nvm, number, rec)?;
+    let mut w = create_wal(fs, dir, opts, storage, number, rec)?;
     let mut entries: Vec<(SeqNo, Vec<u8>, Vec<u8>)> = Vec::with_capacity(m.len());
     let mut it = m.iter();
     it.seek_to_first();

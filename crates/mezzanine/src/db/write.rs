@@ -41,12 +41,11 @@ use std::time::{Duration, Instant};
 
 use crate::batch::WriteBatch;
 use crate::compaction::{StallCause, WritePressure};
-use crate::design::NextActive;
+use crate::design::{Host, NextActive, WalPlace};
 use crate::error::{Error, Result};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
 use crate::stats::StatsCollector;
-use crate::storage::nvm::NvmObjectKind;
 use crate::wal::WalWriter;
 
 use super::{DbInner, Pending, Slot, SlotState, Spare, SpareKind, State, WriteState};
@@ -908,7 +907,10 @@ impl DbInner {
                 self.release_spare(other)?;
                 let number = self.new_file_number();
                 if next == NextActive::NvmIfRoom
-                    && let Some(mem) = self.new_nvm_memtable(number, Some(active))?
+                    && let Some(mem) =
+                        self.design
+                            .memtables()
+                            .new_memtable(self, number, Some(active))?
                 {
                     self.install_new_memtable(ws, Arc::new(mem), None);
                     return Ok(());
@@ -957,35 +959,25 @@ impl DbInner {
         self.bg_cv.notify_all();
     }
 
-    /// A new WAL numbered `number` (in NVM with `wal_on_nvm`, recorded in the manifest
-    /// before use), or `None` without `use_wal`.
+    /// A new WAL numbered `number` where the design places it (an NVM WAL is recorded in
+    /// the manifest before use; without room for it, a file), or `None` without `use_wal`.
     pub(super) fn new_wal(&self, number: u64) -> Result<Option<WalWriter>> {
         if !self.opts.use_wal {
             return Ok(None);
         }
-        if let Some(tier) = self.nvm().filter(|_| self.opts.wal_on_nvm) {
-            // Without room in the pool (taken or cut up by objects of other options), this
-            // memtable's WAL is a file.
-            if let Some(w) = self.new_nvm_wal(tier, number)? {
+        match self
+            .design
+            .wals()
+            .place(&self.storage, &self.opts, number)?
+        {
+            WalPlace::Nvm(obj, w) => {
+                self.record_nvm_object(obj)?;
                 return Ok(Some(w));
             }
-            StatsCollector::add(&self.stats.nvm_wal_fallbacks, 1);
+            WalPlace::FileFallback => StatsCollector::add(&self.stats.nvm_wal_fallbacks, 1),
+            WalPlace::File => {}
         }
         self.new_wal_file(number).map(Some)
-    }
-
-    /// Creates WAL `number` in NVM, recorded in the manifest; `None` when the pool has no
-    /// room for it.
-    fn new_nvm_wal(
-        &self,
-        tier: &Arc<crate::storage::nvm::NvmTier>,
-        number: u64,
-    ) -> Result<Option<WalWriter>> {
-        let Some(obj) = tier.alloc_wal(number, self.opts.nvm_wal_bytes())? else {
-            return Ok(None);
-        };
-        self.start_nvm_object(tier, obj, || WalWriter::create_nvm(tier, obj))
-            .map(Some)
     }
 
     /// Creates WAL file `number`.
@@ -998,31 +990,6 @@ impl DbInner {
                 .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
         w.set_early_writeback(self.sync_wals_ahead.load(Ordering::Acquire));
         Ok(w)
-    }
-
-    /// Initialises the freshly allocated `obj` with `init` (returning its extent to the pool
-    /// if that fails), then records it in the manifest. If the manifest write fails, the
-    /// extent stays allocated until the next open, which derives free space from the
-    /// manifest: nothing leaks for good.
-    fn start_nvm_object<T>(
-        &self,
-        tier: &crate::storage::nvm::NvmTier,
-        obj: crate::storage::nvm::NvmObject,
-        init: impl FnOnce() -> Result<T>,
-    ) -> Result<T> {
-        let made = match init() {
-            Ok(m) => m,
-            Err(e) => {
-                tier.free(&obj);
-                return Err(e);
-            }
-        };
-        let edit = VersionEdit {
-            new_nvm_objects: vec![obj],
-            ..VersionEdit::default()
-        };
-        self.log_and_apply(edit, None, &[])?;
-        Ok(made)
     }
 
     /// Makes the object the next memtable switch needs ready, so that the switch (which
@@ -1054,24 +1021,34 @@ impl DbInner {
         }
         let kind = match next {
             NextActive::NvmIfRoom => {
-                match self.new_nvm_memtable(self.new_file_number(), Some(active))? {
+                match self.design.memtables().new_memtable(
+                    self,
+                    self.new_file_number(),
+                    Some(active),
+                )? {
                     Some(m) => SpareKind::Memtable(Arc::new(m)),
                     None => return Ok(()),
                 }
             }
             NextActive::Dram if self.opts.use_wal => {
                 let number = self.new_file_number();
-                match self.nvm().filter(|_| self.opts.wal_on_nvm) {
-                    Some(tier) => match self.new_nvm_wal(tier, number)? {
-                        Some(w) => SpareKind::Wal(w),
-                        None => return Ok(()),
-                    },
+                match self
+                    .design
+                    .wals()
+                    .place(&self.storage, &self.opts, number)?
+                {
+                    WalPlace::Nvm(obj, w) => {
+                        self.record_nvm_object(obj)?;
+                        SpareKind::Wal(w)
+                    }
+                    // No room where the design puts WALs: the switch tries again.
+                    WalPlace::FileFallback => return Ok(()),
                     // A WAL file, created (its first window reserved and mapped) here rather
                     // than by the switch: creating a file can wait on the file system's
                     // journal. Unused at a crash or close, it is an empty file that the next
                     // open deletes. If it cannot be created, the switch tries itself and
                     // reports the error to the writer.
-                    None => match self.new_wal_file(number) {
+                    WalPlace::File => match self.new_wal_file(number) {
                         Ok(w) => SpareKind::Wal(w),
                         Err(_) => return Ok(()),
                     },
@@ -1119,7 +1096,7 @@ impl DbInner {
 
     /// Makes the directory entries of WALs numbered up to `number` durable (one directory
     /// sync, unless an earlier one covered them).
-    fn make_wal_entries_durable(&self, number: u64) -> Result<()> {
+    pub(super) fn make_wal_entries_durable(&self, number: u64) -> Result<()> {
         if !self.opts.use_wal || self.wal_entries_durable.load(Ordering::Acquire) >= number {
             return Ok(());
         }
@@ -1128,43 +1105,6 @@ impl DbInner {
             .map_err(|e| Error::from(e).in_file(&self.path))?;
         self.wal_entries_durable.fetch_max(number, Ordering::AcqRel);
         Ok(())
-    }
-
-    /// A new, empty NVM memtable numbered `number`, recorded in the manifest; `None` when
-    /// the pool has no room for one. `follows`: the number of the active memtable (and of
-    /// its WAL) when the new one becomes the active memtable after it (a receiver takes no
-    /// writes: `None`).
-    ///
-    /// A memtable that follows one takes writes before the WALs older than it are durable
-    /// under the default recovery mode, which ends at a WAL that lost its tail and drops
-    /// such a memtable after it: it carries the deferred mark (see [`DbInner::log_group`]),
-    /// and the directory entry of the WAL it follows is made durable first, so that after a
-    /// power cut recovery finds that WAL and sees whether it lost its tail. Under
-    /// `AbsoluteConsistency` (or `paranoid_checks`) a lost tail is an error on open, so it
-    /// is not marked and its writes wait for the older WALs, as every `sync` write does.
-    pub(super) fn new_nvm_memtable(
-        &self,
-        number: u64,
-        follows: Option<u64>,
-    ) -> Result<Option<MemTable>> {
-        let Some(tier) = self.nvm() else {
-            return Ok(None);
-        };
-        let follows = follows.filter(|_| {
-            self.opts.recovery_mode_in_force() == crate::options::RecoveryMode::TolerateCorruptTail
-        });
-        if let Some(wal) = follows {
-            self.make_wal_entries_durable(wal)?;
-        }
-        let deferred = follows.is_some();
-        let len = (self.opts.nvm_memtable_size + crate::memtable::nvm_list::LIST_PREFIX) as u64;
-        let Ok(obj) = tier.alloc(number, NvmObjectKind::Memtable, len) else {
-            return Ok(None);
-        };
-        let list = self.start_nvm_object(tier, obj, || {
-            crate::memtable::nvm_list::NvmList::create(tier, obj, deferred)
-        })?;
-        Ok(Some(MemTable::nvm_new(number, list)))
     }
 
     /// `Db::flush`: switches a non-empty memtable and waits until it (and every older

@@ -1,5 +1,6 @@
 //! The plain LSM design (LevelDB's): a flush writes one SST to L0, placed on an SSD unit
-//! by the placement policy; leveled compaction; full memtables go straight to L0.
+//! by the placement policy; leveled compaction; DRAM memtables fed by WAL files, straight to
+//! L0 when full.
 //!
 //! Thread-safety: stateless components.
 
@@ -13,7 +14,7 @@ use crate::options::Options;
 use crate::placement::JobInfo;
 use crate::version::VersionEdit;
 
-use super::{FlushOutput, FlushStep, FlushTarget, Host, MemtableDesign};
+use super::{FlushOutput, FlushStep, FlushTarget, Host, MemtableDesign, WalPlacement};
 
 /// A flush writes an SST to L0: the target every design ends with.
 #[derive(Debug)]
@@ -42,7 +43,7 @@ impl FlushTarget for SstTarget {
         let mut iter = m.iter();
         let written = write_table(&mut sink, iter.as_mut(), &snapshots)?;
         iter.status()?;
-        Ok(FlushStep::Written(table_output(written)))
+        Ok(FlushStep::Written(Box::new(table_output(written))))
     }
 }
 
@@ -70,6 +71,12 @@ pub(crate) fn table_output<'a>(
 pub(crate) struct DramMemtables;
 
 impl MemtableDesign for DramMemtables {}
+
+/// WALs are files.
+#[derive(Debug)]
+pub(crate) struct FileWals;
+
+impl WalPlacement for FileWals {}
 
 /// Leveled compaction.
 pub(crate) fn policy(opts: &Options) -> Arc<dyn CompactionPolicy> {

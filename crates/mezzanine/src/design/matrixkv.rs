@@ -2,7 +2,9 @@
 //! with one bulk copy, its hints pointing into the next older row), drained into a wide L1
 //! by column compactions.
 //!
-//! Components: the row flush target ([`RowTarget`]) and the matrix compaction policy. A
+//! Components: the row flush target ([`RowTarget`]), the matrix compaction policy, WALs in
+//! NVM ([`NvmWals`], option `wal_on_nvm`), and the container's page space at open
+//! ([`open_space`]). A
 //! point read's cross-row hints are carried by the tables themselves
 //! (`Table::get_chained`).
 //!
@@ -13,14 +15,17 @@ use std::sync::Arc;
 
 use crate::compaction::CompactionPolicy;
 use crate::compaction::matrix::{MatrixPolicy, row_id};
+use crate::error::Error;
 use crate::error::Result;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::storage::Storage;
 use crate::storage::matrix::MatrixSpace;
-use crate::version::VersionEdit;
+use crate::storage::nvm::{NvmObject, NvmObjectKind, NvmTier, POOL_FILE};
+use crate::version::{Version, VersionEdit};
+use crate::wal::WalWriter;
 
-use super::{FlushOutput, FlushStep, FlushTarget, Host};
+use super::{FlushOutput, FlushStep, FlushTarget, Host, WalPlace, WalPlacement};
 
 /// A flush writes the memtable as one row of the matrix container.
 #[derive(Debug)]
@@ -87,7 +92,7 @@ impl FlushTarget for RowTarget {
         edit.new_tables.push((0, meta));
         let row_bytes = row.len_bytes();
         let space = Arc::clone(space);
-        Ok(FlushStep::Written(FlushOutput {
+        Ok(FlushStep::Written(Box::new(FlushOutput {
             edit,
             table: None,
             after_install: Some(Box::new(move |installed| {
@@ -102,8 +107,110 @@ impl FlushTarget for RowTarget {
                     );
                 }
             })),
-        }))
+        })))
     }
+}
+
+/// Whether the options keep anything of MatrixKV's in NVM (the container, or WALs).
+pub(crate) fn uses_nvm(opts: &Options) -> bool {
+    opts.matrix_bytes > 0 || opts.wal_on_nvm
+}
+
+/// WALs in NVM (`wal_on_nvm`): each one an NVM log, with a file when the pool has no room.
+#[derive(Debug)]
+pub(crate) struct NvmWals;
+
+impl NvmWals {
+    /// The placement, when the options put WALs in NVM.
+    pub(crate) fn for_options(opts: &Options) -> Option<Self> {
+        opts.wal_on_nvm.then_some(NvmWals)
+    }
+}
+
+impl WalPlacement for NvmWals {
+    fn place(&self, storage: &Storage, opts: &Options, number: u64) -> Result<WalPlace> {
+        let Some(tier) = storage.nvm() else {
+            return Ok(WalPlace::File);
+        };
+        // Without room in the pool (taken or cut up by objects of other options), this
+        // memtable's WAL is a file.
+        let Some(obj) = tier.alloc_wal(number, opts.nvm_wal_bytes())? else {
+            return Ok(WalPlace::FileFallback);
+        };
+        match WalWriter::create_nvm(tier, obj) {
+            Ok(w) => Ok(WalPlace::Nvm(obj, w)),
+            Err(e) => {
+                tier.free(&obj);
+                Err(e)
+            }
+        }
+    }
+
+    fn syncs_ahead(&self) -> bool {
+        true
+    }
+}
+
+/// At open: the matrix container's page space: the one the version lists, or (with `matrix_bytes`)
+/// a new one, recorded by this open's manifest before any row is written into it. Its
+/// free pages are those the version's rows do not use.
+pub(crate) fn open_space(
+    tier: &Arc<NvmTier>,
+    opts: &Options,
+    version: &Version,
+    edit: &mut VersionEdit,
+    released: &mut Vec<NvmObject>,
+    new_id: &dyn Fn() -> u64,
+) -> Result<Option<Arc<MatrixSpace>>> {
+    let existing = version
+        .nvm_objects
+        .values()
+        .find(|o| o.kind == NvmObjectKind::MatrixSpace)
+        .copied();
+    let no_rows = !version.tables(0).iter().any(|t| row_id(t).is_some());
+    let object = match existing {
+        // A container the options no longer ask for and no row uses is released with
+        // this open's manifest, so its space serves the pool's other users again.
+        Some(o) if opts.matrix_bytes == 0 && no_rows => {
+            edit.deleted_nvm_objects.push(o.id);
+            released.push(o);
+            return Ok(None);
+        }
+        Some(o) => o,
+        None if opts.matrix_bytes > 0 => {
+            // The container must leave room for what else the options keep in the pool
+            // (NVM WALs, memtables): refuse up front, naming the options.
+            let others = opts
+                .nvm_bytes_needed()
+                .saturating_sub(opts.matrix_bytes)
+                .saturating_sub(mezz_pmem::pool::SUPERBLOCK_SIZE);
+            let free = tier.free_bytes();
+            if opts.matrix_bytes.saturating_add(others) > free {
+                return Err(Error::InvalidArgument(format!(
+                    "the NVM pool has {free} bytes free: not enough for a matrix container of \
+                     matrix_bytes {} plus {others} bytes of NVM WALs and memtables; lower \
+                     matrix_bytes, or use a pool with more room (nvm_capacity sizes a new pool)",
+                    opts.matrix_bytes
+                )));
+            }
+            let id = new_id();
+            let mut o = tier.alloc(id, NvmObjectKind::MatrixSpace, opts.matrix_bytes)?;
+            o.weight = opts.matrix_page_size as u64;
+            edit.new_nvm_objects.push(o);
+            o
+        }
+        None => return Ok(None),
+    };
+    let page_size = usize::try_from(object.weight).unwrap_or(0);
+    let space = MatrixSpace::open(
+        tier,
+        object,
+        page_size,
+        opts.matrix_hints,
+        version.all_tables().map(|(_, t)| t.as_ref()),
+    )
+    .map_err(|e| e.in_file(tier.dir().join(POOL_FILE)))?;
+    Ok(Some(Arc::new(space)))
 }
 
 /// The matrix policy (column compactions out of the container), when the options give

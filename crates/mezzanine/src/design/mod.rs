@@ -43,8 +43,10 @@ use crate::placement::Placement;
 use crate::state::{MemtableSet, SuperVersion};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
+use crate::storage::nvm::NvmObject;
 use crate::table::{Table, TableMeta};
 use crate::version::VersionEdit;
+use crate::wal::WalWriter;
 
 /// What the engine offers its components. Implemented by the database handle.
 pub(crate) trait Host: Sync {
@@ -86,13 +88,16 @@ pub(crate) trait Host: Sync {
     fn update_memtables(&self, change: &mut dyn FnMut(&mut MemtableSet) -> bool);
     /// Reads the memtable set under the state lock.
     fn with_memtables(&self, read: &mut dyn FnMut(&MemtableSet));
-    /// A new, empty NVM memtable numbered `number` recorded in the manifest (`None` when
-    /// the pool has no room); `follows`: the active memtable's number when it becomes the
-    /// active one after it.
+    /// Records the freshly written NVM object `obj` in the manifest (before it is used).
     ///
     /// # Errors
-    /// Allocation, initialisation or the manifest record failed.
-    fn new_nvm_memtable(&self, number: u64, follows: Option<u64>) -> Result<Option<MemTable>>;
+    /// As [`Host::install`].
+    fn record_nvm_object(&self, obj: NvmObject) -> Result<()>;
+    /// Makes the directory entries of WALs numbered up to `number` durable.
+    ///
+    /// # Errors
+    /// `Io` from the directory sync.
+    fn make_wal_entries_durable(&self, number: u64) -> Result<()>;
     /// The WAL of memtable `id` (and the closed ones before it) is no longer needed: its
     /// file is deleted.
     fn retire_wal(&self, id: u64);
@@ -103,7 +108,7 @@ pub(crate) trait Host: Sync {
 /// What a flush target made of a memtable.
 pub(crate) enum FlushStep<'a> {
     /// Written: install `FlushOutput::edit`.
-    Written(FlushOutput<'a>),
+    Written(Box<FlushOutput<'a>>),
     /// Not written: the next target takes the memtable.
     Pass,
     /// Not written, and no target should be tried now: the flush is retried once a
@@ -163,11 +168,68 @@ pub(crate) trait MemtableDesign: Send + Sync + Debug {
         Ok(false)
     }
 
+    /// A new memtable of the design's own kind, numbered `number`, recorded in the
+    /// manifest, for [`NextActive::NvmIfRoom`]: `None` when there is no room for one (the
+    /// switch then makes a DRAM memtable). `follows`: the active memtable's number when
+    /// the new one becomes the active one after it.
+    ///
+    /// # Errors
+    /// Allocation, initialisation or the manifest record failed.
+    fn new_memtable(
+        &self,
+        _host: &dyn Host,
+        _number: u64,
+        _follows: Option<u64>,
+    ) -> Result<Option<MemTable>> {
+        Ok(None)
+    }
+
+    /// Whether recovery puts NVM memtables mapped back (when all are older than the
+    /// WALs' memtables) below the DRAM ones, as full memtables waiting for their flush.
+    fn seals_recovered_nvm_memtables(&self) -> bool {
+        false
+    }
+
+    /// Whether closed WALs are synced ahead of need from the start (their memtables'
+    /// writes may otherwise wait on them).
+    fn syncs_wals_ahead(&self) -> bool {
+        false
+    }
+
     /// Whether recovery keeps the WALs' memtables as memtables instead of writing them to
     /// L0 (`nvm_memtables_recovered`: NVM memtables were mapped back, which the WALs'
     /// memtables must stay above).
     fn keeps_recovered_memtables(&self, nvm_memtables_recovered: bool) -> bool {
         nvm_memtables_recovered
+    }
+}
+
+/// Where a new WAL goes.
+pub(crate) enum WalPlace {
+    /// In NVM: the object (allocated, written, not recorded yet) and its writer.
+    Nvm(NvmObject, WalWriter),
+    /// A file, as the design asks.
+    File,
+    /// A file, because the design's place had no room (counted).
+    FileFallback,
+}
+
+/// Where write-ahead logs live: files (the plain design) or NVM objects (MatrixKV's
+/// `wal_on_nvm`).
+pub(crate) trait WalPlacement: Send + Sync + Debug {
+    /// Where WAL `number` goes; an NVM WAL is allocated and created here (its extent
+    /// freed again if that fails) and recorded by the caller.
+    ///
+    /// # Errors
+    /// Creating the NVM WAL failed.
+    fn place(&self, _storage: &Storage, _opts: &Options, _number: u64) -> Result<WalPlace> {
+        Ok(WalPlace::File)
+    }
+
+    /// Whether closed WALs are synced ahead of need from the start (an NVM WAL's sync
+    /// costs nothing, and its writer must be gone before the flush releases its object).
+    fn syncs_ahead(&self) -> bool {
+        false
     }
 }
 
@@ -179,11 +241,33 @@ pub(crate) fn memtable_design(opts: &Options) -> Box<dyn MemtableDesign> {
     }
 }
 
+/// Whether the options keep anything in NVM (the tier is opened only then, or when the
+/// database already keeps objects there).
+pub(crate) fn uses_nvm(opts: &Options) -> bool {
+    novelsm::NvmMemtables::for_options(opts).is_some()
+        || tlsm::records_nvm_refs(opts)
+        || matrixkv::uses_nvm(opts)
+}
+
+/// Where WALs go under `opts`.
+pub(crate) fn wal_placement(opts: &Options) -> Box<dyn WalPlacement> {
+    match matrixkv::NvmWals::for_options(opts) {
+        Some(w) => Box::new(w),
+        None => Box::new(leveldb::FileWals),
+    }
+}
+
+/// Whether a database opened with `opts` syncs closed WALs ahead of need from the start.
+pub(crate) fn syncs_wals_ahead(opts: &Options) -> bool {
+    memtable_design(opts).syncs_wals_ahead() || wal_placement(opts).syncs_ahead()
+}
+
 /// The components of an open database, assembled from its options.
 #[derive(Debug)]
 pub(crate) struct Design {
     targets: Vec<Box<dyn FlushTarget>>,
     memtables: Box<dyn MemtableDesign>,
+    wals: Box<dyn WalPlacement>,
     policy: Arc<dyn CompactionPolicy>,
     records_nvm_refs: bool,
 }
@@ -207,6 +291,7 @@ impl Design {
         Design {
             targets,
             memtables,
+            wals: wal_placement(opts),
             policy,
             records_nvm_refs: tlsm::records_nvm_refs(opts),
         }
@@ -220,6 +305,11 @@ impl Design {
     /// What happens to a full memtable before L0.
     pub(crate) fn memtables(&self) -> &dyn MemtableDesign {
         self.memtables.as_ref()
+    }
+
+    /// Where WALs go.
+    pub(crate) fn wals(&self) -> &dyn WalPlacement {
+        self.wals.as_ref()
     }
 
     /// The compaction policy.

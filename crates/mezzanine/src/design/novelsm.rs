@@ -15,9 +15,10 @@ use std::time::Instant;
 
 use crate::error::Result;
 use crate::memtable::MemTable;
-use crate::memtable::nvm_list::room_needed;
-use crate::options::{NvmMemtable, Options};
+use crate::memtable::nvm_list::{LIST_PREFIX, NvmList, room_needed};
+use crate::options::{NvmMemtable, Options, RecoveryMode};
 use crate::stats::StatsCollector;
+use crate::storage::nvm::NvmObjectKind;
 use crate::version::VersionEdit;
 
 use super::{Host, MemtableDesign, NextActive};
@@ -58,7 +59,7 @@ impl NvmMemtables {
             _ => {
                 let number = host.new_file_number();
                 // Not deferred: a receiver takes only memtables whose WALs are durable.
-                let Some(m) = host.new_nvm_memtable(number, None)? else {
+                let Some(m) = new_nvm_memtable(host, number, None)? else {
                     return Ok(false);
                 };
                 let m = Arc::new(m);
@@ -97,7 +98,72 @@ impl NvmMemtables {
     }
 }
 
+/// A new, empty NVM memtable numbered `number`, recorded in the manifest; `None` when the
+/// pool has no room for one (or the database has no NVM tier). `follows`: the number of the
+/// active memtable (and of its WAL) when the new one becomes the active memtable after it
+/// (a receiver takes no writes: `None`).
+///
+/// A memtable that follows one takes writes before the WALs older than it are durable
+/// under the default recovery mode, which ends at a WAL that lost its tail and drops such a
+/// memtable after it: it carries the deferred mark (see the engine's write path, which
+/// logs no group for an NVM memtable), and the directory entry of the WAL it follows is
+/// made durable first, so that after a power cut recovery finds that WAL and sees whether
+/// it lost its tail. Under `AbsoluteConsistency` (or `paranoid_checks`) a lost tail is an
+/// error on open, so it is not marked and its writes wait for the older WALs, as every
+/// `sync` write does.
+fn new_nvm_memtable(
+    host: &dyn Host,
+    number: u64,
+    follows: Option<u64>,
+) -> Result<Option<MemTable>> {
+    let Some(tier) = host.storage().nvm() else {
+        return Ok(None);
+    };
+    let opts = host.opts();
+    let follows =
+        follows.filter(|_| opts.recovery_mode_in_force() == RecoveryMode::TolerateCorruptTail);
+    if let Some(wal) = follows {
+        host.make_wal_entries_durable(wal)?;
+    }
+    let deferred = follows.is_some();
+    let len = (opts.nvm_memtable_size + LIST_PREFIX) as u64;
+    let Ok(obj) = tier.alloc(number, NvmObjectKind::Memtable, len) else {
+        return Ok(None);
+    };
+    // Initialised first (its extent goes back to the pool if that fails), then recorded.
+    let list = match NvmList::create(tier, obj, deferred) {
+        Ok(l) => l,
+        Err(e) => {
+            tier.free(&obj);
+            return Err(e);
+        }
+    };
+    host.record_nvm_object(obj)?;
+    Ok(Some(MemTable::nvm_new(number, list)))
+}
+
 impl MemtableDesign for NvmMemtables {
+    fn new_memtable(
+        &self,
+        host: &dyn Host,
+        number: u64,
+        follows: Option<u64>,
+    ) -> Result<Option<MemTable>> {
+        new_nvm_memtable(host, number, follows)
+    }
+
+    /// Under `immutable`, NVM memtables older than every WAL memtable go below them as
+    /// full ones waiting for their flush (the shape that mode keeps).
+    fn seals_recovered_nvm_memtables(&self) -> bool {
+        self.mode == NvmMemtable::Immutable
+    }
+
+    /// NVM memtables: a mutable one's writes wait for no WAL, so the WALs before it are
+    /// synced as soon as possible.
+    fn syncs_wals_ahead(&self) -> bool {
+        true
+    }
+
     /// Under `mutable`, a DRAM memtable hands over to an NVM one and an NVM one to a DRAM
     /// one; under `immutable`, always DRAM.
     fn next_active(&self, full: &MemTable) -> NextActive {

@@ -55,7 +55,7 @@ impl FlushTarget for NvmTableTarget {
         match write_table(&mut sink, iter.as_mut(), &snapshots)
             .and_then(|w| iter.status().map(|()| w))
         {
-            Ok(w) => Ok(FlushStep::Written(table_output(w))),
+            Ok(w) => Ok(FlushStep::Written(Box::new(table_output(w)))),
             // NVM filled up under a tiering that allows SSTs: the flush writes an SST.
             Err(e) if falls_back_to_ssd(&e, host.opts().nvm_tiering) => Ok(FlushStep::Pass),
             Err(e) => Err(e),
