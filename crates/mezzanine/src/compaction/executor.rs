@@ -345,7 +345,7 @@ fn move_to_ssd(
         Some(meta) => ctx.table_cache.open(meta)?,
         None => return copy_into(iter, sink),
     };
-    let Some(nvm) = table.as_nvm() else {
+    let Some(nvm) = table.as_any().downcast_ref::<crate::table::nvm::NvmTable>() else {
         return copy_into(iter, sink);
     };
     let t = nvm.ptable();

@@ -438,7 +438,7 @@ pub(crate) fn run_column(
     let rows: Vec<&RowHandle> = tables
         .iter()
         .map(|t| {
-            t.as_row().ok_or_else(|| {
+            t.as_any().downcast_ref::<RowHandle>().ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "column compaction input {} is not a matrix row",
                     t.meta().id

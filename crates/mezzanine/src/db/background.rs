@@ -108,7 +108,7 @@ impl DbInner {
         // A matrix container whose free pages fell short of the last row waits the same way
         // (rows' live bytes undercount the pages that drained rows and pinned tables hold).
         let no_room = self.policy.flush_waits_for_compaction(&st.version)
-            || self.storage.matrix().is_some_and(|m| m.is_short_of_room());
+            || self.design.flush_short_of_room();
         let flush_waits = no_room && self.compaction_pending(st);
         if !st.flush_running
             && !flush_waits
@@ -140,10 +140,7 @@ impl DbInner {
     /// tail). Returns whether it ran (a failed sync becomes the background error).
     fn sync_wals_under_nvm(&self, st: &mut parking_lot::MutexGuard<'_, super::State>) -> bool {
         let active = st.mems.active();
-        if !active
-            .nvm_list()
-            .is_some_and(|l| l.is_deferred() && !l.predecessors_durable())
-        {
+        if active.awaits_older_wals() != Some(true) {
             return false;
         }
         let active = Arc::clone(active);
@@ -518,11 +515,7 @@ impl DbInner {
         self.install_super_version(&mut st);
         drop(st);
         drop(manifest);
-        if let Some(tier) = self.nvm() {
-            for o in &freed_wals {
-                tier.free(o);
-            }
-        }
+        self.storage.free_nvm(&freed_wals);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
         Ok(())
@@ -553,26 +546,21 @@ impl DbInner {
             });
             // Matrix rows: pages no table a reader may hold still uses go back to the
             // container, under the state lock so that no row is installed meanwhile.
-            if let Some(space) = self.storage.matrix() {
-                let pinned: Vec<Arc<TableMeta>> = st
-                    .obsolete
-                    .iter()
-                    .filter_map(|(_, _, w)| w.upgrade())
-                    .collect();
-                let current = st.version.all_tables().map(|(_, t)| t.as_ref());
-                space.release_unused(current.chain(pinned.iter().map(AsRef::as_ref)));
-            }
+            let pinned: Vec<Arc<TableMeta>> = st
+                .obsolete
+                .iter()
+                .filter_map(|(_, _, w)| w.upgrade())
+                .collect();
+            let current = st.version.all_tables().map(|(_, t)| t.as_ref());
+            self.storage
+                .release_unused_rows(current.chain(pinned.iter().map(AsRef::as_ref)));
             (dead, objs)
         };
         for (id, loc) in dead {
             self.table_cache.evict(id, loc);
             self.storage.remove_table(id, loc);
         }
-        if let Some(tier) = self.nvm() {
-            for o in &dead_objects {
-                tier.free(o);
-            }
-        }
+        self.storage.free_nvm(&dead_objects);
     }
 
     /// `Db::compact_range`.
@@ -699,9 +687,7 @@ impl DbInner {
         let mut ws = self.write.lock();
         let sv = self.super_version.load_full();
         for m in std::iter::once(&sv.mem).chain(&sv.imms).chain(&sv.nvm) {
-            if let Some(list) = m.nvm_list()
-                && let Err(e) = list.settle_reserve()
-            {
+            if let Err(e) = m.settle() {
                 first_err.get_or_insert(e);
             }
         }
@@ -724,9 +710,7 @@ impl DbInner {
         self.purge_obsolete();
         // From here on the NVM pool gives out nothing: its free list is this handle's
         // view, which the next open of the database does not share.
-        if let Some(tier) = self.nvm() {
-            tier.close();
-        }
+        self.storage.close_nvm();
         self.lock.lock().take();
         match first_err {
             Some(e) => Err(e),
@@ -787,12 +771,8 @@ impl NvmRecorder for DbInner {
             deleted_nvm_objects: objects.iter().map(|o| o.id).collect(),
             ..VersionEdit::default()
         };
-        if self.log_and_apply(edit, None, &[]).is_ok()
-            && let Some(tier) = self.nvm()
-        {
-            for o in objects {
-                tier.free(o);
-            }
+        if self.log_and_apply(edit, None, &[]).is_ok() {
+            self.storage.free_nvm(objects);
         }
     }
 }

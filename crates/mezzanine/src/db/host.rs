@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use mezz_format::SeqNo;
 
+use crate::compaction::nvm_sink::NvmRecorder;
 use crate::design::Host;
 use crate::error::Result;
 use crate::options::Options;
@@ -14,6 +15,7 @@ use crate::state::{MemtableSet, SuperVersion};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
 use crate::storage::nvm::NvmObject;
+use crate::table::cache::TableCache;
 use crate::table::{Table, TableMeta};
 use crate::version::VersionEdit;
 
@@ -46,6 +48,14 @@ impl Host for DbInner {
 
     fn current(&self) -> Arc<SuperVersion> {
         self.super_version.load_full()
+    }
+
+    fn table_cache(&self) -> &Arc<TableCache> {
+        &self.table_cache
+    }
+
+    fn recorder(&self) -> &dyn NvmRecorder {
+        self
     }
 
     fn open_table(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {

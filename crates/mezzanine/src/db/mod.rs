@@ -22,7 +22,6 @@
 
 mod background;
 mod host;
-mod nvm_recovery;
 mod open;
 mod read_api;
 mod sizes;
@@ -56,7 +55,6 @@ use crate::state::MemtableSet;
 use crate::state::SuperVersion;
 use crate::stats::{LevelStats, ReadTrace, SLOW_MICROS, Stats, StatsCollector};
 use crate::storage::Storage;
-use crate::storage::nvm::NvmTier;
 use crate::table::cache::TableCache;
 use crate::table::row::SeekChain;
 use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
@@ -334,11 +332,6 @@ impl DbInner {
         }
     }
 
-    /// The NVM tier, if the database has one open.
-    fn nvm(&self) -> Option<&Arc<NvmTier>> {
-        self.storage.nvm()
-    }
-
     fn new_file_number(&self) -> u64 {
         self.next_file.fetch_add(1, Ordering::Relaxed)
     }
@@ -567,10 +560,7 @@ impl DbInner {
             opts.upper_bound.clone(),
             pin,
         )
-        .gated(
-            Arc::clone(&self.gate),
-            self.nvm().is_some() || self.storage.matrix().is_some(),
-        ))
+        .gated(Arc::clone(&self.gate), self.storage.maps_table_bytes()))
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -606,66 +596,12 @@ impl DbInner {
                 .filter(|t| t.tier() == crate::table::Tier::Nvm)
                 .count();
         }
-        {
-            use crate::storage::nvm::NvmObjectKind;
-            let v = &sv.version;
-            let live = crate::compaction::tiering::object_live_bytes(v);
-            let n = &mut s.nvm_tables;
-            for o in v.nvm_objects.values().filter(|o| {
-                matches!(
-                    o.kind,
-                    NvmObjectKind::TableIndex | NvmObjectKind::TableBuffer
-                )
-            }) {
-                n.objects += 1;
-                n.allocated_bytes += o.len;
-                let own = v.all_tables().any(|(_, t)| t.id == o.id);
-                // The object's share that live tables use, in bytes of the object.
-                n.live_bytes += if own || o.weight == 0 {
-                    o.len
-                } else {
-                    let l = live.get(&o.id).copied().unwrap_or(0).min(o.weight);
-                    (u128::from(o.len) * u128::from(l) / u128::from(o.weight)) as u64
-                };
-            }
-            n.tier_moves = self.stats.nvm_tier_moves.load(Ordering::Relaxed);
-            n.rewrites = self.stats.nvm_rewrites.load(Ordering::Relaxed);
-            n.resumed_compactions = self.stats.nvm_resumed_compactions.load(Ordering::Relaxed);
-            n.moved_block_bytes = self.stats.nvm_moved_block_bytes.load(Ordering::Relaxed);
-            n.moved_encoded_bytes = self.stats.nvm_moved_encoded_bytes.load(Ordering::Relaxed);
-        }
-        if let Some(space) = self.storage.matrix() {
-            let v = &sv.version;
-            let m = &mut s.matrix;
-            m.capacity_bytes = space.capacity_bytes();
-            m.used_bytes = space.used_bytes();
-            for t in v.tables(0) {
-                if let Some(r) = crate::compaction::matrix::row_id(t) {
-                    m.rows += 1;
-                    m.compactor_rows += usize::from(r <= v.matrix_compactor);
-                    m.row_bytes += t.size;
-                }
-            }
-            m.row_bytes_written = self.stats.matrix_row_bytes_written.load(Ordering::Relaxed);
-            m.columns = self.stats.matrix_columns.load(Ordering::Relaxed);
-            let c = space.counters();
-            m.rows_searched = c.gets.rows_searched.load(Ordering::Relaxed);
-            m.rows_hinted = c.gets.rows_hinted.load(Ordering::Relaxed);
-            m.comparisons = c.gets.comparisons.load(Ordering::Relaxed);
-            m.seek_rows_searched = c.seeks.rows_searched.load(Ordering::Relaxed);
-            m.seek_rows_hinted = c.seeks.rows_hinted.load(Ordering::Relaxed);
-            m.seek_comparisons = c.seeks.comparisons.load(Ordering::Relaxed);
-        }
+        self.design
+            .fill_stats(&mut s, &sv.version, &self.stats, &self.storage);
         s.last_sequence = self.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;
         s.immutable_memtables = sv.imms.len();
-        if let Some(t) = self.nvm() {
-            s.nvm_bytes_written = t.bytes_persisted();
-            let r = t.region_stats();
-            s.nvm_emulated_delay_micros = r.emulated_delay_ns / 1000;
-            s.nvm_emulated_read_accesses = r.read_accesses;
-            s.nvm_emulated_write_accesses = r.write_accesses;
-        }
+        self.storage.fill_nvm_stats(&mut s);
         s.snapshots = self.snapshots.count();
         s.units = self
             .storage

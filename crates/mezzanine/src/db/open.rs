@@ -89,6 +89,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             opts.use_direct_io_for_flush_and_compaction,
         ),
     );
+    let design = Design::assemble(&opts, &storage);
     rec.version.check_reachable(&storage)?;
     check_units(&opts, &storage, &rec)?;
     storage.check_direct_io()?;
@@ -100,6 +101,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let replayed = replay_wals(
         &locked,
         &opts,
+        &design,
         &storage,
         placement.as_ref(),
         &mut nvm,
@@ -125,12 +127,12 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         locked,
         opts,
         rec,
-        (storage, placement),
+        (storage, placement, design),
         replayed.rewritten,
         lists,
         installed,
     )?;
-    inner.recover_nvm_tables()?;
+    inner.design.recover(inner.as_ref())?;
     start_background_threads(&inner)?;
     Ok(inner)
 }
@@ -448,7 +450,7 @@ fn collect_wals(locked: &LockedDir, nvm: &NvmState, rec: &mut Recovery) -> Resul
     let newest_deferred = nvm
         .mems
         .iter()
-        .filter(|m| !m.is_empty() && m.nvm_list().is_some_and(|l| l.is_deferred()))
+        .filter(|m| !m.is_empty() && m.written_ahead_of_older_wals())
         .map(|m| m.id())
         .max()
         .unwrap_or(0);
@@ -490,9 +492,11 @@ struct Replayed {
 ///
 /// Guarantees: the tables written are durable (directory synced); the last sequence covers
 /// every replayed write.
+#[allow(clippy::too_many_arguments)]
 fn replay_wals(
     locked: &LockedDir,
     opts: &Options,
+    design: &Design,
     storage: &Arc<Storage>,
     placement: &dyn Placement,
     nvm: &mut NvmState,
@@ -503,7 +507,9 @@ fn replay_wals(
     let keep_memtables =
         crate::design::memtable_design(opts).keeps_recovered_memtables(!nvm.mems.is_empty());
     let replayed = if !keep_memtables {
-        replay_into_l0(locked, opts, storage, placement, rec, wals, tolerate)?;
+        replay_into_l0(
+            locked, opts, design, storage, placement, rec, wals, tolerate,
+        )?;
         Replayed::default()
     } else {
         let r = replay_into_memtables(locked, opts, storage, nvm, rec, wals, tolerate)?;
@@ -524,9 +530,11 @@ fn replay_wals(
 
 /// Replays the WALs into memtables, writing full ones (and the last) to L0 (the edit adds
 /// the tables); keeps no memtable, so every replayed WAL becomes obsolete.
+#[allow(clippy::too_many_arguments)]
 fn replay_into_l0(
     locked: &LockedDir,
     opts: &Options,
+    design: &Design,
     storage: &Arc<Storage>,
     placement: &dyn Placement,
     rec: &mut Recovery,
@@ -539,16 +547,10 @@ fn replay_into_l0(
         if mem.is_empty() {
             return Ok(());
         }
-        // With a matrix container, a replayed memtable becomes a row, as a flush would
-        // write it (an SST when the container has no room).
-        if let Some(space) = storage.matrix().filter(|_| opts.matrix_bytes > 0) {
-            let row_id = alloc(&rec.next_file);
-            let mut it = mem.iter();
-            let row = space.build_row(it.as_mut(), row_id, None, opts.block_size);
-            // The row is named by the edit below (or by nothing if this open fails: its
-            // pages are free at the next open).
-            space.built(row_id);
-            if let Some((_, meta)) = row? {
+        // A design's own L0 format first (a matrix row, as a flush would write it), else
+        // an SST.
+        for target in design.flush_targets() {
+            if let Some(meta) = target.write_replayed(mem, opts, &|| alloc(&rec.next_file))? {
                 edit.new_tables.push((0, meta));
                 return Ok(());
             }
@@ -753,18 +755,17 @@ fn drop_deferred_after(
     dir: &Path,
     rec: &mut Recovery,
 ) -> Result<()> {
-    let after = |m: &Arc<MemTable>| {
-        m.id() > torn && !m.is_empty() && m.nvm_list().is_some_and(|l| l.is_deferred())
-    };
+    let after =
+        |m: &Arc<MemTable>| m.id() > torn && !m.is_empty() && m.written_ahead_of_older_wals();
     if !tolerate && mems.iter().any(after) {
         return Err(lost_tail(dir, torn));
     }
     mems.retain(|m| {
         if after(m)
-            && let Some(l) = m.nvm_list()
+            && let Some(obj) = m.nvm_object()
         {
             rec.edit.deleted_nvm_objects.push(m.id());
-            rec.released.push(l.object());
+            rec.released.push(obj);
             rec.dropped_nvm_memtables += 1;
             false
         } else {
@@ -780,10 +781,10 @@ fn release_empty_nvm_memtables(mems: &mut Vec<Arc<MemTable>>, rec: &mut Recovery
     // Empty NVM memtables hold nothing: release them.
     mems.retain(|m| {
         if m.is_empty()
-            && let Some(l) = m.nvm_list()
+            && let Some(obj) = m.nvm_object()
         {
             rec.edit.deleted_nvm_objects.push(m.id());
-            rec.released.push(l.object());
+            rec.released.push(obj);
             false
         } else {
             true
@@ -994,7 +995,7 @@ fn assemble_db_inner(
     locked: LockedDir,
     opts: Options,
     rec: Recovery,
-    (storage, placement): (Arc<Storage>, Arc<dyn Placement>),
+    (storage, placement, design): (Arc<Storage>, Arc<dyn Placement>, Design),
     rewritten: Option<WalWriter>,
     lists: MemtableLists,
     installed: Installed,
@@ -1040,7 +1041,6 @@ fn assemble_db_inner(
             format!("recovered state of {}: {e}", locked.dir.display()),
         )
     })?;
-    let design = Design::assemble(&opts, &storage);
     let policy = Arc::clone(design.policy());
     let pending = policy.pending_bytes(&version);
     Ok(Arc::new(DbInner {

@@ -423,7 +423,7 @@ impl DbInner {
         let count = batch.len() as u64;
         batch.set_sequence(first);
         let stats = &self.stats;
-        if mem.is_nvm() {
+        if mem.durable_in_place() {
             // Published here, in order: the groups still being inserted (into the DRAM
             // memtable before this one) go first.
             self.wait_for_inserts(ws);
@@ -435,10 +435,8 @@ impl DbInner {
             // memtable's worth of log: the flush thread syncs those WALs right after the
             // switch (`sync_wals_under_nvm`). A `sync` group must be durable when
             // acknowledged, so it syncs them itself unless that is done.
-            if let Some(l) = mem.nvm_list()
-                && !l.predecessors_durable()
-            {
-                if sync || !l.is_deferred() {
+            if let Some(deferred) = mem.awaits_older_wals() {
+                if sync || !deferred {
                     let t = Instant::now();
                     self.sync_wals_under(mem)?;
                     ws.trace.older_wal_sync += micros(t);
@@ -699,13 +697,8 @@ impl DbInner {
                 .policy
                 .write_pressure(&st.version, st.pending_compaction_bytes);
             let mem = st.mems.active();
-            let mem_full = if mem.is_nvm() {
-                mem.room() < need
-            } else {
-                mem.approximate_memory_usage() >= o.write_buffer_size
-                    || mem.room() < need
-                    || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes))
-            };
+            let mem_full = mem.is_full(need, o.write_buffer_size)
+                || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes));
             let stop = if let WritePressure::Stop(cause) = pressure {
                 Some(cause)
             } else if mem_full && st.mems.immutables().len() + 1 >= o.max_write_buffer_number {
@@ -740,7 +733,7 @@ impl DbInner {
                 continue;
             }
             if mem_full {
-                let empty_dram = mem.is_empty() && !mem.is_nvm();
+                let empty_dram = mem.is_empty() && !mem.durable_in_place();
                 if empty_dram && mem.room() < need {
                     // A group larger than a whole memtable: the empty one gives way to one
                     // sized for it (same WAL), instead of a switch that would leave an
@@ -834,9 +827,7 @@ impl DbInner {
     /// its list that they are durable: its writes are then durable in the history.
     pub(super) fn sync_wals_under(&self, mem: &MemTable) -> Result<()> {
         self.sync_closed_wals(mem.id())?;
-        if let Some(l) = mem.nvm_list() {
-            l.set_predecessors_durable();
-        }
+        mem.set_older_wals_durable();
         Ok(())
     }
 
@@ -1070,7 +1061,7 @@ impl DbInner {
             return Ok(());
         };
         let obj = match spare {
-            SpareKind::Memtable(m) => m.nvm_list().map(|l| l.object()),
+            SpareKind::Memtable(m) => m.nvm_object(),
             SpareKind::Wal(w) => {
                 let obj = w.nvm_object();
                 if obj.is_none() {
@@ -1082,7 +1073,7 @@ impl DbInner {
                 obj
             }
         };
-        let (Some(obj), Some(tier)) = (obj, self.nvm()) else {
+        let Some(obj) = obj else {
             return Ok(());
         };
         let edit = VersionEdit {
@@ -1090,7 +1081,7 @@ impl DbInner {
             ..VersionEdit::default()
         };
         self.log_and_apply(edit, None, &[])?;
-        tier.free(&obj);
+        self.storage.free_nvm(&[obj]);
         Ok(())
     }
 

@@ -12,6 +12,7 @@
 //! runs at a time.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::compaction::CompactionPolicy;
 use crate::compaction::matrix::{MatrixPolicy, row_id};
@@ -19,9 +20,12 @@ use crate::error::Error;
 use crate::error::Result;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::stats::{Stats, StatsCollector};
 use crate::storage::Storage;
 use crate::storage::matrix::MatrixSpace;
 use crate::storage::nvm::{NvmObject, NvmObjectKind, NvmTier, POOL_FILE};
+use crate::table::TableMeta;
+use crate::table::row::RowHandle;
 use crate::version::{Version, VersionEdit};
 use crate::wal::WalWriter;
 
@@ -46,6 +50,29 @@ impl RowTarget {
 }
 
 impl FlushTarget for RowTarget {
+    fn short_of_room(&self) -> bool {
+        self.space.is_short_of_room()
+    }
+
+    /// A replayed memtable becomes a row, as a flush would write it (`None`, so an SST,
+    /// when the container has no room).
+    fn write_replayed(
+        &self,
+        m: &Arc<MemTable>,
+        opts: &Options,
+        new_id: &dyn Fn() -> u64,
+    ) -> Result<Option<TableMeta>> {
+        let row_id = new_id();
+        let mut it = m.iter();
+        let row = self
+            .space
+            .build_row(it.as_mut(), row_id, None, opts.block_size);
+        // The row is named by the open's edit (or by nothing if the open fails: its pages
+        // are free at the next open).
+        self.space.built(row_id);
+        Ok(row?.map(|(_, meta)| meta))
+    }
+
     /// When the container has no room, pages no reader holds any more are released and
     /// the row is tried once more; then, with `may_wait` and a compaction running or due,
     /// the flush waits for the column compaction, else the memtable passes to the next
@@ -68,7 +95,7 @@ impl FlushTarget for RowTarget {
         };
         let prev = prev
             .as_ref()
-            .and_then(|t| t.as_row())
+            .and_then(|t| t.as_any().downcast_ref::<RowHandle>())
             .map(|r| (r.row().as_ref(), r.consumed()));
         let row_id = host.new_file_number();
         let block_size = host.opts().block_size;
@@ -217,4 +244,31 @@ pub(crate) fn open_space(
 /// the container room.
 pub(crate) fn policy(opts: &Options) -> Option<Arc<dyn CompactionPolicy>> {
     (opts.matrix_bytes > 0).then(|| Arc::new(MatrixPolicy::new(opts)) as Arc<dyn CompactionPolicy>)
+}
+
+/// Fills `s.matrix`: the container's room, its rows in `v`, and the row-search counters
+/// (nothing without a container).
+pub(crate) fn fill_stats(s: &mut Stats, v: &Version, c: &StatsCollector, storage: &Storage) {
+    let Some(space) = storage.matrix() else {
+        return;
+    };
+    let m = &mut s.matrix;
+    m.capacity_bytes = space.capacity_bytes();
+    m.used_bytes = space.used_bytes();
+    for t in v.tables(0) {
+        if let Some(r) = row_id(t) {
+            m.rows += 1;
+            m.compactor_rows += usize::from(r <= v.matrix_compactor);
+            m.row_bytes += t.size;
+        }
+    }
+    m.row_bytes_written = c.matrix_row_bytes_written.load(Ordering::Relaxed);
+    m.columns = c.matrix_columns.load(Ordering::Relaxed);
+    let counters = space.counters();
+    m.rows_searched = counters.gets.rows_searched.load(Ordering::Relaxed);
+    m.rows_hinted = counters.gets.rows_hinted.load(Ordering::Relaxed);
+    m.comparisons = counters.gets.comparisons.load(Ordering::Relaxed);
+    m.seek_rows_searched = counters.seeks.rows_searched.load(Ordering::Relaxed);
+    m.seek_rows_hinted = counters.seeks.rows_hinted.load(Ordering::Relaxed);
+    m.seek_comparisons = counters.seeks.comparisons.load(Ordering::Relaxed);
 }

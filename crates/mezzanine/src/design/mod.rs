@@ -28,6 +28,7 @@ pub mod leveldb;
 pub mod matrixkv;
 pub mod novelsm;
 pub mod tlsm;
+pub mod tlsm_recovery;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -36,6 +37,7 @@ use std::time::Instant;
 use mezz_format::SeqNo;
 
 use crate::compaction::CompactionPolicy;
+use crate::compaction::nvm_sink::NvmRecorder;
 use crate::error::Result;
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -44,6 +46,7 @@ use crate::state::{MemtableSet, SuperVersion};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
 use crate::storage::nvm::NvmObject;
+use crate::table::cache::TableCache;
 use crate::table::{Table, TableMeta};
 use crate::version::VersionEdit;
 use crate::wal::WalWriter;
@@ -64,6 +67,10 @@ pub(crate) trait Host: Sync {
     fn snapshots(&self) -> Vec<SeqNo>;
     /// The published super version (read without the state lock).
     fn current(&self) -> Arc<SuperVersion>;
+    /// The table cache.
+    fn table_cache(&self) -> &Arc<TableCache>;
+    /// Records the NVM objects a compaction's outputs point into before it writes them.
+    fn recorder(&self) -> &dyn NvmRecorder;
     /// The open table for `meta`.
     ///
     /// # Errors
@@ -139,6 +146,27 @@ pub(crate) trait FlushTarget: Send + Sync + Debug {
         m: &Arc<MemTable>,
         may_wait: bool,
     ) -> Result<FlushStep<'a>>;
+
+    /// Whether the target's space fell short of room at its last write (a flush then
+    /// waits for a compaction that may free some, when one is running or due).
+    fn short_of_room(&self) -> bool {
+        false
+    }
+
+    /// At open, before the engine runs: writes memtable `m` (replayed from a WAL) as a new
+    /// L0 table, not installed (the open's edit names it); `None` to leave it to the next
+    /// target. `new_id` gives new file numbers.
+    ///
+    /// # Errors
+    /// I/O or corruption while writing.
+    fn write_replayed(
+        &self,
+        _m: &Arc<MemTable>,
+        _opts: &Options,
+        _new_id: &dyn Fn() -> u64,
+    ) -> Result<Option<TableMeta>> {
+        Ok(None)
+    }
 }
 
 /// What a full memtable hands over to.
@@ -302,6 +330,11 @@ impl Design {
         &self.targets
     }
 
+    /// Whether a flush target's space is short of room (see [`FlushTarget::short_of_room`]).
+    pub(crate) fn flush_short_of_room(&self) -> bool {
+        self.targets.iter().any(|t| t.short_of_room())
+    }
+
     /// What happens to a full memtable before L0.
     pub(crate) fn memtables(&self) -> &dyn MemtableDesign {
         self.memtables.as_ref()
@@ -315,6 +348,29 @@ impl Design {
     /// The compaction policy.
     pub(crate) fn policy(&self) -> &Arc<dyn CompactionPolicy> {
         &self.policy
+    }
+
+    /// What recovery does at open, once the engine is assembled and before its threads
+    /// start: each design's repair of what a crash left half done. Every step runs
+    /// whatever the options (an earlier open's options may have left its structures).
+    ///
+    /// # Errors
+    /// As the steps.
+    pub(crate) fn recover(&self, host: &dyn Host) -> Result<()> {
+        tlsm_recovery::recover(host)
+    }
+
+    /// Fills the designs' sections of `s` (NVM tables, the matrix container) from the
+    /// current version `v`, the counters `c` and `storage`.
+    pub(crate) fn fill_stats(
+        &self,
+        s: &mut crate::stats::Stats,
+        v: &crate::version::Version,
+        c: &StatsCollector,
+        storage: &Storage,
+    ) {
+        tlsm::fill_stats(s, v, c);
+        matrixkv::fill_stats(s, v, c, storage);
     }
 
     /// Whether compactions record the NVM objects their outputs point into.

@@ -10,6 +10,7 @@
 //! Thread-safety: stateless components.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::compaction::nvm_sink::{NvmOutput, NvmSink};
 use crate::compaction::tiering::TieredPolicy;
@@ -17,8 +18,10 @@ use crate::compaction::{CompactionPolicy, write_table};
 use crate::error::Result;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::stats::{Stats, StatsCollector};
 use crate::storage::Storage;
-use crate::storage::nvm::falls_back_to_ssd;
+use crate::storage::nvm::{NvmObjectKind, falls_back_to_ssd};
+use crate::version::Version;
 
 use super::leveldb::table_output;
 use super::{FlushStep, FlushTarget, Host};
@@ -71,4 +74,33 @@ pub(crate) fn policy(opts: &Options) -> Option<Arc<dyn CompactionPolicy>> {
 /// Whether compactions write NVM tables (and so record the objects they point into).
 pub(crate) fn records_nvm_refs(opts: &Options) -> bool {
     opts.nvm_tiering.enabled()
+}
+
+/// Fills `s.nvm_tables`: the NVM tables' objects in `v`, their live share, and the
+/// tiering's counters.
+pub(crate) fn fill_stats(s: &mut Stats, v: &Version, c: &StatsCollector) {
+    let live = crate::compaction::tiering::object_live_bytes(v);
+    let n = &mut s.nvm_tables;
+    for o in v.nvm_objects.values().filter(|o| {
+        matches!(
+            o.kind,
+            NvmObjectKind::TableIndex | NvmObjectKind::TableBuffer
+        )
+    }) {
+        n.objects += 1;
+        n.allocated_bytes += o.len;
+        let own = v.all_tables().any(|(_, t)| t.id == o.id);
+        // The object's share that live tables use, in bytes of the object.
+        n.live_bytes += if own || o.weight == 0 {
+            o.len
+        } else {
+            let l = live.get(&o.id).copied().unwrap_or(0).min(o.weight);
+            (u128::from(o.len) * u128::from(l) / u128::from(o.weight)) as u64
+        };
+    }
+    n.tier_moves = c.nvm_tier_moves.load(Ordering::Relaxed);
+    n.rewrites = c.nvm_rewrites.load(Ordering::Relaxed);
+    n.resumed_compactions = c.nvm_resumed_compactions.load(Ordering::Relaxed);
+    n.moved_block_bytes = c.nvm_moved_block_bytes.load(Ordering::Relaxed);
+    n.moved_encoded_bytes = c.nvm_moved_encoded_bytes.load(Ordering::Relaxed);
 }

@@ -96,7 +96,10 @@ pub fn read_run_iterator(
 ) -> Result<Box<dyn InternalIterator>> {
     if let SortedRun::Table(t) = run {
         let table = open_table(cache, t)?;
-        if let Some(row) = table.as_row() {
+        if let Some(row) = table
+            .as_any()
+            .downcast_ref::<crate::table::row::RowHandle>()
+        {
             return Ok(row.chained_iter(chain));
         }
         return Ok(table.iter(&opts));

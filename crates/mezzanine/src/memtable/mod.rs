@@ -377,6 +377,69 @@ impl MemTable {
         self.is_nvm().then_some(self.id)
     }
 
+    /// The NVM object holding this memtable's entries; `None` for a DRAM memtable.
+    #[must_use]
+    pub fn nvm_object(&self) -> Option<crate::storage::nvm::NvmObject> {
+        self.nvm_list().map(NvmList::object)
+    }
+
+    /// Whether each write group is durable once inserted (an NVM memtable): such a
+    /// memtable is fed by no WAL.
+    #[must_use]
+    pub fn durable_in_place(&self) -> bool {
+        self.is_nvm()
+    }
+
+    /// Whether the memtable must make way for a group needing `need` bytes of room: an NVM
+    /// memtable when its extent lacks the room, a DRAM one also once it holds
+    /// `write_buffer_size` bytes.
+    #[must_use]
+    pub fn is_full(&self, need: usize, write_buffer_size: usize) -> bool {
+        if self.is_nvm() {
+            self.room() < need
+        } else {
+            self.approximate_memory_usage() >= write_buffer_size || self.room() < need
+        }
+    }
+
+    /// For a memtable durable in place whose writes the WALs older than it must precede
+    /// in the history: `Some(deferred)` while those WALs are not known durable (`deferred`:
+    /// its writes need not wait for them, recovery drops the memtable if one lost its
+    /// tail); `None` once they are, and for every other memtable.
+    #[must_use]
+    pub fn awaits_older_wals(&self) -> Option<bool> {
+        self.nvm_list()
+            .filter(|l| !l.predecessors_durable())
+            .map(NvmList::is_deferred)
+    }
+
+    /// Records that the WALs older than this memtable are durable (see
+    /// [`MemTable::awaits_older_wals`]).
+    pub fn set_older_wals_durable(&self) {
+        if let Some(l) = self.nvm_list() {
+            l.set_predecessors_durable();
+        }
+    }
+
+    /// Whether the memtable holds writes acknowledged before the WALs older than it were
+    /// durable (a recovered NVM memtable with the deferred mark).
+    #[must_use]
+    pub fn written_ahead_of_older_wals(&self) -> bool {
+        self.nvm_list().is_some_and(NvmList::is_deferred)
+    }
+
+    /// Makes what survives a close exact (an NVM memtable's reserve word); nothing for a
+    /// DRAM memtable.
+    ///
+    /// # Errors
+    /// A failed persist.
+    pub fn settle(&self) -> Result<()> {
+        match self.nvm_list() {
+            Some(l) => l.settle_reserve(),
+            None => Ok(()),
+        }
+    }
+
     /// Once the edit that flushed it is durable: an NVM memtable marks its list obsolete
     /// (recovery will not map it back); nothing for a DRAM memtable.
     pub fn retire_after_flush(&self) {

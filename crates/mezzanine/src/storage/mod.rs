@@ -431,6 +431,50 @@ impl Storage {
         self.io.get(path_id as usize).cloned().unwrap_or_default()
     }
 
+    /// Returns the extents of `objects` to the NVM pool (no-op without an NVM tier).
+    pub fn free_nvm(&self, objects: &[nvm::NvmObject]) {
+        if let Some(tier) = &self.nvm {
+            for o in objects {
+                tier.free(o);
+            }
+        }
+    }
+
+    /// From here on the NVM pool gives out nothing (at close: its free list is this
+    /// handle's view, which the next open of the database does not share).
+    pub fn close_nvm(&self) {
+        if let Some(tier) = &self.nvm {
+            tier.close();
+        }
+    }
+
+    /// Gives the matrix container's pages that none of the `alive` tables uses back to it
+    /// (no-op without a container).
+    pub fn release_unused_rows<'a>(&self, alive: impl Iterator<Item = &'a TableMeta>) {
+        if let Some(space) = &self.matrix {
+            space.release_unused(alive);
+        }
+    }
+
+    /// Whether tables' bytes are read straight from mapped memory (an NVM pool or a matrix
+    /// container): an iterator over them must then hold off a close at every step.
+    #[must_use]
+    pub fn maps_table_bytes(&self) -> bool {
+        self.nvm.is_some() || self.matrix.is_some()
+    }
+
+    /// Fills the NVM pool's fields of `s` (bytes persisted, the emulated cost); nothing
+    /// without a pool.
+    pub fn fill_nvm_stats(&self, s: &mut crate::stats::Stats) {
+        if let Some(t) = &self.nvm {
+            s.nvm_bytes_written = t.bytes_persisted();
+            let r = t.region_stats();
+            s.nvm_emulated_delay_micros = r.emulated_delay_ns / 1000;
+            s.nvm_emulated_read_accesses = r.read_accesses;
+            s.nvm_emulated_write_accesses = r.write_accesses;
+        }
+    }
+
     /// The number of SSD directories (the database directory and `ssd_paths`).
     #[must_use]
     pub fn dir_count(&self) -> usize {

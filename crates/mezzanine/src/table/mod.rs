@@ -46,6 +46,23 @@ impl Default for TableReadOptions {
     }
 }
 
+/// What one table of a point read leaves for the next older table it consults
+/// (fractional cascading): the window `lo..=hi` of entry positions in table `table`
+/// (which held `entries` entries when the hint was made) where the key's lower bound is.
+/// A table uses a hint only if it names it with that entry count. Matrix rows make and use
+/// them; other tables ignore them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainHint {
+    /// The table (row id) the window is in.
+    pub table: u64,
+    /// Its entry count when the hint was made.
+    pub entries: u32,
+    /// Smallest possible position.
+    pub lo: u32,
+    /// Largest possible position.
+    pub hi: u32,
+}
+
 /// A sorted, immutable run of entries in some tier.
 pub trait Table: Send + Sync + Debug {
     /// The table's metadata.
@@ -74,9 +91,9 @@ pub trait Table: Send + Sync + Debug {
         Ok(self.get(user_key, seq, opts)?.map(Into::into))
     }
     /// As [`Table::get_pinned`], for a point read that consults L0 tables newest first:
-    /// `hint` is what the previous (newer) table left for this one, and this table leaves
-    /// its own for the next (matrix rows narrow an older row's search with cross-row
-    /// hints). Other tables ignore and clear it (the default).
+    /// `hint` is what the previous (newer) table left for this one (see [`ChainHint`]),
+    /// and this table leaves its own for the next. Tables without such hints ignore and
+    /// clear it (the default).
     ///
     /// # Errors
     /// As [`Table::get`].
@@ -85,21 +102,16 @@ pub trait Table: Send + Sync + Debug {
         user_key: &[u8],
         seq: SeqNo,
         opts: &TableReadOptions,
-        hint: &mut Option<row::RowHint>,
+        hint: &mut Option<ChainHint>,
     ) -> Result<Option<crate::pinned::PinnedLookup>> {
         *hint = None;
         self.get_pinned(user_key, seq, opts)
     }
     /// An iterator over every entry (internal keys), starting unpositioned.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator>;
-    /// The NVM table behind this handle, if it is one (moving it to SSD copies its blocks).
-    fn as_nvm(&self) -> Option<&nvm::NvmTable> {
-        None
-    }
-    /// The matrix row behind this handle, if it is one (column compactions drain it).
-    fn as_row(&self) -> Option<&row::RowHandle> {
-        None
-    }
+    /// The table as `Any`, for the code of its own kind (a compaction that moves NVM
+    /// tables' blocks, a column compaction draining matrix rows) to reach its type.
+    fn as_any(&self) -> &dyn std::any::Any;
     /// Reads every block and verifies every checksum and the key order; returns the number
     /// of entries.
     ///

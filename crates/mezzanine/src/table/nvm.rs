@@ -137,7 +137,7 @@ impl Table for NvmTable {
         self.table.verify().map_err(|e| e.in_file(&self.pool_path))
     }
 
-    fn as_nvm(&self) -> Option<&NvmTable> {
-        Some(self)
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

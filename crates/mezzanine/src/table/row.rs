@@ -26,19 +26,13 @@ use crate::pinned::PinnedLookup;
 use crate::storage::matrix::MatrixSpace;
 pub use crate::storage::matrix::{RowSearchCounters, SearchCounters};
 use crate::storage::nvm::POOL_FILE;
-use crate::table::{InFileIter, LookupResult, Table, TableLocation, TableMeta, TableReadOptions};
+use crate::table::{
+    ChainHint, InFileIter, LookupResult, Table, TableLocation, TableMeta, TableReadOptions,
+};
 
-/// What a point read learned in a newer row about where to look in the row its hints
-/// point into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RowHint {
-    /// The row the window is in.
-    pub row: u64,
-    /// That row's entry count when the hints were built.
-    pub entries: u32,
-    /// The window holding the target's lower bound there.
-    pub window: HintWindow,
-}
+/// A [`ChainHint`] between matrix rows: what a point read learned in a newer row about
+/// where to look in the row its hints point into (the hint's `table` is that row's id).
+pub type RowHint = ChainHint;
 
 impl RowHint {
     /// The hint for the row older than `row`, from the target's lower bound `pos` in
@@ -50,16 +44,21 @@ impl RowHint {
         if row.prev_row_id() == NO_PREV_ROW {
             return Ok(None);
         }
-        Ok(Some(RowHint {
-            row: row.prev_row_id(),
+        let window = row.next_window(pos, consumed)?;
+        Ok(Some(ChainHint {
+            table: row.prev_row_id(),
             entries: row.header().prev_entry_count,
-            window: row.next_window(pos, consumed)?,
+            lo: window.lo,
+            hi: window.hi,
         }))
     }
 
     /// The window to search in `row`, if this hint was built over it.
     fn window_in(&self, row: &RowTable) -> Option<HintWindow> {
-        (self.row == row.id() && self.entries == row.num_entries()).then_some(self.window)
+        (self.table == row.id() && self.entries == row.num_entries()).then_some(HintWindow {
+            lo: self.lo,
+            hi: self.hi,
+        })
     }
 }
 
@@ -247,8 +246,8 @@ impl Table for RowHandle {
             .map_err(|e| e.in_file(&self.pool_path))
     }
 
-    fn as_row(&self) -> Option<&RowHandle> {
-        Some(self)
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

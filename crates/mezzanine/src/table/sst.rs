@@ -280,6 +280,10 @@ impl SstTable {
 }
 
 impl Table for SstTable {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn meta(&self) -> &TableMeta {
         &self.meta
     }

@@ -1,6 +1,6 @@
 //! Recovery of NVM tables at open (TLSM Algorithm 3): what a crash left half done.
 //!
-//! Owns: [`DbInner::recover_nvm_tables`]. The manifest lists every NVM object the engine
+//! Owns: [`recover`], the TLSM component's step of the engine's open. The manifest lists every NVM object the engine
 //! uses. An object of NVM tables that no table of the recovered version references was
 //! being written when the process stopped:
 //! - a flush's or a rewrite's objects are never recorded before their table is installed,
@@ -15,7 +15,8 @@
 //! their metadata) and the rest of the interrupted merge; never a scan of the other NVM
 //! tables.
 //!
-//! Thread-safety: runs during open, before any background thread starts.
+//! Thread-safety: runs during open, before any background thread starts; reaches the
+//! engine through [`Host`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,16 +25,16 @@ use mezz_format::InternalIterator;
 use mezz_pmem::Extent;
 use mezz_pmem::ptable::{PTable, PTableBuilder, PTableIter};
 
-use crate::compaction::nvm_sink::{NvmMetaBuilder, NvmRecorder};
+use crate::compaction::nvm_sink::NvmMetaBuilder;
 use crate::compaction::{
     CompactionContext, CompactionPlan, CompactionReason, WrittenTable, resume_compaction,
 };
 use crate::error::Result;
-use crate::manifest::VersionEdit;
 use crate::storage::nvm::{NvmObject, NvmObjectKind, NvmTier};
 use crate::table::TableMeta;
+use crate::version::VersionEdit;
 
-use super::DbInner;
+use super::Host;
 
 /// Rebuilds the metadata of output table `obj` (complete) by reading its entries.
 fn kept_meta(
@@ -83,16 +84,17 @@ fn kept_meta(
         }))
 }
 
-impl DbInner {
-    /// See the module documentation.
-    ///
-    /// # Errors
-    /// Manifest writes and reads of the interrupted compaction's inputs.
-    pub(super) fn recover_nvm_tables(&self) -> Result<()> {
-        let Some(tier) = self.nvm().cloned() else {
+/// See the module documentation. Runs at every open with an NVM tier (tables of an earlier
+/// open's options may be there whatever this open's options are).
+///
+/// # Errors
+/// Manifest writes and reads of the interrupted compaction's inputs.
+pub(crate) fn recover(host: &dyn Host) -> Result<()> {
+    {
+        let Some(tier) = host.storage().nvm().cloned() else {
             return Ok(());
         };
-        let version = Arc::clone(&self.state.lock().version);
+        let version = Arc::clone(&host.current().version);
         let referenced: std::collections::HashSet<u64> = version
             .all_tables()
             .flat_map(|(_, t)| t.nvm_refs.iter().map(|r| r.object))
@@ -207,7 +209,7 @@ impl DbInner {
                         Arc::clone(tier.region()),
                         o.extent(),
                         &data,
-                        self.opts.bloom_bits_per_key,
+                        host.opts().bloom_bits_per_key,
                     ) {
                         Ok((b, _)) => {
                             b.finish()?;
@@ -234,23 +236,23 @@ impl DbInner {
             // Outputs are cut between user keys in key order, so the kept ones are a
             // prefix of the merge; resume after the last key they hold.
             let snapshots = Vec::new();
-            let new_file = || self.new_file_number();
+            let new_file = || host.new_file_number();
             let ctx = CompactionContext {
-                storage: &self.storage,
-                placement: self.placement.as_ref(),
-                opts: &self.opts,
-                table_cache: &self.table_cache,
+                storage: host.storage(),
+                placement: host.placement(),
+                opts: host.opts(),
+                table_cache: host.table_cache(),
                 new_file_number: &new_file,
                 snapshots: &snapshots,
-                recorder: Some(self as &dyn NvmRecorder),
+                recorder: Some(host.recorder()),
             };
             let resumed = !kept.is_empty();
             match resume_compaction(&ctx, &version, &plan, kept) {
                 Ok(result) => {
-                    self.log_and_apply(result.edit, None, &[])?;
+                    host.install(result.edit, None, &mut |_| {})?;
                     used_buffers.extend(group_buffers);
                     if resumed {
-                        crate::stats::StatsCollector::add(&self.stats.nvm_resumed_compactions, 1);
+                        crate::stats::StatsCollector::add(&host.stats().nvm_resumed_compactions, 1);
                     }
                 }
                 // The options this open runs under keep more of the pool for NVM WALs and
@@ -275,7 +277,7 @@ impl DbInner {
                 deleted_nvm_objects: drop_objs.iter().map(|o| o.id).collect(),
                 ..VersionEdit::default()
             };
-            self.log_and_apply(edit, None, &[])?;
+            host.install(edit, None, &mut |_| {})?;
             for o in &drop_objs {
                 tier.free(o);
             }
