@@ -214,7 +214,7 @@ impl EngineFactory for MezzFactory {
                 let e = e.map_err(|e| BenchError::io(&unit, e))?;
                 let name = e.file_name();
                 let name = name.to_string_lossy();
-                let ours = name == mezzanine::storage::UNIT_FILE
+                let ours = name == mezzanine::filename::UNIT_FILE
                     || matches!(
                         parse_file_name(&name),
                         Some((FileType::Sst | FileType::Temp, _))
@@ -233,7 +233,7 @@ impl EngineFactory for MezzFactory {
         }
         // The NVM pool belongs to the database: a new one could not reuse it.
         if let Some(nvm) = &self.options.nvm_dir {
-            let pool = nvm.join(mezzanine::storage::nvm::POOL_FILE);
+            let pool = nvm.join(mezzanine::filename::POOL_FILE);
             if let Some(sim) = &self.options.nvm_sim {
                 sim.remove(&pool);
             } else if pool.exists() {

@@ -493,7 +493,7 @@ fn destroy(dir: &Path, nvm_dir: Option<&Path>) -> Result<(), String> {
         }
     }
     if let Some(nvm) = nvm_dir {
-        let pool = nvm.join(engine::storage::nvm::POOL_FILE);
+        let pool = nvm.join(engine::filename::POOL_FILE);
         if pool.exists()
             && let Err(e) = std::fs::remove_file(&pool)
         {

@@ -291,7 +291,7 @@ struct Refusal {
 type Step<T> = Result<T, String>;
 
 fn pool_path() -> PathBuf {
-    Path::new(SIM_NVM_DIR).join(mezzanine::storage::nvm::POOL_FILE)
+    Path::new(SIM_NVM_DIR).join(mezzanine::filename::POOL_FILE)
 }
 
 impl Run {

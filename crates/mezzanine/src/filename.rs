@@ -8,6 +8,12 @@ use mezz_env::FileSystem;
 
 use crate::error::{Error, Result};
 
+/// The name of the identity file in each further SSD directory (`ssd_paths`).
+pub const UNIT_FILE: &str = "UNIT";
+
+/// The NVM pool file's name inside `nvm_dir`.
+pub const POOL_FILE: &str = "NVM-POOL";
+
 /// The kinds of files the engine creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileType {

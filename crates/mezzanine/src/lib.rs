@@ -52,28 +52,28 @@
 //! - `batch`, `wal`, `stats`, `filename`, `parallel`, `error`.
 
 pub(crate) mod base;
-pub mod batch;
-pub mod compaction;
-pub mod db;
+pub(crate) mod batch;
+pub(crate) mod compaction;
+pub(crate) mod db;
 pub(crate) mod design;
 pub mod error;
 pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
 pub(crate) mod gate;
-pub mod iter;
-pub mod manifest;
-pub mod memtable;
+pub(crate) mod iter;
+pub(crate) mod manifest;
+pub(crate) mod memtable;
 pub mod options;
-pub mod parallel;
-pub mod pinned;
-pub mod placement;
+pub(crate) mod parallel;
+pub(crate) mod pinned;
+pub(crate) mod placement;
 pub(crate) mod state;
 pub mod stats;
-pub mod storage;
-pub mod table;
-pub mod version;
-pub mod wal;
+pub(crate) mod storage;
+pub(crate) mod table;
+pub(crate) mod version;
+pub(crate) mod wal;
 
 pub use batch::WriteBatch;
 pub use db::Db;
@@ -86,3 +86,12 @@ pub use options::{
 };
 pub use pinned::PinnedValue;
 pub use stats::Stats;
+
+/// Internals that tools and tests outside the crate reach (not a stable API).
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::memtable::nvm_list::RESERVE_LEASE;
+    pub use crate::table::TableLocation;
+    pub use crate::version::VersionEdit;
+    pub use crate::wal::{WalWriter, seal_existing};
+}

@@ -117,6 +117,7 @@ impl WalWriter {
 
     /// Bytes written so far.
     #[must_use]
+    #[cfg(test)]
     pub fn size(&self) -> u64 {
         self.writer.size()
     }

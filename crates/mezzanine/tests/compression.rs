@@ -16,9 +16,9 @@ use std::sync::Arc;
 use mezz_env::{FileSystem, PosixFs};
 use mezz_format::log::{LogRead, LogReader};
 use mezz_format::sst::{TableProperties, TableReader};
-use mezzanine::manifest::VersionEdit;
+use mezzanine::internals::TableLocation;
+use mezzanine::internals::VersionEdit;
 use mezzanine::options::{Compression, LevelCompression};
-use mezzanine::table::TableLocation;
 use mezzanine::{BlockFormat, Db, Options, ReadOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

@@ -512,7 +512,7 @@ fn power_cut_at_every_persist_point_of_nvm_memtable_writes() {
 /// recovered key wins), at most `RESERVE_LEASE` above the last one.
 #[test]
 fn sequence_numbers_continue_after_a_clean_close_and_after_a_power_cut() {
-    use mezzanine::memtable::nvm_list::RESERVE_LEASE;
+    use mezzanine::internals::RESERVE_LEASE;
     let fs = MemFs::new();
     let sim = SimNvm::new();
     let o = sim_options(Preset::Novelsm, &fs, &sim);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mezz_env::{FaultFs, FaultOp, FaultRule, FileSystem, MemFs, Trigger};
 use mezz_format::coding::put_varint32;
-use mezzanine::wal::{WalWriter, seal_existing};
+use mezzanine::internals::{WalWriter, seal_existing};
 use mezzanine::{Db, Error, Options};
 
 fn key(i: u32) -> Vec<u8> {

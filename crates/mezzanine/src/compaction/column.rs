@@ -96,6 +96,7 @@ impl RowKeySizes {
 
     /// Whether the row has no data.
     #[must_use]
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
@@ -121,6 +122,7 @@ impl RowKeySizes {
 
     /// Bytes of the items after `cursor` with a key <= `end`.
     #[must_use]
+    #[cfg(test)]
     pub fn bytes_between(&self, cursor: &ColumnCursor, end: &[u8]) -> u64 {
         let from = self.first_after(cursor);
         self.bytes(from, self.first_above(end).max(from))

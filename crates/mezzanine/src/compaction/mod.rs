@@ -31,11 +31,8 @@ pub mod policy;
 pub mod sink;
 pub mod tiering;
 
-pub use executor::{
-    CompactionContext, CompactionResult, resume_compaction, run_compaction, trivial_move_edit,
-};
-pub use leveled::{LeveledPolicy, estimate_pending_compaction_bytes, level_scores};
+pub use executor::{CompactionContext, resume_compaction, run_compaction, trivial_move_edit};
 pub use policy::{
-    ClaimId, Claims, CompactionPlan, CompactionPolicy, CompactionReason, StallCause, WritePressure,
+    Claims, CompactionPlan, CompactionPolicy, CompactionReason, StallCause, WritePressure,
 };
-pub use sink::{SstSink, TableSink, WrittenTable, table_builder_options, write_table};
+pub use sink::{SstSink, WrittenTable, write_table};

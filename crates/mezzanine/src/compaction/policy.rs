@@ -39,6 +39,7 @@ pub enum CompactionReason {
 /// One planned compaction: inputs from `level` and `level + 1`, output to `level + 1` (or,
 /// for a manual rewrite of the bottom-most level, inputs and output both at `level`).
 #[derive(Debug, Clone)]
+#[allow(dead_code)] // set for diagnostics and tests; not read by the engine
 pub struct CompactionPlan {
     /// The input level.
     pub level: usize,
@@ -54,6 +55,7 @@ pub struct CompactionPlan {
     /// Move the single input table down without rewriting it.
     pub trivial_move: bool,
     /// The planner's score for the input level (>= 1 for automatic plans).
+    #[allow(dead_code)] // set for diagnostics and tests; not read by the engine
     pub score: f64,
     /// Why.
     pub reason: CompactionReason,

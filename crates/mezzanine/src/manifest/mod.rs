@@ -63,6 +63,7 @@ impl Manifest {
 
 /// What replaying a manifest produced.
 #[derive(Debug)]
+#[allow(dead_code)] // set for diagnostics and tests; not read by the engine
 pub struct RecoveredManifest {
     /// The version.
     pub version: Version,
@@ -73,6 +74,7 @@ pub struct RecoveredManifest {
     /// The last sequence number recorded.
     pub last_sequence: SeqNo,
     /// The manifest's own file number.
+    #[allow(dead_code)] // set for diagnostics and tests; not read by the engine
     pub manifest_number: u64,
 }
 

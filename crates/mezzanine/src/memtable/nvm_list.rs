@@ -28,7 +28,7 @@ use mezz_pmem::skiplist::{Comparator, CorruptNode, Cursor, InsertError, SkipList
 use mezz_pmem::{Arena, PersistentWord};
 
 pub use crate::base::limits::LIST_PREFIX;
-pub use crate::base::limits::{NODE_OVERHEAD, room_needed};
+pub use crate::base::limits::room_needed;
 use crate::error::{Error, Result};
 use crate::storage::nvm::{NvmObject, NvmTier, POOL_FILE};
 use crate::table::LookupResult;

@@ -220,6 +220,7 @@ impl UnitActivity {
 
     /// Jobs running now (for tests and stats).
     #[must_use]
+    #[cfg(test)]
     pub fn running_jobs(&self) -> usize {
         self.jobs.lock().len()
     }
@@ -251,14 +252,17 @@ pub trait JobPlacement: Send + std::fmt::Debug {
 
 /// Every table in the database directory (directory 0).
 #[derive(Debug, Clone, Copy, Default)]
+#[cfg(test)]
 pub struct DbDirPlacement;
 
+#[cfg(test)]
 impl Placement for DbDirPlacement {
     fn begin(&self, _job: &JobInfo<'_>) -> Box<dyn JobPlacement> {
         Box::new(DbDirPlacement)
     }
 }
 
+#[cfg(test)]
 impl JobPlacement for DbDirPlacement {
     fn place(&mut self, _table_id: u64) -> u32 {
         0
@@ -313,14 +317,9 @@ impl UnitPlacement {
         }
     }
 
-    /// The units new tables may go to.
-    #[must_use]
-    pub fn units(&self) -> &[u32] {
-        &self.units
-    }
-
     /// The record of running jobs.
     #[must_use]
+    #[cfg(test)]
     pub fn activity(&self) -> &Arc<UnitActivity> {
         &self.activity
     }

@@ -216,12 +216,6 @@ impl MatrixSpace {
         self.shortfall.load(Ordering::Relaxed) > self.free_bytes()
     }
 
-    /// The pool file (for errors).
-    #[must_use]
-    pub fn region(&self) -> &Arc<mezz_pmem::Region> {
-        &self.region
-    }
-
     /// The open row `row` whose header is at `header_page`.
     ///
     /// # Errors

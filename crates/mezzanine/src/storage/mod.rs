@@ -94,8 +94,7 @@ pub fn write_life_for_level(level: usize) -> WriteLifetime {
     }
 }
 
-/// The name of the identity file in each further SSD directory.
-pub const UNIT_FILE: &str = "UNIT";
+pub use crate::filename::UNIT_FILE;
 
 /// The text of a `UNIT` file: the database id and the directory's index.
 fn unit_text(db_id: &[u8; 16], index: u32) -> String {
@@ -481,12 +480,6 @@ impl Storage {
         self.dirs.len()
     }
 
-    /// The file system every SSD directory is reached through.
-    #[must_use]
-    pub fn fs(&self) -> &Arc<dyn FileSystem> {
-        &self.fs
-    }
-
     /// The database directory (index 0).
     #[must_use]
     pub fn db_dir(&self) -> &Path {
@@ -495,6 +488,7 @@ impl Storage {
 
     /// Number of SSD directories (at least 1).
     #[must_use]
+    #[cfg(test)]
     pub fn num_dirs(&self) -> usize {
         self.dirs.len()
     }

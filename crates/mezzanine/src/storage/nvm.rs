@@ -32,8 +32,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::options::Options;
 
-/// The pool file's name inside `nvm_dir`.
-pub const POOL_FILE: &str = "NVM-POOL";
+pub use crate::filename::POOL_FILE;
 
 /// What an NVM object (an extent of the NVM pool) holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,6 +122,7 @@ pub fn is_pool_full(e: &Error) -> bool {
 
 /// The NVM tier of an open database. See the module documentation.
 #[derive(Debug)]
+#[allow(dead_code)] // set for diagnostics and tests; not read by the engine
 pub struct NvmTier {
     pool: Mutex<Pool>,
     /// Every object the engine holds (recovered ones and those allocated since), by id:
@@ -130,6 +130,7 @@ pub struct NvmTier {
     objects: Mutex<std::collections::HashMap<u64, NvmObject>>,
     region: Arc<Region>,
     dir: PathBuf,
+    #[allow(dead_code)] // set for diagnostics and tests; not read by the engine
     mode: PersistMode,
     /// Contiguous bytes NVM tables must leave free for the pool's other users (the NVM
     /// WALs and memtables the options keep there), so a table never starves them.
@@ -253,12 +254,6 @@ impl NvmTier {
     #[must_use]
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// The persistence mode.
-    #[must_use]
-    pub fn mode(&self) -> PersistMode {
-        self.mode
     }
 
     /// Bytes persisted so far (statistics).
@@ -492,15 +487,18 @@ impl NvmTier {
 /// A WAL "file" in NVM: the engine's log framing writes into it like into a file; `sync`
 /// persists what was appended and publishes the new durable tail.
 #[derive(Debug)]
+#[allow(dead_code)] // set for diagnostics and tests; not read by the engine
 pub struct NvmLogFile {
     writer: mezz_pmem::nvmlog::NvmLogWriter,
     size: u64,
+    #[allow(dead_code)] // set for diagnostics and tests; not read by the engine
     capacity: u64,
 }
 
 impl NvmLogFile {
     /// Bytes of record data the log can still take.
     #[must_use]
+    #[cfg(test)]
     pub fn room(&self) -> u64 {
         self.capacity.saturating_sub(self.size + 4096)
     }

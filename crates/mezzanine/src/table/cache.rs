@@ -24,8 +24,6 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mezz_format::sst::ReadCounters;
-
 use crate::error::{Error, Result};
 use crate::stats::StatsCollector;
 use crate::storage::Storage;
@@ -104,6 +102,7 @@ impl TableCache {
 
     /// Tables pinned to their metadata now.
     #[must_use]
+    #[cfg(test)]
     pub fn pinned_tables(&self) -> usize {
         self.pinned.load(Ordering::Relaxed)
     }
@@ -216,19 +215,15 @@ impl TableCache {
 
     /// Number of tables currently open in the cache.
     #[must_use]
+    #[cfg(test)]
     pub fn open_tables(&self) -> usize {
         self.tables.len()
     }
 
     /// The shared block cache, if configured.
     #[must_use]
+    #[cfg(test)]
     pub fn block_cache(&self) -> Option<&Arc<BlockCacheImpl>> {
         self.block_cache.as_ref()
-    }
-
-    /// The read counters shared by every table of this cache.
-    #[must_use]
-    pub fn read_counters(&self) -> &Arc<ReadCounters> {
-        &self.stats.table_reads
     }
 }

@@ -15,7 +15,7 @@ pub mod nvm;
 pub mod row;
 pub mod sst;
 
-pub use crate::base::meta::{LookupResult, NvmRef, PinnedTable, TableLocation, TableMeta, Tier};
+pub use crate::base::meta::{LookupResult, NvmRef, TableLocation, TableMeta, Tier};
 
 use std::fmt::Debug;
 
@@ -25,10 +25,12 @@ use crate::error::Result;
 
 /// Options of a read from a table.
 #[derive(Debug, Clone, Copy)]
+#[allow(dead_code)] // set for diagnostics and tests; not read by the engine
 pub struct TableReadOptions {
     /// Put blocks read into the block cache.
     pub fill_cache: bool,
     /// Re-verify checksums of cached blocks too.
+    #[allow(dead_code)] // set for diagnostics and tests; not read by the engine
     pub verify_checksums: bool,
     /// The reader scans whole tables in order (a compaction's input): an SST read with
     /// direct I/O then reads its blocks in large chunks (`Storage::scan_readahead`) rather

@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::pinned::PinnedLookup;
 use crate::storage::matrix::MatrixSpace;
-pub use crate::storage::matrix::{RowSearchCounters, SearchCounters};
+pub use crate::storage::matrix::RowSearchCounters;
 use crate::storage::nvm::POOL_FILE;
 use crate::table::{
     ChainHint, InFileIter, LookupResult, Table, TableLocation, TableMeta, TableReadOptions,

@@ -23,7 +23,7 @@
 //!
 //! Thread-safety: both types are `Send + Sync` and shared through `Arc`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mezz_format::block::Block;
@@ -125,24 +125,21 @@ impl BlockCacheImpl {
 
     /// Bytes of blocks currently cached.
     #[must_use]
+    #[cfg(test)]
     pub fn used_bytes(&self) -> u64 {
         self.cache.weight()
     }
 
     /// Blocks currently cached.
     #[must_use]
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.cache.len()
     }
 
-    /// Whether no block is cached.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.cache.len() == 0
-    }
-
     /// The capacity in bytes.
     #[must_use]
+    #[cfg(test)]
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
@@ -219,18 +216,6 @@ impl SstTable {
     pub(crate) fn with_scan_readahead(mut self, bytes: usize) -> Self {
         self.scan_readahead = bytes;
         self
-    }
-
-    /// The underlying reader (properties, counters, offsets).
-    #[must_use]
-    pub fn reader(&self) -> &Arc<TableReader> {
-        &self.reader
-    }
-
-    /// The file's path.
-    #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     fn lookup(
@@ -402,7 +387,7 @@ mod tests {
     /// Writes `entries` (sorted internal keys) as table `id` in `dir`.
     fn write_table(
         fs: &dyn FileSystem,
-        dir: &Path,
+        dir: &std::path::Path,
         id: u64,
         entries: &[(Vec<u8>, Vec<u8>)],
         format: BlockFormat,
@@ -795,7 +780,7 @@ mod tests {
     fn write_level(
         rng: &mut StdRng,
         fs: &dyn FileSystem,
-        dir: &Path,
+        dir: &std::path::Path,
         entries: &[(Vec<u8>, Vec<u8>)],
     ) -> Vec<Arc<TableMeta>> {
         let mut metas = Vec::new();

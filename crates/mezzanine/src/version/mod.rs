@@ -271,6 +271,7 @@ impl Version {
 
     /// For a level >= 1: the one table whose range may hold `user_key`.
     #[must_use]
+    #[cfg(test)]
     pub fn find_table(&self, level: usize, user_key: &[u8]) -> Option<&Arc<TableMeta>> {
         SortedRun::Level(self.tables(level)).table_for(user_key)
     }
