@@ -52,6 +52,7 @@ pub mod alloc;
 pub mod arena;
 pub mod calibrate;
 pub mod cost;
+pub mod extent;
 pub mod hint;
 pub mod mapfile;
 pub mod matrix;
@@ -70,6 +71,7 @@ pub mod word;
 pub use alloc::{Extent, FreeList};
 pub use arena::{Arena, ArenaError, ArenaOptions};
 pub use cost::{CostModel, NvmProfile};
+pub use extent::ExtentWriter;
 pub use media::Media;
 pub use nvmlog::{Appended, NvmLogReader, NvmLogWriter};
 pub use pool::Pool;
@@ -79,4 +81,5 @@ pub use skiplist::{
     Bytewise, Comparator, CorruptNode, Cursor, InsertError, Iter, RecoverError, RecoveryReport,
     SkipList,
 };
+pub use spin::Clock;
 pub use word::PersistentWord;
