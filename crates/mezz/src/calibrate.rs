@@ -25,7 +25,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mezz_pmem::calibrate::{Calibration, Sample};
+use mezz_nvtable::calibrate::{Calibration, Sample};
 use mezz_pmem::{CostModel, NvmProfile, RegionStats};
 
 use crate::common::{CliError, Result};

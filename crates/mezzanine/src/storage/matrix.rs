@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::InternalIterator;
-use mezz_pmem::matrix::{HintSource, PageSpace, RowBuildOptions, RowBuilder, RowTable};
+use mezz_nvtable::matrix::{HintSource, PageSpace, RowBuildOptions, RowBuilder, RowTable};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
@@ -229,7 +229,7 @@ impl MatrixSpace {
         }
         // Blocks, key array, header (with its page list) and a page of slack for padding.
         let need = b.estimated_size() as u64
-            + (b.len() * mezz_pmem::matrix::KEY_ENTRY_LEN) as u64
+            + (b.len() * mezz_nvtable::matrix::KEY_ENTRY_LEN) as u64
             + 4096
             + self.space.page_size() as u64;
         if need > self.free_bytes() {
@@ -333,7 +333,7 @@ pub fn row_meta(id: u64, space: u64, row: &RowTable, consumed: u32) -> Result<Op
         row.len_bytes()
     } else {
         let data: u64 = row.block_summary(consumed)?.iter().map(|(_, b)| b).sum();
-        data + u64::from(n - consumed) * mezz_pmem::matrix::KEY_ENTRY_LEN as u64
+        data + u64::from(n - consumed) * mezz_nvtable::matrix::KEY_ENTRY_LEN as u64
     };
     Ok(Some(TableMeta {
         id,

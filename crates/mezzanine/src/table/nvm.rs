@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use mezz_format::ikey::{ValueKind, make_internal_key, parse_internal_key};
 use mezz_format::{InternalIterator, SeqNo};
+use mezz_nvtable::ptable::{PTable, PTableIter};
 use mezz_pmem::Extent;
-use mezz_pmem::ptable::{PTable, PTableIter};
 
 use crate::error::{Error, Result};
 use crate::storage::nvm::{NvmTier, POOL_FILE};

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::ikey::ValueKind;
 use mezz_format::{InternalIterator, SeqNo};
-use mezz_pmem::matrix::{HintWindow, NO_PREV_ROW, RowIter, RowTable, SearchStats};
+use mezz_nvtable::matrix::{HintWindow, NO_PREV_ROW, RowIter, RowTable, SearchStats};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};

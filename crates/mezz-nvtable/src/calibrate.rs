@@ -1,4 +1,4 @@
-//! Measurement kernels that check the emulated NVM cost ([`crate::cost`]) against what
+//! Measurement kernels that check the emulated NVM cost ([`mezz_pmem::cost`]) against what
 //! its profile says: the engine of `mezz nvm-calibrate`, which drives them, compares the
 //! results with the profile's figures and prints them.
 //!
@@ -14,7 +14,11 @@
 //! shared with anything else (it is private to the `Calibration`), and the kernels that
 //! run several threads give each thread a disjoint part of the write area, so no byte is
 //! written by one thread while another accesses it. Kernels take `&mut self`: one runs at
-//! a time.
+//! a time. Every byte access goes through the safe extent API of `mezz-pmem`
+//! ([`mezz_pmem::extent`]): `prepare` and the write kernels write through claims (each
+//! thread claims its part of the write area before its timed loop starts), and the reads
+//! (the chase's volatile word loads, the copies) read the read area, which is published
+//! once `prepare` returned.
 //!
 //! Thread-safety: `Calibration` is `Send`; its kernels spawn scoped threads of their own.
 
@@ -27,10 +31,10 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
-use crate::Media;
-use crate::cost::NvmProfile;
-use crate::extent::ExtentWriter;
-use crate::region::{Emulation, PersistMode, Region, RegionOptions, RegionStats};
+use mezz_pmem::{
+    Clock, Emulation, ExtentWriter, Media, NvmProfile, PersistMode, Region, RegionOptions,
+    RegionStats,
+};
 
 /// Size of a line of the pointer chase.
 const LINE: usize = 64;
@@ -211,7 +215,7 @@ impl Calibration {
     /// grows with the gap: idle memory is slower to answer), so that what a profile adds
     /// can be told from what the host adds.
     pub fn random_reads_spaced(&mut self, steps: u64, gap_ns: u64) -> Sample {
-        let clock = crate::Clock::get();
+        let clock = Clock::get();
         self.chase(steps, |_| {
             let t = clock.now_ns(true);
             clock.spin_until_ns(t + gap_ns);

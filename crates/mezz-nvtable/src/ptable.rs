@@ -31,6 +31,10 @@
 //!   built over complete tables (or, in recovery, incomplete ones nobody writes), so no
 //!   byte is written while a reader can see it. The engine frees an extent only once no
 //!   table that references it can be reached.
+//! - Every byte access goes through the safe extent API of `mezz-pmem`
+//!   ([`mezz_pmem::extent`]): writers write through their claim
+//!   ([`mezz_pmem::ExtentWriter`]), readers borrow bytes in place
+//!   ([`mezz_pmem::Region::published`]), which the two rules above keep published.
 //!
 //! Thread-safety: a builder belongs to one thread; [`PTable`] is `Send + Sync` and its
 //! methods take `&self`; iterators are single-owner.
@@ -46,10 +50,7 @@ use mezz_format::iter::{EntryRef, InternalIterator};
 use mezz_format::sst::{BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, append_block_frame, check_block_frame};
 use mezz_format::{Error, Result};
 
-use crate::alloc::Extent;
-use crate::extent::ExtentWriter;
-use crate::media::Media;
-use crate::region::Region;
+use mezz_pmem::{Extent, ExtentWriter, Media, Region};
 
 /// Magic of a persistent buffer header.
 pub const BUFFER_MAGIC: u64 = u64::from_le_bytes(*b"MZPBUF\0\x01");

@@ -42,6 +42,11 @@
 //! 4. Consumption is a prefix of the entries of a row, cut between user keys (all versions
 //!    of a user key go together), and only grows. The hints of a newer row stay valid under
 //!    it: a hint window is clamped to the live part of the older row.
+//! 5. Every byte access goes through the safe extent API of `mezz-pmem`
+//!    ([`mezz_pmem::extent`]): a row's pages are written through a claim of each run of
+//!    contiguous pages, held for the copy, before the row commits; reads are of committed
+//!    rows, whose live bytes are published (invariant 2, and [`PageSpace::release`]'s rule
+//!    that released pages are no longer read).
 //!
 //! Thread-safety: [`PageSpace`] is `Send + Sync` (one internal mutex). [`RowTable`] is
 //! immutable and `Send + Sync`; share it as `Arc<RowTable>`. [`Container`] is plain data: its
@@ -70,10 +75,7 @@ use mezz_format::sst::{
 use mezz_format::{Error, Result};
 use parking_lot::Mutex;
 
-use crate::Media;
-use crate::alloc::Extent;
-use crate::region::Region;
-use crate::word::PersistentWord;
+use mezz_pmem::{Extent, Media, PersistentWord, Region};
 
 /// Default page size: 256 KiB.
 ///
@@ -2470,9 +2472,7 @@ mod tests {
     use rand::{RngExt, SeedableRng};
 
     use super::*;
-    use crate::pool::Pool;
-    use crate::region::RegionOptions;
-    use crate::sim::{KeepLines, PowerCut, SimNvm};
+    use mezz_pmem::{KeepLines, Pool, PowerCut, RegionOptions, SimNvm};
 
     const P: usize = 4096;
     const DB_ID: [u8; 16] = *b"matrix-test-db-1";
