@@ -1,5 +1,6 @@
 //! Safe byte access to a [`Region`]: what the formats built on the primitives (the matrix
-//! container, the NVM tables, the calibration kernels) use instead of raw pointers.
+//! container, the NVM tables and the calibration kernels of `mezz-nvtable`) use instead of
+//! raw pointers.
 //!
 //! Owns: [`ExtentWriter`], a writer's exclusive claim on a byte range of a region (its
 //! writes, and its reads of what it wrote), made by [`Region::claim`]; and the region's
