@@ -49,13 +49,28 @@ use mezz_format::{Error, Result};
 use crate::Media;
 use crate::region::{Claim, Region};
 
-/// Panics unless `[off, off + len)` lies inside `[0, limit)`.
+/// Panics unless `[off, off + len)` lies inside `[0, limit)`. The check is two compares
+/// on the caller's path; the panic's formatting stays out of it (see [`out_of_range`]).
 #[inline]
-fn check(off: usize, len: usize, limit: usize, what: &str) {
-    assert!(
-        off.checked_add(len).is_some_and(|end| end <= limit),
-        "range {off}+{len} outside {what} of {limit} bytes"
-    );
+fn check(off: usize, len: usize, limit: usize, what: &'static str) {
+    if off.checked_add(len).is_none_or(|end| end > limit) {
+        out_of_range(off, len, limit, what);
+    }
+}
+
+/// The panic of a failed [`check`], kept out of line so that an inlined check adds no
+/// work (such as setting up the message's arguments) to the loops that call it.
+#[cold]
+#[inline(never)]
+fn out_of_range(off: usize, len: usize, limit: usize, what: &'static str) -> ! {
+    panic!("range {off}+{len} outside {what} of {limit} bytes")
+}
+
+/// The panic of a word load at an offset that is not 8-aligned (out of line, as above).
+#[cold]
+#[inline(never)]
+fn misaligned(off: usize) -> ! {
+    panic!("word offset {off} is not 8-aligned")
 }
 
 impl Region {
@@ -105,7 +120,9 @@ impl Region {
     #[must_use]
     pub fn load_volatile_u64(&self, off: usize) -> u64 {
         check(off, 8, self.len(), "region");
-        assert!(off.is_multiple_of(8), "word offset {off} is not 8-aligned");
+        if !off.is_multiple_of(8) {
+            misaligned(off);
+        }
         // SAFETY: `[off, off + 8)` is inside the region (checked) and 8-aligned (`off` is,
         // checked, and the base is page aligned); the region stays mapped while `self` is
         // borrowed and its bytes are initialised; the word is published, so no thread writes
