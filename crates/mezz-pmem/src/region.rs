@@ -785,12 +785,15 @@ impl Region {
         )))
     }
 
-    /// Reads one byte of every page so the kernel maps them now.
-    pub(crate) fn touch_pages(&self) {
+    /// Reads one byte of every page (a volatile load each) so the kernel maps them now. A
+    /// read of the whole region: call it before the region is shared, or while every byte
+    /// of it is published (nothing writes it; see [`crate::extent`]).
+    pub fn touch_pages(&self) {
         let mut off = 0;
         while off < self.len {
             // SAFETY: `off < len`, inside the mapping; a read of an initialised byte (file
-            // mappings read as the file's content, zero in holes).
+            // mappings read as the file's content, zero in holes) that nothing writes
+            // meanwhile (the region is not shared yet, or wholly published: see above).
             unsafe { std::ptr::read_volatile(self.base.as_ptr().add(off)) };
             off += TOUCH_STEP;
         }

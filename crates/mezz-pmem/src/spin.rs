@@ -30,15 +30,18 @@ struct Tsc {
 /// The clock: its epoch and, where usable, the counter's calibration. `Copy`, so that each
 /// region keeps its own copy beside its counters (one memory page fewer for a charge to
 /// touch: under random accesses every page touched is a TLB miss, tens of ns in a VM).
+/// Public so that a measurement can spin exactly as a charge does (the calibration's
+/// spaced pointer chase).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Clock {
+pub struct Clock {
     epoch: Instant,
     tsc: Option<Tsc>,
 }
 
 impl Clock {
     /// The process's clock (calibrated at the first call).
-    pub(crate) fn get() -> Clock {
+    #[must_use]
+    pub fn get() -> Clock {
         static CLOCK: OnceLock<Clock> = OnceLock::new();
         *CLOCK.get_or_init(|| {
             let epoch = Instant::now();
@@ -146,7 +149,8 @@ fn calibrate_tsc() -> Option<Tsc> {
 impl Clock {
     /// Nanoseconds since the clock's epoch. `ordered`: read only once every earlier
     /// instruction (a load being charged) has completed.
-    pub(crate) fn now_ns(&self, ordered: bool) -> u64 {
+    #[must_use]
+    pub fn now_ns(&self, ordered: bool) -> u64 {
         let c = self;
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         if let Some(t) = &c.tsc {
@@ -159,7 +163,7 @@ impl Clock {
     }
 
     /// Spins until [`Clock::now_ns`] reaches `deadline`.
-    pub(crate) fn spin_until_ns(&self, deadline: u64) {
+    pub fn spin_until_ns(&self, deadline: u64) {
         let c = self;
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         if let Some(t) = &c.tsc {

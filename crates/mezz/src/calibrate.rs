@@ -2,7 +2,7 @@
 //!
 //! On one file of two areas (`--size` each, 1 GiB by default: larger than the CPU caches)
 //! under `--dir` (`/dev/shm` by default), mapped once per profile through
-//! `mezz_pmem::calibrate`, it measures with the profile's charges applied: (a) random
+//! `mezz_nvtable::calibrate`, it measures with the profile's charges applied: (a) random
 //! dependent 64-byte reads (a pointer chase over a random cyclic permutation of the lines,
 //! one access per load); (b) a sequential scan in 256-byte loads, reported as one access
 //! streaming on; (c) read bandwidth, 1 and 2 threads, 4-64 KiB copies; (d) write bandwidth
@@ -25,7 +25,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mezz_pmem::calibrate::{Calibration, Sample};
+use mezz_nvtable::calibrate::{Calibration, Sample};
 use mezz_pmem::{CostModel, NvmProfile, RegionStats};
 
 use crate::common::{CliError, Result};

@@ -521,7 +521,7 @@ pub(crate) fn run_column(
     result.bytes_read = col.total_bytes();
     // Replace each row's table with one over its remaining entries (none once drained).
     for r in &rows {
-        let mut stats = mezz_pmem::matrix::SearchStats::default();
+        let mut stats = mezz_nvtable::matrix::SearchStats::default();
         let consumed = r.row().user_key_end(&col.end, r.consumed(), &mut stats)?;
         let space = match r.meta().location {
             TableLocation::Row { space, .. } => space,

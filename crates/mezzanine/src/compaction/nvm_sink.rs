@@ -32,7 +32,7 @@ use mezz_format::block::{IndexKind, KeySetWriter};
 use mezz_format::ikey::{parse_internal_key, user_key};
 use mezz_format::sst::{BLOCK_TYPE_RAW, append_block_frame};
 use mezz_format::{EntryRef, ValueKind};
-use mezz_pmem::ptable::{
+use mezz_nvtable::ptable::{
     self, PTableBuilder, PTableHeader, entry_crc, index_len, inline_block_len,
 };
 

@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mezz_format::InternalIterator;
+use mezz_nvtable::ptable::{PTable, PTableBuilder, PTableIter};
 use mezz_pmem::Extent;
-use mezz_pmem::ptable::{PTable, PTableBuilder, PTableIter};
 
 use crate::compaction::nvm_sink::NvmMetaBuilder;
 use crate::compaction::{
@@ -129,7 +129,7 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
             .iter()
             .filter(|o| o.kind == NvmObjectKind::TableIndex)
         {
-            match mezz_pmem::ptable::read_header(tier.region(), o.extent()) {
+            match mezz_nvtable::ptable::read_header(tier.region(), o.extent()) {
                 Ok(h)
                     if h.kind == 1
                         && !h.inputs.is_empty()

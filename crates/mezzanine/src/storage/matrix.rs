@@ -1,7 +1,7 @@
 //! The matrix container's page space in the NVM pool (MatrixKV's L0): where L0 rows live.
 //!
 //! Owns: [`MatrixSpace`], one NVM object of kind `MatrixSpace` cut into pages
-//! (`mezz_pmem::matrix::PageSpace`), the open rows by id, and the rule that frees pages.
+//! (`mezz_nvtable::matrix::PageSpace`), the open rows by id, and the rule that frees pages.
 //! Rows are L0 tables (`TableLocation::Row`); a column compaction that drains a prefix of a
 //! row replaces its table with one over the same row and a larger consumed count. The row
 //! format is `docs/formats/matrix-row.md`.
@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mezz_format::InternalIterator;
-use mezz_pmem::matrix::{
+use mezz_nvtable::matrix::{
     HintSource, PageSpace, RowBuildOptions, RowBuilder, RowTable, SearchStats,
 };
 use parking_lot::Mutex;
@@ -256,7 +256,7 @@ impl MatrixSpace {
         }
         // Blocks, key array, header (with its page list) and a page of slack for padding.
         let need = b.estimated_size() as u64
-            + (b.len() * mezz_pmem::matrix::KEY_ENTRY_LEN) as u64
+            + (b.len() * mezz_nvtable::matrix::KEY_ENTRY_LEN) as u64
             + 4096
             + self.space.page_size() as u64;
         if need > self.free_bytes() {
@@ -360,7 +360,7 @@ pub fn row_meta(id: u64, space: u64, row: &RowTable, consumed: u32) -> Result<Op
         row.len_bytes()
     } else {
         let data: u64 = row.block_summary(consumed)?.iter().map(|(_, b)| b).sum();
-        data + u64::from(n - consumed) * mezz_pmem::matrix::KEY_ENTRY_LEN as u64
+        data + u64::from(n - consumed) * mezz_nvtable::matrix::KEY_ENTRY_LEN as u64
     };
     Ok(Some(TableMeta {
         id,

@@ -4,7 +4,7 @@
 //!
 //! Owns: [`NvmTable`] (opened from a [`TableMeta`] through the NVM tier: the table's own
 //! object and the objects its `nvm_refs` name). The persistent structure
-//! itself, and every byte access to it, is `mezz_pmem::ptable`; formats in
+//! itself, and every byte access to it, is `mezz_nvtable::ptable`; formats in
 //! `docs/formats/nvm-table.md`.
 //!
 //! Invariants: reads go straight to NVM (no block cache); every entry read is checked
@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use mezz_format::ikey::{ValueKind, make_internal_key, parse_internal_key};
 use mezz_format::{InternalIterator, SeqNo};
+use mezz_nvtable::ptable::{PTable, PTableIter};
 use mezz_pmem::Extent;
-use mezz_pmem::ptable::{PTable, PTableIter};
 
 use crate::error::{Error, Result};
 use crate::storage::nvm::{NvmTier, POOL_FILE};

@@ -3,7 +3,7 @@
 //! Owns: [`RowHandle`], one row of the matrix container with its consumed prefix, opened
 //! from a [`TableMeta`] whose location is `TableLocation::Row`, and [`RowHint`], the
 //! cross-row hint a point read carries from a row to the next older one. The persistent
-//! row, and every byte access to it, is `mezz_pmem::matrix`; format in
+//! row, and every byte access to it, is `mezz_nvtable::matrix`; format in
 //! `docs/formats/matrix-row.md`.
 //!
 //! Invariants: only entries `[consumed, n)` are ever read; every key-array entry and data
@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use mezz_format::ikey::ValueKind;
 use mezz_format::{InternalIterator, SeqNo};
-use mezz_pmem::matrix::{HintWindow, NO_PREV_ROW, RowIter, RowTable, SearchStats};
+use mezz_nvtable::matrix::{HintWindow, NO_PREV_ROW, RowIter, RowTable, SearchStats};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};

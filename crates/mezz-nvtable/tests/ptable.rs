@@ -11,7 +11,7 @@ use mezz_format::block::{IndexKind, KeySetWriter};
 use mezz_format::ikey::{ValueKind, make_internal_key, user_key};
 use mezz_format::iter::EntryRef;
 use mezz_format::sst::{BLOCK_TYPE_RAW, append_block_frame};
-use mezz_pmem::ptable::{
+use mezz_nvtable::ptable::{
     PTable, PTableBuilder, PTableHeader, PTableIter, check_buffer, entry_crc, index_len,
     inline_block_len, write_buffer,
 };

@@ -1,4 +1,4 @@
-//! Measurement kernels that check the emulated NVM cost ([`crate::cost`]) against what
+//! Measurement kernels that check the emulated NVM cost ([`mezz_pmem::cost`]) against what
 //! its profile says: the engine of `mezz nvm-calibrate`, which drives them, compares the
 //! results with the profile's figures and prints them.
 //!
@@ -14,7 +14,11 @@
 //! shared with anything else (it is private to the `Calibration`), and the kernels that
 //! run several threads give each thread a disjoint part of the write area, so no byte is
 //! written by one thread while another accesses it. Kernels take `&mut self`: one runs at
-//! a time.
+//! a time. Every byte access goes through the safe extent API of `mezz-pmem`
+//! ([`mezz_pmem::extent`]): `prepare` and the write kernels write through claims (each
+//! thread claims its part of the write area before its timed loop starts), and the reads
+//! (the chase's volatile word loads, the copies) read the read area, which is published
+//! once `prepare` returned.
 //!
 //! Thread-safety: `Calibration` is `Send`; its kernels spawn scoped threads of their own.
 
@@ -27,9 +31,10 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
-use crate::Media;
-use crate::cost::NvmProfile;
-use crate::region::{Emulation, PersistMode, Region, RegionOptions, RegionStats};
+use mezz_pmem::{
+    Clock, Emulation, ExtentWriter, Media, NvmProfile, PersistMode, Region, RegionOptions,
+    RegionStats,
+};
 
 /// Size of a line of the pointer chase.
 const LINE: usize = 64;
@@ -118,12 +123,14 @@ impl Calibration {
         let lines = area / LINE;
         let mut order: Vec<u32> = (0..lines as u32).collect();
         order.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(seed));
+        // The region was just created and no one else maps or reads it.
+        let mut read_area = region.claim(0, area)?;
         for (i, &line) in order.iter().enumerate() {
             let next = order[(i + 1) % lines] as u64 * LINE as u64;
-            // SAFETY: `line < lines`, so `[line * 64, + 8)` lies in the read area, inside
-            // the region; the region was just created and no one else maps or reads it.
-            unsafe { region.write_at(line as usize * LINE, &next.to_le_bytes()) };
+            // `line < lines`, so `[line * 64, + 8)` lies in the read area.
+            read_area.write(line as usize * LINE, &next.to_le_bytes());
         }
+        drop(read_area);
         region.persist(0, area).map_err(Error::from)?;
         region.fence().map_err(Error::from)?;
         Ok(())
@@ -208,7 +215,7 @@ impl Calibration {
     /// grows with the gap: idle memory is slower to answer), so that what a profile adds
     /// can be told from what the host adds.
     pub fn random_reads_spaced(&mut self, steps: u64, gap_ns: u64) -> Sample {
-        let clock = crate::spin::Clock::get();
+        let clock = Clock::get();
         self.chase(steps, |_| {
             let t = clock.now_ns(true);
             clock.spin_until_ns(t + gap_ns);
@@ -219,14 +226,13 @@ impl Calibration {
     /// `after_load` after each.
     fn chase(&mut self, steps: u64, mut after_load: impl FnMut(&Region)) -> Sample {
         let region = &*self.region;
-        let base = region.base().as_ptr();
         let mut off = self.chase_at;
         let start = Instant::now();
         for _ in 0..steps {
-            // SAFETY: `off` is 0 or an offset stored by `prepare` (clamped and aligned below),
-            // a multiple of 64 below `area`, so the aligned 8-byte load lies in the read
-            // area, which nobody writes after `prepare`.
-            let next = unsafe { std::ptr::read_volatile(base.add(off).cast::<u64>()) };
+            // `off` is 0 or an offset stored by `prepare` (clamped and aligned below), a
+            // multiple of 64 below `area`, so the aligned 8-byte load lies in the read area,
+            // which nobody writes after `prepare` (published).
+            let next = region.load_volatile_u64(off);
             after_load(region);
             off = (u64::from_le(next) as usize).min(self.area - LINE) / LINE * LINE;
         }
@@ -244,22 +250,15 @@ impl Calibration {
     /// continuation ([`Media::on_read_continued`]).
     pub fn sequential_reads(&mut self) -> Sample {
         let region = &*self.region;
-        let base = region.base().as_ptr();
         let mut buf = [0u8; STREAM_STEP];
         let mut sum = 0u64;
         let start = Instant::now();
         let mut off = 0;
         while off + STREAM_CHUNK <= self.area {
             for step in (0..STREAM_CHUNK).step_by(STREAM_STEP) {
-                // SAFETY: `off + STREAM_CHUNK <= area`, so the 256 bytes lie in the read
-                // area, which nobody writes after `prepare`; `buf` is a distinct local.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        base.add(off + step),
-                        buf.as_mut_ptr(),
-                        STREAM_STEP,
-                    );
-                }
+                // `off + STREAM_CHUNK <= area`, so the 256 bytes lie in the read area, which
+                // nobody writes after `prepare` (published).
+                region.read_published(off + step, &mut buf);
                 sum = sum.wrapping_add(u64::from(std::hint::black_box(&buf)[0]));
             }
             if off == 0 {
@@ -314,15 +313,12 @@ impl Calibration {
     pub fn read_bandwidth(&mut self, threads: usize, access: usize, min_time: Duration) -> Sample {
         let region = &*self.region;
         self.parallel(threads, 0, access, |_, lo, hi| {
-            let base = region.base().as_ptr();
             let mut buf = vec![0u8; access];
             let mut off = lo;
             run_for(min_time, access, || {
-                // SAFETY: `lo <= off` and `off + access <= hi <= area`: inside the read
-                // area, which nobody writes after `prepare`; `buf` is this thread's own.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(base.add(off), buf.as_mut_ptr(), access);
-                }
+                // `lo <= off` and `off + access <= hi <= area`: inside the read area, which
+                // nobody writes after `prepare` (published).
+                region.read_published(off, &mut buf);
                 std::hint::black_box(&buf);
                 region.on_read(access);
                 off = next_step(off, access, lo, hi);
@@ -335,15 +331,17 @@ impl Calibration {
     /// bytes into the thread's own part of the write area is reported
     /// ([`Media::on_write`]), persisted and fenced; for at least `min_time`.
     pub fn write_bandwidth(&mut self, threads: usize, access: usize, min_time: Duration) -> Sample {
-        let region = &*self.region;
+        let region = &self.region;
         self.parallel(threads, self.area, access, |_, lo, hi| {
+            // This thread's part of the write area (the parts are disjoint).
+            let Ok(mut part) = region.claim(lo, hi - lo) else {
+                return Sample::default();
+            };
             let src = vec![0x5au8; access];
             let mut off = lo;
             run_for(min_time, access, || {
-                // `off + access <= hi <= 2 * area = len`: inside this thread's part of the
-                // write area, which no other thread reads or writes (the parts are
-                // disjoint) and no one else maps.
-                let written = write_persisted(region, off, &src);
+                // `off + access <= hi`: inside this thread's part.
+                let written = write_persisted(&mut part, off - lo, &src);
                 off = next_step(off, access, lo, hi);
                 written
             })
@@ -353,16 +351,19 @@ impl Calibration {
     /// (e) Small random persisted writes: 64 bytes at a random line of the thread's own
     /// part of the write area, reported, persisted and fenced; for at least `min_time`.
     pub fn random_persisted_writes(&mut self, threads: usize, min_time: Duration) -> Sample {
-        let region = &*self.region;
+        let region = &self.region;
         self.parallel(threads, self.area, LINE, |part, lo, hi| {
+            // This thread's part of the write area (the parts are disjoint).
+            let Ok(mut claimed) = region.claim(lo, hi - lo) else {
+                return Sample::default();
+            };
             let lines = ((hi - lo) / LINE) as u64;
             let src = [0xa5u8; LINE];
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x9e37_79b9_7f4a_7c15 ^ part as u64);
             run_for(min_time, LINE, || {
-                let off = lo + rng.random_range(0..lines) as usize * LINE;
-                // `off + 64 <= hi <= 2 * area = len`: inside this thread's part of the write
-                // area, which no other thread reads or writes.
-                write_persisted(region, off, &src)
+                let at = rng.random_range(0..lines) as usize * LINE;
+                // `lo + at + 64 <= hi`: inside this thread's part.
+                write_persisted(&mut claimed, at, &src)
             })
         })
     }
@@ -394,24 +395,15 @@ fn next_step(off: usize, step: usize, lo: usize, hi: usize) -> usize {
     if next + step > hi { lo } else { next }
 }
 
-/// Copies `src` into the region at `off`, reports the write ([`Media::on_write`]),
-/// persists and fences it, as the engine writes; false if persisting failed. The caller
-/// passes a range inside the region that no other thread reads or writes.
-fn write_persisted(region: &Region, off: usize, src: &[u8]) -> bool {
-    assert!(
-        off.checked_add(src.len())
-            .is_some_and(|end| end <= region.len()),
-        "write of {} bytes at {off} outside the region",
-        src.len()
-    );
-    // SAFETY: the range lies inside the mapping (checked above), and the caller's range
-    // is its thread's own: no other thread reads or writes it, no one else maps the file.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src.as_ptr(), region.base().as_ptr().add(off), src.len());
-    }
+/// Copies `src` into the claimed part at `at` (panics outside it), reports the write
+/// ([`Media::on_write`]), persists and fences it, as the engine writes; false if persisting
+/// failed.
+fn write_persisted(part: &mut ExtentWriter, at: usize, src: &[u8]) -> bool {
+    part.write(at, src);
+    let region = part.region();
     region.on_write(src.len());
     region
-        .persist(off, src.len())
+        .persist(part.offset() + at, src.len())
         .and_then(|()| region.fence())
         .is_ok()
 }

@@ -31,6 +31,10 @@
 //!   built over complete tables (or, in recovery, incomplete ones nobody writes), so no
 //!   byte is written while a reader can see it. The engine frees an extent only once no
 //!   table that references it can be reached.
+//! - Every byte access goes through the safe extent API of `mezz-pmem`
+//!   ([`mezz_pmem::extent`]): writers write through their claim
+//!   ([`mezz_pmem::ExtentWriter`]), readers borrow bytes in place
+//!   ([`mezz_pmem::Region::published`]), which the two rules above keep published.
 //!
 //! Thread-safety: a builder belongs to one thread; [`PTable`] is `Send + Sync` and its
 //! methods take `&self`; iterators are single-owner.
@@ -46,9 +50,7 @@ use mezz_format::iter::{EntryRef, InternalIterator};
 use mezz_format::sst::{BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, append_block_frame, check_block_frame};
 use mezz_format::{Error, Result};
 
-use crate::alloc::Extent;
-use crate::media::Media;
-use crate::region::{Claim, Region};
+use mezz_pmem::{Extent, ExtentWriter, Media, Region};
 
 /// Magic of a persistent buffer header.
 pub const BUFFER_MAGIC: u64 = u64::from_le_bytes(*b"MZPBUF\0\x01");
@@ -171,15 +173,12 @@ fn check_extent(region: &Region, extent: Extent, min: u64, what: &str) -> Result
     Ok((off, len))
 }
 
-/// The bytes `[off, off + len)` of `region`. REQUIRES: the range is inside the region
-/// (callers check) and nobody writes it while the borrow lives (module invariant).
+/// The bytes `[off, off + len)` of `region`, borrowed in place. Callers check the range
+/// against the region (the borrow panics outside it); the bytes are published in the sense
+/// of [`Region::published`]: by the module's protocol no writer touches a table or buffer
+/// once readers may see it, and `resume` reads its own claimed extent before it writes.
 fn region_bytes(region: &Region, off: usize, len: usize) -> &[u8] {
-    debug_assert!(off + len <= region.len());
-    // SAFETY: the range lies inside the mapping (checked by every caller against
-    // `region.len()`), which stays mapped while `region` is borrowed; by the module's
-    // protocol no writer touches a table or buffer once readers may see it, so the shared
-    // borrow observes immutable bytes.
-    unsafe { std::slice::from_raw_parts(region.base().as_ptr().add(off), len) }
+    region.published(off, len)
 }
 
 /// Ranges closer than this to each other are one access for the cost hooks (the same or
@@ -256,11 +255,10 @@ fn get_u64(b: &[u8], at: usize) -> Option<u64> {
 pub fn write_buffer(region: &Arc<Region>, extent: Extent, id: u64, data: &[u8]) -> Result<u64> {
     let need = BUFFER_HEADER_LEN + data.len() as u64;
     let (off, len) = check_extent(region, extent, need, "buffer")?;
-    let _claim = Claim::new(region, off, len)?;
+    // No reader is given the buffer before this function returns.
+    let mut w = region.claim(off, len)?;
     let data_at = off + BUFFER_HEADER_LEN as usize;
-    // SAFETY: `[data_at, data_at + data.len())` is inside the extent (checked above), which
-    // this call has claimed; no reader is given the buffer before this function returns.
-    unsafe { region.write_at(data_at, data) };
+    w.write(BUFFER_HEADER_LEN as usize, data);
     region.on_write(data.len());
     persist_fence(region, data_at, data.len())?;
     let mut h = [0u8; BUFFER_HEADER_LEN as usize];
@@ -270,8 +268,7 @@ pub fn write_buffer(region: &Arc<Region>, extent: Extent, id: u64, data: &[u8]) 
     h[24..32].copy_from_slice(&(data.len() as u64).to_le_bytes());
     let crc = mask(crc32c(&h[..60]));
     h[60..64].copy_from_slice(&crc.to_le_bytes());
-    // SAFETY: the header lies at the start of the claimed extent (checked above).
-    unsafe { region.write_at(off, &h) };
+    w.write(0, &h);
     region.on_write(h.len());
     persist_fence(region, off, h.len())?;
     Ok(data_at as u64)
@@ -447,7 +444,8 @@ pub struct PTableBuilder {
     /// The shared user-key prefix (taken from the first key).
     prefix: Vec<u8>,
     prefix_len: usize,
-    _claim: Claim,
+    /// The claimed extent, written only through this builder.
+    ext: ExtentWriter,
 }
 
 impl PTableBuilder {
@@ -470,11 +468,10 @@ impl PTableBuilder {
         let h = header.encode(extent.len);
         let head = h.len();
         let (off, len) = check_extent(&region, extent, (head + head_len()) as u64, "table")?;
-        let claim = Claim::new(&region, off, len)?;
+        let mut ext = region.claim(off, len)?;
         let mut bytes = h;
         bytes.resize(head + head_len(), 0);
-        // SAFETY: `[off, off + head + head_len)` is inside the extent (checked) and claimed.
-        unsafe { region.write_at(off, &bytes) };
+        ext.write(0, &bytes);
         region.on_write(bytes.len());
         persist_fence(&region, off, bytes.len())?;
         Ok(PTableBuilder {
@@ -491,7 +488,7 @@ impl PTableBuilder {
             last_key: Vec::new(),
             prefix: Vec::new(),
             prefix_len: header.prefix_len as usize,
-            _claim: claim,
+            ext,
         })
     }
 
@@ -510,8 +507,8 @@ impl PTableBuilder {
         bloom_bits_per_key: u32,
     ) -> Result<(PTableBuilder, PTableHeader)> {
         let (off, len) = check_extent(&region, extent, TABLE_HEADER_LEN as u64, "table")?;
-        let claim = Claim::new(&region, off, len)?;
-        let ext = region_bytes(&region, off, len);
+        let claim = region.claim(off, len)?;
+        let ext = claim.bytes(0, len);
         let base = off as u64;
         let (header, head) = PTableHeader::decode(ext, base)?;
         region.on_read(head);
@@ -576,7 +573,7 @@ impl PTableBuilder {
             last_end = n + node_len(entries);
             x = reader.next(n, 0)?;
         }
-        let b = PTableBuilder {
+        let mut b = PTableBuilder {
             region,
             off,
             len,
@@ -590,7 +587,7 @@ impl PTableBuilder {
             last_key,
             prefix,
             prefix_len: header.prefix_len as usize,
-            _claim: claim,
+            ext: claim,
         };
         // Unlink whatever the lost part linked in: the last kept node of every level
         // points nowhere.
@@ -610,15 +607,15 @@ impl PTableBuilder {
         Ok((b, header))
     }
 
-    fn write(&self, at: usize, bytes: &[u8]) {
-        debug_assert!(at + bytes.len() <= self.len);
-        // SAFETY: callers keep `[at, at + len)` inside the extent (checked against
-        // `self.len` by `room`/construction), which this builder has claimed; readers only
-        // see the table once it is complete or after the builder is gone.
-        unsafe { self.region.write_at(self.off + at, bytes) };
+    /// Writes `bytes` at `at` of the extent. Callers keep `[at, at + len)` inside the
+    /// extent (checked against `self.len` before anything is written; the claim panics
+    /// outside it); readers only see the table once it is complete or after the builder is
+    /// gone.
+    fn write(&mut self, at: usize, bytes: &[u8]) {
+        self.ext.write(at, bytes);
     }
 
-    fn set_word(&self, at: usize, v: u64) -> Result<()> {
+    fn set_word(&mut self, at: usize, v: u64) -> Result<()> {
         self.write(at, &v.to_le_bytes());
         self.region.on_write(8);
         persist_fence(&self.region, self.off + at, 8)

@@ -42,6 +42,11 @@
 //! 4. Consumption is a prefix of the entries of a row, cut between user keys (all versions
 //!    of a user key go together), and only grows. The hints of a newer row stay valid under
 //!    it: a hint window is clamped to the live part of the older row.
+//! 5. Every byte access goes through the safe extent API of `mezz-pmem`
+//!    ([`mezz_pmem::extent`]): a row's pages are written through a claim of each run of
+//!    contiguous pages, held for the copy, before the row commits; reads are of committed
+//!    rows, whose live bytes are published (invariant 2, and [`PageSpace::release`]'s rule
+//!    that released pages are no longer read).
 //!
 //! Thread-safety: [`PageSpace`] is `Send + Sync` (one internal mutex). [`RowTable`] is
 //! immutable and `Send + Sync`; share it as `Arc<RowTable>`. [`Container`] is plain data: its
@@ -70,10 +75,7 @@ use mezz_format::sst::{
 use mezz_format::{Error, Result};
 use parking_lot::Mutex;
 
-use crate::Media;
-use crate::alloc::Extent;
-use crate::region::Region;
-use crate::word::PersistentWord;
+use mezz_pmem::{Extent, Media, PersistentWord, Region};
 
 /// Default page size: 256 KiB.
 ///
@@ -1055,11 +1057,12 @@ impl RowBuilder {
             let src = buf
                 .get(lo..hi)
                 .ok_or_else(|| invalid("matrix row run beyond its buffer"))?;
-            // SAFETY: `check_space` verified that the page space lies inside the region, and
-            // every page of the row is a page of the space, so `[phys, phys + len)` is inside
-            // the region. The pages were just allocated to this row: nobody else reads or
-            // writes them until the row is published (the commit word) and handed out.
-            unsafe { region.write_at(phys, src) };
+            // `check_space` verified that the page space lies inside the region, and every
+            // page of the row is a page of the space, so `[phys, phys + len)` is inside the
+            // region. The pages were just allocated to this row: nobody else reads or writes
+            // them until the row is published (the commit word) and handed out. The claim
+            // lasts for the copy.
+            region.claim(phys, src.len())?.write(0, src);
             // One write access per run of contiguous pages.
             region.on_write(src.len());
         }
@@ -1151,10 +1154,10 @@ impl RowTable {
         };
         let hdr_off = page_off + HEADER_AT;
         let mut fixed = [0u8; HEADER_FIXED_LEN];
-        // SAFETY: the header page is a page of the space, which lies inside the region
-        // (checked), and `HEADER_AT + HEADER_FIXED_LEN` is below the smallest page size. A
-        // committed row's bytes are never written again while it is named.
-        unsafe { region.read_at(hdr_off, &mut fixed) };
+        // The header page is a page of the space, which lies inside the region (checked),
+        // and `HEADER_AT + HEADER_FIXED_LEN` is below the smallest page size. A committed
+        // row's bytes are published: never written again while it is named.
+        region.read_published(hdr_off, &mut fixed);
         let pages = RowHeader::page_count_of(&fixed).unwrap_or(0) as usize;
         let len = header_len(pages)
             .filter(|&l| HEADER_AT + l <= space.page_size())
@@ -1168,8 +1171,8 @@ impl RowTable {
                 ))
             })?;
         let mut bytes = vec![0u8; len];
-        // SAFETY: as above; `HEADER_AT + len <= page_size` was just checked.
-        unsafe { region.read_at(hdr_off, &mut bytes) };
+        // As above; `HEADER_AT + len <= page_size` was just checked.
+        region.read_published(hdr_off, &mut bytes);
         // The header follows the commit word, whose load was the access.
         region.on_read_continued(len);
         let header = RowHeader::decode(&bytes, hdr_off as u64).map_err(in_file)?;
@@ -1343,11 +1346,11 @@ impl RowTable {
             let dst = out
                 .get_mut(done..done + n)
                 .ok_or_else(|| self.corrupt(at, "read split out of range".into()))?;
-            // SAFETY: `[phys, phys + n)` lies in one page of the row (n stops at the page
-            // end), every page of the row is inside the region (checked when the row was
-            // built or opened), and a committed row's live bytes are never written while
+            // `[phys, phys + n)` lies in one page of the row (n stops at the page end),
+            // every page of the row is inside the region (checked when the row was built or
+            // opened), and a committed row's live bytes are published: never written while
             // the row can be read (module invariant 2).
-            unsafe { self.region.read_at(phys, dst) };
+            self.region.read_published(phys, dst);
             let continued = match prev_end {
                 None => follows,
                 Some(e) => e == phys,
@@ -1373,12 +1376,11 @@ impl RowTable {
             .ok_or_else(|| self.corrupt(off, format!("{len} bytes beyond the row")))?;
         if len > 0 && off / self.page_size == (end - 1) / self.page_size {
             let phys = self.phys(off)?;
-            // SAFETY: `[phys, phys + len)` lies inside one page of the row, inside the
-            // region (checked at build/open); the region's memory stays mapped while
-            // `self.region` lives, which outlives the returned borrow of `self`; the bytes
-            // are never written while the row can be read (module invariant 2).
-            let s =
-                unsafe { std::slice::from_raw_parts(self.region.base().as_ptr().add(phys), len) };
+            // `[phys, phys + len)` lies inside one page of the row, inside the region
+            // (checked at build/open); the region's memory stays mapped while `self.region`
+            // lives, which outlives the returned borrow of `self`; the bytes are published:
+            // never written while the row can be read (module invariant 2).
+            let s = self.region.published(phys, len);
             self.region.on_read(len);
             return Ok(Cow::Borrowed(s));
         }
@@ -2470,9 +2472,7 @@ mod tests {
     use rand::{RngExt, SeedableRng};
 
     use super::*;
-    use crate::pool::Pool;
-    use crate::region::RegionOptions;
-    use crate::sim::{KeepLines, PowerCut, SimNvm};
+    use mezz_pmem::{KeepLines, Pool, PowerCut, RegionOptions, SimNvm};
 
     const P: usize = 4096;
     const DB_ID: [u8; 16] = *b"matrix-test-db-1";
@@ -2958,11 +2958,9 @@ mod tests {
                 .unwrap()
                 .phys(off)
                 .unwrap();
-            // SAFETY: a test on a private heap region; no other reader or writer.
-            unsafe {
-                region.read_at(phys, &mut orig);
-                region.write_at(phys, &[orig[0] ^ 0x5a]);
-            }
+            // A test on a private heap region; no other reader or writer.
+            region.read_published(phys, &mut orig);
+            region.claim(phys, 1).unwrap().write(0, &[orig[0] ^ 0x5a]);
             match RowTable::open(&region, &space, hp, 3) {
                 Ok(None) => assert!(off < 8, "commit word at {off}"),
                 Err(e) => {
@@ -2989,8 +2987,7 @@ mod tests {
                     }
                 }
             }
-            // SAFETY: as above.
-            unsafe { region.write_at(phys, &orig) };
+            region.claim(phys, 1).unwrap().write(0, &orig);
         }
         assert!(detected > len / 2, "{detected} detections for {len} bytes");
     }
@@ -3236,8 +3233,11 @@ mod tests {
         e.slot = 4;
         let at = row.header().key_array_off as usize + 3 * KEY_ENTRY_LEN;
         let phys = row.phys(at).unwrap();
-        // SAFETY: a test on a private heap region; no other reader or writer.
-        unsafe { region.write_at(phys, &e.encode(4, 3)) };
+        // A test on a private heap region; no other reader or writer.
+        region
+            .claim(phys, KEY_ENTRY_LEN)
+            .unwrap()
+            .write(0, &e.encode(4, 3));
         let mut st = SearchStats::default();
         let err = row.get(&es[3].uk, u64::MAX, 0, None, &mut st).unwrap_err();
         assert!(
@@ -3290,8 +3290,8 @@ mod tests {
             for p in &rel.pages {
                 assert!(released.insert(*p), "page {p} released twice");
                 let off = space.page_offset(*p).unwrap() as usize;
-                // SAFETY: a test on a private heap region; the page is no longer read.
-                unsafe { region.write_at(off, &[0xa5; P]) };
+                // A test on a private heap region; the page is no longer read.
+                region.claim(off, P).unwrap().write(0, &[0xa5; P]);
             }
             space.release(&rel.pages).unwrap();
             if consumed < 2000 {
@@ -3378,8 +3378,8 @@ mod tests {
                         }
                         for p in &rel.pages {
                             let off = space.page_offset(*p).unwrap() as usize;
-                            // SAFETY: a private heap region; released pages are not read.
-                            unsafe { region.write_at(off, &[0x5a; P]) };
+                            // A private heap region; released pages are not read.
+                            region.claim(off, P).unwrap().write(0, &[0x5a; P]);
                         }
                         space.release(&rel.pages).unwrap();
                     }
