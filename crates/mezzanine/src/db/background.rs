@@ -49,13 +49,13 @@ pub(super) enum Jobs {
 impl DbInner {
     /// The loop of one background thread.
     pub(super) fn background_loop(self: &Arc<Self>, jobs: Jobs) {
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         loop {
             if st.shutting_down {
                 return;
             }
             if !self.run_one_job(&mut st, jobs) {
-                self.bg_cv.wait_for(&mut st, Duration::from_secs(1));
+                self.jobs.bg_cv.wait_for(&mut st, Duration::from_secs(1));
             }
         }
     }
@@ -162,8 +162,8 @@ impl DbInner {
         {
             st.bg_error = Some(format!("{what} failed: {e}"));
         }
-        self.done_cv.notify_all();
-        self.bg_cv.notify_all();
+        self.jobs.done_cv.notify_all();
+        self.jobs.bg_cv.notify_all();
     }
 
     /// Waits for background work to change the state behind `st`: with background threads,
@@ -182,13 +182,13 @@ impl DbInner {
                 return true;
             }
             if st.flush_running || st.bg_compactions > 0 || !st.claims.is_empty() {
-                self.done_cv.wait_for(st, timeout);
+                self.jobs.done_cv.wait_for(st, timeout);
                 return true;
             }
             return false;
         }
-        self.bg_cv.notify_all();
-        self.done_cv.wait_for(st, timeout);
+        self.jobs.bg_cv.notify_all();
+        self.jobs.done_cv.wait_for(st, timeout);
         true
     }
 
@@ -196,7 +196,7 @@ impl DbInner {
     /// thread; returns how many ran.
     /// REQUIRES: the caller holds a pass of the gate.
     pub(super) fn run_background_work(&self, max_jobs: usize) -> Result<usize> {
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         let mut ran = 0;
         while ran < max_jobs && self.run_one_job(&mut st, Jobs::All) {
             ran += 1;
@@ -216,7 +216,7 @@ impl DbInner {
         // When WALs are made durable ahead of need, the memtable's WAL (and older ones)
         // become durable first, off the write path; otherwise the table written here
         // makes them obsolete unsynced.
-        if self.sync_wals_ahead.load(Ordering::Acquire) {
+        if self.writes.sync_wals_ahead.load(Ordering::Acquire) {
             self.sync_closed_wals(imm.id())?;
         }
         if self.design.memtables().absorb(self, imm, start)? {
@@ -310,13 +310,13 @@ impl DbInner {
     /// memtables.
     fn drain_nvm_memtables(&self) -> Result<()> {
         {
-            let mut st = self.state.lock();
+            let mut st = self.jobs.state.lock();
             if st.mems.seal_receiver() {
                 self.install_super_version(&mut st);
             }
         }
         loop {
-            let Some(m) = self.state.lock().mems.oldest_sealed().cloned() else {
+            let Some(m) = self.jobs.state.lock().mems.oldest_sealed().cloned() else {
                 return Ok(());
             };
             self.flush_sealed_nvm(&m)?;
@@ -341,8 +341,8 @@ impl DbInner {
             self.log_and_apply(trivial_move_edit(plan), None, &plan.inputs)?;
             StatsCollector::add(&s.trivial_moves, 1);
         } else {
-            let version = Arc::clone(&self.state.lock().version);
-            let snapshots = self.snapshots.list();
+            let version = Arc::clone(&self.jobs.state.lock().version);
+            let snapshots = self.versions.snapshots.list();
             let new_file = || self.new_file_number();
             let ctx = CompactionContext {
                 storage: &self.storage,
@@ -413,9 +413,9 @@ impl DbInner {
         moved: &[Arc<TableMeta>],
         on_install: &mut dyn FnMut(&mut super::State),
     ) -> Result<()> {
-        let mut manifest = self.manifest.lock();
+        let mut manifest = self.versions.manifest.lock();
         let (base, log_number) = {
-            let st = self.state.lock();
+            let st = self.jobs.state.lock();
             // After a background error (a failed manifest write above all: the file may end
             // in a partial record) nothing more is appended: a later edit would land behind
             // the partial record and turn a torn tail into mid-file corruption.
@@ -439,8 +439,8 @@ impl DbInner {
             }
         }
         let dead_objects = dead_nvm_objects(&base, &mut edit);
-        edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
-        edit.last_sequence = Some(self.last_seq.load(Ordering::Acquire));
+        edit.next_file_number = Some(self.versions.next_file.load(Ordering::Relaxed));
+        edit.last_sequence = Some(self.versions.last_seq.load(Ordering::Acquire));
         let new_version = base
             .apply_with(&edit, moved)
             .and_then(|v| v.check_invariants().map(|()| v))
@@ -449,7 +449,7 @@ impl DbInner {
                 self.set_bg_error(&msg);
                 Error::Background(msg)
             })?;
-        let res = if manifest.size() > self.max_manifest_bytes.load(Ordering::Relaxed) {
+        let res = if manifest.size() > self.versions.max_manifest_bytes.load(Ordering::Relaxed) {
             let number = self.new_file_number();
             let old = manifest.number();
             write_new_manifest(
@@ -458,8 +458,8 @@ impl DbInner {
                 number,
                 &new_version,
                 log_number,
-                self.next_file.load(Ordering::Relaxed),
-                self.last_seq.load(Ordering::Acquire),
+                self.versions.next_file.load(Ordering::Relaxed),
+                self.versions.last_seq.load(Ordering::Acquire),
             )
             .and_then(|m| {
                 set_current(self.fs.as_ref(), &self.path, number, self.new_file_number())?;
@@ -477,7 +477,7 @@ impl DbInner {
             return Err(e);
         }
         let new_version = Arc::new(new_version);
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         for (_, id) in &edit.deleted_tables {
             if new_version.all_tables().any(|(_, t)| t.id == *id) {
                 continue;
@@ -516,8 +516,8 @@ impl DbInner {
         drop(st);
         drop(manifest);
         self.storage.free_nvm(&freed_wals);
-        self.done_cv.notify_all();
-        self.bg_cv.notify_all();
+        self.jobs.done_cv.notify_all();
+        self.jobs.bg_cv.notify_all();
         Ok(())
     }
 
@@ -525,7 +525,7 @@ impl DbInner {
     /// compaction) holds any more.
     pub(super) fn purge_obsolete(&self) {
         let (dead, dead_objects): (Vec<(u64, TableLocation)>, Vec<NvmObject>) = {
-            let mut st = self.state.lock();
+            let mut st = self.jobs.state.lock();
             let mut objs = Vec::new();
             st.obsolete_nvm.retain(|(o, holders)| {
                 if holders.iter().all(|w| w.strong_count() == 0) {
@@ -569,7 +569,7 @@ impl DbInner {
     pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
         let deepest = {
-            let st = self.state.lock();
+            let st = self.jobs.state.lock();
             let v = &st.version;
             (0..v.num_levels())
                 .filter(|&l| !v.overlapping(l, begin, end).is_empty())
@@ -599,7 +599,7 @@ impl DbInner {
         end: Option<&[u8]>,
         in_place: bool,
     ) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         let plan = loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(e.clone()));
@@ -623,7 +623,7 @@ impl DbInner {
         let claim = st.claims.claim(&plan);
         drop(st);
         let r = self.run_plan(&plan);
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         st.claims.release(claim);
         self.finish_job(&mut st, &r, "manual compaction");
         r
@@ -633,7 +633,7 @@ impl DbInner {
     /// REQUIRES: the caller holds a pass of the gate. Gives up with `Closed` once a close
     /// begins.
     pub(super) fn wait_for_background(&self) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(e.clone()));
@@ -660,12 +660,12 @@ impl DbInner {
     /// is in flight (`Db::close`), so nothing else touches the database meanwhile.
     pub(super) fn shutdown(&self) -> Result<()> {
         {
-            let mut st = self.state.lock();
+            let mut st = self.jobs.state.lock();
             st.shutting_down = true;
         }
-        self.bg_cv.notify_all();
-        self.done_cv.notify_all();
-        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
+        self.jobs.bg_cv.notify_all();
+        self.jobs.done_cv.notify_all();
+        let threads: Vec<_> = std::mem::take(&mut *self.jobs.threads.lock());
         for t in threads {
             let _ = t.join();
         }
@@ -673,19 +673,19 @@ impl DbInner {
         // be synced, syncing the newest would keep later writes and lose earlier ones.
         let mut first_err = self.sync_closed_wals(u64::MAX).err();
         if first_err.is_none() {
-            let mut ws = self.write.lock();
+            let mut ws = self.writes.write.lock();
             if let Some(w) = ws.wal.as_mut()
                 && let Err(e) = w.sync()
             {
-                self.wal_failed.store(true, Ordering::Release);
+                self.writes.wal_failed.store(true, Ordering::Release);
                 first_err.get_or_insert(e);
             }
         }
         // NVM memtables still in use keep their entries across the close: their reserve
         // words become exact, so the next open continues the sequence without a gap (under
         // the `write` lock, which NVM inserts hold).
-        let mut ws = self.write.lock();
-        let sv = self.super_version.load_full();
+        let mut ws = self.writes.write.lock();
+        let sv = self.versions.super_version.load_full();
         for m in std::iter::once(&sv.mem).chain(&sv.imms).chain(&sv.nvm) {
             if let Err(e) = m.settle() {
                 first_err.get_or_insert(e);
@@ -697,11 +697,11 @@ impl DbInner {
         // that file (the END marker that seals it, say).
         ws.wal = None;
         drop(ws);
-        let closed_wals = std::mem::take(&mut *self.closed_wals.lock());
+        let closed_wals = std::mem::take(&mut *self.writes.closed_wals.lock());
         for w in closed_wals {
             w.writer.lock().take();
         }
-        self.spare.lock().take();
+        self.writes.spare.lock().take();
         // No parallel read job outlives the close either.
         if let Some(pool) = &self.read_pool {
             pool.shutdown();

@@ -43,11 +43,11 @@ impl Host for DbInner {
     }
 
     fn snapshots(&self) -> Vec<SeqNo> {
-        self.snapshots.list()
+        self.versions.snapshots.list()
     }
 
     fn current(&self) -> Arc<SuperVersion> {
-        self.super_version.load_full()
+        self.versions.super_version.load_full()
     }
 
     fn table_cache(&self) -> &Arc<TableCache> {
@@ -63,7 +63,7 @@ impl Host for DbInner {
     }
 
     fn compaction_pending(&self) -> bool {
-        let st = self.state.lock();
+        let st = self.jobs.state.lock();
         DbInner::compaction_pending(self, &st)
     }
 
@@ -77,16 +77,16 @@ impl Host for DbInner {
     }
 
     fn update_memtables(&self, change: &mut dyn FnMut(&mut MemtableSet) -> bool) {
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         if change(&mut st.mems) {
             self.install_super_version(&mut st);
             drop(st);
-            self.bg_cv.notify_all();
+            self.jobs.bg_cv.notify_all();
         }
     }
 
     fn with_memtables(&self, read: &mut dyn FnMut(&MemtableSet)) {
-        read(&self.state.lock().mems);
+        read(&self.jobs.state.lock().mems);
     }
 
     fn record_nvm_object(&self, obj: NvmObject) -> Result<()> {

@@ -5,14 +5,18 @@
 //! (group commit, back-pressure, memtable switch), `background.rs` (flush and compaction
 //! threads, version installation, obsolete-file GC), `open.rs` (recovery), `read_api.rs`
 //! (the `std::iter` reads: `iter`/`range`/`prefix`, `multi_get`, `get_pinned`), `sizes.rs`
-//! (approximate sizes of key ranges). The implementation guide is `docs/impl.md`.
+//! (approximate sizes of key ranges), `host.rs` (the engine's services to the design
+//! components of `crate::design`, which decide every design-specific step). The
+//! implementation guide is `docs/impl.md`.
 //!
-//! Locks (never taken in the reverse order):
-//! 1. `write` — held by the write-group leader (and by `flush`/`close`): owns the WAL and
-//!    the active memtable pointer. Memtable switches happen only under it.
-//! 2. `manifest` — serialises version changes (manifest append + install).
-//! 3. `state` — short critical sections only, never held across I/O: memtable lists, the
-//!    current version, background bookkeeping, the sticky background error.
+//! Locks (never taken in the reverse order), each owned by one part of [`DbInner`]:
+//! 1. `write` ([`WritePipeline`]) — held by the write-group leader (and by `flush`/`close`):
+//!    owns the WAL and the active memtable pointer. Memtable switches happen only under it.
+//! 2. `manifest` ([`VersionState`]) — serialises version changes (manifest append +
+//!    install).
+//! 3. `state` ([`Scheduler`]) — short critical sections only, never held across I/O:
+//!    memtable lists, the current version, background bookkeeping, the sticky background
+//!    error.
 //!
 //! `queue` (pending writers) and `snapshots` are leaf locks. Readers take neither `write`
 //! nor `manifest`: they load the current `SuperVersion` from an `ArcSwap` and never block
@@ -142,7 +146,11 @@ struct SlotState {
     job: Option<write::InsertJob>,
 }
 
-/// Everything an open database shares between the handle and its background threads.
+/// Everything an open database shares between the handle and its background threads: the
+/// parts every path reads (options, storage, the design, caches, the gate), and three parts
+/// that each own their lock — the write pipeline (`write`), the version state (`manifest`)
+/// and the background scheduler (`state`, with its condition variables). Locks are taken
+/// in that order; see the module documentation.
 #[derive(Debug)]
 pub(crate) struct DbInner {
     path: PathBuf,
@@ -158,29 +166,29 @@ pub(crate) struct DbInner {
     /// Decides which directory each new table goes to.
     placement: Arc<dyn Placement>,
     table_cache: Arc<TableCache>,
-    super_version: ArcSwap<SuperVersion>,
-    /// The last sequence number visible to readers.
-    last_seq: AtomicU64,
-    next_file: AtomicU64,
-    snapshots: Arc<SnapshotList>,
+    /// Admits public calls and makes `close` wait for those in flight (shared with the
+    /// iterators, which pass it on every step).
+    gate: Arc<Gate>,
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// The pool of parallel reads (`parallel_reads`).
+    read_pool: Option<crate::parallel::ReadPool>,
+    /// The write pipeline: group commit, the WALs, memtable switches.
+    writes: WritePipeline,
+    /// The versions: the MANIFEST, the published super version, sequence and file numbers.
+    versions: VersionState,
+    /// The background scheduler: the state its jobs change, and their signals.
+    jobs: Scheduler,
+}
+
+/// The write pipeline: the leader's state behind the `write` lock, the queue of waiting
+/// writers, the WALs of switched-out memtables, and the spare the next switch starts with.
+#[derive(Debug)]
+pub(crate) struct WritePipeline {
     write: Mutex<WriteState>,
     queue: Mutex<VecDeque<Pending>>,
     /// The queue's length, stored under its lock: what the write path checks without
     /// taking it.
     queued: AtomicUsize,
-    manifest: Mutex<Manifest>,
-    state: Mutex<State>,
-    /// Background threads wait here for work.
-    bg_cv: Condvar,
-    /// Signalled whenever a background job finishes (stalled writers, `flush`, waits).
-    done_cv: Condvar,
-    /// Admits public calls and makes `close` wait for those in flight (shared with the
-    /// iterators, which pass it on every step).
-    gate: Arc<Gate>,
-    /// Switch to a new manifest once the current one is larger (64 MiB; tests lower it).
-    max_manifest_bytes: AtomicU64,
-    lock: Mutex<Option<Box<dyn FileLock>>>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
     /// WALs of switched-out memtables whose tails may not be durable yet, oldest first:
     /// each leaves the list when synced, or unsynced when its memtable's flush is
     /// installed.
@@ -192,11 +200,12 @@ pub(crate) struct DbInner {
     wal_failed: AtomicBool,
     /// Closed WALs are made durable ahead of need, off the write path: synced by their
     /// memtable's flush before it writes, and written back by the kernel as they grow
-    /// (early writeback). Set from the start with NVM memtables (a write into one first
-    /// syncs every closed WAL), and by the first `sync` write (which does too). Unset, a
-    /// WAL is never synced while the database is open (its memtable's flush makes it
-    /// obsolete), so a WAL deleted within the kernel's writeback delay never reaches the
-    /// disk: half the bytes written in a fill without `sync` (RocksDB does the same).
+    /// (early writeback). Set from the start when the design asks (NVM memtables: a write
+    /// into one first syncs every closed WAL; NVM WALs), and by the first `sync` write
+    /// (which does too). Unset, a WAL is never synced while the database is open (its
+    /// memtable's flush makes it obsolete), so a WAL deleted within the kernel's writeback
+    /// delay never reaches the disk: half the bytes written in a fill without `sync`
+    /// (RocksDB does the same).
     sync_wals_ahead: AtomicBool,
     /// The highest WAL number whose directory entry is known durable (a new WAL file's
     /// entry is synced with the directory only before its first sync, off the switch).
@@ -204,13 +213,39 @@ pub(crate) struct DbInner {
     /// follows is made durable: a power cut must leave that WAL on disk, where recovery
     /// sees whether it lost its tail (`DbInner::make_wal_entries_durable`).
     wal_entries_durable: AtomicU64,
-    /// The pool of parallel reads (`parallel_reads`).
-    read_pool: Option<crate::parallel::ReadPool>,
-    /// The NVM object the next memtable switch starts with, made ready and recorded in the
+    /// The object the next memtable switch starts with, made ready and recorded in the
     /// manifest off the write path (see `DbInner::prepare_spare`). Lock order: taken
     /// before `manifest` and `state`; a switch takes it under the `write` lock, so a spare
     /// always belongs to the active memtable of the moment.
     spare: Mutex<Option<Spare>>,
+}
+
+/// The version state: the MANIFEST (behind the `manifest` lock, which serialises version
+/// changes), the super version readers load without a lock, the sequence and file
+/// counters, and the live snapshots.
+#[derive(Debug)]
+pub(crate) struct VersionState {
+    manifest: Mutex<Manifest>,
+    super_version: ArcSwap<SuperVersion>,
+    /// The last sequence number visible to readers.
+    last_seq: AtomicU64,
+    next_file: AtomicU64,
+    /// Switch to a new manifest once the current one is larger (64 MiB; tests lower it).
+    max_manifest_bytes: AtomicU64,
+    snapshots: Arc<SnapshotList>,
+}
+
+/// The background scheduler: the state behind the `state` lock (memtable set, current
+/// version, claims, the sticky error, obsolete files), the signals its jobs wait on and
+/// give, and its threads.
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    state: Mutex<State>,
+    /// Background threads wait here for work.
+    bg_cv: Condvar,
+    /// Signalled whenever a background job finishes (stalled writers, `flush`, waits).
+    done_cv: Condvar,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// An object made ready by a background job for the switch away from memtable
@@ -333,7 +368,7 @@ impl DbInner {
     }
 
     fn new_file_number(&self) -> u64 {
-        self.next_file.fetch_add(1, Ordering::Relaxed)
+        self.versions.next_file.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Publishes a new super version built from `st`. If its containers are not in
@@ -345,9 +380,9 @@ impl DbInner {
             && st.bg_error.is_none()
         {
             st.bg_error = Some(format!("internal error: {e}"));
-            self.done_cv.notify_all();
+            self.jobs.done_cv.notify_all();
         }
-        self.super_version.store(Arc::new(sv));
+        self.versions.super_version.store(Arc::new(sv));
     }
 
     fn table_read_options(opts: &ReadOptions) -> TableReadOptions {
@@ -390,12 +425,12 @@ impl DbInner {
         opts: &ReadOptions,
         between: impl FnOnce(),
     ) -> (Guard<Arc<SuperVersion>>, SeqNo) {
-        let sv = self.super_version.load();
+        let sv = self.versions.super_version.load();
         between();
-        let seq = opts
-            .snapshot
-            .as_ref()
-            .map_or_else(|| self.last_seq.load(Ordering::Acquire), Snapshot::sequence);
+        let seq = opts.snapshot.as_ref().map_or_else(
+            || self.versions.last_seq.load(Ordering::Acquire),
+            Snapshot::sequence,
+        );
         (sv, seq)
     }
 
@@ -567,8 +602,9 @@ impl DbInner {
         // The sequence is read under the registry lock: a compaction reads the registry
         // under the same lock after picking its inputs, so it either sees this snapshot or
         // only compacts entries at or below its sequence.
-        let (seq, guard) =
-            SnapshotList::register(&self.snapshots, || self.last_seq.load(Ordering::Acquire));
+        let (seq, guard) = SnapshotList::register(&self.versions.snapshots, || {
+            self.versions.last_seq.load(Ordering::Acquire)
+        });
         Snapshot {
             seq,
             _guard: Arc::new(guard),
@@ -577,7 +613,7 @@ impl DbInner {
 
     fn stats(&self) -> Stats {
         let mut s = self.stats.snapshot();
-        let sv = self.super_version.load_full();
+        let sv = self.versions.super_version.load_full();
         let n = sv.version.num_levels();
         if s.levels.len() < n {
             let start = s.levels.len();
@@ -598,11 +634,11 @@ impl DbInner {
         }
         self.design
             .fill_stats(&mut s, &sv.version, &self.stats, &self.storage);
-        s.last_sequence = self.last_seq.load(Ordering::Acquire);
+        s.last_sequence = self.versions.last_seq.load(Ordering::Acquire);
         s.memtable_bytes = sv.mem.approximate_memory_usage() as u64;
         s.immutable_memtables = sv.imms.len();
         self.storage.fill_nvm_stats(&mut s);
-        s.snapshots = self.snapshots.count();
+        s.snapshots = self.versions.snapshots.count();
         s.units = self
             .storage
             .unit_stats(sv.version.all_tables().map(|(_, t)| t.as_ref()));
@@ -615,7 +651,7 @@ impl DbInner {
             "mezz.stats" => Some(self.stats().to_string()),
             "mezz.options" => Some(self.opts.to_text()),
             "mezz.levels" => {
-                let v = Arc::clone(&self.super_version.load().version);
+                let v = Arc::clone(&self.versions.super_version.load().version);
                 let mut s = String::from("level files bytes\n");
                 for level in 0..v.num_levels() {
                     s.push_str(&format!(
@@ -628,7 +664,7 @@ impl DbInner {
             }
             _ => {
                 let n: usize = name.strip_prefix("mezz.num-files-at-level")?.parse().ok()?;
-                let v = Arc::clone(&self.super_version.load().version);
+                let v = Arc::clone(&self.versions.super_version.load().version);
                 (n < v.num_levels()).then(|| v.num_files(n).to_string())
             }
         }
@@ -636,7 +672,7 @@ impl DbInner {
 
     fn verify(&self) -> Result<VerifyReport> {
         let _pass = self.enter()?;
-        let sv = self.super_version.load_full();
+        let sv = self.versions.super_version.load_full();
         let v = &sv.version;
         v.check_invariants()?;
         let mut report = VerifyReport::default();
@@ -874,7 +910,7 @@ impl Db {
             return Err(Error::Closed);
         }
         // Stalled writers and waiting calls look at the gate when woken.
-        inner.done_cv.notify_all();
+        inner.jobs.done_cv.notify_all();
         inner.wake_next_writer();
         inner.gate.wait_idle();
         // Without a WAL the memtable's writes would be lost: flushed while the background
@@ -984,13 +1020,13 @@ mod tests {
         let db = mem_db();
         db.put(b"a", b"1").unwrap();
         db.flush().unwrap();
-        let before = db.inner.manifest.lock().size();
+        let before = db.inner.versions.manifest.lock().size();
         db.inner.set_bg_error("manifest write failed: injected");
         let r = db
             .inner
             .log_and_apply(crate::manifest::VersionEdit::default(), None, &[]);
         assert!(matches!(r, Err(Error::Background(_))), "{r:?}");
-        assert_eq!(db.inner.manifest.lock().size(), before);
+        assert_eq!(db.inner.versions.manifest.lock().size(), before);
         assert!(matches!(db.put(b"b", b"2"), Err(Error::Background(_))));
         assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
     }
@@ -1001,7 +1037,7 @@ mod tests {
         db.put(b"k", b"v3").unwrap();
         db.flush().unwrap();
         db.compact_range(None, None).unwrap();
-        let v = &db.inner.super_version.load().version;
+        let v = &db.inner.versions.super_version.load().version;
         assert_eq!(v.num_files(0), 0, "everything left L0");
     }
 
@@ -1098,7 +1134,10 @@ mod tests {
         let db = Db::open(dir, opts.clone()).unwrap();
         let first = manifests(fs.as_ref(), dir);
         assert_eq!(first.len(), 1);
-        db.inner.max_manifest_bytes.store(1, Ordering::Relaxed);
+        db.inner
+            .versions
+            .max_manifest_bytes
+            .store(1, Ordering::Relaxed);
         for round in 0..3u8 {
             db.put(&[b'k', round], &[round]).unwrap();
             db.flush().unwrap();

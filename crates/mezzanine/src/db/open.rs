@@ -67,7 +67,10 @@ use crate::version::Version;
 use crate::wal::{ReplayEnd, WalWriter, replay_wal, replay_wal_bytes};
 
 use super::background::Jobs;
-use super::{ClosedWal, DbInner, MAX_MANIFEST_BYTES, State, WriteState};
+use super::{
+    ClosedWal, DbInner, MAX_MANIFEST_BYTES, Scheduler, State, VersionState, WritePipeline,
+    WriteState,
+};
 use crate::base::snapshot::SnapshotList;
 
 /// Opens (or creates) the database in `path`: the recovery steps above, one function each.
@@ -1048,50 +1051,56 @@ fn assemble_db_inner(
         fs: locked.fs,
         stats,
         table_cache,
-        super_version: ArcSwap::from_pointee(sv),
-        last_seq: AtomicU64::new(rec.last_seq),
-        next_file: rec.next_file,
-        snapshots: Arc::new(SnapshotList::default()),
-        write: Mutex::new(WriteState {
-            wal: installed.wal,
-            delay_debt_nanos: 0,
-            trace: crate::stats::WriteTrace::default(),
-            last_assigned: rec.last_seq,
-        }),
-        queue: Mutex::new(std::collections::VecDeque::new()),
-        queued: std::sync::atomic::AtomicUsize::new(0),
-        manifest: Mutex::new(installed.manifest),
-        state: Mutex::new(State {
-            mems,
-            version,
-            log_number: installed.log_number,
-            flush_running: false,
-            claims: Claims::new(),
-            bg_compactions: 0,
-            bg_error: None,
-            shutting_down: false,
-            pending_compaction_bytes: pending,
-            obsolete: Vec::new(),
-            obsolete_nvm: Vec::new(),
-        }),
-        bg_cv: Condvar::new(),
-        done_cv: Condvar::new(),
+        writes: WritePipeline {
+            write: Mutex::new(WriteState {
+                wal: installed.wal,
+                delay_debt_nanos: 0,
+                trace: crate::stats::WriteTrace::default(),
+                last_assigned: rec.last_seq,
+            }),
+            queue: Mutex::new(std::collections::VecDeque::new()),
+            queued: std::sync::atomic::AtomicUsize::new(0),
+            closed_wals: Mutex::new(closed_wals),
+            wal_failed: AtomicBool::new(false),
+            sync_wals_ahead: AtomicBool::new(syncs_wals_ahead(&opts)),
+            // The open synced the directory after creating its WAL (with `CURRENT`).
+            wal_entries_durable: AtomicU64::new(installed.wal_number),
+            spare: Mutex::new(None),
+        },
+        versions: VersionState {
+            manifest: Mutex::new(installed.manifest),
+            super_version: ArcSwap::from_pointee(sv),
+            last_seq: AtomicU64::new(rec.last_seq),
+            next_file: rec.next_file,
+            max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
+            snapshots: Arc::new(SnapshotList::default()),
+        },
+        jobs: Scheduler {
+            state: Mutex::new(State {
+                mems,
+                version,
+                log_number: installed.log_number,
+                flush_running: false,
+                claims: Claims::new(),
+                bg_compactions: 0,
+                bg_error: None,
+                shutting_down: false,
+                pending_compaction_bytes: pending,
+                obsolete: Vec::new(),
+                obsolete_nvm: Vec::new(),
+            }),
+            bg_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
+        },
         gate: Arc::new(crate::gate::Gate::new()),
-        max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
         lock: Mutex::new(Some(locked.lock)),
-        threads: Mutex::new(Vec::new()),
-        closed_wals: Mutex::new(closed_wals),
-        wal_failed: AtomicBool::new(false),
-        sync_wals_ahead: AtomicBool::new(syncs_wals_ahead(&opts)),
-        // The open synced the directory after creating its WAL (with `CURRENT`).
-        wal_entries_durable: AtomicU64::new(installed.wal_number),
         storage,
         policy,
         design,
         placement,
         read_pool,
         opts,
-        spare: Mutex::new(None),
     }))
 }
 
@@ -1137,7 +1146,7 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<()> {
             }
         });
         match h {
-            Ok(h) => inner.threads.lock().push(h),
+            Ok(h) => inner.jobs.threads.lock().push(h),
             Err(e) => {
                 inner.gate.shut();
                 let _ = inner.shutdown();

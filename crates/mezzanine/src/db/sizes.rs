@@ -51,7 +51,7 @@ impl Db {
     /// As [`Db::approximate_size`].
     pub fn approximate_sizes(&self, ranges: &[KeyRange<'_>]) -> Result<Vec<u64>> {
         let _pass = self.inner.enter()?;
-        let sv = self.inner.super_version.load_full();
+        let sv = self.inner.versions.super_version.load_full();
         ranges
             .iter()
             .map(|&(s, e)| {

@@ -258,10 +258,10 @@ impl DbInner {
         }
         // Fast path: nobody is writing or waiting, so this batch is a group of one and
         // needs no queue slot.
-        if let Some(mut ws) = self.write.try_lock() {
+        if let Some(mut ws) = self.writes.write.try_lock() {
             // `queued`, not the queue's lock: two writers taking turns on this path would
             // otherwise pass that lock's line between their cores twice per write.
-            if self.queued.load(Ordering::Acquire) == 0 {
+            if self.writes.queued.load(Ordering::Acquire) == 0 {
                 let mut batch = batch;
                 let t = Instant::now();
                 let r = self
@@ -275,20 +275,20 @@ impl DbInner {
         }
         let slot = Arc::new(Slot::default());
         {
-            let mut q = self.queue.lock();
+            let mut q = self.writes.queue.lock();
             q.push_back(Pending {
                 batch,
                 sync,
                 slot: Arc::clone(&slot),
             });
-            self.queued.store(q.len(), Ordering::Release);
+            self.writes.queued.store(q.len(), Ordering::Release);
         }
         // Pairs with the fence in `wake_next_writer`: either the `write` lock's holder
         // sees this writer queued when it releases the lock, or this writer's `try_lock`
         // below sees the lock free.
         std::sync::atomic::fence(Ordering::SeqCst);
         loop {
-            if let Some(ws) = self.write.try_lock() {
+            if let Some(ws) = self.writes.write.try_lock() {
                 if let Some(r) = slot.take_result() {
                     drop(ws);
                     self.wake_next_writer();
@@ -313,16 +313,16 @@ impl DbInner {
     /// the `write` lock.
     pub(super) fn wake_next_writer(&self) {
         std::sync::atomic::fence(Ordering::SeqCst);
-        if self.queued.load(Ordering::Acquire) == 0 {
+        if self.writes.queued.load(Ordering::Acquire) == 0 {
             return;
         }
-        if let Some(p) = self.queue.lock().front() {
+        if let Some(p) = self.writes.queue.lock().front() {
             p.slot.wake();
         }
     }
 
     fn take_group(&self) -> Vec<Pending> {
-        let mut q = self.queue.lock();
+        let mut q = self.writes.queue.lock();
         let mut group = Vec::new();
         let mut bytes = 0usize;
         while let Some(p) = q.front() {
@@ -335,7 +335,7 @@ impl DbInner {
                 group.push(p);
             }
         }
-        self.queued.store(q.len(), Ordering::Release);
+        self.writes.queued.store(q.len(), Ordering::Release);
         group
     }
 
@@ -456,14 +456,16 @@ impl DbInner {
             };
             stats.record_group(user_bytes);
             ws.last_assigned = first + count - 1;
-            self.last_seq.store(first + count - 1, Ordering::Release);
+            self.versions
+                .last_seq
+                .store(first + count - 1, Ordering::Release);
             return Ok(None);
         }
         let mut wal_end = None;
         if let Some(wal) = ws.wal.as_mut() {
             let data = batch.data();
             if sync {
-                if !self.sync_wals_ahead.swap(true, Ordering::AcqRel) {
+                if !self.writes.sync_wals_ahead.swap(true, Ordering::AcqRel) {
                     // From now on WALs are made durable ahead, this one from here.
                     wal.set_early_writeback(true);
                 }
@@ -479,7 +481,7 @@ impl DbInner {
             ws.trace.wal += micros_between(t, now);
             wal_end = Some(now);
             if let Err(e) = appended {
-                self.wal_failed.store(true, Ordering::Release);
+                self.writes.wal_failed.store(true, Ordering::Release);
                 self.set_bg_error(&format!("WAL append failed: {e}"));
                 return Err(e);
             }
@@ -550,11 +552,12 @@ impl DbInner {
         // The group before this one is inserted by another thread, which needs no lock.
         let previous = g.first - 1;
         spin_until(Duration::MAX, || {
-            self.last_seq.load(Ordering::Acquire) == previous
+            self.versions.last_seq.load(Ordering::Acquire) == previous
         });
         // Published even after a failed insert (the database is then failed: no write is
         // accepted), so that the groups after it are not held forever.
-        self.last_seq
+        self.versions
+            .last_seq
             .store(g.first + g.count - 1, Ordering::Release);
         let mut trace = g.trace;
         trace.insert += micros_between(g.insert_start, end);
@@ -582,7 +585,7 @@ impl DbInner {
     /// published. Groups are published in the order they were logged, the last one
     /// setting `last_seq` to `last_assigned` (a group that fails to log assigns nothing).
     fn inserts_pending(&self, ws: &WriteState) -> bool {
-        self.last_seq.load(Ordering::Acquire) != ws.last_assigned
+        self.versions.last_seq.load(Ordering::Acquire) != ws.last_assigned
     }
 
     /// Inserts the members' batches of a group into the DRAM memtable `mem`, numbered from
@@ -641,12 +644,12 @@ impl DbInner {
     }
 
     pub(super) fn set_bg_error(&self, msg: &str) {
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         if st.bg_error.is_none() {
             st.bg_error = Some(msg.to_string());
         }
         drop(st);
-        self.done_cv.notify_all();
+        self.jobs.done_cv.notify_all();
     }
 
     /// The sticky background error, or `Closed` once the handle is closing (a stalled
@@ -683,11 +686,11 @@ impl DbInner {
         let need = crate::memtable::room_needed(entries, bytes) + 4096;
         loop {
             // The wait is timed only when there is one (no clock read on the fast path).
-            let mut st = match self.state.try_lock() {
+            let mut st = match self.jobs.state.try_lock() {
                 Some(st) => st,
                 None => {
                     let t = Instant::now();
-                    let st = self.state.lock();
+                    let st = self.jobs.state.lock();
                     ws.trace.state_lock += micros(t);
                     st
                 }
@@ -797,7 +800,7 @@ impl DbInner {
     pub(super) fn sync_closed_wals(&self, up_to: u64) -> Result<()> {
         self.check_wal_intact()?;
         let pending: Vec<Arc<super::ClosedWal>> = {
-            let list = self.closed_wals.lock();
+            let list = self.writes.closed_wals.lock();
             if list.is_empty() {
                 return Ok(());
             }
@@ -807,7 +810,7 @@ impl DbInner {
             let mut g = w.writer.lock();
             if let Some(wal) = g.as_mut() {
                 if let Err(e) = wal.sync() {
-                    self.wal_failed.store(true, Ordering::Release);
+                    self.writes.wal_failed.store(true, Ordering::Release);
                     self.set_bg_error(&format!("WAL sync failed: {e}"));
                     return Err(e);
                 }
@@ -817,7 +820,8 @@ impl DbInner {
                 *g = None;
             }
         }
-        self.closed_wals
+        self.writes
+            .closed_wals
             .lock()
             .retain(|w| w.writer.lock().is_some());
         Ok(())
@@ -835,7 +839,7 @@ impl DbInner {
     /// memtables are in synced tables now, so their records are needed no more.
     pub(super) fn forget_closed_wals(&self, up_to: u64) {
         let forgotten: Vec<Arc<super::ClosedWal>> = {
-            let mut list = self.closed_wals.lock();
+            let mut list = self.writes.closed_wals.lock();
             let (old, keep) = list.drain(..).partition(|w| w.number <= up_to);
             *list = keep;
             old
@@ -848,7 +852,7 @@ impl DbInner {
     /// `Err` once a WAL append or sync has failed: syncing any log after that could make
     /// newer writes durable behind lost ones.
     pub(super) fn check_wal_intact(&self) -> Result<()> {
-        if self.wal_failed.load(Ordering::Acquire) {
+        if self.writes.wal_failed.load(Ordering::Acquire) {
             return Err(Error::Background(
                 "a WAL append or sync failed earlier; no log is synced after it".to_string(),
             ));
@@ -866,14 +870,14 @@ impl DbInner {
         // NoveLSM, mutable: a full DRAM memtable hands over to an NVM memtable (no WAL),
         // a full NVM memtable to a new DRAM one. Without room in the pool, stay in DRAM.
         let (next, active) = {
-            let st = self.state.lock();
+            let st = self.jobs.state.lock();
             let a = st.mems.active();
             (self.design.memtables().next_active(a), a.id())
         };
         // A spare made ready in the background saves this switch a manifest write. The
         // `spare` lock is held until the new memtable is installed: a spare made meanwhile
         // would follow the memtable being switched out.
-        let mut slot = self.spare.lock();
+        let mut slot = self.writes.spare.lock();
         let mut spare = slot.take();
         if let Some(s) = spare.take_if(|s| s.for_active != active) {
             // Never the case (see `prepare_spare`); a spare for another memtable could
@@ -889,7 +893,7 @@ impl DbInner {
             }
             Some(SpareKind::Wal(mut w)) if next == NextActive::Dram => {
                 // A `sync` write may have turned early writeback on since the spare was made.
-                w.set_early_writeback(self.sync_wals_ahead.load(Ordering::Acquire));
+                w.set_early_writeback(self.writes.sync_wals_ahead.load(Ordering::Acquire));
                 (w.number(), Some(w))
             }
             other => {
@@ -934,20 +938,23 @@ impl DbInner {
             // the newer logs. An END marker says so without truncating the file here (the
             // truncation waits for the log's sync, off the write path).
             if let Err(e) = w.seal() {
-                self.wal_failed.store(true, Ordering::Release);
+                self.writes.wal_failed.store(true, Ordering::Release);
                 self.set_bg_error(&format!("WAL close failed: {e}"));
             }
-            self.closed_wals.lock().push(Arc::new(super::ClosedWal {
-                number: w.number(),
-                writer: parking_lot::Mutex::new(Some(w)),
-            }));
+            self.writes
+                .closed_wals
+                .lock()
+                .push(Arc::new(super::ClosedWal {
+                    number: w.number(),
+                    writer: parking_lot::Mutex::new(Some(w)),
+                }));
         }
         ws.wal = wal;
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         st.mems.switch(mem);
         self.install_super_version(&mut st);
         drop(st);
-        self.bg_cv.notify_all();
+        self.jobs.bg_cv.notify_all();
     }
 
     /// A new WAL numbered `number` where the design places it (an NVM WAL is recorded in
@@ -979,7 +986,7 @@ impl DbInner {
         let mut w =
             WalWriter::create(self.fs.as_ref(), &self.path, number, self.opts.wal_mapped())?
                 .with_deferred_dir_sync(Arc::clone(&self.fs), &self.path);
-        w.set_early_writeback(self.sync_wals_ahead.load(Ordering::Acquire));
+        w.set_early_writeback(self.writes.sync_wals_ahead.load(Ordering::Acquire));
         Ok(w)
     }
 
@@ -996,9 +1003,9 @@ impl DbInner {
     /// Holds the `spare` lock throughout: a switch meanwhile waits for it, so a spare is
     /// never made for a memtable that is no longer active.
     pub(super) fn prepare_spare(&self) -> Result<()> {
-        let mut slot = self.spare.lock();
+        let mut slot = self.writes.spare.lock();
         let (next, active) = {
-            let st = self.state.lock();
+            let st = self.jobs.state.lock();
             if st.shutting_down || st.bg_error.is_some() {
                 return Ok(());
             }
@@ -1088,13 +1095,15 @@ impl DbInner {
     /// Makes the directory entries of WALs numbered up to `number` durable (one directory
     /// sync, unless an earlier one covered them).
     pub(super) fn make_wal_entries_durable(&self, number: u64) -> Result<()> {
-        if !self.opts.use_wal || self.wal_entries_durable.load(Ordering::Acquire) >= number {
+        if !self.opts.use_wal || self.writes.wal_entries_durable.load(Ordering::Acquire) >= number {
             return Ok(());
         }
         self.fs
             .sync_dir(&self.path)
             .map_err(|e| Error::from(e).in_file(&self.path))?;
-        self.wal_entries_durable.fetch_max(number, Ordering::AcqRel);
+        self.writes
+            .wal_entries_durable
+            .fetch_max(number, Ordering::AcqRel);
         Ok(())
     }
 
@@ -1104,11 +1113,11 @@ impl DbInner {
     /// runs one without a WAL, after the gate shut.
     pub(super) fn flush(&self) -> Result<()> {
         let target = {
-            let mut ws = self.write.lock();
+            let mut ws = self.writes.write.lock();
             // Every write logged before the call is in the memtable it flushes.
             self.wait_for_inserts(&ws);
             let r = (|| -> Result<Option<u64>> {
-                let mut st = self.state.lock();
+                let mut st = self.jobs.state.lock();
                 if st.mems.active().is_empty() {
                     return Ok(None);
                 }
@@ -1130,7 +1139,7 @@ impl DbInner {
             self.wake_next_writer();
             r?
         };
-        let mut st = self.state.lock();
+        let mut st = self.jobs.state.lock();
         let target = match target {
             Some(t) => t,
             None => match st.mems.immutables().first() {
@@ -1184,7 +1193,7 @@ mod tests {
         let inner = Arc::clone(&db.inner);
         let (held_tx, held_rx) = std::sync::mpsc::channel();
         let holder = std::thread::spawn(move || {
-            let st = inner.state.lock();
+            let st = inner.jobs.state.lock();
             held_tx.send(()).unwrap();
             std::thread::sleep(Duration::from_millis(40));
             drop(st);
