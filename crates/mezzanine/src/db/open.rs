@@ -386,7 +386,7 @@ impl WalSource {
     fn replay(
         &self,
         locked: &LockedDir,
-        nvm: Option<&Arc<NvmTier>>,
+        storage: &Storage,
         tolerate: bool,
         apply: &mut dyn FnMut(WriteBatch) -> Result<()>,
     ) -> Result<ReplayEnd> {
@@ -398,15 +398,8 @@ impl WalSource {
                 apply,
             ),
             WalSource::Nvm(o) => {
-                let tier = nvm
-                    .ok_or_else(|| Error::InvalidArgument("NVM WAL without an NVM tier".into()))?;
-                let bytes = tier.read_log(o)?;
-                replay_wal_bytes(
-                    bytes,
-                    &tier.dir().join(crate::storage::nvm::POOL_FILE),
-                    tolerate,
-                    apply,
-                )
+                let (bytes, pool) = storage.read_nvm_log(o)?;
+                replay_wal_bytes(bytes, &pool, tolerate, apply)
             }
         }
     }
@@ -582,7 +575,7 @@ fn replay_into_l0(
     // when switched out, so it lost its tail. Later WALs become obsolete with the new log
     // number.
     for (i, src) in wals.iter().enumerate() {
-        let end = src.replay(locked, storage.nvm(), tolerate, &mut |batch: WriteBatch| {
+        let end = src.replay(locked, storage, tolerate, &mut |batch: WriteBatch| {
             let n = batch.len() as u64;
             if n > 0 {
                 let seq: SeqNo = batch.sequence();
@@ -641,7 +634,6 @@ fn replay_into_memtables(
     tolerate: bool,
 ) -> Result<Replayed> {
     let LockedDir { fs, dir, .. } = locked;
-    let tier = nvm.tier.as_ref();
     let mut kept_wals: HashSet<u64> = HashSet::new();
     let mut kept_mems: Vec<Arc<MemTable>> = Vec::new();
     let mut rewritten: Option<WalWriter> = None;
@@ -653,7 +645,7 @@ fn replay_into_memtables(
     // not stop at the old tear before newer WALs), and the WALs after it are dropped.
     for (i, src) in wals.iter().enumerate() {
         let mut m = Arc::new(MemTable::new(src.number(), opts.memtable_capacity()));
-        let end = src.replay(locked, tier, tolerate, &mut |batch: WriteBatch| {
+        let end = src.replay(locked, storage, tolerate, &mut |batch: WriteBatch| {
             let n = batch.len() as u64;
             if n > 0 {
                 // One memtable per WAL, however much the WAL holds (written under other

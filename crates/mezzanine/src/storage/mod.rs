@@ -455,6 +455,19 @@ impl Storage {
         }
     }
 
+    /// The records of NVM log `obj` (a WAL in the pool) and the pool file's path (for
+    /// errors).
+    ///
+    /// # Errors
+    /// `InvalidArgument` without an NVM tier; `Corruption` from a damaged log header.
+    pub fn read_nvm_log(&self, obj: &nvm::NvmObject) -> Result<(Vec<u8>, PathBuf)> {
+        let tier = self
+            .nvm
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("NVM WAL without an NVM tier".into()))?;
+        Ok((tier.read_log(obj)?, tier.dir().join(nvm::POOL_FILE)))
+    }
+
     /// Whether tables' bytes are read straight from mapped memory (an NVM pool or a matrix
     /// container): an iterator over them must then hold off a close at every step.
     #[must_use]
