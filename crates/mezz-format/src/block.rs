@@ -1033,7 +1033,7 @@ impl Block {
         &self.data
     }
 
-    /// The block's buffer, for reuse ([`crate::spare::give`]).
+    /// The block's buffer, for reuse ([`mezz_util::spare::give`]).
     #[must_use]
     pub fn into_contents(self) -> Vec<u8> {
         self.data

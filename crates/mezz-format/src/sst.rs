@@ -40,6 +40,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mezz_env::{RandomAccessFile, WritableFile};
+use mezz_util::counter::StripedCounters;
 
 use crate::block::{
     Block, BlockBuilder, BlockFormat, BlockIter, IndexKind, KeySetRef, KeySetWriter,
@@ -48,7 +49,6 @@ use crate::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::coding::{Decoder, get_fixed32, get_fixed64, put_length_prefixed, put_varint64};
 pub use crate::compress::Compression;
 use crate::compress::{BlockCompressor, DEFAULT_ZSTD_LEVEL, decompress_block};
-use crate::counter::StripedCounters;
 use crate::filter::{BloomBuilder, BloomFilter};
 use crate::ikey::{
     MAX_SEQ, ParsedInternalKey, SeqNo, ValueKind, compare_internal_keys, pack_trailer,
@@ -807,7 +807,7 @@ pub trait BlockCache: Send + Sync + std::fmt::Debug {
 
 /// Read statistics of one table or, when shared through
 /// [`TableReader::open_with_counters`], of many: relaxed totals, striped by thread
-/// ([`crate::counter`]) so that threads reading at once do not contend on one cache line.
+/// ([`mezz_util::counter`]) so that threads reading at once do not contend on one cache line.
 #[derive(Debug, Default)]
 pub struct ReadCounters {
     c: StripedCounters<6>,
@@ -1073,7 +1073,7 @@ impl TableReader {
                 ReadCounter::DecompressNanos,
                 start.elapsed().as_nanos() as u64,
             );
-            crate::spare::give(stored);
+            mezz_util::spare::give(stored);
             raw
         };
         let start = Instant::now();
@@ -1545,13 +1545,13 @@ fn read_block_bytes(
     let total = usize::try_from(end - h.offset)
         .map_err(|_| Error::corruption(h.offset, "block too large"))?;
     let size = h.size as usize;
-    let mut buf = crate::spare::zeroed(total);
+    let mut buf = mezz_util::spare::zeroed(total);
     let started = std::time::Instant::now();
     match readahead {
         Some(window) => window.read(file, h.offset, &mut buf, limit)?,
         None => file.read_exact_at(h.offset, &mut buf)?,
     }
-    crate::trace::block_read(started);
+    mezz_util::trace::block_read(started);
     counters.add(ReadCounter::BlocksRead, 1);
     counters.add(ReadCounter::BytesRead, total as u64);
     Ok((buf, size))

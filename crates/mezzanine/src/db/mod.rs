@@ -257,14 +257,14 @@ fn elapsed_nanos(t: Instant) -> u64 {
 /// `DbInner::finish_get`).
 struct GetStart {
     at: Instant,
-    waits: mezz_format::trace::ReadWaits,
+    waits: mezz_util::trace::ReadWaits,
 }
 
 impl GetStart {
     fn now() -> GetStart {
         GetStart {
             at: Instant::now(),
-            waits: mezz_format::trace::current(),
+            waits: mezz_util::trace::current(),
         }
     }
 }
@@ -419,7 +419,7 @@ impl DbInner {
         let nanos = elapsed_nanos(start.at);
         self.stats.get_latency.record(nanos);
         if nanos / 1000 >= SLOW_MICROS {
-            let w = mezz_format::trace::current().since(&start.waits);
+            let w = mezz_util::trace::current().since(&start.waits);
             self.stats
                 .slow_reads
                 .lock()

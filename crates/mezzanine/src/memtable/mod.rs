@@ -36,10 +36,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use mezz_format::ikey::{self, TRAILER_LEN};
-use mezz_format::spare::Kept;
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 use mezz_pmem::skiplist::{Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, ArenaOptions};
+use mezz_util::spare::Kept;
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};

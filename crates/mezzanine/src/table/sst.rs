@@ -83,7 +83,7 @@ type BlockMap = quick_cache::sync::Cache<
 /// The block cache shared by every table of a DB: at most `capacity` bytes of blocks.
 ///
 /// A block evicted by an insertion, when no reader still holds it, gives its buffer to the
-/// inserting thread's spare buffers (`mezz_format::spare`): that thread's next block read
+/// inserting thread's spare buffers (`mezz_util::spare`): that thread's next block read
 /// fills it, so a stream of cache misses neither allocates nor frees block buffers (freeing
 /// a block another thread allocated takes that thread's malloc arena lock).
 pub struct BlockCacheImpl {
@@ -159,7 +159,7 @@ impl BlockCache for BlockCacheImpl {
             .insert_with_lifecycle((cache_id, offset), block, &mut evicted);
         for block in evicted.0.into_iter().flatten() {
             if let Ok(block) = Arc::try_unwrap(block) {
-                mezz_format::spare::give(block.into_contents());
+                mezz_util::spare::give(block.into_contents());
             }
         }
     }
@@ -361,7 +361,7 @@ mod tests {
         let cache = Arc::new(BlockCacheImpl::new(one * 4));
         let c = Arc::clone(&cache);
         std::thread::spawn(move || {
-            assert_eq!(mezz_format::spare::held(), 0);
+            assert_eq!(mezz_util::spare::held(), 0);
             // One block a reader still holds when it is evicted: its buffer stays with it.
             let held = block_of(200);
             c.insert(1, 0, Arc::clone(&held));
@@ -373,16 +373,16 @@ mod tests {
                 "the cache stays within capacity"
             );
             assert_eq!(
-                mezz_format::spare::held(),
-                mezz_format::spare::MAX_SPARES,
+                mezz_util::spare::held(),
+                mezz_util::spare::MAX_SPARES,
                 "evicted blocks nobody held became this thread's spare buffers"
             );
             // Block reads on this thread now take the spares instead of allocating; none
             // of them is the buffer of the block a reader still holds.
-            let spares: Vec<Vec<u8>> = (0..mezz_format::spare::MAX_SPARES)
-                .map(|_| mezz_format::spare::zeroed(one))
+            let spares: Vec<Vec<u8>> = (0..mezz_util::spare::MAX_SPARES)
+                .map(|_| mezz_util::spare::zeroed(one))
                 .collect();
-            assert_eq!(mezz_format::spare::held(), 0);
+            assert_eq!(mezz_util::spare::held(), 0);
             for buf in &spares {
                 assert!(buf.iter().all(|&b| b == 0));
                 assert_ne!(buf.as_ptr(), held.contents().as_ptr());
@@ -392,7 +392,7 @@ mod tests {
         .join()
         .unwrap();
         // Another thread's pool is its own.
-        assert_eq!(mezz_format::spare::held(), 0);
+        assert_eq!(mezz_util::spare::held(), 0);
     }
 
     /// Writes `entries` (sorted internal keys) as table `id` in `dir`.
