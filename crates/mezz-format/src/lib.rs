@@ -2,7 +2,9 @@
 //!
 //! Owns: little-endian coding, checksums, the internal key, the unified KeySet block
 //! (JigsawDB) and LevelDB's prefix-compressed block, bloom filters, block compression (LZ4,
-//! Zstd), the SST builder and reader, and the log framing shared by the WAL and the MANIFEST.
+//! Zstd), the SST builder and reader, the log framing shared by the WAL and the MANIFEST, the
+//! internal iterator trait, and the error of all of these ([`Error`], whose corruption
+//! [`CorruptionDetail`] keeps checksums and magic numbers as fields).
 //!
 //! Layering: this crate knows nothing of versions, levels, compaction or the engine's
 //! options. It depends on `mezz-env` only for file handles, and on `mezz-util` for the
@@ -27,6 +29,6 @@ pub mod sst;
 #[cfg(test)]
 mod testfile;
 
-pub use error::{Error, Result};
+pub use error::{CorruptionDetail, Error, Result};
 pub use ikey::{SeqNo, ValueKind};
 pub use iter::{EntryRef, InternalIterator};

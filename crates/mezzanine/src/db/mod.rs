@@ -551,7 +551,7 @@ impl DbInner {
     /// An iterator over `sv` at `seq`; it keeps `sv` (and the snapshot) alive.
     fn iter_in(&self, sv: Arc<SuperVersion>, seq: SeqNo, opts: &ReadOptions) -> Result<DbIterator> {
         let topts = Self::table_read_options(opts);
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut children: Vec<Box<dyn InternalIterator<Error>>> = Vec::new();
         children.push(sv.mem.iter());
         for m in sv.imms.iter().chain(sv.nvm.iter()) {
             children.push(m.iter());
@@ -715,7 +715,7 @@ impl DbInner {
             let bad = |offset: u64, detail: String| Error::Corruption {
                 file: Some(path.clone()),
                 offset,
-                detail,
+                detail: detail.into(),
             };
             // An NVM table's size is the bytes of its entries (which may live in buffers
             // other tables share); only an SST's stored size must match it.

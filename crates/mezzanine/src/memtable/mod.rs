@@ -636,7 +636,7 @@ impl MemTable {
     /// A bidirectional iterator over every entry (internal keys), starting unpositioned. It
     /// keeps the memtable's entries alive.
     #[must_use]
-    pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator> {
+    pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator<Error>> {
         match &self.store {
             Store::Nvm(list) => list.iter(),
             Store::Dram(list) => Box::new(MemTableIter {
@@ -713,7 +713,7 @@ impl std::fmt::Debug for MemTableIter {
     }
 }
 
-impl InternalIterator for MemTableIter {
+impl InternalIterator<Error> for MemTableIter {
     fn valid(&self) -> bool {
         self.cursor.valid()
     }

@@ -21,7 +21,7 @@ use std::fmt::Debug;
 
 use mezz_format::{InternalIterator, SeqNo};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Options of a read from a table.
 #[derive(Debug, Clone, Copy)]
@@ -91,7 +91,7 @@ pub trait Table: Send + Sync + Debug {
         self.get_pinned(user_key, seq, opts)
     }
     /// An iterator over every entry (internal keys), starting unpositioned.
-    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator>;
+    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator<Error>>;
     /// The NVM table behind this handle, if it is one (moving it to SSD copies its blocks).
     fn as_nvm(&self) -> Option<&nvm::NvmTable> {
         None
@@ -108,7 +108,9 @@ pub trait Table: Send + Sync + Debug {
     fn verify(&self) -> Result<u64>;
 }
 
-/// A table's iterator that names the table's file (or pool) in errors.
+/// A table's iterator from the format layer (`mezz-format`, `mezz-pmem`), as an engine
+/// iterator: its errors name the table's file (or pool) and become the engine's [`Error`]
+/// (same kind and fields).
 pub(crate) struct InFileIter<I> {
     inner: I,
     path: std::path::PathBuf,
@@ -129,7 +131,7 @@ impl<I> Debug for InFileIter<I> {
     }
 }
 
-impl<I: InternalIterator> InternalIterator for InFileIter<I> {
+impl<I: InternalIterator> InternalIterator<Error> for InFileIter<I> {
     fn valid(&self) -> bool {
         self.inner.valid()
     }
@@ -158,7 +160,9 @@ impl<I: InternalIterator> InternalIterator for InFileIter<I> {
         self.inner.value()
     }
     fn status(&self) -> Result<()> {
-        self.inner.status().map_err(|e| e.in_file(&self.path))
+        self.inner
+            .status()
+            .map_err(|e| e.in_file(&self.path).into())
     }
     fn entry_ref(&self) -> Option<mezz_format::EntryRef> {
         self.inner.entry_ref()

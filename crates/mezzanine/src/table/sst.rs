@@ -306,7 +306,7 @@ impl Table for SstTable {
 
     /// `opts.verify_checksums` has no effect yet: blocks are verified when read from the
     /// file, and cached blocks are trusted.
-    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator> {
+    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator<Error>> {
         let readahead = if opts.whole_table_scan {
             self.scan_readahead
         } else {
@@ -321,7 +321,7 @@ impl Table for SstTable {
     fn verify(&self) -> Result<u64> {
         self.reader
             .verify_with_readahead(self.scan_readahead)
-            .map_err(|e| e.in_file(&self.path))
+            .map_err(|e| e.in_file(&self.path).into())
     }
 }
 
@@ -912,7 +912,7 @@ mod tests {
             mem.add(p.seq, p.kind, p.user_key, &v).unwrap();
         }
         let ro = TableReadOptions::default();
-        let children: Vec<Box<dyn InternalIterator>> = vec![
+        let children: Vec<Box<dyn InternalIterator<Error>>> = vec![
             mem.iter(),
             tc.open(&l0).unwrap().iter(&ro),
             Box::new(LevelIterator::new(level, Arc::clone(&tc), ro)),
