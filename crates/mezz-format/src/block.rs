@@ -54,7 +54,7 @@ use crate::coding::{
 };
 use crate::ikey::compare_internal_keys;
 use crate::iter::InternalIterator;
-use crate::{Error, Result};
+use crate::{CorruptionDetail, Error, Result};
 
 /// Data-block layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -479,7 +479,13 @@ impl<'a> KeySetRef<'a> {
         let word = get_fixed32(data, t + 12).ok_or_else(|| corrupt(t, "trailer"))?;
         let [m0, m1, version, kind] = word.to_le_bytes();
         if m0 != b'K' || m1 != b'S' {
-            return Err(corrupt(t + 12, "bad magic in trailer"));
+            return Err(Error::corruption(
+                base_offset.saturating_add((t + 12) as u64),
+                CorruptionDetail::BadMagic {
+                    what: "KeySet block trailer",
+                    found: u64::from(u16::from_le_bytes([m0, m1])),
+                },
+            ));
         }
         if version > KEYSET_VERSION {
             return Err(Error::UnsupportedVersion {
@@ -1033,7 +1039,7 @@ impl Block {
         &self.data
     }
 
-    /// The block's buffer, for reuse ([`crate::spare::give`]).
+    /// The block's buffer, for reuse ([`mezz_util::spare::give`]).
     #[must_use]
     pub fn into_contents(self) -> Vec<u8> {
         self.data

@@ -1,16 +1,26 @@
-//! The error type shared by every layer of Mezzanine.
+//! The format crate's error: what a decoder or encoder of this crate, or the file under it,
+//! reports. The engine has its own error (`mezzanine::Error`) with these cases and its own.
 //!
 //! `Corruption` is kept apart from `Io` and always names the file (when known), the byte
-//! offset and what was wrong, so a user can find the damage.
+//! offset and what was wrong, so a user can find the damage. What was wrong is a
+//! [`CorruptionDetail`]: a checksum mismatch and a bad magic number keep their numbers as
+//! fields, anything else is described in words.
+//!
+//! Invariant: the engine's error mirrors every variant here, with the same fields, and
+//! converts from this type variant by variant (an exhaustive match). So this enum is not
+//! `#[non_exhaustive]`: a variant added here does not compile until the engine gives it its
+//! place.
+//!
+//! Thread-safety: plain values (`Send + Sync`).
 
+use std::fmt;
 use std::path::PathBuf;
 
 /// Result alias.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// Every error Mezzanine reports.
+/// Every error of the persisted formats and the files holding them.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// Persisted bytes are not what was written: a checksum mismatch, a bad magic number,
     /// an impossible length.
@@ -20,8 +30,8 @@ pub enum Error {
         file: Option<PathBuf>,
         /// Byte offset of the damaged structure inside `file`.
         offset: u64,
-        /// What was wrong, e.g. "block checksum mismatch: got 0x.., expected 0x..".
-        detail: String,
+        /// What was wrong.
+        detail: CorruptionDetail,
     },
     /// An I/O error from the file system.
     #[error("I/O error{}: {source}", .path.as_ref().map_or_else(String::new, |p| format!(" on {}", p.display())))]
@@ -45,27 +55,92 @@ pub enum Error {
         /// The newest version this build understands.
         supported: u32,
     },
-    /// The database is locked by another handle (this process or another).
-    #[error("database at {0} is already open (LOCK held by another handle or process)")]
-    Locked(PathBuf),
-    /// A background flush or compaction failed earlier; writes are refused until reopen.
-    #[error("background error, writes refused until the database is reopened: {0}")]
-    Background(String),
-    /// The database has been closed.
-    #[error("database is closed")]
-    Closed,
+}
+
+/// What was wrong with corrupt bytes. Its `Display` is the text the error shows after the
+/// file and offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CorruptionDetail {
+    /// A stored checksum does not match the checksum of the bytes it covers.
+    Checksum {
+        /// What the checksum covers: `block`, `footer`, `fragment at offset 4096`.
+        what: String,
+        /// The checksum stored in the file (unmasked).
+        stored: u32,
+        /// The checksum of the bytes as read.
+        computed: u32,
+    },
+    /// A magic number is not the one the structure must carry.
+    BadMagic {
+        /// Which structure: `footer`, `KeySet block trailer`.
+        what: &'static str,
+        /// The bytes found where the magic number belongs, as a little-endian integer.
+        found: u64,
+    },
+    /// Anything else, in words: an impossible length, a field out of range, a short read.
+    Other(String),
+}
+
+impl fmt::Display for CorruptionDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Checksum {
+                what,
+                stored,
+                computed,
+            } => write!(
+                f,
+                "{what} checksum mismatch: got {computed:#010x}, expected {stored:#010x}"
+            ),
+            Self::BadMagic { what, found } => write!(f, "{what}: bad magic {found:#x}"),
+            Self::Other(detail) => f.write_str(detail),
+        }
+    }
+}
+
+impl From<String> for CorruptionDetail {
+    fn from(detail: String) -> Self {
+        Self::Other(detail)
+    }
+}
+
+impl From<&str> for CorruptionDetail {
+    fn from(detail: &str) -> Self {
+        Self::Other(detail.to_owned())
+    }
 }
 
 impl Error {
     /// A corruption error with no file attached yet (decoders use this; callers add the file
-    /// with [`Error::in_file`]).
+    /// with [`Error::in_file`]). `detail` is a [`CorruptionDetail`] or, for any other
+    /// damage, its description in words.
     #[must_use]
-    pub fn corruption(offset: u64, detail: impl Into<String>) -> Self {
+    pub fn corruption(offset: u64, detail: impl Into<CorruptionDetail>) -> Self {
         Self::Corruption {
             file: None,
             offset,
             detail: detail.into(),
         }
+    }
+
+    /// A checksum mismatch of `what` at `offset` (no file attached yet): `stored` is the
+    /// checksum in the file, `computed` the checksum of the bytes read.
+    #[must_use]
+    pub fn checksum_mismatch(
+        offset: u64,
+        what: impl Into<String>,
+        stored: u32,
+        computed: u32,
+    ) -> Self {
+        Self::corruption(
+            offset,
+            CorruptionDetail::Checksum {
+                what: what.into(),
+                stored,
+                computed,
+            },
+        )
     }
 
     /// Attaches a file path to a `Corruption` or `Io` error that has none; other errors
@@ -90,9 +165,9 @@ impl Error {
         }
     }
 
-    /// A copy of this error, for `status()` methods and group-commit members that must
-    /// report one stored error again. `Io` errors keep their kind and message (the source
-    /// chain is flattened into the text).
+    /// A copy of this error, for `status()` methods that must report one stored error
+    /// again. `Io` errors keep their kind and message (the source chain is flattened into
+    /// the text).
     #[must_use]
     pub fn duplicate(&self) -> Self {
         match self {
@@ -119,9 +194,6 @@ impl Error {
                 found: *found,
                 supported: *supported,
             },
-            Self::Locked(p) => Self::Locked(p.clone()),
-            Self::Background(m) => Self::Background(m.clone()),
-            Self::Closed => Self::Closed,
         }
     }
 
@@ -135,5 +207,61 @@ impl Error {
 impl From<std::io::Error> for Error {
     fn from(source: std::io::Error) -> Self {
         Self::Io { path: None, source }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn details_read_as_before() {
+        let e = Error::checksum_mismatch(8, "block", 0xdead_beef, 0x1234_5678).in_file("1.sst");
+        assert_eq!(
+            e.to_string(),
+            "corruption in 1.sst: at offset 8: block checksum mismatch: got 0x12345678, \
+             expected 0xdeadbeef"
+        );
+        let e = Error::corruption(
+            64,
+            CorruptionDetail::BadMagic {
+                what: "footer",
+                found: 0x0102,
+            },
+        );
+        assert_eq!(
+            e.to_string(),
+            "corruption in <unknown>: at offset 64: footer: bad magic 0x102"
+        );
+        let e = Error::corruption(3, format!("bad length {}", 7));
+        assert_eq!(
+            e.to_string(),
+            "corruption in <unknown>: at offset 3: bad length 7"
+        );
+        assert!(e.is_corruption());
+    }
+
+    #[test]
+    fn a_duplicate_keeps_the_structure() {
+        let e = Error::checksum_mismatch(8, "footer", 1, 2).in_file("x.sst");
+        match e.duplicate() {
+            Error::Corruption {
+                file,
+                offset: 8,
+                detail:
+                    CorruptionDetail::Checksum {
+                        what,
+                        stored: 1,
+                        computed: 2,
+                    },
+            } => {
+                assert_eq!(file.as_deref(), Some(std::path::Path::new("x.sst")));
+                assert_eq!(what, "footer");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A file already named stays.
+        let e = Error::corruption(1, "x").in_file("a").in_file("b");
+        assert!(e.to_string().contains("corruption in a:"), "{e}");
     }
 }

@@ -4,8 +4,15 @@
 //! Contract (as LevelDB's `Iterator`): after any positioning call the iterator is either
 //! valid or not; `key`/`value` may only be called when `valid()`; an error makes the iterator
 //! invalid and is reported by `status()`.
+//!
+//! The error `status()` reports is the trait's parameter `E`, by default this crate's
+//! [`Error`]: every iterator of this crate (and of `mezz-pmem`) reports format errors. An
+//! iterator of a layer above reports that layer's error: the engine's iterators (memtables,
+//! merging, levels) are `InternalIterator<mezzanine::Error>`, so an error only the engine has
+//! (the database closed under an iterator) passes through them unchanged; the engine wraps
+//! an iterator of this crate in an adapter that converts its errors.
 
-use crate::Result;
+use crate::Error;
 
 /// Where an entry lives in byte-addressable memory: the KeySet block holding it (offset of
 /// the block contents in the memory region, contents length) and its slot, plus the
@@ -24,8 +31,8 @@ pub struct EntryRef {
     pub crc: u32,
 }
 
-/// A bidirectional cursor over sorted internal keys.
-pub trait InternalIterator: Send {
+/// A bidirectional cursor over sorted internal keys, reporting errors of type `E`.
+pub trait InternalIterator<E = Error>: Send {
     /// Whether the iterator is positioned at an entry.
     fn valid(&self) -> bool;
     /// Positions at the first entry.
@@ -45,7 +52,10 @@ pub trait InternalIterator: Send {
     /// The current value. REQUIRES: `valid()`.
     fn value(&self) -> &[u8];
     /// The first error met, if any.
-    fn status(&self) -> Result<()>;
+    ///
+    /// # Errors
+    /// The error that made the iterator invalid.
+    fn status(&self) -> Result<(), E>;
     /// Where the current entry lives in byte-addressable memory, for iterators over
     /// persistent tables (`None` for every other source, the default). REQUIRES: `valid()`.
     fn entry_ref(&self) -> Option<EntryRef> {
@@ -85,10 +95,10 @@ impl InternalIterator for EmptyIterator {
     fn value(&self) -> &[u8] {
         &[]
     }
-    fn status(&self) -> Result<()> {
+    fn status(&self) -> Result<(), Error> {
         match &self.err {
             None => Ok(()),
-            Some(m) => Err(crate::Error::corruption(0, m.clone())),
+            Some(m) => Err(Error::corruption(0, m.clone())),
         }
     }
 }

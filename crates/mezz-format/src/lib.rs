@@ -2,12 +2,15 @@
 //!
 //! Owns: little-endian coding, checksums, the internal key, the unified KeySet block
 //! (JigsawDB) and LevelDB's prefix-compressed block, bloom filters, block compression (LZ4,
-//! Zstd), the SST builder and reader, and the log framing shared by the WAL and the MANIFEST.
+//! Zstd), the SST builder and reader, the log framing shared by the WAL and the MANIFEST, the
+//! internal iterator trait, and the error of all of these ([`Error`], whose corruption
+//! [`CorruptionDetail`] keeps checksums and magic numbers as fields).
 //!
 //! Layering: this crate knows nothing of versions, levels, compaction or the engine's
-//! options. It depends on `mezz-env` only for file handles. Every decoder returns a typed
-//! [`Error`] on bad input — never a panic, never an unbounded allocation (lengths are checked
-//! against the bytes actually present).
+//! options. It depends on `mezz-env` only for file handles, and on `mezz-util` for the
+//! runtime utilities a table reader uses (striped read counters, spare block buffers,
+//! read-wait traces). Every decoder returns a typed [`Error`] on bad input — never a panic,
+//! never an unbounded allocation (lengths are checked against the bytes actually present).
 //!
 //! Format specs: `docs/formats/keyset.md`, `docs/formats/sst.md`, `docs/formats/wal.md`.
 
@@ -15,7 +18,6 @@ pub mod block;
 pub mod checksum;
 pub mod coding;
 pub mod compress;
-pub mod counter;
 pub mod error;
 pub mod filter;
 #[doc(hidden)]
@@ -23,12 +25,10 @@ pub mod fuzzing;
 pub mod ikey;
 pub mod iter;
 pub mod log;
-pub mod spare;
 pub mod sst;
 #[cfg(test)]
 mod testfile;
-pub mod trace;
 
-pub use error::{Error, Result};
+pub use error::{CorruptionDetail, Error, Result};
 pub use ikey::{SeqNo, ValueKind};
 pub use iter::{EntryRef, InternalIterator};

@@ -23,9 +23,9 @@ use std::sync::Arc;
 
 use mezz_env::{RandomAccessFile, WritableFile};
 
-use crate::Result;
 use crate::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::coding::get_fixed32;
+use crate::{CorruptionDetail, Result};
 
 /// Size of a log block.
 pub const LOG_BLOCK_SIZE: usize = 32 * 1024;
@@ -200,7 +200,7 @@ pub enum LogRead {
         /// File offset where the dropped data starts.
         offset: u64,
         /// What was wrong.
-        detail: String,
+        detail: CorruptionDetail,
         /// Whether nothing valid follows.
         at_tail: bool,
     },
@@ -342,11 +342,16 @@ impl LogReader {
         false
     }
 
-    fn corrupt(&mut self, offset: u64, damage: u64, detail: String) -> LogRead {
+    fn corrupt(
+        &mut self,
+        offset: u64,
+        damage: u64,
+        detail: impl Into<CorruptionDetail>,
+    ) -> LogRead {
         let at_tail = !self.valid_fragment_after(damage + 1);
         LogRead::Corrupt {
             offset,
-            detail,
+            detail: detail.into(),
             at_tail,
         }
     }
@@ -374,7 +379,7 @@ impl LogReader {
                             self.eof = true;
                             return LogRead::Corrupt {
                                 offset: record_start.unwrap_or(off),
-                                detail,
+                                detail: detail.into(),
                                 at_tail: false,
                             };
                         }
@@ -398,7 +403,7 @@ impl LogReader {
                     return self.corrupt(
                         start,
                         here,
-                        "record truncated at end of log (missing its last fragment)".into(),
+                        "record truncated at end of log (missing its last fragment)",
                     );
                 }
                 return LogRead::Eof;
@@ -445,11 +450,11 @@ impl LogReader {
                 return self.corrupt(
                     dropped_at,
                     frag_off,
-                    format!(
-                        "fragment at offset {frag_off}: checksum mismatch: got {actual:#010x}, \
-                         expected {:#010x}",
-                        unmask(stored)
-                    ),
+                    CorruptionDetail::Checksum {
+                        what: format!("fragment at offset {frag_off}"),
+                        stored: unmask(stored),
+                        computed: actual,
+                    },
                 );
             }
             match ty {
@@ -461,7 +466,8 @@ impl LogReader {
                         detail: format!(
                             "record at offset {dropped_at} ends without a LAST fragment \
                              (new record at {frag_off})"
-                        ),
+                        )
+                        .into(),
                         at_tail: false,
                     };
                 }
@@ -493,7 +499,8 @@ impl LogReader {
                         offset: dropped_at,
                         detail: format!(
                             "end marker at offset {frag_off} inside a record or with a payload"
-                        ),
+                        )
+                        .into(),
                         at_tail: false,
                     };
                 }
@@ -821,10 +828,17 @@ mod tests {
         let mut r = LogReader::new(VecFile::shared(bytes));
         match r.read_record() {
             LogRead::Corrupt {
-                offset, at_tail, ..
+                offset,
+                at_tail,
+                detail,
             } => {
                 assert_eq!(offset, 0);
                 assert!(!at_tail);
+                assert!(
+                    matches!(&detail, CorruptionDetail::Checksum { what, stored, computed }
+                        if what == "fragment at offset 0" && stored != computed),
+                    "{detail:?}"
+                );
             }
             other => panic!("unexpected {other:?}"),
         }

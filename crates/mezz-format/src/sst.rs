@@ -40,6 +40,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mezz_env::{RandomAccessFile, WritableFile};
+use mezz_util::counter::StripedCounters;
 
 use crate::block::{
     Block, BlockBuilder, BlockFormat, BlockIter, IndexKind, KeySetRef, KeySetWriter,
@@ -48,14 +49,13 @@ use crate::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::coding::{Decoder, get_fixed32, get_fixed64, put_length_prefixed, put_varint64};
 pub use crate::compress::Compression;
 use crate::compress::{BlockCompressor, DEFAULT_ZSTD_LEVEL, decompress_block};
-use crate::counter::StripedCounters;
 use crate::filter::{BloomBuilder, BloomFilter};
 use crate::ikey::{
     MAX_SEQ, ParsedInternalKey, SeqNo, ValueKind, compare_internal_keys, pack_trailer,
     parse_internal_key, user_key,
 };
 use crate::iter::InternalIterator;
-use crate::{Error, Result};
+use crate::{CorruptionDetail, Error, Result};
 
 /// The magic number ending every table file.
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"MezzSST\x01");
@@ -350,13 +350,11 @@ pub fn check_block_frame(contents: &[u8], tail: &[u8], offset: u64) -> Result<u8
     };
     let actual = crc32c_extend(crc32c(contents), &[ty]);
     if stored != Some(actual) {
-        return Err(Error::corruption(
+        return Err(Error::checksum_mismatch(
             offset,
-            format!(
-                "block checksum mismatch: got {:#010x}, expected {:#010x}",
-                actual,
-                stored.unwrap_or_default()
-            ),
+            "block",
+            stored.unwrap_or_default(),
+            actual,
         ));
     }
     Ok(ty)
@@ -807,7 +805,7 @@ pub trait BlockCache: Send + Sync + std::fmt::Debug {
 
 /// Read statistics of one table or, when shared through
 /// [`TableReader::open_with_counters`], of many: relaxed totals, striped by thread
-/// ([`crate::counter`]) so that threads reading at once do not contend on one cache line.
+/// ([`mezz_util::counter`]) so that threads reading at once do not contend on one cache line.
 #[derive(Debug, Default)]
 pub struct ReadCounters {
     c: StripedCounters<6>,
@@ -871,17 +869,22 @@ impl Footer {
         let at = |rel: usize, what: &str| Error::corruption(offset + rel as u64, what.to_string());
         let magic = get_fixed64(b, 64).ok_or_else(|| at(0, "footer: truncated"))?;
         if magic != TABLE_MAGIC {
-            return Err(at(64, &format!("footer: bad magic {magic:#018x}")));
+            return Err(Error::corruption(
+                offset + 64,
+                CorruptionDetail::BadMagic {
+                    what: "footer",
+                    found: magic,
+                },
+            ));
         }
         let stored = get_fixed32(b, 60).ok_or_else(|| at(0, "footer: truncated"))?;
         let actual = crc32c(b.get(..60).ok_or_else(|| at(0, "footer: truncated"))?);
         if unmask(stored) != actual {
-            return Err(at(
-                60,
-                &format!(
-                    "footer checksum mismatch: got {:#010x}, expected {actual:#010x}",
-                    unmask(stored)
-                ),
+            return Err(Error::checksum_mismatch(
+                offset + 60,
+                "footer",
+                unmask(stored),
+                actual,
             ));
         }
         let version = get_fixed32(b, 52).ok_or_else(|| at(0, "footer: truncated"))?;
@@ -1073,7 +1076,7 @@ impl TableReader {
                 ReadCounter::DecompressNanos,
                 start.elapsed().as_nanos() as u64,
             );
-            crate::spare::give(stored);
+            mezz_util::spare::give(stored);
             raw
         };
         let start = Instant::now();
@@ -1410,7 +1413,8 @@ fn in_decompressed(e: Error, h: BlockHandle, block_type: u8) -> Error {
             detail: format!(
                 "{detail} (at byte {} of the decompressed block)",
                 offset.saturating_sub(h.offset)
-            ),
+            )
+            .into(),
         },
         e => e,
     }
@@ -1545,13 +1549,13 @@ fn read_block_bytes(
     let total = usize::try_from(end - h.offset)
         .map_err(|_| Error::corruption(h.offset, "block too large"))?;
     let size = h.size as usize;
-    let mut buf = crate::spare::zeroed(total);
+    let mut buf = mezz_util::spare::zeroed(total);
     let started = std::time::Instant::now();
     match readahead {
         Some(window) => window.read(file, h.offset, &mut buf, limit)?,
         None => file.read_exact_at(h.offset, &mut buf)?,
     }
-    crate::trace::block_read(started);
+    mezz_util::trace::block_read(started);
     counters.add(ReadCounter::BlocksRead, 1);
     counters.add(ReadCounter::BytesRead, total as u64);
     Ok((buf, size))
@@ -2383,7 +2387,7 @@ mod tests {
         );
         match t.verify() {
             Err(Error::Corruption { detail, .. }) => {
-                assert!(detail.contains("compression"), "{detail}");
+                assert!(detail.to_string().contains("compression"), "{detail}");
             }
             other => panic!("expected corruption, got {other:?}"),
         }
@@ -2582,8 +2586,47 @@ mod tests {
         let mut bad = good.clone();
         bad[len - 1] ^= 0xff;
         match open(bad, None) {
-            Err(Error::Corruption { offset, .. }) => assert_eq!(offset, len as u64 - 8),
+            Err(Error::Corruption {
+                offset,
+                detail:
+                    CorruptionDetail::BadMagic {
+                        what: "footer",
+                        found,
+                    },
+                ..
+            }) => {
+                assert_eq!(offset, len as u64 - 8);
+                assert_eq!(found, TABLE_MAGIC ^ (0xff << 56));
+            }
             other => panic!("expected corruption, got {other:?}"),
+        }
+        // A damaged footer field: the footer's checksum, stored and computed.
+        let mut bad = good.clone();
+        bad[len - FOOTER_LEN] ^= 0x01;
+        let stored = unmask(get_fixed32(&bad, len - 12).unwrap());
+        let computed = crc32c(&bad[len - FOOTER_LEN..len - 12]);
+        let e = open(bad, None).unwrap_err();
+        assert!(
+            e.to_string().contains(&format!(
+                "footer checksum mismatch: got {computed:#010x}, expected {stored:#010x}"
+            )),
+            "{e}"
+        );
+        match e {
+            Error::Corruption {
+                offset,
+                detail:
+                    CorruptionDetail::Checksum {
+                        what,
+                        stored: s,
+                        computed: c,
+                    },
+                ..
+            } => {
+                assert_eq!((offset, what.as_str()), (len as u64 - 12, "footer"));
+                assert_eq!((s, c), (stored, computed));
+            }
+            other => panic!("expected a checksum mismatch, got {other:?}"),
         }
         // A newer version with a valid checksum.
         let mut newer = good.clone();
@@ -2602,7 +2645,11 @@ mod tests {
         match t.verify() {
             Err(Error::Corruption { offset, detail, .. }) => {
                 assert_eq!(offset, 0);
-                assert!(detail.contains("checksum"), "{detail}");
+                assert!(
+                    matches!(&detail, CorruptionDetail::Checksum { what, .. } if what == "block"),
+                    "{detail:?}"
+                );
+                assert!(detail.to_string().contains("checksum"), "{detail}");
             }
             other => panic!("expected corruption, got {other:?}"),
         }

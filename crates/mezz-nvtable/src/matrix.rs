@@ -72,7 +72,7 @@ use mezz_format::sst::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, MAX_KEY_LEN, MAX_VALUE_LEN, append_block_frame,
     check_block_frame,
 };
-use mezz_format::{Error, Result};
+use mezz_format::{CorruptionDetail, Error, Result};
 use parking_lot::Mutex;
 
 use mezz_pmem::{Extent, Media, PersistentWord, Region};
@@ -1301,8 +1301,9 @@ impl RowTable {
         runs
     }
 
-    /// A `Corruption` at row offset `off` (mapped to the pool offset when possible).
-    fn corrupt(&self, off: usize, detail: String) -> Error {
+    /// A `Corruption` at row offset `off` (mapped to the pool offset when possible), its
+    /// detail prefixed with the row (a checksum mismatch stays one).
+    fn corrupt(&self, off: usize, detail: impl Into<CorruptionDetail>) -> Error {
         let at = self
             .header
             .pages
@@ -1310,10 +1311,20 @@ impl RowTable {
             .map_or(self.base, |&pg| {
                 self.base + pg as usize * self.page_size + off % self.page_size
             });
-        let e = Error::corruption(
-            at as u64,
-            format!("matrix row {}: {detail}", self.header.row_id),
-        );
+        let row = self.header.row_id;
+        let detail = match detail.into() {
+            CorruptionDetail::Checksum {
+                what,
+                stored,
+                computed,
+            } => CorruptionDetail::Checksum {
+                what: format!("matrix row {row}: {what}"),
+                stored,
+                computed,
+            },
+            other => format!("matrix row {row}: {other}").into(),
+        };
+        let e = Error::corruption(at as u64, detail);
         match self.region.path() {
             Some(p) => e.in_file(p),
             None => e,
@@ -1345,7 +1356,7 @@ impl RowTable {
             let phys = self.phys(at)?;
             let dst = out
                 .get_mut(done..done + n)
-                .ok_or_else(|| self.corrupt(at, "read split out of range".into()))?;
+                .ok_or_else(|| self.corrupt(at, "read split out of range"))?;
             // `[phys, phys + n)` lies in one page of the row (n stops at the page end),
             // every page of the row is inside the region (checked when the row was built or
             // opened), and a committed row's live bytes are published: never written while
@@ -1469,7 +1480,7 @@ impl RowTable {
             None => err,
         })?;
         if ks.index_kind() != IndexKind::ValueRef {
-            return Err(self.corrupt(off, "data block index kind is not ValueRef".into()));
+            return Err(self.corrupt(off, "data block index kind is not ValueRef"));
         }
         let slot = e.slot as usize;
         match (ks.key(slot), ks.value(slot)) {

@@ -81,7 +81,7 @@ pub const MAX_INPUTS: usize = 4096;
 const NODE_VISIT_BYTES: usize = 64;
 
 fn corrupt(off: u64, what: impl Into<String>) -> Error {
-    Error::corruption(off, what)
+    Error::corruption(off, what.into())
 }
 
 fn round8(n: usize) -> usize {

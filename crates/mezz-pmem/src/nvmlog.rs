@@ -290,7 +290,7 @@ impl NvmLogReader {
         let corrupt = |at: u64, detail: String| Error::Corruption {
             file: region.path().map(std::path::Path::to_path_buf),
             offset: extent.offset + at,
-            detail,
+            detail: detail.into(),
         };
         let mut h = [0u8; HEADER_LEN];
         // SAFETY: the header range is inside the region (checked). A writer only writes the

@@ -298,7 +298,7 @@ impl Pool {
         let corrupt = |offset: u64, detail: String| Error::Corruption {
             file: Some(path.clone()),
             offset,
-            detail,
+            detail: detail.into(),
         };
         let truncated = |len: u64| {
             corrupt(

@@ -279,7 +279,7 @@ pub struct ReadTrace {
 impl ReadTrace {
     /// The trace of a read that took `total` microseconds and waited `w`.
     #[must_use]
-    pub fn new(total: u64, w: &mezz_format::trace::ReadWaits) -> ReadTrace {
+    pub fn new(total: u64, w: &mezz_util::trace::ReadWaits) -> ReadTrace {
         ReadTrace {
             total,
             block_reads: w.block_reads,
@@ -417,8 +417,8 @@ impl Stats {
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mezz_format::counter::{StripedCounters, thread_shard};
 use mezz_format::sst::{ReadCounter, ReadCounters};
+use mezz_util::counter::{StripedCounters, thread_shard};
 
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;

@@ -18,7 +18,7 @@ use mezz_env::{FileSystem, RandomAccessFile};
 use mezz_format::log::{LogRead, LogReader, LogWriter};
 
 use crate::batch::WriteBatch;
-use crate::error::{Error, Result};
+use crate::error::{CorruptionDetail, Error, Result};
 use crate::filename;
 use crate::storage::nvm::NvmObject;
 use crate::storage::nvm::NvmTier;
@@ -140,7 +140,7 @@ impl WalWriter {
                     self.writer.flush()
                 }
             })
-            .map_err(|e| e.in_file(&self.path))
+            .map_err(|e| e.in_file(&self.path).into())
     }
 
     /// Ends appending, without changing the file's size: an END marker follows the last
@@ -161,7 +161,7 @@ impl WalWriter {
         self.writer
             .add_end()
             .and_then(|()| self.writer.flush())
-            .map_err(|e| e.in_file(&self.path))
+            .map_err(|e| e.in_file(&self.path).into())
     }
 
     /// Ends appending: the file then holds exactly the records appended (a mapped log is
@@ -171,7 +171,9 @@ impl WalWriter {
     /// # Errors
     /// I/O errors (with the path).
     pub fn close(&mut self) -> Result<()> {
-        self.writer.close().map_err(|e| e.in_file(&self.path))
+        self.writer
+            .close()
+            .map_err(|e| e.in_file(&self.path).into())
     }
 
     /// Turns the file's early writeback off or on: on only while the log will be synced
@@ -187,7 +189,7 @@ impl WalWriter {
     /// I/O errors (with the path).
     pub fn sync(&mut self) -> Result<()> {
         self.sync_dir_if_needed()?;
-        self.writer.sync().map_err(|e| e.in_file(&self.path))
+        self.writer.sync().map_err(|e| e.in_file(&self.path).into())
     }
 }
 
@@ -206,7 +208,7 @@ pub enum ReplayEnd {
         /// Offset of the damage.
         offset: u64,
         /// What the reader saw.
-        detail: String,
+        detail: CorruptionDetail,
     },
 }
 
@@ -244,7 +246,7 @@ pub fn seal_existing(fs: &dyn FileSystem, path: &Path) -> Result<()> {
         let len = file.size();
         let mut w = LogWriter::with_offset(file, len);
         w.add_end()?;
-        w.sync()
+        Ok(w.sync()?)
     };
     seal().map_err(|e| e.in_file(path))
 }
@@ -316,7 +318,7 @@ fn replay_log(
                     Error::Corruption { detail, .. } => Error::Corruption {
                         file: Some(path.to_path_buf()),
                         offset,
-                        detail: format!("bad write batch in WAL record: {detail}"),
+                        detail: format!("bad write batch in WAL record: {detail}").into(),
                     },
                     other => other.in_file(path),
                 })?;

@@ -161,13 +161,13 @@ fn input_iterator(
     ctx: &CompactionContext<'_>,
     version: &Version,
     plan: &CompactionPlan,
-) -> Result<Box<dyn InternalIterator>> {
+) -> Result<Box<dyn InternalIterator<Error>>> {
     let ropts = TableReadOptions {
         fill_cache: false,
         verify_checksums: ctx.opts.paranoid_checks,
         whole_table_scan: true,
     };
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut children: Vec<Box<dyn InternalIterator<Error>>> = Vec::new();
     for run in version
         .runs_of(plan.level, &plan.inputs)
         .chain(version.runs_of(plan.output_level, &plan.next_inputs))
@@ -188,7 +188,7 @@ pub fn run_compaction(
     plan: &CompactionPlan,
 ) -> Result<CompactionResult> {
     if plan.reason == CompactionReason::Column {
-        let merge = |p: &CompactionPlan, it: &mut dyn InternalIterator| {
+        let merge = |p: &CompactionPlan, it: &mut dyn InternalIterator<Error>| {
             let outputs = with_sink(ctx, version, p, Tier::Ssd, |sink| {
                 merge_into(ctx, version, p, it, sink, None)
             })?;
@@ -338,7 +338,7 @@ fn with_sink(
 fn move_to_ssd(
     ctx: &CompactionContext<'_>,
     plan: &CompactionPlan,
-    iter: &mut dyn InternalIterator,
+    iter: &mut dyn InternalIterator<Error>,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
     let table = match plan.inputs.first() {
@@ -375,7 +375,7 @@ fn move_to_ssd(
 
 /// Copies every entry of `iter` (one table) into one output table, dropping nothing: a
 /// tier move or a rewrite keeps the table's contents and level as they were.
-fn copy_into(iter: &mut dyn InternalIterator, sink: &mut dyn TableSink) -> Result<()> {
+fn copy_into(iter: &mut dyn InternalIterator<Error>, sink: &mut dyn TableSink) -> Result<()> {
     iter.seek_to_first();
     while iter.valid() {
         sink.add_located(iter.key(), iter.value(), iter.entry_ref())?;
@@ -423,7 +423,7 @@ fn merge_into(
     ctx: &CompactionContext<'_>,
     version: &Version,
     plan: &CompactionPlan,
-    iter: &mut dyn InternalIterator,
+    iter: &mut dyn InternalIterator<Error>,
     sink: &mut dyn TableSink,
     resume_after: Option<&[u8]>,
 ) -> Result<()> {

@@ -267,7 +267,7 @@ struct VecIter {
     pos: usize,
 }
 
-impl InternalIterator for VecIter {
+impl InternalIterator<Error> for VecIter {
     fn valid(&self) -> bool {
         self.pos < self.items.len()
     }
@@ -315,7 +315,7 @@ impl InternalIterator for VecIter {
 /// A row's iterator cut after the last entry whose user key is <= `end` (forward only: a
 /// compaction input).
 struct UpTo {
-    inner: Box<dyn InternalIterator>,
+    inner: Box<dyn InternalIterator<Error>>,
     end: Vec<u8>,
 }
 
@@ -325,7 +325,7 @@ impl UpTo {
     }
 }
 
-impl InternalIterator for UpTo {
+impl InternalIterator<Error> for UpTo {
     fn valid(&self) -> bool {
         self.in_range()
     }
@@ -422,7 +422,7 @@ pub(crate) fn run_column(
     ctx: &CompactionContext<'_>,
     version: &Version,
     plan: &CompactionPlan,
-    merge: &dyn Fn(&CompactionPlan, &mut dyn InternalIterator) -> Result<CompactionResult>,
+    merge: &dyn Fn(&CompactionPlan, &mut dyn InternalIterator<Error>) -> Result<CompactionResult>,
 ) -> Result<CompactionResult> {
     let ropts = TableReadOptions {
         fill_cache: false,
@@ -474,7 +474,7 @@ pub(crate) fn run_column(
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
     )
     .clamp(1, tables.len().max(1));
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut children: Vec<Box<dyn InternalIterator<Error>>> = Vec::new();
     if col.row_bytes <= MAX_FETCH_BYTES && threads > 1 {
         // Fetch the rows' share of the column in parallel, `threads` rows at a time.
         let fetched: Vec<Result<VecIter>> = std::thread::scope(|s| {

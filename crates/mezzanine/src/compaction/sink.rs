@@ -201,7 +201,7 @@ impl TableSink for SstSink<'_> {
         };
         out.builder
             .add(key, value)
-            .map_err(|e| e.in_file(&out.path))
+            .map_err(|e| e.in_file(&out.path).into())
     }
 
     fn add_keyset_block(&mut self, contents: &[u8]) -> Result<bool> {
@@ -211,7 +211,7 @@ impl TableSink for SstSink<'_> {
         };
         out.builder
             .add_keyset_block(contents)
-            .map_err(|e| e.in_file(&out.path))
+            .map_err(|e| e.in_file(&out.path).into())
     }
 
     fn current_bytes(&self) -> Option<u64> {
@@ -236,7 +236,7 @@ impl TableSink for SstSink<'_> {
             Ok(p) => p,
             Err(e) => {
                 self.storage.remove_table(out.id, location);
-                return Err(e.in_file(&out.path));
+                return Err(e.in_file(&out.path).into());
             }
         };
         self.written.push(WrittenTable {
@@ -298,7 +298,7 @@ impl TableSink for SstSink<'_> {
 /// I/O errors, or the iterator's error; the partial table is removed.
 pub fn write_table(
     sink: &mut dyn TableSink,
-    iter: &mut dyn InternalIterator,
+    iter: &mut dyn InternalIterator<Error>,
     snapshots: &[SeqNo],
 ) -> Result<Option<WrittenTable>> {
     iter.seek_to_first();

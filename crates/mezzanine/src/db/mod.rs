@@ -294,14 +294,14 @@ fn elapsed_nanos(t: Instant) -> u64 {
 /// `DbInner::finish_get`).
 struct GetStart {
     at: Instant,
-    waits: mezz_format::trace::ReadWaits,
+    waits: mezz_util::trace::ReadWaits,
 }
 
 impl GetStart {
     fn now() -> GetStart {
         GetStart {
             at: Instant::now(),
-            waits: mezz_format::trace::current(),
+            waits: mezz_util::trace::current(),
         }
     }
 }
@@ -446,7 +446,7 @@ impl DbInner {
         let nanos = elapsed_nanos(start.at);
         self.stats.get_latency.record(nanos);
         if nanos / 1000 >= SLOW_MICROS {
-            let w = mezz_format::trace::current().since(&start.waits);
+            let w = mezz_util::trace::current().since(&start.waits);
             self.stats
                 .slow_reads
                 .lock()
@@ -578,7 +578,7 @@ impl DbInner {
     /// An iterator over `sv` at `seq`; it keeps `sv` (and the snapshot) alive.
     fn iter_in(&self, sv: Arc<SuperVersion>, seq: SeqNo, opts: &ReadOptions) -> Result<DbIterator> {
         let topts = Self::table_read_options(opts);
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut children: Vec<Box<dyn InternalIterator<Error>>> = Vec::new();
         children.push(sv.mem.iter());
         for m in sv.imms.iter().chain(sv.nvm.iter()) {
             children.push(m.iter());
@@ -686,7 +686,7 @@ impl DbInner {
             let bad = |offset: u64, detail: String| Error::Corruption {
                 file: Some(path.clone()),
                 offset,
-                detail,
+                detail: detail.into(),
             };
             // An NVM table's size is the bytes of its entries (which may live in buffers
             // other tables share); only an SST's stored size must match it.

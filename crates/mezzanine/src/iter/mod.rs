@@ -27,7 +27,10 @@
 //! Errors are fail-stop: when a child fails, the merging iterator becomes invalid (rather
 //! than continuing without that child, which could surface older versions of its keys) and
 //! `status()` reports the first child error (`DbIterator::status()` reports it too). A level
-//! iterator likewise stops at the first table that cannot be opened or read.
+//! iterator likewise stops at the first table that cannot be opened or read. Every iterator
+//! here is an `InternalIterator<Error>` of the engine's error, so an error only the engine
+//! has (`Closed`) passes through unchanged; a table's own iterator (format crate) comes in
+//! through `table::InFileIter`, which converts its errors.
 //!
 //! Submodule `range`: [`Iter`], the `std::iter` adapter (ranges, prefixes, both ends)
 //! over two `DbIterator` cursors.
@@ -72,7 +75,7 @@ pub fn run_iterator(
     run: SortedRun<'_>,
     cache: &Arc<TableCache>,
     opts: TableReadOptions,
-) -> Result<Box<dyn InternalIterator>> {
+) -> Result<Box<dyn InternalIterator<Error>>> {
     match run {
         SortedRun::Table(t) => Ok(open_table(cache, t)?.iter(&opts)),
         SortedRun::Level(ts) => Ok(Box::new(LevelIterator::new(
@@ -93,7 +96,7 @@ pub fn read_run_iterator(
     cache: &Arc<TableCache>,
     opts: TableReadOptions,
     chain: &Arc<SeekChain>,
-) -> Result<Box<dyn InternalIterator>> {
+) -> Result<Box<dyn InternalIterator<Error>>> {
     if let SortedRun::Table(t) = run {
         let table = open_table(cache, t)?;
         if let Some(row) = table
@@ -117,7 +120,9 @@ fn open_table(cache: &TableCache, t: &TableMeta) -> Result<Arc<dyn crate::table:
 /// Merges `children` (each sorted by internal key) into one sorted iterator. With no child
 /// it is always invalid; with one it behaves as that child.
 #[must_use]
-pub fn merging_iterator(children: Vec<Box<dyn InternalIterator>>) -> Box<dyn InternalIterator> {
+pub fn merging_iterator(
+    children: Vec<Box<dyn InternalIterator<Error>>>,
+) -> Box<dyn InternalIterator<Error>> {
     Box::new(MergingIterator {
         heap: Vec::with_capacity(children.len()),
         children,
@@ -129,7 +134,7 @@ pub fn merging_iterator(children: Vec<Box<dyn InternalIterator>>) -> Box<dyn Int
 /// A binary heap of child indices: a min-heap by (key, index) moving forward, a max-heap
 /// moving backward. The top (`heap[0]`) is the current child.
 struct MergingIterator {
-    children: Vec<Box<dyn InternalIterator>>,
+    children: Vec<Box<dyn InternalIterator<Error>>>,
     heap: Vec<usize>,
     direction: Direction,
     /// The current key, copied while the other children are re-seeked.
@@ -220,7 +225,7 @@ impl MergingIterator {
         }
     }
 
-    fn current(&self) -> Option<&dyn InternalIterator> {
+    fn current(&self) -> Option<&dyn InternalIterator<Error>> {
         self.heap
             .first()
             .and_then(|&i| self.children.get(i))
@@ -269,7 +274,7 @@ impl MergingIterator {
     }
 }
 
-impl InternalIterator for MergingIterator {
+impl InternalIterator<Error> for MergingIterator {
     fn valid(&self) -> bool {
         !self.heap.is_empty()
     }
@@ -367,7 +372,7 @@ pub struct LevelIterator {
     opts: TableReadOptions,
     /// Index of the table `iter` belongs to (meaningless when `iter` is `None`).
     index: usize,
-    iter: Option<Box<dyn InternalIterator>>,
+    iter: Option<Box<dyn InternalIterator<Error>>>,
     err: Option<Error>,
 }
 
@@ -479,7 +484,7 @@ impl LevelIterator {
     }
 }
 
-impl InternalIterator for LevelIterator {
+impl InternalIterator<Error> for LevelIterator {
     fn valid(&self) -> bool {
         self.err.is_none() && self.iter.as_ref().is_some_and(|it| it.valid())
     }
@@ -583,7 +588,7 @@ impl InternalIterator for LevelIterator {
 ///
 /// It keeps the memtables and tables it reads (its "pin") alive until dropped.
 pub struct DbIterator {
-    inner: Box<dyn InternalIterator>,
+    inner: Box<dyn InternalIterator<Error>>,
     seq: SeqNo,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
@@ -628,7 +633,7 @@ impl DbIterator {
     /// `lower <= key < upper`. `pin` is dropped with the iterator.
     #[must_use]
     pub(crate) fn new(
-        inner: Box<dyn InternalIterator>,
+        inner: Box<dyn InternalIterator<Error>>,
         seq: SeqNo,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
@@ -1004,10 +1009,10 @@ pub(crate) mod testing {
     use rand::RngExt;
     use rand::rngs::StdRng;
 
-    use super::InternalIterator;
+    use super::{Error, InternalIterator};
 
     /// A full forward scan and a full backward scan both yield exactly `all`.
-    pub(crate) fn assert_scans(it: &mut dyn InternalIterator, all: &[(Vec<u8>, Vec<u8>)]) {
+    pub(crate) fn assert_scans(it: &mut dyn InternalIterator<Error>, all: &[(Vec<u8>, Vec<u8>)]) {
         it.seek_to_first();
         let mut got = Vec::new();
         while it.valid() {
@@ -1029,7 +1034,7 @@ pub(crate) mod testing {
     /// by `target` as (user key, sequence), next, prev), each checked against the position
     /// the same move has in `all`; no error at the end.
     pub(crate) fn assert_random_walk(
-        it: &mut dyn InternalIterator,
+        it: &mut dyn InternalIterator<Error>,
         all: &[(Vec<u8>, Vec<u8>)],
         rng: &mut StdRng,
         steps: usize,
@@ -1110,7 +1115,7 @@ pub(crate) mod tests {
         }
     }
 
-    impl InternalIterator for VecIter {
+    impl InternalIterator<Error> for VecIter {
         fn valid(&self) -> bool {
             self.pos.is_some()
         }
@@ -1162,7 +1167,7 @@ pub(crate) mod tests {
     }
 
     struct Case {
-        children: Vec<Box<dyn InternalIterator>>,
+        children: Vec<Box<dyn InternalIterator<Error>>>,
         /// Every entry (internal key, value), sorted.
         all: Vec<(Vec<u8>, Vec<u8>)>,
         max_seq: SeqNo,
@@ -1209,7 +1214,7 @@ pub(crate) mod tests {
         let children = parts
             .into_iter()
             .enumerate()
-            .map(|(i, p)| -> Box<dyn InternalIterator> {
+            .map(|(i, p)| -> Box<dyn InternalIterator<Error>> {
                 if i == 0 && use_mem {
                     let m = Arc::new(MemTable::new(0, 64 << 20));
                     for (k, v) in &p {
@@ -1414,7 +1419,7 @@ pub(crate) mod tests {
             all.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
             let children = parts
                 .into_iter()
-                .map(|p| Box::new(VecIter::new(p)) as Box<dyn InternalIterator>)
+                .map(|p| Box::new(VecIter::new(p)) as Box<dyn InternalIterator<Error>>)
                 .collect();
             check_db_iterator(
                 &mut rng,
@@ -1450,21 +1455,80 @@ pub(crate) mod tests {
         );
     }
 
+    /// A table iterator (of the format crate, wrapped as the engine wraps it) whose status
+    /// is a corruption.
+    fn bad_table() -> Box<dyn InternalIterator<Error>> {
+        Box::new(crate::table::InFileIter::new(
+            EmptyIterator::with_error("bad block"),
+            "bad.sst".into(),
+        ))
+    }
+
+    /// An engine iterator that fails with an error only the engine has.
+    struct ClosedIter;
+
+    impl InternalIterator<Error> for ClosedIter {
+        fn valid(&self) -> bool {
+            false
+        }
+        fn seek_to_first(&mut self) {}
+        fn seek_to_last(&mut self) {}
+        fn seek(&mut self, _target: &[u8]) {}
+        fn seek_for_prev(&mut self, _target: &[u8]) {}
+        fn next(&mut self) {}
+        fn prev(&mut self) {}
+        fn key(&self) -> &[u8] {
+            &[]
+        }
+        fn value(&self) -> &[u8] {
+            &[]
+        }
+        fn status(&self) -> Result<()> {
+            Err(Error::Closed)
+        }
+    }
+
     #[test]
-    fn errors_propagate_through_status() {
-        let ok: Box<dyn InternalIterator> = Box::new(VecIter::new(vec![(
+    fn an_engine_error_passes_through_the_iterators_unchanged() {
+        let ok: Box<dyn InternalIterator<Error>> = Box::new(VecIter::new(vec![(
             make_internal_key(b"a", 1, ValueKind::Value),
             b"x".to_vec(),
         )]));
-        let bad: Box<dyn InternalIterator> = Box::new(EmptyIterator::with_error("bad block"));
+        let mut m = merging_iterator(vec![ok, Box::new(ClosedIter)]);
+        m.seek_to_first();
+        assert!(!m.valid());
+        assert!(matches!(m.status(), Err(Error::Closed)));
+        let mut it = DbIterator::new(m, MAX_SEQ, None, None, Box::new(()));
+        it.seek_to_first();
+        assert!(!it.valid());
+        assert!(matches!(it.status(), Err(Error::Closed)));
+        // A table's error keeps its kind and gains the file.
+        let mut m = merging_iterator(vec![bad_table()]);
+        m.seek_to_first();
+        match m.status() {
+            Err(Error::Corruption { file, detail, .. }) => {
+                assert_eq!(file.as_deref(), Some(std::path::Path::new("bad.sst")));
+                assert_eq!(detail.to_string(), "bad block");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_propagate_through_status() {
+        let ok: Box<dyn InternalIterator<Error>> = Box::new(VecIter::new(vec![(
+            make_internal_key(b"a", 1, ValueKind::Value),
+            b"x".to_vec(),
+        )]));
+        let bad = bad_table();
         let mut m = merging_iterator(vec![ok, bad]);
         m.seek_to_first();
         // Fail-stop: a failed child stops the merge instead of being skipped.
         assert!(!m.valid());
         assert!(m.status().unwrap_err().is_corruption());
 
-        let ok: Box<dyn InternalIterator> = Box::new(VecIter::new(vec![]));
-        let bad: Box<dyn InternalIterator> = Box::new(EmptyIterator::with_error("bad block"));
+        let ok: Box<dyn InternalIterator<Error>> = Box::new(VecIter::new(vec![]));
+        let bad = bad_table();
         let mut it = DbIterator::new(
             merging_iterator(vec![ok, bad]),
             MAX_SEQ,
@@ -1478,7 +1542,7 @@ pub(crate) mod tests {
         assert!(it.collect_all().is_err());
 
         // An undecodable internal key is skipped and reported.
-        let junk: Box<dyn InternalIterator> = Box::new(VecIter::new(vec![
+        let junk: Box<dyn InternalIterator<Error>> = Box::new(VecIter::new(vec![
             (b"short".to_vec(), b"?".to_vec()),
             (make_internal_key(b"z", 1, ValueKind::Value), b"v".to_vec()),
         ]));
@@ -1499,7 +1563,7 @@ pub(crate) mod tests {
             } => {
                 assert_eq!(file.as_deref(), Some(std::path::Path::new("x.sst")));
                 assert_eq!(offset, 42);
-                assert_eq!(detail, "bad");
+                assert_eq!(detail.to_string(), "bad");
             }
             other => panic!("{other:?}"),
         }

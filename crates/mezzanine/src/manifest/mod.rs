@@ -57,7 +57,7 @@ impl Manifest {
         self.writer
             .add_record(&buf)
             .and_then(|()| self.writer.sync())
-            .map_err(|e| e.in_file(&self.path))
+            .map_err(|e| e.in_file(&self.path).into())
     }
 }
 

@@ -36,10 +36,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use mezz_format::ikey::{self, TRAILER_LEN};
-use mezz_format::spare::Kept;
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 use mezz_pmem::skiplist::{Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, ArenaOptions};
+use mezz_util::spare::Kept;
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -714,7 +714,7 @@ impl MemTable {
     /// A bidirectional iterator over every entry (internal keys), starting unpositioned. It
     /// keeps the memtable's entries alive.
     #[must_use]
-    pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator> {
+    pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator<Error>> {
         match &self.store {
             Store::Nvm(list) => list.iter(),
             Store::Dram(list) => Box::new(MemTableIter {
@@ -791,7 +791,7 @@ impl std::fmt::Debug for MemTableIter {
     }
 }
 
-impl InternalIterator for MemTableIter {
+impl InternalIterator<Error> for MemTableIter {
     fn valid(&self) -> bool {
         self.cursor.valid()
     }

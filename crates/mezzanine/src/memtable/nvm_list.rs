@@ -54,7 +54,7 @@ fn insert_err(e: InsertError, obj: &NvmObject) -> Error {
         InsertError::Corrupt(offset) => Error::Corruption {
             file: None,
             offset: obj.offset + (LIST_PREFIX as u64) + u64::from(offset),
-            detail: format!("NVM memtable {}: corrupt skip list node", obj.id),
+            detail: format!("NVM memtable {}: corrupt skip list node", obj.id).into(),
         },
         other => Error::InvalidArgument(format!("NVM memtable {}: {other}", obj.id)),
     }
@@ -179,12 +179,12 @@ impl NvmList {
         .map_err(|e| Error::Corruption {
             file: Some(path.clone()),
             offset: obj.offset,
-            detail: format!("NVM memtable {}: {e}", obj.id),
+            detail: format!("NVM memtable {}: {e}", obj.id).into(),
         })?;
         let (list, _report) = SkipList::recover(arena, IkeyCmp).map_err(|e| Error::Corruption {
             file: Some(path.clone()),
             offset: obj.offset,
-            detail: format!("NVM memtable {}: {e}", obj.id),
+            detail: format!("NVM memtable {}: {e}", obj.id).into(),
         })?;
         // No pass over the entries: the commit word is the largest visible sequence number,
         // the reserve word bounds every sequence number physically present.
@@ -226,7 +226,7 @@ impl NvmList {
         PersistentWord::new(tier.media(), start + at).ok_or_else(|| Error::Corruption {
             file: Some(tier.dir().join(POOL_FILE)),
             offset: obj.offset,
-            detail: format!("NVM object {} is not 8-byte aligned", obj.id),
+            detail: format!("NVM object {} is not 8-byte aligned", obj.id).into(),
         })
     }
 
@@ -552,7 +552,7 @@ impl NvmList {
 
     /// A bidirectional iterator over every entry; it keeps the list alive.
     #[must_use]
-    pub fn iter(&self) -> Box<dyn InternalIterator> {
+    pub fn iter(&self) -> Box<dyn InternalIterator<Error>> {
         // The iterator sees what was committed when it was made, and nothing that is
         // inserted later: a merge into the receiver inserts entries (older than what the
         // reader may see, so not hidden by its sequence number) while the DRAM memtable
@@ -613,7 +613,7 @@ impl std::fmt::Debug for NvmListIter {
     }
 }
 
-impl InternalIterator for NvmListIter {
+impl InternalIterator<Error> for NvmListIter {
     fn valid(&self) -> bool {
         self.cursor.valid()
     }
@@ -655,7 +655,7 @@ impl InternalIterator for NvmListIter {
             &[]
         }
     }
-    fn status(&self) -> mezz_format::Result<()> {
+    fn status(&self) -> Result<()> {
         self.cursor
             .status()
             .map_err(|e| corruption(&self.tier, &self.obj, &e))
@@ -668,6 +668,6 @@ fn corruption(tier: &NvmTier, obj: &NvmObject, e: &CorruptNode) -> Error {
     Error::Corruption {
         file: Some(tier.dir().join(POOL_FILE)),
         offset: obj.offset + (LIST_PREFIX as u64) + u64::from(e.offset),
-        detail: format!("NVM memtable {}: {}", obj.id, e.detail),
+        detail: format!("NVM memtable {}: {}", obj.id, e.detail).into(),
     }
 }

@@ -239,7 +239,7 @@ impl MatrixSpace {
     /// `Corruption` / `Io` from reading `iter` or `prev`, or from persisting.
     pub fn build_row(
         &self,
-        iter: &mut dyn InternalIterator,
+        iter: &mut dyn InternalIterator<Error>,
         row_id: u64,
         prev: Option<(&RowTable, u32)>,
         block_size: usize,
@@ -275,13 +275,15 @@ impl MatrixSpace {
             Err(e) => {
                 self.rows.lock().building.remove(&row_id);
                 // Too few free pages after all (the estimate was short): no row.
-                if matches!(&e, Error::InvalidArgument(m) if m.contains("page space full")) {
+                let pages_short = matches!(&e, mezz_format::Error::InvalidArgument(m)
+                    if m.contains("page space full"));
+                if pages_short {
                     let p = self.space.page_size() as u64;
                     self.shortfall
                         .store(need.max(self.free_bytes() + p), Ordering::Relaxed);
                     return Ok(None);
                 }
-                return Err(e);
+                return Err(e.into());
             }
         };
         self.shortfall.store(0, Ordering::Relaxed);

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mezz_env::{FileSystem, RandomAccessFile, WritableFile, WriteLifetime};
-use mezz_format::counter::StripedCounters;
+use mezz_util::counter::StripedCounters;
 
 use crate::base::meta::{TableLocation, TableMeta};
 use crate::error::{Error, Result};

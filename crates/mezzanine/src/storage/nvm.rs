@@ -141,7 +141,7 @@ pub struct NvmTier {
 }
 
 fn pmem_err(e: mezz_format::Error, path: &Path) -> Error {
-    e.in_file(path)
+    e.in_file(path).into()
 }
 
 impl NvmTier {
@@ -212,7 +212,8 @@ impl NvmTier {
                     detail: format!(
                         "the NVM pool is missing but the manifest lists {} objects in it",
                         live.len()
-                    ),
+                    )
+                    .into(),
                 });
             }
             if opts.nvm_persistence != PersistMode::CrashSim {
@@ -294,7 +295,7 @@ impl NvmTier {
             )));
         }
         let e = pool.alloc(len).map_err(|e| match e {
-            e @ Error::Io { .. } => e,
+            e @ mezz_format::Error::Io { .. } => Error::from(e),
             other => Error::InvalidArgument(format!("NVM pool: {other}")),
         })?;
         drop(pool);
@@ -371,7 +372,7 @@ impl NvmTier {
         // Tables fill the pool from the top, WALs and memtables from the bottom, so table
         // objects never cut up the ranges the others reuse.
         let e = pool.alloc_high(len).map_err(|e| match e {
-            e @ Error::Io { .. } => e,
+            e @ mezz_format::Error::Io { .. } => Error::from(e),
             other => Error::InvalidArgument(format!("NVM pool: {other}")),
         })?;
         drop(pool);
@@ -415,7 +416,7 @@ impl NvmTier {
         let bad = || Error::Corruption {
             file: Some(self.dir.join(POOL_FILE)),
             offset: obj.offset,
-            detail: format!("NVM object {} does not fit the pool", obj.id),
+            detail: format!("NVM object {} does not fit the pool", obj.id).into(),
         };
         let start = usize::try_from(obj.offset).map_err(|_| bad())?;
         let len = usize::try_from(obj.len).map_err(|_| bad())?;
@@ -477,7 +478,8 @@ impl NvmTier {
                 detail: format!(
                     "NVM log at this extent is log {number}, manifest says {}",
                     obj.id
-                ),
+                )
+                .into(),
             });
         }
         Ok(got)

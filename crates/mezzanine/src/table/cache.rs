@@ -168,7 +168,7 @@ impl TableCache {
     fn load(&self, meta: &TableMeta) -> Result<Arc<dyn Table>> {
         let started = std::time::Instant::now();
         let t = self.load_untimed(meta);
-        mezz_format::trace::table_open(started);
+        mezz_util::trace::table_open(started);
         t
     }
 

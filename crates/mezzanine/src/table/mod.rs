@@ -21,7 +21,7 @@ use std::fmt::Debug;
 
 use mezz_format::{InternalIterator, SeqNo};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Options of a read from a table.
 #[derive(Debug, Clone, Copy)]
@@ -110,7 +110,7 @@ pub trait Table: Send + Sync + Debug {
         self.get_pinned(user_key, seq, opts)
     }
     /// An iterator over every entry (internal keys), starting unpositioned.
-    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator>;
+    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator<Error>>;
     /// The table as `Any`, for the code of its own kind (a compaction that moves NVM
     /// tables' blocks, a column compaction draining matrix rows) to reach its type.
     fn as_any(&self) -> &dyn std::any::Any;
@@ -122,7 +122,9 @@ pub trait Table: Send + Sync + Debug {
     fn verify(&self) -> Result<u64>;
 }
 
-/// A table's iterator that names the table's file (or pool) in errors.
+/// A table's iterator from the format layer (`mezz-format`, `mezz-pmem`), as an engine
+/// iterator: its errors name the table's file (or pool) and become the engine's [`Error`]
+/// (same kind and fields).
 pub(crate) struct InFileIter<I> {
     inner: I,
     path: std::path::PathBuf,
@@ -143,7 +145,7 @@ impl<I> Debug for InFileIter<I> {
     }
 }
 
-impl<I: InternalIterator> InternalIterator for InFileIter<I> {
+impl<I: InternalIterator> InternalIterator<Error> for InFileIter<I> {
     fn valid(&self) -> bool {
         self.inner.valid()
     }
@@ -172,7 +174,9 @@ impl<I: InternalIterator> InternalIterator for InFileIter<I> {
         self.inner.value()
     }
     fn status(&self) -> Result<()> {
-        self.inner.status().map_err(|e| e.in_file(&self.path))
+        self.inner
+            .status()
+            .map_err(|e| e.in_file(&self.path).into())
     }
     fn entry_ref(&self) -> Option<mezz_format::EntryRef> {
         self.inner.entry_ref()

@@ -126,7 +126,7 @@ impl Table for NvmTable {
             .map_err(|e| e.in_file(&self.pool_path))
     }
 
-    fn iter(&self, _opts: &TableReadOptions) -> Box<dyn InternalIterator> {
+    fn iter(&self, _opts: &TableReadOptions) -> Box<dyn InternalIterator<Error>> {
         Box::new(InFileIter::new(
             PTableIter::new(Arc::clone(&self.table)),
             self.pool_path.clone(),
@@ -134,7 +134,9 @@ impl Table for NvmTable {
     }
 
     fn verify(&self) -> Result<u64> {
-        self.table.verify().map_err(|e| e.in_file(&self.pool_path))
+        self.table
+            .verify()
+            .map_err(|e| e.in_file(&self.pool_path).into())
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

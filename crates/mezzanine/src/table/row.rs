@@ -161,7 +161,7 @@ impl RowHandle {
     /// A cursor over the live entries whose seeks narrow this row's search with the window
     /// the newer row left in `chain`, and leave one for the older row.
     #[must_use]
-    pub fn chained_iter(&self, chain: &Arc<SeekChain>) -> Box<dyn InternalIterator> {
+    pub fn chained_iter(&self, chain: &Arc<SeekChain>) -> Box<dyn InternalIterator<Error>> {
         Box::new(InFileIter::new(
             ChainedRowIter {
                 inner: self.row.iter(self.consumed),
@@ -233,7 +233,7 @@ impl Table for RowHandle {
             .map(Into::into))
     }
 
-    fn iter(&self, _opts: &TableReadOptions) -> Box<dyn InternalIterator> {
+    fn iter(&self, _opts: &TableReadOptions) -> Box<dyn InternalIterator<Error>> {
         Box::new(InFileIter::new(
             self.row.iter(self.consumed),
             self.pool_path.clone(),
@@ -243,7 +243,7 @@ impl Table for RowHandle {
     fn verify(&self) -> Result<u64> {
         self.row
             .verify(self.consumed)
-            .map_err(|e| e.in_file(&self.pool_path))
+            .map_err(|e| e.in_file(&self.pool_path).into())
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

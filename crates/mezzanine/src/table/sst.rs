@@ -83,7 +83,7 @@ type BlockMap = quick_cache::sync::Cache<
 /// The block cache shared by every table of a DB: at most `capacity` bytes of blocks.
 ///
 /// A block evicted by an insertion, when no reader still holds it, gives its buffer to the
-/// inserting thread's spare buffers (`mezz_format::spare`): that thread's next block read
+/// inserting thread's spare buffers (`mezz_util::spare`): that thread's next block read
 /// fills it, so a stream of cache misses neither allocates nor frees block buffers (freeing
 /// a block another thread allocated takes that thread's malloc arena lock).
 pub struct BlockCacheImpl {
@@ -156,7 +156,7 @@ impl BlockCache for BlockCacheImpl {
             .insert_with_lifecycle((cache_id, offset), block, &mut evicted);
         for block in evicted.0.into_iter().flatten() {
             if let Ok(block) = Arc::try_unwrap(block) {
-                mezz_format::spare::give(block.into_contents());
+                mezz_util::spare::give(block.into_contents());
             }
         }
     }
@@ -295,7 +295,7 @@ impl Table for SstTable {
 
     /// `opts.verify_checksums` has no effect yet: blocks are verified when read from the
     /// file, and cached blocks are trusted.
-    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator> {
+    fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator<Error>> {
         let readahead = if opts.whole_table_scan {
             self.scan_readahead
         } else {
@@ -310,7 +310,7 @@ impl Table for SstTable {
     fn verify(&self) -> Result<u64> {
         self.reader
             .verify_with_readahead(self.scan_readahead)
-            .map_err(|e| e.in_file(&self.path))
+            .map_err(|e| e.in_file(&self.path).into())
     }
 }
 
@@ -350,7 +350,7 @@ mod tests {
         let cache = Arc::new(BlockCacheImpl::new(one * 4));
         let c = Arc::clone(&cache);
         std::thread::spawn(move || {
-            assert_eq!(mezz_format::spare::held(), 0);
+            assert_eq!(mezz_util::spare::held(), 0);
             // One block a reader still holds when it is evicted: its buffer stays with it.
             let held = block_of(200);
             c.insert(1, 0, Arc::clone(&held));
@@ -362,16 +362,16 @@ mod tests {
                 "the cache stays within capacity"
             );
             assert_eq!(
-                mezz_format::spare::held(),
-                mezz_format::spare::MAX_SPARES,
+                mezz_util::spare::held(),
+                mezz_util::spare::MAX_SPARES,
                 "evicted blocks nobody held became this thread's spare buffers"
             );
             // Block reads on this thread now take the spares instead of allocating; none
             // of them is the buffer of the block a reader still holds.
-            let spares: Vec<Vec<u8>> = (0..mezz_format::spare::MAX_SPARES)
-                .map(|_| mezz_format::spare::zeroed(one))
+            let spares: Vec<Vec<u8>> = (0..mezz_util::spare::MAX_SPARES)
+                .map(|_| mezz_util::spare::zeroed(one))
                 .collect();
-            assert_eq!(mezz_format::spare::held(), 0);
+            assert_eq!(mezz_util::spare::held(), 0);
             for buf in &spares {
                 assert!(buf.iter().all(|&b| b == 0));
                 assert_ne!(buf.as_ptr(), held.contents().as_ptr());
@@ -381,7 +381,7 @@ mod tests {
         .join()
         .unwrap();
         // Another thread's pool is its own.
-        assert_eq!(mezz_format::spare::held(), 0);
+        assert_eq!(mezz_util::spare::held(), 0);
     }
 
     /// Writes `entries` (sorted internal keys) as table `id` in `dir`.
@@ -901,7 +901,7 @@ mod tests {
             mem.add(p.seq, p.kind, p.user_key, &v).unwrap();
         }
         let ro = TableReadOptions::default();
-        let children: Vec<Box<dyn InternalIterator>> = vec![
+        let children: Vec<Box<dyn InternalIterator<Error>>> = vec![
             mem.iter(),
             tc.open(&l0).unwrap().iter(&ro),
             Box::new(LevelIterator::new(level, Arc::clone(&tc), ro)),

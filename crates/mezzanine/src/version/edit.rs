@@ -448,7 +448,7 @@ mod tests {
         match VersionEdit::decode(&buf, 100) {
             Err(Error::Corruption { offset, detail, .. }) => {
                 assert_eq!(offset, 100 + tag_offset);
-                assert!(detail.contains("42"), "{detail}");
+                assert!(detail.to_string().contains("42"), "{detail}");
             }
             other => panic!("expected corruption, got {other:?}"),
         }
@@ -518,7 +518,7 @@ mod tests {
 
     fn expect_corruption(buf: &[u8], base: u64) -> (u64, String) {
         match VersionEdit::decode(buf, base) {
-            Err(Error::Corruption { offset, detail, .. }) => (offset, detail),
+            Err(Error::Corruption { offset, detail, .. }) => (offset, detail.to_string()),
             other => panic!("expected corruption, got {other:?}"),
         }
     }
