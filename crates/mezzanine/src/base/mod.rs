@@ -2,7 +2,10 @@
 //! [`meta`]: table metadata, locations and tiers; [`limits`]: sizes shared by options and
 //! memtables; [`snapshot`]: the registry of live snapshots.
 //!
-//! Imports only `error` and the crates below the engine.
+//! Imports only `error` and the crates below the engine (the layering test,
+//! `tests/layers.rs`, holds it there).
+//!
+//! Thread-safety: see each module; all of it is `Send + Sync`.
 
 pub mod limits;
 pub mod meta;

@@ -1,6 +1,13 @@
 //! The database handle as the host of the designs' components (`design::Host`): the
 //! services a flush target or memtable design calls back into, each a thin wrapper over
 //! the engine's own method.
+//!
+//! Invariant: a service takes the locks its engine method takes, in the engine's order
+//! (`install` the `manifest` then the `state` lock; the memtable-set accessors the `state`
+//! lock alone), so a component never holds one across a call.
+//!
+//! Thread-safety: `DbInner` is `Sync`; components call these from the flush job and from
+//! open.
 
 use std::sync::Arc;
 
