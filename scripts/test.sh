@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs Mezzanine's test suite (unit, integration, model-based, crash and corruption tests,
-# and the Python package's pytest suite).
+# the Python package's pytest suite, and plyvel's own test suite against the package).
 # Longer runs: see docs/testing.md (MEZZ_MODEL_LONG, MEZZ_META_LONG, mezz stress).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,3 +15,5 @@ venv="$target/python-venv"
 "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2" pytest
 (cd python && VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop -q)
 "$venv/bin/python" -m pytest -q python/tests
+# plyvel's own test suite against the package (see the script for what it deselects).
+scripts/plyvel-suite.sh "$venv/bin/python"

@@ -21,11 +21,16 @@ from ._mezzanine import (
     InvalidArgumentError,
     IOError,
     Iterator,
+    IteratorInvalidError,
     LockedError,
     NotFoundError,
     PrefixedDB,
+    RawIterator,
     Snapshot,
     WriteBatch,
+    __leveldb_version__,
+    destroy_db,
+    repair_db,
 )
 
 __all__ = [
@@ -34,6 +39,7 @@ __all__ = [
     "WriteBatch",
     "Snapshot",
     "Iterator",
+    "RawIterator",
     "Error",
     "IOError",
     "CorruptionError",
@@ -42,4 +48,8 @@ __all__ = [
     "LockedError",
     "ClosedError",
     "BackgroundError",
+    "IteratorInvalidError",
+    "destroy_db",
+    "repair_db",
+    "__leveldb_version__",
 ]

@@ -91,7 +91,8 @@ def test_options_presets_and_unknown_option(tmp_path):
         paranoid_checks=True,
         max_background_jobs=2,
     )
-    assert "write_buffer_size=1M" in db.get_property("mezz.options") or "write_buffer_size=1048576" in db.get_property("mezz.options")
+    options = db.get_property(b"mezz.options")
+    assert b"write_buffer_size=1M" in options or b"write_buffer_size=1048576" in options
     db.close()
     with pytest.raises(mezzanine.InvalidArgumentError):
         mezzanine.DB(str(tmp_path / "b"), create_if_missing=True, no_such_option=1)
@@ -242,8 +243,8 @@ def test_iterator_include_key_and_value(db):
     assert list(db.iterator(include_value=False)) == [b"a", b"b"]
     assert list(db.iterator(include_key=False)) == [b"va", b"vb"]
     assert list(db.iterator()) == [(b"a", b"va"), (b"b", b"vb")]
-    with pytest.raises(ValueError):
-        db.iterator(include_key=False, include_value=False)
+    # Neither: one None per entry, as plyvel.
+    assert list(db.iterator(include_key=False, include_value=False)) == [None, None]
 
 
 def test_prefix_with_start_is_a_type_error(db):
@@ -282,7 +283,12 @@ def test_reverse_iterator_prev_and_seek(db):
     assert it.prev() == b"c"
     it.seek(b"c")
     assert next(it) == b"bb"
+    # seek_to_start / seek_to_stop are in key order, as plyvel's: a reverse iterator
+    # at the start has nothing left, at the stop it has every entry.
     it.seek_to_start()
+    with pytest.raises(StopIteration):
+        next(it)
+    it.seek_to_stop()
     assert next(it) == b"d"
 
 
@@ -397,3 +403,34 @@ def test_many_threads(db):
     for t in threads:
         t.join()
     assert len(list(db)) == 2000
+
+
+def test_raw_iterator_on_a_prefixed_view(db):
+    fill(db, [b"a1", b"a2", b"b1"])
+    it = db.prefixed_db(b"a").raw_iterator()
+    it.seek_to_first()
+    assert it.item() == (b"1", b"va1")
+    it.next()
+    assert it.key() == b"2"
+    it.next()
+    assert not it.valid()
+    with pytest.raises(mezzanine.IteratorInvalidError):
+        it.key()
+    it.seek(b"2")
+    assert it.value() == b"va2"
+    it.seek_to_last()
+    assert it.key() == b"2"
+    it.close()
+    with pytest.raises(RuntimeError):
+        it.valid()
+
+
+def test_destroy_db_refuses_an_open_database_then_removes_it(tmp_path):
+    path = str(tmp_path / "db")
+    db = mezzanine.DB(path, create_if_missing=True)
+    db.put(b"k", b"v")
+    with pytest.raises(mezzanine.LockedError):
+        mezzanine.destroy_db(path)
+    db.close()
+    mezzanine.destroy_db(path)
+    assert not (tmp_path / "db").exists()

@@ -280,7 +280,8 @@ def check_closed_handle(db):
         with pytest.raises(mezzanine.ClosedError):
             call()
     wb = db.write_batch()
-    wb.put(b"x", b"y")
+    with pytest.raises(mezzanine.ClosedError):
+        wb.put(b"x", b"y")
     with pytest.raises(mezzanine.ClosedError):
         wb.write()
     assert db.closed

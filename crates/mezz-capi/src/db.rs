@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::ffi::{OsStr, c_char};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
@@ -456,54 +456,14 @@ pub unsafe extern "C" fn leveldb_destroy_db(
         let o = options(options_)?;
         // SAFETY: `name` is NULL or NUL-terminated.
         let path = unsafe { db_path(name) }?;
-        destroy(&path, o.engine_options()?.nvm_dir.as_deref())
-    });
-}
-
-fn destroy(dir: &Path, nvm_dir: Option<&Path>) -> Result<(), String> {
-    use engine::filename::{FileType, lock_file, parse_file_name};
-    if !dir.exists() {
-        return Ok(());
-    }
-    let io = |p: &Path, e: std::io::Error| format!("IO error: {}: {e}", p.display());
-    let fs = engine::Options::default().fs;
-    let lock_path = lock_file(dir);
-    let lock = fs.lock(&lock_path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            format!(
+        engine::destroy_db(&path, &o.engine_options()?).map_err(|e| match e {
+            engine::Error::Locked(_) => format!(
                 "IO error: lock {}: the database is open",
-                lock_path.display()
-            )
-        } else {
-            io(&lock_path, e)
-        }
-    })?;
-    let mut first_err = None;
-    let entries = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        match parse_file_name(name) {
-            Some((FileType::Lock, _)) | None => {}
-            Some(_) => {
-                if let Err(e) = std::fs::remove_file(entry.path()) {
-                    first_err.get_or_insert(io(&entry.path(), e));
-                }
-            }
-        }
-    }
-    if let Some(nvm) = nvm_dir {
-        let pool = nvm.join(engine::filename::POOL_FILE);
-        if pool.exists()
-            && let Err(e) = std::fs::remove_file(&pool)
-        {
-            first_err.get_or_insert(io(&pool, e));
-        }
-    }
-    drop(lock);
-    let _ = std::fs::remove_file(&lock_path);
-    let _ = std::fs::remove_dir(dir); // only if empty, as LevelDB
-    first_err.map_or(Ok(()), Err)
+                engine::filename::lock_file(&path).display()
+            ),
+            e => crate::status_text(&e),
+        })
+    });
 }
 
 /// The engine has no repair (LevelDB's rebuilds a manifest from the tables it finds). This

@@ -394,6 +394,10 @@ impl FileSystem for FaultFs {
         self.inner.create_dir_all(path)
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_dir(path)
+    }
+
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
         self.faults.check(FaultOp::List, &[path])?;
         self.inner.list_dir(path)

@@ -243,6 +243,13 @@ pub trait FileSystem: Send + Sync + Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Creates a directory and its parents; Ok if it exists.
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Removes an empty directory (`destroy_db`'s last step). The default does nothing: file
+    /// systems whose directories exist only through their files (the in-memory ones) have
+    /// nothing to remove.
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let _ = path;
+        Ok(())
+    }
     /// Names (not paths) of the entries of a directory, in no particular order.
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
     /// Makes the directory's entries (creations, renames, removals) durable.

@@ -404,6 +404,10 @@ impl FileSystem for PosixFs {
         fs::remove_file(path).map_err(|e| with_path(e, "remove", path))
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path).map_err(|e| with_path(e, "remove", path))
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         fs::rename(from, to).map_err(|e| {
             io::Error::new(

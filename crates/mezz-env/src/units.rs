@@ -788,6 +788,10 @@ impl FileSystem for UnitFs {
         self.inner.create_dir_all(path)
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_dir(path)
+    }
+
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
         self.inner.list_dir(path)
     }

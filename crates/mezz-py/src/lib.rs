@@ -19,9 +19,10 @@ use std::sync::{Arc, Weak};
 use mezzanine::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use parking_lot::{Mutex, RwLock};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyTuple, PyType};
 
 create_exception!(
     mezzanine,
@@ -38,12 +39,6 @@ create_exception!(
 );
 create_exception!(
     mezzanine,
-    InvalidArgumentError,
-    Error,
-    "A bad option or argument."
-);
-create_exception!(
-    mezzanine,
     NotFoundError,
     Error,
     "No database at the path (create_if_missing is false)."
@@ -56,16 +51,88 @@ create_exception!(
 );
 create_exception!(
     mezzanine,
-    ClosedError,
-    Error,
-    "The database (or snapshot) is closed."
-);
-create_exception!(
-    mezzanine,
     BackgroundError,
     Error,
     "A background job failed; writes are refused until reopened."
 );
+
+create_exception!(
+    mezzanine,
+    IteratorInvalidError,
+    Error,
+    "A raw iterator is not on an entry (plyvel's IteratorInvalidError)."
+);
+
+/// `ClosedError(Error, RuntimeError)`: what plyvel raises for a closed database, snapshot or
+/// iterator is a `RuntimeError`; ours is one too, and a `mezzanine.Error`.
+static CLOSED_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+/// `InvalidArgumentError(Error, ValueError)`: plyvel raises `ValueError` for bad arguments.
+static INVALID_ARGUMENT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// An exception class `name` of the package with `bases`.
+fn exception_type<'py>(
+    py: Python<'py>,
+    name: &str,
+    doc: &str,
+    bases: &[Bound<'py, PyType>],
+) -> PyResult<Bound<'py, PyType>> {
+    let dict = PyDict::new(py);
+    dict.set_item("__module__", "mezzanine")?;
+    dict.set_item("__doc__", doc)?;
+    let t =
+        py.import("builtins")?
+            .getattr("type")?
+            .call1((name, PyTuple::new(py, bases)?, dict))?;
+    Ok(t.cast_into::<PyType>()?)
+}
+
+/// An exception of the class in `cell` (made when the module loads).
+fn err_of(cell: &'static PyOnceLock<Py<PyType>>, msg: String) -> PyErr {
+    Python::attach(|py| match cell.get(py) {
+        Some(t) => PyErr::from_type(t.bind(py).clone(), msg),
+        None => Error::new_err(msg),
+    })
+}
+
+fn closed_err(msg: impl Into<String>) -> PyErr {
+    err_of(&CLOSED_ERROR, msg.into())
+}
+
+fn invalid_err(msg: impl Into<String>) -> PyErr {
+    err_of(&INVALID_ARGUMENT_ERROR, msg.into())
+}
+
+/// A key or value argument: `bytes` (borrowed), or another bytes-like object (`bytearray`,
+/// `memoryview`) copied, as plyvel takes them; anything else (`str`, `int`, `None`) is a
+/// `TypeError`.
+struct Buf<'a>(std::borrow::Cow<'a, [u8]>);
+
+impl std::ops::Deref for Buf<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Buf<'a> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyByteArray>() {
+            // `bytes` borrowed in place, `bytearray` copied (pyo3's `Cow` conversion).
+            return <std::borrow::Cow<'a, [u8]> as FromPyObject<'a, 'py>>::extract(obj).map(Buf);
+        }
+        if obj.cast::<PyMemoryView>().is_ok() {
+            let bytes = obj.call_method0("tobytes")?;
+            let b = bytes.cast::<PyBytes>()?;
+            return Ok(Buf(std::borrow::Cow::Owned(b.as_bytes().to_vec())));
+        }
+        let type_name = obj.get_type().name()?;
+        Err(PyTypeError::new_err(format!(
+            "a bytes-like object is required, not '{type_name}'"
+        )))
+    }
+}
 
 /// Maps an engine error to its Python exception.
 fn to_py(e: mezzanine::Error) -> PyErr {
@@ -77,10 +144,10 @@ fn to_py(e: mezzanine::Error) -> PyErr {
         E::InvalidArgument(m) if m.contains("create_if_missing is false") => {
             NotFoundError::new_err(msg)
         }
-        E::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
+        E::InvalidArgument(_) => invalid_err(msg),
         E::Locked(_) => LockedError::new_err(msg),
         E::Background(_) => BackgroundError::new_err(msg),
-        E::Closed => ClosedError::new_err(msg),
+        E::Closed => closed_err(msg),
         _ => Error::new_err(msg),
     }
 }
@@ -101,7 +168,7 @@ impl Shared {
         self.db
             .read()
             .clone()
-            .ok_or_else(|| ClosedError::new_err("database is closed"))
+            .ok_or_else(|| closed_err("database is closed"))
     }
 }
 
@@ -121,13 +188,13 @@ fn with_prefix(prefix: &[u8], key: &[u8]) -> Vec<u8> {
 
 fn read_options(
     snapshot: Option<Snapshot>,
-    verify_checksums: bool,
-    fill_cache: bool,
+    verify_checksums: Option<bool>,
+    fill_cache: Option<bool>,
 ) -> ReadOptions {
     ReadOptions {
         snapshot,
-        verify_checksums,
-        fill_cache,
+        verify_checksums: verify_checksums.unwrap_or(false),
+        fill_cache: fill_cache.unwrap_or(true),
         ..ReadOptions::default()
     }
 }
@@ -171,6 +238,22 @@ impl Handle {
         let k = self.key(key);
         py.detach(|| db.delete_opt(&WriteOptions { sync }, &k))
             .map_err(to_py)
+    }
+
+    /// A raw cursor over the view's keys (plyvel's `raw_iterator`).
+    fn raw_iterator(&self, py: Python<'_>, snapshot: Option<Snapshot>) -> PyResult<PyRawIterator> {
+        let db = self.shared.db()?;
+        let ro = ReadOptions {
+            snapshot,
+            lower_bound: (!self.prefix.is_empty()).then(|| self.prefix.clone()),
+            upper_bound: prefix_end(&self.prefix),
+            ..ReadOptions::default()
+        };
+        let cursor = py.detach(|| db.cursor(&ro)).map_err(to_py)?;
+        Ok(PyRawIterator {
+            cursor: Mutex::new(Some(cursor)),
+            prefix: self.prefix.clone(),
+        })
     }
 
     fn iterator(
@@ -247,11 +330,6 @@ impl IterSpec {
         if self.prefix.is_some() && (self.start.is_some() || self.stop.is_some()) {
             return Err(PyTypeError::new_err(
                 "'prefix' cannot be used together with 'start' or 'stop'",
-            ));
-        }
-        if !self.include_key && !self.include_value {
-            return Err(PyValueError::new_err(
-                "'include_key' and 'include_value' cannot both be false",
             ));
         }
         let (lower, upper) = match &self.prefix {
@@ -458,17 +536,17 @@ impl PyDb {
     }
 
     /// The value of `key`, or `default`.
-    #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
+    #[pyo3(signature = (key, default=None, *, verify_checksums=None, fill_cache=None))]
     fn get<'py>(
         &self,
         py: Python<'py>,
-        key: &[u8],
+        key: Buf<'_>,
         default: Option<Bound<'py, PyAny>>,
-        verify_checksums: bool,
-        fill_cache: bool,
+        verify_checksums: Option<bool>,
+        fill_cache: Option<bool>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let ro = read_options(None, verify_checksums, fill_cache);
-        Ok(match self.h.get(py, key, &ro)? {
+        Ok(match self.h.get(py, &key, &ro)? {
             Some(v) => Some(v.into_any()),
             None => default,
         })
@@ -476,14 +554,14 @@ impl PyDb {
 
     /// Sets `key` to `value`.
     #[pyo3(signature = (key, value, sync=false))]
-    fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
-        self.h.put(py, key, value, sync)
+    fn put(&self, py: Python<'_>, key: Buf<'_>, value: Buf<'_>, sync: bool) -> PyResult<()> {
+        self.h.put(py, &key, &value, sync)
     }
 
     /// Deletes `key`.
     #[pyo3(signature = (key, sync=false))]
-    fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
-        self.h.delete(py, key, sync)
+    fn delete(&self, py: Python<'_>, key: Buf<'_>, sync: bool) -> PyResult<()> {
+        self.h.delete(py, &key, sync)
     }
 
     /// A write batch (a context manager; with `transaction=True` nothing is written if
@@ -496,7 +574,7 @@ impl PyDb {
     /// An iterator over a range (plyvel's arguments).
     #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
         include_stop=false, prefix=None, include_key=true, include_value=true,
-        verify_checksums=false, fill_cache=true, snapshot=None))]
+        verify_checksums=None, fill_cache=None, snapshot=None))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
         &self,
@@ -509,8 +587,8 @@ impl PyDb {
         prefix: Option<&Bound<'_, PyAny>>,
         include_key: bool,
         include_value: bool,
-        verify_checksums: bool,
-        fill_cache: bool,
+        verify_checksums: Option<bool>,
+        fill_cache: Option<bool>,
         snapshot: Option<&Bound<'_, PySnapshot>>,
     ) -> PyResult<PyIterator> {
         let spec = IterSpec {
@@ -522,8 +600,8 @@ impl PyDb {
             prefix: opt_bytes(prefix)?,
             include_key,
             include_value,
-            verify_checksums,
-            fill_cache,
+            verify_checksums: verify_checksums.unwrap_or(false),
+            fill_cache: fill_cache.unwrap_or(true),
         };
         let snap = match snapshot {
             Some(s) => Some(s.get().snapshot()?),
@@ -541,13 +619,21 @@ impl PyDb {
         PySnapshot::new(&self.h)
     }
 
+    /// A raw cursor (plyvel's `raw_iterator`): `seek_to_first`, `seek_to_last`, `seek`,
+    /// `next`, `prev`, `valid`, `key`, `value`, `item`.
+    fn raw_iterator(&self, py: Python<'_>) -> PyResult<PyRawIterator> {
+        self.h.raw_iterator(py, None)
+    }
+
     /// A view of the keys starting with `prefix` (the prefix is stripped from keys).
-    fn prefixed_db(&self, prefix: &[u8]) -> PyPrefixedDb {
+    fn prefixed_db(slf: &Bound<'_, Self>, prefix: &[u8]) -> PyPrefixedDb {
+        let h = &slf.get().h;
         PyPrefixedDb {
             h: Handle {
-                shared: Arc::clone(&self.h.shared),
-                prefix: with_prefix(&self.h.prefix, prefix),
+                shared: Arc::clone(&h.shared),
+                prefix: with_prefix(&h.prefix, prefix),
             },
+            db: slf.clone().unbind(),
         }
     }
 
@@ -585,9 +671,26 @@ impl PyDb {
         py.detach(|| db.compact_range(start, stop)).map_err(to_py)
     }
 
-    /// A named engine property (`mezz.stats`, `mezz.levels`, ...), or `None`.
-    fn get_property(&self, name: &str) -> PyResult<Option<String>> {
-        Ok(self.h.shared.db()?.property(name))
+    /// A named engine property (`leveldb.stats`, `leveldb.sstables`, `mezz.levels`, ...)
+    /// as bytes, or `None`; the name is `bytes` (as plyvel's) or `str`.
+    fn get_property<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let name = if let Ok(b) = name.cast::<PyBytes>() {
+            String::from_utf8_lossy(b.as_bytes()).into_owned()
+        } else if let Ok(s) = name.extract::<String>() {
+            s
+        } else {
+            return Err(PyTypeError::new_err("property name must be bytes"));
+        };
+        Ok(self
+            .h
+            .shared
+            .db()?
+            .property(&name)
+            .map(|v| PyBytes::new(py, v.as_bytes())))
     }
 
     fn __repr__(&self) -> String {
@@ -625,6 +728,8 @@ impl IterSpec {
 #[derive(Debug)]
 struct PyPrefixedDb {
     h: Handle,
+    /// The `DB` object it was made from (plyvel's `PrefixedDB.db` is that object).
+    db: Py<PyDb>,
 }
 
 #[pymethods]
@@ -635,41 +740,36 @@ impl PyPrefixedDb {
         PyBytes::new(py, &self.h.prefix)
     }
 
-    /// The underlying database.
+    /// The underlying database (the `DB` object this view was made from).
     #[getter]
-    fn db(&self) -> PyDb {
-        PyDb {
-            h: Handle {
-                shared: Arc::clone(&self.h.shared),
-                prefix: Vec::new(),
-            },
-        }
+    fn db(&self, py: Python<'_>) -> Py<PyDb> {
+        self.db.clone_ref(py)
     }
 
-    #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
+    #[pyo3(signature = (key, default=None, *, verify_checksums=None, fill_cache=None))]
     fn get<'py>(
         &self,
         py: Python<'py>,
-        key: &[u8],
+        key: Buf<'_>,
         default: Option<Bound<'py, PyAny>>,
-        verify_checksums: bool,
-        fill_cache: bool,
+        verify_checksums: Option<bool>,
+        fill_cache: Option<bool>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let ro = read_options(None, verify_checksums, fill_cache);
-        Ok(match self.h.get(py, key, &ro)? {
+        Ok(match self.h.get(py, &key, &ro)? {
             Some(v) => Some(v.into_any()),
             None => default,
         })
     }
 
     #[pyo3(signature = (key, value, sync=false))]
-    fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
-        self.h.put(py, key, value, sync)
+    fn put(&self, py: Python<'_>, key: Buf<'_>, value: Buf<'_>, sync: bool) -> PyResult<()> {
+        self.h.put(py, &key, &value, sync)
     }
 
     #[pyo3(signature = (key, sync=false))]
-    fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
-        self.h.delete(py, key, sync)
+    fn delete(&self, py: Python<'_>, key: Buf<'_>, sync: bool) -> PyResult<()> {
+        self.h.delete(py, &key, sync)
     }
 
     #[pyo3(signature = (transaction=false, sync=false))]
@@ -679,7 +779,7 @@ impl PyPrefixedDb {
 
     #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
         include_stop=false, prefix=None, include_key=true, include_value=true,
-        verify_checksums=false, fill_cache=true, snapshot=None))]
+        verify_checksums=None, fill_cache=None, snapshot=None))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
         &self,
@@ -692,8 +792,8 @@ impl PyPrefixedDb {
         prefix: Option<&Bound<'_, PyAny>>,
         include_key: bool,
         include_value: bool,
-        verify_checksums: bool,
-        fill_cache: bool,
+        verify_checksums: Option<bool>,
+        fill_cache: Option<bool>,
         snapshot: Option<&Bound<'_, PySnapshot>>,
     ) -> PyResult<PyIterator> {
         let spec = IterSpec {
@@ -705,8 +805,8 @@ impl PyPrefixedDb {
             prefix: opt_bytes(prefix)?,
             include_key,
             include_value,
-            verify_checksums,
-            fill_cache,
+            verify_checksums: verify_checksums.unwrap_or(false),
+            fill_cache: fill_cache.unwrap_or(true),
         };
         let snap = match snapshot {
             Some(s) => Some(s.get().snapshot()?),
@@ -723,12 +823,19 @@ impl PyPrefixedDb {
         PySnapshot::new(&self.h)
     }
 
-    fn prefixed_db(&self, prefix: &[u8]) -> PyPrefixedDb {
+    /// A raw cursor (plyvel's `raw_iterator`): `seek_to_first`, `seek_to_last`, `seek`,
+    /// `next`, `prev`, `valid`, `key`, `value`, `item`.
+    fn raw_iterator(&self, py: Python<'_>) -> PyResult<PyRawIterator> {
+        self.h.raw_iterator(py, None)
+    }
+
+    fn prefixed_db(&self, py: Python<'_>, prefix: &[u8]) -> PyPrefixedDb {
         PyPrefixedDb {
             h: Handle {
                 shared: Arc::clone(&self.h.shared),
                 prefix: with_prefix(&self.h.prefix, prefix),
             },
+            db: self.db.clone_ref(py),
         }
     }
 }
@@ -760,14 +867,35 @@ impl PyWriteBatch {
 
 #[pymethods]
 impl PyWriteBatch {
-    /// Buffers a put.
-    fn put(&self, key: &[u8], value: &[u8]) {
-        self.batch.lock().put(&self.h.key(key), value);
+    /// Buffers a put (raises `ClosedError` once the database is closed, as plyvel does).
+    fn put(&self, key: Buf<'_>, value: Buf<'_>) -> PyResult<()> {
+        self.h.shared.db()?;
+        self.batch.lock().put(&self.h.key(&key), &value);
+        Ok(())
     }
 
     /// Buffers a delete.
-    fn delete(&self, key: &[u8]) {
-        self.batch.lock().delete(&self.h.key(key));
+    fn delete(&self, key: Buf<'_>) -> PyResult<()> {
+        self.h.shared.db()?;
+        self.batch.lock().delete(&self.h.key(&key));
+        Ok(())
+    }
+
+    /// Appends every update buffered in `source` (another batch) to this one.
+    fn append(&self, source: &Bound<'_, PyWriteBatch>) {
+        let other = source.get();
+        if std::ptr::eq(other, self) {
+            let copy = self.batch.lock().clone();
+            self.batch.lock().append(&copy);
+        } else {
+            let theirs = other.batch.lock().clone();
+            self.batch.lock().append(&theirs);
+        }
+    }
+
+    /// The size of the batch's encoded form in bytes (LevelDB's `ApproximateSize`).
+    fn approximate_size(&self) -> usize {
+        self.batch.lock().approximate_size()
     }
 
     /// Discards every buffered update.
@@ -835,24 +963,29 @@ impl PySnapshot {
         self.snap
             .lock()
             .clone()
-            .ok_or_else(|| ClosedError::new_err("snapshot is released"))
+            .ok_or_else(|| closed_err("snapshot is released"))
     }
 }
 
 #[pymethods]
 impl PySnapshot {
+    /// A raw cursor over the snapshot (plyvel's `raw_iterator`).
+    fn raw_iterator(&self, py: Python<'_>) -> PyResult<PyRawIterator> {
+        self.h.raw_iterator(py, Some(self.snapshot()?))
+    }
+
     /// The value of `key` as of the snapshot, or `default`.
-    #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
+    #[pyo3(signature = (key, default=None, *, verify_checksums=None, fill_cache=None))]
     fn get<'py>(
         &self,
         py: Python<'py>,
-        key: &[u8],
+        key: Buf<'_>,
         default: Option<Bound<'py, PyAny>>,
-        verify_checksums: bool,
-        fill_cache: bool,
+        verify_checksums: Option<bool>,
+        fill_cache: Option<bool>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let ro = read_options(Some(self.snapshot()?), verify_checksums, fill_cache);
-        Ok(match self.h.get(py, key, &ro)? {
+        Ok(match self.h.get(py, &key, &ro)? {
             Some(v) => Some(v.into_any()),
             None => default,
         })
@@ -861,7 +994,7 @@ impl PySnapshot {
     /// An iterator as of the snapshot (the arguments of `DB.iterator`).
     #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
         include_stop=false, prefix=None, include_key=true, include_value=true,
-        verify_checksums=false, fill_cache=true))]
+        verify_checksums=None, fill_cache=None))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
         &self,
@@ -874,8 +1007,8 @@ impl PySnapshot {
         prefix: Option<&Bound<'_, PyAny>>,
         include_key: bool,
         include_value: bool,
-        verify_checksums: bool,
-        fill_cache: bool,
+        verify_checksums: Option<bool>,
+        fill_cache: Option<bool>,
     ) -> PyResult<PyIterator> {
         let spec = IterSpec {
             reverse,
@@ -886,8 +1019,8 @@ impl PySnapshot {
             prefix: opt_bytes(prefix)?,
             include_key,
             include_value,
-            verify_checksums,
-            fill_cache,
+            verify_checksums: verify_checksums.unwrap_or(false),
+            fill_cache: fill_cache.unwrap_or(true),
         };
         self.h.iterator(py, Some(self.snapshot()?), spec)
     }
@@ -1040,7 +1173,9 @@ impl PyIterator {
                 .into_any()
                 .unbind(),
             (true, false) => PyBytes::new(py, key).into_any().unbind(),
-            _ => PyBytes::new(py, &v).into_any().unbind(),
+            (false, true) => PyBytes::new(py, &v).into_any().unbind(),
+            // plyvel yields None for each entry.
+            (false, false) => py.None(),
         }))
     }
 
@@ -1048,9 +1183,7 @@ impl PyIterator {
     /// and `prev()` do).
     fn set_gap(&self, f: impl FnOnce(&mut IterState) + Send) -> PyResult<()> {
         let mut g = self.state.lock();
-        let st = g
-            .as_mut()
-            .ok_or_else(|| ClosedError::new_err("iterator is closed"))?;
+        let st = g.as_mut().ok_or_else(|| closed_err("iterator is closed"))?;
         f(st);
         match st.cursor.status() {
             Err(e @ mezzanine::Error::Closed) => Err(to_py(e)),
@@ -1076,16 +1209,16 @@ impl PyIterator {
             .ok_or_else(|| pyo3::exceptions::PyStopIteration::new_err(()))
     }
 
-    /// Rewinds: the next `next()` returns the first entry (in iteration order).
+    /// Moves before the range's first key (in key order, as plyvel: a forward iterator's
+    /// `next()` then returns the first entry, a reverse iterator's raises `StopIteration`).
     fn seek_to_start(&self, py: Python<'_>) -> PyResult<()> {
-        let reverse = self.reverse;
-        py.detach(|| self.set_gap(|st| st.gap = if reverse { Gap::End } else { Gap::Start }))
+        py.detach(|| self.set_gap(|st| st.gap = Gap::Start))
     }
 
-    /// Fast-forwards past the last entry (in iteration order).
+    /// Moves past the range's last key (in key order: a reverse iterator's `next()` then
+    /// returns the last entry, a forward iterator's raises `StopIteration`).
     fn seek_to_stop(&self, py: Python<'_>) -> PyResult<()> {
-        let reverse = self.reverse;
-        py.detach(|| self.set_gap(|st| st.gap = if reverse { Gap::Start } else { Gap::End }))
+        py.detach(|| self.set_gap(|st| st.gap = Gap::End))
     }
 
     /// Moves just before the first key >= `target` (a reverse iterator's `next()` then
@@ -1120,6 +1253,141 @@ impl PyIterator {
     }
 }
 
+/// A raw cursor (plyvel's `RawIterator`): positioned on an entry or not (`valid()`); `key()`,
+/// `value()`, `item()`, `next()` and `prev()` raise `IteratorInvalidError` when it is not,
+/// and every method raises `ClosedError` once it (or its database) is closed.
+#[pyclass(frozen, module = "mezzanine", name = "RawIterator")]
+#[derive(Debug)]
+struct PyRawIterator {
+    cursor: Mutex<Option<DbIterator>>,
+    /// The view's prefix: added to seek targets, stripped from keys.
+    prefix: Vec<u8>,
+}
+
+impl PyRawIterator {
+    /// Runs `f` on the open cursor; `ClosedError` when the iterator (or its database) is
+    /// closed.
+    fn with<T>(&self, f: impl FnOnce(&mut DbIterator) -> T) -> PyResult<T> {
+        let mut g = self.cursor.lock();
+        let c = g.as_mut().ok_or_else(|| closed_err("iterator is closed"))?;
+        let out = f(c);
+        match c.status() {
+            Err(e) => Err(to_py(e)),
+            Ok(()) => Ok(out),
+        }
+    }
+
+    /// Runs `f` on the cursor if it is on an entry, else `IteratorInvalidError`.
+    fn on_entry<T>(&self, f: impl FnOnce(&mut DbIterator) -> T) -> PyResult<T> {
+        self.with(|c| c.valid().then(|| f(c)))?
+            .ok_or_else(|| IteratorInvalidError::new_err("iterator is not on an entry"))
+    }
+}
+
+#[pymethods]
+impl PyRawIterator {
+    /// Whether the cursor is on an entry.
+    fn valid(&self) -> PyResult<bool> {
+        self.with(|c| c.valid())
+    }
+
+    fn seek_to_first(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.with(DbIterator::seek_to_first))
+    }
+
+    fn seek_to_last(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.with(DbIterator::seek_to_last))
+    }
+
+    /// Moves to the first key >= `target`.
+    fn seek(&self, py: Python<'_>, target: Buf<'_>) -> PyResult<()> {
+        let t = with_prefix(&self.prefix, &target);
+        py.detach(|| self.with(|c| c.seek(&t)))
+    }
+
+    fn next(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.on_entry(DbIterator::next))
+    }
+
+    fn prev(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.on_entry(DbIterator::prev))
+    }
+
+    fn key<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let n = self.prefix.len();
+        let k = self.on_entry(|c| c.key().get(n..).unwrap_or_default().to_vec())?;
+        Ok(PyBytes::new(py, &k))
+    }
+
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = self.on_entry(|c| c.value().to_vec())?;
+        Ok(PyBytes::new(py, &v))
+    }
+
+    /// `(key, value)` of the entry.
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let n = self.prefix.len();
+        let (k, v) = self.on_entry(|c| {
+            (
+                c.key().get(n..).unwrap_or_default().to_vec(),
+                c.value().to_vec(),
+            )
+        })?;
+        PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)])
+    }
+
+    /// Releases the cursor (idempotent).
+    fn close(&self) {
+        self.cursor.lock().take();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// Deletes the database in `name` (plyvel's `destroy_db`, LevelDB's `DestroyDB`): its files,
+/// its NVM pool (with `nvm_dir=`), then the directory if nothing else is left in it.
+#[pyfunction]
+#[pyo3(signature = (name, **kwargs))]
+fn destroy_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let mut opts = Options::default();
+    if let Some(kw) = kwargs {
+        for (k, v) in kw.iter() {
+            set_option(&mut opts, &k.extract::<String>()?, &v)?;
+        }
+    }
+    py.detach(|| mezzanine::destroy_db(&name, &opts))
+        .map_err(to_py)
+}
+
+/// plyvel's `repair_db`. The engine does not rebuild a damaged database yet: this opens it
+/// (recovering its logs as every open does) and verifies every table. Success means there
+/// was nothing to repair; otherwise the error says what is wrong.
+#[pyfunction]
+#[pyo3(signature = (name, **kwargs))]
+fn repair_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let mut opts = Options::default();
+    if let Some(kw) = kwargs {
+        for (k, v) in kw.iter() {
+            set_option(&mut opts, &k.extract::<String>()?, &v)?;
+        }
+    }
+    opts.create_if_missing = false;
+    py.detach(|| {
+        let db = Db::open(&name, opts)?;
+        let checked = db.verify().map(|_| ());
+        checked.and(db.close())
+    })
+    .map_err(to_py)
+}
+
 /// The native module `mezzanine._mezzanine` (re-exported by the `mezzanine` package).
 #[pymodule]
 fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1129,16 +1397,39 @@ fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWriteBatch>()?;
     m.add_class::<PySnapshot>()?;
     m.add_class::<PyIterator>()?;
+    m.add_class::<PyRawIterator>()?;
+    m.add(
+        "IteratorInvalidError",
+        py.get_type::<IteratorInvalidError>(),
+    )?;
+    m.add_function(wrap_pyfunction!(destroy_db, m)?)?;
+    m.add_function(wrap_pyfunction!(repair_db, m)?)?;
+    // The LevelDB API version the package implements (as the C API's
+    // `leveldb_major_version` / `leveldb_minor_version`).
+    m.add("__leveldb_version__", "1.23")?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("IOError", py.get_type::<IOError>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;
-    m.add(
+    let base = py.get_type::<Error>();
+    let invalid = exception_type(
+        py,
         "InvalidArgumentError",
-        py.get_type::<InvalidArgumentError>(),
+        "A bad option or argument (also a ValueError, as plyvel raises).",
+        &[base.clone(), py.get_type::<PyValueError>()],
     )?;
+    m.add("InvalidArgumentError", &invalid)?;
+    let _ = INVALID_ARGUMENT_ERROR.set(py, invalid.unbind());
+    let closed = exception_type(
+        py,
+        "ClosedError",
+        "The database (or snapshot, or iterator) is closed (also a RuntimeError, as plyvel \
+         raises).",
+        &[base, py.get_type::<PyRuntimeError>()],
+    )?;
+    m.add("ClosedError", &closed)?;
+    let _ = CLOSED_ERROR.set(py, closed.unbind());
     m.add("NotFoundError", py.get_type::<NotFoundError>())?;
     m.add("LockedError", py.get_type::<LockedError>())?;
-    m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("BackgroundError", py.get_type::<BackgroundError>())?;
     Ok(())
 }

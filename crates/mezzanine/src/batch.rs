@@ -287,9 +287,9 @@ impl WriteBatch {
         Ok(batch)
     }
 
-    /// Appends every update of `other` after this batch's updates (group commit). Keeps
-    /// this batch's sequence number.
-    pub(crate) fn append(&mut self, other: &WriteBatch) {
+    /// Appends every update of `other` after this batch's updates (LevelDB's
+    /// `WriteBatch::Append`; group commit uses it too). Keeps this batch's sequence number.
+    pub fn append(&mut self, other: &WriteBatch) {
         let c = self.count().wrapping_add(other.count());
         self.rep
             .extend_from_slice(other.rep.get(HEADER_LEN..).unwrap_or(&[]));

@@ -647,8 +647,9 @@ impl DbInner {
 
     fn property(&self, name: &str) -> Option<String> {
         let _pass = self.enter().ok()?;
+        // LevelDB's names (`leveldb.`) answer as LevelDB's do, where Mezzanine has one.
         match name {
-            "mezz.stats" => Some(self.stats().to_string()),
+            "mezz.stats" | "leveldb.stats" => Some(self.stats().to_string()),
             "mezz.options" => Some(self.opts.to_text()),
             "mezz.levels" => {
                 let v = Arc::clone(&self.versions.super_version.load().version);
@@ -662,8 +663,39 @@ impl DbInner {
                 }
                 Some(s)
             }
+            // LevelDB's `DebugString` of the version: each level's tables as
+            // `id:size[smallest .. largest]` (internal keys escaped).
+            "leveldb.sstables" => {
+                let v = Arc::clone(&self.versions.super_version.load().version);
+                let mut s = String::new();
+                for level in 0..v.num_levels() {
+                    s.push_str(&format!("--- level {level} ---\n"));
+                    for t in v.tables(level) {
+                        s.push_str(&format!(
+                            " {}:{}[{} .. {}]\n",
+                            t.id,
+                            t.size,
+                            t.smallest.escape_ascii(),
+                            t.largest.escape_ascii()
+                        ));
+                    }
+                }
+                Some(s)
+            }
+            "leveldb.approximate-memory-usage" => {
+                let sv = self.versions.super_version.load();
+                let bytes: usize = std::iter::once(&sv.mem)
+                    .chain(&sv.imms)
+                    .map(|m| m.approximate_memory_usage())
+                    .sum();
+                Some(bytes.to_string())
+            }
             _ => {
-                let n: usize = name.strip_prefix("mezz.num-files-at-level")?.parse().ok()?;
+                let n: usize = name
+                    .strip_prefix("mezz.num-files-at-level")
+                    .or_else(|| name.strip_prefix("leveldb.num-files-at-level"))?
+                    .parse()
+                    .ok()?;
                 let v = Arc::clone(&self.versions.super_version.load().version);
                 (n < v.num_levels()).then(|| v.num_files(n).to_string())
             }
@@ -874,7 +906,9 @@ impl Db {
     }
 
     /// A named property: `mezz.stats` (the statistics as text), `mezz.levels` (files and
-    /// bytes per level), `mezz.num-files-at-level<N>`, `mezz.options`.
+    /// bytes per level), `mezz.num-files-at-level<N>`, `mezz.options`; and LevelDB's
+    /// `leveldb.stats`, `leveldb.sstables` (every table per level), `leveldb.num-files-at-
+    /// level<N>`, `leveldb.approximate-memory-usage` (bytes of the memtables).
     #[must_use]
     pub fn property(&self, name: &str) -> Option<String> {
         self.inner.property(name)
@@ -948,6 +982,57 @@ impl Drop for Db {
             let _ = self.close_handle();
         }
     }
+}
+
+/// Deletes the database in `dir` (LevelDB's `DestroyDB`): every file the engine names
+/// (tables, logs, manifests, `CURRENT`, `OPTIONS`, `IDENTITY`, temp files), the NVM pool
+/// in `opts.nvm_dir` if there is one, then `LOCK` and the directory itself if nothing else
+/// is left in it. Files the engine does not name stay. A missing directory is not an
+/// error.
+///
+/// # Errors
+/// `Locked` while the database is open (in this process or another); `Io` naming the first
+/// file that could not be removed (the others are still tried).
+pub fn destroy_db(dir: &Path, opts: &Options) -> Result<()> {
+    use crate::filename::{FileType, POOL_FILE, lock_file, parse_file_name};
+    if !opts.fs.exists(dir) {
+        return Ok(());
+    }
+    let lock_path = lock_file(dir);
+    let lock = opts.fs.lock(&lock_path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            Error::Locked(dir.to_path_buf())
+        } else {
+            Error::from(e).in_file(&lock_path)
+        }
+    })?;
+    let names = opts
+        .fs
+        .list_dir(dir)
+        .map_err(|e| Error::from(e).in_file(dir))?;
+    let mut first_err = None;
+    let mut remove = |path: &Path| {
+        if let Err(e) = opts.fs.remove_file(path) {
+            first_err.get_or_insert(Error::from(e).in_file(path));
+        }
+    };
+    for name in names {
+        match parse_file_name(&name) {
+            Some((FileType::Lock, _)) | None => {}
+            Some(_) => remove(&dir.join(&name)),
+        }
+    }
+    if let Some(nvm) = &opts.nvm_dir {
+        let pool = nvm.join(POOL_FILE);
+        if opts.fs.exists(&pool) {
+            remove(&pool);
+        }
+    }
+    drop(lock);
+    let _ = opts.fs.remove_file(&lock_path);
+    // Only if empty, as LevelDB.
+    let _ = opts.fs.remove_dir(dir);
+    first_err.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
