@@ -264,8 +264,9 @@ pub unsafe extern "C" fn leveldb_options_set_env(
 ) {
 }
 
-/// Accepted and ignored: the engine keeps no info log (its statistics are in
-/// `leveldb_property_value(db, "leveldb.stats")`).
+/// Accepted. LevelDB's C API has no way to make a `leveldb_logger_t`, so the info log is
+/// the `LOG` file in the database directory (earlier ones kept as `LOG.old.<micros>`), as
+/// LevelDB's with no logger set.
 ///
 /// # Safety
 /// `opt` must be NULL or a live options handle.

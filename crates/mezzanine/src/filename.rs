@@ -33,6 +33,20 @@ pub enum FileType {
     Options,
     /// A temporary file (renamed into place or deleted on open).
     Temp,
+    /// The info log (`LOG`) or a previous one (`LOG.old.<micros>`; the number).
+    InfoLog,
+}
+
+/// `<dir>/LOG`: the info log.
+#[must_use]
+pub fn info_log_file(dir: &Path) -> PathBuf {
+    dir.join("LOG")
+}
+
+/// `<dir>/LOG.old.<micros>`: an earlier open's info log.
+#[must_use]
+pub fn old_info_log_file(dir: &Path, micros: u64) -> PathBuf {
+    dir.join(format!("LOG.old.{micros}"))
 }
 
 /// `<dir>/<number>.sst`
@@ -84,7 +98,11 @@ pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
         "CURRENT" => return Some((FileType::Current, 0)),
         "LOCK" => return Some((FileType::Lock, 0)),
         "IDENTITY" => return Some((FileType::Identity, 0)),
+        "LOG" => return Some((FileType::InfoLog, 0)),
         _ => {}
+    }
+    if let Some(n) = name.strip_prefix("LOG.old.") {
+        return n.parse().ok().map(|n| (FileType::InfoLog, n));
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
         return n.parse().ok().map(|n| (FileType::Manifest, n));

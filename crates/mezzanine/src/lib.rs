@@ -61,6 +61,7 @@ pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
 pub(crate) mod gate;
+pub mod info_log;
 pub(crate) mod iter;
 pub(crate) mod manifest;
 pub(crate) mod memtable;

@@ -18,6 +18,8 @@ const LAYERS: &[&[&str]] = &[
     // What every layer speaks of: file names, the shutdown gate, counters, table
     // metadata and locations, snapshots and shared sizes.
     &["filename", "gate", "stats", "base"],
+    // The info log (the LOG file, or the caller's logger).
+    &["info_log"],
     // Every layer above reads options.
     &["options"],
     // Where bytes live (SSD directories, the NVM pool), and write batches.

@@ -161,6 +161,9 @@ impl DbInner {
             && st.bg_error.is_none()
         {
             st.bg_error = Some(format!("{what} failed: {e}"));
+            self.info_log.log(format_args!(
+                "background error, writes refused until reopened: {what} failed: {e}"
+            ));
         }
         self.jobs.done_cv.notify_all();
         self.jobs.bg_cv.notify_all();
@@ -282,6 +285,11 @@ impl DbInner {
         if let Some(object) = m.own_nvm_object() {
             edit.deleted_nvm_objects.push(object);
         }
+        let made: Vec<String> = edit
+            .new_tables
+            .iter()
+            .map(|(_, t)| format!("#{} ({} bytes, {:?})", t.id, t.size, t.tier()))
+            .collect();
         let installed =
             self.log_and_apply_ext(edit, flushed, &[], &mut |st| on_install(&mut st.mems));
         if let Some(after) = after_install {
@@ -289,6 +297,17 @@ impl DbInner {
         }
         installed?;
         m.retire_after_flush();
+        self.info_log.log(format_args!(
+            "flush: memtable {} ({} entries) -> L0 {} in {} ms",
+            m.id(),
+            m.len(),
+            if made.is_empty() {
+                "nothing".to_string()
+            } else {
+                made.join(", ")
+            },
+            start.elapsed().as_millis()
+        ));
         let s = &self.stats;
         StatsCollector::add(&s.flushes, 1);
         StatsCollector::add(&s.flush_micros, start.elapsed().as_micros() as u64);
@@ -340,6 +359,13 @@ impl DbInner {
         if plan.trivial_move {
             self.log_and_apply(trivial_move_edit(plan), None, &plan.inputs)?;
             StatsCollector::add(&s.trivial_moves, 1);
+            self.info_log.log(format_args!(
+                "moved {} tables L{} -> L{} ({:?})",
+                plan.inputs.len(),
+                plan.level,
+                plan.output_level,
+                plan.reason
+            ));
         } else {
             let version = Arc::clone(&self.jobs.state.lock().version);
             let snapshots = self.versions.snapshots.list();
@@ -372,6 +398,19 @@ impl DbInner {
                 }
             }
             s.record_level_io(plan.output_level, result.bytes_read, result.bytes_written);
+            self.info_log.log(format_args!(
+                "compaction ({:?}) L{} -> L{}: {} + {} tables in, {} out; read {} bytes, wrote \
+                 {} bytes in {} ms",
+                plan.reason,
+                plan.level,
+                plan.output_level,
+                plan.inputs.len(),
+                plan.next_inputs.len(),
+                result.outputs.len(),
+                result.bytes_read,
+                result.bytes_written,
+                start.elapsed().as_millis()
+            ));
         }
         match plan.reason {
             crate::compaction::CompactionReason::TierMove => {
@@ -711,6 +750,8 @@ impl DbInner {
         // From here on the NVM pool gives out nothing: its free list is this handle's
         // view, which the next open of the database does not share.
         self.storage.close_nvm();
+        self.info_log.log(format_args!("closed"));
+        self.info_log.close();
         self.lock.lock().take();
         match first_err {
             Some(e) => Err(e),

@@ -170,6 +170,8 @@ pub(crate) struct DbInner {
     /// iterators, which pass it on every step).
     gate: Arc<Gate>,
     lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// The info log (`LOG`, or the caller's `info_log`).
+    info_log: Arc<crate::info_log::InfoLog>,
     /// The pool of parallel reads (`parallel_reads`).
     read_pool: Option<crate::parallel::ReadPool>,
     /// The write pipeline: group commit, the WALs, memtable switches.

@@ -72,10 +72,27 @@ use super::{
     WriteState,
 };
 use crate::base::snapshot::SnapshotList;
+use crate::info_log::InfoLog;
 
 /// Opens (or creates) the database in `path`: the recovery steps above, one function each.
 pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let locked = lock_dir(path, &opts)?;
+    let info_log = Arc::new(InfoLog::open(
+        locked.fs.as_ref(),
+        &locked.dir,
+        opts.info_log.clone(),
+    ));
+    info_log.log(format_args!(
+        "Mezzanine {} {} {}; options:\n{}",
+        env!("CARGO_PKG_VERSION"),
+        if locked.exists {
+            "recovering"
+        } else {
+            "creating"
+        },
+        locked.dir.display(),
+        opts.to_text()
+    ));
     let mut rec = replay_manifest(&locked, &opts)?;
     let mut nvm = open_nvm(&locked, &opts, &mut rec)?;
     let storage = Arc::new(
@@ -126,9 +143,20 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         &installed,
     )?;
     free_released(nvm.tier.as_ref(), &rec.released);
+    info_log.log(format_args!(
+        "recovered: {} tables, {} WALs replayed, {} memtables kept, last sequence {}, \
+         new WAL {}, manifest {}",
+        rec.version.all_tables().count(),
+        wals.len(),
+        lists.imms.len() + lists.nvm_sealed.len(),
+        rec.last_seq,
+        installed.wal_number,
+        installed.manifest_number
+    ));
     let inner = assemble_db_inner(
         locked,
         opts,
+        info_log,
         rec,
         (storage, placement, design),
         replayed.rewritten,
@@ -944,7 +972,8 @@ fn remove_unused_files(
             FileType::Manifest => n != installed.manifest_number,
             FileType::Options => n != installed.options_number,
             FileType::Temp => true,
-            FileType::Current | FileType::Lock | FileType::Identity => false,
+            // The info logs are the info log's to rotate.
+            FileType::Current | FileType::Lock | FileType::Identity | FileType::InfoLog => false,
         };
         if !obsolete {
             continue;
@@ -986,9 +1015,11 @@ fn free_released(nvm: Option<&Arc<NvmTier>>, released: &[NvmObject]) {
 /// closed one whose sync is still owed.
 ///
 /// Fails with a `Corruption` if the recovered state breaks the read order.
+#[allow(clippy::too_many_arguments)]
 fn assemble_db_inner(
     locked: LockedDir,
     opts: Options,
+    info_log: Arc<InfoLog>,
     rec: Recovery,
     (storage, placement, design): (Arc<Storage>, Arc<dyn Placement>, Design),
     rewritten: Option<WalWriter>,
@@ -1087,6 +1118,7 @@ fn assemble_db_inner(
         },
         gate: Arc::new(crate::gate::Gate::new()),
         lock: Mutex::new(Some(locked.lock)),
+        info_log,
         storage,
         policy,
         design,

@@ -713,6 +713,9 @@ impl DbInner {
                 if !stopped {
                     stopped = true;
                     StatsCollector::add(&self.stats.stopped_writes, 1);
+                    self.info_log.log(format_args!(
+                        "write stopped ({cause:?}): waiting for background work"
+                    ));
                 }
                 let t = Instant::now();
                 if !self.wait_for_job(&mut st, STALL_POLL) {

@@ -86,6 +86,10 @@ declare_options! {
                 .with_mapped_logs(mezz_pmem::mapfile::map_window, mezz_pmem::mapfile::allocate)
                 .with_mapped_reads(mezz_pmem::mapfile::map_read),
         ), Internal;
+        /// Where the info log goes: `None` for the `LOG` file in the database directory
+        /// (the previous one kept as `LOG.old.<micros>`), or a caller's logger. Not written
+        /// to the OPTIONS file. Default: `None`.
+        info_log: Option<Arc<dyn crate::info_log::Logger>> = None, Internal;
 
         // ---- opening ----
         /// Create the database if it does not exist. Default: true.

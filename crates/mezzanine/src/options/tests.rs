@@ -9,11 +9,20 @@ use mezz_env::PosixFs;
 
 use super::*;
 
+/// A logger that drops every line.
+#[derive(Debug)]
+struct NoLog;
+
+impl crate::info_log::Logger for NoLog {
+    fn log(&self, _line: &str) {}
+}
+
 /// Options with every field (internal ones included) changed from its default.
 fn changed() -> Options {
     Options {
         preset: Preset::Novelsm,
         fs: Arc::new(PosixFs::new()),
+        info_log: Some(Arc::new(NoLog)),
         create_if_missing: false,
         error_if_exists: true,
         paranoid_checks: true,
