@@ -131,9 +131,15 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let lists = arrange_memtables(
         replayed.kept_mems,
         nvm.mems,
-        crate::design::memtable_design(&opts).seals_recovered_nvm_memtables(),
+        design.memtables().seals_recovered_nvm_memtables(),
     );
-    let installed = install_new_state(&locked, &opts, &storage, &mut rec, &replayed.kept_wals)?;
+    let installed = install_new_state(
+        &locked,
+        &opts,
+        (&design, &storage),
+        &mut rec,
+        &replayed.kept_wals,
+    )?;
     remove_unused_files(
         &locked,
         &storage,
@@ -528,15 +534,16 @@ fn replay_wals(
     wals: &[WalSource],
 ) -> Result<Replayed> {
     let tolerate = locked.mode == RecoveryMode::TolerateCorruptTail;
-    let keep_memtables =
-        crate::design::memtable_design(opts).keeps_recovered_memtables(!nvm.mems.is_empty());
+    let keep_memtables = design
+        .memtables()
+        .keeps_recovered_memtables(!nvm.mems.is_empty());
     let replayed = if !keep_memtables {
         replay_into_l0(
             locked, opts, design, storage, placement, rec, wals, tolerate,
         )?;
         Replayed::default()
     } else {
-        let r = replay_into_memtables(locked, opts, storage, nvm, rec, wals, tolerate)?;
+        let r = replay_into_memtables(locked, opts, (design, storage), nvm, rec, wals, tolerate)?;
         if let Some(n) = r.first_incomplete {
             drop_deferred_after(&mut nvm.mems, n, tolerate, &locked.dir, rec)?;
         }
@@ -655,7 +662,7 @@ fn lost_tail(dir: &Path, number: u64) -> Error {
 fn replay_into_memtables(
     locked: &LockedDir,
     opts: &Options,
-    storage: &Storage,
+    (design, storage): (&Design, &Storage),
     nvm: &NvmState,
     rec: &mut Recovery,
     wals: &[WalSource],
@@ -694,7 +701,7 @@ fn replay_into_memtables(
         if !m.is_empty() {
             if torn {
                 let number = alloc(&rec.next_file);
-                let (w, m2) = relog_memtable(fs, dir, opts, storage, &m, number, rec)?;
+                let (w, m2) = relog_memtable(fs, dir, opts, (design, storage), &m, number, rec)?;
                 rewritten = Some(w);
                 kept_wals.insert(number);
                 kept_mems.push(m2);
@@ -881,7 +888,7 @@ struct Installed {
 fn install_new_state(
     locked: &LockedDir,
     opts: &Options,
-    storage: &Storage,
+    layout: (&Design, &Storage),
     rec: &mut Recovery,
     kept_wals: &HashSet<u64>,
 ) -> Result<Installed> {
@@ -889,7 +896,7 @@ fn install_new_state(
     // The new WAL, then a new manifest naming the oldest WAL still needed.
     let wal_number = alloc(&rec.next_file);
     let wal = if opts.use_wal {
-        Some(create_wal(fs, dir, opts, storage, wal_number, rec)?)
+        Some(create_wal(fs, dir, opts, layout, wal_number, rec)?)
     } else {
         None
     };
@@ -1085,7 +1092,7 @@ fn assemble_db_inner(
             queued: std::sync::atomic::AtomicUsize::new(0),
             closed_wals: Mutex::new(closed_wals),
             wal_failed: AtomicBool::new(false),
-            sync_wals_ahead: AtomicBool::new(syncs_wals_ahead(&opts)),
+            sync_wals_ahead: AtomicBool::new(design.syncs_wals_ahead()),
             // The open synced the directory after creating its WAL (with `CURRENT`).
             wal_entries_durable: AtomicU64::new(installed.wal_number),
             spare: Mutex::new(None),
@@ -1193,11 +1200,11 @@ fn create_wal(
     fs: &Arc<dyn mezz_env::FileSystem>,
     dir: &Path,
     opts: &Options,
-    storage: &Storage,
+    (design, storage): (&Design, &Storage),
     number: u64,
     rec: &mut Recovery,
 ) -> Result<WalWriter> {
-    match crate::design::wal_placement(opts).place(storage, opts, number)? {
+    match design.wals().place(storage, opts, number)? {
         WalPlace::Nvm(obj, w) => {
             rec.edit.new_nvm_objects.push(obj);
             return Ok(w);
@@ -1206,14 +1213,8 @@ fn create_wal(
         WalPlace::File => {}
     }
     let mut w = WalWriter::create(fs.as_ref(), dir, number, opts.wal_mapped())?;
-    w.set_early_writeback(syncs_wals_ahead(opts));
+    w.set_early_writeback(design.syncs_wals_ahead());
     Ok(w)
-}
-
-/// Whether a database opened with `opts` syncs closed WALs ahead of need from the start
-/// (`DbInner::sync_wals_ahead`): as the design asks (see `design::syncs_wals_ahead`).
-pub(super) fn syncs_wals_ahead(opts: &Options) -> bool {
-    crate::design::syncs_wals_ahead(opts)
 }
 
 /// Rewrites the entries of `m` (replayed from a torn WAL) into a new WAL `number` and a new
@@ -1223,12 +1224,12 @@ fn relog_memtable(
     fs: &Arc<dyn mezz_env::FileSystem>,
     dir: &Path,
     opts: &Options,
-    storage: &Storage,
+    layout: (&Design, &Storage),
     m: &Arc<MemTable>,
     number: u64,
     rec: &mut Recovery,
 ) -> Result<(WalWriter, Arc<MemTable>)> {
-    let mut w = create_wal(fs, dir, opts, storage, number, rec)?;
+    let mut w = create_wal(fs, dir, opts, layout, number, rec)?;
     let mut entries: Vec<(SeqNo, Vec<u8>, Vec<u8>)> = Vec::with_capacity(m.len());
     let mut it = m.iter();
     it.seek_to_first();

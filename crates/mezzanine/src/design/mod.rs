@@ -262,7 +262,7 @@ pub(crate) trait WalPlacement: Send + Sync + Debug {
 }
 
 /// The memtable design `opts` ask for.
-pub(crate) fn memtable_design(opts: &Options) -> Box<dyn MemtableDesign> {
+fn memtable_design(opts: &Options) -> Box<dyn MemtableDesign> {
     match novelsm::NvmMemtables::for_options(opts) {
         Some(n) => Box::new(n),
         None => Box::new(leveldb::DramMemtables),
@@ -278,16 +278,11 @@ pub(crate) fn uses_nvm(opts: &Options) -> bool {
 }
 
 /// Where WALs go under `opts`.
-pub(crate) fn wal_placement(opts: &Options) -> Box<dyn WalPlacement> {
+fn wal_placement(opts: &Options) -> Box<dyn WalPlacement> {
     match matrixkv::NvmWals::for_options(opts) {
         Some(w) => Box::new(w),
         None => Box::new(leveldb::FileWals),
     }
-}
-
-/// Whether a database opened with `opts` syncs closed WALs ahead of need from the start.
-pub(crate) fn syncs_wals_ahead(opts: &Options) -> bool {
-    memtable_design(opts).syncs_wals_ahead() || wal_placement(opts).syncs_ahead()
 }
 
 /// The components of an open database, assembled from its options.
@@ -338,6 +333,12 @@ impl Design {
     /// What happens to a full memtable before L0.
     pub(crate) fn memtables(&self) -> &dyn MemtableDesign {
         self.memtables.as_ref()
+    }
+
+    /// Whether closed WALs are synced ahead of need from the start (the memtable design
+    /// or the WAL placement asks).
+    pub(crate) fn syncs_wals_ahead(&self) -> bool {
+        self.memtables.syncs_wals_ahead() || self.wals.syncs_ahead()
     }
 
     /// Where WALs go.
