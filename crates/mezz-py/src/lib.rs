@@ -396,6 +396,17 @@ fn set_option(opts: &mut Options, name: &str, value: &Bound<'_, PyAny>) -> PyRes
     opts.set(name, &text).map_err(to_py)
 }
 
+/// Default options with each keyword argument set by name (see [`set_option`]).
+fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+    let mut opts = Options::default();
+    if let Some(kw) = kwargs {
+        for (k, v) in kw.iter() {
+            set_option(&mut opts, &k.extract::<String>()?, &v)?;
+        }
+    }
+    Ok(opts)
+}
+
 #[pymethods]
 impl PyDb {
     /// Opens (or creates) the database in directory `name`. Keyword arguments: plyvel's
@@ -1357,12 +1368,7 @@ impl PyRawIterator {
 #[pyfunction]
 #[pyo3(signature = (name, **kwargs))]
 fn destroy_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
-    let mut opts = Options::default();
-    if let Some(kw) = kwargs {
-        for (k, v) in kw.iter() {
-            set_option(&mut opts, &k.extract::<String>()?, &v)?;
-        }
-    }
+    let opts = options_from_kwargs(kwargs)?;
     py.detach(|| mezzanine::destroy_db(&name, &opts))
         .map_err(to_py)
 }
@@ -1373,12 +1379,7 @@ fn destroy_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>)
 #[pyfunction]
 #[pyo3(signature = (name, **kwargs))]
 fn repair_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
-    let mut opts = Options::default();
-    if let Some(kw) = kwargs {
-        for (k, v) in kw.iter() {
-            set_option(&mut opts, &k.extract::<String>()?, &v)?;
-        }
-    }
+    let mut opts = options_from_kwargs(kwargs)?;
     opts.create_if_missing = false;
     py.detach(|| {
         let db = Db::open(&name, opts)?;
