@@ -1,7 +1,7 @@
 //! `mezz`: the Mezzanine command-line tool.
 //!
 //! One module per subcommand (`put`, `get`, `delete`, `scan`, `stats`, `check`, `bench`,
-//! `stress`, `nvm-calibrate` in `calibrate`);
+//! `stress`, `nvm-calibrate` in `calibrate`, `serve`);
 //! `common` holds what they share: the database arguments (`DB`, `--preset`, `--opt k=v`),
 //! opening the database, byte escaping, and the error type. A new subcommand is one more
 //! module plus one variant of [`Command`].
@@ -17,6 +17,7 @@ mod delete;
 mod get;
 mod put;
 mod scan;
+mod serve;
 mod stats;
 mod stress;
 
@@ -59,6 +60,9 @@ enum Command {
     /// and write bandwidth, small persisted writes, on a region under /dev/shm; prints the
     /// profile's figure, the measurement and their ratio per row.
     NvmCalibrate(calibrate::Args),
+    /// Serve the database over the Redis protocol (RESP2/RESP3): strings, hashes, SCAN,
+    /// AUTH, protected mode, a static cluster slot map (docs/serve.md).
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(&a),
         Command::Bench(mut a) => bench::run(&mut a),
         Command::NvmCalibrate(a) => calibrate::run(&a),
+        Command::Serve(a) => serve::run(&a),
         Command::Stress(a) => return ExitCode::from(u8::try_from(stress::run(a)).unwrap_or(2)),
     };
     match result {
