@@ -140,7 +140,9 @@ impl SlotMap {
                     if *slot != UNOWNED {
                         return Err(format!(
                             "slot {s} is claimed by both {}:{} and {}:{}",
-                            nodes.get(usize::from(*slot)).map_or("?", |n| n.host.as_str()),
+                            nodes
+                                .get(usize::from(*slot))
+                                .map_or("?", |n| n.host.as_str()),
                             nodes.get(usize::from(*slot)).map_or(0, |n| n.port),
                             n.host,
                             n.port

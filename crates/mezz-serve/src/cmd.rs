@@ -112,7 +112,12 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mu
         out.error(&wrong_arity(spec.name));
         return Action::Continue;
     }
-    if let Some(err) = shared.cfg.cluster.as_ref().and_then(|m| route(m, spec, args)) {
+    if let Some(err) = shared
+        .cfg
+        .cluster
+        .as_ref()
+        .and_then(|m| route(m, spec, args))
+    {
         out.error(&err);
         return Action::Continue;
     }
@@ -156,7 +161,13 @@ fn store_err(e: StoreError) -> String {
     e.to_string()
 }
 
-fn run(shared: &Shared, conn: &mut ConnState, spec: &Spec, args: &[Vec<u8>], out: &mut Out) -> CmdResult {
+fn run(
+    shared: &Shared,
+    conn: &mut ConnState,
+    spec: &Spec,
+    args: &[Vec<u8>],
+    out: &mut Out,
+) -> CmdResult {
     let st = &shared.store;
     let key = arg(args, 1);
     match spec.name {
@@ -341,9 +352,11 @@ fn set(shared: &Shared, args: &[Vec<u8>], out: &mut Out) -> Result<(), String> {
             b"get" => get = true,
             b"keepttl" => {}
             b"ex" | b"px" | b"exat" | b"pxat" => {
-                return Err("ERR expiry (EX, PX, EXAT, PXAT) is not supported: mezz serve \
+                return Err(
+                    "ERR expiry (EX, PX, EXAT, PXAT) is not supported: mezz serve \
                             keeps no expiry times"
-                    .into());
+                        .into(),
+                );
             }
             _ => return Err(SYNTAX.into()),
         }
@@ -366,23 +379,35 @@ fn set(shared: &Shared, args: &[Vec<u8>], out: &mut Out) -> Result<(), String> {
     Ok(())
 }
 
-fn auth(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mut Out) -> Result<(), String> {
+fn auth(
+    shared: &Shared,
+    conn: &mut ConnState,
+    args: &[Vec<u8>],
+    out: &mut Out,
+) -> Result<(), String> {
     let (user, pass) = match args.len() {
         2 => (&b"default"[..], arg(args, 1)),
         3 => (arg(args, 1), arg(args, 2)),
         _ => return Err(SYNTAX.into()),
     };
     if args.len() == 2 && shared.cfg.requirepass.is_none() {
-        return Err("ERR AUTH <password> called without any password configured for the \
+        return Err(
+            "ERR AUTH <password> called without any password configured for the \
                     default user. Are you sure your configuration is correct?"
-            .into());
+                .into(),
+        );
     }
     check_password(shared, conn, user, pass)?;
     out.ok();
     Ok(())
 }
 
-fn check_password(shared: &Shared, conn: &mut ConnState, user: &[u8], pass: &[u8]) -> Result<(), String> {
+fn check_password(
+    shared: &Shared,
+    conn: &mut ConnState,
+    user: &[u8],
+    pass: &[u8],
+) -> Result<(), String> {
     let Some(pw) = &shared.cfg.requirepass else {
         // Without a password the default user takes any password, as Redis's `nopass`.
         if user == b"default" {
@@ -407,7 +432,12 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn hello(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mut Out) -> Result<(), String> {
+fn hello(
+    shared: &Shared,
+    conn: &mut ConnState,
+    args: &[Vec<u8>],
+    out: &mut Out,
+) -> Result<(), String> {
     let mut proto = conn.proto;
     let mut i = 1;
     if args.len() > 1 {
@@ -432,15 +462,22 @@ fn hello(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mut Out)
                 name = Some(valid_name(arg(args, i + 1))?);
                 i += 2;
             }
-            _ => return Err(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(arg(args, i)))),
+            _ => {
+                return Err(format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    String::from_utf8_lossy(arg(args, i))
+                ));
+            }
         }
     }
     if !conn.authed && !authed_now {
-        return Err("NOAUTH HELLO must be called with the client already authenticated, \
+        return Err(
+            "NOAUTH HELLO must be called with the client already authenticated, \
                     otherwise the HELLO <proto> AUTH <user> <pass> option can be used to \
                     authenticate the client and select the RESP protocol version at the same \
                     time"
-            .into());
+                .into(),
+        );
     }
     if let Some(n) = name {
         conn.name = Some(n);
@@ -457,7 +494,11 @@ fn hello(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mut Out)
     out.bulk(b"id");
     out.int(i64::try_from(conn.id).unwrap_or(i64::MAX));
     out.bulk(b"mode");
-    out.bulk(if shared.cfg.cluster.is_some() { b"cluster" } else { b"standalone" });
+    out.bulk(if shared.cfg.cluster.is_some() {
+        b"cluster"
+    } else {
+        b"standalone"
+    });
     out.bulk(b"role");
     out.bulk(b"master");
     out.bulk(b"modules");
@@ -467,12 +508,19 @@ fn hello(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mut Out)
 
 fn valid_name(n: &[u8]) -> Result<Vec<u8>, String> {
     if n.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Err("ERR Client names cannot contain spaces, newlines or special characters.".into());
+        return Err(
+            "ERR Client names cannot contain spaces, newlines or special characters.".into(),
+        );
     }
     Ok(n.to_vec())
 }
 
-fn client(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mut Out) -> Result<(), String> {
+fn client(
+    shared: &Shared,
+    conn: &mut ConnState,
+    args: &[Vec<u8>],
+    out: &mut Out,
+) -> Result<(), String> {
     let sub = lower(arg(args, 1));
     let bad_arity = || {
         format!(
@@ -539,11 +587,11 @@ fn config(shared: &Shared, args: &[Vec<u8>], out: &mut Out) -> Result<(), String
             }
             Ok(())
         }
-        b"set" | b"rewrite" | b"resetstat" => {
-            Err("ERR CONFIG SET, REWRITE and RESETSTAT are not supported: the configuration \
+        b"set" | b"rewrite" | b"resetstat" => Err(
+            "ERR CONFIG SET, REWRITE and RESETSTAT are not supported: the configuration \
                  is fixed at start"
-                .into())
-        }
+                .into(),
+        ),
         _ => Err(format!(
             "ERR unknown subcommand '{}'. Try CONFIG HELP.",
             String::from_utf8_lossy(arg(args, 1))
@@ -681,7 +729,11 @@ fn cluster_cmd(shared: &Shared, args: &[Vec<u8>], out: &mut Out) -> Result<(), S
                 "cluster_enabled:1\r\ncluster_state:{}\r\ncluster_slots_assigned:{assigned}\r\n\
                  cluster_slots_ok:{assigned}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\n\
                  cluster_known_nodes:{}\r\ncluster_size:{}\r\n",
-                if assigned == usize::from(cluster::SLOTS) { "ok" } else { "fail" },
+                if assigned == usize::from(cluster::SLOTS) {
+                    "ok"
+                } else {
+                    "fail"
+                },
                 map.nodes.len(),
                 map.nodes.len()
             );
@@ -698,7 +750,11 @@ fn cluster_cmd(shared: &Shared, args: &[Vec<u8>], out: &mut Out) -> Result<(), S
 }
 
 /// Parses `[MATCH p] [COUNT n] [TYPE t]` from `args[from..]`.
-fn scan_options(args: &[Vec<u8>], from: usize, allow_type: bool) -> Result<(ScanFilter, usize), String> {
+fn scan_options(
+    args: &[Vec<u8>],
+    from: usize,
+    allow_type: bool,
+) -> Result<(ScanFilter, usize), String> {
     let mut f = ScanFilter::default();
     let mut count = 10usize;
     let mut i = from;
@@ -744,7 +800,10 @@ fn page_reply(page: ScanPage, out: &mut Out) {
 fn scan(shared: &Shared, args: &[Vec<u8>], out: &mut Out) -> Result<(), String> {
     let cursor = parse_cursor(arg(args, 1))?;
     let (filter, count) = scan_options(args, 2, true)?;
-    let page = shared.store.scan(cursor, &filter, count).map_err(store_err)?;
+    let page = shared
+        .store
+        .scan(cursor, &filter, count)
+        .map_err(store_err)?;
     page_reply(page, out);
     Ok(())
 }

@@ -47,7 +47,11 @@ fn section(shared: &Shared, name: &str, o: &mut String) {
                  tcp_port:{}\r\nuptime_in_seconds:{up}\r\nuptime_in_days:{}\r\n",
                 crate::REDIS_VERSION,
                 env!("CARGO_PKG_VERSION"),
-                if shared.cfg.cluster.is_some() { "cluster" } else { "standalone" },
+                if shared.cfg.cluster.is_some() {
+                    "cluster"
+                } else {
+                    "standalone"
+                },
                 std::env::consts::OS,
                 std::env::consts::ARCH,
                 usize::BITS,
@@ -117,7 +121,11 @@ fn section(shared: &Shared, name: &str, o: &mut String) {
                 s.write_latency.p99_nanos,
             );
             for l in s.levels.iter().filter(|l| l.files > 0) {
-                let _ = write!(o, "level{}:files={},bytes={}\r\n", l.level, l.files, l.bytes);
+                let _ = write!(
+                    o,
+                    "level{}:files={},bytes={}\r\n",
+                    l.level, l.files, l.bytes
+                );
             }
         }
         _ => {}
@@ -134,16 +142,31 @@ pub fn config_values(shared: &Shared) -> Vec<(String, String)> {
         ("port".into(), shared.port.to_string()),
         ("databases".into(), "1".into()),
         ("maxclients".into(), cfg.maxclients.to_string()),
-        ("timeout".into(), cfg.idle_timeout.map_or(0, |d| d.as_secs()).to_string()),
-        ("protected-mode".into(), if cfg.protected_mode { "yes" } else { "no" }.into()),
+        (
+            "timeout".into(),
+            cfg.idle_timeout.map_or(0, |d| d.as_secs()).to_string(),
+        ),
+        (
+            "protected-mode".into(),
+            if cfg.protected_mode { "yes" } else { "no" }.into(),
+        ),
         (
             "requirepass".into(),
             cfg.requirepass.clone().unwrap_or_default(),
         ),
-        ("proto-max-bulk-len".into(), cfg.limits.max_bulk_len.to_string()),
+        (
+            "proto-max-bulk-len".into(),
+            cfg.limits.max_bulk_len.to_string(),
+        ),
         ("save".into(), String::new()),
         ("appendonly".into(), "yes".into()),
-        ("appendfsync".into(), if sync { "always" } else { "no" }.into()),
-        ("cluster-enabled".into(), if cfg.cluster.is_some() { "yes" } else { "no" }.into()),
+        (
+            "appendfsync".into(),
+            if sync { "always" } else { "no" }.into(),
+        ),
+        (
+            "cluster-enabled".into(),
+            if cfg.cluster.is_some() { "yes" } else { "no" }.into(),
+        ),
     ]
 }

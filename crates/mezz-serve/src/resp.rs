@@ -63,9 +63,7 @@ fn perr(s: &str) -> ProtocolError {
 /// Finds `\r\n` in `buf` at or after `from`; returns the index of `\r`.
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
     let tail = buf.get(from..)?;
-    tail.windows(2)
-        .position(|w| w == b"\r\n")
-        .map(|p| p + from)
+    tail.windows(2).position(|w| w == b"\r\n").map(|p| p + from)
 }
 
 /// Parses a decimal integer as Redis's `string2ll` (optional `-`, digits, no `+`, no
@@ -374,8 +372,10 @@ impl Out {
     /// A simple string (`+s`); CR and LF are replaced by spaces.
     pub fn simple(&mut self, s: &str) {
         self.buf.push(b'+');
-        self.buf
-            .extend(s.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+        self.buf.extend(
+            s.bytes()
+                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+        );
         self.buf.extend_from_slice(b"\r\n");
     }
 
@@ -383,8 +383,10 @@ impl Out {
     /// replaced by spaces, as Redis does.
     pub fn error(&mut self, msg: &str) {
         self.buf.push(b'-');
-        self.buf
-            .extend(msg.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+        self.buf.extend(
+            msg.bytes()
+                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+        );
         self.buf.extend_from_slice(b"\r\n");
     }
 
@@ -460,7 +462,11 @@ mod tests {
         assert_eq!(args, vec![b"GET".to_vec(), b"k".to_vec()]);
         assert_eq!(n, req.len());
         for cut in 0..req.len() {
-            assert_eq!(parse(&req[..cut]).expect("prefix is valid"), None, "cut {cut}");
+            assert_eq!(
+                parse(&req[..cut]).expect("prefix is valid"),
+                None,
+                "cut {cut}"
+            );
         }
     }
 
@@ -492,22 +498,56 @@ mod tests {
 
     #[test]
     fn inline_requests_split_like_redis() {
-        let (args, n) = parse(b"set k \"a\\x41\\n\" 'b\\'c'\r\nrest").expect("ok").expect("all");
-        assert_eq!(args, vec![b"set".to_vec(), b"k".to_vec(), b"aA\n".to_vec(), b"b'c".to_vec()]);
+        let (args, n) = parse(b"set k \"a\\x41\\n\" 'b\\'c'\r\nrest")
+            .expect("ok")
+            .expect("all");
+        assert_eq!(
+            args,
+            vec![
+                b"set".to_vec(),
+                b"k".to_vec(),
+                b"aA\n".to_vec(),
+                b"b'c".to_vec()
+            ]
+        );
         assert_eq!(n, 24);
-        assert_eq!(parse(b"get \"k\r\n").unwrap_err().0, "unbalanced quotes in request");
-        assert_eq!(parse(b"get \"k\"x\r\n").unwrap_err().0, "unbalanced quotes in request");
-        assert_eq!(parse(b"\r\n").expect("ok").expect("line").0, Vec::<Vec<u8>>::new());
+        assert_eq!(
+            parse(b"get \"k\r\n").unwrap_err().0,
+            "unbalanced quotes in request"
+        );
+        assert_eq!(
+            parse(b"get \"k\"x\r\n").unwrap_err().0,
+            "unbalanced quotes in request"
+        );
+        assert_eq!(
+            parse(b"\r\n").expect("ok").expect("line").0,
+            Vec::<Vec<u8>>::new()
+        );
     }
 
     #[test]
     fn limits_and_bad_lengths_are_errors() {
         assert_eq!(parse(b"*x\r\n").unwrap_err().0, "invalid multibulk length");
-        assert_eq!(parse(b"*2\r\n$-2\r\n").unwrap_err().0, "invalid bulk length");
-        assert_eq!(parse(b"*1\r\n:3\r\n").unwrap_err().0, "expected '$', got ':'");
-        assert_eq!(parse(b"*1\r\n$1\r\nab\r\n").unwrap_err().0, "invalid bulk length");
-        assert_eq!(parse(b"*1\r\n$536870913\r\n").unwrap_err().0, "invalid bulk length");
-        assert_eq!(parse(b"*1048577\r\n").unwrap_err().0, "invalid multibulk length");
+        assert_eq!(
+            parse(b"*2\r\n$-2\r\n").unwrap_err().0,
+            "invalid bulk length"
+        );
+        assert_eq!(
+            parse(b"*1\r\n:3\r\n").unwrap_err().0,
+            "expected '$', got ':'"
+        );
+        assert_eq!(
+            parse(b"*1\r\n$1\r\nab\r\n").unwrap_err().0,
+            "invalid bulk length"
+        );
+        assert_eq!(
+            parse(b"*1\r\n$536870913\r\n").unwrap_err().0,
+            "invalid bulk length"
+        );
+        assert_eq!(
+            parse(b"*1048577\r\n").unwrap_err().0,
+            "invalid multibulk length"
+        );
         let small = Limits::UNAUTHENTICATED;
         assert!(parse_request(b"*11\r\n", &small).is_err());
         assert!(parse_request(b"*1\r\n$16385\r\n", &small).is_err());
@@ -524,7 +564,15 @@ mod tests {
         assert_eq!(parse_i64(b"-12"), Some(-12));
         assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"-", b"+1", b"01", b"-0", b"1 ", b"9223372036854775808"] {
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b"01",
+            b"-0",
+            b"1 ",
+            b"9223372036854775808",
+        ] {
             assert_eq!(parse_i64(bad), None, "{bad:?}");
         }
     }

@@ -130,7 +130,9 @@ pub fn protected_mode_denies(cfg: &Config, peer: IpAddr) -> bool {
 fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
     }
 }
 
@@ -222,7 +224,10 @@ impl Server {
                 Ok(s) => s,
                 Err(e) => {
                     // Out of file descriptors and the like: wait a little rather than spin.
-                    if !matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::Interrupted) {
+                    if !matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionAborted | io::ErrorKind::Interrupted
+                    ) {
                         std::thread::sleep(Duration::from_millis(10));
                     }
                     continue;
@@ -330,7 +335,11 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream, id: u64) {
     let mut timeout_set: Option<Option<Duration>> = None;
     let mut partial = false;
     loop {
-        let want = if partial { Some(cfg.request_timeout) } else { cfg.idle_timeout };
+        let want = if partial {
+            Some(cfg.request_timeout)
+        } else {
+            cfg.idle_timeout
+        };
         if timeout_set != Some(want) {
             let _ = stream.set_read_timeout(want);
             timeout_set = Some(want);
@@ -344,7 +353,12 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream, id: u64) {
                 inbuf.truncate(old);
                 continue;
             }
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 shared.stats.timeouts.fetch_add(1, Ordering::Relaxed);
                 return;
             }
@@ -372,7 +386,9 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream, id: u64) {
                     if action != Action::Continue {
                         break;
                     }
-                    if out.buf.len() >= OUT_HIGH_WATER && flush(shared, &mut stream, &mut out).is_err() {
+                    if out.buf.len() >= OUT_HIGH_WATER
+                        && flush(shared, &mut stream, &mut out).is_err()
+                    {
                         return;
                     }
                 }

@@ -425,7 +425,12 @@ impl Store {
     pub fn exists(&self, keys: &[Vec<u8>]) -> Result<i64> {
         let mk: Vec<Vec<u8>> = keys.iter().map(|k| meta_key(k)).collect();
         let vals = self.db.multi_get(mk.iter().map(Vec::as_slice))?;
-        Ok(vals.iter().filter(|v| v.is_some()).count().try_into().unwrap_or(i64::MAX))
+        Ok(vals
+            .iter()
+            .filter(|v| v.is_some())
+            .count()
+            .try_into()
+            .unwrap_or(i64::MAX))
     }
 
     /// INCRBY: adds `delta` to the integer in `key` (missing = 0); returns the new value.
@@ -448,7 +453,11 @@ impl Store {
 
     /// Read-modify-write of a string: `f` gets the current bytes (empty if missing) and
     /// changes them; returns the new length.
-    fn modify_string(&self, key: &[u8], f: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<usize> {
+    fn modify_string(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<usize> {
         let _g = self.exclusive([key]);
         let mut v = match self.meta(key)? {
             None => Vec::new(),
@@ -705,7 +714,11 @@ impl Store {
     /// `BadCursor`, engine errors.
     pub fn scan(&self, cursor: u64, filter: &ScanFilter, count: usize) -> Result<ScanPage> {
         self.scan_prefix(&[META], cursor, count, |key, value, out| {
-            if filter.pattern.as_ref().is_some_and(|p| !glob::matches(p, key)) {
+            if filter
+                .pattern
+                .as_ref()
+                .is_some_and(|p| !glob::matches(p, key))
+            {
                 return Ok(());
             }
             if let Some(t) = &filter.type_name {
@@ -815,20 +828,33 @@ mod tests {
     fn strings_and_hashes_keep_their_types() {
         let (_d, s) = store();
         s.set(b"a", b"1").expect("set");
-        assert_eq!(s.hset(b"h", &[(b"f", b"v"), (b"g", b"w"), (b"f", b"x")]).expect("hset"), 2);
+        assert_eq!(
+            s.hset(b"h", &[(b"f", b"v"), (b"g", b"w"), (b"f", b"x")])
+                .expect("hset"),
+            2
+        );
         assert!(matches!(s.get(b"h"), Err(StoreError::WrongType)));
         assert!(matches!(s.hget(b"a", b"f"), Err(StoreError::WrongType)));
         assert_eq!(s.hget(b"h", b"f").expect("hget"), Some(b"x".to_vec()));
         assert_eq!(s.hlen(b"h").expect("hlen"), 2);
-        assert_eq!(s.keys(b"*").expect("keys"), vec![b"a".to_vec(), b"h".to_vec()]);
+        assert_eq!(
+            s.keys(b"*").expect("keys"),
+            vec![b"a".to_vec(), b"h".to_vec()]
+        );
         assert_eq!(s.dbsize().expect("dbsize"), 2);
         // A SET over a hash makes it a string; a new HSET starts an empty hash.
         s.set(b"h", b"s").expect("set");
         assert_eq!(s.get(b"h").expect("get"), Some(b"s".to_vec()));
         assert_eq!(s.del(&[b"h".to_vec()]).expect("del"), 1);
         assert_eq!(s.hset(b"h", &[(b"z", b"1")]).expect("hset"), 1);
-        assert_eq!(s.hgetall(b"h").expect("hgetall"), vec![(b"z".to_vec(), b"1".to_vec())]);
-        assert_eq!(s.hdel(b"h", &[b"z".to_vec(), b"z".to_vec()]).expect("hdel"), 1);
+        assert_eq!(
+            s.hgetall(b"h").expect("hgetall"),
+            vec![(b"z".to_vec(), b"1".to_vec())]
+        );
+        assert_eq!(
+            s.hdel(b"h", &[b"z".to_vec(), b"z".to_vec()]).expect("hdel"),
+            1
+        );
         assert_eq!(s.meta(b"h").expect("meta"), None);
     }
 
@@ -836,7 +862,11 @@ mod tests {
     fn del_of_a_hash_removes_its_fields() {
         let (_d, s) = store();
         s.hset(b"h", &[(b"f", b"v")]).expect("hset");
-        assert_eq!(s.del(&[b"h".to_vec(), b"h".to_vec(), b"nope".to_vec()]).expect("del"), 1);
+        assert_eq!(
+            s.del(&[b"h".to_vec(), b"h".to_vec(), b"nope".to_vec()])
+                .expect("del"),
+            1
+        );
         assert_eq!(s.db().iter().count(), 0, "no engine key is left");
     }
 
@@ -871,14 +901,18 @@ mod tests {
         let (_d, s) = store();
         assert_eq!(s.incr_by(b"n", 5).expect("incr"), 5);
         assert_eq!(s.incr_by(b"n", -7).expect("incr"), -2);
-        s.set(b"m", &i64::MAX.to_string().into_bytes()).expect("set");
+        s.set(b"m", &i64::MAX.to_string().into_bytes())
+            .expect("set");
         assert!(matches!(s.incr_by(b"m", 1), Err(StoreError::Overflow)));
         s.set(b"t", b"x1").expect("set");
         assert!(matches!(s.incr_by(b"t", 1), Err(StoreError::NotInteger)));
         assert_eq!(s.append(b"t", b"yz").expect("append"), 4);
         assert_eq!(s.setrange(b"t", 6, b"!").expect("setrange"), 7);
         assert_eq!(s.get(b"t").expect("get"), Some(b"x1yz\0\0!".to_vec()));
-        assert!(matches!(s.setrange(b"t", MAX_STRING, b"x"), Err(StoreError::TooBig)));
+        assert!(matches!(
+            s.setrange(b"t", MAX_STRING, b"x"),
+            Err(StoreError::TooBig)
+        ));
     }
 
     #[test]

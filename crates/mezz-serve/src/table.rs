@@ -124,7 +124,11 @@ impl Spec {
             return Vec::new();
         }
         let n = i64::try_from(args.len()).unwrap_or(i64::MAX);
-        let last = if self.last < 0 { n + self.last } else { self.last.min(n - 1) };
+        let last = if self.last < 0 {
+            n + self.last
+        } else {
+            self.last.min(n - 1)
+        };
         let mut out = Vec::new();
         let mut i = self.first;
         while i <= last {
@@ -155,10 +159,19 @@ mod tests {
     fn keys_and_arity() {
         let args = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
         let mset = lookup(b"MSET").expect("mset");
-        assert_eq!(mset.keys(&args(&["mset", "a", "1", "b", "2"])), vec![&b"a"[..], b"b"]);
+        assert_eq!(
+            mset.keys(&args(&["mset", "a", "1", "b", "2"])),
+            vec![&b"a"[..], b"b"]
+        );
         assert!(!mset.arity_ok(2));
         let get = lookup(b"get").expect("get");
         assert!(get.arity_ok(2) && !get.arity_ok(3));
-        assert_eq!(lookup(b"ping").expect("ping").keys(&args(&["ping", "x"])).len(), 0);
+        assert_eq!(
+            lookup(b"ping")
+                .expect("ping")
+                .keys(&args(&["ping", "x"]))
+                .len(),
+            0
+        );
     }
 }
