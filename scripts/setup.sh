@@ -22,6 +22,12 @@ if command -v python3 >/dev/null 2>&1; then
 else
   need_apt+=(python3-venv python3-dev)
 fi
+# `mezz serve`'s scale-out tests and benchmark (scripts/serve-cluster.sh, bench/serve.sh):
+# redis-cli and redis-benchmark, redis-server (the benchmark's reference), nutcracker
+# (twemproxy).
+for p in redis-tools redis-server nutcracker; do
+  dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
+done
 if [ "${1:-}" = "--comparators" ]; then
   for p in librocksdb-dev libleveldb-dev libclang-dev g++; do
     dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
