@@ -92,6 +92,63 @@ fn int_arg(args: &[Vec<u8>], i: usize) -> Result<i64, &'static str> {
     parse_i64(arg(args, i)).ok_or(NOT_INT)
 }
 
+/// Whether `args` is a plain `SET key value` (no options): a blind write that may be
+/// applied together with its neighbours.
+fn is_plain_set(args: &[Vec<u8>]) -> bool {
+    args.len() == 3 && arg(args, 0).eq_ignore_ascii_case(b"set")
+}
+
+/// Runs the requests of one read, in order. A run of consecutive plain `SET key value`
+/// requests (as a pipelining client sends) is applied as one engine write batch: the same
+/// replies and the same final state as one by one (no reply is sent before the batch is
+/// written, and no request of this connection comes between), in one WAL write.
+pub fn execute_all(
+    shared: &Shared,
+    conn: &mut ConnState,
+    reqs: &[crate::resp::Request],
+    out: &mut Out,
+) -> Action {
+    let batchable = conn.authed && shared.cfg.cluster.is_none();
+    let mut i = 0;
+    while let Some(args) = reqs.get(i) {
+        if batchable && is_plain_set(args) {
+            let run = reqs
+                .get(i..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|a| is_plain_set(a))
+                .count();
+            if run > 1 {
+                let pairs: Vec<(&[u8], &[u8])> = reqs
+                    .get(i..i + run)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|a| (arg(a, 1), arg(a, 2)))
+                    .collect();
+                shared
+                    .stats
+                    .commands
+                    .fetch_add(u64::try_from(run).unwrap_or(0), Ordering::Relaxed);
+                match shared.store.mset(&pairs) {
+                    Ok(()) => (0..run).for_each(|_| out.ok()),
+                    Err(e) => {
+                        let msg = e.to_string();
+                        (0..run).for_each(|_| out.error(&msg));
+                    }
+                }
+                i += run;
+                continue;
+            }
+        }
+        let action = execute(shared, conn, args, out);
+        if action != Action::Continue {
+            return action;
+        }
+        i += 1;
+    }
+    Action::Continue
+}
+
 /// Runs one request.
 pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mut Out) -> Action {
     shared.stats.commands.fetch_add(1, Ordering::Relaxed);

@@ -372,8 +372,12 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream, id: u64) {
         if shared.shutdown.load(Ordering::SeqCst) {
             return;
         }
+        // Parse every complete request of this read, then run them (a run of plain SETs
+        // becomes one write batch); replies go out together.
         let mut pos = 0;
         let mut action = Action::Continue;
+        let mut reqs = Vec::new();
+        let mut queued = 0usize;
         loop {
             let limits = conn.limits(shared);
             match parser.parse(inbuf.get(pos..).unwrap_or_default(), &limits) {
@@ -382,14 +386,22 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream, id: u64) {
                     if args.is_empty() {
                         continue;
                     }
-                    action = cmd::execute(shared, &mut conn, &args, &mut out);
-                    if action != Action::Continue {
-                        break;
-                    }
-                    if out.buf.len() >= OUT_HIGH_WATER
-                        && flush(shared, &mut stream, &mut out).is_err()
-                    {
-                        return;
+                    // AUTH and HELLO change the limits of what follows: run them at once.
+                    let changes_session = !conn.authed;
+                    queued += args.iter().map(Vec::len).sum::<usize>();
+                    reqs.push(args);
+                    if changes_session || queued >= OUT_HIGH_WATER || reqs.len() >= 1024 {
+                        action = cmd::execute_all(shared, &mut conn, &reqs, &mut out);
+                        reqs.clear();
+                        queued = 0;
+                        if action != Action::Continue {
+                            break;
+                        }
+                        if out.buf.len() >= OUT_HIGH_WATER
+                            && flush(shared, &mut stream, &mut out).is_err()
+                        {
+                            return;
+                        }
                     }
                 }
                 Ok((None, used)) => {
@@ -397,12 +409,19 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream, id: u64) {
                     break;
                 }
                 Err(e) => {
-                    shared.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                    out.error(&format!("ERR {e}"));
-                    action = Action::Close;
+                    action = cmd::execute_all(shared, &mut conn, &reqs, &mut out);
+                    reqs.clear();
+                    if action == Action::Continue {
+                        shared.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                        out.error(&format!("ERR {e}"));
+                        action = Action::Close;
+                    }
                     break;
                 }
             }
+        }
+        if !reqs.is_empty() {
+            action = cmd::execute_all(shared, &mut conn, &reqs, &mut out);
         }
         inbuf.drain(..pos.min(inbuf.len()));
         partial = !inbuf.is_empty();

@@ -209,6 +209,21 @@ fn pipelined_requests_are_answered_in_order() {
     }
     assert_eq!(c.read(), Some(Reply::Simple("PONG".into())));
     assert_eq!(c.read(), Some(b("999")));
+    // A run of plain SETs (one write batch): the last of each key wins, in order.
+    let mut req = Vec::new();
+    for i in 0..500 {
+        req.extend(encode(&[
+            b"SET",
+            format!("r{}", i % 7).as_bytes(),
+            format!("{i}").as_bytes(),
+        ]));
+    }
+    req.extend(encode(&[b"MGET", b"r0", b"r6"]));
+    c.send_raw(&req);
+    for _ in 0..500 {
+        assert_eq!(c.read(), Some(Reply::ok()));
+    }
+    assert_eq!(c.read(), Some(Reply::Array(vec![b("497"), b("496")])));
 }
 
 #[test]
