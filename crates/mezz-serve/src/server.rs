@@ -1,6 +1,6 @@
 //! The server loop: a listener thread accepts connections and gives each one a thread of
-//! its own (blocking I/O; the engine's write path groups the writes of concurrent
-//! connections into one WAL write and, with `--sync`, one fsync). Enforces `maxclients`,
+//! its own (blocking I/O; `commit::Committer` groups the writes of concurrent connections
+//! into one engine write and, with `--sync`, one fsync). Enforces `maxclients`,
 //! protected mode, idle and request timeouts, and runs SHUTDOWN: stop accepting, close
 //! every connection, wait for them, close the engine.
 //!

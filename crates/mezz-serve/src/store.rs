@@ -17,6 +17,8 @@
 //! writes to one key still run concurrently (and share a WAL sync). Stripes of several keys
 //! are taken in ascending order (no deadlock).
 //!
+//! Every write goes through `commit::Committer` (group commit).
+//!
 //! Thread-safety: `Store` is `Send + Sync`, shared by every connection.
 
 use std::collections::{HashMap, VecDeque};
@@ -26,6 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mezzanine::{Db, ReadOptions, WriteBatch, WriteOptions};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::commit::{CommitError, Committer};
 use crate::glob;
 
 /// Largest string value (Redis's `proto-max-bulk-len`), for APPEND and SETRANGE.
@@ -55,6 +58,8 @@ pub enum StoreError {
     Corrupt(String),
     /// The engine failed.
     Engine(mezzanine::Error),
+    /// The engine failed the write group this command's batch was part of.
+    Group(String),
 }
 
 impl std::fmt::Display for StoreError {
@@ -71,6 +76,7 @@ impl std::fmt::Display for StoreError {
             StoreError::BadCursor => f.write_str("ERR invalid cursor"),
             StoreError::Corrupt(m) => write!(f, "ERR corrupt stored value: {m}"),
             StoreError::Engine(e) => write!(f, "ERR engine: {e}"),
+            StoreError::Group(e) => write!(f, "ERR engine: {e}"),
         }
     }
 }
@@ -226,6 +232,7 @@ pub struct Store {
     db: Db,
     wopts: WriteOptions,
     stripes: Vec<RwLock<()>>,
+    committer: Committer,
     version: AtomicU64,
     cursors: Mutex<Cursors>,
 }
@@ -250,6 +257,7 @@ impl Store {
             db,
             wopts: WriteOptions { sync },
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
+            committer: Committer::default(),
             // Hash versions grow from the clock at start, so a version is never reused
             // across restarts (unless the clock goes back).
             version: AtomicU64::new(start),
@@ -287,7 +295,12 @@ impl Store {
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        Ok(self.db.write(&self.wopts, batch)?)
+        self.committer
+            .write(&self.db, &self.wopts, batch)
+            .map_err(|e| match e {
+                CommitError::Engine(e) => StoreError::Engine(e),
+                CommitError::Group(msg) => StoreError::Group(msg),
+            })
     }
 
     /// The metadata of `key`.
