@@ -388,9 +388,19 @@ impl Store {
     /// Engine errors.
     pub fn mset(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
         let _g = self.shared(pairs.iter().map(|p| p.0));
-        let mut b = WriteBatch::new();
+        let size = pairs
+            .iter()
+            .map(|(k, v)| WriteBatch::put_size(k, v) + 2)
+            .sum();
+        let mut b = WriteBatch::with_capacity(size);
+        // One key buffer and one value buffer for every pair.
+        let (mut mk, mut mv) = (vec![META], vec![T_STRING]);
         for (k, v) in pairs {
-            b.put(&meta_key(k), &string_value(v));
+            mk.truncate(1);
+            mk.extend_from_slice(k);
+            mv.truncate(1);
+            mv.extend_from_slice(v);
+            b.put(&mk, &mv);
         }
         self.write(b)
     }

@@ -495,3 +495,62 @@ fn nvm_calibrate_prints_every_row_and_json_lines() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("optane-6"), "{}", stderr(&o));
 }
+
+/// `mezz serve`: starts on a free port (printed on stderr), answers a Redis client, stops on
+/// SHUTDOWN with exit code 0 and leaves a database that `mezz get` reads.
+#[test]
+fn serve_answers_resp_and_shuts_down_cleanly() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mezz"))
+        .args(["serve", path(&db), "--bind", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start mezz serve");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    err.read_line(&mut line).expect("listening line");
+    let addr = line
+        .trim()
+        .strip_prefix("mezz serve: listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+    s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\nPING\r\n")
+        .expect("send");
+    let mut got = [0u8; 12];
+    s.read_exact(&mut got).expect("replies");
+    assert_eq!(&got, b"+OK\r\n+PONG\r\n");
+    s.write_all(b"SHUTDOWN\r\n").expect("shutdown");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "mezz serve exited with {status}");
+    assert_eq!(ok(&["get", path(&db), "k"]), "hello\n");
+}
+
+#[test]
+fn serve_rejects_bad_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (args, want) in [
+        (
+            vec!["--protected-mode", "maybe"],
+            "--protected-mode takes yes or no",
+        ),
+        (
+            vec!["--cluster-node", "127.0.0.1:7000=0-100"],
+            "needs --cluster-slots",
+        ),
+        (vec!["--cluster-slots", "5-3"], "bad slot range"),
+        (vec!["--bind", "nonsense"], "bad --bind"),
+    ] {
+        let mut a = vec!["serve", path(&db)];
+        if !args.contains(&"--bind") {
+            a.extend(["--bind", "127.0.0.1:0"]);
+        }
+        a.extend(args);
+        let o = mezz(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}");
+        assert!(stderr(&o).contains(want), "{a:?}: {}", stderr(&o));
+    }
+}
