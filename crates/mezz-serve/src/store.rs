@@ -106,6 +106,22 @@ pub enum Meta {
     },
 }
 
+/// The engine key whose tombstone a synced read-modify-write command writes to wait for
+/// the WAL sync (namespace `_`: reserved for the server, never a Redis key).
+const SYNC_KEY: &[u8] = b"_sync";
+
+thread_local! {
+    /// Whether this thread's current command wrote early and owes a sync.
+    static SYNC_OWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn map_commit(e: CommitError) -> StoreError {
+    match e {
+        CommitError::Engine(e) => StoreError::Engine(e),
+        CommitError::Group(msg) => StoreError::Group(msg),
+    }
+}
+
 fn meta_key(key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(key.len() + 1);
     k.push(META);
@@ -294,13 +310,39 @@ impl Store {
             .collect()
     }
 
+    /// A write made under an exclusive stripe lock: with `--sync` it is written without
+    /// waiting for the sync, so the lock is not held across an fsync; `durable` then waits
+    /// for a sync after the lock is released (a sync of the WAL covers every earlier
+    /// record).
+    fn write_early(&self, batch: WriteBatch) -> Result<()> {
+        if !self.wopts.sync {
+            return self.write(batch);
+        }
+        let r = self
+            .committer
+            .write(&self.db, &WriteOptions { sync: false }, batch);
+        SYNC_OWED.with(|c| c.set(true));
+        r.map_err(map_commit)
+    }
+
+    /// Runs a read-modify-write command `f`; if it wrote early, waits until the WAL is
+    /// synced (one small record, `SYNC_KEY`'s tombstone, written with sync through the
+    /// group commit, so concurrent commands share the fsync).
+    fn durable<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        SYNC_OWED.with(|c| c.set(false));
+        let r = f();
+        if SYNC_OWED.with(|c| c.replace(false)) {
+            let mut b = WriteBatch::new();
+            b.delete(SYNC_KEY);
+            self.write(b)?;
+        }
+        r
+    }
+
     fn write(&self, batch: WriteBatch) -> Result<()> {
         self.committer
             .write(&self.db, &self.wopts, batch)
-            .map_err(|e| match e {
-                CommitError::Engine(e) => StoreError::Engine(e),
-                CommitError::Group(msg) => StoreError::Group(msg),
-            })
+            .map_err(map_commit)
     }
 
     /// The metadata of `key`.
@@ -357,7 +399,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType` with `get` on a hash.
-    pub fn set_with(
+    fn set_with_locked(
         &self,
         key: &[u8],
         value: &[u8],
@@ -378,7 +420,7 @@ impl Store {
         let mut b = WriteBatch::new();
         self.drop_fields(&mut b, key, old.as_ref())?;
         b.put(&meta_key(key), &string_value(value));
-        self.write(b)?;
+        self.write_early(b)?;
         Ok((true, old_value))
     }
 
@@ -420,7 +462,7 @@ impl Store {
     ///
     /// # Errors
     /// Engine errors.
-    pub fn del(&self, keys: &[Vec<u8>]) -> Result<i64> {
+    fn del_locked(&self, keys: &[Vec<u8>]) -> Result<i64> {
         let _g = self.exclusive(keys.iter().map(Vec::as_slice));
         let mut b = WriteBatch::new();
         let mut n = 0;
@@ -436,7 +478,7 @@ impl Store {
             }
         }
         if !b.is_empty() {
-            self.write(b)?;
+            self.write_early(b)?;
         }
         Ok(n)
     }
@@ -460,7 +502,7 @@ impl Store {
     ///
     /// # Errors
     /// `NotInteger`, `Overflow`, `WrongType`.
-    pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
+    fn incr_by_locked(&self, key: &[u8], delta: i64) -> Result<i64> {
         let _g = self.exclusive([key]);
         let cur = match self.meta(key)? {
             None => 0,
@@ -470,7 +512,7 @@ impl Store {
         let new = cur.checked_add(delta).ok_or(StoreError::Overflow)?;
         let mut b = WriteBatch::new();
         b.put(&meta_key(key), &string_value(new.to_string().as_bytes()));
-        self.write(b)?;
+        self.write_early(b)?;
         Ok(new)
     }
 
@@ -490,7 +532,7 @@ impl Store {
         f(&mut v)?;
         let mut b = WriteBatch::new();
         b.put(&meta_key(key), &string_value(&v));
-        self.write(b)?;
+        self.write_early(b)?;
         Ok(v.len())
     }
 
@@ -498,7 +540,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType`, `TooBig`.
-    pub fn append(&self, key: &[u8], tail: &[u8]) -> Result<usize> {
+    fn append_locked(&self, key: &[u8], tail: &[u8]) -> Result<usize> {
         self.modify_string(key, |v| {
             if v.len().saturating_add(tail.len()) > MAX_STRING {
                 return Err(StoreError::TooBig);
@@ -513,7 +555,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType`, `TooBig`.
-    pub fn setrange(&self, key: &[u8], offset: usize, data: &[u8]) -> Result<usize> {
+    fn setrange_locked(&self, key: &[u8], offset: usize, data: &[u8]) -> Result<usize> {
         if data.is_empty() {
             return match self.meta(key)? {
                 None => Ok(0),
@@ -536,6 +578,78 @@ impl Store {
         })
     }
 
+    /// SET with NX / XX / GET. Returns (whether it was set, the old value if `get`).
+    ///
+    /// # Errors
+    /// As the command's Redis errors; engine errors.
+    pub fn set_with(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        nx: bool,
+        xx: bool,
+        get: bool,
+    ) -> Result<(bool, Option<Vec<u8>>)> {
+        self.durable(|| self.set_with_locked(key, value, nx, xx, get))
+    }
+
+    /// DEL / UNLINK: deletes keys (and a hash's fields); returns how many existed.
+    ///
+    /// # Errors
+    /// As the command's Redis errors; engine errors.
+    pub fn del(&self, keys: &[Vec<u8>]) -> Result<i64> {
+        self.durable(|| self.del_locked(keys))
+    }
+
+    /// INCRBY: adds `delta` to the integer in `key` (missing = 0); returns the new value.
+    ///
+    /// # Errors
+    /// As the command's Redis errors; engine errors.
+    pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
+        self.durable(|| self.incr_by_locked(key, delta))
+    }
+
+    /// APPEND: returns the new length.
+    ///
+    /// # Errors
+    /// As the command's Redis errors; engine errors.
+    pub fn append(&self, key: &[u8], tail: &[u8]) -> Result<usize> {
+        self.durable(|| self.append_locked(key, tail))
+    }
+
+    /// SETRANGE: overwrites from `offset`, zero-padding; returns the new length. An empty
+    /// `data` does not create a missing key (as Redis).
+    ///
+    /// # Errors
+    /// As the command's Redis errors; engine errors.
+    pub fn setrange(&self, key: &[u8], offset: usize, data: &[u8]) -> Result<usize> {
+        self.durable(|| self.setrange_locked(key, offset, data))
+    }
+
+    /// HSET: sets fields; returns how many were new.
+    ///
+    /// # Errors
+    /// As the command's Redis errors; engine errors.
+    pub fn hset(&self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<i64> {
+        self.durable(|| self.hset_locked(key, pairs))
+    }
+
+    /// HDEL: returns how many fields existed; deletes the hash when it becomes empty.
+    ///
+    /// # Errors
+    /// As the command's Redis errors; engine errors.
+    pub fn hdel(&self, key: &[u8], fields: &[Vec<u8>]) -> Result<i64> {
+        self.durable(|| self.hdel_locked(key, fields))
+    }
+
+    /// FLUSHDB: deletes every key (all stripes held exclusively meanwhile).
+    ///
+    /// # Errors
+    /// As the command's Redis errors; engine errors.
+    pub fn flushdb(&self) -> Result<()> {
+        self.durable(|| self.flushdb_locked())
+    }
+
     fn next_version(&self) -> u64 {
         self.version.fetch_add(1, Ordering::Relaxed) + 1
     }
@@ -553,7 +667,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType`.
-    pub fn hset(&self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<i64> {
+    fn hset_locked(&self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<i64> {
         let _g = self.exclusive([key]);
         let (version, mut len) = match self.hash_meta(key)? {
             Some(m) => m,
@@ -571,7 +685,7 @@ impl Store {
         }
         len += added;
         b.put(&meta_key(key), &hash_value(version, len));
-        self.write(b)?;
+        self.write_early(b)?;
         Ok(i64::try_from(added).unwrap_or(i64::MAX))
     }
 
@@ -604,7 +718,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType`.
-    pub fn hdel(&self, key: &[u8], fields: &[Vec<u8>]) -> Result<i64> {
+    fn hdel_locked(&self, key: &[u8], fields: &[Vec<u8>]) -> Result<i64> {
         let _g = self.exclusive([key]);
         let Some((version, len)) = self.hash_meta(key)? else {
             return Ok(0);
@@ -628,7 +742,7 @@ impl Store {
         } else {
             b.put(&meta_key(key), &hash_value(version, left));
         }
-        self.write(b)?;
+        self.write_early(b)?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))
     }
 
@@ -819,18 +933,18 @@ impl Store {
     ///
     /// # Errors
     /// Engine errors.
-    pub fn flushdb(&self) -> Result<()> {
+    fn flushdb_locked(&self) -> Result<()> {
         let _all: Exclusive<'_> = self.stripes.iter().map(RwLock::write).collect();
         let mut b = WriteBatch::new();
         for kv in self.db.iter() {
             let (k, _) = kv?;
             b.delete(&k);
             if b.len() >= 10_000 {
-                self.write(std::mem::take(&mut b))?;
+                self.write_early(std::mem::take(&mut b))?;
             }
         }
         if !b.is_empty() {
-            self.write(b)?;
+            self.write_early(b)?;
         }
         Ok(())
     }
@@ -936,6 +1050,30 @@ mod tests {
             s.setrange(b"t", MAX_STRING, b"x"),
             Err(StoreError::TooBig)
         ));
+    }
+
+    #[test]
+    fn synced_read_modify_writes_sync_after_the_lock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let s = Store::new(db, true);
+        let syncs = s.db().stats().wal_syncs;
+        assert_eq!(s.incr_by(b"n", 2).expect("incr"), 2);
+        assert_eq!(s.hset(b"h", &[(b"f", b"v")]).expect("hset"), 1);
+        assert!(
+            s.db().stats().wal_syncs >= syncs + 2,
+            "each command waited for a sync"
+        );
+        // The sync record is not a key.
+        assert_eq!(
+            s.keys(b"*").expect("keys"),
+            vec![b"h".to_vec(), b"n".to_vec()]
+        );
+        assert_eq!(s.dbsize().expect("dbsize"), 2);
+        // A command that writes nothing owes no sync.
+        let before = s.db().stats().wal_syncs;
+        assert!(!s.set_with(b"n", b"x", true, false, false).expect("nx").0);
+        assert_eq!(s.db().stats().wal_syncs, before);
     }
 
     #[test]
