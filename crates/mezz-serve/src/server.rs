@@ -302,7 +302,14 @@ fn accept(shared: &Arc<Shared>, stream: TcpStream) {
     }
 }
 
+/// Sends the buffered replies, after the sync the writes behind them owe (`--sync`). If
+/// that sync fails, the replies are dropped and the connection is closed: the client must
+/// not read an acknowledgement of a write that may not be durable.
 fn flush(shared: &Shared, stream: &mut TcpStream, out: &mut Out) -> io::Result<()> {
+    if shared.store.settle().is_err() {
+        out.buf.clear();
+        return Err(io::Error::other("the WAL sync failed"));
+    }
     if out.buf.is_empty() {
         return Ok(());
     }

@@ -111,7 +111,7 @@ pub enum Meta {
 const SYNC_KEY: &[u8] = b"_sync";
 
 thread_local! {
-    /// Whether this thread's current command wrote early and owes a sync.
+    /// Whether this thread wrote since its last `settle` and owes a sync.
     static SYNC_OWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -310,39 +310,36 @@ impl Store {
             .collect()
     }
 
-    /// A write made under an exclusive stripe lock: with `--sync` it is written without
-    /// waiting for the sync, so the lock is not held across an fsync; `durable` then waits
-    /// for a sync after the lock is released (a sync of the WAL covers every earlier
-    /// record).
-    fn write_early(&self, batch: WriteBatch) -> Result<()> {
-        if !self.wopts.sync {
-            return self.write(batch);
+    /// Pays the sync this thread's writes owe (with `--sync`): writes one tombstone of
+    /// `SYNC_KEY` with sync on, through the group commit, so concurrent connections share
+    /// the fsync; since the WAL is one sequential log, the sync covers every earlier write.
+    /// The server calls it before it sends the replies of a read's requests.
+    ///
+    /// # Errors
+    /// The engine's error: the writes may not be durable.
+    pub fn settle(&self) -> Result<()> {
+        if !SYNC_OWED.with(|c| c.replace(false)) {
+            return Ok(());
         }
+        let mut b = WriteBatch::new();
+        b.delete(SYNC_KEY);
+        self.committer
+            .write(&self.db, &self.wopts, b)
+            .map_err(map_commit)
+    }
+
+    /// Writes a batch through the group commit. With `--sync` it does not wait for the
+    /// fsync: the thread then owes a sync, which `settle` pays (so a pipeline of writes,
+    /// and a read-modify-write holding its stripe lock, do not wait for one fsync each).
+    fn write(&self, batch: WriteBatch) -> Result<()> {
         let r = self
             .committer
-            .write(&self.db, &WriteOptions { sync: false }, batch);
-        SYNC_OWED.with(|c| c.set(true));
-        r.map_err(map_commit)
-    }
-
-    /// Runs a read-modify-write command `f`; if it wrote early, waits until the WAL is
-    /// synced (one small record, `SYNC_KEY`'s tombstone, written with sync through the
-    /// group commit, so concurrent commands share the fsync).
-    fn durable<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        SYNC_OWED.with(|c| c.set(false));
-        let r = f();
-        if SYNC_OWED.with(|c| c.replace(false)) {
-            let mut b = WriteBatch::new();
-            b.delete(SYNC_KEY);
-            self.write(b)?;
+            .write(&self.db, &WriteOptions { sync: false }, batch)
+            .map_err(map_commit);
+        if self.wopts.sync {
+            SYNC_OWED.with(|c| c.set(true));
         }
         r
-    }
-
-    fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.committer
-            .write(&self.db, &self.wopts, batch)
-            .map_err(map_commit)
     }
 
     /// The metadata of `key`.
@@ -399,7 +396,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType` with `get` on a hash.
-    fn set_with_locked(
+    pub fn set_with(
         &self,
         key: &[u8],
         value: &[u8],
@@ -420,7 +417,7 @@ impl Store {
         let mut b = WriteBatch::new();
         self.drop_fields(&mut b, key, old.as_ref())?;
         b.put(&meta_key(key), &string_value(value));
-        self.write_early(b)?;
+        self.write(b)?;
         Ok((true, old_value))
     }
 
@@ -462,7 +459,7 @@ impl Store {
     ///
     /// # Errors
     /// Engine errors.
-    fn del_locked(&self, keys: &[Vec<u8>]) -> Result<i64> {
+    pub fn del(&self, keys: &[Vec<u8>]) -> Result<i64> {
         let _g = self.exclusive(keys.iter().map(Vec::as_slice));
         let mut b = WriteBatch::new();
         let mut n = 0;
@@ -478,7 +475,7 @@ impl Store {
             }
         }
         if !b.is_empty() {
-            self.write_early(b)?;
+            self.write(b)?;
         }
         Ok(n)
     }
@@ -502,7 +499,7 @@ impl Store {
     ///
     /// # Errors
     /// `NotInteger`, `Overflow`, `WrongType`.
-    fn incr_by_locked(&self, key: &[u8], delta: i64) -> Result<i64> {
+    pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
         let _g = self.exclusive([key]);
         let cur = match self.meta(key)? {
             None => 0,
@@ -512,7 +509,7 @@ impl Store {
         let new = cur.checked_add(delta).ok_or(StoreError::Overflow)?;
         let mut b = WriteBatch::new();
         b.put(&meta_key(key), &string_value(new.to_string().as_bytes()));
-        self.write_early(b)?;
+        self.write(b)?;
         Ok(new)
     }
 
@@ -532,7 +529,7 @@ impl Store {
         f(&mut v)?;
         let mut b = WriteBatch::new();
         b.put(&meta_key(key), &string_value(&v));
-        self.write_early(b)?;
+        self.write(b)?;
         Ok(v.len())
     }
 
@@ -540,7 +537,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType`, `TooBig`.
-    fn append_locked(&self, key: &[u8], tail: &[u8]) -> Result<usize> {
+    pub fn append(&self, key: &[u8], tail: &[u8]) -> Result<usize> {
         self.modify_string(key, |v| {
             if v.len().saturating_add(tail.len()) > MAX_STRING {
                 return Err(StoreError::TooBig);
@@ -555,7 +552,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType`, `TooBig`.
-    fn setrange_locked(&self, key: &[u8], offset: usize, data: &[u8]) -> Result<usize> {
+    pub fn setrange(&self, key: &[u8], offset: usize, data: &[u8]) -> Result<usize> {
         if data.is_empty() {
             return match self.meta(key)? {
                 None => Ok(0),
@@ -578,78 +575,6 @@ impl Store {
         })
     }
 
-    /// SET with NX / XX / GET. Returns (whether it was set, the old value if `get`).
-    ///
-    /// # Errors
-    /// As the command's Redis errors; engine errors.
-    pub fn set_with(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        nx: bool,
-        xx: bool,
-        get: bool,
-    ) -> Result<(bool, Option<Vec<u8>>)> {
-        self.durable(|| self.set_with_locked(key, value, nx, xx, get))
-    }
-
-    /// DEL / UNLINK: deletes keys (and a hash's fields); returns how many existed.
-    ///
-    /// # Errors
-    /// As the command's Redis errors; engine errors.
-    pub fn del(&self, keys: &[Vec<u8>]) -> Result<i64> {
-        self.durable(|| self.del_locked(keys))
-    }
-
-    /// INCRBY: adds `delta` to the integer in `key` (missing = 0); returns the new value.
-    ///
-    /// # Errors
-    /// As the command's Redis errors; engine errors.
-    pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
-        self.durable(|| self.incr_by_locked(key, delta))
-    }
-
-    /// APPEND: returns the new length.
-    ///
-    /// # Errors
-    /// As the command's Redis errors; engine errors.
-    pub fn append(&self, key: &[u8], tail: &[u8]) -> Result<usize> {
-        self.durable(|| self.append_locked(key, tail))
-    }
-
-    /// SETRANGE: overwrites from `offset`, zero-padding; returns the new length. An empty
-    /// `data` does not create a missing key (as Redis).
-    ///
-    /// # Errors
-    /// As the command's Redis errors; engine errors.
-    pub fn setrange(&self, key: &[u8], offset: usize, data: &[u8]) -> Result<usize> {
-        self.durable(|| self.setrange_locked(key, offset, data))
-    }
-
-    /// HSET: sets fields; returns how many were new.
-    ///
-    /// # Errors
-    /// As the command's Redis errors; engine errors.
-    pub fn hset(&self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<i64> {
-        self.durable(|| self.hset_locked(key, pairs))
-    }
-
-    /// HDEL: returns how many fields existed; deletes the hash when it becomes empty.
-    ///
-    /// # Errors
-    /// As the command's Redis errors; engine errors.
-    pub fn hdel(&self, key: &[u8], fields: &[Vec<u8>]) -> Result<i64> {
-        self.durable(|| self.hdel_locked(key, fields))
-    }
-
-    /// FLUSHDB: deletes every key (all stripes held exclusively meanwhile).
-    ///
-    /// # Errors
-    /// As the command's Redis errors; engine errors.
-    pub fn flushdb(&self) -> Result<()> {
-        self.durable(|| self.flushdb_locked())
-    }
-
     fn next_version(&self) -> u64 {
         self.version.fetch_add(1, Ordering::Relaxed) + 1
     }
@@ -667,7 +592,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType`.
-    fn hset_locked(&self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<i64> {
+    pub fn hset(&self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<i64> {
         let _g = self.exclusive([key]);
         let (version, mut len) = match self.hash_meta(key)? {
             Some(m) => m,
@@ -685,7 +610,7 @@ impl Store {
         }
         len += added;
         b.put(&meta_key(key), &hash_value(version, len));
-        self.write_early(b)?;
+        self.write(b)?;
         Ok(i64::try_from(added).unwrap_or(i64::MAX))
     }
 
@@ -718,7 +643,7 @@ impl Store {
     ///
     /// # Errors
     /// `WrongType`.
-    fn hdel_locked(&self, key: &[u8], fields: &[Vec<u8>]) -> Result<i64> {
+    pub fn hdel(&self, key: &[u8], fields: &[Vec<u8>]) -> Result<i64> {
         let _g = self.exclusive([key]);
         let Some((version, len)) = self.hash_meta(key)? else {
             return Ok(0);
@@ -742,7 +667,7 @@ impl Store {
         } else {
             b.put(&meta_key(key), &hash_value(version, left));
         }
-        self.write_early(b)?;
+        self.write(b)?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))
     }
 
@@ -933,18 +858,18 @@ impl Store {
     ///
     /// # Errors
     /// Engine errors.
-    fn flushdb_locked(&self) -> Result<()> {
+    pub fn flushdb(&self) -> Result<()> {
         let _all: Exclusive<'_> = self.stripes.iter().map(RwLock::write).collect();
         let mut b = WriteBatch::new();
         for kv in self.db.iter() {
             let (k, _) = kv?;
             b.delete(&k);
             if b.len() >= 10_000 {
-                self.write_early(std::mem::take(&mut b))?;
+                self.write(std::mem::take(&mut b))?;
             }
         }
         if !b.is_empty() {
-            self.write_early(b)?;
+            self.write(b)?;
         }
         Ok(())
     }
@@ -1053,17 +978,16 @@ mod tests {
     }
 
     #[test]
-    fn synced_read_modify_writes_sync_after_the_lock() {
+    fn synced_writes_share_one_sync_at_settle() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path(), Options::default()).expect("open");
         let s = Store::new(db, true);
         let syncs = s.db().stats().wal_syncs;
         assert_eq!(s.incr_by(b"n", 2).expect("incr"), 2);
         assert_eq!(s.hset(b"h", &[(b"f", b"v")]).expect("hset"), 1);
-        assert!(
-            s.db().stats().wal_syncs >= syncs + 2,
-            "each command waited for a sync"
-        );
+        assert_eq!(s.db().stats().wal_syncs, syncs, "no sync before settle");
+        s.settle().expect("settle");
+        assert_eq!(s.db().stats().wal_syncs, syncs + 1, "one sync for both");
         // The sync record is not a key.
         assert_eq!(
             s.keys(b"*").expect("keys"),
@@ -1073,6 +997,7 @@ mod tests {
         // A command that writes nothing owes no sync.
         let before = s.db().stats().wal_syncs;
         assert!(!s.set_with(b"n", b"x", true, false, false).expect("nx").0);
+        s.settle().expect("settle");
         assert_eq!(s.db().stats().wal_syncs, before);
     }
 

@@ -466,3 +466,44 @@ fn quit_and_inline_commands() {
     assert_eq!(c.read(), Some(Reply::ok()));
     assert!(c.closed());
 }
+
+#[test]
+fn synced_server_acknowledges_after_one_sync_per_pipeline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut s = TestServer::start_with(l, dir.path(), Config::default(), true);
+    let mut c = s.client();
+    let wal_syncs = |c: &mut Client| {
+        let Reply::Bulk(t) = c.cmd(&["INFO", "engine"]) else {
+            panic!("INFO")
+        };
+        let t = String::from_utf8(t).expect("utf8");
+        t.lines()
+            .find_map(|l| l.strip_prefix("wal_syncs:"))
+            .expect("wal_syncs line")
+            .parse::<u64>()
+            .expect("number")
+    };
+    let before = wal_syncs(&mut c);
+    let mut req = Vec::new();
+    for i in 0..50 {
+        req.extend(encode(&[b"SET", format!("s{i}").as_bytes(), b"v"]));
+        req.extend(encode(&[b"INCR", b"n"]));
+    }
+    c.send_raw(&req);
+    for i in 0..50 {
+        assert_eq!(c.read(), Some(Reply::ok()));
+        assert_eq!(c.read(), Some(Reply::Int(i + 1)));
+    }
+    let after = wal_syncs(&mut c);
+    assert!(after > before, "the pipeline was synced");
+    assert!(
+        after - before <= 5,
+        "{} syncs for one pipeline",
+        after - before
+    );
+    assert_eq!(s.stop(), Ok(()));
+    let mut s2 = TestServer::start(dir.path(), Config::default());
+    assert_eq!(s2.client().cmd(&["GET", "n"]), b("50"));
+    assert_eq!(s2.stop(), Ok(()));
+}

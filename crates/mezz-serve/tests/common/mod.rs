@@ -149,8 +149,17 @@ impl TestServer {
     }
 
     pub fn start_on(l: TcpListener, dir: &std::path::Path, cfg: Config) -> TestServer {
+        Self::start_with(l, dir, cfg, false)
+    }
+
+    pub fn start_with(
+        l: TcpListener,
+        dir: &std::path::Path,
+        cfg: Config,
+        sync: bool,
+    ) -> TestServer {
         let db = mezzanine::Db::open(dir, mezzanine::Options::default()).expect("open");
-        let server = Server::new(l, Store::new(db, false), cfg).expect("server");
+        let server = Server::new(l, Store::new(db, sync), cfg).expect("server");
         let addr = server.local_addr();
         let handle = server.shutdown_handle();
         let thread = Some(std::thread::spawn(move || server.run()));
