@@ -178,6 +178,13 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mu
         out.error(&err);
         return Action::Continue;
     }
+    // With --sync, plain SETs and MSETs are deferred to one write before the replies;
+    // anything else first writes them, so it sees them.
+    let blind = (spec.name == "set" && args.len() == 3) || spec.name == "mset";
+    if !blind && let Err(e) = shared.store.prepare() {
+        out.error(&e.to_string());
+        return Action::Continue;
+    }
     match run(shared, conn, spec, args, out) {
         Ok(a) => a,
         Err(e) => {

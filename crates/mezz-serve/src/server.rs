@@ -434,6 +434,8 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream, id: u64) {
         match action {
             Action::Continue if sent.is_ok() => {}
             Action::Shutdown => {
+                // Deferred writes of this connection first (the engine's close syncs them).
+                let _ = shared.store.prepare();
                 begin_shutdown(shared);
                 return;
             }

@@ -110,9 +110,17 @@ pub enum Meta {
 /// the WAL sync (namespace `_`: reserved for the server, never a Redis key).
 const SYNC_KEY: &[u8] = b"_sync";
 
+/// Blind writes deferred until `prepare` or `settle`, and their keys.
+type Deferred = (WriteBatch, Vec<Vec<u8>>);
+
 thread_local! {
     /// Whether this thread wrote since its last `settle` and owes a sync.
     static SYNC_OWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Whether a deferred write of this thread failed since its last `settle`.
+    static SYNC_FAILED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// With `--sync`: this thread's plain SETs and MSETs not yet written. Each connection
+    /// has its own thread, so this is the connection's.
+    static PENDING: std::cell::RefCell<Option<Deferred>> = const { std::cell::RefCell::new(None) };
 }
 
 fn map_commit(e: CommitError) -> StoreError {
@@ -310,14 +318,55 @@ impl Store {
             .collect()
     }
 
-    /// Pays the sync this thread's writes owe (with `--sync`): writes one tombstone of
-    /// `SYNC_KEY` with sync on, through the group commit, so concurrent connections share
-    /// the fsync; since the WAL is one sequential log, the sync covers every earlier write.
-    /// The server calls it before it sends the replies of a read's requests.
+    /// Writes this thread's deferred blind writes (with `--sync`), unsynced: called before
+    /// any command but a plain SET or MSET, so that it reads them. If the write fails, the
+    /// thread's next `settle` fails too (their `+OK`s must not be sent).
     ///
     /// # Errors
-    /// The engine's error: the writes may not be durable.
+    /// The engine's error.
+    pub fn prepare(&self) -> Result<()> {
+        let r = self.write_pending(false);
+        if r.is_err() {
+            SYNC_FAILED.with(|c| c.set(true));
+        }
+        r.map(|_| ())
+    }
+
+    fn write_pending(&self, sync: bool) -> Result<bool> {
+        let Some((b, keys)) = PENDING.with(|p| p.borrow_mut().take()) else {
+            return Ok(false);
+        };
+        let _g = self.shared(keys.iter().map(Vec::as_slice));
+        self.committer
+            .write(&self.db, &WriteOptions { sync }, b)
+            .map_err(map_commit)?;
+        if !sync {
+            SYNC_OWED.with(|c| c.set(true));
+        }
+        Ok(true)
+    }
+
+    /// Makes this thread's writes durable (with `--sync`; without it there is nothing to
+    /// do): writes the deferred blind writes with sync on, or, if there are none but earlier
+    /// writes went out unsynced, one tombstone of `SYNC_KEY` with sync on. Both go through
+    /// the group commit, so concurrent connections share the fsync; the WAL is one
+    /// sequential log, so the sync covers every earlier write. The server calls it before
+    /// it sends the replies of a read's requests.
+    ///
+    /// # Errors
+    /// The engine's error (now or in an earlier `prepare`): the writes may not be durable.
     pub fn settle(&self) -> Result<()> {
+        if SYNC_FAILED.with(|c| c.replace(false)) {
+            PENDING.with(|p| p.borrow_mut().take());
+            SYNC_OWED.with(|c| c.set(false));
+            return Err(StoreError::Group(
+                "an earlier write of this connection failed".into(),
+            ));
+        }
+        if self.write_pending(true)? {
+            SYNC_OWED.with(|c| c.set(false));
+            return Ok(());
+        }
         if !SYNC_OWED.with(|c| c.replace(false)) {
             return Ok(());
         }
@@ -386,6 +435,15 @@ impl Store {
     /// # Errors
     /// Engine errors.
     pub fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.wopts.sync {
+            PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                let (b, keys) = p.get_or_insert_with(Default::default);
+                b.put(&meta_key(key), &string_value(value));
+                keys.push(key.to_vec());
+            });
+            return Ok(());
+        }
         let _g = self.shared([key]);
         let mut b = WriteBatch::new();
         b.put(&meta_key(key), &string_value(value));
@@ -426,7 +484,7 @@ impl Store {
     /// # Errors
     /// Engine errors.
     pub fn mset(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
-        let _g = self.shared(pairs.iter().map(|p| p.0));
+        let _g = (!self.wopts.sync).then(|| self.shared(pairs.iter().map(|p| p.0)));
         let size = pairs
             .iter()
             .map(|(k, v)| WriteBatch::put_size(k, v) + 2)
@@ -440,6 +498,15 @@ impl Store {
             mv.truncate(1);
             mv.extend_from_slice(v);
             b.put(&mk, &mv);
+        }
+        if self.wopts.sync {
+            PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                let (pb, keys) = p.get_or_insert_with(Default::default);
+                pb.append(&b);
+                keys.extend(pairs.iter().map(|(k, _)| k.to_vec()));
+            });
+            return Ok(());
         }
         self.write(b)
     }
@@ -988,6 +1055,19 @@ mod tests {
         assert_eq!(s.db().stats().wal_syncs, syncs, "no sync before settle");
         s.settle().expect("settle");
         assert_eq!(s.db().stats().wal_syncs, syncs + 1, "one sync for both");
+        // Blind writes wait for settle, and are written with its sync.
+        s.set(b"b", b"1").expect("set");
+        s.mset(&[(b"c", b"2")]).expect("mset");
+        let syncs = s.db().stats().wal_syncs;
+        s.prepare().expect("prepare");
+        assert_eq!(s.get(b"b").expect("get"), Some(b"1".to_vec()));
+        s.set(b"d", b"3").expect("set");
+        s.settle().expect("settle");
+        assert_eq!(s.db().stats().wal_syncs, syncs + 1);
+        assert_eq!(s.get(b"d").expect("get"), Some(b"3".to_vec()));
+        s.del(&[b"b".to_vec(), b"c".to_vec(), b"d".to_vec()])
+            .expect("del");
+        s.settle().expect("settle");
         // The sync record is not a key.
         assert_eq!(
             s.keys(b"*").expect("keys"),
