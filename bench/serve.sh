@@ -64,6 +64,10 @@ wait_ready() {
   echo "data directory file system: $(df -T "$work" | awk 'NR==2 {print $2}')"
 } >"$out/machine.txt"
 : >"$out/commands.txt"
+{
+  echo "# redis_target F = redis-server --port PORT --bind 127.0.0.1 --dir DATA/NAME --save '' --appendonly yes --appendfsync F"
+  echo "# mezz_target FLAGS = mezz serve DATA/NAME/db --bind 127.0.0.1:PORT FLAGS"
+} >>"$out/commands.txt"
 
 bench() { # name port n pipeline
   local cmd=(redis-benchmark -p "$2" -t set,get,incr,mset -c 50 -n "$3" -P "$4" --csv)
