@@ -507,3 +507,59 @@ fn synced_server_acknowledges_after_one_sync_per_pipeline() {
     assert_eq!(s2.client().cmd(&["GET", "n"]), b("50"));
     assert_eq!(s2.stop(), Ok(()));
 }
+
+/// This machine's address on the interface of its default route, if it has one that is
+/// not loopback (found by connecting a UDP socket, which sends nothing).
+fn non_loopback_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn protected_mode_denies_non_loopback_clients_without_a_password() {
+    let Some(ip) = non_loopback_ip() else {
+        eprintln!("skipped: this machine has no non-loopback address to connect from");
+        return;
+    };
+    let start = |cfg: Config| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let l = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        (
+            dir.path().to_path_buf(),
+            TestServer::start_on(l, dir.path(), cfg),
+            port,
+            dir,
+        )
+    };
+    let (_p, s, port, _d) = start(Config::default());
+    let remote = std::net::SocketAddr::new(ip, port);
+    let mut c = Client::connect(remote);
+    assert!(
+        c.read()
+            .expect("DENIED")
+            .err()
+            .starts_with("DENIED Redis is running in protected mode")
+    );
+    assert!(c.closed());
+    // Loopback clients are served.
+    let local = std::net::SocketAddr::new([127, 0, 0, 1].into(), port);
+    assert_eq!(
+        Client::connect(local).cmd(&["PING"]),
+        Reply::Simple("PONG".into())
+    );
+    drop(s);
+    // With a password, remote clients may connect (and must AUTH).
+    let (_p, _s, port, _d) = start(Config {
+        requirepass: Some("pw".into()),
+        ..Config::default()
+    });
+    let mut c = Client::connect(std::net::SocketAddr::new(ip, port));
+    assert_eq!(
+        c.cmd(&["GET", "k"]).err(),
+        "NOAUTH Authentication required."
+    );
+    assert_eq!(c.cmd(&["AUTH", "pw"]), Reply::ok());
+}
