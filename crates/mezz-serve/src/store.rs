@@ -349,8 +349,9 @@ impl Store {
     /// Makes this thread's writes durable (with `--sync`; without it there is nothing to
     /// do): writes the deferred blind writes with sync on, or, if there are none but earlier
     /// writes went out unsynced, one tombstone of `SYNC_KEY` with sync on. Both go through
-    /// the group commit, so concurrent connections share the fsync; the WAL is one
-    /// sequential log, so the sync covers every earlier write. The server calls it before
+    /// the group commit, so concurrent connections share the fsync; the sync covers every
+    /// earlier write (the WAL is a sequential log, and the engine syncs every older WAL
+    /// before a synced write). The server calls it before
     /// it sends the replies of a read's requests.
     ///
     /// # Errors
