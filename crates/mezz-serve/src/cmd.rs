@@ -16,7 +16,7 @@ use crate::server::Shared;
 use crate::store::{ScanFilter, ScanPage, StoreError};
 use crate::table::{self, COMMANDS, Spec};
 
-/// One connection's session state.
+/// One connection's state: identity, authentication, name, protocol.
 #[derive(Debug)]
 pub struct ConnState {
     /// Client id (CLIENT ID, HELLO).

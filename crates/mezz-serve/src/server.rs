@@ -392,10 +392,10 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream, id: u64) {
                         continue;
                     }
                     // AUTH and HELLO change the limits of what follows: run them at once.
-                    let changes_session = !conn.authed;
+                    let before_auth = !conn.authed;
                     queued += args.iter().map(Vec::len).sum::<usize>();
                     reqs.push(args);
-                    if changes_session || queued >= OUT_HIGH_WATER || reqs.len() >= 1024 {
+                    if before_auth || queued >= OUT_HIGH_WATER || reqs.len() >= 1024 {
                         action = cmd::execute_all(shared, &mut conn, &reqs, &mut out);
                         reqs.clear();
                         queued = 0;
