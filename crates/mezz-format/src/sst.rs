@@ -55,6 +55,7 @@ use crate::ikey::{
     parse_internal_key, user_key,
 };
 use crate::iter::InternalIterator;
+use crate::order::KeyOrder;
 use crate::{CorruptionDetail, Error, Result};
 
 /// The magic number ending every table file.
@@ -121,7 +122,7 @@ impl BlockHandle {
 }
 
 /// Options of a [`TableBuilder`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableBuilderOptions {
     /// Target size of a data block's contents; a block is cut once it reaches this.
     /// Default 4096.
@@ -137,6 +138,10 @@ pub struct TableBuilderOptions {
     pub compression: Compression,
     /// The Zstd level ([`Compression::Zstd`] only). Default 3, the library's default.
     pub zstd_level: i32,
+    /// The order of the keys added. Default bytewise. Under another order the index keeps
+    /// whole keys as separators (shortening them is a bytewise trick) and no bloom filter
+    /// is written unless the comparator allows it ([`KeyOrder::filters_allowed`]).
+    pub order: KeyOrder,
 }
 
 impl Default for TableBuilderOptions {
@@ -148,6 +153,7 @@ impl Default for TableBuilderOptions {
             bloom_bits_per_key: 10,
             compression: Compression::None,
             zstd_level: DEFAULT_ZSTD_LEVEL,
+            order: KeyOrder::bytewise(),
         }
     }
 }
@@ -494,7 +500,7 @@ impl TableBuilder {
             file,
             data_block: BlockBuilder::new(opts.block_format, opts.restart_interval),
             index: KeySetWriter::new(IndexKind::ValueRef),
-            bloom: (opts.bloom_bits_per_key > 0)
+            bloom: (opts.bloom_bits_per_key > 0 && opts.order.filters_allowed())
                 .then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
             last_key: Vec::new(),
             pending: None,
@@ -545,7 +551,7 @@ impl TableBuilder {
             )));
         }
         if self.props.num_entries > 0
-            && compare_internal_keys(&self.last_key, ikey) != Ordering::Less
+            && self.opts.order.compare_internal(&self.last_key, ikey) != Ordering::Less
         {
             return Err(Error::InvalidArgument(
                 "table builder: keys not strictly increasing".into(),
@@ -607,7 +613,7 @@ impl TableBuilder {
                 ));
             };
             if self.props.num_entries > 0
-                && compare_internal_keys(&self.last_key, ikey) != Ordering::Less
+                && self.opts.order.compare_internal(&self.last_key, ikey) != Ordering::Less
             {
                 return Err(Error::InvalidArgument(
                     "table builder: copied block: keys not strictly increasing".into(),
@@ -624,7 +630,12 @@ impl TableBuilder {
     /// (if that one was finished), the filter, the properties and the last key.
     fn note_entry(&mut self, ikey: &[u8], parsed: &ParsedInternalKey<'_>, value_len: usize) {
         if let Some(h) = self.pending.take() {
-            separator(&self.last_key, ikey, &mut self.scratch);
+            if self.opts.order.is_bytewise() {
+                separator(&self.last_key, ikey, &mut self.scratch);
+            } else {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(&self.last_key);
+            }
             self.index.add_with_value(&self.scratch, &h.encode());
         }
         if let Some(b) = &mut self.bloom {
@@ -747,7 +758,12 @@ impl TableBuilder {
         }
         self.flush_data_block()?;
         if let Some(h) = self.pending.take() {
-            successor(&self.last_key, &mut self.scratch);
+            if self.opts.order.is_bytewise() {
+                successor(&self.last_key, &mut self.scratch);
+            } else {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(&self.last_key);
+            }
             self.index.add_with_value(&self.scratch, &h.encode());
         }
         if self.props.num_entries == 0 {
@@ -932,6 +948,7 @@ pub struct TableReader {
     filter: Option<BloomFilter>,
     props: TableProperties,
     counters: Arc<ReadCounters>,
+    order: KeyOrder,
 }
 
 impl TableReader {
@@ -945,8 +962,9 @@ impl TableReader {
         file_size: u64,
         cache_id: u64,
         cache: Option<Arc<dyn BlockCache>>,
+        order: &KeyOrder,
     ) -> Result<TableReader> {
-        Self::open_with_counters(file, file_size, cache_id, cache, Arc::default())
+        Self::open_with_counters(file, file_size, cache_id, cache, Arc::default(), order)
     }
 
     /// As [`TableReader::open`], counting reads into `counters` (which may be shared).
@@ -959,6 +977,7 @@ impl TableReader {
         cache_id: u64,
         cache: Option<Arc<dyn BlockCache>>,
         counters: Arc<ReadCounters>,
+        order: &KeyOrder,
     ) -> Result<TableReader> {
         let footer_off = file_size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
             Error::corruption(
@@ -1014,7 +1033,14 @@ impl TableReader {
             filter,
             props,
             counters,
+            order: order.clone(),
         })
+    }
+
+    /// The key order the table is read in.
+    #[must_use]
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     /// Reads a data block, through the cache when one is configured.
@@ -1198,14 +1224,14 @@ impl TableReader {
         let Some(ks) = self.index.keyset() else {
             return Ok(None);
         };
-        let mut i = ks.find(lookup);
+        let mut i = ks.find(lookup, &self.order);
         while i < ks.num_entries() {
             let h = self.handle_at(i)?;
             let block = self.data_block(h, fill_cache)?;
-            let mut it = block.iter();
+            let mut it = block.iter(&self.order);
             it.seek(lookup);
             if it.valid() {
-                if user_key(it.key()) != uk {
+                if !self.order.same_user(user_key(it.key()), uk) {
                     return Ok(None);
                 }
                 let key = it.key().to_vec();
@@ -1235,7 +1261,7 @@ impl TableReader {
     #[must_use]
     pub fn iter_with_readahead(self: &Arc<Self>, fill_cache: bool, readahead: usize) -> TableIter {
         TableIter {
-            index: self.index.iter(),
+            index: self.index.iter(&self.order),
             table: Arc::clone(self),
             data: None,
             data_offset: u64::MAX,
@@ -1280,7 +1306,7 @@ impl TableReader {
                 ));
             }
             if let Some(p) = prev_sep
-                && compare_internal_keys(p, sep) != Ordering::Less
+                && self.order.compare_internal(p, sep) != Ordering::Less
             {
                 return bad(format!("index key {i} not increasing"));
             }
@@ -1300,7 +1326,7 @@ impl TableReader {
             block
                 .check_entries()
                 .map_err(|e| in_decompressed(e, h, block_type))?;
-            let mut it = block.iter();
+            let mut it = block.iter(&self.order);
             it.seek_to_first();
             let mut in_block = 0u64;
             while it.valid() {
@@ -1309,18 +1335,18 @@ impl TableReader {
                     return bad(format!("data block {i}: malformed internal key"));
                 };
                 if let Some(pk) = &prev
-                    && compare_internal_keys(pk, k) != Ordering::Less
+                    && self.order.compare_internal(pk, k) != Ordering::Less
                 {
                     return bad(format!("data block {i}: keys not strictly increasing"));
                 }
-                if compare_internal_keys(k, sep) == Ordering::Greater {
+                if self.order.compare_internal(k, sep) == Ordering::Greater {
                     return bad(format!("data block {i}: key beyond its index separator"));
                 }
                 // The other half of the separator contract (`S < first key of the next
                 // block`): seeks trust it to pick the block that holds the target.
                 if in_block == 0
                     && let Some(p) = prev_sep
-                    && compare_internal_keys(p, k) != Ordering::Less
+                    && self.order.compare_internal(p, k) != Ordering::Less
                 {
                     return bad(format!(
                         "data block {i}: first key not above the previous index separator"
@@ -1375,7 +1401,7 @@ impl TableReader {
         let Some(ks) = self.index.keyset() else {
             return self.props.data_size;
         };
-        let i = ks.find(ikey);
+        let i = ks.find(ikey, &self.order);
         match self.handle_at(i) {
             Ok(h) if i < ks.num_entries() => h.offset,
             _ => self.props.data_size,
@@ -1618,7 +1644,7 @@ impl TableIter {
             .data_block_via(h, self.fill_cache, self.readahead.as_mut())
         {
             Ok(b) => {
-                self.data = Some(b.iter());
+                self.data = Some(b.iter(self.table.order()));
                 self.data_offset = h.offset;
             }
             Err(e) => {
@@ -1803,7 +1829,7 @@ mod tests {
 
     fn open(bytes: Vec<u8>, cache: Option<Arc<dyn BlockCache>>) -> Result<Arc<TableReader>> {
         let len = bytes.len() as u64;
-        TableReader::open(VecFile::shared(bytes), len, 7, cache).map(Arc::new)
+        TableReader::open(VecFile::shared(bytes), len, 7, cache, &KeyOrder::default()).map(Arc::new)
     }
 
     fn lower_bound(e: &Entries, t: &[u8]) -> usize {
@@ -1993,6 +2019,7 @@ mod tests {
                 props.file_size,
                 1,
                 None,
+                &KeyOrder::default(),
             )
             .unwrap(),
         );

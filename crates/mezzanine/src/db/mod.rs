@@ -339,7 +339,7 @@ fn levels_get(
             return Ok(None);
         }
         for run in v.level_runs(level) {
-            if let Some(t) = run.table_for(key)
+            if let Some(t) = run.table_for(key, &v.order)
                 && let Some(r) = probe(t)?
             {
                 return Ok(Some(r));
@@ -589,13 +589,15 @@ impl DbInner {
         for (_, run) in sv.version.runs() {
             children.push(read_run_iterator(run, &self.table_cache, topts, &chain)?);
         }
+        let order = sv.version.order.clone();
         let pin: Box<dyn std::any::Any + Send + Sync> = Box::new((sv, opts.snapshot.clone()));
         Ok(DbIterator::new(
-            merging_iterator(children),
+            merging_iterator(children, &order),
             seq,
             opts.lower_bound.clone(),
             opts.upper_bound.clone(),
             pin,
+            order,
         )
         .gated(Arc::clone(&self.gate), self.storage.maps_table_bytes()))
     }
@@ -1184,6 +1186,7 @@ mod tests {
             dir,
             opts.num_levels,
             crate::options::RecoveryMode::AbsoluteConsistency,
+            &mezz_format::KeyOrder::default(),
         )
         .unwrap();
         let mut t = TableMeta::clone(&r.version.tables(0)[0]);

@@ -747,6 +747,7 @@ impl DbInner {
                     let bigger = Arc::new(MemTable::new(
                         mem.id(),
                         o.memtable_capacity().max(need.saturating_mul(2)),
+                        mem.order().clone(),
                     ));
                     if bigger.room() < need {
                         return Err(Error::InvalidArgument(format!(
@@ -921,7 +922,11 @@ impl DbInner {
         // every writer for as long. Until then a power cut may tear its tail; recovery then
         // stops at the tear (point in time), which loses no acknowledged-durable write
         // because a `sync` write first syncs every older WAL.
-        let mem = Arc::new(MemTable::new(number, self.opts.memtable_capacity()));
+        let mem = Arc::new(MemTable::new(
+            number,
+            self.opts.memtable_capacity(),
+            self.opts.key_order(),
+        ));
         self.install_new_memtable(ws, mem, wal);
         drop(slot);
         Ok(())
@@ -1217,7 +1222,7 @@ mod tests {
     /// part: the leader takes it back and inserts it, instead of waiting for that writer.
     #[test]
     fn parts_not_picked_up_are_inserted_by_the_leader() {
-        let mem = Arc::new(MemTable::new(1, 1 << 20));
+        let mem = Arc::new(MemTable::new(1, 1 << 20, mezz_format::KeyOrder::default()));
         // No thread waits on the members' slots, and none is parked.
         let slots: Vec<Arc<Slot>> = (0..3).map(|_| Arc::new(Slot::default())).collect();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -1260,7 +1265,7 @@ mod tests {
     #[test]
     fn group_parts_are_inserted_in_order_by_whoever_is_awake() {
         for parked in [false, true] {
-            let mem = Arc::new(MemTable::new(1, 1 << 20));
+            let mem = Arc::new(MemTable::new(1, 1 << 20, mezz_format::KeyOrder::default()));
             let leader = Arc::new(Slot::default());
             let members: Vec<Arc<Slot>> = (0..3).map(|_| Arc::new(Slot::default())).collect();
             let helpers: Vec<_> = members
