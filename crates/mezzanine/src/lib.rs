@@ -80,7 +80,8 @@ pub use batch::WriteBatch;
 pub use db::{Db, destroy_db};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Iter, KvPair};
-pub use mezz_format::{SeqNo, ValueKind};
+pub use mezz_format::order::{BYTEWISE_NAME, CaseInsensitive, ReverseBytewise};
+pub use mezz_format::{Comparator, KeyOrder, SeqNo, ValueKind};
 pub use options::{
     BlockFormat, Options, PlacementPolicy, Preset, ReadOptions, RecoveryMode, Snapshot,
     WriteOptions,

@@ -310,11 +310,14 @@ impl MemTable {
         m
     }
 
-    /// A memtable over a new, empty NVM skip list, with a key filter sized for it: every
-    /// entry then arrives through [`MemTable::add`] or [`MemTable::add_merged`].
+    /// A memtable over a new, empty NVM skip list, with a key filter sized for it when its
+    /// order allows one: every entry then arrives through [`MemTable::add`] or
+    /// [`MemTable::add_merged`].
     pub(crate) fn nvm_new(id: u64, list: NvmList) -> Self {
         let mut m = Self::nvm(id, list);
-        m.filter = Some(new_filter(m.capacity() / FILTER_BYTES_PER_BYTE));
+        if m.order().filters_allowed() {
+            m.filter = Some(new_filter(m.capacity() / FILTER_BYTES_PER_BYTE));
+        }
         m
     }
 
