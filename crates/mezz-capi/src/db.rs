@@ -132,7 +132,6 @@ pub unsafe extern "C" fn leveldb_open(
         let o = options(options_)?;
         // SAFETY: `name` is NULL or NUL-terminated.
         let path = unsafe { db_path(name) }?;
-        o.check_comparator()?;
         let db = status(Db::open(&path, o.engine_options()?))?;
         let token = new_token();
         OPEN.write().insert(token as usize, Arc::new(db));
