@@ -434,3 +434,45 @@ def test_destroy_db_refuses_an_open_database_then_removes_it(tmp_path):
     db.close()
     mezzanine.destroy_db(path)
     assert not (tmp_path / "db").exists()
+
+
+# -- custom comparators -------------------------------------------------------------------
+
+
+def reverse(a, b):
+    return (a < b) - (a > b)
+
+
+def test_reverse_comparator_orders_every_read(tmp_path):
+    path = str(tmp_path / "db")
+    keys = [b"k%04d" % i for i in range(3000)]
+    with mezzanine.DB(path, create_if_missing=True, write_buffer_size=64 << 10,
+                      comparator=reverse, comparator_name=b"reverse") as db:
+        for k in keys:
+            db.put(k, b"v" + k)
+        db.delete(b"k0007")
+        db.compact_range()
+        want = sorted(set(keys) - {b"k0007"}, reverse=True)
+        assert list(db.iterator(include_value=False)) == want
+        assert list(db.iterator(include_value=False, reverse=True)) == want[::-1]
+        # start/stop follow the database's order: from k0100 down to (not including) k0090.
+        got = list(db.iterator(start=b"k0100", stop=b"k0090", include_value=False))
+        assert got == [b"k%04d" % i for i in range(100, 90, -1)]
+        got = list(db.iterator(start=b"k0100", stop=b"k0090", include_start=False,
+                               include_stop=True, include_value=False))
+        assert got == [b"k%04d" % i for i in range(99, 89, -1)]
+        assert db.get(b"k0007") is None and db.get(b"k0008") == b"vk0008"
+    with mezzanine.DB(path, comparator=reverse, comparator_name=b"reverse") as db:
+        assert next(db.iterator(include_value=False)) == b"k2999"
+    with pytest.raises(mezzanine.Error, match="comparator name mismatch"):
+        mezzanine.DB(path)
+
+
+def test_comparator_arguments_are_checked_as_plyvel_checks_them(tmp_path):
+    path = str(tmp_path / "db")
+    with pytest.raises(ValueError):
+        mezzanine.DB(path, comparator=None, comparator_name=b"x")
+    with pytest.raises(TypeError):
+        mezzanine.DB(path, comparator=reverse, comparator_name=12)
+    with pytest.raises(TypeError):
+        mezzanine.DB(path, comparator=b"not-a-callable", comparator_name=b"x")

@@ -263,11 +263,13 @@ impl Handle {
         spec: IterSpec,
     ) -> PyResult<PyIterator> {
         let db = self.shared.db()?;
-        let (lower, upper) = spec.bounds(&self.prefix)?;
+        let b = spec.bounds(&self.prefix)?;
         let ro = ReadOptions {
             snapshot,
-            lower_bound: lower,
-            upper_bound: upper,
+            lower_bound: b.lower,
+            upper_bound: b.upper,
+            lower_bound_exclusive: b.lower_excl,
+            upper_bound_inclusive: b.upper_incl,
             verify_checksums: spec.verify_checksums,
             fill_cache: spec.fill_cache,
         };
@@ -302,13 +304,6 @@ struct IterSpec {
     fill_cache: bool,
 }
 
-/// `k ++ [0]`: the next key after `k`.
-fn successor(k: &[u8]) -> Vec<u8> {
-    let mut v = k.to_vec();
-    v.push(0);
-    v
-}
-
 /// The smallest key after every key starting with `p` (`None`: no such key).
 fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
     let mut end = p.to_vec();
@@ -321,37 +316,55 @@ fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// Cursor bounds: inclusive lower, exclusive upper (`None` = unbounded).
-type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+/// Cursor bounds (`None` = unbounded): inclusive lower and exclusive upper unless a flag
+/// says otherwise (`start` excluded, `stop` included: no successor key is made up, so they
+/// hold under any comparator).
+struct Bounds {
+    lower: Option<Vec<u8>>,
+    lower_excl: bool,
+    upper: Option<Vec<u8>>,
+    upper_incl: bool,
+}
 
 impl IterSpec {
-    /// Cursor bounds (inclusive lower, exclusive upper) inside the view's `outer` prefix.
+    /// Cursor bounds inside the view's `outer` prefix. A prefix (`prefix=`, or the view's)
+    /// is the byte range of its keys: under a custom comparator, as under plyvel, the
+    /// comparator must keep keys with a common prefix together for it to mean "keys
+    /// starting with".
     fn bounds(&self, outer: &[u8]) -> PyResult<Bounds> {
         if self.prefix.is_some() && (self.start.is_some() || self.stop.is_some()) {
             return Err(PyTypeError::new_err(
                 "'prefix' cannot be used together with 'start' or 'stop'",
             ));
         }
-        let (lower, upper) = match &self.prefix {
-            Some(p) => (
-                Some(with_prefix(outer, p)),
-                prefix_end(&with_prefix(outer, p)),
-            ),
+        let b = match &self.prefix {
+            Some(p) => Bounds {
+                lower: Some(with_prefix(outer, p)),
+                lower_excl: false,
+                upper: prefix_end(&with_prefix(outer, p)),
+                upper_incl: false,
+            },
             None => {
-                let lower = match &self.start {
-                    Some(s) if self.include_start => with_prefix(outer, s),
-                    Some(s) => successor(&with_prefix(outer, s)),
-                    None => outer.to_vec(),
+                let (lower, lower_excl) = match &self.start {
+                    Some(s) => (with_prefix(outer, s), !self.include_start),
+                    None => (outer.to_vec(), false),
                 };
-                let upper = match &self.stop {
-                    Some(s) if self.include_stop => Some(successor(&with_prefix(outer, s))),
-                    Some(s) => Some(with_prefix(outer, s)),
-                    None => prefix_end(outer),
+                let (upper, upper_incl) = match &self.stop {
+                    Some(s) => (Some(with_prefix(outer, s)), self.include_stop),
+                    None => (prefix_end(outer), false),
                 };
-                (Some(lower), upper)
+                Bounds {
+                    lower: Some(lower),
+                    lower_excl,
+                    upper,
+                    upper_incl,
+                }
             }
         };
-        Ok((lower.filter(|l| !l.is_empty()), upper))
+        Ok(Bounds {
+            lower: b.lower.filter(|l| !l.is_empty() || b.lower_excl),
+            ..b
+        })
     }
 }
 
@@ -396,6 +409,64 @@ fn set_option(opts: &mut Options, name: &str, value: &Bound<'_, PyAny>) -> PyRes
     opts.set(name, &text).map_err(to_py)
 }
 
+/// A Python callable as the engine's comparator (plyvel's `comparator=`).
+struct PyComparator {
+    func: Py<PyAny>,
+    name: String,
+}
+
+impl mezzanine::Comparator for PyComparator {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        Python::attach(|py| {
+            let r = self
+                .func
+                .call1(py, (PyBytes::new(py, a), PyBytes::new(py, b)))
+                .and_then(|v| v.extract::<i64>(py));
+            match r {
+                Ok(n) => n.cmp(&0),
+                Err(e) => {
+                    // Like plyvel: keys were being placed by this order, and no answer is
+                    // safe to make up.
+                    e.print(py);
+                    eprintln!("FATAL ERROR: exception raised from a custom comparator");
+                    std::process::abort()
+                }
+            }
+        })
+    }
+}
+
+/// plyvel's checks of `comparator` / `comparator_name`, and the comparator they give.
+fn py_comparator(
+    comparator: Option<Bound<'_, PyAny>>,
+    comparator_name: Option<Bound<'_, PyAny>>,
+) -> PyResult<Option<Arc<dyn mezzanine::Comparator>>> {
+    let Some(func) = comparator.filter(|c| !c.is_none()) else {
+        if comparator_name.is_some_and(|n| !n.is_none()) {
+            return Err(PyValueError::new_err(
+                "'comparator_name' is only valid with 'comparator'",
+            ));
+        }
+        return Ok(None);
+    };
+    if !func.is_callable() {
+        return Err(PyTypeError::new_err("comparator must be a callable"));
+    }
+    let name = comparator_name
+        .and_then(|n| n.cast::<PyBytes>().ok().map(|b| b.as_bytes().to_vec()))
+        .ok_or_else(|| PyTypeError::new_err("comparator_name must be a byte string"))?;
+    let name = String::from_utf8(name)
+        .map_err(|_| PyValueError::new_err("comparator_name must be UTF-8"))?;
+    Ok(Some(Arc::new(PyComparator {
+        func: func.unbind(),
+        name,
+    })))
+}
+
 /// Default options with each keyword argument set by name (see [`set_option`]).
 fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
     let mut opts = Options::default();
@@ -415,11 +486,17 @@ impl PyDb {
     /// `max_file_size`, `compression`, `bloom_filter_bits`), `preset` (`"leveldb"`,
     /// `"novelsm"`) and any Mezzanine option by name (e.g. `nvm_dir`, `nvm_memtable`,
     /// `nvm_persistence`, `wal_on_nvm`, `parallel_reads`).
+    ///
+    /// `comparator` (a callable `(a: bytes, b: bytes) -> int`, negative, zero or positive)
+    /// with `comparator_name` (bytes, recorded in the database and checked at every open)
+    /// orders the keys instead of bytewise, as plyvel's do. It is called from the engine's
+    /// threads (taking the GIL); it must not raise: an exception is printed and the process
+    /// aborts, as under plyvel, since an order that fails midway cannot be kept.
     #[new]
     #[pyo3(signature = (name, create_if_missing=false, error_if_exists=false, paranoid_checks=None,
         write_buffer_size=None, max_open_files=None, lru_cache_size=None, block_size=None,
         block_restart_interval=None, max_file_size=None, compression=Some("snappy".to_string()),
-        bloom_filter_bits=None, preset=None, **options))]
+        bloom_filter_bits=None, comparator=None, comparator_name=None, preset=None, **options))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -435,10 +512,15 @@ impl PyDb {
         max_file_size: Option<u64>,
         compression: Option<String>,
         bloom_filter_bits: Option<u32>,
+        comparator: Option<Bound<'_, PyAny>>,
+        comparator_name: Option<Bound<'_, PyAny>>,
         preset: Option<String>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyDb> {
-        let mut opts = Options::default();
+        let mut opts = Options {
+            comparator: py_comparator(comparator, comparator_name)?,
+            ..Options::default()
+        };
         if let Some(p) = preset {
             opts.set("preset", &p).map_err(to_py)?;
         }

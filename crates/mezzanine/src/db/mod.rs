@@ -599,6 +599,7 @@ impl DbInner {
             pin,
             order,
         )
+        .with_bound_kinds(opts.lower_bound_exclusive, opts.upper_bound_inclusive)
         .gated(Arc::clone(&self.gate), self.storage.maps_table_bytes()))
     }
 

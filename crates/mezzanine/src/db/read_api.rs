@@ -43,25 +43,19 @@ impl DbInner {
         let (sv, seq) = self.read_view(opts);
         let sv = arc_swap::Guard::into_inner(sv);
         let order = sv.version.order.clone();
-        let b = intersect(
-            opts.lower_bound.clone(),
-            opts.upper_bound.clone(),
-            bounds,
-            &order,
-        );
-        let (lower_excl, upper_incl) = (b.lower_excl, b.upper_incl);
+        let b = intersect(opts, bounds, &order);
         let opts = ReadOptions {
             lower_bound: b.lower,
             upper_bound: b.upper,
+            lower_bound_exclusive: b.lower_excl,
+            upper_bound_inclusive: b.upper_incl,
             ..opts.clone()
         };
         let inner = Arc::clone(self);
         Iter::new(
             Box::new(move || {
                 let _pass = inner.enter()?;
-                Ok(inner
-                    .iter_in(Arc::clone(&sv), seq, &opts)?
-                    .with_bound_kinds(lower_excl, upper_incl))
+                inner.iter_in(Arc::clone(&sv), seq, &opts)
             }),
             order,
             b.prefix,

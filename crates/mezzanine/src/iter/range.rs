@@ -20,6 +20,7 @@ use mezz_format::KeyOrder;
 
 use crate::error::{Error, Result};
 use crate::iter::DbIterator;
+use crate::options::ReadOptions;
 
 /// One key-value pair yielded by [`Iter`].
 pub type KvPair = (Vec<u8>, Vec<u8>);
@@ -138,28 +139,28 @@ pub(crate) fn prefix_to_bounds(prefix: &[u8], order: &KeyOrder) -> CursorBounds 
     }
 }
 
-/// Intersects bounds `b` with a read's inclusive `lower` and exclusive `upper` (the
-/// larger lower, the smaller upper; on equal keys the stricter kind).
-pub(crate) fn intersect(
-    lower: Option<Vec<u8>>,
-    upper: Option<Vec<u8>>,
-    b: CursorBounds,
-    order: &KeyOrder,
-) -> CursorBounds {
-    let (lower, lower_excl) = match (lower, b.lower) {
+/// Intersects bounds `b` with a read's bounds (the larger lower, the smaller upper; on
+/// equal keys the stricter kind).
+pub(crate) fn intersect(opts: &ReadOptions, b: CursorBounds, order: &KeyOrder) -> CursorBounds {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let (rl, rl_excl) = (opts.lower_bound.clone(), opts.lower_bound_exclusive);
+    let (lower, lower_excl) = match (rl, b.lower) {
         (Some(x), Some(y)) => match order.compare_user(&x, &y) {
-            std::cmp::Ordering::Greater => (Some(x), false),
-            _ => (Some(y), b.lower_excl),
+            Greater => (Some(x), rl_excl),
+            Less => (Some(y), b.lower_excl),
+            Equal => (Some(x), rl_excl || b.lower_excl),
         },
-        (x, None) => (x, false),
+        (x, None) => (x, rl_excl),
         (None, y) => (y, b.lower_excl),
     };
-    let (upper, upper_incl) = match (upper, b.upper) {
+    let (ru, ru_incl) = (opts.upper_bound.clone(), opts.upper_bound_inclusive);
+    let (upper, upper_incl) = match (ru, b.upper) {
         (Some(x), Some(y)) => match order.compare_user(&x, &y) {
-            std::cmp::Ordering::Greater => (Some(y), b.upper_incl),
-            _ => (Some(x), false),
+            Greater => (Some(y), b.upper_incl),
+            Less => (Some(x), ru_incl),
+            Equal => (Some(x), ru_incl && b.upper_incl),
         },
-        (x, None) => (x, false),
+        (x, None) => (x, ru_incl),
         (None, y) => (y, b.upper_incl),
     };
     CursorBounds {
@@ -392,7 +393,11 @@ mod tests {
         );
         // The read's exclusive upper "b" is stricter than the range's inclusive "a"? No:
         // in reverse order "b" < "a", so "b" (exclusive) wins.
-        let i = intersect(None, Some(b"b".to_vec()), r, &rev);
+        let ro = ReadOptions {
+            upper_bound: Some(b"b".to_vec()),
+            ..ReadOptions::default()
+        };
+        let i = intersect(&ro, r, &rev);
         assert_eq!((i.upper.as_deref(), i.upper_incl), (Some(&b"b"[..]), false));
     }
 }
