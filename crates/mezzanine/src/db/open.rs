@@ -83,7 +83,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         opts.info_log.clone(),
     ));
     info_log.log(format_args!(
-        "Mezzanine {} {} {}; options:\n{}",
+        "Mezzanine {} {} {}; comparator: {}; options:\n{}",
         env!("CARGO_PKG_VERSION"),
         if locked.exists {
             "recovering"
@@ -91,6 +91,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             "creating"
         },
         locked.dir.display(),
+        opts.key_order().name(),
         opts.to_text()
     ));
     let mut rec = replay_manifest(&locked, &opts)?;
