@@ -77,7 +77,9 @@ pub(crate) mod version;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, destroy_db};
+pub use db::{
+    BatchDbIterator, BatchValue, Db, Transaction, TxnOptions, WriteBatchWithIndex, destroy_db,
+};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Iter, KvPair};
 pub use mezz_format::{SeqNo, ValueKind};

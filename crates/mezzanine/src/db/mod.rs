@@ -26,9 +26,11 @@
 
 mod background;
 mod host;
+mod indexed_batch;
 mod open;
 mod read_api;
 mod sizes;
+mod txn;
 mod write;
 
 use std::collections::VecDeque;
@@ -64,6 +66,9 @@ use crate::table::row::SeekChain;
 use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 use crate::wal::WalWriter;
+
+pub use indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
+pub use txn::{Transaction, TxnOptions};
 
 /// What `Db::verify` checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,0 +1,401 @@
+//! Optimistic transactions with snapshot isolation: [`Transaction`], begun with
+//! [`Db::begin_transaction`].
+//!
+//! A transaction reads a snapshot taken at its start (or at `set_snapshot`) with its own
+//! writes laid over it (a [`WriteBatchWithIndex`]), and marks keys: those it reads with
+//! `get_for_update` and, unless `TxnOptions::mark_writes` is off, those it writes. Each
+//! marked key remembers the sequence number it was marked at (the snapshot's, or the
+//! latest one when the transaction has no snapshot; the earliest when marked twice).
+//! `commit` validates and writes in one step of the write path
+//! (`DbInner::write_validated`): under the write lock, with every earlier write published,
+//! it looks up the newest sequence number of each marked key through the whole read path
+//! (memtables, NVM memtables, every level of tables) and fails with `Error::Busy`,
+//! writing nothing, if any is above the key's mark; otherwise the batch is logged before
+//! the lock is released, so no write can land between the check and the commit.
+//!
+//! Why no separate `OptimisticTransactionDb` handle: validation is part of the engine's
+//! one write path, which every plain write also takes, so transactions and plain writes
+//! can be mixed on one `Db` and stay atomic with respect to each other.
+//!
+//! Invariants: `tracked` holds each marked key once, with the smallest sequence number it
+//! was marked at; `track_log` lists the keys in the order they were first marked, so a
+//! rollback to a savepoint unmarks the keys marked since (`savepoints` holds the log's
+//! length at each savepoint; the batch keeps its own marks).
+//!
+//! Thread-safety: a `Transaction` is `Send` and used by one thread at a time (its methods
+//! that change it take `&mut self`); any number of transactions and plain writers may run
+//! against one `Db` concurrently.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use mezz_format::ikey::{self, MAX_SEQ};
+use mezz_format::{InternalIterator, SeqNo, ValueKind};
+
+use super::indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
+use super::{Db, DbInner};
+use crate::error::{Error, Result};
+use crate::options::{ReadOptions, Snapshot, WriteOptions};
+use crate::state::SuperVersion;
+
+/// Options of a transaction ([`Db::begin_transaction`]).
+#[derive(Debug, Clone)]
+pub struct TxnOptions {
+    /// How the commit is written (`sync`). Default: not synced.
+    pub write_options: WriteOptions,
+    /// Take a snapshot when the transaction begins; reads see it (plus the transaction's
+    /// own writes) and conflicts are checked against it. Without one, reads see the latest
+    /// state and a key conflicts if it was written after it was marked. Default: true.
+    pub set_snapshot: bool,
+    /// Mark every key the transaction writes, as `get_for_update` marks the keys it reads
+    /// (RocksDB's optimistic transactions do): a commit then also fails if another writer
+    /// wrote a key this one overwrites (no lost updates). Default: true.
+    pub mark_writes: bool,
+}
+
+impl Default for TxnOptions {
+    fn default() -> Self {
+        Self {
+            write_options: WriteOptions::default(),
+            set_snapshot: true,
+            mark_writes: true,
+        }
+    }
+}
+
+/// An optimistic transaction: see the module documentation and `docs/transactions.md`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mezzanine::{Db, Options, TxnOptions};
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"balance", b"10")?;
+/// let mut txn = db.begin_transaction(&TxnOptions::default());
+/// let v = txn.get_for_update(b"balance")?.expect("present");
+/// db.put(b"balance", b"20")?;                   // another writer, after the snapshot
+/// txn.put(b"balance", &[v, b"0".to_vec()].concat());
+/// assert!(txn.commit().unwrap_err().is_busy()); // nothing written: retry from the start
+/// assert_eq!(db.get(b"balance")?, Some(b"20".to_vec()));
+/// # Ok::<(), mezzanine::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Transaction {
+    db: Arc<DbInner>,
+    opts: TxnOptions,
+    snapshot: Option<Snapshot>,
+    batch: WriteBatchWithIndex,
+    /// Marked keys, each with the sequence number it was marked at.
+    tracked: BTreeMap<Vec<u8>, SeqNo>,
+    /// The keys of `tracked` in the order they were first marked.
+    track_log: Vec<Vec<u8>>,
+    /// `track_log`'s length at each savepoint.
+    savepoints: Vec<usize>,
+}
+
+impl Db {
+    /// Begins an optimistic transaction (snapshot isolation; see [`Transaction`]).
+    #[must_use]
+    pub fn begin_transaction(&self, opts: &TxnOptions) -> Transaction {
+        let mut t = Transaction {
+            db: Arc::clone(&self.inner),
+            opts: opts.clone(),
+            snapshot: None,
+            batch: WriteBatchWithIndex::new(),
+            tracked: BTreeMap::new(),
+            track_log: Vec::new(),
+            savepoints: Vec::new(),
+        };
+        if opts.set_snapshot {
+            t.set_snapshot();
+        }
+        t
+    }
+}
+
+impl Transaction {
+    /// Takes a new snapshot: later reads see the database as of now, and keys marked from
+    /// now on conflict with writes after now (keys marked before keep their mark).
+    pub fn set_snapshot(&mut self) {
+        self.snapshot = Some(self.db.snapshot());
+    }
+
+    /// The transaction's snapshot, if it has one.
+    #[must_use]
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref()
+    }
+
+    /// The read options the transaction reads the database with: `opts` with the
+    /// transaction's snapshot unless `opts` names one.
+    fn read_options(&self, opts: &ReadOptions) -> ReadOptions {
+        let mut o = opts.clone();
+        if o.snapshot.is_none() {
+            o.snapshot.clone_from(&self.snapshot);
+        }
+        o
+    }
+
+    /// The value of `key` as this transaction sees it: its own write, else the database at
+    /// its snapshot (the latest state without one).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_opt(&ReadOptions::default(), key)
+    }
+
+    /// As [`Transaction::get`], reading the database with `opts` (whose snapshot, if it
+    /// has one, replaces the transaction's for this read).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_opt(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.batch.get_from_batch(key) {
+            Some(BatchValue::Put(v)) => Ok(Some(v.to_vec())),
+            Some(BatchValue::Deleted) => Ok(None),
+            None => self.db.get(&self.read_options(opts), key),
+        }
+    }
+
+    /// As [`Transaction::get`], and marks `key`: the commit fails with `Error::Busy` if
+    /// another writer writes `key` after the transaction's snapshot (or, without one,
+    /// after this call).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_for_update(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.mark(key)?;
+        self.get(key)
+    }
+
+    /// Marks `key` without reading it (RocksDB's `UndoGetForUpdate` has no counterpart: a
+    /// mark stays until commit, rollback, or a rollback to an earlier savepoint).
+    ///
+    /// # Errors
+    /// `Closed`.
+    pub fn mark(&mut self, key: &[u8]) -> Result<()> {
+        let seq = match &self.snapshot {
+            Some(s) => s.sequence(),
+            None => {
+                self.db.check_open()?;
+                self.db.versions.last_seq.load(Ordering::Acquire)
+            }
+        };
+        match self.tracked.get_mut(key) {
+            Some(s) => *s = (*s).min(seq),
+            None => {
+                self.tracked.insert(key.to_vec(), seq);
+                self.track_log.push(key.to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets `key` to `value` in this transaction (seen by its reads, written by `commit`).
+    ///
+    /// # Errors
+    /// `Closed` when the key is marked (`mark_writes`) on a transaction without a
+    /// snapshot and the database is closed.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.opts.mark_writes {
+            self.mark(key)?;
+        }
+        self.batch.put(key, value);
+        Ok(())
+    }
+
+    /// Deletes `key` in this transaction.
+    ///
+    /// # Errors
+    /// As [`Transaction::put`].
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        if self.opts.mark_writes {
+            self.mark(key)?;
+        }
+        self.batch.delete(key);
+        Ok(())
+    }
+
+    /// An iterator over what this transaction sees: the database at its snapshot (or as
+    /// `opts` says) with its own writes laid over it, forward only. It sees the
+    /// transaction's writes as they are when it is made. Iterating marks nothing.
+    ///
+    /// # Errors
+    /// As [`Db::cursor`].
+    pub fn iter(&self, opts: &ReadOptions) -> Result<BatchDbIterator> {
+        let o = self.read_options(opts);
+        Ok(self.batch.iter_with_base(self.db.cursor(&o)?, &o))
+    }
+
+    /// The transaction's writes so far.
+    #[must_use]
+    pub fn write_batch(&self) -> &WriteBatchWithIndex {
+        &self.batch
+    }
+
+    /// Number of keys marked.
+    #[must_use]
+    pub fn num_marked(&self) -> usize {
+        self.tracked.len()
+    }
+
+    /// Remembers the transaction's writes and marks as they are now, for
+    /// [`Transaction::rollback_to_savepoint`]. Savepoints nest.
+    pub fn set_savepoint(&mut self) {
+        self.batch.set_savepoint();
+        self.savepoints.push(self.track_log.len());
+    }
+
+    /// Undoes the writes made and unmarks the keys first marked since the newest
+    /// savepoint, and drops that savepoint.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if there is no savepoint.
+    pub fn rollback_to_savepoint(&mut self) -> Result<()> {
+        let Some(n) = self.savepoints.pop() else {
+            return Err(Error::InvalidArgument(
+                "rollback_to_savepoint: no savepoint is set".into(),
+            ));
+        };
+        self.batch.rollback_to_savepoint()?;
+        for k in self.track_log.drain(n..) {
+            self.tracked.remove(&k);
+        }
+        Ok(())
+    }
+
+    /// Discards every write, mark and savepoint; the transaction can be used again (with
+    /// the same snapshot).
+    pub fn rollback(&mut self) {
+        self.batch.clear();
+        self.tracked.clear();
+        self.track_log.clear();
+        self.savepoints.clear();
+    }
+
+    /// Validates and writes the transaction atomically: if no marked key was written by
+    /// another writer after its mark, the transaction's writes are applied as one batch;
+    /// otherwise nothing is written.
+    ///
+    /// # Errors
+    /// `Busy` on a conflict (retry the whole transaction: begin a new one, read again);
+    /// otherwise as [`Db::write`].
+    pub fn commit(self) -> Result<()> {
+        if self.batch.is_empty() && self.tracked.is_empty() {
+            return Ok(());
+        }
+        let db = Arc::clone(&self.db);
+        let start = std::time::Instant::now();
+        let _pass = db.enter()?;
+        let tracked = self.tracked;
+        let r = db.write_validated(
+            self.opts.write_options.sync,
+            self.batch.into_batch(),
+            |sv| {
+                for (key, &marked) in &tracked {
+                    if let Some(seq) = db.newest_seq_above(sv, key, marked)? {
+                        return Err(Error::Busy(format!(
+                            "transaction conflict on key {}: written at sequence {seq}, \
+                             after the transaction's mark at {marked}",
+                            printable(key)
+                        )));
+                    }
+                }
+                Ok(())
+            },
+        );
+        db.stats
+            .write_latency
+            .record(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        // The snapshot is released when `self.snapshot` drops, after the commit.
+        drop(self.snapshot);
+        r
+    }
+}
+
+/// `key` for an error message: printable ASCII as is, other bytes as `\xNN`.
+fn printable(key: &[u8]) -> String {
+    key.iter()
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(char::from)
+        .collect()
+}
+
+impl DbInner {
+    /// The newest sequence number of `key` in `sv` if it is above `floor`, found through
+    /// the whole read path (memtables in read order, then every level's tables), or `None`
+    /// if the key's newest version is at or below `floor` or the key has none.
+    ///
+    /// Stops early when a container's sequence numbers are all at or below `floor`:
+    /// containers are consulted newest first and every version of the key further down is
+    /// older. In particular, when the memtables hold every write after `floor` (the usual
+    /// case for a short transaction), no table is read.
+    pub(super) fn newest_seq_above(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        floor: SeqNo,
+    ) -> Result<Option<SeqNo>> {
+        let target = ikey::make_internal_key(key, MAX_SEQ, ValueKind::SEEK);
+        let newest_in = |it: &mut dyn InternalIterator<Error>| -> Result<Option<SeqNo>> {
+            it.seek(&target);
+            if it.valid() {
+                let k = it.key();
+                if ikey::user_key(k) == key {
+                    return Ok(Some(ikey::trailer(k) >> 8));
+                }
+                return Ok(None);
+            }
+            it.status()?;
+            Ok(None)
+        };
+        let above = |seq: SeqNo| (seq > floor).then_some(seq);
+        for m in std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .chain(sv.nvm.iter())
+        {
+            if m.is_empty() {
+                continue;
+            }
+            if m.max_seq() <= floor {
+                return Ok(None);
+            }
+            if let Some(seq) = newest_in(&mut *m.iter())? {
+                return Ok(above(seq));
+            }
+            if m.min_seq() <= floor.saturating_add(1) {
+                // This memtable and the newer ones hold every write after `floor`.
+                return Ok(None);
+            }
+        }
+        let topts = DbInner::table_read_options(&ReadOptions::default());
+        let v = &sv.version;
+        for level in 0..v.num_levels() {
+            for run in v.level_runs(level) {
+                let Some(t) = run.table_for(key) else {
+                    continue;
+                };
+                let path = || self.table_cache.storage().describe(t);
+                let table = self
+                    .table_cache
+                    .open_for_read(t)
+                    .map_err(|e| e.in_file(path()))?;
+                // The point lookup consults the table's filter: most tables lack the key.
+                if table
+                    .get(key, MAX_SEQ, &topts)
+                    .map_err(|e| e.in_file(path()))?
+                    .is_none()
+                {
+                    continue;
+                }
+                if t.largest_seq <= floor {
+                    return Ok(None);
+                }
+                let seq = newest_in(&mut *table.iter(&topts)).map_err(|e| e.in_file(path()))?;
+                return Ok(seq.and_then(above));
+            }
+        }
+        Ok(None)
+    }
+}
