@@ -399,3 +399,217 @@ impl DbInner {
         Ok(None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Options;
+
+    fn db() -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        (dir, db)
+    }
+
+    fn newest(db: &Db, key: &[u8], floor: SeqNo) -> Option<SeqNo> {
+        let sv = db.inner.versions.super_version.load();
+        db.inner.newest_seq_above(&sv, key, floor).unwrap()
+    }
+
+    fn last_seq(db: &Db) -> SeqNo {
+        db.inner.versions.last_seq.load(Ordering::Acquire)
+    }
+
+    #[test]
+    fn reads_see_the_snapshot_and_the_transactions_own_writes() {
+        let (_d, db) = db();
+        db.put(b"a", b"1").unwrap();
+        db.put(b"b", b"1").unwrap();
+        let mut t = db.begin_transaction(&TxnOptions::default());
+        db.put(b"a", b"2").unwrap();
+        db.put(b"c", b"2").unwrap();
+        assert_eq!(t.get(b"a").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(t.get(b"c").unwrap(), None);
+        t.put(b"b", b"t").unwrap();
+        t.delete(b"a").unwrap();
+        t.put(b"d", b"t").unwrap();
+        assert_eq!(t.get(b"b").unwrap(), Some(b"t".to_vec()));
+        assert_eq!(t.get(b"a").unwrap(), None);
+        let seen: Vec<_> = t
+            .iter(&ReadOptions::default())
+            .unwrap()
+            .collect::<Result<Vec<_>>>()
+            .unwrap();
+        assert_eq!(
+            seen,
+            [
+                (b"b".to_vec(), b"t".to_vec()),
+                (b"d".to_vec(), b"t".to_vec())
+            ]
+        );
+        // `a` was written after the snapshot, and the transaction deletes it.
+        let e = t.commit().unwrap_err();
+        assert!(e.is_busy(), "{e}");
+        assert!(e.to_string().contains("key a"), "{e}");
+        assert_eq!(db.get(b"b").unwrap(), Some(b"1".to_vec()), "nothing written");
+    }
+
+    #[test]
+    fn a_commit_without_conflict_writes_everything_at_once() {
+        let (_d, db) = db();
+        db.put(b"x", b"0").unwrap();
+        let mut t = db.begin_transaction(&TxnOptions::default());
+        assert_eq!(t.get_for_update(b"x").unwrap(), Some(b"0".to_vec()));
+        db.put(b"other", b"1").unwrap();
+        t.put(b"x", b"1").unwrap();
+        t.put(b"y", b"1").unwrap();
+        assert_eq!(t.num_marked(), 2);
+        let before = last_seq(&db);
+        t.commit().unwrap();
+        assert_eq!(last_seq(&db), before + 2, "one batch of two updates");
+        assert_eq!(db.get(b"x").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get(b"y").unwrap(), Some(b"1".to_vec()));
+    }
+
+    #[test]
+    fn a_read_for_update_conflicts_and_a_plain_read_does_not() {
+        let (_d, db) = db();
+        let mut t = db.begin_transaction(&TxnOptions::default());
+        t.get(b"plain").unwrap();
+        t.get_for_update(b"marked").unwrap();
+        t.put(b"out", b"v").unwrap();
+        db.put(b"plain", b"w").unwrap();
+        let mut t2 = db.begin_transaction(&TxnOptions::default());
+        t2.get_for_update(b"marked").unwrap();
+        t2.put(b"marked", b"t2").unwrap();
+        t2.commit().unwrap();
+        assert!(t.commit().unwrap_err().is_busy());
+        assert_eq!(db.get(b"out").unwrap(), None);
+    }
+
+    #[test]
+    fn blind_writes_conflict_only_when_writes_are_marked() {
+        let (_d, db) = db();
+        let mut t = db.begin_transaction(&TxnOptions::default());
+        t.put(b"k", b"t").unwrap();
+        db.put(b"k", b"other").unwrap();
+        assert!(t.commit().unwrap_err().is_busy());
+        let mut t = db.begin_transaction(&TxnOptions {
+            mark_writes: false,
+            ..TxnOptions::default()
+        });
+        t.put(b"k", b"t").unwrap();
+        db.put(b"k", b"other").unwrap();
+        t.commit().unwrap();
+        assert_eq!(db.get(b"k").unwrap(), Some(b"t".to_vec()));
+    }
+
+    #[test]
+    fn without_a_snapshot_a_key_conflicts_from_its_mark() {
+        let (_d, db) = db();
+        let mut t = db.begin_transaction(&TxnOptions {
+            set_snapshot: false,
+            ..TxnOptions::default()
+        });
+        assert!(t.snapshot().is_none());
+        db.put(b"k", b"before-mark").unwrap();
+        // The latest state, and no conflict with the write before the mark.
+        assert_eq!(t.get_for_update(b"k").unwrap(), Some(b"before-mark".to_vec()));
+        t.put(b"k", b"t").unwrap();
+        t.commit().unwrap();
+        let mut t = db.begin_transaction(&TxnOptions {
+            set_snapshot: false,
+            ..TxnOptions::default()
+        });
+        t.get_for_update(b"k").unwrap();
+        db.put(b"k", b"after-mark").unwrap();
+        t.set_snapshot(); // the earlier mark keeps its sequence number
+        t.put(b"k", b"t2").unwrap();
+        assert!(t.commit().unwrap_err().is_busy());
+    }
+
+    #[test]
+    fn savepoints_undo_writes_and_marks() {
+        let (_d, db) = db();
+        let mut t = db.begin_transaction(&TxnOptions::default());
+        assert!(t.rollback_to_savepoint().is_err());
+        t.put(b"a", b"1").unwrap();
+        t.set_savepoint();
+        t.put(b"a", b"2").unwrap();
+        t.get_for_update(b"b").unwrap();
+        assert_eq!(t.num_marked(), 2);
+        t.rollback_to_savepoint().unwrap();
+        assert_eq!(t.num_marked(), 1, "b is unmarked");
+        assert_eq!(t.get(b"a").unwrap(), Some(b"1".to_vec()));
+        db.put(b"b", b"other").unwrap(); // no longer a conflict
+        t.commit().unwrap();
+        assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+        let mut t = db.begin_transaction(&TxnOptions::default());
+        t.put(b"a", b"3").unwrap();
+        t.rollback();
+        assert_eq!(t.num_marked(), 0);
+        db.put(b"a", b"4").unwrap();
+        t.commit().unwrap(); // nothing to write, nothing marked
+        assert_eq!(db.get(b"a").unwrap(), Some(b"4".to_vec()));
+    }
+
+    #[test]
+    fn the_newest_sequence_is_found_in_memtables_and_tables() {
+        let (_d, db) = db();
+        db.put(b"k", b"1").unwrap();
+        let s1 = last_seq(&db);
+        assert_eq!(newest(&db, b"k", 0), Some(s1));
+        assert_eq!(newest(&db, b"k", s1), None);
+        assert_eq!(newest(&db, b"nope", 0), None);
+        db.flush().unwrap();
+        assert_eq!(newest(&db, b"k", 0), Some(s1), "in an L0 table");
+        assert_eq!(newest(&db, b"k", s1), None);
+        // A transaction's snapshot keeps the deletion from being dropped at the bottom.
+        let snap = db.snapshot();
+        db.put(b"other", b"x").unwrap();
+        db.delete(b"k").unwrap();
+        let s2 = last_seq(&db);
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        assert_eq!(newest(&db, b"k", 0), Some(s2), "the deletion, compacted");
+        assert_eq!(newest(&db, b"k", snap.sequence()), Some(s2));
+        // Writes after the floor only to other keys: not above.
+        db.put(b"z", b"x").unwrap();
+        assert_eq!(newest(&db, b"k", s2), None);
+        assert_eq!(newest(&db, b"k", s2 - 1), Some(s2));
+    }
+
+    #[test]
+    fn a_conflict_is_found_after_the_write_left_the_memtables() {
+        let (_d, db) = db();
+        for flush_before_commit in [false, true] {
+            let mut t = db.begin_transaction(&TxnOptions::default());
+            t.get_for_update(b"acct").unwrap();
+            db.put(b"acct", b"other").unwrap();
+            db.flush().unwrap();
+            db.compact_range(None, None).unwrap();
+            db.put(b"unrelated", b"x").unwrap();
+            if flush_before_commit {
+                db.flush().unwrap();
+            }
+            t.put(b"acct", b"t").unwrap();
+            assert!(t.commit().unwrap_err().is_busy());
+            // And a key nobody wrote passes, its snapshot older than the memtables.
+            let mut t = db.begin_transaction(&TxnOptions::default());
+            t.get_for_update(b"quiet").unwrap();
+            db.put(b"noise", b"x").unwrap();
+            db.flush().unwrap();
+            t.put(b"quiet", b"t").unwrap();
+            t.commit().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_closed_database_refuses_the_commit() {
+        let (_d, db) = db();
+        let mut t = db.begin_transaction(&TxnOptions::default());
+        t.put(b"k", b"v").unwrap();
+        db.close().unwrap();
+        assert!(matches!(t.commit(), Err(Error::Closed)));
+    }
+}
