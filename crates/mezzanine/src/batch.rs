@@ -480,15 +480,24 @@ mod tests {
         b.put(b"c", b"3");
         let op = b.op_at(off).unwrap();
         assert_eq!((op.kind, op.key), (ValueKind::Deletion, &b"b"[..]));
-        let offs: Vec<_> = b.ops_with_offsets().map(|(o, op)| (o, op.key.to_vec())).collect();
+        let offs: Vec<_> = b
+            .ops_with_offsets()
+            .map(|(o, op)| (o, op.key.to_vec()))
+            .collect();
         assert_eq!(offs.len(), 3);
         assert_eq!(offs[1], (off, b"b".to_vec()));
         assert!(b.op_at(0).is_none());
         b.truncate_to(m);
-        assert_eq!(ops(&b), vec![(ValueKind::Value, b"a".to_vec(), b"1".to_vec())]);
+        assert_eq!(
+            ops(&b),
+            vec![(ValueKind::Value, b"a".to_vec(), b"1".to_vec())]
+        );
         WriteBatch::from_data(b.data().to_vec()).unwrap();
         // A mark past the end changes nothing.
-        let far = BatchMark { bytes: 1000, count: 9 };
+        let far = BatchMark {
+            bytes: 1000,
+            count: 9,
+        };
         b.truncate_to(far);
         assert_eq!(b.len(), 1);
     }

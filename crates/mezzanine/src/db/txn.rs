@@ -282,8 +282,18 @@ impl Transaction {
     /// `Busy` on a conflict (retry the whole transaction: begin a new one, read again);
     /// otherwise as [`Db::write`].
     pub fn commit(self) -> Result<()> {
+        self.commit_at().map(|_| ())
+    }
+
+    /// As [`Transaction::commit`], returning the sequence number of the transaction's last
+    /// write (`None` if it wrote nothing): a snapshot taken at or after it sees every write
+    /// of the transaction, one before its first write sees none of them.
+    ///
+    /// # Errors
+    /// As [`Transaction::commit`].
+    pub fn commit_at(self) -> Result<Option<SeqNo>> {
         if self.batch.is_empty() && self.tracked.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let db = Arc::clone(&self.db);
         let start = std::time::Instant::now();
@@ -451,7 +461,11 @@ mod tests {
         let e = t.commit().unwrap_err();
         assert!(e.is_busy(), "{e}");
         assert!(e.to_string().contains("key a"), "{e}");
-        assert_eq!(db.get(b"b").unwrap(), Some(b"1".to_vec()), "nothing written");
+        assert_eq!(
+            db.get(b"b").unwrap(),
+            Some(b"1".to_vec()),
+            "nothing written"
+        );
     }
 
     #[test]
@@ -514,7 +528,10 @@ mod tests {
         assert!(t.snapshot().is_none());
         db.put(b"k", b"before-mark").unwrap();
         // The latest state, and no conflict with the write before the mark.
-        assert_eq!(t.get_for_update(b"k").unwrap(), Some(b"before-mark".to_vec()));
+        assert_eq!(
+            t.get_for_update(b"k").unwrap(),
+            Some(b"before-mark".to_vec())
+        );
         t.put(b"k", b"t").unwrap();
         t.commit().unwrap();
         let mut t = db.begin_transaction(&TxnOptions {

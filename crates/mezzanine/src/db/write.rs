@@ -318,14 +318,15 @@ impl DbInner {
     /// releasing the lock. An error from `validate` (a transaction's `Busy`) writes
     /// nothing. The batch is a group of its own: it does not join queued writers' groups,
     /// and the pipelining of inserts pauses while it validates. An empty batch is only
-    /// validated.
+    /// validated. Returns the sequence number of the batch's last update (`None` for an
+    /// empty batch): a read at it or later sees the whole batch.
     /// REQUIRES: the caller holds a pass of the gate.
     pub(super) fn write_validated(
         &self,
         sync: bool,
         mut batch: WriteBatch,
         validate: impl FnOnce(&SuperVersion) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Option<u64>> {
         let mut ws = self.writes.write.lock();
         let t = Instant::now();
         let logged = (|| {
@@ -342,7 +343,8 @@ impl DbInner {
                 None => Ok(None),
             }
         })();
-        self.release_and_apply(ws, logged, t, &batch, None)
+        self.release_and_apply(ws, logged, t, &batch, None)?;
+        Ok((!batch.is_empty()).then(|| batch.sequence() + batch.len() as u64 - 1))
     }
 
     /// Tells the writer at the front of the queue to try to lead. Call after releasing
