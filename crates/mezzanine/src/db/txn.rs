@@ -38,6 +38,7 @@ use super::{Db, DbInner};
 use crate::error::{Error, Result};
 use crate::options::{ReadOptions, Snapshot, WriteOptions};
 use crate::state::SuperVersion;
+use crate::stats::StatsCollector;
 
 /// Options of a transaction ([`Db::begin_transaction`]).
 #[derive(Debug, Clone)]
@@ -318,6 +319,11 @@ impl Transaction {
         db.stats
             .write_latency
             .record(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        match &r {
+            Ok(_) => StatsCollector::add(&db.stats.txn_commits, 1),
+            Err(Error::Busy(_)) => StatsCollector::add(&db.stats.txn_conflicts, 1),
+            Err(_) => {}
+        }
         // The snapshot is released when `self.snapshot` drops, after the commit.
         drop(self.snapshot);
         r
@@ -499,6 +505,9 @@ mod tests {
         t2.commit().unwrap();
         assert!(t.commit().unwrap_err().is_busy());
         assert_eq!(db.get(b"out").unwrap(), None);
+        let s = db.stats();
+        assert_eq!((s.txn_commits, s.txn_conflicts), (1, 1));
+        assert!(s.to_string().contains("refused (Busy) 1"), "{s}");
     }
 
     #[test]
