@@ -6,7 +6,9 @@
 //! threads, version installation, obsolete-file GC), `open.rs` (recovery), `read_api.rs`
 //! (the `std::iter` reads: `iter`/`range`/`prefix`, `multi_get`, `get_pinned`), `sizes.rs`
 //! (approximate sizes of key ranges), `host.rs` (the engine's services to the design
-//! components of `crate::design`, which decide every design-specific step). The
+//! components of `crate::design`, which decide every design-specific step),
+//! `indexed_batch.rs` (`WriteBatchWithIndex`: a batch readable before it is written) and
+//! `txn.rs` (optimistic transactions, validated by `write.rs`'s `write_validated`). The
 //! implementation guide is `docs/impl.md`.
 //!
 //! Locks (never taken in the reverse order), each owned by one part of [`DbInner`]:

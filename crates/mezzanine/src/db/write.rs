@@ -23,6 +23,11 @@
 //! from the queue, so groups were of one batch and ran one after the other, the second
 //! writer spinning (a third of the writers' time in a 2-thread fill).
 //!
+//! A transaction's commit (`write_validated`) takes the `write` lock without queueing,
+//! waits until every logged group is published, validates its marked keys against the
+//! current super version and logs its batch as a group of its own before releasing the
+//! lock, so that no write lands between its check and its commit.
+//!
 //! Invariants: sequence numbers are assigned and logged in queue order, only under the
 //! `write` lock (`WriteState::last_assigned`), and published in the same order
 //! (`last_seq`), each group after its memtable insert; groups are logged and not yet
