@@ -476,3 +476,51 @@ def test_comparator_arguments_are_checked_as_plyvel_checks_them(tmp_path):
         mezzanine.DB(path, comparator=reverse, comparator_name=12)
     with pytest.raises(TypeError):
         mezzanine.DB(path, comparator=b"not-a-callable", comparator_name=b"x")
+
+
+# -- transactions ------------------------------------------------------------------------
+
+
+def test_transaction_reads_its_writes_over_its_snapshot(tmp_path):
+    with mezzanine.DB(str(tmp_path / "db"), create_if_missing=True) as db:
+        db.put(b"a", b"1")
+        with db.transaction() as txn:
+            db.put(b"b", b"after")
+            assert txn.get(b"b") is None
+            assert txn.get(b"b", b"dflt") == b"dflt"
+            txn.put(b"c", b"t")
+            assert txn.get(b"c") == b"t"
+            assert txn.get_for_update(b"a") == b"1"
+            txn.put(b"a", b"2")
+            txn.set_savepoint()
+            txn.delete(b"a")
+            assert txn.get(b"a") is None
+            txn.rollback_to_savepoint()
+        assert db.get(b"a") == b"2"
+        assert db.get(b"c") == b"t"
+        with pytest.raises(mezzanine.InvalidArgumentError):
+            txn.put(b"x", b"y")
+
+
+def test_transaction_conflict_raises_busy_and_writes_nothing(tmp_path):
+    with mezzanine.DB(str(tmp_path / "db"), create_if_missing=True) as db:
+        db.put(b"k", b"0")
+        txn = db.transaction()
+        assert txn.get_for_update(b"k") == b"0"
+        db.put(b"k", b"other")
+        txn.put(b"k", b"mine")
+        txn.put(b"j", b"mine")
+        with pytest.raises(mezzanine.BusyError):
+            txn.commit()
+        assert issubclass(mezzanine.BusyError, mezzanine.Error)
+        assert db.get(b"k") == b"other"
+        assert db.get(b"j") is None
+
+
+def test_transaction_block_that_raises_writes_nothing(tmp_path):
+    with mezzanine.DB(str(tmp_path / "db"), create_if_missing=True) as db:
+        with pytest.raises(KeyError):
+            with db.transaction() as txn:
+                txn.put(b"k", b"v")
+                raise KeyError("stop")
+        assert db.get(b"k") is None

@@ -93,7 +93,7 @@ pub(crate) fn read_options(
 }
 
 /// The engine write options behind `opt` (NULL: defaults).
-fn write_options(opt: *const leveldb_writeoptions_t) -> WriteOptions {
+pub(crate) fn write_options(opt: *const leveldb_writeoptions_t) -> WriteOptions {
     // SAFETY: `opt` is NULL or a live write options handle.
     unsafe { opt.as_ref() }.map(|o| o.wo).unwrap_or_default()
 }

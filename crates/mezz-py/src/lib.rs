@@ -1,6 +1,7 @@
 //! The `mezzanine` Python extension (`mezzanine._mezzanine`): plyvel's API over [`Db`].
 //!
-//! Owns the Python classes `DB`, `PrefixedDB`, `WriteBatch`, `Snapshot` and `Iterator`, and
+//! Owns the Python classes `DB`, `PrefixedDB`, `WriteBatch`, `Snapshot`, `Iterator` and
+//! `Transaction` (an optimistic transaction, `DB.transaction()`), and
 //! the exception hierarchy (`Error` and one subclass per error kind). Keys and values are
 //! `bytes` (a `str` raises `TypeError`); every call into the engine releases the GIL.
 //!
@@ -16,7 +17,10 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
-use mezzanine::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use mezzanine::{
+    Db, DbIterator, Options, ReadOptions, Snapshot, Transaction, TxnOptions, WriteBatch,
+    WriteOptions,
+};
 use parking_lot::{Mutex, RwLock};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError, PyValueError};
@@ -54,6 +58,13 @@ create_exception!(
     BackgroundError,
     Error,
     "A background job failed; writes are refused until reopened."
+);
+
+create_exception!(
+    mezzanine,
+    BusyError,
+    Error,
+    "A transaction's commit conflicted with another write; nothing was written (retry it)."
 );
 
 create_exception!(
@@ -148,6 +159,7 @@ fn to_py(e: mezzanine::Error) -> PyErr {
         E::Locked(_) => LockedError::new_err(msg),
         E::Background(_) => BackgroundError::new_err(msg),
         E::Closed => closed_err(msg),
+        E::Busy(_) => BusyError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }
@@ -664,6 +676,23 @@ impl PyDb {
         PyWriteBatch::new(self.h.clone(), transaction, sync)
     }
 
+    /// An optimistic transaction (a context manager that commits when the block ends,
+    /// and rolls back if it raises); its reads see a snapshot taken now plus its own
+    /// writes. A commit that conflicts raises `BusyError` and writes nothing.
+    #[pyo3(signature = (sync=false, set_snapshot=true))]
+    fn transaction(&self, sync: bool, set_snapshot: bool) -> PyResult<PyTransaction> {
+        let db = self.h.shared.db()?;
+        let opts = TxnOptions {
+            write_options: WriteOptions { sync },
+            set_snapshot,
+            ..TxnOptions::default()
+        };
+        Ok(PyTransaction {
+            h: self.h.clone(),
+            txn: Mutex::new(Some(db.begin_transaction(&opts))),
+        })
+    }
+
     /// An iterator over a range (plyvel's arguments).
     #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
         include_stop=false, prefix=None, include_key=true, include_value=true,
@@ -1028,6 +1057,133 @@ impl PyWriteBatch {
 
     fn __len__(&self) -> usize {
         self.batch.lock().len()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Transaction
+// ---------------------------------------------------------------------------------------
+
+/// An optimistic transaction (`DB.transaction()`): reads see its snapshot plus its own
+/// writes; `get_for_update` and every write mark the key, and `commit` raises `BusyError`
+/// (writing nothing) if another writer wrote a marked key after the snapshot. `None` once
+/// committed.
+#[pyclass(frozen, module = "mezzanine", name = "Transaction")]
+#[derive(Debug)]
+struct PyTransaction {
+    h: Handle,
+    txn: Mutex<Option<Transaction>>,
+}
+
+impl PyTransaction {
+    /// Runs `f` on the open transaction; `InvalidArgumentError` once it is finished.
+    fn with<T>(&self, f: impl FnOnce(&mut Transaction) -> mezzanine::Result<T>) -> PyResult<T> {
+        let mut g = self.txn.lock();
+        let t = g
+            .as_mut()
+            .ok_or_else(|| invalid_err("the transaction is finished (committed)"))?;
+        f(t).map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl PyTransaction {
+    /// The value of `key` as the transaction sees it, or `default`.
+    #[pyo3(signature = (key, default=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: Buf<'_>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let k = self.h.key(&key);
+        let v = py.detach(|| self.with(|t| t.get(&k)))?;
+        Ok(match v {
+            Some(v) => Some(PyBytes::new(py, &v).into_any()),
+            None => default,
+        })
+    }
+
+    /// As `get`, and marks `key`: the commit fails if another writer writes it after the
+    /// transaction's snapshot.
+    #[pyo3(signature = (key, default=None))]
+    fn get_for_update<'py>(
+        &self,
+        py: Python<'py>,
+        key: Buf<'_>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let k = self.h.key(&key);
+        let v = py.detach(|| self.with(|t| t.get_for_update(&k)))?;
+        Ok(match v {
+            Some(v) => Some(PyBytes::new(py, &v).into_any()),
+            None => default,
+        })
+    }
+
+    /// Sets `key` to `value` in the transaction.
+    fn put(&self, key: Buf<'_>, value: Buf<'_>) -> PyResult<()> {
+        let k = self.h.key(&key);
+        self.with(|t| t.put(&k, &value))
+    }
+
+    /// Deletes `key` in the transaction.
+    fn delete(&self, key: Buf<'_>) -> PyResult<()> {
+        let k = self.h.key(&key);
+        self.with(|t| t.delete(&k))
+    }
+
+    /// Remembers the transaction's writes and marks, for `rollback_to_savepoint`.
+    fn set_savepoint(&self) -> PyResult<()> {
+        self.with(|t| {
+            t.set_savepoint();
+            Ok(())
+        })
+    }
+
+    /// Undoes what the transaction did since its newest savepoint.
+    fn rollback_to_savepoint(&self) -> PyResult<()> {
+        self.with(Transaction::rollback_to_savepoint)
+    }
+
+    /// Discards every write and mark (the transaction can be used again).
+    fn rollback(&self) -> PyResult<()> {
+        self.with(|t| {
+            t.rollback();
+            Ok(())
+        })
+    }
+
+    /// Validates and writes the transaction atomically; raises `BusyError` on a conflict.
+    /// The transaction is finished either way.
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        let t = self
+            .txn
+            .lock()
+            .take()
+            .ok_or_else(|| invalid_err("the transaction is finished (committed)"))?;
+        py.detach(|| t.commit()).map_err(to_py)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Commits, unless the block raised: then the transaction is dropped unwritten.
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            self.txn.lock().take();
+        } else if self.txn.lock().is_some() {
+            self.commit(py)?;
+        }
+        Ok(false)
     }
 }
 
@@ -1478,6 +1634,7 @@ fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDb>()?;
     m.add_class::<PyPrefixedDb>()?;
     m.add_class::<PyWriteBatch>()?;
+    m.add_class::<PyTransaction>()?;
     m.add_class::<PySnapshot>()?;
     m.add_class::<PyIterator>()?;
     m.add_class::<PyRawIterator>()?;
@@ -1514,5 +1671,6 @@ fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NotFoundError", py.get_type::<NotFoundError>())?;
     m.add("LockedError", py.get_type::<LockedError>())?;
     m.add("BackgroundError", py.get_type::<BackgroundError>())?;
+    m.add("BusyError", py.get_type::<BusyError>())?;
     Ok(())
 }

@@ -340,3 +340,39 @@ fn the_comparator_name_is_checked_at_open() {
         matches!(Db::open("/db", custom), Err(Error::InvalidArgument(m)) if m.contains("comparator name mismatch"))
     );
 }
+
+#[test]
+fn transactions_and_indexed_batches_follow_the_order() {
+    let fs = Arc::new(MemFs::new());
+    let ci: Arc<dyn Comparator> = Arc::new(CaseInsensitive);
+    let db = Db::open("/db", options(Preset::Leveldb, &ci, &fs)).unwrap();
+    db.put(b"Apple", b"1").unwrap();
+    db.put(b"banana", b"2").unwrap();
+    db.flush().unwrap();
+    // A transaction's own write is found under another spelling, and its merged iterator
+    // shows one key per equal spelling, in the database's order.
+    let mut t = db.begin_transaction(&mezzanine::TxnOptions::default());
+    t.put(b"APPLE", b"3").unwrap();
+    assert_eq!(t.get(b"apple").unwrap(), Some(b"3".to_vec()));
+    let keys: Vec<Vec<u8>> = t
+        .iter(&ReadOptions::default())
+        .unwrap()
+        .map(|kv| kv.unwrap().0)
+        .collect();
+    assert_eq!(keys, [b"APPLE".to_vec(), b"banana".to_vec()]);
+    // Another writer's update of the same key, spelled differently, is a conflict.
+    let mut u = db.begin_transaction(&mezzanine::TxnOptions::default());
+    assert_eq!(u.get_for_update(b"BANANA").unwrap(), Some(b"2".to_vec()));
+    db.put(b"Banana", b"4").unwrap();
+    u.put(b"banana", b"5").unwrap();
+    assert!(matches!(u.commit(), Err(Error::Busy(_))));
+    t.commit().unwrap();
+    assert_eq!(db.get(b"apple").unwrap(), Some(b"3".to_vec()));
+    // A batch ordered otherwise is refused against this database.
+    let wb = mezzanine::WriteBatchWithIndex::new();
+    assert!(matches!(
+        wb.get_from_batch_and_db(&db, &ReadOptions::default(), b"x"),
+        Err(Error::InvalidArgument(_))
+    ));
+    db.close().unwrap();
+}

@@ -39,7 +39,8 @@
 //! Layout (one folder per concept; `docs/impl.md` maps where each design plugs in):
 //! - `options/`: one `Options` struct, its presets, validation and text form.
 //! - `db/`: the `Db` handle: open/recovery, the write path with group commit, reads,
-//!   snapshots, background jobs, properties.
+//!   snapshots, optimistic transactions and indexed write batches, background jobs,
+//!   properties.
 //! - `memtable/`: DRAM and NVM memtables (`nvm_list`) and the memtable set (`set`), which
 //!   owns every memtable in read order and builds super versions.
 //! - `storage/`: where table bytes live (SSD directories, the NVM pool: `nvm`).
@@ -77,7 +78,9 @@ pub(crate) mod version;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, destroy_db};
+pub use db::{
+    BatchDbIterator, BatchValue, Db, Transaction, TxnOptions, WriteBatchWithIndex, destroy_db,
+};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Iter, KvPair};
 pub use mezz_format::order::{BYTEWISE_NAME, CaseInsensitive, ReverseBytewise};

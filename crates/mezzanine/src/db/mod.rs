@@ -6,7 +6,9 @@
 //! threads, version installation, obsolete-file GC), `open.rs` (recovery), `read_api.rs`
 //! (the `std::iter` reads: `iter`/`range`/`prefix`, `multi_get`, `get_pinned`), `sizes.rs`
 //! (approximate sizes of key ranges), `host.rs` (the engine's services to the design
-//! components of `crate::design`, which decide every design-specific step). The
+//! components of `crate::design`, which decide every design-specific step),
+//! `indexed_batch.rs` (`WriteBatchWithIndex`: a batch readable before it is written) and
+//! `txn.rs` (optimistic transactions, validated by `write.rs`'s `write_validated`). The
 //! implementation guide is `docs/impl.md`.
 //!
 //! Locks (never taken in the reverse order), each owned by one part of [`DbInner`]:
@@ -26,9 +28,11 @@
 
 mod background;
 mod host;
+mod indexed_batch;
 mod open;
 mod read_api;
 mod sizes;
+mod txn;
 mod write;
 
 use std::collections::VecDeque;
@@ -64,6 +68,9 @@ use crate::table::row::SeekChain;
 use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 use crate::wal::WalWriter;
+
+pub use indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
+pub use txn::{Transaction, TxnOptions};
 
 /// What `Db::verify` checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
