@@ -77,7 +77,12 @@ pub(crate) mod version;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, destroy_db};
+pub use db::{Db, destroy_db, repair_db};
+/// What [`repair_db`] found and did.
+pub mod repair {
+    pub use crate::db::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable};
+}
+pub use db::RepairReport;
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Iter, KvPair};
 pub use mezz_format::{SeqNo, ValueKind};

@@ -3,7 +3,8 @@
 //!
 //! Layout: `mod.rs` (the public `Db`, reads, snapshots, properties, verify), `write.rs`
 //! (group commit, back-pressure, memtable switch), `background.rs` (flush and compaction
-//! threads, version installation, obsolete-file GC), `open.rs` (recovery), `read_api.rs`
+//! threads, version installation, obsolete-file GC), `open.rs` (recovery), `repair.rs`
+//! (`repair_db`: rebuilding a damaged database from what reads), `read_api.rs`
 //! (the `std::iter` reads: `iter`/`range`/`prefix`, `multi_get`, `get_pinned`), `sizes.rs`
 //! (approximate sizes of key ranges), `host.rs` (the engine's services to the design
 //! components of `crate::design`, which decide every design-specific step). The
@@ -28,6 +29,7 @@ mod background;
 mod host;
 mod open;
 mod read_api;
+mod repair;
 mod sizes;
 mod write;
 
@@ -64,6 +66,8 @@ use crate::table::row::SeekChain;
 use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 use crate::wal::WalWriter;
+
+pub use repair::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable, repair_db};
 
 /// What `Db::verify` checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
