@@ -488,3 +488,17 @@ fn a_torn_log_under_an_nvm_preset() {
         db.close().unwrap();
     }
 }
+
+#[test]
+fn destroy_removes_what_a_repair_moved_aside() {
+    let f = filled(Some(Preset::Novelsm));
+    for m in manifests(f.dir.path()) {
+        std::fs::remove_file(m).unwrap();
+    }
+    repair_db(f.dir.path(), &f.opts).unwrap();
+    let nvm = f.opts.nvm_dir.clone().unwrap();
+    assert!(f.dir.path().join("lost").is_dir() && nvm.join("lost").is_dir());
+    mezzanine::destroy_db(f.dir.path(), &f.opts).unwrap();
+    assert!(!f.dir.path().exists(), "the directory is gone");
+    assert!(!nvm.join("lost").exists(), "the pool's lost/ is gone");
+}

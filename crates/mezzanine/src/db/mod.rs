@@ -992,8 +992,8 @@ impl Drop for Db {
 
 /// Deletes the database in `dir` (LevelDB's `DestroyDB`): every file the engine names
 /// (tables, logs, manifests, `CURRENT`, `OPTIONS`, `IDENTITY`, temp files), the NVM pool
-/// in `opts.nvm_dir` if there is one, then `LOCK` and the directory itself if nothing else
-/// is left in it. Files the engine does not name stay. A missing directory is not an
+/// in `opts.nvm_dir` if there is one, what a repair moved to `lost/` (in both), then `LOCK`
+/// and the directory itself if nothing else is left in it. Files the engine does not name stay. A missing directory is not an
 /// error.
 ///
 /// # Errors
@@ -1028,11 +1028,26 @@ pub fn destroy_db(dir: &Path, opts: &Options) -> Result<()> {
             Some(_) => remove(&dir.join(&name)),
         }
     }
+    // What a repair moved aside (`repair_db`): the engine's files in `lost/`.
+    let lost = dir.join(repair::LOST_DIR);
+    for name in opts.fs.list_dir(&lost).unwrap_or_default() {
+        if repair::is_engine_file(&name) {
+            remove(&lost.join(&name));
+        }
+    }
+    let _ = opts.fs.remove_dir(&lost);
     if let Some(nvm) = &opts.nvm_dir {
         let pool = nvm.join(POOL_FILE);
         if opts.fs.exists(&pool) {
             remove(&pool);
         }
+        let lost = nvm.join(repair::LOST_DIR);
+        for name in opts.fs.list_dir(&lost).unwrap_or_default() {
+            if repair::is_engine_file(&name) {
+                remove(&lost.join(&name));
+            }
+        }
+        let _ = opts.fs.remove_dir(&lost);
     }
     drop(lock);
     let _ = opts.fs.remove_file(&lock_path);

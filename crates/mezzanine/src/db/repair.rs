@@ -972,6 +972,17 @@ impl<'a> Repair<'a> {
     }
 }
 
+/// Whether `name` (in a `lost/` directory) is a file a repair moved there: a name the
+/// engine gives (a table, log, manifest, the NVM pool), possibly with the `.<n>` a move
+/// adds when the name is taken already.
+pub(crate) fn is_engine_file(name: &str) -> bool {
+    let engine = |n: &str| n == POOL_FILE || filename::parse_file_name(n).is_some();
+    engine(name)
+        || name.rsplit_once('.').is_some_and(|(base, n)| {
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && engine(base)
+        })
+}
+
 /// Whether the options name an NVM pool that exists.
 fn pool_file_exists(opts: &Options) -> bool {
     opts.nvm_dir.as_ref().is_some_and(|d| {
