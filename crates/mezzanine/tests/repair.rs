@@ -502,3 +502,31 @@ fn destroy_removes_what_a_repair_moved_aside() {
     assert!(!f.dir.path().exists(), "the directory is gone");
     assert!(!nvm.join("lost").exists(), "the pool's lost/ is gone");
 }
+
+/// Tables in a further SSD directory are found there, kept there, and the database opens
+/// with its units; without `IDENTITY`, the identity comes from a unit's `UNIT` file.
+#[test]
+fn tables_in_further_ssd_directories_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let unit = tempfile::tempdir().unwrap();
+    let mut opts = base_options(None, None);
+    opts.ssd_paths = vec![unit.path().to_path_buf()];
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let history = fill(&db);
+    db.close().unwrap();
+    let in_unit = files(unit.path(), ".sst").len();
+    assert!(in_unit > 0, "the placement used the unit");
+    for m in manifests(dir.path()) {
+        std::fs::remove_file(m).unwrap();
+    }
+    std::fs::remove_file(dir.path().join("IDENTITY")).unwrap();
+    let report = repair_db(dir.path(), &opts).unwrap();
+    assert_eq!(report.tables_kept.len(), FLUSHED, "{report}");
+    assert_eq!(
+        files(unit.path(), ".sst").len(),
+        in_unit,
+        "kept where they were"
+    );
+    let db = Db::open(dir.path(), opts).unwrap();
+    check_exact(&db, &history, &model(&history, &[]));
+}

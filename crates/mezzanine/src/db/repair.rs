@@ -792,6 +792,8 @@ impl<'a> Repair<'a> {
             };
             let (bytes_dropped, stopped) = match end {
                 Ok(ReplayEnd::Complete | ReplayEnd::Unsealed) => (0, None),
+                // Only zeros after the last record: a mapped log's reserved space.
+                Ok(ReplayEnd::TornTail { offset, .. }) if dropped_from(offset) == 0 => (0, None),
                 Ok(ReplayEnd::TornTail { offset, detail }) => (
                     dropped_from(offset),
                     Some(format!("damaged record at offset {offset}: {detail}")),
@@ -839,10 +841,11 @@ impl<'a> Repair<'a> {
     /// in the last level.
     fn place_tables(&mut self) -> Result<Vec<(usize, TableMeta)>> {
         let metas: Vec<TableMeta> = self.kept.iter().map(|k| k.meta.clone()).collect();
-        if let Some(placed) = place(&metas, self.opts.num_levels) {
+        let max_l0 = self.opts.level0_slowdown_trigger.saturating_sub(1).max(1);
+        if let Some(placed) = place(&metas, self.opts.num_levels, max_l0) {
             return Ok(placed);
         }
-        let (l0, rest) = split_l0(&metas);
+        let (l0, rest) = split_l0(&metas, max_l0);
         let mut placed: Vec<(usize, TableMeta)> = l0.into_iter().map(|t| (0, t)).collect();
         // Merge the rest: every entry, in internal-key order, the newest version of each key.
         let mut children: Vec<Box<dyn InternalIterator<Error>>> = Vec::new();
@@ -1075,11 +1078,13 @@ impl InternalIterator<Error> for NewestOnly<'_> {
 /// The newest tables whose sequence ranges are disjoint from one another and from every
 /// other table's (so they can sit in L0, newest first, where reads take the first hit),
 /// and the rest.
-fn split_l0(tables: &[TableMeta]) -> (Vec<TableMeta>, Vec<TableMeta>) {
+///
+/// At most `max_l0` tables go to L0 (more would stall writes until compactions catch up).
+fn split_l0(tables: &[TableMeta], max_l0: usize) -> (Vec<TableMeta>, Vec<TableMeta>) {
     let mut sorted: Vec<TableMeta> = tables.to_vec();
     sorted.sort_by(|a, b| b.largest_seq.cmp(&a.largest_seq).then(b.id.cmp(&a.id)));
     let mut k = 0;
-    while k < sorted.len() {
+    while k < sorted.len().min(max_l0) {
         let next_largest = sorted.get(k + 1).map(|t| t.largest_seq);
         let this_smallest = sorted.get(k).map_or(0, |t| t.smallest_seq);
         match next_largest {
@@ -1097,8 +1102,12 @@ fn split_l0(tables: &[TableMeta]) -> (Vec<TableMeta>, Vec<TableMeta>) {
 /// such table to be wholly newer (its smallest sequence number above this one's largest).
 /// `None` when two overlapping tables interleave in sequence numbers, or the levels run
 /// out.
-fn place(tables: &[TableMeta], num_levels: usize) -> Option<Vec<(usize, TableMeta)>> {
-    let (l0, rest) = split_l0(tables);
+fn place(
+    tables: &[TableMeta],
+    num_levels: usize,
+    max_l0: usize,
+) -> Option<Vec<(usize, TableMeta)>> {
+    let (l0, rest) = split_l0(tables, max_l0);
     let mut placed: Vec<(usize, TableMeta)> = l0.into_iter().map(|t| (0, t)).collect();
     let first_deeper = placed.len();
     for t in rest {
@@ -1219,8 +1228,8 @@ fn read_old_manifest(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> OldMa
     }
 }
 
-/// The database's identity when no manifest records it: `IDENTITY`, else the NVM pool's
-/// superblock, else a new one.
+/// The database's identity when no manifest records it: `IDENTITY`, else a further SSD
+/// directory's `UNIT` file, else the NVM pool's superblock, else a new one.
 fn database_identity(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result<[u8; 16]> {
     let parse = |bytes: &[u8]| -> Option<[u8; 16]> {
         let text = std::str::from_utf8(bytes).ok()?.trim_end();
@@ -1239,6 +1248,18 @@ fn database_identity(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result<
         .and_then(|b| parse(&b))
     {
         return Ok(id);
+    }
+    // `mezzanine unit <index> of database <id>` (docs/formats/unit.md).
+    for d in &opts.ssd_paths {
+        if let Some(id) = fs
+            .read_all(&d.join(filename::UNIT_FILE))
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| t.rsplit_once(" of database ").map(|(_, id)| id.to_string()))
+            .and_then(|id| parse(id.as_bytes()))
+        {
+            return Ok(id);
+        }
     }
     if let Some(nvm) = &opts.nvm_dir
         && let Ok(bytes) = std::fs::read(nvm.join(POOL_FILE))
@@ -1333,12 +1354,26 @@ mod tests {
             meta(3, "a", "z", (20, 30)),
             meta(4, "a", "z", (31, 40)),
         ];
-        let placed = place(&tables, 7).expect("a placement");
+        let placed = place(&tables, 7, 10).expect("a placement");
         let level = |id: u64| placed.iter().find(|(_, t)| t.id == id).map(|(l, _)| *l);
         assert_eq!(level(4), Some(0));
         assert_eq!(level(3), Some(0));
         assert_eq!(level(1), Some(1));
         assert_eq!(level(2), Some(1));
+    }
+
+    #[test]
+    fn l0_takes_at_most_its_share_and_older_tables_go_below() {
+        let tables: Vec<TableMeta> = (0..4)
+            .map(|i| meta(i + 1, "a", "z", (10 * i + 1, 10 * i + 5)))
+            .collect();
+        let placed = place(&tables, 7, 2).expect("a placement");
+        let level = |id: u64| placed.iter().find(|(_, t)| t.id == id).map(|(l, _)| *l);
+        assert_eq!(
+            (level(4), level(3), level(2), level(1)),
+            (Some(0), Some(0), Some(1), Some(2))
+        );
+        assert!(place(&tables, 2, 2).is_none(), "the levels run out");
     }
 
     #[test]
@@ -1348,23 +1383,23 @@ mod tests {
             meta(2, "c", "z", (5, 12)),
             meta(3, "x", "z", (2, 3)),
         ];
-        assert!(place(&tables, 7).is_none());
+        assert!(place(&tables, 7, 10).is_none());
         let deep = vec![
             meta(1, "a", "z", (1, 1)),
             meta(2, "a", "z", (2, 5)),
             meta(3, "a", "z", (3, 3)),
         ];
         // 2 and 3 interleave (3..3 inside 2..5): no placement.
-        assert!(place(&deep, 7).is_none());
+        assert!(place(&deep, 7, 10).is_none());
         // 1 and 2 share sequence numbers but no keys (one level); 3 lies below both.
         let levels = vec![
             meta(1, "a", "m", (1, 10)),
             meta(2, "n", "z", (5, 12)),
             meta(3, "a", "z", (0, 0)),
         ];
-        let placed = place(&levels, 3).expect("a placement");
+        let placed = place(&levels, 3, 10).expect("a placement");
         let level = |id: u64| placed.iter().find(|(_, t)| t.id == id).map(|(l, _)| *l);
         assert_eq!((level(1), level(2), level(3)), (Some(1), Some(1), Some(2)));
-        assert!(place(&levels, 2).is_none(), "the levels run out");
+        assert!(place(&levels, 2, 10).is_none(), "the levels run out");
     }
 }
