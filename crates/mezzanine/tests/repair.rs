@@ -530,3 +530,51 @@ fn tables_in_further_ssd_directories_are_kept() {
     let db = Db::open(dir.path(), opts).unwrap();
     check_exact(&db, &history, &model(&history, &[]));
 }
+
+/// Tables whose sequence ranges interleave and whose keys overlap cannot be placed level by
+/// level: they are merged into one run, the newest version of each key kept.
+#[test]
+fn interleaved_tables_are_merged_newest_first() {
+    let opts = base_options(None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    for value in [&b"old"[..], b"new"] {
+        for i in 0..100 {
+            db.put(format!("k{i:03}").as_bytes(), value).unwrap(); // seqs 1..=100, 101..=200
+        }
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    // A table of another database with sequence numbers 50..=150 over the same keys.
+    let other = tempfile::tempdir().unwrap();
+    let db = Db::open(other.path(), opts.clone()).unwrap();
+    for i in 0..49 {
+        db.put(format!("filler{i:03}").as_bytes(), b"f").unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..=100 {
+        db.put(format!("k{i:03}").as_bytes(), b"other").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let foreign = files(other.path(), ".sst").pop().unwrap();
+    std::fs::copy(&foreign, dir.path().join("000900.sst")).unwrap();
+
+    let report = repair_db(dir.path(), &opts).unwrap();
+    assert!(report.manifest.contains("merged"), "{report}");
+    assert_eq!(report.max_sequence, 200);
+    let last = opts.num_levels - 1;
+    assert_eq!(report.tables_per_level[last], 1, "{report}");
+    let db = Db::open(dir.path(), opts).unwrap();
+    db.verify().unwrap();
+    for i in 0..100 {
+        let k = format!("k{i:03}");
+        assert_eq!(
+            db.get(k.as_bytes()).unwrap().as_deref(),
+            Some(&b"new"[..]),
+            "{k}"
+        );
+    }
+    assert_eq!(db.get(b"k100").unwrap().as_deref(), Some(&b"other"[..]));
+    assert_eq!(common::scan(&db, &ReadOptions::default()).len(), 101);
+}
