@@ -370,6 +370,13 @@ fn repair_refuses_an_open_database_and_a_missing_directory() {
         repair_db(&gone, &f.opts),
         Err(Error::InvalidArgument(_))
     ));
+    // A directory without tables, logs or manifests: nothing to rebuild from.
+    let empty = tempfile::tempdir().unwrap();
+    match repair_db(empty.path(), &f.opts) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("found no"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert!(!empty.path().join("CURRENT").exists());
 }
 
 #[test]

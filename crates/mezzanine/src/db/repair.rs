@@ -201,7 +201,8 @@ impl fmt::Display for RepairReport {
 /// recover. Logs the report into the info log. The database opens after it returns `Ok`.
 ///
 /// # Errors
-/// `InvalidArgument` for bad options or a missing directory; `Locked` while the database is
+/// `InvalidArgument` for bad options, a missing directory or one holding no table, log or
+/// manifest (and no NVM pool); `Locked` while the database is
 /// open; `Io` when a new table, the manifest or `CURRENT` cannot be written (the damaged
 /// database is then left as it was, apart from new table files the next repair or open
 /// removes).
@@ -302,10 +303,27 @@ impl<'a> Repair<'a> {
             _ => 0,
         };
         let mut max_number = names.iter().map(|n| numbered(n)).max().unwrap_or(0);
+        let usable = |n: &str| {
+            matches!(
+                filename::parse_file_name(n),
+                Some((FileType::Sst | FileType::Wal | FileType::Manifest, _))
+            )
+        };
+        let mut found_any = names.iter().any(|n| usable(n));
         for d in &opts.ssd_paths {
             for n in fs.list_dir(d).unwrap_or_default() {
                 max_number = max_number.max(numbered(&n));
+                found_any |= usable(&n);
             }
+        }
+        if !found_any && !pool_file_exists(opts) {
+            // As LevelDB: nothing to rebuild from is an error, not an empty database. (An
+            // NVM pool is something: it is looked at, and kept in `lost/` if it cannot be
+            // used.)
+            return Err(Error::InvalidArgument(format!(
+                "{}: repair found no tables, logs or manifests",
+                dir.display()
+            )));
         }
         let old = read_old_manifest(fs.as_ref(), dir, &names);
         for (_, t) in old.version.all_tables() {
