@@ -620,3 +620,25 @@ fn a_damaged_nvm_table_keeps_what_reads() {
         still_works(db, &f);
     }
 }
+
+/// A further SSD directory that is gone is reported, and what the others hold is kept.
+#[test]
+fn a_missing_ssd_directory_is_reported_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = base_options(None, None);
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let history = fill(&db);
+    db.close().unwrap();
+    let mut with_unit = opts.clone();
+    with_unit.ssd_paths = vec![dir.path().join("no-such-unit")];
+    let report = repair_db(dir.path(), &with_unit).unwrap();
+    assert!(
+        report
+            .dropped
+            .iter()
+            .any(|d| d.what.contains("no-such-unit")),
+        "{report}"
+    );
+    let db = Db::open(dir.path(), opts).unwrap();
+    check_exact(&db, &history, &model(&history, &[]));
+}

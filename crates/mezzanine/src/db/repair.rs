@@ -396,14 +396,32 @@ impl<'a> Repair<'a> {
         SstSink::new(&self.storage, self.opts, 0, new_file, Box::new(DbDirOnly))
     }
 
-    /// Step 3: every SST of every SSD directory.
+    /// Step 3: every SST of every SSD directory (a further directory that cannot be listed
+    /// is reported and skipped).
     fn scan_ssts(&mut self) -> Result<()> {
-        let mut tables = self.storage.list_tables()?;
-        tables.sort_by_key(|&(id, _)| id);
-        for (id, location) in tables {
-            let TableLocation::Sst { path_id } = location else {
-                continue;
+        let mut tables: Vec<(u64, u32)> = Vec::new();
+        for path_id in 0..u32::try_from(self.storage.dir_count()).unwrap_or(u32::MAX) {
+            let dir = self.storage.dir(path_id)?.to_path_buf();
+            let names = match self.fs.list_dir(&dir) {
+                Ok(names) => names,
+                Err(e) if path_id > 0 => {
+                    self.report.dropped.push(Dropped {
+                        what: format!("SSD directory {}", dir.display()),
+                        reason: format!("cannot be listed: {e}"),
+                        bytes: None,
+                    });
+                    continue;
+                }
+                Err(e) => return Err(Error::from(e).in_file(&dir)),
             };
+            for name in names {
+                if let Some((FileType::Sst, id)) = filename::parse_file_name(&name) {
+                    tables.push((id, path_id));
+                }
+            }
+        }
+        tables.sort_unstable();
+        for (id, path_id) in tables {
             self.scan_sst(id, path_id)?;
         }
         Ok(())
@@ -905,10 +923,8 @@ impl<'a> Repair<'a> {
 
     /// Step 6, second half: the new manifest and `CURRENT`.
     fn install(&mut self, placed: Vec<(usize, TableMeta)>) -> Result<()> {
-        for d in 0..self.storage.dir_count() {
-            self.storage
-                .sync_dir(u32::try_from(d).unwrap_or(u32::MAX))?;
-        }
+        // New tables are written to the database directory only.
+        self.storage.sync_dir(0)?;
         let mut per_level = vec![0usize; self.opts.num_levels];
         let mut edit = VersionEdit {
             db_id: Some(self.db_id),
