@@ -642,3 +642,32 @@ fn a_missing_ssd_directory_is_reported_not_fatal() {
     let db = Db::open(dir.path(), opts).unwrap();
     check_exact(&db, &history, &model(&history, &[]));
 }
+
+/// NoveLSM's NVM memtables (both modes) are copied into tables: with small DRAM memtables the
+/// unflushed round spills into one.
+#[test]
+fn novelsm_nvm_memtables_are_copied() {
+    use mezzanine::options::NvmMemtable;
+    for mode in [NvmMemtable::Mutable, NvmMemtable::Immutable] {
+        let dir = tempfile::tempdir().unwrap();
+        let nvm = common::nvm_dir();
+        let mut opts = base_options(Some(Preset::Novelsm), Some(nvm.path()));
+        opts.nvm_memtable = mode;
+        opts.write_buffer_size = 8 << 10;
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        let history = fill(&db);
+        db.close().unwrap();
+        std::fs::remove_file(dir.path().join("CURRENT")).unwrap();
+        let report = repair_db(dir.path(), &opts).unwrap();
+        assert!(
+            report
+                .tables_rewritten
+                .iter()
+                .any(|t| t.source.starts_with("NVM memtable") && t.entries_kept > 0),
+            "{mode:?}: {report}"
+        );
+        assert_eq!(report.entries_lost, 0, "{report}");
+        let db = Db::open(dir.path(), opts).unwrap();
+        check_exact(&db, &history, &model(&history, &[]));
+    }
+}

@@ -1049,7 +1049,8 @@ fn unique_std(path: &Path) -> PathBuf {
     p
 }
 
-/// An iterator that yields only the first (newest) entry of each user key of `inner`.
+/// An iterator that yields only the first (newest) entry of each user key of `inner`, for
+/// the forward scan of a merge; backward moves are `inner`'s, unfiltered (not used).
 struct NewestOnly<'i> {
     inner: &'i mut dyn InternalIterator<Error>,
     last_user_key: Option<Vec<u8>>,
