@@ -770,7 +770,7 @@ impl<'a> Repair<'a> {
                 mem.insert_batch(&batch)?;
                 batches += 1;
                 entries += n;
-                max_seq = max_seq.max(batch.sequence() + n - 1);
+                max_seq = max_seq.max(batch.sequence().saturating_add(n - 1));
                 Ok(())
             };
             // Batches are gathered first (a replay callback cannot borrow the repair).
