@@ -524,3 +524,34 @@ def test_transaction_block_that_raises_writes_nothing(tmp_path):
                 txn.put(b"k", b"v")
                 raise KeyError("stop")
         assert db.get(b"k") is None
+
+
+def test_repair_db_rebuilds_a_database_without_its_manifest(tmp_path):
+    path = tmp_path / "db"
+    db = mezzanine.DB(str(path), create_if_missing=True)
+    for i in range(100):
+        db.put(b"k%03d" % i, b"v%d" % i)
+    db.delete(b"k007")
+    db.close()
+    for f in path.iterdir():
+        if f.name.startswith("MANIFEST-") or f.name == "CURRENT":
+            f.unlink()
+    with pytest.raises(mezzanine.Error):
+        mezzanine.DB(str(path))
+    assert mezzanine.repair_db(str(path)) is None
+    assert (path / "lost").is_dir()
+    assert "repair finished" in (path / "LOG").read_text()
+    with mezzanine.DB(str(path)) as db:
+        assert db.get(b"k042") == b"v42"
+        assert db.get(b"k007") is None
+        assert len(list(db.iterator())) == 99
+
+
+def test_repair_db_refuses_an_open_database_and_a_missing_one(tmp_path):
+    path = str(tmp_path / "db")
+    db = mezzanine.DB(path, create_if_missing=True)
+    with pytest.raises(mezzanine.LockedError):
+        mezzanine.repair_db(path)
+    db.close()
+    with pytest.raises(mezzanine.InvalidArgumentError):
+        mezzanine.repair_db(str(tmp_path / "missing"))

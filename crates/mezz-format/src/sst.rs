@@ -1394,6 +1394,75 @@ impl TableReader {
         Ok(count)
     }
 
+    /// Reads every data block on its own (bypassing the cache), verifying each checksum, and
+    /// hands `keep` every entry of every block that reads whole, in order: what a repair
+    /// keeps of a table with damaged blocks (LevelDB's `RepairDB` copies a table's readable
+    /// entries the same way). A block that fails to read, verify or decode is skipped
+    /// whole; so is an entry whose key is not a valid internal key or does not follow the
+    /// previous kept key in order.
+    ///
+    /// # Errors
+    /// Only what `keep` returns; damage is reported in the [`Salvage`].
+    pub fn salvage(&self, keep: &mut SalvageSink<'_>) -> Result<Salvage> {
+        let mut out = Salvage {
+            expected_entries: self.props.num_entries,
+            ..Salvage::default()
+        };
+        let mut prev: Option<Vec<u8>> = None;
+        for i in 0..self.index_len() {
+            out.blocks += 1;
+            let h = match self.handle_at(i) {
+                Ok(h) => h,
+                Err(e) => {
+                    out.bad_blocks
+                        .push((self.footer.index.offset, e.to_string()));
+                    continue;
+                }
+            };
+            let block = match self.read_data_block_typed(h, None) {
+                Ok((block, block_type)) => match block.check_entries() {
+                    Ok(()) => Arc::new(block),
+                    Err(e) => {
+                        let e = in_decompressed(e, h, block_type);
+                        out.bad_blocks.push((h.offset, what_went_wrong(&e)));
+                        out.bad_bytes += h.size;
+                        continue;
+                    }
+                },
+                Err(e) => {
+                    out.bad_blocks.push((h.offset, what_went_wrong(&e)));
+                    out.bad_bytes += h.size;
+                    continue;
+                }
+            };
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let mut it = block.iter(&self.order);
+            it.seek_to_first();
+            while it.valid() {
+                entries.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            if let Err(e) = it.status() {
+                out.bad_blocks.push((h.offset, what_went_wrong(&e)));
+                out.bad_bytes += h.size;
+                continue;
+            }
+            for (k, v) in entries {
+                let in_order = prev
+                    .as_deref()
+                    .is_none_or(|p| self.order.compare_internal(p, &k) == Ordering::Less);
+                if parse_internal_key(&k).is_none() || !in_order {
+                    out.skipped_entries += 1;
+                    continue;
+                }
+                keep(&k, &v)?;
+                out.entries += 1;
+                prev = Some(k);
+            }
+        }
+        Ok(out)
+    }
+
     /// Approximate file offset where `ikey` would be: the offset of the data block that
     /// would hold it, or the end of the data section.
     #[must_use]
@@ -1604,6 +1673,34 @@ fn check_block(mut buf: Vec<u8>, h: BlockHandle, size: usize) -> Result<(Vec<u8>
     }
     buf.truncate(size);
     Ok((buf, ty))
+}
+
+/// The detail of a corruption (its offset is reported beside it), or the whole error.
+fn what_went_wrong(e: &Error) -> String {
+    match e {
+        Error::Corruption { detail, .. } => detail.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// What [`TableReader::salvage`] hands each entry it keeps (internal key, value) to.
+pub type SalvageSink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+
+/// What [`TableReader::salvage`] read of a table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Salvage {
+    /// Data blocks the index names.
+    pub blocks: u64,
+    /// The blocks that could not be read, as (file offset, what was wrong).
+    pub bad_blocks: Vec<(u64, String)>,
+    /// Bytes of the blocks that could not be read.
+    pub bad_bytes: u64,
+    /// Entries handed to the caller.
+    pub entries: u64,
+    /// Entries of readable blocks that were skipped (a malformed key, or one out of order).
+    pub skipped_entries: u64,
+    /// Entries the table's properties record.
+    pub expected_entries: u64,
 }
 
 /// A two-level iterator over a table: the index block selects data blocks, which are loaded
@@ -1830,6 +1927,53 @@ mod tests {
     fn open(bytes: Vec<u8>, cache: Option<Arc<dyn BlockCache>>) -> Result<Arc<TableReader>> {
         let len = bytes.len() as u64;
         TableReader::open(VecFile::shared(bytes), len, 7, cache, &KeyOrder::default()).map(Arc::new)
+    }
+
+    /// `salvage` keeps every entry of every block that verifies, in order, and reports the
+    /// block that does not; an undamaged table gives back all its entries.
+    #[test]
+    fn salvage_skips_a_damaged_block_and_keeps_the_rest() {
+        let e = entries(2000, 9);
+        let opts = TableBuilderOptions {
+            block_size: 512,
+            ..TableBuilderOptions::default()
+        };
+        let (bytes, props, _) = build(&e, opts);
+        let mut got = Vec::new();
+        let s = open(bytes.clone(), None)
+            .unwrap()
+            .salvage(&mut |k, v| {
+                got.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(got, e);
+        assert!(s.bad_blocks.is_empty());
+        assert_eq!((s.entries, s.expected_entries), (2000, 2000));
+        assert_eq!(s.blocks, props.num_data_blocks);
+
+        let mut damaged = bytes;
+        damaged[700] ^= 0x10; // inside the second data block
+        let reader = open(damaged, None).unwrap();
+        assert!(reader.verify().is_err());
+        let mut kept = Vec::new();
+        let s = reader
+            .salvage(&mut |k, v| {
+                kept.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(s.bad_blocks.len(), 1, "{:?}", s.bad_blocks);
+        assert!(s.bad_blocks[0].1.contains("checksum"), "{:?}", s.bad_blocks);
+        assert!(s.bad_bytes > 0);
+        let lost = e.len() - kept.len();
+        assert!(lost > 0 && lost < 100, "{lost}");
+        assert_eq!(s.entries as usize, kept.len());
+        assert!(kept.iter().all(|kv| e.contains(kv)), "only real entries");
+        assert!(
+            kept.windows(2)
+                .all(|w| compare_internal_keys(&w[0].0, &w[1].0) == Ordering::Less)
+        );
     }
 
     fn lower_bound(e: &Entries, t: &[u8]) -> usize {

@@ -1611,20 +1611,18 @@ fn destroy_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>)
         .map_err(to_py)
 }
 
-/// plyvel's `repair_db`. The engine does not rebuild a damaged database yet: this opens it
-/// (recovering its logs as every open does) and verifies every table. Success means there
-/// was nothing to repair; otherwise the error says what is wrong.
+/// plyvel's `repair_db` (LevelDB's `RepairDB`, the engine's `repair_db`): rebuilds the
+/// database in `name` from what still reads, keeping what it cannot use in `name/lost/`.
+/// Keyword arguments are options by name, as for `DB` (`preset`, `nvm_dir`, ...; they must
+/// name the database's NVM directory if it has one). Returns nothing, as plyvel's does;
+/// what was kept and lost is written to the database's `LOG`. Raises only if the repair
+/// itself fails (a missing directory, an open database, an I/O error).
 #[pyfunction]
 #[pyo3(signature = (name, **kwargs))]
 fn repair_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
-    let mut opts = options_from_kwargs(kwargs)?;
-    opts.create_if_missing = false;
-    py.detach(|| {
-        let db = Db::open(&name, opts)?;
-        let checked = db.verify().map(|_| ());
-        checked.and(db.close())
-    })
-    .map_err(to_py)
+    let opts = options_from_kwargs(kwargs)?;
+    py.detach(|| mezzanine::repair_db(&name, &opts).map(|_| ()))
+        .map_err(to_py)
 }
 
 /// The native module `mezzanine._mezzanine` (re-exported by the `mezzanine` package).

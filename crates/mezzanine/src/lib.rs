@@ -80,7 +80,13 @@ pub(crate) mod wal;
 pub use batch::WriteBatch;
 pub use db::{
     BatchDbIterator, BatchValue, Db, Transaction, TxnOptions, WriteBatchWithIndex, destroy_db,
+    repair_db,
 };
+/// What [`repair_db`] found and did.
+pub mod repair {
+    pub use crate::db::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable};
+}
+pub use db::RepairReport;
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Iter, KvPair};
 pub use mezz_format::order::{BYTEWISE_NAME, CaseInsensitive, ReverseBytewise};

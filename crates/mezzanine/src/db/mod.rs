@@ -3,7 +3,8 @@
 //!
 //! Layout: `mod.rs` (the public `Db`, reads, snapshots, properties, verify), `write.rs`
 //! (group commit, back-pressure, memtable switch), `background.rs` (flush and compaction
-//! threads, version installation, obsolete-file GC), `open.rs` (recovery), `read_api.rs`
+//! threads, version installation, obsolete-file GC), `open.rs` (recovery), `repair.rs`
+//! (`repair_db`: rebuilding a damaged database from what reads), `read_api.rs`
 //! (the `std::iter` reads: `iter`/`range`/`prefix`, `multi_get`, `get_pinned`), `sizes.rs`
 //! (approximate sizes of key ranges), `host.rs` (the engine's services to the design
 //! components of `crate::design`, which decide every design-specific step),
@@ -31,6 +32,7 @@ mod host;
 mod indexed_batch;
 mod open;
 mod read_api;
+mod repair;
 mod sizes;
 mod txn;
 mod write;
@@ -70,6 +72,7 @@ use crate::version::Version;
 use crate::wal::WalWriter;
 
 pub use indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
+pub use repair::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable, repair_db};
 pub use txn::{Transaction, TxnOptions};
 
 /// What `Db::verify` checked.
@@ -998,8 +1001,8 @@ impl Drop for Db {
 
 /// Deletes the database in `dir` (LevelDB's `DestroyDB`): every file the engine names
 /// (tables, logs, manifests, `CURRENT`, `OPTIONS`, `IDENTITY`, temp files), the NVM pool
-/// in `opts.nvm_dir` if there is one, then `LOCK` and the directory itself if nothing else
-/// is left in it. Files the engine does not name stay. A missing directory is not an
+/// in `opts.nvm_dir` if there is one, what a repair moved to `lost/` (in both), then `LOCK`
+/// and the directory itself if nothing else is left in it. Files the engine does not name stay. A missing directory is not an
 /// error.
 ///
 /// # Errors
@@ -1034,11 +1037,26 @@ pub fn destroy_db(dir: &Path, opts: &Options) -> Result<()> {
             Some(_) => remove(&dir.join(&name)),
         }
     }
+    // What a repair moved aside (`repair_db`): the engine's files in `lost/`.
+    let lost = dir.join(repair::LOST_DIR);
+    for name in opts.fs.list_dir(&lost).unwrap_or_default() {
+        if repair::is_engine_file(&name) {
+            remove(&lost.join(&name));
+        }
+    }
+    let _ = opts.fs.remove_dir(&lost);
     if let Some(nvm) = &opts.nvm_dir {
         let pool = nvm.join(POOL_FILE);
         if opts.fs.exists(&pool) {
             remove(&pool);
         }
+        let lost = nvm.join(repair::LOST_DIR);
+        for name in opts.fs.list_dir(&lost).unwrap_or_default() {
+            if repair::is_engine_file(&name) {
+                remove(&lost.join(&name));
+            }
+        }
+        let _ = opts.fs.remove_dir(&lost);
     }
     drop(lock);
     let _ = opts.fs.remove_file(&lock_path);

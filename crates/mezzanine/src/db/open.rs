@@ -324,7 +324,13 @@ fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
         .iter()
         .filter_map(|n| filename::parse_file_name(n))
         .collect();
-    let max_seen = parsed.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    // An old info log's number is a time (`LOG.old.<micros>`), not a file number.
+    let max_seen = parsed
+        .iter()
+        .filter(|&&(t, _)| t != FileType::InfoLog)
+        .map(|&(_, n)| n)
+        .max()
+        .unwrap_or(0);
     let next_file = AtomicU64::new(manifest_next.max(max_seen + 1));
 
     // The database's identity (recorded in the manifest and the NVM pool's superblock).
