@@ -8,6 +8,8 @@
             wb.put(b"a", b"1")
         for key, value in db.iterator(prefix=b"a"):
             ...
+        with db.transaction() as txn:               # commits at the end; BusyError on a conflict
+            txn.put(b"a", txn.get_for_update(b"a") + b"!")
 
 Keys and values are ``bytes``. Errors derive from :class:`mezzanine.Error`.
 """
@@ -15,6 +17,7 @@ Keys and values are ``bytes``. Errors derive from :class:`mezzanine.Error`.
 from ._mezzanine import (
     DB,
     BackgroundError,
+    BusyError,
     ClosedError,
     CorruptionError,
     Error,
@@ -27,6 +30,7 @@ from ._mezzanine import (
     PrefixedDB,
     RawIterator,
     Snapshot,
+    Transaction,
     WriteBatch,
     __leveldb_version__,
     destroy_db,
@@ -38,6 +42,7 @@ __all__ = [
     "PrefixedDB",
     "WriteBatch",
     "Snapshot",
+    "Transaction",
     "Iterator",
     "RawIterator",
     "Error",
@@ -48,6 +53,7 @@ __all__ = [
     "LockedError",
     "ClosedError",
     "BackgroundError",
+    "BusyError",
     "IteratorInvalidError",
     "destroy_db",
     "repair_db",

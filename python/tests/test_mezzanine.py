@@ -434,3 +434,124 @@ def test_destroy_db_refuses_an_open_database_then_removes_it(tmp_path):
     db.close()
     mezzanine.destroy_db(path)
     assert not (tmp_path / "db").exists()
+
+
+# -- custom comparators -------------------------------------------------------------------
+
+
+def reverse(a, b):
+    return (a < b) - (a > b)
+
+
+def test_reverse_comparator_orders_every_read(tmp_path):
+    path = str(tmp_path / "db")
+    keys = [b"k%04d" % i for i in range(3000)]
+    with mezzanine.DB(path, create_if_missing=True, write_buffer_size=64 << 10,
+                      comparator=reverse, comparator_name=b"reverse") as db:
+        for k in keys:
+            db.put(k, b"v" + k)
+        db.delete(b"k0007")
+        db.compact_range()
+        want = sorted(set(keys) - {b"k0007"}, reverse=True)
+        assert list(db.iterator(include_value=False)) == want
+        assert list(db.iterator(include_value=False, reverse=True)) == want[::-1]
+        # start/stop follow the database's order: from k0100 down to (not including) k0090.
+        got = list(db.iterator(start=b"k0100", stop=b"k0090", include_value=False))
+        assert got == [b"k%04d" % i for i in range(100, 90, -1)]
+        got = list(db.iterator(start=b"k0100", stop=b"k0090", include_start=False,
+                               include_stop=True, include_value=False))
+        assert got == [b"k%04d" % i for i in range(99, 89, -1)]
+        assert db.get(b"k0007") is None and db.get(b"k0008") == b"vk0008"
+    with mezzanine.DB(path, comparator=reverse, comparator_name=b"reverse") as db:
+        assert next(db.iterator(include_value=False)) == b"k2999"
+    with pytest.raises(mezzanine.Error, match="comparator name mismatch"):
+        mezzanine.DB(path)
+
+
+def test_comparator_arguments_are_checked_as_plyvel_checks_them(tmp_path):
+    path = str(tmp_path / "db")
+    with pytest.raises(ValueError):
+        mezzanine.DB(path, comparator=None, comparator_name=b"x")
+    with pytest.raises(TypeError):
+        mezzanine.DB(path, comparator=reverse, comparator_name=12)
+    with pytest.raises(TypeError):
+        mezzanine.DB(path, comparator=b"not-a-callable", comparator_name=b"x")
+
+
+# -- transactions ------------------------------------------------------------------------
+
+
+def test_transaction_reads_its_writes_over_its_snapshot(tmp_path):
+    with mezzanine.DB(str(tmp_path / "db"), create_if_missing=True) as db:
+        db.put(b"a", b"1")
+        with db.transaction() as txn:
+            db.put(b"b", b"after")
+            assert txn.get(b"b") is None
+            assert txn.get(b"b", b"dflt") == b"dflt"
+            txn.put(b"c", b"t")
+            assert txn.get(b"c") == b"t"
+            assert txn.get_for_update(b"a") == b"1"
+            txn.put(b"a", b"2")
+            txn.set_savepoint()
+            txn.delete(b"a")
+            assert txn.get(b"a") is None
+            txn.rollback_to_savepoint()
+        assert db.get(b"a") == b"2"
+        assert db.get(b"c") == b"t"
+        with pytest.raises(mezzanine.InvalidArgumentError):
+            txn.put(b"x", b"y")
+
+
+def test_transaction_conflict_raises_busy_and_writes_nothing(tmp_path):
+    with mezzanine.DB(str(tmp_path / "db"), create_if_missing=True) as db:
+        db.put(b"k", b"0")
+        txn = db.transaction()
+        assert txn.get_for_update(b"k") == b"0"
+        db.put(b"k", b"other")
+        txn.put(b"k", b"mine")
+        txn.put(b"j", b"mine")
+        with pytest.raises(mezzanine.BusyError):
+            txn.commit()
+        assert issubclass(mezzanine.BusyError, mezzanine.Error)
+        assert db.get(b"k") == b"other"
+        assert db.get(b"j") is None
+
+
+def test_transaction_block_that_raises_writes_nothing(tmp_path):
+    with mezzanine.DB(str(tmp_path / "db"), create_if_missing=True) as db:
+        with pytest.raises(KeyError):
+            with db.transaction() as txn:
+                txn.put(b"k", b"v")
+                raise KeyError("stop")
+        assert db.get(b"k") is None
+
+
+def test_repair_db_rebuilds_a_database_without_its_manifest(tmp_path):
+    path = tmp_path / "db"
+    db = mezzanine.DB(str(path), create_if_missing=True)
+    for i in range(100):
+        db.put(b"k%03d" % i, b"v%d" % i)
+    db.delete(b"k007")
+    db.close()
+    for f in path.iterdir():
+        if f.name.startswith("MANIFEST-") or f.name == "CURRENT":
+            f.unlink()
+    with pytest.raises(mezzanine.Error):
+        mezzanine.DB(str(path))
+    assert mezzanine.repair_db(str(path)) is None
+    assert (path / "lost").is_dir()
+    assert "repair finished" in (path / "LOG").read_text()
+    with mezzanine.DB(str(path)) as db:
+        assert db.get(b"k042") == b"v42"
+        assert db.get(b"k007") is None
+        assert len(list(db.iterator())) == 99
+
+
+def test_repair_db_refuses_an_open_database_and_a_missing_one(tmp_path):
+    path = str(tmp_path / "db")
+    db = mezzanine.DB(path, create_if_missing=True)
+    with pytest.raises(mezzanine.LockedError):
+        mezzanine.repair_db(path)
+    db.close()
+    with pytest.raises(mezzanine.InvalidArgumentError):
+        mezzanine.repair_db(str(tmp_path / "missing"))

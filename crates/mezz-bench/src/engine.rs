@@ -73,6 +73,15 @@ impl EngineCounters {
     }
 }
 
+/// What one read-modify-write transaction did ([`KvEngine::rmw_transaction`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxnOutcome {
+    /// Keys found by the committed attempt's reads.
+    pub found: usize,
+    /// Attempts refused with a conflict before the one that committed.
+    pub retries: u64,
+}
+
 /// A key-value engine under test. Every method may be called from several threads at once.
 pub trait KvEngine: Send + Sync {
     /// A short name for reports, e.g. `mezzanine`.
@@ -103,6 +112,33 @@ pub trait KvEngine: Send + Sync {
     /// # Errors
     /// The engine's error.
     fn scan(&self, start: Option<&[u8]>, n: usize, direction: Direction) -> Result<ScanResult>;
+
+    /// Applies `puts` atomically, as one write batch; with `sync`, returns once durable.
+    ///
+    /// # Errors
+    /// The engine's error; `InvalidArgument` for an engine without write batches (the
+    /// default).
+    fn write_batch(&self, puts: &[(&[u8], &[u8])], sync: bool) -> Result<()> {
+        let _ = (puts, sync);
+        Err(crate::error::BenchError::InvalidArgument(format!(
+            "{} has no write batches in this harness",
+            self.name()
+        )))
+    }
+
+    /// Reads each of `keys` for update and sets it to `value` in one transaction, then
+    /// commits; on a conflict, runs the whole transaction again until it commits.
+    ///
+    /// # Errors
+    /// The engine's error; `InvalidArgument` for an engine without transactions (the
+    /// default).
+    fn rmw_transaction(&self, keys: &[Vec<u8>], value: &[u8], sync: bool) -> Result<TxnOutcome> {
+        let _ = (keys, value, sync);
+        Err(crate::error::BenchError::InvalidArgument(format!(
+            "{} has no transactions in this harness",
+            self.name()
+        )))
+    }
 
     /// Flushes in-memory writes to storage.
     ///

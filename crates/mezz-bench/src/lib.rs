@@ -39,7 +39,7 @@ pub mod sysinfo;
 pub mod workloads;
 pub mod ycsb;
 
-pub use engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult};
+pub use engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult, TxnOutcome};
 pub use error::{BenchError, Result};
 pub use mezz_engine::{
     MezzEngine, MezzFactory, UnitsSetup, build_options, options_json, parse_opt, unit_dirs,

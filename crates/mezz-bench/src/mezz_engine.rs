@@ -12,7 +12,7 @@ use mezz_env::{Clock, DeviceSpec, UnitFs};
 use mezzanine::filename::{FileType, parse_file_name};
 use mezzanine::{Db, Options, ReadOptions, WriteOptions};
 
-use crate::engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult};
+use crate::engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult, TxnOutcome};
 use crate::error::{BenchError, Result};
 
 const NAME: &str = "mezzanine";
@@ -311,6 +311,35 @@ impl KvEngine for MezzEngine {
             r.last_key = Some(last);
         }
         Ok(r)
+    }
+
+    fn write_batch(&self, puts: &[(&[u8], &[u8])], sync: bool) -> Result<()> {
+        let mut b = mezzanine::WriteBatch::new();
+        for (k, v) in puts {
+            b.put(k, v);
+        }
+        Ok(self.db.write(&WriteOptions { sync }, b)?)
+    }
+
+    fn rmw_transaction(&self, keys: &[Vec<u8>], value: &[u8], sync: bool) -> Result<TxnOutcome> {
+        let opts = mezzanine::TxnOptions {
+            write_options: WriteOptions { sync },
+            ..mezzanine::TxnOptions::default()
+        };
+        let mut retries = 0;
+        loop {
+            let mut txn = self.db.begin_transaction(&opts);
+            let mut found = 0;
+            for k in keys {
+                found += usize::from(txn.get_for_update(k)?.is_some());
+                txn.put(k, value)?;
+            }
+            match txn.commit() {
+                Ok(()) => return Ok(TxnOutcome { found, retries }),
+                Err(e) if e.is_busy() => retries += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     fn flush(&self) -> Result<()> {

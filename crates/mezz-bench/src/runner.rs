@@ -950,6 +950,34 @@ mod tests {
     }
 
     #[test]
+    fn read_modify_writes_run_as_puts_batches_and_transactions() {
+        let factory = crate::MezzFactory::new(mezzanine::Options::default());
+        let c = cfg("fillseq,rmw-plain,rmw-batch,rmw-txn,rmw-txn@2", 500, 1);
+        let rs = run(&c, &factory, &mut Vec::new()).unwrap();
+        for name in ["rmw-plain", "rmw-batch", "rmw-txn"] {
+            let r = by_name(&rs, name);
+            assert_eq!((r.ops, r.found, r.not_found), (500, 500, 0), "{name}");
+            assert_eq!(r.latency["rmw"].count, 500, "{name}");
+            assert!(
+                r.written_bytes >= 500 * 116,
+                "{name}: 1-4 keys written each"
+            );
+        }
+        let last = rs.last().unwrap();
+        assert_eq!(last.threads, 2);
+        let commits = last.engine_stats["txn_commits"].as_u64().unwrap();
+        assert_eq!(commits, 1000, "every transaction committed once");
+        // An engine without transactions says so.
+        let e = run(
+            &cfg("rmw-txn", 10, 1),
+            &MapFactory::default(),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no transactions"), "{e}");
+    }
+
+    #[test]
     fn a_benchmark_with_its_own_thread_count_runs_that_many_threads() {
         let factory = MapFactory::default();
         let dir = tempfile::tempdir().unwrap();

@@ -19,6 +19,9 @@
 //! | `ycsb-load`        | YCSB load: insert `num` records (`"user"` + hashed key number, 1000-byte records) into a fresh database |
 //! | `ycsb-a` … `ycsb-f`| YCSB core workloads A–F, `--ops` operations over the loaded records (see [`crate::ycsb`]) |
 //! | `ycsb-r10`, `ycsb-r90` | YCSB-style mixes of 10 % and 90 % reads (the rest updates), zipfian |
+//! | `rmw-plain`        | `reads` read-modify-writes of 1–4 random keys (uniform), each key read then written with its own put (no atomicity) |
+//! | `rmw-batch`        | the same, the writes of one operation in one atomic write batch (reads not isolated) |
+//! | `rmw-txn`          | the same in an optimistic transaction: each key read with `get_for_update`, written, committed; a conflict is retried in a new transaction (the retry counts in the operation's time) |
 //!
 //! Key numbers are drawn uniformly from `[0, num)`; keys and values are made by
 //! [`crate::keygen`]. `--sync` makes every write synchronous. With `threads > 1` each thread
@@ -52,6 +55,8 @@ use crate::keygen::{ValueGenerator, format_key_into};
 use crate::metrics::{OpKind, ThreadMetrics};
 use crate::ycsb::{YcsbRun, run_ycsb_worker};
 
+/// Keys one `rmw-*` operation reads and writes, at most.
+const RMW_MAX_KEYS: usize = 4;
 /// Entries read per iterator call by `readseq` / `readreverse`.
 const SCAN_CHUNK: usize = 1000;
 /// Operations a worker completes between updates of the shared progress counter.
@@ -105,6 +110,12 @@ pub enum Benchmark {
     YcsbR10,
     /// A YCSB mix of 90 % reads and 10 % updates, zipfian.
     YcsbR90,
+    /// Read-modify-writes of 1–4 random keys, each key put alone.
+    RmwPlain,
+    /// Read-modify-writes of 1–4 random keys, the puts in one write batch.
+    RmwBatch,
+    /// Read-modify-writes of 1–4 random keys in an optimistic transaction.
+    RmwTxn,
 }
 
 impl Benchmark {
@@ -131,6 +142,9 @@ impl Benchmark {
         Benchmark::YcsbF,
         Benchmark::YcsbR10,
         Benchmark::YcsbR90,
+        Benchmark::RmwPlain,
+        Benchmark::RmwBatch,
+        Benchmark::RmwTxn,
     ];
 
     /// The db_bench name.
@@ -158,6 +172,9 @@ impl Benchmark {
             Benchmark::YcsbF => "ycsb-f",
             Benchmark::YcsbR10 => "ycsb-r10",
             Benchmark::YcsbR90 => "ycsb-r90",
+            Benchmark::RmwPlain => "rmw-plain",
+            Benchmark::RmwBatch => "rmw-batch",
+            Benchmark::RmwTxn => "rmw-txn",
         }
     }
 
@@ -227,6 +244,9 @@ impl Benchmark {
                 | Benchmark::YcsbF
                 | Benchmark::YcsbR10
                 | Benchmark::YcsbR90
+                | Benchmark::RmwPlain
+                | Benchmark::RmwBatch
+                | Benchmark::RmwTxn
         )
     }
 
@@ -253,7 +273,10 @@ impl Benchmark {
             | Benchmark::YcsbE
             | Benchmark::YcsbF
             | Benchmark::YcsbR10
-            | Benchmark::YcsbR90 => reads,
+            | Benchmark::YcsbR90
+            | Benchmark::RmwPlain
+            | Benchmark::RmwBatch
+            | Benchmark::RmwTxn => reads,
             Benchmark::Stats => 0,
             Benchmark::Reopen => 1,
         }
@@ -279,6 +302,9 @@ impl Benchmark {
             | Benchmark::YcsbR10
             | Benchmark::YcsbR90 => OpKind::Read,
             Benchmark::YcsbLoad => OpKind::Insert,
+            Benchmark::RmwPlain | Benchmark::RmwBatch | Benchmark::RmwTxn => {
+                OpKind::ReadModifyWrite
+            }
             Benchmark::YcsbE => OpKind::Scan,
             Benchmark::ReadSeq | Benchmark::ReadReverse => OpKind::Scan,
             Benchmark::SeekRandom => OpKind::Seek,
@@ -648,6 +674,46 @@ pub fn run_worker(ctx: &WorkerCtx<'_>, t: usize) -> Result<ThreadMetrics> {
             read_sequential(ctx, &mut m, t, dir, first, count)?;
         }
         Benchmark::Stats | Benchmark::Reopen => {}
+        Benchmark::RmwPlain | Benchmark::RmwBatch | Benchmark::RmwTxn => {
+            let mut keys: Vec<Vec<u8>> = Vec::with_capacity(RMW_MAX_KEYS);
+            drive(ctx, &mut m, t, Some(count), true, |_| {
+                let n = rng.random_range(1..=RMW_MAX_KEYS);
+                keys.clear();
+                for _ in 0..n {
+                    let mut k = vec![0u8; ctx.key_size];
+                    format_key_into(rng.random_range(0..num), &mut k);
+                    keys.push(k);
+                }
+                let v = values.generate(vs);
+                let found = match ctx.bench {
+                    Benchmark::RmwTxn => e.rmw_transaction(&keys, v, ctx.sync)?.found,
+                    bench => {
+                        let mut found = 0;
+                        for k in &keys {
+                            found += usize::from(e.get(k)?.is_some());
+                        }
+                        if bench == Benchmark::RmwBatch {
+                            let puts: Vec<(&[u8], &[u8])> =
+                                keys.iter().map(|k| (&k[..], v)).collect();
+                            e.write_batch(&puts, ctx.sync)?;
+                        } else {
+                            for k in &keys {
+                                e.put(k, v, ctx.sync)?;
+                            }
+                        }
+                        found
+                    }
+                };
+                let b = (n as u64) * (ks + vs as u64);
+                Ok(Some(Done {
+                    kind: OpKind::ReadModifyWrite,
+                    n: 1,
+                    bytes: b,
+                    written: b,
+                    found: Some(found == n),
+                }))
+            })?;
+        }
         Benchmark::YcsbLoad
         | Benchmark::YcsbA
         | Benchmark::YcsbB

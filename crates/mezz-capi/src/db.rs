@@ -93,7 +93,7 @@ pub(crate) fn read_options(
 }
 
 /// The engine write options behind `opt` (NULL: defaults).
-fn write_options(opt: *const leveldb_writeoptions_t) -> WriteOptions {
+pub(crate) fn write_options(opt: *const leveldb_writeoptions_t) -> WriteOptions {
     // SAFETY: `opt` is NULL or a live write options handle.
     unsafe { opt.as_ref() }.map(|o| o.wo).unwrap_or_default()
 }
@@ -132,7 +132,6 @@ pub unsafe extern "C" fn leveldb_open(
         let o = options(options_)?;
         // SAFETY: `name` is NULL or NUL-terminated.
         let path = unsafe { db_path(name) }?;
-        o.check_comparator()?;
         let db = status(Db::open(&path, o.engine_options()?))?;
         let token = new_token();
         OPEN.write().insert(token as usize, Arc::new(db));
@@ -466,10 +465,13 @@ pub unsafe extern "C" fn leveldb_destroy_db(
     });
 }
 
-/// The engine has no repair (LevelDB's rebuilds a manifest from the tables it finds). This
-/// opens the database (recovering its logs as every open does) and verifies every table:
-/// success means there was nothing to repair. Otherwise the error says what is wrong,
-/// prefixed "Not implemented: repair is not supported".
+/// Rebuilds the database from what still reads (LevelDB's `RepairDB`, the engine's
+/// `repair_db`): keeps the tables that verify, rewrites the readable blocks of damaged ones,
+/// replays the logs up to their first damaged record, writes a new manifest, and moves what
+/// it could not use to `lost/` in the database directory. Damage worked around is written
+/// to the info log (`LOG`, or the options' logger), not returned: `*errptr` is set only if
+/// the repair itself fails (a missing directory, an open database, an I/O error writing
+/// the new state).
 ///
 /// # Safety
 /// As [`leveldb_open`].
@@ -483,19 +485,14 @@ pub unsafe extern "C" fn leveldb_repair_db(
         let o = options(options_)?;
         // SAFETY: `name` is NULL or NUL-terminated.
         let path = unsafe { db_path(name) }?;
-        let mut eo = o.engine_options()?;
-        eo.create_if_missing = false;
-        eo.error_if_exists = false;
-        let checked = Db::open(&path, eo).and_then(|db| {
-            let r = db.verify().map(|_| ());
-            r.and(db.close())
-        });
-        checked.map_err(|e| {
-            format!(
-                "Not implemented: repair is not supported by this engine, and the database \
-                 does not open and verify cleanly: {}",
-                crate::status_text(&e)
-            )
-        })
+        engine::repair_db(&path, &o.engine_options()?)
+            .map(|_| ())
+            .map_err(|e| match e {
+                engine::Error::Locked(_) => format!(
+                    "IO error: lock {}: the database is open",
+                    engine::filename::lock_file(&path).display()
+                ),
+                e => crate::status_text(&e),
+            })
     });
 }

@@ -1,5 +1,6 @@
 //! Mezzanine's C API: LevelDB 1.23's `leveldb/c.h`, function for function, plus a few
-//! `mezzanine_` additions (`include/mezzanine/c.h`). Built as `libmezzanine.so` and
+//! `mezzanine_` additions (`include/mezzanine/c.h`) and RocksDB's names for optimistic
+//! transactions and indexed write batches (`include/mezzanine/transaction.h`). Built as `libmezzanine.so` and
 //! `libmezzanine.a`; `docs/c-api.md` maps LevelDB's options to the engine's.
 //!
 //! What this layer owns: the opaque handles handed to C (each a `Box` turned into a raw
@@ -27,6 +28,7 @@ mod db;
 mod ext;
 mod iter;
 mod options;
+mod txn;
 
 use std::ffi::{CStr, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -152,7 +154,8 @@ pub(crate) fn no_errptr<T>(fallback: T, f: impl FnOnce() -> T) -> T {
 }
 
 /// The LevelDB-style text of an engine error (`"Corruption: ..."`, `"IO error: ..."`,
-/// `"Invalid argument: ..."`, `"Not implemented: ..."`).
+/// `"Invalid argument: ..."`, `"Not implemented: ..."`; a transaction conflict is
+/// RocksDB's `"Resource busy: ..."`).
 pub(crate) fn status_text(e: &engine::Error) -> String {
     use engine::Error as E;
     match e {
@@ -163,6 +166,8 @@ pub(crate) fn status_text(e: &engine::Error) -> String {
         },
         E::InvalidArgument(m) => format!("Invalid argument: {m}"),
         E::UnsupportedVersion { .. } => format!("Not implemented: {e}"),
+        // RocksDB's `Status::Busy`: a transaction's conflict at commit.
+        E::Busy(m) => format!("Resource busy: {m}"),
         _ => format!("IO error: {e}"),
     }
 }

@@ -13,8 +13,9 @@
 
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use engine::{Options, Preset, ReadOptions, WriteOptions};
+use engine::{Comparator, Options, Preset, ReadOptions, WriteOptions};
 
 use crate::{no_errptr, with_errptr};
 
@@ -82,72 +83,71 @@ impl leveldb_options_t {
         for s in &self.settings {
             s.apply(&mut o).map_err(|e| crate::status_text(&e))?;
         }
+        o.comparator = self.engine_comparator()?;
         Ok(o)
     }
 
-    /// Fails (with LevelDB-style text) unless the comparator, if any, orders keys bytewise.
-    pub(crate) fn check_comparator(&self) -> Result<(), String> {
+    /// The caller's comparator as the engine's, if one is set: its name read now (LevelDB
+    /// reads it once too), its compare callback called for every comparison.
+    pub(crate) fn engine_comparator(&self) -> Result<Option<Arc<dyn Comparator>>, String> {
         let Some(c) = self.comparator else {
-            return Ok(());
+            return Ok(None);
         };
-        let name = match c.name {
-            // SAFETY: a comparator's `name` callback takes its state and returns a
-            // NUL-terminated string (LevelDB's contract); the state outlives the options.
-            Some(f) => unsafe { crate::c_str(f(c.state), "comparator name") }
-                .map(|n| String::from_utf8_lossy(n).into_owned())
-                .unwrap_or_else(|_| "<unnamed>".to_string()),
-            None => "<unnamed>".to_string(),
+        let Some(name_fn) = c.name else {
+            return Err("Invalid argument: comparator has no name function".to_string());
         };
-        let Some(cmp) = c.compare else {
+        // SAFETY: a comparator's `name` callback takes its state and returns a
+        // NUL-terminated string (LevelDB's contract); the state outlives the options.
+        let name = unsafe { crate::c_str(name_fn(c.state), "comparator name") }
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .map_err(|e| format!("Invalid argument: {e}"))?;
+        let Some(compare) = c.compare else {
             return Err(format!(
-                "Not implemented: custom comparators are not supported: comparator \"{name}\" \
-                 has no compare function"
+                "Invalid argument: comparator \"{name}\" has no compare function"
             ));
         };
-        for (a, b) in COMPARATOR_PROBES {
-            // SAFETY: `cmp` is the caller's compare callback; both slices are valid for the
-            // call (LevelDB's contract: the callback only reads them).
-            let got = unsafe {
-                cmp(
-                    c.state,
-                    a.as_ptr().cast(),
-                    a.len(),
-                    b.as_ptr().cast(),
-                    b.len(),
-                )
-            };
-            if got.signum() != (a.cmp(b) as c_int) {
-                return Err(format!(
-                    "Not implemented: custom comparators are not supported: comparator \
-                     \"{name}\" does not order keys bytewise (it orders {a:?} and {b:?} \
-                     differently) and this engine orders keys bytewise only"
-                ));
-            }
-        }
-        Ok(())
+        Ok(Some(Arc::new(CComparator {
+            state: c.state,
+            compare,
+            name,
+        })))
     }
 }
 
-/// Key pairs a custom comparator must order as `memcmp` does (then shorter first) to be
-/// accepted: empty keys, prefixes, high bytes (signed `char` comparisons), lengths.
-const COMPARATOR_PROBES: &[(&[u8], &[u8])] = &[
-    (b"", b""),
-    (b"", b"a"),
-    (b"a", b""),
-    (b"a", b"b"),
-    (b"b", b"a"),
-    (b"a", b"a"),
-    (b"a", b"aa"),
-    (b"ab", b"b"),
-    (b"abc", b"abd"),
-    (b"\x7f", b"\x80"),
-    (b"\x01", b"\xff"),
-    (b"\xff\xff", b"\xff"),
-    (b"key10", b"key9"),
-    (b"Z", b"a"),
-    (b"\x00", b""),
-    (b"k\x00", b"k"),
-];
+/// A comparator of C callbacks (`leveldb_comparator_create`) as the engine's.
+struct CComparator {
+    state: *mut c_void,
+    compare: CompareFn,
+    name: String,
+}
+
+// SAFETY: LevelDB's contract for a comparator: its callbacks may be called from any thread,
+// concurrently, for as long as a database opened with it is open; the state is the
+// caller's and is only passed back to those callbacks.
+unsafe impl Send for CComparator {}
+// SAFETY: as for `Send`: the engine only calls the thread-safe callbacks through `&self`.
+unsafe impl Sync for CComparator {}
+
+impl Comparator for CComparator {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        // SAFETY: the caller's compare callback with its state; both slices are valid for
+        // the call and the callback only reads them (LevelDB's contract).
+        let r = unsafe {
+            (self.compare)(
+                self.state,
+                a.as_ptr().cast(),
+                a.len(),
+                b.as_ptr().cast(),
+                b.len(),
+            )
+        };
+        r.cmp(&0)
+    }
+}
 
 /// Runs `f` on the options behind `opt` (nothing if NULL or on panic).
 fn with_opts(opt: *mut leveldb_options_t, f: impl FnOnce(&mut leveldb_options_t)) {
@@ -193,8 +193,10 @@ pub unsafe extern "C" fn leveldb_options_destroy(opt: *mut leveldb_options_t) {
     }
 }
 
-/// Records a comparator. It must order keys bytewise (checked at open on a fixed probe
-/// set); any other ordering makes `leveldb_open` fail. NULL clears it.
+/// Records a comparator: the database orders its keys with it. Its name is recorded when
+/// the database is created and must match at every open ("comparator name mismatch"
+/// otherwise), as in LevelDB. The engine keeps no bloom filters under a custom comparator
+/// (they hash bytes, and a comparator may equate keys whose bytes differ). NULL clears it.
 ///
 /// # Safety
 /// `opt` and `cmp` must each be NULL or a live handle of their type.
@@ -374,8 +376,8 @@ pub struct leveldb_comparator_t {
     destructor: Option<DestructorFn>,
 }
 
-/// Wraps C callbacks as a comparator. The engine orders keys bytewise only: opening with a
-/// comparator that orders differently fails (see `leveldb_options_set_comparator`).
+/// Wraps C callbacks as a comparator (see `leveldb_options_set_comparator`). The callbacks
+/// must be thread-safe and outlive every database opened with it.
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_comparator_create(
     state: *mut c_void,

@@ -52,8 +52,8 @@ use std::sync::Arc;
 use crate::coding::{
     get_fixed32, get_fixed64, get_varint32, put_fixed32, put_fixed64, put_varint32,
 };
-use crate::ikey::compare_internal_keys;
 use crate::iter::InternalIterator;
+use crate::order::KeyOrder;
 use crate::{CorruptionDetail, Error, Result};
 
 /// Data-block layout.
@@ -741,15 +741,15 @@ impl<'a> KeySetRef<'a> {
         self.data.get(s..e)
     }
 
-    /// Lower bound: the index of the first entry whose key is >= `ikey` in internal-key
-    /// order (`num_entries()` if none). An unreadable entry compares as greater.
+    /// Lower bound: the index of the first entry whose key is >= `ikey` in the internal-key
+    /// order of `order` (`num_entries()` if none). An unreadable entry compares as greater.
     #[must_use]
-    pub fn find(&self, ikey: &[u8]) -> usize {
+    pub fn find(&self, ikey: &[u8], order: &KeyOrder) -> usize {
         let (mut lo, mut hi) = (0, self.s.n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.key(mid) {
-                Some(k) if compare_internal_keys(k, ikey) == Ordering::Less => lo = mid + 1,
+                Some(k) if order.compare_internal(k, ikey) == Ordering::Less => lo = mid + 1,
                 _ => hi = mid,
             }
         }
@@ -1141,10 +1141,11 @@ impl Block {
         }
     }
 
-    /// An iterator over the block, initially unpositioned.
+    /// An iterator over the block, initially unpositioned, seeking in the internal-key order
+    /// of `order` (the order the block was written in).
     #[must_use]
-    pub fn iter(self: &Arc<Self>) -> BlockIter {
-        BlockIter::new(Arc::clone(self))
+    pub fn iter(self: &Arc<Self>, order: &KeyOrder) -> BlockIter {
+        BlockIter::new(Arc::clone(self), order.clone())
     }
 }
 
@@ -1192,11 +1193,13 @@ pub struct BlockIter {
     next: usize,
     key_buf: Vec<u8>,
     err: Option<(u64, String)>,
+    order: KeyOrder,
 }
 
 impl BlockIter {
-    fn new(block: Arc<Block>) -> Self {
+    fn new(block: Arc<Block>, order: KeyOrder) -> Self {
         Self {
+            order,
             block,
             valid: false,
             idx: 0,
@@ -1325,7 +1328,7 @@ impl BlockIter {
             let mid = left + (right - left).div_ceil(2);
             match self.restart_key(mid) {
                 Some(k) => {
-                    if compare_internal_keys(k, target) == Ordering::Less {
+                    if self.order.compare_internal(k, target) == Ordering::Less {
                         left = mid;
                     } else {
                         right = mid - 1;
@@ -1340,7 +1343,7 @@ impl BlockIter {
         }
         self.seek_to_restart(left);
         while self.parse_next() {
-            if compare_internal_keys(&self.key_buf, target) != Ordering::Less {
+            if self.order.compare_internal(&self.key_buf, target) != Ordering::Less {
                 return;
             }
         }
@@ -1416,7 +1419,7 @@ impl InternalIterator for BlockIter {
     fn seek(&mut self, target: &[u8]) {
         self.err = None;
         if let Some(ks) = self.block.keyset() {
-            let i = ks.find(target);
+            let i = ks.find(target, &self.order);
             self.ks_set(i);
         } else {
             self.prefix_seek(target);
@@ -1426,10 +1429,10 @@ impl InternalIterator for BlockIter {
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.err = None;
         if let Some(ks) = self.block.keyset() {
-            let i = ks.find(target);
+            let i = ks.find(target, &self.order);
             let exact = ks
                 .key(i)
-                .is_some_and(|k| compare_internal_keys(k, target) == Ordering::Equal);
+                .is_some_and(|k| self.order.compare_internal(k, target) == Ordering::Equal);
             if exact {
                 self.ks_set(i);
             } else if let Some(p) = i.checked_sub(1) {
@@ -1440,7 +1443,7 @@ impl InternalIterator for BlockIter {
         } else {
             self.prefix_seek(target);
             if self.valid {
-                if compare_internal_keys(&self.key_buf, target) == Ordering::Greater {
+                if self.order.compare_internal(&self.key_buf, target) == Ordering::Greater {
                     self.prefix_prev();
                 }
             } else if self.err.is_none() {
@@ -1505,7 +1508,7 @@ impl InternalIterator for BlockIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ikey::{ValueKind, make_internal_key};
+    use crate::ikey::{ValueKind, compare_internal_keys, make_internal_key};
     use rand::{RngExt, SeedableRng, rngs::StdRng};
 
     fn random_entries(rng: &mut StdRng, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -1569,7 +1572,7 @@ mod tests {
             let block = build(format, &entries);
             assert_eq!(block.num_entries(), n);
             assert_eq!(block.format(), format);
-            let mut it = block.iter();
+            let mut it = block.iter(&KeyOrder::default());
             // Forward.
             it.seek_to_first();
             for i in 0..n {
@@ -1656,10 +1659,22 @@ mod tests {
             key_at += k.len() + pad_len(k.len());
         }
         assert_eq!(r.key(3), None);
-        assert_eq!(r.find(&keys[1]), 1);
-        assert_eq!(r.find(&make_internal_key(b"b", 0, ValueKind::Value)), 1);
-        assert_eq!(r.find(&make_internal_key(b"z", 0, ValueKind::Value)), 3);
-        assert_eq!(r.find(b""), 0);
+        assert_eq!(r.find(&keys[1], &KeyOrder::default()), 1);
+        assert_eq!(
+            r.find(
+                &make_internal_key(b"b", 0, ValueKind::Value),
+                &KeyOrder::default()
+            ),
+            1
+        );
+        assert_eq!(
+            r.find(
+                &make_internal_key(b"z", 0, ValueKind::Value),
+                &KeyOrder::default()
+            ),
+            3
+        );
+        assert_eq!(r.find(b"", &KeyOrder::default()), 0);
     }
 
     #[test]
@@ -1701,7 +1716,7 @@ mod tests {
                 assert_eq!(parts, whole, "{format:?}, {} entries", entries.len());
                 // And the pieces make a block that reads back.
                 let block = Arc::new(Block::new(parts, format).unwrap());
-                let mut it = block.iter();
+                let mut it = block.iter(&KeyOrder::default());
                 it.seek_to_first();
                 for i in 0..entries.len() {
                     check_at(&it, &entries, Some(i));
@@ -1754,10 +1769,10 @@ mod tests {
                 Some(pack_value_ref(value_at, v.len() as u32))
             );
             value_at += v.len() as u32;
-            assert_eq!(r.find(k), i);
+            assert_eq!(r.find(k, &KeyOrder::default()), i);
         }
         let block = Arc::new(Block::new(bytes.to_vec(), BlockFormat::KeySet).unwrap());
-        let mut it = block.iter();
+        let mut it = block.iter(&KeyOrder::default());
         it.seek_to_first();
         for (k, v) in entries {
             assert!(it.valid());
@@ -1892,7 +1907,7 @@ mod tests {
             if let Ok(b) = Block::new(bytes, format) {
                 let b = Arc::new(b);
                 let _ = b.num_entries();
-                let mut it = b.iter();
+                let mut it = b.iter(&KeyOrder::default());
                 let mut steps = 0;
                 it.seek_to_first();
                 while it.valid() && steps < 1000 {

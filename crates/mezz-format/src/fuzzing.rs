@@ -30,6 +30,7 @@ use crate::ikey::{
 };
 use crate::iter::InternalIterator;
 use crate::log::{LOG_BLOCK_SIZE, LogRead, LogReader, LogWriter};
+use crate::order::KeyOrder;
 use crate::sst::{Compression, FOOTER_LEN, TableBuilder, TableBuilderOptions, TableReader};
 
 /// Upper bound on the entries visited by one forward walk. Every entry takes at least a
@@ -287,11 +288,17 @@ fn exercise_keyset_ref(ks: &KeySetRef<'_>, data: &[u8]) {
         }
         if let Some(k) = key {
             // A lower bound; it points at `i` or before only if the run is sorted.
-            assert!(ks.find(k) <= n, "KeySet: find out of range");
+            assert!(
+                ks.find(k, &KeyOrder::default()) <= n,
+                "KeySet: find out of range"
+            );
         }
     }
     assert!(ks.key(n).is_none() && ks.index_field(n).is_none() && ks.value(n).is_none());
-    std::hint::black_box(ks.find(data.get(..data.len().min(16)).unwrap_or_default()));
+    std::hint::black_box(ks.find(
+        data.get(..data.len().min(16)).unwrap_or_default(),
+        &KeyOrder::default(),
+    ));
 }
 
 fn fuzz_block(data: &[u8], format: BlockFormat) {
@@ -309,7 +316,7 @@ fn fuzz_block(data: &[u8], format: BlockFormat) {
         assert_eq!(ks.num_entries(), n);
         exercise_keyset_ref(&ks, data);
     }
-    let mut it = block.iter();
+    let mut it = block.iter(&KeyOrder::default());
     assert!(!it.valid(), "a new block iterator must be unpositioned");
     let w = walk(&mut it);
     // Prefix blocks whose restart points do not start entries decode without error but
@@ -335,7 +342,10 @@ pub fn fuzz_keyset_block(data: &[u8]) {
         for i in 0..ks.num_entries().min(64) {
             std::hint::black_box((ks.key(i), ks.value(i), ks.index_field(i)));
         }
-        std::hint::black_box(ks.find(data.get(..data.len().min(16)).unwrap_or_default()));
+        std::hint::black_box(ks.find(
+            data.get(..data.len().min(16)).unwrap_or_default(),
+            &KeyOrder::default(),
+        ));
     }
     fuzz_block(data, BlockFormat::KeySet);
 }
@@ -411,7 +421,7 @@ fn repair_checksums(mut file: Vec<u8>) -> Option<Vec<u8>> {
 pub fn table_entries(data: &[u8]) -> crate::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let len = data.len() as u64;
     let file: Arc<dyn RandomAccessFile> = Arc::new(BytesFile(data.to_vec()));
-    let table = Arc::new(TableReader::open(file, len, 7, None)?);
+    let table = Arc::new(TableReader::open(file, len, 7, None, &KeyOrder::default())?);
     table.verify()?;
     let mut it = table.iter(false);
     let out = iterator_entries(&mut it);
@@ -433,7 +443,7 @@ pub fn iterator_entries(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)
 fn fuzz_table_once(data: Vec<u8>) {
     let len = data.len() as u64;
     let file: Arc<dyn RandomAccessFile> = Arc::new(BytesFile(data.clone()));
-    let Ok(table) = TableReader::open(file, len, 7, None) else {
+    let Ok(table) = TableReader::open(file, len, 7, None, &KeyOrder::default()) else {
         return;
     };
     let table = Arc::new(table);
@@ -728,6 +738,7 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
             bloom_bits_per_key: bloom,
             compression,
             zstd_level: 3,
+            order: KeyOrder::default(),
         };
         s.push(("sst_table", format!("seed-sst-{name}"), table_seed(opts, n)));
     }
@@ -824,9 +835,15 @@ mod tests {
                 "bloom_filter" => BloomFilter::from_bytes(bytes.clone()).is_ok(),
                 "sst_table" => {
                     let len = bytes.len() as u64;
-                    TableReader::open(Arc::new(BytesFile(bytes.clone())), len, 0, None)
-                        .and_then(|t| t.verify())
-                        .is_ok()
+                    TableReader::open(
+                        Arc::new(BytesFile(bytes.clone())),
+                        len,
+                        0,
+                        None,
+                        &KeyOrder::default(),
+                    )
+                    .and_then(|t| t.verify())
+                    .is_ok()
                 }
                 "log_record" => !bytes.is_empty(),
                 _ => false,
@@ -842,7 +859,14 @@ mod tests {
                 continue;
             }
             let len = bytes.len() as u64;
-            let t = TableReader::open(Arc::new(BytesFile(bytes)), len, 0, None).unwrap();
+            let t = TableReader::open(
+                Arc::new(BytesFile(bytes)),
+                len,
+                0,
+                None,
+                &KeyOrder::default(),
+            )
+            .unwrap();
             let p = t.properties();
             assert_ne!(p.compression, Compression::None, "{name}");
             assert!(p.num_compressed_blocks > 0, "{name}: no block compressed");
@@ -861,9 +885,15 @@ mod tests {
         bad[20] ^= 0x01;
         let open = |b: &Vec<u8>| {
             let len = b.len() as u64;
-            TableReader::open(Arc::new(BytesFile(b.clone())), len, 0, None)
-                .unwrap()
-                .verify()
+            TableReader::open(
+                Arc::new(BytesFile(b.clone())),
+                len,
+                0,
+                None,
+                &KeyOrder::default(),
+            )
+            .unwrap()
+            .verify()
         };
         assert!(open(&bad).unwrap_err().is_corruption());
         let repaired = repair_checksums(bad).unwrap();

@@ -25,6 +25,7 @@ pub mod fuzzing;
 pub mod ikey;
 pub mod iter;
 pub mod log;
+pub mod order;
 pub mod sst;
 #[cfg(test)]
 mod testfile;
@@ -32,3 +33,4 @@ mod testfile;
 pub use error::{CorruptionDetail, Error, Result};
 pub use ikey::{SeqNo, ValueKind};
 pub use iter::{EntryRef, InternalIterator};
+pub use order::{Comparator, KeyOrder};

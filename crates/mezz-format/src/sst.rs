@@ -55,6 +55,7 @@ use crate::ikey::{
     parse_internal_key, user_key,
 };
 use crate::iter::InternalIterator;
+use crate::order::KeyOrder;
 use crate::{CorruptionDetail, Error, Result};
 
 /// The magic number ending every table file.
@@ -121,7 +122,7 @@ impl BlockHandle {
 }
 
 /// Options of a [`TableBuilder`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableBuilderOptions {
     /// Target size of a data block's contents; a block is cut once it reaches this.
     /// Default 4096.
@@ -137,6 +138,10 @@ pub struct TableBuilderOptions {
     pub compression: Compression,
     /// The Zstd level ([`Compression::Zstd`] only). Default 3, the library's default.
     pub zstd_level: i32,
+    /// The order of the keys added. Default bytewise. Under another order the index keeps
+    /// whole keys as separators (shortening them is a bytewise trick) and no bloom filter
+    /// is written unless the comparator allows it ([`KeyOrder::filters_allowed`]).
+    pub order: KeyOrder,
 }
 
 impl Default for TableBuilderOptions {
@@ -148,6 +153,7 @@ impl Default for TableBuilderOptions {
             bloom_bits_per_key: 10,
             compression: Compression::None,
             zstd_level: DEFAULT_ZSTD_LEVEL,
+            order: KeyOrder::bytewise(),
         }
     }
 }
@@ -494,7 +500,7 @@ impl TableBuilder {
             file,
             data_block: BlockBuilder::new(opts.block_format, opts.restart_interval),
             index: KeySetWriter::new(IndexKind::ValueRef),
-            bloom: (opts.bloom_bits_per_key > 0)
+            bloom: (opts.bloom_bits_per_key > 0 && opts.order.filters_allowed())
                 .then(|| BloomBuilder::new(opts.bloom_bits_per_key)),
             last_key: Vec::new(),
             pending: None,
@@ -545,7 +551,7 @@ impl TableBuilder {
             )));
         }
         if self.props.num_entries > 0
-            && compare_internal_keys(&self.last_key, ikey) != Ordering::Less
+            && self.opts.order.compare_internal(&self.last_key, ikey) != Ordering::Less
         {
             return Err(Error::InvalidArgument(
                 "table builder: keys not strictly increasing".into(),
@@ -607,7 +613,7 @@ impl TableBuilder {
                 ));
             };
             if self.props.num_entries > 0
-                && compare_internal_keys(&self.last_key, ikey) != Ordering::Less
+                && self.opts.order.compare_internal(&self.last_key, ikey) != Ordering::Less
             {
                 return Err(Error::InvalidArgument(
                     "table builder: copied block: keys not strictly increasing".into(),
@@ -624,7 +630,12 @@ impl TableBuilder {
     /// (if that one was finished), the filter, the properties and the last key.
     fn note_entry(&mut self, ikey: &[u8], parsed: &ParsedInternalKey<'_>, value_len: usize) {
         if let Some(h) = self.pending.take() {
-            separator(&self.last_key, ikey, &mut self.scratch);
+            if self.opts.order.is_bytewise() {
+                separator(&self.last_key, ikey, &mut self.scratch);
+            } else {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(&self.last_key);
+            }
             self.index.add_with_value(&self.scratch, &h.encode());
         }
         if let Some(b) = &mut self.bloom {
@@ -747,7 +758,12 @@ impl TableBuilder {
         }
         self.flush_data_block()?;
         if let Some(h) = self.pending.take() {
-            successor(&self.last_key, &mut self.scratch);
+            if self.opts.order.is_bytewise() {
+                successor(&self.last_key, &mut self.scratch);
+            } else {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(&self.last_key);
+            }
             self.index.add_with_value(&self.scratch, &h.encode());
         }
         if self.props.num_entries == 0 {
@@ -932,6 +948,7 @@ pub struct TableReader {
     filter: Option<BloomFilter>,
     props: TableProperties,
     counters: Arc<ReadCounters>,
+    order: KeyOrder,
 }
 
 impl TableReader {
@@ -945,8 +962,9 @@ impl TableReader {
         file_size: u64,
         cache_id: u64,
         cache: Option<Arc<dyn BlockCache>>,
+        order: &KeyOrder,
     ) -> Result<TableReader> {
-        Self::open_with_counters(file, file_size, cache_id, cache, Arc::default())
+        Self::open_with_counters(file, file_size, cache_id, cache, Arc::default(), order)
     }
 
     /// As [`TableReader::open`], counting reads into `counters` (which may be shared).
@@ -959,6 +977,7 @@ impl TableReader {
         cache_id: u64,
         cache: Option<Arc<dyn BlockCache>>,
         counters: Arc<ReadCounters>,
+        order: &KeyOrder,
     ) -> Result<TableReader> {
         let footer_off = file_size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
             Error::corruption(
@@ -1014,7 +1033,14 @@ impl TableReader {
             filter,
             props,
             counters,
+            order: order.clone(),
         })
+    }
+
+    /// The key order the table is read in.
+    #[must_use]
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     /// Reads a data block, through the cache when one is configured.
@@ -1198,14 +1224,14 @@ impl TableReader {
         let Some(ks) = self.index.keyset() else {
             return Ok(None);
         };
-        let mut i = ks.find(lookup);
+        let mut i = ks.find(lookup, &self.order);
         while i < ks.num_entries() {
             let h = self.handle_at(i)?;
             let block = self.data_block(h, fill_cache)?;
-            let mut it = block.iter();
+            let mut it = block.iter(&self.order);
             it.seek(lookup);
             if it.valid() {
-                if user_key(it.key()) != uk {
+                if !self.order.same_user(user_key(it.key()), uk) {
                     return Ok(None);
                 }
                 let key = it.key().to_vec();
@@ -1235,7 +1261,7 @@ impl TableReader {
     #[must_use]
     pub fn iter_with_readahead(self: &Arc<Self>, fill_cache: bool, readahead: usize) -> TableIter {
         TableIter {
-            index: self.index.iter(),
+            index: self.index.iter(&self.order),
             table: Arc::clone(self),
             data: None,
             data_offset: u64::MAX,
@@ -1280,7 +1306,7 @@ impl TableReader {
                 ));
             }
             if let Some(p) = prev_sep
-                && compare_internal_keys(p, sep) != Ordering::Less
+                && self.order.compare_internal(p, sep) != Ordering::Less
             {
                 return bad(format!("index key {i} not increasing"));
             }
@@ -1300,7 +1326,7 @@ impl TableReader {
             block
                 .check_entries()
                 .map_err(|e| in_decompressed(e, h, block_type))?;
-            let mut it = block.iter();
+            let mut it = block.iter(&self.order);
             it.seek_to_first();
             let mut in_block = 0u64;
             while it.valid() {
@@ -1309,18 +1335,18 @@ impl TableReader {
                     return bad(format!("data block {i}: malformed internal key"));
                 };
                 if let Some(pk) = &prev
-                    && compare_internal_keys(pk, k) != Ordering::Less
+                    && self.order.compare_internal(pk, k) != Ordering::Less
                 {
                     return bad(format!("data block {i}: keys not strictly increasing"));
                 }
-                if compare_internal_keys(k, sep) == Ordering::Greater {
+                if self.order.compare_internal(k, sep) == Ordering::Greater {
                     return bad(format!("data block {i}: key beyond its index separator"));
                 }
                 // The other half of the separator contract (`S < first key of the next
                 // block`): seeks trust it to pick the block that holds the target.
                 if in_block == 0
                     && let Some(p) = prev_sep
-                    && compare_internal_keys(p, k) != Ordering::Less
+                    && self.order.compare_internal(p, k) != Ordering::Less
                 {
                     return bad(format!(
                         "data block {i}: first key not above the previous index separator"
@@ -1368,6 +1394,75 @@ impl TableReader {
         Ok(count)
     }
 
+    /// Reads every data block on its own (bypassing the cache), verifying each checksum, and
+    /// hands `keep` every entry of every block that reads whole, in order: what a repair
+    /// keeps of a table with damaged blocks (LevelDB's `RepairDB` copies a table's readable
+    /// entries the same way). A block that fails to read, verify or decode is skipped
+    /// whole; so is an entry whose key is not a valid internal key or does not follow the
+    /// previous kept key in order.
+    ///
+    /// # Errors
+    /// Only what `keep` returns; damage is reported in the [`Salvage`].
+    pub fn salvage(&self, keep: &mut SalvageSink<'_>) -> Result<Salvage> {
+        let mut out = Salvage {
+            expected_entries: self.props.num_entries,
+            ..Salvage::default()
+        };
+        let mut prev: Option<Vec<u8>> = None;
+        for i in 0..self.index_len() {
+            out.blocks += 1;
+            let h = match self.handle_at(i) {
+                Ok(h) => h,
+                Err(e) => {
+                    out.bad_blocks
+                        .push((self.footer.index.offset, e.to_string()));
+                    continue;
+                }
+            };
+            let block = match self.read_data_block_typed(h, None) {
+                Ok((block, block_type)) => match block.check_entries() {
+                    Ok(()) => Arc::new(block),
+                    Err(e) => {
+                        let e = in_decompressed(e, h, block_type);
+                        out.bad_blocks.push((h.offset, what_went_wrong(&e)));
+                        out.bad_bytes += h.size;
+                        continue;
+                    }
+                },
+                Err(e) => {
+                    out.bad_blocks.push((h.offset, what_went_wrong(&e)));
+                    out.bad_bytes += h.size;
+                    continue;
+                }
+            };
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let mut it = block.iter(&self.order);
+            it.seek_to_first();
+            while it.valid() {
+                entries.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            if let Err(e) = it.status() {
+                out.bad_blocks.push((h.offset, what_went_wrong(&e)));
+                out.bad_bytes += h.size;
+                continue;
+            }
+            for (k, v) in entries {
+                let in_order = prev
+                    .as_deref()
+                    .is_none_or(|p| self.order.compare_internal(p, &k) == Ordering::Less);
+                if parse_internal_key(&k).is_none() || !in_order {
+                    out.skipped_entries += 1;
+                    continue;
+                }
+                keep(&k, &v)?;
+                out.entries += 1;
+                prev = Some(k);
+            }
+        }
+        Ok(out)
+    }
+
     /// Approximate file offset where `ikey` would be: the offset of the data block that
     /// would hold it, or the end of the data section.
     #[must_use]
@@ -1375,7 +1470,7 @@ impl TableReader {
         let Some(ks) = self.index.keyset() else {
             return self.props.data_size;
         };
-        let i = ks.find(ikey);
+        let i = ks.find(ikey, &self.order);
         match self.handle_at(i) {
             Ok(h) if i < ks.num_entries() => h.offset,
             _ => self.props.data_size,
@@ -1580,6 +1675,34 @@ fn check_block(mut buf: Vec<u8>, h: BlockHandle, size: usize) -> Result<(Vec<u8>
     Ok((buf, ty))
 }
 
+/// The detail of a corruption (its offset is reported beside it), or the whole error.
+fn what_went_wrong(e: &Error) -> String {
+    match e {
+        Error::Corruption { detail, .. } => detail.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// What [`TableReader::salvage`] hands each entry it keeps (internal key, value) to.
+pub type SalvageSink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+
+/// What [`TableReader::salvage`] read of a table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Salvage {
+    /// Data blocks the index names.
+    pub blocks: u64,
+    /// The blocks that could not be read, as (file offset, what was wrong).
+    pub bad_blocks: Vec<(u64, String)>,
+    /// Bytes of the blocks that could not be read.
+    pub bad_bytes: u64,
+    /// Entries handed to the caller.
+    pub entries: u64,
+    /// Entries of readable blocks that were skipped (a malformed key, or one out of order).
+    pub skipped_entries: u64,
+    /// Entries the table's properties record.
+    pub expected_entries: u64,
+}
+
 /// A two-level iterator over a table: the index block selects data blocks, which are loaded
 /// lazily through the block cache. A read error stops the iteration (`valid()` false) and
 /// is reported by `status()` until the next seek.
@@ -1618,7 +1741,7 @@ impl TableIter {
             .data_block_via(h, self.fill_cache, self.readahead.as_mut())
         {
             Ok(b) => {
-                self.data = Some(b.iter());
+                self.data = Some(b.iter(self.table.order()));
                 self.data_offset = h.offset;
             }
             Err(e) => {
@@ -1803,7 +1926,54 @@ mod tests {
 
     fn open(bytes: Vec<u8>, cache: Option<Arc<dyn BlockCache>>) -> Result<Arc<TableReader>> {
         let len = bytes.len() as u64;
-        TableReader::open(VecFile::shared(bytes), len, 7, cache).map(Arc::new)
+        TableReader::open(VecFile::shared(bytes), len, 7, cache, &KeyOrder::default()).map(Arc::new)
+    }
+
+    /// `salvage` keeps every entry of every block that verifies, in order, and reports the
+    /// block that does not; an undamaged table gives back all its entries.
+    #[test]
+    fn salvage_skips_a_damaged_block_and_keeps_the_rest() {
+        let e = entries(2000, 9);
+        let opts = TableBuilderOptions {
+            block_size: 512,
+            ..TableBuilderOptions::default()
+        };
+        let (bytes, props, _) = build(&e, opts);
+        let mut got = Vec::new();
+        let s = open(bytes.clone(), None)
+            .unwrap()
+            .salvage(&mut |k, v| {
+                got.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(got, e);
+        assert!(s.bad_blocks.is_empty());
+        assert_eq!((s.entries, s.expected_entries), (2000, 2000));
+        assert_eq!(s.blocks, props.num_data_blocks);
+
+        let mut damaged = bytes;
+        damaged[700] ^= 0x10; // inside the second data block
+        let reader = open(damaged, None).unwrap();
+        assert!(reader.verify().is_err());
+        let mut kept = Vec::new();
+        let s = reader
+            .salvage(&mut |k, v| {
+                kept.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(s.bad_blocks.len(), 1, "{:?}", s.bad_blocks);
+        assert!(s.bad_blocks[0].1.contains("checksum"), "{:?}", s.bad_blocks);
+        assert!(s.bad_bytes > 0);
+        let lost = e.len() - kept.len();
+        assert!(lost > 0 && lost < 100, "{lost}");
+        assert_eq!(s.entries as usize, kept.len());
+        assert!(kept.iter().all(|kv| e.contains(kv)), "only real entries");
+        assert!(
+            kept.windows(2)
+                .all(|w| compare_internal_keys(&w[0].0, &w[1].0) == Ordering::Less)
+        );
     }
 
     fn lower_bound(e: &Entries, t: &[u8]) -> usize {
@@ -1993,6 +2163,7 @@ mod tests {
                 props.file_size,
                 1,
                 None,
+                &KeyOrder::default(),
             )
             .unwrap(),
         );

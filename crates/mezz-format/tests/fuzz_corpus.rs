@@ -81,7 +81,7 @@ fn layout_1_keyset_files_read_as_before() {
     let version = |bytes: &[u8]| bytes[bytes.len() - 2];
     let block_entries = |bytes: Vec<u8>| {
         let block = Arc::new(Block::new(bytes, BlockFormat::KeySet).unwrap());
-        fuzzing::iterator_entries(&mut block.iter())
+        fuzzing::iterator_entries(&mut block.iter(&mezz_format::KeyOrder::default()))
     };
     for n in [0, 1, 5, 40] {
         let old = read("keyset_block", &format!("layout1-keyset-{n}"));

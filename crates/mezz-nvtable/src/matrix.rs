@@ -64,15 +64,14 @@ use mezz_format::block::{IndexKind, KeySetRef, KeySetWriter};
 use mezz_format::checksum::{crc32c, crc32c_extend, mask, unmask};
 use mezz_format::coding::{get_fixed32, get_fixed64};
 use mezz_format::ikey::{
-    MAX_SEQ, SeqNo, TRAILER_LEN, ValueKind, compare_internal_keys, pack_trailer,
-    parse_internal_key, trailer, user_key,
+    MAX_SEQ, SeqNo, TRAILER_LEN, ValueKind, pack_trailer, parse_internal_key, trailer, user_key,
 };
 use mezz_format::iter::InternalIterator;
 use mezz_format::sst::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, MAX_KEY_LEN, MAX_VALUE_LEN, append_block_frame,
     check_block_frame,
 };
-use mezz_format::{CorruptionDetail, Error, Result};
+use mezz_format::{CorruptionDetail, Error, KeyOrder, Result};
 use parking_lot::Mutex;
 
 use mezz_pmem::{Extent, Media, PersistentWord, Region};
@@ -733,17 +732,21 @@ impl<'t> Probe<'t> {
 // ---------------------------------------------------------------------------------------
 
 /// Options of a [`RowBuilder`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowBuildOptions {
     /// A data block is cut once its KeySet contents reach this many bytes (default
     /// [`DEFAULT_BLOCK_SIZE`]).
     pub block_size: usize,
+    /// The order of the keys (default bytewise). The row is read in the order it was
+    /// built in ([`RowTable::open`] takes it again).
+    pub order: KeyOrder,
 }
 
 impl Default for RowBuildOptions {
     fn default() -> Self {
         RowBuildOptions {
             block_size: DEFAULT_BLOCK_SIZE,
+            order: KeyOrder::bytewise(),
         }
     }
 }
@@ -783,6 +786,7 @@ impl RowBuilder {
         RowBuilder {
             opts: RowBuildOptions {
                 block_size: opts.block_size.max(1),
+                ..opts
             },
             writer: KeySetWriter::new(IndexKind::ValueRef),
             blocks: Vec::new(),
@@ -811,7 +815,8 @@ impl RowBuilder {
                 value.len()
             )));
         }
-        if !self.entries.is_empty() && compare_internal_keys(&self.last_key, ikey) != Ordering::Less
+        if !self.entries.is_empty()
+            && self.opts.order.compare_internal(&self.last_key, ikey) != Ordering::Less
         {
             return Err(invalid(
                 "matrix row entries must be added in strictly increasing internal-key order",
@@ -972,6 +977,7 @@ impl RowBuilder {
             base: space.extent().offset as usize,
             page_size,
             header,
+            order: self.opts.order.clone(),
         };
         match self.write(&table, &hints) {
             Ok(()) => Ok(table),
@@ -1104,6 +1110,8 @@ pub struct RowTable {
     base: usize,
     page_size: usize,
     header: RowHeader,
+    /// The order the row was built in.
+    order: KeyOrder,
 }
 
 impl fmt::Debug for RowTable {
@@ -1134,6 +1142,7 @@ impl RowTable {
         space: &PageSpace,
         header_page: u32,
         row_id: u64,
+        order: &KeyOrder,
     ) -> Result<Option<RowTable>> {
         check_space(region, space)?;
         let page_off = space.page_offset(header_page).ok_or_else(|| {
@@ -1221,7 +1230,14 @@ impl RowTable {
             base: space.extent().offset as usize,
             page_size: space.page_size(),
             header,
+            order: order.clone(),
         }))
+    }
+
+    /// The order of the row's keys.
+    #[must_use]
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     /// The row's id.
@@ -1507,9 +1523,19 @@ impl RowTable {
         stats: &mut SearchStats,
     ) -> Result<Ordering> {
         stats.comparisons += 1;
-        let by_user = match e.quick_user_cmp(probe.uk) {
+        // The 16-byte prefixes decide bytewise comparisons; under another order only a key
+        // that fits its prefix is known without reading the block.
+        let quick = if self.order.is_bytewise() {
+            e.quick_user_cmp(probe.uk)
+        } else {
+            (e.ukey_len as usize <= KEY_PREFIX_LEN)
+                .then(|| self.order.compare_user(e.known_prefix(), probe.uk))
+        };
+        let by_user = match quick {
             Some(o) => o,
-            None => self.with_slot(i, e, cache, stats, |k, _| user_key(k).cmp(probe.uk))?,
+            None => self.with_slot(i, e, cache, stats, |k, _| {
+                self.order.compare_user(user_key(k), probe.uk)
+            })?,
         };
         Ok(match (by_user, probe.trailer) {
             (Ordering::Equal, Some(tt)) => tt.cmp(&e.trailer),
@@ -1795,7 +1821,7 @@ impl RowTable {
                 ));
             }
             if let Some(pk) = &prev_key
-                && compare_internal_keys(pk, &key) != Ordering::Less
+                && self.order.compare_internal(pk, &key) != Ordering::Less
             {
                 return Err(self.corrupt(at, format!("entry {i}: keys out of order")));
             }
@@ -1904,7 +1930,7 @@ impl RowIter {
         if self.status.is_some() {
             return None;
         }
-        if self.valid && compare_internal_keys(&self.key, target) == Ordering::Equal {
+        if self.valid && self.row.order.compare_internal(&self.key, target) == Ordering::Equal {
             return Some(p);
         }
         if p > self.from {
@@ -2478,7 +2504,7 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
 
-    use mezz_format::ikey::make_internal_key;
+    use mezz_format::ikey::{compare_internal_keys, make_internal_key};
     use rand::rngs::Xoshiro256PlusPlus;
     use rand::{RngExt, SeedableRng};
 
@@ -2526,7 +2552,10 @@ mod tests {
         prev: Option<HintSource<'_>>,
         block_size: usize,
     ) -> Result<RowTable> {
-        let mut b = RowBuilder::new(RowBuildOptions { block_size });
+        let mut b = RowBuilder::new(RowBuildOptions {
+            block_size,
+            ..Default::default()
+        });
         for e in entries {
             b.add(&e.ikey(), &e.value)?;
         }
@@ -2718,19 +2747,35 @@ mod tests {
             assert_eq!(row.get(uk, u64::MAX, 0, None, &mut st).unwrap().found, None);
         }
         // Reopen from the header page.
-        let again = RowTable::open(&region, &space, row.header_page(), 5)
-            .unwrap()
-            .unwrap();
+        let again = RowTable::open(
+            &region,
+            &space,
+            row.header_page(),
+            5,
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(again.header(), row.header());
         check_row(&Arc::new(again), &entries, 0);
         // Another id, or a page that holds no row: nothing there.
         assert!(
-            RowTable::open(&region, &space, row.header_page(), 6)
+            RowTable::open(
+                &region,
+                &space,
+                row.header_page(),
+                6,
+                &mezz_format::KeyOrder::default()
+            )
+            .unwrap()
+            .is_none()
+        );
+        assert!(
+            RowTable::open(&region, &space, 63, 5, &mezz_format::KeyOrder::default())
                 .unwrap()
                 .is_none()
         );
-        assert!(RowTable::open(&region, &space, 63, 5).unwrap().is_none());
-        assert!(RowTable::open(&region, &space, 64, 5).is_err());
+        assert!(RowTable::open(&region, &space, 64, 5, &mezz_format::KeyOrder::default()).is_err());
         // A consumed prefix hides entries from reads and iteration.
         check_row(&row, &entries, 17);
     }
@@ -2809,7 +2854,9 @@ mod tests {
         });
         assert!(straddles, "no block straddles a page boundary");
         check_row(&row, &entries, 0);
-        let again = RowTable::open(&region, &space, 1, 9).unwrap().unwrap();
+        let again = RowTable::open(&region, &space, 1, 9, &mezz_format::KeyOrder::default())
+            .unwrap()
+            .unwrap();
         check_row(&Arc::new(again), &entries, 0);
     }
 
@@ -2867,7 +2914,7 @@ mod tests {
         )
         .unwrap();
         assert!(one().finish(&region, &far, 8, None).is_err());
-        assert!(RowTable::open(&region, &far, 0, 8).is_err());
+        assert!(RowTable::open(&region, &far, 0, 8, &mezz_format::KeyOrder::default()).is_err());
         // Not enough pages: refused, nothing allocated.
         let mut big = RowBuilder::new(RowBuildOptions::default());
         for i in 0..40u32 {
@@ -2964,7 +3011,7 @@ mod tests {
         let mut detected = 0;
         for off in 0..len {
             let mut orig = [0u8; 1];
-            let phys = RowTable::open(&region, &space, hp, 3)
+            let phys = RowTable::open(&region, &space, hp, 3, &mezz_format::KeyOrder::default())
                 .unwrap()
                 .unwrap()
                 .phys(off)
@@ -2972,7 +3019,7 @@ mod tests {
             // A test on a private heap region; no other reader or writer.
             region.read_published(phys, &mut orig);
             region.claim(phys, 1).unwrap().write(0, &[orig[0] ^ 0x5a]);
-            match RowTable::open(&region, &space, hp, 3) {
+            match RowTable::open(&region, &space, hp, 3, &mezz_format::KeyOrder::default()) {
                 Ok(None) => assert!(off < 8, "commit word at {off}"),
                 Err(e) => {
                     assert!(e.is_corruption(), "{e}");
@@ -3066,10 +3113,10 @@ mod tests {
                 };
                 let region = pool.region();
                 let space = PageSpace::new(extent, P).unwrap();
-                let a = RowTable::open(region, &space, a_hp, 1)
+                let a = RowTable::open(region, &space, a_hp, 1, &mezz_format::KeyOrder::default())
                     .unwrap()
                     .map(Arc::new);
-                let b = RowTable::open(region, &space, b_hp, 3)
+                let b = RowTable::open(region, &space, b_hp, 3, &mezz_format::KeyOrder::default())
                     .unwrap()
                     .map(Arc::new);
                 assert!(a.is_some() || n <= points[1], "cut {n}: row A lost");
@@ -3405,9 +3452,15 @@ mod tests {
             assert_eq!(space2.free_count(), space.free_count());
             let mut c2 = Container::for_space(&space2, 0.08).unwrap();
             for st in c.rows() {
-                let r = RowTable::open(&region, &space2, st.table.header_page(), st.table.id())
-                    .unwrap()
-                    .unwrap();
+                let r = RowTable::open(
+                    &region,
+                    &space2,
+                    st.table.header_page(),
+                    st.table.id(),
+                    &mezz_format::KeyOrder::default(),
+                )
+                .unwrap()
+                .unwrap();
                 c2.restore(Arc::new(r), st.consumed, st.compactor).unwrap();
             }
             assert_eq!(c2.held_pages(), live);

@@ -45,10 +45,9 @@ use std::sync::Arc;
 use mezz_format::block::{IndexKind, KeySetRef, KeySetWriter};
 use mezz_format::checksum::{crc32c, crc32c_extend, mask};
 use mezz_format::filter::{BloomBuilder, BloomFilter};
-use mezz_format::ikey::compare_internal_keys;
 use mezz_format::iter::{EntryRef, InternalIterator};
 use mezz_format::sst::{BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, append_block_frame, check_block_frame};
-use mezz_format::{Error, Result};
+use mezz_format::{Error, KeyOrder, Result};
 
 use mezz_pmem::{Extent, ExtentWriter, Media, Region};
 
@@ -446,6 +445,7 @@ pub struct PTableBuilder {
     prefix_len: usize,
     /// The claimed extent, written only through this builder.
     ext: ExtentWriter,
+    order: KeyOrder,
 }
 
 impl PTableBuilder {
@@ -459,6 +459,7 @@ impl PTableBuilder {
         extent: Extent,
         header: &PTableHeader,
         bloom_bits_per_key: u32,
+        order: &KeyOrder,
     ) -> Result<PTableBuilder> {
         if header.inputs.len() > MAX_INPUTS {
             return Err(Error::InvalidArgument(format!(
@@ -489,6 +490,7 @@ impl PTableBuilder {
             prefix: Vec::new(),
             prefix_len: header.prefix_len as usize,
             ext,
+            order: order.clone(),
         })
     }
 
@@ -505,6 +507,7 @@ impl PTableBuilder {
         extent: Extent,
         data: &[Extent],
         bloom_bits_per_key: u32,
+        order: &KeyOrder,
     ) -> Result<(PTableBuilder, PTableHeader)> {
         let (off, len) = check_extent(&region, extent, TABLE_HEADER_LEN as u64, "table")?;
         let claim = region.claim(off, len)?;
@@ -588,6 +591,7 @@ impl PTableBuilder {
             prefix,
             prefix_len: header.prefix_len as usize,
             ext: claim,
+            order: order.clone(),
         };
         // Unlink whatever the lost part linked in: the last kept node of every level
         // points nowhere.
@@ -660,7 +664,7 @@ impl PTableBuilder {
                 "NVM table: a key without the table's shared prefix".into(),
             ));
         }
-        if self.entries > 0 && compare_internal_keys(&self.last_key, key) != Ordering::Less {
+        if self.entries > 0 && self.order.compare_internal(&self.last_key, key) != Ordering::Less {
             return Err(Error::InvalidArgument(format!(
                 "NVM table entries must be added in increasing internal-key order: {:02x?} \
                  after {:02x?}",
@@ -971,6 +975,7 @@ pub struct PTable {
     filter: Option<BloomFilter>,
     /// The user-key prefix all keys share (`header.prefix_len` bytes of the first key).
     prefix: Vec<u8>,
+    order: KeyOrder,
 }
 
 impl PTable {
@@ -980,7 +985,12 @@ impl PTable {
     /// # Errors
     /// `Corruption` naming the region offset of the damage; `InvalidArgument` for an
     /// extent outside the region.
-    pub fn open(region: Arc<Region>, extent: Extent, data: &[Extent]) -> Result<PTable> {
+    pub fn open(
+        region: Arc<Region>,
+        extent: Extent,
+        data: &[Extent],
+        order: &KeyOrder,
+    ) -> Result<PTable> {
         let (off, len) = check_extent(&region, extent, TABLE_HEADER_LEN as u64, "table")?;
         let ext = region_bytes(&region, off, len);
         let base = off as u64;
@@ -1040,6 +1050,7 @@ impl PTable {
             header,
             filter,
             prefix: Vec::new(),
+            order: order.clone(),
         };
         if let Some(first) = t.walker().next(t.head, 0)? {
             t.region.on_read(NODE_VISIT_BYTES);
@@ -1089,10 +1100,17 @@ impl PTable {
         ))
     }
 
+    /// The order of the table's keys.
+    #[must_use]
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
+    }
+
     /// The fingerprint of `ikey` if it shares the table's prefix.
     fn target_fp(&self, ikey: &[u8]) -> Option<u32> {
         let uk = mezz_format::ikey::user_key(ikey);
-        uk.starts_with(&self.prefix)
+        // Fingerprints order keys bytewise: a shortcut for the bytewise order only.
+        (self.order.is_bytewise() && uk.starts_with(&self.prefix))
             .then(|| fingerprint(uk, self.prefix.len()))
     }
 
@@ -1110,7 +1128,7 @@ impl PTable {
                 return Ok(nfp.cmp(&tfp));
             }
         }
-        Ok(compare_internal_keys(self.node_key(n)?, ikey))
+        Ok(self.order.compare_internal(self.node_key(n)?, ikey))
     }
 
     fn walker(&self) -> Walker<'_> {
@@ -1303,7 +1321,7 @@ impl PTable {
                 ));
             }
             if let Some(p) = &last
-                && compare_internal_keys(p, k) != Ordering::Less
+                && self.order.compare_internal(p, k) != Ordering::Less
             {
                 return Err(corrupt(base + n as u64, "NVM table: keys out of order"));
             }

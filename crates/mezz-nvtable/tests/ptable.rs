@@ -94,7 +94,14 @@ fn build_ref_table(pool: &Pool, keys: &[u32], seq: u64, id: u64) -> (Extent, Ext
         inputs: vec![],
         prefix_len: 3,
     };
-    let mut b = PTableBuilder::create(pool.region().clone(), te, &h, 10).unwrap();
+    let mut b = PTableBuilder::create(
+        pool.region().clone(),
+        te,
+        &h,
+        10,
+        &mezz_format::KeyOrder::default(),
+    )
+    .unwrap();
     for (k, mut r) in refs {
         r.block += at;
         b.add_ref(&k, r).unwrap();
@@ -122,7 +129,15 @@ fn reference_table_round_trips() {
     let keys: Vec<u32> = (0..2000).map(|i| i * 2).collect();
     let (te, be) = build_ref_table(&pool, &keys, 5, 1);
     assert_eq!(check_buffer(pool.region(), be).unwrap().id, 1001);
-    let t = Arc::new(PTable::open(pool.region().clone(), te, &[be]).unwrap());
+    let t = Arc::new(
+        PTable::open(
+            pool.region().clone(),
+            te,
+            &[be],
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap(),
+    );
     assert_eq!(t.num_entries(), 2000);
     assert_eq!(t.verify().unwrap(), 2000);
     let all = collect(&t);
@@ -178,17 +193,40 @@ fn inline_table_round_trips_and_compaction_points_at_inputs() {
         inputs: vec![],
         prefix_len: 3,
     };
-    let mut b = PTableBuilder::create(pool.region().clone(), ie, &h, 10).unwrap();
+    let mut b = PTableBuilder::create(
+        pool.region().clone(),
+        ie,
+        &h,
+        10,
+        &mezz_format::KeyOrder::default(),
+    )
+    .unwrap();
     for &i in &odd {
         b.add_inline(&ikey(i, 9), &value(i)).unwrap();
     }
     b.finish().unwrap();
-    let inl = Arc::new(PTable::open(pool.region().clone(), ie, &[]).unwrap());
+    let inl = Arc::new(
+        PTable::open(
+            pool.region().clone(),
+            ie,
+            &[],
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap(),
+    );
     assert_eq!(inl.verify().unwrap(), 500);
     // A buffer table of the even keys.
     let even: Vec<u32> = (0..500).map(|i| i * 2).collect();
     let (te, be) = build_ref_table(&pool, &even, 5, 3);
-    let buf = Arc::new(PTable::open(pool.region().clone(), te, &[be]).unwrap());
+    let buf = Arc::new(
+        PTable::open(
+            pool.region().clone(),
+            te,
+            &[be],
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap(),
+    );
     // Merge both by reference only.
     let oe = pool.alloc(index_len(1000, 2, 10)).unwrap();
     let h = PTableHeader {
@@ -199,7 +237,14 @@ fn inline_table_round_trips_and_compaction_points_at_inputs() {
         prefix_len: 3,
     };
     let before = pool.region().bytes_persisted();
-    let mut out = PTableBuilder::create(pool.region().clone(), oe, &h, 10).unwrap();
+    let mut out = PTableBuilder::create(
+        pool.region().clone(),
+        oe,
+        &h,
+        10,
+        &mezz_format::KeyOrder::default(),
+    )
+    .unwrap();
     let mut a = PTableIter::new(inl);
     let mut c = PTableIter::new(buf);
     a.seek_to_first();
@@ -215,7 +260,15 @@ fn inline_table_round_trips_and_compaction_points_at_inputs() {
     // Only nodes were written: far fewer bytes than the entries themselves.
     let index_bytes = pool.region().bytes_persisted() - before;
     assert!(index_bytes < index_len(1000, 2, 10) + 4096, "{index_bytes}");
-    let merged = Arc::new(PTable::open(pool.region().clone(), oe, &[ie, be]).unwrap());
+    let merged = Arc::new(
+        PTable::open(
+            pool.region().clone(),
+            oe,
+            &[ie, be],
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap(),
+    );
     assert_eq!(merged.header().inputs, vec![2, 3]);
     assert_eq!(merged.verify().unwrap(), 1000);
     let all = collect(&merged);
@@ -224,7 +277,12 @@ fn inline_table_round_trips_and_compaction_points_at_inputs() {
         assert_eq!(v, &value(n as u32));
     }
     // Without the buffer's extent the references are refused.
-    match PTable::open(pool.region().clone(), oe, &[ie]) {
+    match PTable::open(
+        pool.region().clone(),
+        oe,
+        &[ie],
+        &mezz_format::KeyOrder::default(),
+    ) {
         Ok(blind) => assert!(blind.verify().unwrap_err().is_corruption()),
         Err(e) => assert!(e.is_corruption(), "{e}"),
     }
@@ -251,7 +309,15 @@ fn damage_is_reported_never_returned() {
         &[te, be],
     )
     .unwrap();
-    let t = Arc::new(PTable::open(pool.region().clone(), te, &[be]).unwrap());
+    let t = Arc::new(
+        PTable::open(
+            pool.region().clone(),
+            te,
+            &[be],
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap(),
+    );
     assert!(t.verify().unwrap_err().is_corruption());
     let mut it = PTableIter::new(Arc::clone(&t));
     it.seek_to_first();
@@ -268,9 +334,14 @@ fn damage_is_reported_never_returned() {
         .damage(&path, (te.offset + 20) as usize, b"\x01")
         .unwrap();
     assert!(
-        PTable::open(pool.region().clone(), te, &[be])
-            .unwrap_err()
-            .is_corruption()
+        PTable::open(
+            pool.region().clone(),
+            te,
+            &[be],
+            &mezz_format::KeyOrder::default()
+        )
+        .unwrap_err()
+        .is_corruption()
     );
 }
 
@@ -289,7 +360,14 @@ fn build_resumable(pool: &Pool, n: u32) -> Extent {
         inputs: vec![4, 5, 6],
         prefix_len: 3,
     };
-    let mut b = PTableBuilder::create(pool.region().clone(), e, &h, 10).unwrap();
+    let mut b = PTableBuilder::create(
+        pool.region().clone(),
+        e,
+        &h,
+        10,
+        &mezz_format::KeyOrder::default(),
+    )
+    .unwrap();
     for i in 0..n {
         b.add_inline(&ikey(i, 1), &value(i)).unwrap();
         if i % 7 == 6 {
@@ -334,7 +412,12 @@ fn power_cut_at_every_persist_point_keeps_a_prefix_that_resumes() {
                 &[e],
             )
             .unwrap();
-            let done = match PTable::open(p.region().clone(), e, &[]) {
+            let done = match PTable::open(
+                p.region().clone(),
+                e,
+                &[],
+                &mezz_format::KeyOrder::default(),
+            ) {
                 Ok(t) => {
                     // Complete: everything is there.
                     assert_eq!(t.verify().unwrap(), u64::from(N), "cut {cut}");
@@ -344,7 +427,13 @@ fn power_cut_at_every_persist_point_keeps_a_prefix_that_resumes() {
             };
             assert!(done.is_corruption(), "cut {cut}: {done}");
             // Incomplete: resume keeps a prefix and continues after it.
-            let (mut b, h) = match PTableBuilder::resume(p.region().clone(), e, &[], 10) {
+            let (mut b, h) = match PTableBuilder::resume(
+                p.region().clone(),
+                e,
+                &[],
+                10,
+                &mezz_format::KeyOrder::default(),
+            ) {
                 Ok(x) => x,
                 Err(err) => {
                     // Only before the header was durable.
@@ -364,7 +453,15 @@ fn power_cut_at_every_persist_point_keeps_a_prefix_that_resumes() {
                 b.add_inline(&ikey(i, 1), &value(i)).unwrap();
             }
             b.finish().unwrap();
-            let t = Arc::new(PTable::open(p.region().clone(), e, &[]).unwrap());
+            let t = Arc::new(
+                PTable::open(
+                    p.region().clone(),
+                    e,
+                    &[],
+                    &mezz_format::KeyOrder::default(),
+                )
+                .unwrap(),
+            );
             assert_eq!(t.verify().unwrap(), u64::from(N), "cut {cut}");
             let all = collect(&t);
             for (i, (k, v)) in all.iter().enumerate() {

@@ -1,6 +1,7 @@
 //! The `mezzanine` Python extension (`mezzanine._mezzanine`): plyvel's API over [`Db`].
 //!
-//! Owns the Python classes `DB`, `PrefixedDB`, `WriteBatch`, `Snapshot` and `Iterator`, and
+//! Owns the Python classes `DB`, `PrefixedDB`, `WriteBatch`, `Snapshot`, `Iterator` and
+//! `Transaction` (an optimistic transaction, `DB.transaction()`), and
 //! the exception hierarchy (`Error` and one subclass per error kind). Keys and values are
 //! `bytes` (a `str` raises `TypeError`); every call into the engine releases the GIL.
 //!
@@ -16,7 +17,10 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
-use mezzanine::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use mezzanine::{
+    Db, DbIterator, Options, ReadOptions, Snapshot, Transaction, TxnOptions, WriteBatch,
+    WriteOptions,
+};
 use parking_lot::{Mutex, RwLock};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError, PyValueError};
@@ -54,6 +58,13 @@ create_exception!(
     BackgroundError,
     Error,
     "A background job failed; writes are refused until reopened."
+);
+
+create_exception!(
+    mezzanine,
+    BusyError,
+    Error,
+    "A transaction's commit conflicted with another write; nothing was written (retry it)."
 );
 
 create_exception!(
@@ -148,6 +159,7 @@ fn to_py(e: mezzanine::Error) -> PyErr {
         E::Locked(_) => LockedError::new_err(msg),
         E::Background(_) => BackgroundError::new_err(msg),
         E::Closed => closed_err(msg),
+        E::Busy(_) => BusyError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }
@@ -263,11 +275,13 @@ impl Handle {
         spec: IterSpec,
     ) -> PyResult<PyIterator> {
         let db = self.shared.db()?;
-        let (lower, upper) = spec.bounds(&self.prefix)?;
+        let b = spec.bounds(&self.prefix)?;
         let ro = ReadOptions {
             snapshot,
-            lower_bound: lower,
-            upper_bound: upper,
+            lower_bound: b.lower,
+            upper_bound: b.upper,
+            lower_bound_exclusive: b.lower_excl,
+            upper_bound_inclusive: b.upper_incl,
             verify_checksums: spec.verify_checksums,
             fill_cache: spec.fill_cache,
         };
@@ -302,13 +316,6 @@ struct IterSpec {
     fill_cache: bool,
 }
 
-/// `k ++ [0]`: the next key after `k`.
-fn successor(k: &[u8]) -> Vec<u8> {
-    let mut v = k.to_vec();
-    v.push(0);
-    v
-}
-
 /// The smallest key after every key starting with `p` (`None`: no such key).
 fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
     let mut end = p.to_vec();
@@ -321,37 +328,55 @@ fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// Cursor bounds: inclusive lower, exclusive upper (`None` = unbounded).
-type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+/// Cursor bounds (`None` = unbounded): inclusive lower and exclusive upper unless a flag
+/// says otherwise (`start` excluded, `stop` included: no successor key is made up, so they
+/// hold under any comparator).
+struct Bounds {
+    lower: Option<Vec<u8>>,
+    lower_excl: bool,
+    upper: Option<Vec<u8>>,
+    upper_incl: bool,
+}
 
 impl IterSpec {
-    /// Cursor bounds (inclusive lower, exclusive upper) inside the view's `outer` prefix.
+    /// Cursor bounds inside the view's `outer` prefix. A prefix (`prefix=`, or the view's)
+    /// is the byte range of its keys: under a custom comparator, as under plyvel, the
+    /// comparator must keep keys with a common prefix together for it to mean "keys
+    /// starting with".
     fn bounds(&self, outer: &[u8]) -> PyResult<Bounds> {
         if self.prefix.is_some() && (self.start.is_some() || self.stop.is_some()) {
             return Err(PyTypeError::new_err(
                 "'prefix' cannot be used together with 'start' or 'stop'",
             ));
         }
-        let (lower, upper) = match &self.prefix {
-            Some(p) => (
-                Some(with_prefix(outer, p)),
-                prefix_end(&with_prefix(outer, p)),
-            ),
+        let b = match &self.prefix {
+            Some(p) => Bounds {
+                lower: Some(with_prefix(outer, p)),
+                lower_excl: false,
+                upper: prefix_end(&with_prefix(outer, p)),
+                upper_incl: false,
+            },
             None => {
-                let lower = match &self.start {
-                    Some(s) if self.include_start => with_prefix(outer, s),
-                    Some(s) => successor(&with_prefix(outer, s)),
-                    None => outer.to_vec(),
+                let (lower, lower_excl) = match &self.start {
+                    Some(s) => (with_prefix(outer, s), !self.include_start),
+                    None => (outer.to_vec(), false),
                 };
-                let upper = match &self.stop {
-                    Some(s) if self.include_stop => Some(successor(&with_prefix(outer, s))),
-                    Some(s) => Some(with_prefix(outer, s)),
-                    None => prefix_end(outer),
+                let (upper, upper_incl) = match &self.stop {
+                    Some(s) => (Some(with_prefix(outer, s)), self.include_stop),
+                    None => (prefix_end(outer), false),
                 };
-                (Some(lower), upper)
+                Bounds {
+                    lower: Some(lower),
+                    lower_excl,
+                    upper,
+                    upper_incl,
+                }
             }
         };
-        Ok((lower.filter(|l| !l.is_empty()), upper))
+        Ok(Bounds {
+            lower: b.lower.filter(|l| !l.is_empty() || b.lower_excl),
+            ..b
+        })
     }
 }
 
@@ -396,6 +421,64 @@ fn set_option(opts: &mut Options, name: &str, value: &Bound<'_, PyAny>) -> PyRes
     opts.set(name, &text).map_err(to_py)
 }
 
+/// A Python callable as the engine's comparator (plyvel's `comparator=`).
+struct PyComparator {
+    func: Py<PyAny>,
+    name: String,
+}
+
+impl mezzanine::Comparator for PyComparator {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        Python::attach(|py| {
+            let r = self
+                .func
+                .call1(py, (PyBytes::new(py, a), PyBytes::new(py, b)))
+                .and_then(|v| v.extract::<i64>(py));
+            match r {
+                Ok(n) => n.cmp(&0),
+                Err(e) => {
+                    // Like plyvel: keys were being placed by this order, and no answer is
+                    // safe to make up.
+                    e.print(py);
+                    eprintln!("FATAL ERROR: exception raised from a custom comparator");
+                    std::process::abort()
+                }
+            }
+        })
+    }
+}
+
+/// plyvel's checks of `comparator` / `comparator_name`, and the comparator they give.
+fn py_comparator(
+    comparator: Option<Bound<'_, PyAny>>,
+    comparator_name: Option<Bound<'_, PyAny>>,
+) -> PyResult<Option<Arc<dyn mezzanine::Comparator>>> {
+    let Some(func) = comparator.filter(|c| !c.is_none()) else {
+        if comparator_name.is_some_and(|n| !n.is_none()) {
+            return Err(PyValueError::new_err(
+                "'comparator_name' is only valid with 'comparator'",
+            ));
+        }
+        return Ok(None);
+    };
+    if !func.is_callable() {
+        return Err(PyTypeError::new_err("comparator must be a callable"));
+    }
+    let name = comparator_name
+        .and_then(|n| n.cast::<PyBytes>().ok().map(|b| b.as_bytes().to_vec()))
+        .ok_or_else(|| PyTypeError::new_err("comparator_name must be a byte string"))?;
+    let name = String::from_utf8(name)
+        .map_err(|_| PyValueError::new_err("comparator_name must be UTF-8"))?;
+    Ok(Some(Arc::new(PyComparator {
+        func: func.unbind(),
+        name,
+    })))
+}
+
 /// Default options with each keyword argument set by name (see [`set_option`]).
 fn options_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
     let mut opts = Options::default();
@@ -415,11 +498,17 @@ impl PyDb {
     /// `max_file_size`, `compression`, `bloom_filter_bits`), `preset` (`"leveldb"`,
     /// `"novelsm"`) and any Mezzanine option by name (e.g. `nvm_dir`, `nvm_memtable`,
     /// `nvm_persistence`, `wal_on_nvm`, `parallel_reads`).
+    ///
+    /// `comparator` (a callable `(a: bytes, b: bytes) -> int`, negative, zero or positive)
+    /// with `comparator_name` (bytes, recorded in the database and checked at every open)
+    /// orders the keys instead of bytewise, as plyvel's do. It is called from the engine's
+    /// threads (taking the GIL); it must not raise: an exception is printed and the process
+    /// aborts, as under plyvel, since an order that fails midway cannot be kept.
     #[new]
     #[pyo3(signature = (name, create_if_missing=false, error_if_exists=false, paranoid_checks=None,
         write_buffer_size=None, max_open_files=None, lru_cache_size=None, block_size=None,
         block_restart_interval=None, max_file_size=None, compression=Some("snappy".to_string()),
-        bloom_filter_bits=None, preset=None, **options))]
+        bloom_filter_bits=None, comparator=None, comparator_name=None, preset=None, **options))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -435,10 +524,15 @@ impl PyDb {
         max_file_size: Option<u64>,
         compression: Option<String>,
         bloom_filter_bits: Option<u32>,
+        comparator: Option<Bound<'_, PyAny>>,
+        comparator_name: Option<Bound<'_, PyAny>>,
         preset: Option<String>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyDb> {
-        let mut opts = Options::default();
+        let mut opts = Options {
+            comparator: py_comparator(comparator, comparator_name)?,
+            ..Options::default()
+        };
         if let Some(p) = preset {
             opts.set("preset", &p).map_err(to_py)?;
         }
@@ -580,6 +674,23 @@ impl PyDb {
     #[pyo3(signature = (transaction=false, sync=false))]
     fn write_batch(&self, transaction: bool, sync: bool) -> PyWriteBatch {
         PyWriteBatch::new(self.h.clone(), transaction, sync)
+    }
+
+    /// An optimistic transaction (a context manager that commits when the block ends,
+    /// and rolls back if it raises); its reads see a snapshot taken now plus its own
+    /// writes. A commit that conflicts raises `BusyError` and writes nothing.
+    #[pyo3(signature = (sync=false, set_snapshot=true))]
+    fn transaction(&self, sync: bool, set_snapshot: bool) -> PyResult<PyTransaction> {
+        let db = self.h.shared.db()?;
+        let opts = TxnOptions {
+            write_options: WriteOptions { sync },
+            set_snapshot,
+            ..TxnOptions::default()
+        };
+        Ok(PyTransaction {
+            h: self.h.clone(),
+            txn: Mutex::new(Some(db.begin_transaction(&opts))),
+        })
     }
 
     /// An iterator over a range (plyvel's arguments).
@@ -946,6 +1057,133 @@ impl PyWriteBatch {
 
     fn __len__(&self) -> usize {
         self.batch.lock().len()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Transaction
+// ---------------------------------------------------------------------------------------
+
+/// An optimistic transaction (`DB.transaction()`): reads see its snapshot plus its own
+/// writes; `get_for_update` and every write mark the key, and `commit` raises `BusyError`
+/// (writing nothing) if another writer wrote a marked key after the snapshot. `None` once
+/// committed.
+#[pyclass(frozen, module = "mezzanine", name = "Transaction")]
+#[derive(Debug)]
+struct PyTransaction {
+    h: Handle,
+    txn: Mutex<Option<Transaction>>,
+}
+
+impl PyTransaction {
+    /// Runs `f` on the open transaction; `InvalidArgumentError` once it is finished.
+    fn with<T>(&self, f: impl FnOnce(&mut Transaction) -> mezzanine::Result<T>) -> PyResult<T> {
+        let mut g = self.txn.lock();
+        let t = g
+            .as_mut()
+            .ok_or_else(|| invalid_err("the transaction is finished (committed)"))?;
+        f(t).map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl PyTransaction {
+    /// The value of `key` as the transaction sees it, or `default`.
+    #[pyo3(signature = (key, default=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: Buf<'_>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let k = self.h.key(&key);
+        let v = py.detach(|| self.with(|t| t.get(&k)))?;
+        Ok(match v {
+            Some(v) => Some(PyBytes::new(py, &v).into_any()),
+            None => default,
+        })
+    }
+
+    /// As `get`, and marks `key`: the commit fails if another writer writes it after the
+    /// transaction's snapshot.
+    #[pyo3(signature = (key, default=None))]
+    fn get_for_update<'py>(
+        &self,
+        py: Python<'py>,
+        key: Buf<'_>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let k = self.h.key(&key);
+        let v = py.detach(|| self.with(|t| t.get_for_update(&k)))?;
+        Ok(match v {
+            Some(v) => Some(PyBytes::new(py, &v).into_any()),
+            None => default,
+        })
+    }
+
+    /// Sets `key` to `value` in the transaction.
+    fn put(&self, key: Buf<'_>, value: Buf<'_>) -> PyResult<()> {
+        let k = self.h.key(&key);
+        self.with(|t| t.put(&k, &value))
+    }
+
+    /// Deletes `key` in the transaction.
+    fn delete(&self, key: Buf<'_>) -> PyResult<()> {
+        let k = self.h.key(&key);
+        self.with(|t| t.delete(&k))
+    }
+
+    /// Remembers the transaction's writes and marks, for `rollback_to_savepoint`.
+    fn set_savepoint(&self) -> PyResult<()> {
+        self.with(|t| {
+            t.set_savepoint();
+            Ok(())
+        })
+    }
+
+    /// Undoes what the transaction did since its newest savepoint.
+    fn rollback_to_savepoint(&self) -> PyResult<()> {
+        self.with(Transaction::rollback_to_savepoint)
+    }
+
+    /// Discards every write and mark (the transaction can be used again).
+    fn rollback(&self) -> PyResult<()> {
+        self.with(|t| {
+            t.rollback();
+            Ok(())
+        })
+    }
+
+    /// Validates and writes the transaction atomically; raises `BusyError` on a conflict.
+    /// The transaction is finished either way.
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        let t = self
+            .txn
+            .lock()
+            .take()
+            .ok_or_else(|| invalid_err("the transaction is finished (committed)"))?;
+        py.detach(|| t.commit()).map_err(to_py)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Commits, unless the block raised: then the transaction is dropped unwritten.
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            self.txn.lock().take();
+        } else if self.txn.lock().is_some() {
+            self.commit(py)?;
+        }
+        Ok(false)
     }
 }
 
@@ -1373,20 +1611,18 @@ fn destroy_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>)
         .map_err(to_py)
 }
 
-/// plyvel's `repair_db`. The engine does not rebuild a damaged database yet: this opens it
-/// (recovering its logs as every open does) and verifies every table. Success means there
-/// was nothing to repair; otherwise the error says what is wrong.
+/// plyvel's `repair_db` (LevelDB's `RepairDB`, the engine's `repair_db`): rebuilds the
+/// database in `name` from what still reads, keeping what it cannot use in `name/lost/`.
+/// Keyword arguments are options by name, as for `DB` (`preset`, `nvm_dir`, ...; they must
+/// name the database's NVM directory if it has one). Returns nothing, as plyvel's does;
+/// what was kept and lost is written to the database's `LOG`. Raises only if the repair
+/// itself fails (a missing directory, an open database, an I/O error).
 #[pyfunction]
 #[pyo3(signature = (name, **kwargs))]
 fn repair_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
-    let mut opts = options_from_kwargs(kwargs)?;
-    opts.create_if_missing = false;
-    py.detach(|| {
-        let db = Db::open(&name, opts)?;
-        let checked = db.verify().map(|_| ());
-        checked.and(db.close())
-    })
-    .map_err(to_py)
+    let opts = options_from_kwargs(kwargs)?;
+    py.detach(|| mezzanine::repair_db(&name, &opts).map(|_| ()))
+        .map_err(to_py)
 }
 
 /// The native module `mezzanine._mezzanine` (re-exported by the `mezzanine` package).
@@ -1396,6 +1632,7 @@ fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDb>()?;
     m.add_class::<PyPrefixedDb>()?;
     m.add_class::<PyWriteBatch>()?;
+    m.add_class::<PyTransaction>()?;
     m.add_class::<PySnapshot>()?;
     m.add_class::<PyIterator>()?;
     m.add_class::<PyRawIterator>()?;
@@ -1432,5 +1669,6 @@ fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NotFoundError", py.get_type::<NotFoundError>())?;
     m.add("LockedError", py.get_type::<LockedError>())?;
     m.add("BackgroundError", py.get_type::<BackgroundError>())?;
+    m.add("BusyError", py.get_type::<BusyError>())?;
     Ok(())
 }

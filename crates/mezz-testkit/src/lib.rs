@@ -21,6 +21,7 @@
 //! Thread-safety: every type here is used from one test thread at a time; the `crash`,
 //! `stress` and `lifecycle` runners start threads of their own (see each module).
 
+pub mod codec;
 pub mod crash;
 pub mod generator;
 pub mod lifecycle;
@@ -31,6 +32,7 @@ pub mod option_sets;
 pub mod runner;
 pub mod stress;
 
+pub use codec::KeyCodec;
 pub use generator::{GenConfig, KeySpace, OpGenerator, OpMix};
 pub use meta::{
     MEM_DIR, MetaFailure, ShrunkFailure, check_log, check_seed, find_failure, run_metamorphic,

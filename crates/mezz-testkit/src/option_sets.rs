@@ -249,14 +249,45 @@ impl OptionSets {
         Self(v)
     }
 
-    /// [`OptionSets::standard`] in the background modes named by `MEZZ_BACKGROUND`
+    /// Every preset in `Preset::ALL` with tiny tables under the reverse-bytewise comparator
+    /// (the runner stores keys through [`crate::KeyCodec`], so the model and the other
+    /// sets' histories still apply). Not among [`OptionSets::standard`]: those may replace
+    /// one another across a reopen, which a comparator forbids.
+    #[must_use]
+    pub fn reverse_order() -> Self {
+        let mut v = Vec::new();
+        for &p in Preset::ALL {
+            for (name, f) in [
+                ("reverse-order", tiny_sst as fn(&mut Options)),
+                ("reverse-order-prefix-blocks", |o: &mut Options| {
+                    tiny_sst(o);
+                    o.block_format = BlockFormat::Prefix;
+                    o.block_restart_interval = 4;
+                }),
+            ] {
+                let mut o = Options::preset(p);
+                f(&mut o);
+                o.comparator = Some(std::sync::Arc::new(mezzanine::ReverseBytewise));
+                with_simulated_nvm(&mut o);
+                v.push(NamedOptions {
+                    name: format!("{}/{name}", p.name()),
+                    options: o,
+                });
+            }
+        }
+        Self(v)
+    }
+
+    /// [`OptionSets::standard`] and [`OptionSets::reverse_order`] in the background modes
+    /// named by `MEZZ_BACKGROUND`
     /// (`threads`, `manual` or `both`, the default: see [`OptionSets::both_modes`]),
     /// narrowed to the names listed (comma-separated, matched as substrings, e.g.
     /// `novelsm/default+manual`) in the environment variable `MEZZ_OPTION_SETS` when it is
     /// set.
     #[must_use]
     pub fn from_env() -> Self {
-        let standard = Self::standard();
+        let mut standard = Self::standard();
+        standard.0.extend(Self::reverse_order().0);
         let all = match std::env::var("MEZZ_BACKGROUND").as_deref() {
             Ok("threads") => standard,
             Ok("manual") => standard.manual(),

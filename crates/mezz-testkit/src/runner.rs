@@ -22,6 +22,7 @@ use std::sync::Arc;
 use mezz_env::FileSystem;
 use mezzanine::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
+use crate::codec::KeyCodec;
 use crate::model::{Entry, Map, Model, View};
 use crate::op::{BatchOp, Op, Output, SeekStart, Step, op_to_rust};
 
@@ -84,6 +85,8 @@ pub struct Harness {
     snapshots: Vec<(Snapshot, Arc<Map>)>,
     /// Held iterators, in the order opened.
     iters: Vec<HeldIter>,
+    /// How the model's keys are stored (the options' comparator).
+    codec: KeyCodec,
 }
 
 /// An iterator kept across ops, with the model state it must keep showing.
@@ -187,6 +190,7 @@ impl Harness {
         let db =
             Db::open(dir, options.clone()).map_err(|e| Failure::general("open", "Ok", err(&e)))?;
         Ok(Self {
+            codec: KeyCodec::for_options(&options),
             fs,
             dir: dir.to_path_buf(),
             options,
@@ -246,6 +250,7 @@ impl Harness {
             // (more may be appended).
             options.ssd_paths.clone_from(&self.options.ssd_paths);
         }
+        self.codec = KeyCodec::for_options(&options);
         self.options = options;
     }
 
@@ -274,16 +279,31 @@ impl Harness {
             Failure::at(i, op, expected, found)
         };
         let wo = WriteOptions::default();
+        let c = self.codec;
+        let ro = |l: &Option<Vec<u8>>, u: &Option<Vec<u8>>| {
+            read_opts(
+                c.encode_opt(l.as_ref()).as_ref(),
+                c.encode_opt(u.as_ref()).as_ref(),
+            )
+        };
+        let dec = |v: Vec<Entry>| v.into_iter().map(|e| c.decode_entry(e)).collect::<Vec<_>>();
+        let dec_walk = |v: Vec<Option<Entry>>| {
+            v.into_iter()
+                .map(|e| e.map(|e| c.decode_entry(e)))
+                .collect::<Vec<_>>()
+        };
         let expected = match op {
             Op::Put { key, value } => {
                 self.db()
-                    .put(key, value)
+                    .put(&c.encode(key), value)
                     .map_err(|e| fail(&"Ok", &err(&e)))?;
                 self.model.put(key, value);
                 Output::Done
             }
             Op::Delete { key } => {
-                self.db().delete(key).map_err(|e| fail(&"Ok", &err(&e)))?;
+                self.db()
+                    .delete(&c.encode(key))
+                    .map_err(|e| fail(&"Ok", &err(&e)))?;
                 self.model.delete(key);
                 Output::Done
             }
@@ -291,8 +311,8 @@ impl Harness {
                 let mut b = WriteBatch::new();
                 for item in items {
                     match item {
-                        BatchOp::Put { key, value } => b.put(key, value),
-                        BatchOp::Delete { key } => b.delete(key),
+                        BatchOp::Put { key, value } => b.put(&c.encode(key), value),
+                        BatchOp::Delete { key } => b.delete(&c.encode(key)),
                     }
                 }
                 self.db().write(&wo, b).map_err(|e| fail(&"Ok", &err(&e)))?;
@@ -301,7 +321,10 @@ impl Harness {
             }
             Op::Get { key } => {
                 let want = Output::Value(self.model.view().get(key));
-                let got = self.db().get(key).map_err(|e| fail(&want, &err(&e)))?;
+                let got = self
+                    .db()
+                    .get(&c.encode(key))
+                    .map_err(|e| fail(&want, &err(&e)))?;
                 Self::compare(Output::Value(got), want, &fail)?
             }
             Op::Iterate {
@@ -318,10 +341,10 @@ impl Harness {
                 ));
                 let got = self
                     .db()
-                    .cursor(&read_opts(lower.as_ref(), upper.as_ref()))
+                    .cursor(&ro(lower, upper))
                     .and_then(|mut it| scan(&mut it, *reverse, *limit))
                     .map_err(|e| fail(&want, &err(&e)))?;
-                Self::compare(Output::Entries(got), want, &fail)?
+                Self::compare(Output::Entries(dec(got)), want, &fail)?
             }
             Op::Walk {
                 lower,
@@ -337,10 +360,10 @@ impl Harness {
                 ));
                 let got = self
                     .db()
-                    .cursor(&read_opts(lower.as_ref(), upper.as_ref()))
-                    .and_then(|mut it| walk(&mut it, start, steps))
+                    .cursor(&ro(lower, upper))
+                    .and_then(|mut it| walk(&mut it, &c.encode_start(start), steps))
                     .map_err(|e| fail(&want, &err(&e)))?;
-                Self::compare(Output::Walk(got), want, &fail)?
+                Self::compare(Output::Walk(dec_walk(got)), want, &fail)?
             }
             Op::TakeSnapshot => {
                 let s = self.db().snapshot();
@@ -365,14 +388,14 @@ impl Harness {
                         value: view.get(key),
                         entries: view.scan(lower.as_deref(), upper.as_deref(), *reverse, *limit),
                     };
-                    let mut ro = read_opts(lower.as_ref(), upper.as_ref());
+                    let mut ro = ro(lower, upper);
                     ro.snapshot = Some(snap.clone());
                     let db = self.db();
                     let got = db
-                        .get_opt(&ro, key)
+                        .get_opt(&ro, &c.encode(key))
                         .and_then(|value| {
                             let mut it = db.cursor(&ro)?;
-                            let entries = scan(&mut it, *reverse, *limit)?;
+                            let entries = dec(scan(&mut it, *reverse, *limit)?);
                             Ok(Output::SnapshotRead { value, entries })
                         })
                         .map_err(|e| fail(&want, &err(&e)))?;
@@ -398,7 +421,10 @@ impl Harness {
             }
             Op::CompactRange { begin, end } => {
                 self.db()
-                    .compact_range(begin.as_deref(), end.as_deref())
+                    .compact_range(
+                        c.encode_opt(begin.as_ref()).as_deref(),
+                        c.encode_opt(end.as_ref()).as_deref(),
+                    )
                     .map_err(|e| fail(&"Ok", &err(&e)))?;
                 Output::Done
             }
@@ -418,11 +444,11 @@ impl Harness {
                 let pos = model_pos.map(<[u8]>::to_vec);
                 let mut it = self
                     .db()
-                    .cursor(&read_opts(lower.as_ref(), upper.as_ref()))
+                    .cursor(&ro(lower, upper))
                     .map_err(|e| fail(&want, &err(&e)))?;
-                seek(&mut it, start);
+                seek(&mut it, &c.encode_start(start));
                 it.status().map_err(|e| fail(&want, &err(&e)))?;
-                let got = Self::compare(Output::Walk(vec![position(&it)]), want, &fail)?;
+                let got = Self::compare(Output::Walk(dec_walk(vec![position(&it)])), want, &fail)?;
                 self.iters.push(HeldIter {
                     it,
                     map,
@@ -451,7 +477,7 @@ impl Harness {
                         held.pos = last.as_ref().map(|(k, _)| k.clone());
                     }
                     let want = Output::Walk(want_steps);
-                    let got = step(&mut held.it, steps);
+                    let got = dec_walk(step(&mut held.it, steps));
                     held.it.status().map_err(|e| fail(&want, &err(&e)))?;
                     Self::compare(Output::Walk(got), want, &fail)?
                 }
@@ -493,6 +519,10 @@ impl Harness {
                 .cursor(&ReadOptions::default())
                 .and_then(|mut it| scan(&mut it, reverse, usize::MAX))
                 .map_err(|e| Failure::general("final scan", "Ok", err(&e)))?;
+            let got: Vec<Entry> = got
+                .into_iter()
+                .map(|e| self.codec.decode_entry(e))
+                .collect();
             let mut want = want.clone();
             if reverse {
                 want.reverse();

@@ -1,7 +1,8 @@
 //! Metamorphic test: one random op log run under every option set (every preset crossed
 //! with the variations of `OptionSets::standard`: tiny memtables and tables, L0 triggers
-//! 1/2/3, prefix and KeySet blocks, 256-byte blocks, no bloom filter, no block cache); every
-//! history must equal the model's and each other's.
+//! 1/2/3, prefix and KeySet blocks, 256-byte blocks, no bloom filter, no block cache), and
+//! every preset under the reverse-bytewise comparator (`OptionSets::reverse_order`, keys
+//! stored through `KeyCodec`); every history must equal the model's and each other's.
 //!
 //! CI: 8 seeds of 2,000 ops. `MEZZ_META_LONG=<n>` runs `n` more seeds of 5,000 ops;
 //! `MEZZ_OPTION_SETS=a,b` narrows the sets (substring match), e.g. to chase one failure.

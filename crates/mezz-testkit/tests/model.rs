@@ -260,3 +260,19 @@ fn reopen_under_changing_options_in(sets: &OptionSets, manual: bool) {
         assert!(next > 10, "seed {seed}: only {next} reopens");
     }
 }
+
+/// The model under the reverse-bytewise comparator: one seed per preset and block format
+/// (`OptionSets::reverse_order`; the runner stores keys through `KeyCodec`, so the model's
+/// bytewise order is the database's reverse order).
+#[test]
+fn model_under_the_reverse_order() {
+    for (i, set) in OptionSets::reverse_order().0.into_iter().enumerate() {
+        eprintln!("model: seed {}, {CI_OPS} ops, {}", 500 + i, set.name);
+        check_seed(
+            500 + i as u64,
+            CI_OPS,
+            &GenConfig::default(),
+            &OptionSets(vec![set]),
+        );
+    }
+}

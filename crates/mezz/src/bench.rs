@@ -46,7 +46,8 @@ struct BenchArgs {
     /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, fillsync, readrandom,
     /// readseq, readreverse, seekrandom, deleterandom, readwhilewriting, stats, reopen, ycsb-load,
     /// ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f, ycsb-r10, ycsb-r90 (10 % and 90 % reads,
-    /// the rest updates). `name@N` runs that benchmark with N threads instead of --threads
+    /// the rest updates), rmw-plain, rmw-batch, rmw-txn (read-modify-writes of 1-4 keys: plain
+    /// puts, one batch, an optimistic transaction). `name@N` runs that benchmark with N threads instead of --threads
     /// (e.g. `fillrandom,readrandom,readrandom@2`: one database read by 1 and by 2 threads).
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,

@@ -1,7 +1,7 @@
 //! `mezz`: the Mezzanine command-line tool.
 //!
-//! One module per subcommand (`put`, `get`, `delete`, `scan`, `stats`, `check`, `bench`,
-//! `stress`, `nvm-calibrate` in `calibrate`, `serve`);
+//! One module per subcommand (`put`, `get`, `delete`, `scan`, `stats`, `check`, `repair`,
+//! `bench`, `stress`, `nvm-calibrate` in `calibrate`, `serve`);
 //! `common` holds what they share: the database arguments (`DB`, `--preset`, `--opt k=v`),
 //! opening the database, byte escaping, and the error type. A new subcommand is one more
 //! module plus one variant of [`Command`].
@@ -16,6 +16,7 @@ mod common;
 mod delete;
 mod get;
 mod put;
+mod repair;
 mod scan;
 mod serve;
 mod stats;
@@ -49,6 +50,9 @@ enum Command {
     Stats(stats::Args),
     /// Verify every table and checksum; non-zero exit on corruption.
     Check(check::Args),
+    /// Rebuild a damaged database from what still reads (LevelDB's RepairDB) and print what
+    /// was kept and lost; what could not be used is moved to DB/lost/.
+    Repair(repair::Args),
     /// Run db_bench-style benchmarks.
     Bench(bench::Args),
     /// Kill -9 crash test: a child runs a random workload until it is killed, at a random
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         Command::Scan(a) => scan::run(&a),
         Command::Stats(a) => stats::run(&a),
         Command::Check(a) => check::run(&a),
+        Command::Repair(a) => repair::run(&a),
         Command::Bench(mut a) => bench::run(&mut a),
         Command::NvmCalibrate(a) => calibrate::run(&a),
         Command::Serve(a) => serve::run(&a),

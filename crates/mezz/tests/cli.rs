@@ -555,3 +555,38 @@ fn serve_rejects_bad_arguments() {
         assert!(stderr(&o).contains(want), "{a:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn repair_rebuilds_a_database_without_its_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let dbs = path(&db);
+    ok(&["put", dbs, "a", "1"]);
+    ok(&["put", dbs, "b", "2"]);
+    ok(&["delete", dbs, "a"]);
+    let mut removed = 0;
+    for e in std::fs::read_dir(&db).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("MANIFEST-") || name == "CURRENT" {
+            std::fs::remove_file(&p).unwrap();
+            removed += 1;
+        }
+    }
+    assert!(removed >= 2);
+    assert_eq!(mezz(&["get", dbs, "b"]).status.code(), Some(2));
+    let out = ok(&["repair", dbs]);
+    assert!(out.starts_with("repaired "), "{out}");
+    assert!(out.contains("manifest: none found"), "{out}");
+    assert!(out.contains("max sequence: 3"), "{out}");
+    assert_eq!(ok(&["get", dbs, "b"]), "2\n");
+    assert_eq!(
+        mezz(&["get", dbs, "a"]).status.code(),
+        Some(1),
+        "still deleted"
+    );
+    // A repair that cannot run (no such directory) fails with exit code 2.
+    let o = mezz(&["repair", path(&dir.path().join("missing"))]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).starts_with("mezz: repair of"), "{}", stderr(&o));
+}

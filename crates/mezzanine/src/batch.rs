@@ -305,6 +305,74 @@ impl WriteBatch {
     }
 }
 
+/// A point in a batch's history (its size and count), to cut the batch back to
+/// ([`WriteBatch::truncate_to`]): what savepoints of indexed batches keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchMark {
+    bytes: usize,
+    count: u32,
+}
+
+impl WriteBatch {
+    /// The batch's current end, for [`WriteBatch::truncate_to`]; also the offset at which
+    /// the next update's record starts ([`WriteBatch::op_at`]).
+    #[must_use]
+    pub(crate) fn mark(&self) -> BatchMark {
+        BatchMark {
+            bytes: self.rep.len(),
+            count: self.count(),
+        }
+    }
+
+    /// The offset of a mark: where the record added after it starts.
+    #[must_use]
+    pub(crate) fn mark_offset(m: BatchMark) -> usize {
+        m.bytes
+    }
+
+    /// Drops every update added after `m` (a mark of this batch, taken since its last
+    /// `clear`). A mark beyond the batch's end leaves the batch unchanged.
+    pub(crate) fn truncate_to(&mut self, m: BatchMark) {
+        if m.bytes >= HEADER_LEN && m.bytes <= self.rep.len() {
+            self.rep.truncate(m.bytes);
+            self.set_count(m.count);
+        }
+    }
+
+    /// The update whose record starts at byte `offset` (a [`WriteBatch::mark_offset`] taken
+    /// just before it was added), or `None` if no record starts there.
+    #[must_use]
+    pub(crate) fn op_at(&self, offset: usize) -> Option<BatchOp<'_>> {
+        if offset < HEADER_LEN {
+            return None;
+        }
+        let mut pos = offset;
+        decode_record(&self.rep, &mut pos).ok()
+    }
+
+    /// The updates in insertion order, each with the offset its record starts at.
+    pub(crate) fn ops_with_offsets(&self) -> impl Iterator<Item = (usize, BatchOp<'_>)> + '_ {
+        let mut pos = HEADER_LEN;
+        let mut remaining = self.count();
+        std::iter::from_fn(move || {
+            if remaining == 0 {
+                return None;
+            }
+            let start = pos;
+            match decode_record(&self.rep, &mut pos) {
+                Ok(op) => {
+                    remaining -= 1;
+                    Some((start, op))
+                }
+                Err(_) => {
+                    remaining = 0;
+                    None
+                }
+            }
+        })
+    }
+}
+
 impl<'a> IntoIterator for &'a WriteBatch {
     type Item = BatchOp<'a>;
     type IntoIter = BatchIter<'a>;
@@ -400,6 +468,38 @@ mod tests {
         assert_eq!(a.sequence(), 0);
         assert!(a.approximate_size() < size_before);
         assert_eq!(a.iter().count(), 0);
+    }
+
+    #[test]
+    fn marks_cut_a_batch_back_and_offsets_find_records() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        let m = b.mark();
+        let off = WriteBatch::mark_offset(m);
+        b.delete(b"b");
+        b.put(b"c", b"3");
+        let op = b.op_at(off).unwrap();
+        assert_eq!((op.kind, op.key), (ValueKind::Deletion, &b"b"[..]));
+        let offs: Vec<_> = b
+            .ops_with_offsets()
+            .map(|(o, op)| (o, op.key.to_vec()))
+            .collect();
+        assert_eq!(offs.len(), 3);
+        assert_eq!(offs[1], (off, b"b".to_vec()));
+        assert!(b.op_at(0).is_none());
+        b.truncate_to(m);
+        assert_eq!(
+            ops(&b),
+            vec![(ValueKind::Value, b"a".to_vec(), b"1".to_vec())]
+        );
+        WriteBatch::from_data(b.data().to_vec()).unwrap();
+        // A mark past the end changes nothing.
+        let far = BatchMark {
+            bytes: 1000,
+            count: 9,
+        };
+        b.truncate_to(far);
+        assert_eq!(b.len(), 1);
     }
 
     #[test]

@@ -68,6 +68,11 @@ pub enum Error {
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
+    /// A transaction could not commit: a key it marked (read for update, or wrote) was
+    /// written by another writer after the transaction's snapshot. Nothing of the
+    /// transaction was written; retrying it from the start may succeed.
+    #[error("busy: {0}")]
+    Busy(String),
 }
 
 impl Error {
@@ -136,7 +141,15 @@ impl Error {
             Self::Locked(p) => Self::Locked(p.clone()),
             Self::Background(m) => Self::Background(m.clone()),
             Self::Closed => Self::Closed,
+            Self::Busy(m) => Self::Busy(m.clone()),
         }
+    }
+
+    /// Whether this is a transaction conflict ([`Error::Busy`]): the transaction wrote
+    /// nothing and may be retried.
+    #[must_use]
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Self::Busy(_))
     }
 
     /// Whether this is a corruption error.

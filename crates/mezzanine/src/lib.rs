@@ -39,7 +39,8 @@
 //! Layout (one folder per concept; `docs/impl.md` maps where each design plugs in):
 //! - `options/`: one `Options` struct, its presets, validation and text form.
 //! - `db/`: the `Db` handle: open/recovery, the write path with group commit, reads,
-//!   snapshots, background jobs, properties.
+//!   snapshots, optimistic transactions and indexed write batches, background jobs,
+//!   properties.
 //! - `memtable/`: DRAM and NVM memtables (`nvm_list`) and the memtable set (`set`), which
 //!   owns every memtable in read order and builds super versions.
 //! - `storage/`: where table bytes live (SSD directories, the NVM pool: `nvm`).
@@ -77,10 +78,19 @@ pub(crate) mod version;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, destroy_db};
+pub use db::{
+    BatchDbIterator, BatchValue, Db, Transaction, TxnOptions, WriteBatchWithIndex, destroy_db,
+    repair_db,
+};
+/// What [`repair_db`] found and did.
+pub mod repair {
+    pub use crate::db::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable};
+}
+pub use db::RepairReport;
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Iter, KvPair};
-pub use mezz_format::{SeqNo, ValueKind};
+pub use mezz_format::order::{BYTEWISE_NAME, CaseInsensitive, ReverseBytewise};
+pub use mezz_format::{Comparator, KeyOrder, SeqNo, ValueKind};
 pub use options::{
     BlockFormat, Options, PlacementPolicy, Preset, ReadOptions, RecoveryMode, Snapshot,
     WriteOptions,

@@ -124,6 +124,10 @@ pub struct Stats {
     pub compaction_micros: u64,
     /// Stall time by cause.
     pub stalls: StallStats,
+    /// Transactions committed (those with something to write or validate).
+    pub txn_commits: u64,
+    /// Transaction commits refused with `Busy` (a marked key written after its mark).
+    pub txn_conflicts: u64,
     /// Latency of `get`.
     pub get_latency: LatencySummary,
     /// Latency of `put` / `delete` / `write` (from the call to its return).
@@ -529,6 +533,8 @@ pub struct StatsCollector {
     pub pending_bytes_stop_micros: AtomicU64,
     pub delayed_writes: AtomicU64,
     pub stopped_writes: AtomicU64,
+    pub txn_commits: AtomicU64,
+    pub txn_conflicts: AtomicU64,
     pub encode_bytes: AtomicU64,
     pub encode_micros: AtomicU64,
     /// The read counters every SST of the DB's table cache adds to (bytes read and decode
@@ -618,6 +624,8 @@ impl StatsCollector {
                 delayed_writes: g(&self.delayed_writes),
                 stopped_writes: g(&self.stopped_writes),
             },
+            txn_commits: g(&self.txn_commits),
+            txn_conflicts: g(&self.txn_conflicts),
             get_latency: self.get_latency.summary(),
             write_latency: self.write_latency.summary(),
             encode_bytes: g(&self.encode_bytes),
@@ -831,6 +839,13 @@ impl std::fmt::Display for Stats {
             s.pending_bytes_slowdown_micros as f64 / 1e6,
             s.pending_bytes_stop_micros as f64 / 1e6
         )?;
+        if self.txn_commits + self.txn_conflicts > 0 {
+            writeln!(
+                f,
+                "** Transactions **\ncommitted {}  refused (Busy) {}",
+                self.txn_commits, self.txn_conflicts
+            )?;
+        }
         writeln!(f, "** Latency **")?;
         fmt_latency(f, "get", &self.get_latency)?;
         fmt_latency(f, "write", &self.write_latency)?;

@@ -117,10 +117,16 @@ fn properties(dir: &Path, id: u64) -> TableProperties {
     let fs = PosixFs::new();
     let size = fs.file_size(&path).unwrap();
     let file = fs.open_read(&path).unwrap();
-    TableReader::open(Arc::clone(&file), size, 0, None)
-        .unwrap()
-        .properties()
-        .clone()
+    TableReader::open(
+        Arc::clone(&file),
+        size,
+        0,
+        None,
+        &mezz_format::KeyOrder::default(),
+    )
+    .unwrap()
+    .properties()
+    .clone()
 }
 
 /// Checks that every live table has the codec `want` gives its level; returns the codecs

@@ -91,3 +91,33 @@ fn a_caller_logger_takes_the_lines_instead_of_a_file() {
         "{got:?}"
     );
 }
+
+/// An old info log's name carries a time (`LOG.old.<micros>`), not a file number: new
+/// files keep being numbered after the database's own files.
+#[test]
+fn old_info_logs_do_not_raise_file_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..3u32 {
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        fill(&db, 10 + round);
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    assert!(std::fs::read_dir(dir.path()).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("LOG.old.")
+    }));
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(n) = name
+            .strip_suffix(".sst")
+            .or_else(|| name.strip_suffix(".log"))
+            .or_else(|| name.strip_prefix("MANIFEST-"))
+        {
+            let n: u64 = n.parse().unwrap();
+            assert!(n < 1000, "{name}");
+        }
+    }
+}

@@ -36,7 +36,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use mezz_format::ikey::compare_internal_keys;
+use mezz_format::KeyOrder;
 
 use crate::table::TableMeta;
 
@@ -56,21 +56,23 @@ pub struct RowKeySizes {
     keys: Vec<Vec<u8>>,
     /// `cum[i]` = bytes of items `0..i` (one more element than `keys`).
     cum: Vec<u64>,
+    /// The order of `keys`.
+    order: KeyOrder,
 }
 
 impl RowKeySizes {
-    /// Builds the description from `(user key, bytes)` items in any order; items with equal
-    /// keys are merged (their bytes added).
+    /// Builds the description from `(user key, bytes)` items in any order, sorted by
+    /// `order`; items with equal keys are merged (their bytes added).
     #[must_use]
-    pub fn new(items: impl IntoIterator<Item = (Vec<u8>, u64)>) -> RowKeySizes {
+    pub fn new(items: impl IntoIterator<Item = (Vec<u8>, u64)>, order: &KeyOrder) -> RowKeySizes {
         let mut items: Vec<(Vec<u8>, u64)> = items.into_iter().collect();
-        items.sort_by(|a, b| a.0.cmp(&b.0));
+        items.sort_by(|a, b| order.compare_user(&a.0, &b.0));
         let mut keys: Vec<Vec<u8>> = Vec::with_capacity(items.len());
         let mut cum = Vec::with_capacity(items.len() + 1);
         cum.push(0u64);
         for (k, b) in items {
             let total = cum.last().copied().unwrap_or(0).saturating_add(b);
-            if keys.last() == Some(&k) {
+            if keys.last().is_some_and(|l| order.same_user(l, &k)) {
                 if let Some(last) = cum.last_mut() {
                     *last = total;
                 }
@@ -79,7 +81,11 @@ impl RowKeySizes {
                 cum.push(total);
             }
         }
-        RowKeySizes { keys, cum }
+        RowKeySizes {
+            keys,
+            cum,
+            order: order.clone(),
+        }
     }
 
     /// Total bytes.
@@ -105,13 +111,16 @@ impl RowKeySizes {
     fn first_after(&self, cursor: &ColumnCursor) -> usize {
         match cursor {
             ColumnCursor::Start => 0,
-            ColumnCursor::After(c) => self.keys.partition_point(|k| k.as_slice() <= c.as_slice()),
+            ColumnCursor::After(c) => self
+                .keys
+                .partition_point(|k| self.order.compare_user(k, c).is_le()),
         }
     }
 
     /// Index of the first key above `k`.
     fn first_above(&self, k: &[u8]) -> usize {
-        self.keys.partition_point(|x| x.as_slice() <= k)
+        self.keys
+            .partition_point(|x| self.order.compare_user(x, k).is_le())
     }
 
     /// Bytes of items `[from, to)`.
@@ -192,6 +201,49 @@ impl ColumnPlan {
 }
 
 /// Where the column stood before its last unit was added (to take that unit back).
+/// A row's next key in the planner's heap, ordered by the key under the database's order,
+/// then by row and index (as the tuple `(key, row, index)` orders under bytewise keys).
+struct HeapItem<'a> {
+    key: &'a [u8],
+    row: usize,
+    index: usize,
+    order: &'a KeyOrder,
+}
+
+impl<'a> HeapItem<'a> {
+    fn new(key: &'a [u8], row: usize, index: usize, order: &'a KeyOrder) -> Self {
+        Self {
+            key,
+            row,
+            index,
+            order,
+        }
+    }
+}
+
+impl PartialEq for HeapItem<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for HeapItem<'_> {}
+
+impl PartialOrd for HeapItem<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HeapItem<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.order
+            .compare_user(self.key, other.key)
+            .then(self.row.cmp(&other.row))
+            .then(self.index.cmp(&other.index))
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Taken {
     end: Vec<u8>,
@@ -211,7 +263,9 @@ pub fn plan_column(
     l1: &[Arc<TableMeta>],
     cursor: &ColumnCursor,
     bounds: ColumnBounds,
+    order: &KeyOrder,
 ) -> Option<ColumnPlan> {
+    let lt = |a: &[u8], b: &[u8]| order.compare_user(a, b).is_lt();
     let upper = bounds.upper.max(bounds.lower);
     let after_cursor = rows.iter().any(|r| r.first_after(cursor) < r.len());
     let wrapped = !after_cursor && *cursor != ColumnCursor::Start;
@@ -222,21 +276,23 @@ pub fn plan_column(
     };
 
     // The rows' next keys, smallest first: (key, row, index of that key in the row).
-    let mut heap: BinaryHeap<Reverse<(&[u8], usize, usize)>> = rows
+    let mut heap: BinaryHeap<Reverse<HeapItem<'_>>> = rows
         .iter()
         .enumerate()
         .filter_map(|(r, row)| {
             let i = row.first_after(&from);
-            row.keys.get(i).map(|k| Reverse((k.as_slice(), r, i)))
+            row.keys
+                .get(i)
+                .map(|k| Reverse(HeapItem::new(k, r, i, order)))
         })
         .collect();
-    let start = heap.peek()?.0.0.to_vec();
+    let start = heap.peek()?.0.key.to_vec();
 
     let mut tables: Vec<&Arc<TableMeta>> = l1.iter().collect();
-    tables.sort_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
+    tables.sort_by(|a, b| order.compare_internal(&a.smallest, &b.smallest));
     // The first table that can overlap the column: the first whose largest user key is at
     // or after `start`.
-    let mut ti = tables.partition_point(|t| t.largest_user_key() < start.as_slice());
+    let mut ti = tables.partition_point(|t| lt(t.largest_user_key(), &start));
 
     let mut inputs: Vec<Arc<TableMeta>> = Vec::new();
     let (mut row_bytes, mut l1_bytes) = (0u64, 0u64);
@@ -244,21 +300,21 @@ pub fn plan_column(
     let mut before: Option<Taken> = None;
     let (mut below_lower, mut above_upper) = (true, false);
 
-    while let Some(Reverse((next_key, _, _))) = heap.peek().copied() {
+    while let Some(next_key) = heap.peek().map(|h| h.0.key) {
         // The next unit: the next L1 table if it starts at or before the next row key (with
         // every table chained to it by a shared boundary user key), else that row key.
         let mut unit_end = next_key.to_vec();
         let mut unit_tables = Vec::new();
         if let Some(t) = tables.get(ti)
-            && t.smallest_user_key() <= next_key
+            && !lt(next_key, t.smallest_user_key())
         {
             unit_end = t.largest_user_key().to_vec();
             unit_tables.push(Arc::clone(t));
             ti += 1;
             while let Some(t) = tables.get(ti)
-                && t.smallest_user_key() <= unit_end.as_slice()
+                && !lt(&unit_end, t.smallest_user_key())
             {
-                if t.largest_user_key() > unit_end.as_slice() {
+                if lt(&unit_end, t.largest_user_key()) {
                     unit_end = t.largest_user_key().to_vec();
                 }
                 unit_tables.push(Arc::clone(t));
@@ -267,8 +323,8 @@ pub fn plan_column(
         }
         // Take every row item up to the unit's end.
         let mut unit_rows = 0u64;
-        while let Some(Reverse((k, r, i))) = heap.peek().copied() {
-            if k > unit_end.as_slice() {
+        while let Some((k, r, i)) = heap.peek().map(|h| (h.0.key, h.0.row, h.0.index)) {
+            if lt(&unit_end, k) {
                 break;
             }
             heap.pop();
@@ -276,7 +332,7 @@ pub fn plan_column(
             let next = row.first_above(&unit_end);
             unit_rows = unit_rows.saturating_add(row.bytes(i, next));
             if let Some(k) = row.keys.get(next) {
-                heap.push(Reverse((k.as_slice(), r, next)));
+                heap.push(Reverse(HeapItem::new(k, r, next, order)));
             }
         }
         let unit_l1: u64 = unit_tables.iter().map(|t| t.size).sum();
@@ -332,7 +388,10 @@ mod tests {
     use crate::version::tests::meta;
 
     fn row(items: &[(&str, u64)]) -> RowKeySizes {
-        RowKeySizes::new(items.iter().map(|&(k, b)| (k.as_bytes().to_vec(), b)))
+        RowKeySizes::new(
+            items.iter().map(|&(k, b)| (k.as_bytes().to_vec(), b)),
+            &mezz_format::KeyOrder::default(),
+        )
     }
 
     fn l1(tables: &[(u64, &str, &str, u64)]) -> Vec<Arc<TableMeta>> {
@@ -385,19 +444,22 @@ mod tests {
 
     #[test]
     fn column_row_key_sizes_merge_and_count() {
-        let r = RowKeySizes::new(vec![
-            (b"c".to_vec(), 5),
-            (b"a".to_vec(), 1),
-            (b"c".to_vec(), 7),
-            (b"b".to_vec(), 2),
-        ]);
+        let r = RowKeySizes::new(
+            vec![
+                (b"c".to_vec(), 5),
+                (b"a".to_vec(), 1),
+                (b"c".to_vec(), 7),
+                (b"b".to_vec(), 2),
+            ],
+            &mezz_format::KeyOrder::default(),
+        );
         assert_eq!(r.len(), 3);
         assert_eq!(r.total_bytes(), 15);
         assert_eq!(r.bytes_between(&ColumnCursor::Start, b"b"), 3);
         assert_eq!(r.bytes_between(&after("a"), b"c"), 14);
         assert_eq!(r.bytes_between(&after("c"), b"z"), 0);
         assert_eq!(r.bytes_between(&after("b"), b"a"), 0);
-        assert!(RowKeySizes::new(Vec::new()).is_empty());
+        assert!(RowKeySizes::new(Vec::new(), &mezz_format::KeyOrder::default()).is_empty());
         assert_eq!(
             ColumnBounds::from_sst_size(10, 64 << 20),
             bounds(320 << 20, 640 << 20)
@@ -410,7 +472,14 @@ mod tests {
             row(&[("a", 10), ("c", 10), ("e", 10), ("g", 10)]),
             row(&[("b", 10), ("c", 10), ("f", 10)]),
         ];
-        let p = plan_column(&rows, &[], &ColumnCursor::Start, bounds(35, 100)).unwrap();
+        let p = plan_column(
+            &rows,
+            &[],
+            &ColumnCursor::Start,
+            bounds(35, 100),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p, &rows, &[]);
         // a 10, b 10, c 20 (both rows: the user key is not split) -> 40 >= 35.
         assert_eq!(
@@ -421,7 +490,14 @@ mod tests {
         assert!(!p.below_lower && !p.above_upper && !p.wrapped);
         assert_eq!(p.next_cursor, after("c"));
         // The next column continues after "c" and takes the rest, below the lower bound.
-        let p2 = plan_column(&rows, &[], &p.next_cursor, bounds(35, 100)).unwrap();
+        let p2 = plan_column(
+            &rows,
+            &[],
+            &p.next_cursor,
+            bounds(35, 100),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p2, &rows, &[]);
         assert_eq!(
             (p2.start.as_slice(), p2.end.as_slice()),
@@ -431,8 +507,26 @@ mod tests {
         assert!(p2.below_lower);
         assert_eq!(p2.next_cursor, ColumnCursor::Start);
         // Nothing at all.
-        assert!(plan_column(&[], &[], &ColumnCursor::Start, bounds(1, 2)).is_none());
-        assert!(plan_column(&[RowKeySizes::default()], &[], &after("x"), bounds(1, 2)).is_none());
+        assert!(
+            plan_column(
+                &[],
+                &[],
+                &ColumnCursor::Start,
+                bounds(1, 2),
+                &mezz_format::KeyOrder::default()
+            )
+            .is_none()
+        );
+        assert!(
+            plan_column(
+                &[RowKeySizes::default()],
+                &[],
+                &after("x"),
+                bounds(1, 2),
+                &mezz_format::KeyOrder::default()
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -440,7 +534,14 @@ mod tests {
         let rows = vec![row(&[("a", 5), ("d", 5), ("f", 5), ("m", 5), ("x", 5)])];
         let tables = l1(&[(7, "c", "g", 100)]);
         // "a" alone (5) is short; the table unit [.., g] brings d, f and 100 L1 bytes.
-        let p = plan_column(&rows, &tables, &ColumnCursor::Start, bounds(50, 500)).unwrap();
+        let p = plan_column(
+            &rows,
+            &tables,
+            &ColumnCursor::Start,
+            bounds(50, 500),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p, &rows, &tables);
         assert_eq!(
             (p.start.as_slice(), p.end.as_slice()),
@@ -450,7 +551,14 @@ mod tests {
         assert_eq!((p.row_bytes, p.l1_bytes), (15, 100));
         assert_eq!(p.next_cursor, after("g"));
         // After the table: the gap holds row keys only.
-        let p2 = plan_column(&rows, &tables, &p.next_cursor, bounds(8, 500)).unwrap();
+        let p2 = plan_column(
+            &rows,
+            &tables,
+            &p.next_cursor,
+            bounds(8, 500),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p2, &rows, &tables);
         assert_eq!(
             (p2.start.as_slice(), p2.end.as_slice()),
@@ -458,7 +566,14 @@ mod tests {
         );
         assert!(ids(&p2).is_empty());
         // A cursor inside the table: the column still takes the whole table.
-        let p3 = plan_column(&rows, &tables, &after("e"), bounds(1, 500)).unwrap();
+        let p3 = plan_column(
+            &rows,
+            &tables,
+            &after("e"),
+            bounds(1, 500),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p3, &rows, &tables);
         assert_eq!(
             (p3.start.as_slice(), p3.end.as_slice()),
@@ -472,7 +587,14 @@ mod tests {
     fn column_cursor_wraps_around() {
         let rows = vec![row(&[("b", 10), ("d", 10)]), row(&[("c", 10)])];
         let tables = l1(&[(1, "a", "b", 30), (2, "c", "c", 30), (3, "x", "z", 30)]);
-        let p = plan_column(&rows, &tables, &after("d"), bounds(35, 1000)).unwrap();
+        let p = plan_column(
+            &rows,
+            &tables,
+            &after("d"),
+            bounds(35, 1000),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p, &rows, &tables);
         assert!(p.wrapped);
         assert_eq!(p.start, b"b");
@@ -482,7 +604,14 @@ mod tests {
         assert_eq!(p.next_cursor, after("b"));
         // A cursor beyond every key wraps as well; the last column of a sweep hands back
         // Start and takes no table without row data ("x".."z").
-        let q = plan_column(&rows, &tables, &after("zz"), bounds(1000, 2000)).unwrap();
+        let q = plan_column(
+            &rows,
+            &tables,
+            &after("zz"),
+            bounds(1000, 2000),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&q, &rows, &tables);
         assert!(q.wrapped && q.below_lower);
         assert_eq!(q.end, b"d");
@@ -490,9 +619,15 @@ mod tests {
         assert_eq!(q.next_cursor, ColumnCursor::Start);
         // From Start nothing wraps.
         assert!(
-            !plan_column(&rows, &tables, &ColumnCursor::Start, bounds(1, 2))
-                .unwrap()
-                .wrapped
+            !plan_column(
+                &rows,
+                &tables,
+                &ColumnCursor::Start,
+                bounds(1, 2),
+                &mezz_format::KeyOrder::default()
+            )
+            .unwrap()
+            .wrapped
         );
     }
 
@@ -500,7 +635,14 @@ mod tests {
     fn column_that_cannot_reach_the_lower_bound() {
         let rows = vec![row(&[("a", 1), ("b", 1)]), row(&[("b", 1), ("c", 1)])];
         let tables = l1(&[(4, "b", "b", 10)]);
-        let p = plan_column(&rows, &tables, &ColumnCursor::Start, bounds(1000, 2000)).unwrap();
+        let p = plan_column(
+            &rows,
+            &tables,
+            &ColumnCursor::Start,
+            bounds(1000, 2000),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p, &rows, &tables);
         assert!(p.below_lower && !p.above_upper);
         assert_eq!(
@@ -516,20 +658,41 @@ mod tests {
         let rows = vec![row(&[("a", 10), ("b", 10), ("m", 10), ("q", 10)])];
         let tables = l1(&[(5, "k", "p", 1000), (6, "s", "t", 10)]);
         // a + b = 20 < 50; the next unit (table 5 with "m") would reach 1030 > 100: leave it.
-        let p = plan_column(&rows, &tables, &ColumnCursor::Start, bounds(50, 100)).unwrap();
+        let p = plan_column(
+            &rows,
+            &tables,
+            &ColumnCursor::Start,
+            bounds(50, 100),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p, &rows, &tables);
         assert_eq!(p.end, b"b");
         assert!(ids(&p).is_empty());
         assert!(p.below_lower && !p.above_upper);
         // Starting at that table, it is the first unit and is taken although too large.
-        let p2 = plan_column(&rows, &tables, &p.next_cursor, bounds(50, 100)).unwrap();
+        let p2 = plan_column(
+            &rows,
+            &tables,
+            &p.next_cursor,
+            bounds(50, 100),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p2, &rows, &tables);
         assert_eq!(ids(&p2), vec![5]);
         assert_eq!(p2.end, b"p");
         assert!(p2.above_upper && !p2.below_lower);
         assert_eq!(p2.next_cursor, after("p"));
         // The last column: "q" and, in the gap after the tables, nothing more.
-        let p3 = plan_column(&rows, &tables, &p2.next_cursor, bounds(50, 100)).unwrap();
+        let p3 = plan_column(
+            &rows,
+            &tables,
+            &p2.next_cursor,
+            bounds(50, 100),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p3, &rows, &tables);
         assert_eq!(
             (p3.start.as_slice(), p3.end.as_slice()),
@@ -544,7 +707,14 @@ mod tests {
         let rows = vec![row(&[("a", 1), ("e", 1), ("h", 1)])];
         // Tables 1 and 2 both hold versions of user key "e".
         let tables = l1(&[(2, "e", "g", 5), (1, "c", "e", 5)]);
-        let p = plan_column(&rows, &tables, &ColumnCursor::Start, bounds(3, 100)).unwrap();
+        let p = plan_column(
+            &rows,
+            &tables,
+            &ColumnCursor::Start,
+            bounds(3, 100),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         check(&p, &rows, &tables);
         assert_eq!(ids(&p), vec![1, 2]);
         assert_eq!(p.end, b"g");
@@ -556,11 +726,13 @@ mod tests {
         // spread over the whole space. L1 cuts the space every 100 keys.
         let mut rows = vec![RowKeySizes::new(
             (0..1000).map(|i| (format!("k{i:04}").into_bytes(), 100)),
+            &mezz_format::KeyOrder::default(),
         )];
         for r in 0..3 {
-            rows.push(RowKeySizes::new((0..10).map(|i| {
-                (format!("k{:04}", i * 997 % 1000 + r).into_bytes(), 50)
-            })));
+            rows.push(RowKeySizes::new(
+                (0..10).map(|i| (format!("k{:04}", i * 997 % 1000 + r).into_bytes(), 50)),
+                &mezz_format::KeyOrder::default(),
+            ));
         }
         let tables: Vec<Arc<TableMeta>> = (0..10u64)
             .map(|t| {
@@ -574,7 +746,14 @@ mod tests {
         let mut covered = 0u64;
         let mut columns = 0;
         loop {
-            let p = plan_column(&rows, &tables, &cursor, b).unwrap();
+            let p = plan_column(
+                &rows,
+                &tables,
+                &cursor,
+                b,
+                &mezz_format::KeyOrder::default(),
+            )
+            .unwrap();
             check(&p, &rows, &tables);
             assert!(!p.wrapped);
             if p.next_cursor != ColumnCursor::Start {
@@ -606,12 +785,15 @@ mod tests {
             let rows: Vec<RowKeySizes> = (0..nrows)
                 .map(|_| {
                     let n = rng.random_range(0..40);
-                    RowKeySizes::new((0..n).map(|_| {
-                        (
-                            format!("{:03}", rng.random_range(0..200)).into_bytes(),
-                            rng.random_range(1..50),
-                        )
-                    }))
+                    RowKeySizes::new(
+                        (0..n).map(|_| {
+                            (
+                                format!("{:03}", rng.random_range(0..200)).into_bytes(),
+                                rng.random_range(1..50),
+                            )
+                        }),
+                        &mezz_format::KeyOrder::default(),
+                    )
                 })
                 .collect();
             let mut tables = Vec::new();
@@ -637,7 +819,13 @@ mod tests {
             let mut covered = 0;
             let mut last_end: Option<Vec<u8>> = None;
             for _ in 0..1000 {
-                let Some(p) = plan_column(&rows, &tables, &cursor, b) else {
+                let Some(p) = plan_column(
+                    &rows,
+                    &tables,
+                    &cursor,
+                    b,
+                    &mezz_format::KeyOrder::default(),
+                ) else {
                     assert_eq!(all, 0);
                     break;
                 };

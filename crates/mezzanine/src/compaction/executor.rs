@@ -18,7 +18,8 @@
 
 use std::sync::Arc;
 
-use mezz_format::ikey::{compare_internal_keys, parse_internal_key};
+use mezz_format::KeyOrder;
+use mezz_format::ikey::parse_internal_key;
 use mezz_format::{InternalIterator, SeqNo, ValueKind};
 
 use crate::compaction::leveled::max_grandparent_overlap;
@@ -90,12 +91,22 @@ fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {
 /// keeps.
 #[derive(Debug, Default)]
 pub(crate) struct HiddenVersions {
+    /// The order deciding which keys are the same user key.
+    order: KeyOrder,
     user_key: Vec<u8>,
     /// The stripe of the previous version of `user_key`; `None` before the first entry.
     last_stripe: Option<usize>,
 }
 
 impl HiddenVersions {
+    /// No entry seen yet; user keys compared in `order`.
+    pub(crate) fn new(order: KeyOrder) -> Self {
+        Self {
+            order,
+            ..Self::default()
+        }
+    }
+
     /// Notes the next entry (`user_key` at `seq`, with the live `snapshots` ascending):
     /// whether it starts a new user key, whether it is hidden, and its stripe.
     pub(crate) fn next(
@@ -105,7 +116,7 @@ impl HiddenVersions {
         seq: SeqNo,
     ) -> (bool, bool, usize) {
         let s = stripe(snapshots, seq);
-        let new_key = self.last_stripe.is_none() || user_key != self.user_key.as_slice();
+        let new_key = self.last_stripe.is_none() || !self.order.same_user(user_key, &self.user_key);
         if new_key {
             self.user_key.clear();
             self.user_key.extend_from_slice(user_key);
@@ -130,8 +141,16 @@ fn is_base_level_for_key(
             return false;
         };
         while let Some(t) = ts.get(*p) {
-            if user_key <= t.largest_user_key() {
-                if user_key >= t.smallest_user_key() {
+            if version
+                .order
+                .compare_user(user_key, t.largest_user_key())
+                .is_le()
+            {
+                if version
+                    .order
+                    .compare_user(user_key, t.smallest_user_key())
+                    .is_ge()
+                {
                     return false;
                 }
                 break;
@@ -174,7 +193,7 @@ fn input_iterator(
     {
         children.push(run_iterator(run, ctx.table_cache, ropts)?);
     }
-    Ok(merging_iterator(children))
+    Ok(merging_iterator(children, &version.order))
 }
 
 /// Runs a (non-trivial) compaction: merges the inputs, drops what no reader can see, and
@@ -192,7 +211,7 @@ pub fn run_compaction(
             let outputs = with_sink(ctx, version, p, Tier::Ssd, |sink| {
                 merge_into(ctx, version, p, it, sink, None)
             })?;
-            Ok(compaction_result(p, outputs))
+            Ok(compaction_result(p, outputs, &version.order))
         };
         return crate::compaction::matrix::run_column(ctx, version, plan, &merge);
     }
@@ -215,7 +234,7 @@ pub fn run_compaction(
             Err(e) => return Err(e),
         }
     };
-    Ok(compaction_result(plan, outputs))
+    Ok(compaction_result(plan, outputs, &version.order))
 }
 
 /// Finishes a compaction into NVM tables that a crash interrupted: `kept` are the output
@@ -238,7 +257,7 @@ pub fn resume_compaction(
     })?;
     let mut outputs = kept;
     outputs.extend(more);
-    Ok(compaction_result(plan, outputs))
+    Ok(compaction_result(plan, outputs, &version.order))
 }
 
 /// The tier a plan's outputs go to: a tier move writes SSTs, a rewrite stays in NVM, and
@@ -385,7 +404,11 @@ fn copy_into(iter: &mut dyn InternalIterator<Error>, sink: &mut dyn TableSink) -
 }
 
 /// The edit and accounting of a finished compaction.
-fn compaction_result(plan: &CompactionPlan, outputs: Vec<WrittenTable>) -> CompactionResult {
+fn compaction_result(
+    plan: &CompactionPlan,
+    outputs: Vec<WrittenTable>,
+    order: &KeyOrder,
+) -> CompactionResult {
     let mut edit = VersionEdit::default();
     for t in &plan.inputs {
         edit.deleted_tables.push((plan.level, t.id));
@@ -400,7 +423,7 @@ fn compaction_result(plan: &CompactionPlan, outputs: Vec<WrittenTable>) -> Compa
     if let Some(last) = plan
         .inputs
         .iter()
-        .max_by(|a, b| compare_internal_keys(&a.largest, &b.largest))
+        .max_by(|a, b| order.compare_internal(&a.largest, &b.largest))
     {
         edit.compact_pointers
             .push((plan.level, last.largest.clone()));
@@ -429,7 +452,7 @@ fn merge_into(
 ) -> Result<()> {
     let max_gp = max_grandparent_overlap(ctx.opts);
     let mut base_ptrs = vec![0usize; version.num_levels()];
-    let mut versions = HiddenVersions::default();
+    let mut versions = HiddenVersions::new(version.order.clone());
     let mut gp_index = 0usize;
     let mut gp_overlap = 0u64;
     let mut gp_seen_key = false;
@@ -458,7 +481,7 @@ fn merge_into(
         if new_key {
             // Between user keys: the only place an output may be cut.
             while let Some(g) = plan.grandparents.get(gp_index)
-                && compare_internal_keys(ikey, &g.largest).is_gt()
+                && version.order.compare_internal(ikey, &g.largest).is_gt()
             {
                 if gp_seen_key {
                     gp_overlap += g.size;

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use mezz_format::ikey::compare_internal_keys;
+use mezz_format::KeyOrder;
 
 use crate::compaction::policy::{
     Claims, CompactionPlan, CompactionPolicy, CompactionReason, StallCause, WritePressure,
@@ -138,14 +138,14 @@ pub fn level_scores(version: &Version, opts: &Options) -> Vec<f64> {
         .collect()
 }
 
-fn user_range(tables: &[Arc<TableMeta>]) -> Option<(Vec<u8>, Vec<u8>)> {
+fn user_range(tables: &[Arc<TableMeta>], order: &KeyOrder) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut it = tables.iter();
     let first = it.next()?;
     let mut lo = first.smallest_user_key();
     let mut hi = first.largest_user_key();
     for t in it {
-        lo = lo.min(t.smallest_user_key());
-        hi = hi.max(t.largest_user_key());
+        lo = order.min_user(lo, t.smallest_user_key());
+        hi = order.max_user(hi, t.largest_user_key());
     }
     Some((lo.to_vec(), hi.to_vec()))
 }
@@ -167,13 +167,13 @@ fn complete_plan(
     }
     let mut next_inputs;
     loop {
-        let (lo, hi) = user_range(&inputs)?;
+        let (lo, hi) = user_range(&inputs, &version.order)?;
         next_inputs = version.overlapping(output_level, Some(&lo), Some(&hi));
         if !version.level_overlaps(level) {
             break;
         }
         let all: Vec<_> = inputs.iter().chain(&next_inputs).cloned().collect();
-        let (lo, hi) = user_range(&all)?;
+        let (lo, hi) = user_range(&all, &version.order)?;
         let widened = version.overlapping(0, Some(&lo), Some(&hi));
         if widened.len() == inputs.len() {
             break;
@@ -181,7 +181,7 @@ fn complete_plan(
         inputs = widened;
     }
     let all: Vec<_> = inputs.iter().chain(&next_inputs).cloned().collect();
-    let (lo, hi) = user_range(&all)?;
+    let (lo, hi) = user_range(&all, &version.order)?;
     let grandparents = version.overlapping(output_level + 1, Some(&lo), Some(&hi));
     let gp_bytes: u64 = grandparents.iter().map(|t| t.size).sum();
     // A moved table keeps its blocks: only where both levels use the same codec (as
@@ -273,7 +273,9 @@ fn candidates<'a>(version: &'a Version, opts: &Options, level: usize) -> Vec<&'a
                 .map_or(&[][..], Vec::as_slice);
             let start = tables
                 .iter()
-                .position(|t| ptr.is_empty() || compare_internal_keys(&t.largest, ptr).is_gt())
+                .position(|t| {
+                    ptr.is_empty() || version.order.compare_internal(&t.largest, ptr).is_gt()
+                })
                 .unwrap_or(0);
             (0..tables.len())
                 .filter_map(|i| tables.get((start + i) % tables.len()))
@@ -286,7 +288,7 @@ fn candidates<'a>(version: &'a Version, opts: &Options, level: usize) -> Vec<&'a
                 .enumerate()
                 .map(|(i, t)| {
                     let overlap: u64 = below
-                        .overlapping(t.smallest_user_key(), t.largest_user_key())
+                        .overlapping(t.smallest_user_key(), t.largest_user_key(), &version.order)
                         .iter()
                         .map(|b| b.size)
                         .sum();
@@ -331,7 +333,7 @@ pub fn bottom_plan(
     if version.level_overlaps(level) || inputs.is_empty() {
         return None;
     }
-    let (lo, hi) = user_range(&inputs)?;
+    let (lo, hi) = user_range(&inputs, &version.order)?;
     Some(CompactionPlan {
         level,
         output_level: level,

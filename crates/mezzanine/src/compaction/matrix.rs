@@ -41,8 +41,8 @@
 
 use std::sync::Arc;
 
-use mezz_format::InternalIterator;
 use mezz_format::ikey::user_key;
+use mezz_format::{InternalIterator, KeyOrder};
 
 use crate::compaction::column::{ColumnBounds, ColumnCursor, RowKeySizes, plan_column};
 use crate::compaction::executor::{CompactionContext, CompactionResult};
@@ -159,8 +159,17 @@ impl MatrixPolicy {
         } else {
             return None;
         };
-        let lo = inputs.iter().map(|t| t.smallest_user_key()).min()?.to_vec();
-        let hi = inputs.iter().map(|t| t.largest_user_key()).max()?.to_vec();
+        let order = &version.order;
+        let lo = inputs
+            .iter()
+            .map(|t| t.smallest_user_key())
+            .min_by(|a, b| order.compare_user(a, b))?
+            .to_vec();
+        let hi = inputs
+            .iter()
+            .map(|t| t.largest_user_key())
+            .max_by(|a, b| order.compare_user(a, b))?
+            .to_vec();
         let next_inputs = version.overlapping(1, Some(&lo), Some(&hi));
         let grandparents = version.overlapping(2, Some(&lo), Some(&hi));
         Some(CompactionPlan {
@@ -265,6 +274,7 @@ impl CompactionPolicy for MatrixPolicy {
 struct VecIter {
     items: Vec<(Vec<u8>, Vec<u8>)>,
     pos: usize,
+    order: KeyOrder,
 }
 
 impl InternalIterator<Error> for VecIter {
@@ -282,12 +292,12 @@ impl InternalIterator<Error> for VecIter {
     }
     fn seek(&mut self, target: &[u8]) {
         self.pos = self.items.partition_point(|(k, _)| {
-            mezz_format::ikey::compare_internal_keys(k, target) == std::cmp::Ordering::Less
+            self.order.compare_internal(k, target) == std::cmp::Ordering::Less
         });
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         let p = self.items.partition_point(|(k, _)| {
-            mezz_format::ikey::compare_internal_keys(k, target) != std::cmp::Ordering::Greater
+            self.order.compare_internal(k, target) != std::cmp::Ordering::Greater
         });
         self.pos = if p == 0 { self.items.len() } else { p - 1 };
     }
@@ -317,11 +327,16 @@ impl InternalIterator<Error> for VecIter {
 struct UpTo {
     inner: Box<dyn InternalIterator<Error>>,
     end: Vec<u8>,
+    order: KeyOrder,
 }
 
 impl UpTo {
     fn in_range(&self) -> bool {
-        self.inner.valid() && user_key(self.inner.key()) <= self.end.as_slice()
+        self.inner.valid()
+            && self
+                .order
+                .compare_user(user_key(self.inner.key()), &self.end)
+                .is_le()
     }
 }
 
@@ -361,10 +376,16 @@ impl InternalIterator<Error> for UpTo {
 }
 
 /// Reads a row's entries with user keys <= `end` into DRAM.
-fn fetch(t: &Arc<dyn Table>, end: &[u8], opts: &TableReadOptions) -> Result<VecIter> {
+fn fetch(
+    t: &Arc<dyn Table>,
+    end: &[u8],
+    opts: &TableReadOptions,
+    order: &KeyOrder,
+) -> Result<VecIter> {
     let mut it = UpTo {
         inner: t.iter(opts),
         end: end.to_vec(),
+        order: order.clone(),
     };
     it.seek_to_first();
     let mut items = Vec::new();
@@ -373,7 +394,11 @@ fn fetch(t: &Arc<dyn Table>, end: &[u8], opts: &TableReadOptions) -> Result<VecI
         it.next();
     }
     it.status()?;
-    Ok(VecIter { items, pos: 0 })
+    Ok(VecIter {
+        items,
+        pos: 0,
+        order: order.clone(),
+    })
 }
 
 /// A column holds at most this share of the container: the paper's columns (320-640 MiB)
@@ -454,11 +479,17 @@ pub(crate) fn run_column(
         .map(|r| {
             let mut items = r.row().block_summary(r.consumed())?;
             items.push((r.meta().smallest_user_key().to_vec(), 0));
-            Ok(RowKeySizes::new(items))
+            Ok(RowKeySizes::new(items, &version.order))
         })
         .collect::<Result<_>>()?;
     let l1: Vec<Arc<TableMeta>> = plan.next_inputs.clone();
-    let Some(col) = plan_column(&sizes, &l1, &ColumnCursor::Start, column_bounds(ctx.opts)) else {
+    let Some(col) = plan_column(
+        &sizes,
+        &l1,
+        &ColumnCursor::Start,
+        column_bounds(ctx.opts),
+        &version.order,
+    ) else {
         return Err(Error::InvalidArgument(
             "column compaction of rows without live data".into(),
         ));
@@ -483,10 +514,11 @@ pub(crate) fn run_column(
                 .map(|chunk| {
                     let end = &col.end;
                     let ropts = &ropts;
+                    let order = &version.order;
                     s.spawn(move || {
                         chunk
                             .iter()
-                            .map(|t| fetch(t, end, ropts))
+                            .map(|t| fetch(t, end, ropts, order))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -510,13 +542,14 @@ pub(crate) fn run_column(
             children.push(Box::new(UpTo {
                 inner: t.iter(&ropts),
                 end: col.end.clone(),
+                order: version.order.clone(),
             }));
         }
     }
     for run in version.runs_of(1, &narrowed.next_inputs) {
         children.push(crate::iter::run_iterator(run, ctx.table_cache, ropts)?);
     }
-    let mut iter = crate::iter::merging_iterator(children);
+    let mut iter = crate::iter::merging_iterator(children, &version.order);
     let mut result = merge(&narrowed, iter.as_mut())?;
     result.bytes_read = col.total_bytes();
     // Replace each row's table with one over its remaining entries (none once drained).

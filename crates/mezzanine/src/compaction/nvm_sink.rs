@@ -165,6 +165,7 @@ pub struct NvmSink<'a> {
     method: NvmTableMethod,
     bloom_bits: u32,
     block_size: usize,
+    order: mezz_format::KeyOrder,
     /// Extents of the objects entries may point into: (start, end, object id, holds
     /// inline entries), sorted.
     sources: Vec<(u64, u64, u64, bool)>,
@@ -221,8 +222,13 @@ impl<'a> NvmSink<'a> {
             recorder,
             out,
             method: opts.nvm_table_method,
-            bloom_bits: opts.bloom_bits_per_key,
+            bloom_bits: if opts.key_order().filters_allowed() {
+                opts.bloom_bits_per_key
+            } else {
+                0
+            },
             block_size: opts.block_size.max(256),
+            order: opts.key_order(),
             sources: s,
             cur: Vec::new(),
             cur_bytes: 0,
@@ -365,8 +371,10 @@ impl<'a> NvmSink<'a> {
             self.unrecorded.retain(|o| !objs.contains(o));
             self.recorded.extend(objs);
         }
+        // A shared byte prefix of the first and last keys is shared by all only in bytewise
+        // order.
         let prefix_len = match (entries.first(), entries.last()) {
-            (Some(f), Some(l)) => {
+            (Some(f), Some(l)) if self.order.is_bytewise() => {
                 let (a, b) = (user_key(&f.key), user_key(&l.key));
                 a.iter().zip(b).take_while(|(x, y)| x == y).count()
             }
@@ -379,7 +387,8 @@ impl<'a> NvmSink<'a> {
             inputs,
             prefix_len: prefix_len as u32,
         };
-        let mut b = PTableBuilder::create(region, idx.extent(), &header, self.bloom_bits)?;
+        let mut b =
+            PTableBuilder::create(region, idx.extent(), &header, self.bloom_bits, &self.order)?;
         let node_by_node = !self.method.persistent_buffer();
         let mut last_ck = b.bytes_written();
         let mut meta = NvmMetaBuilder::default();

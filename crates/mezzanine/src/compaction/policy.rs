@@ -16,6 +16,8 @@
 
 use std::sync::Arc;
 
+use mezz_format::KeyOrder;
+
 use crate::table::TableMeta;
 use crate::version::Version;
 
@@ -77,15 +79,16 @@ impl CompactionPlan {
         self.inputs.iter().chain(&self.next_inputs)
     }
 
-    /// The user-key range the plan reads and writes (`None` for a plan without inputs).
+    /// The user-key range the plan reads and writes (`None` for a plan without inputs),
+    /// keys ordered by `order`.
     #[must_use]
-    pub fn user_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+    pub fn user_range(&self, order: &KeyOrder) -> Option<(Vec<u8>, Vec<u8>)> {
         let mut it = self.all_inputs();
         let first = it.next()?;
         let (mut lo, mut hi) = (first.smallest_user_key(), first.largest_user_key());
         for t in it {
-            lo = lo.min(t.smallest_user_key());
-            hi = hi.max(t.largest_user_key());
+            lo = order.min_user(lo, t.smallest_user_key());
+            hi = order.max_user(hi, t.largest_user_key());
         }
         Some((lo.to_vec(), hi.to_vec()))
     }
@@ -168,24 +171,42 @@ struct Claim {
 pub struct Claims {
     claims: Vec<Claim>,
     next_job: u64,
+    /// The order key ranges are compared in.
+    order: KeyOrder,
 }
 
 /// The handle of a claim, to release it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimId(u64);
 
-fn ranges_overlap(a: &Option<(Vec<u8>, Vec<u8>)>, b: &Option<(Vec<u8>, Vec<u8>)>) -> bool {
+fn ranges_overlap(
+    a: &Option<(Vec<u8>, Vec<u8>)>,
+    b: &Option<(Vec<u8>, Vec<u8>)>,
+    order: &KeyOrder,
+) -> bool {
     match (a, b) {
-        (Some((alo, ahi)), Some((blo, bhi))) => alo <= bhi && blo <= ahi,
+        (Some((alo, ahi)), Some((blo, bhi))) => {
+            order.compare_user(alo, bhi).is_le() && order.compare_user(blo, ahi).is_le()
+        }
         _ => false,
     }
 }
 
 impl Claims {
-    /// No claims.
+    /// No claims (key ranges compared bytewise).
     #[must_use]
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// No claims; key ranges compared in `order`.
+    #[must_use]
+    pub fn with_order(order: KeyOrder) -> Self {
+        Self {
+            order,
+            ..Self::default()
+        }
     }
 
     /// Whether no job holds anything.
@@ -209,11 +230,11 @@ impl Claims {
     /// Whether `plan` may not start beside the running jobs.
     #[must_use]
     pub fn conflicts(&self, plan: &CompactionPlan) -> bool {
-        let range = plan.user_range();
+        let range = plan.user_range(&self.order);
         let levels = [plan.level, plan.output_level];
         self.claims.iter().any(|c| {
             plan.all_inputs().any(|t| c.tables.contains(&t.id))
-                || (ranges_overlap(&range, &c.range)
+                || (ranges_overlap(&range, &c.range, &self.order)
                     && (levels.contains(&c.levels.0) || levels.contains(&c.levels.1)))
         })
     }
@@ -226,7 +247,7 @@ impl Claims {
             job,
             tables: plan.all_inputs().map(|t| t.id).collect(),
             levels: (plan.level, plan.output_level),
-            range: plan.user_range(),
+            range: plan.user_range(&self.order),
         });
         ClaimId(job)
     }

@@ -106,6 +106,7 @@ pub fn table_builder_options(opts: &Options, level: usize) -> TableBuilderOption
         bloom_bits_per_key: opts.bloom_bits_per_key,
         compression: opts.compression.for_level(level),
         zstd_level: i32::try_from(opts.zstd_level).unwrap_or(i32::MAX),
+        order: opts.key_order(),
     }
 }
 
@@ -172,7 +173,7 @@ impl<'a> SstSink<'a> {
             id,
             path_id,
             path,
-            builder: TableBuilder::new(file, self.builder_options),
+            builder: TableBuilder::new(file, self.builder_options.clone()),
         }))
     }
 }
@@ -300,10 +301,11 @@ pub fn write_table(
     sink: &mut dyn TableSink,
     iter: &mut dyn InternalIterator<Error>,
     snapshots: &[SeqNo],
+    order: &mezz_format::KeyOrder,
 ) -> Result<Option<WrittenTable>> {
     iter.seek_to_first();
     let res = (|| -> Result<Vec<WrittenTable>> {
-        let mut versions = HiddenVersions::default();
+        let mut versions = HiddenVersions::new(order.clone());
         while iter.valid() {
             let ikey = iter.key();
             let p = parse_internal_key(ikey).ok_or_else(|| {

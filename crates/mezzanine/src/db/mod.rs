@@ -3,10 +3,13 @@
 //!
 //! Layout: `mod.rs` (the public `Db`, reads, snapshots, properties, verify), `write.rs`
 //! (group commit, back-pressure, memtable switch), `background.rs` (flush and compaction
-//! threads, version installation, obsolete-file GC), `open.rs` (recovery), `read_api.rs`
+//! threads, version installation, obsolete-file GC), `open.rs` (recovery), `repair.rs`
+//! (`repair_db`: rebuilding a damaged database from what reads), `read_api.rs`
 //! (the `std::iter` reads: `iter`/`range`/`prefix`, `multi_get`, `get_pinned`), `sizes.rs`
 //! (approximate sizes of key ranges), `host.rs` (the engine's services to the design
-//! components of `crate::design`, which decide every design-specific step). The
+//! components of `crate::design`, which decide every design-specific step),
+//! `indexed_batch.rs` (`WriteBatchWithIndex`: a batch readable before it is written) and
+//! `txn.rs` (optimistic transactions, validated by `write.rs`'s `write_validated`). The
 //! implementation guide is `docs/impl.md`.
 //!
 //! Locks (never taken in the reverse order), each owned by one part of [`DbInner`]:
@@ -26,9 +29,12 @@
 
 mod background;
 mod host;
+mod indexed_batch;
 mod open;
 mod read_api;
+mod repair;
 mod sizes;
+mod txn;
 mod write;
 
 use std::collections::VecDeque;
@@ -64,6 +70,10 @@ use crate::table::row::SeekChain;
 use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 use crate::wal::WalWriter;
+
+pub use indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
+pub use repair::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable, repair_db};
+pub use txn::{Transaction, TxnOptions};
 
 /// What `Db::verify` checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -339,7 +349,7 @@ fn levels_get(
             return Ok(None);
         }
         for run in v.level_runs(level) {
-            if let Some(t) = run.table_for(key)
+            if let Some(t) = run.table_for(key, &v.order)
                 && let Some(r) = probe(t)?
             {
                 return Ok(Some(r));
@@ -589,14 +599,17 @@ impl DbInner {
         for (_, run) in sv.version.runs() {
             children.push(read_run_iterator(run, &self.table_cache, topts, &chain)?);
         }
+        let order = sv.version.order.clone();
         let pin: Box<dyn std::any::Any + Send + Sync> = Box::new((sv, opts.snapshot.clone()));
         Ok(DbIterator::new(
-            merging_iterator(children),
+            merging_iterator(children, &order),
             seq,
             opts.lower_bound.clone(),
             opts.upper_bound.clone(),
             pin,
+            order,
         )
+        .with_bound_kinds(opts.lower_bound_exclusive, opts.upper_bound_inclusive)
         .gated(Arc::clone(&self.gate), self.storage.maps_table_bytes()))
     }
 
@@ -988,8 +1001,8 @@ impl Drop for Db {
 
 /// Deletes the database in `dir` (LevelDB's `DestroyDB`): every file the engine names
 /// (tables, logs, manifests, `CURRENT`, `OPTIONS`, `IDENTITY`, temp files), the NVM pool
-/// in `opts.nvm_dir` if there is one, then `LOCK` and the directory itself if nothing else
-/// is left in it. Files the engine does not name stay. A missing directory is not an
+/// in `opts.nvm_dir` if there is one, what a repair moved to `lost/` (in both), then `LOCK`
+/// and the directory itself if nothing else is left in it. Files the engine does not name stay. A missing directory is not an
 /// error.
 ///
 /// # Errors
@@ -1024,11 +1037,26 @@ pub fn destroy_db(dir: &Path, opts: &Options) -> Result<()> {
             Some(_) => remove(&dir.join(&name)),
         }
     }
+    // What a repair moved aside (`repair_db`): the engine's files in `lost/`.
+    let lost = dir.join(repair::LOST_DIR);
+    for name in opts.fs.list_dir(&lost).unwrap_or_default() {
+        if repair::is_engine_file(&name) {
+            remove(&lost.join(&name));
+        }
+    }
+    let _ = opts.fs.remove_dir(&lost);
     if let Some(nvm) = &opts.nvm_dir {
         let pool = nvm.join(POOL_FILE);
         if opts.fs.exists(&pool) {
             remove(&pool);
         }
+        let lost = nvm.join(repair::LOST_DIR);
+        for name in opts.fs.list_dir(&lost).unwrap_or_default() {
+            if repair::is_engine_file(&name) {
+                remove(&lost.join(&name));
+            }
+        }
+        let _ = opts.fs.remove_dir(&lost);
     }
     drop(lock);
     let _ = opts.fs.remove_file(&lock_path);
@@ -1184,6 +1212,7 @@ mod tests {
             dir,
             opts.num_levels,
             crate::options::RecoveryMode::AbsoluteConsistency,
+            &mezz_format::KeyOrder::default(),
         )
         .unwrap();
         let mut t = TableMeta::clone(&r.version.tables(0)[0]);

@@ -83,7 +83,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         opts.info_log.clone(),
     ));
     info_log.log(format_args!(
-        "Mezzanine {} {} {}; options:\n{}",
+        "Mezzanine {} {} {}; comparator: {}; options:\n{}",
         env!("CARGO_PKG_VERSION"),
         if locked.exists {
             "recovering"
@@ -91,6 +91,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             "creating"
         },
         locked.dir.display(),
+        opts.key_order().name(),
         opts.to_text()
     ));
     let mut rec = replay_manifest(&locked, &opts)?;
@@ -103,6 +104,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
             nvm.tier.clone(),
         )
         .with_matrix(nvm.matrix.clone())
+        .with_order(opts.key_order())
         .with_mapped_reads(opts.mmap_reads)
         .with_direct_io(
             opts.use_direct_reads,
@@ -299,10 +301,21 @@ fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
         fs, dir, exists, ..
     } = locked;
     let (version, log_number, manifest_next, last_seq) = if *exists {
-        let r = recover_manifest(fs.as_ref(), dir, opts.num_levels, locked.mode)?;
+        let r = recover_manifest(
+            fs.as_ref(),
+            dir,
+            opts.num_levels,
+            locked.mode,
+            &opts.key_order(),
+        )?;
         (r.version, r.log_number, r.next_file_number, r.last_sequence)
     } else {
-        (Version::new(opts.num_levels), 0, 1, 0)
+        (
+            Version::new(opts.num_levels).with_order(opts.key_order()),
+            0,
+            1,
+            0,
+        )
     };
 
     // Every number in use, so new files never collide with leftovers.
@@ -311,7 +324,13 @@ fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
         .iter()
         .filter_map(|n| filename::parse_file_name(n))
         .collect();
-    let max_seen = parsed.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    // An old info log's number is a time (`LOG.old.<micros>`), not a file number.
+    let max_seen = parsed
+        .iter()
+        .filter(|&&(t, _)| t != FileType::InfoLog)
+        .map(|&(_, n)| n)
+        .max()
+        .unwrap_or(0);
     let next_file = AtomicU64::new(manifest_next.max(max_seen + 1));
 
     // The database's identity (recorded in the manifest and the NVM pool's superblock).
@@ -376,7 +395,7 @@ fn open_nvm(locked: &LockedDir, opts: &Options, rec: &mut Recovery) -> Result<Nv
     let mut mems: Vec<Arc<MemTable>> = Vec::new();
     if let Some(tier) = &tier {
         for o in live.iter().filter(|o| o.kind == NvmObjectKind::Memtable) {
-            let list = crate::memtable::nvm_list::NvmList::recover(tier, *o)?;
+            let list = crate::memtable::nvm_list::NvmList::recover(tier, *o, &opts.key_order())?;
             rec.last_seq = rec.last_seq.max(list.physical_max_seq());
             mems.push(Arc::new(MemTable::nvm(o.id, list)));
         }
@@ -573,7 +592,7 @@ fn replay_into_l0(
     tolerate: bool,
 ) -> Result<()> {
     let cap = opts.memtable_capacity();
-    let mut mem = Arc::new(MemTable::new(0, cap));
+    let mut mem = Arc::new(MemTable::new(0, cap, opts.key_order()));
     let flush_mem = |mem: &Arc<MemTable>, edit: &mut VersionEdit| -> Result<()> {
         if mem.is_empty() {
             return Ok(());
@@ -595,7 +614,7 @@ fn replay_into_l0(
         let mut sink = SstSink::new(storage, opts, 0, &new_file, job);
         let mut it = mem.iter();
         // No snapshot exists while the database opens.
-        if let Some(w) = write_table(&mut sink, it.as_mut(), &[])? {
+        if let Some(w) = write_table(&mut sink, it.as_mut(), &[], mem.order())? {
             edit.new_tables.push((0, w.meta));
         }
         Ok(())
@@ -617,14 +636,18 @@ fn replay_into_l0(
                 let need = crate::memtable::room_needed(batch.len(), batch.approximate_size());
                 if mem.room() < need {
                     flush_mem(&mem, &mut rec.edit)?;
-                    mem = Arc::new(MemTable::new(0, cap.max(need.saturating_mul(2))));
+                    mem = Arc::new(MemTable::new(
+                        0,
+                        cap.max(need.saturating_mul(2)),
+                        opts.key_order(),
+                    ));
                 }
                 mem.insert_batch(&batch)?;
                 rec.last_seq = rec.last_seq.max(seq + n - 1);
             }
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 flush_mem(&mem, &mut rec.edit)?;
-                mem = Arc::new(MemTable::new(0, cap));
+                mem = Arc::new(MemTable::new(0, cap, opts.key_order()));
             }
             Ok(())
         })?;
@@ -679,7 +702,11 @@ fn replay_into_memtables(
     // order; a torn WAL's valid prefix is rewritten into a new WAL (a later crash must
     // not stop at the old tear before newer WALs), and the WALs after it are dropped.
     for (i, src) in wals.iter().enumerate() {
-        let mut m = Arc::new(MemTable::new(src.number(), opts.memtable_capacity()));
+        let mut m = Arc::new(MemTable::new(
+            src.number(),
+            opts.memtable_capacity(),
+            opts.key_order(),
+        ));
         let end = src.replay(locked, storage, tolerate, &mut |batch: WriteBatch| {
             let n = batch.len() as u64;
             if n > 0 {
@@ -1064,6 +1091,7 @@ fn assemble_db_inner(
     let mem = Arc::new(MemTable::new(
         installed.wal_number,
         opts.memtable_capacity(),
+        opts.key_order(),
     ));
     let version = Arc::new(rec.version);
     let mems = MemtableSet::new(mem, imms, nvm_sealed);
@@ -1111,7 +1139,7 @@ fn assemble_db_inner(
                 version,
                 log_number: installed.log_number,
                 flush_running: false,
-                claims: Claims::new(),
+                claims: Claims::with_order(opts.key_order()),
                 bg_compactions: 0,
                 bg_error: None,
                 shutting_down: false,
@@ -1249,6 +1277,7 @@ fn relog_memtable(
         number,
         opts.memtable_capacity()
             .max(m.approximate_memory_usage().saturating_mul(2)),
+        opts.key_order(),
     ));
     let mut batch = WriteBatch::new();
     let flush = |batch: &mut WriteBatch, w: &mut WalWriter| -> Result<()> {

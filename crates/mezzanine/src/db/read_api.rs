@@ -42,18 +42,24 @@ impl DbInner {
         }
         let (sv, seq) = self.read_view(opts);
         let sv = arc_swap::Guard::into_inner(sv);
-        let (lower, upper) =
-            intersect((opts.lower_bound.clone(), opts.upper_bound.clone()), bounds);
+        let order = sv.version.order.clone();
+        let b = intersect(opts, bounds, &order);
         let opts = ReadOptions {
-            lower_bound: lower,
-            upper_bound: upper,
+            lower_bound: b.lower,
+            upper_bound: b.upper,
+            lower_bound_exclusive: b.lower_excl,
+            upper_bound_inclusive: b.upper_incl,
             ..opts.clone()
         };
         let inner = Arc::clone(self);
-        Iter::new(Box::new(move || {
-            let _pass = inner.enter()?;
-            inner.iter_in(Arc::clone(&sv), seq, &opts)
-        }))
+        Iter::new(
+            Box::new(move || {
+                let _pass = inner.enter()?;
+                inner.iter_in(Arc::clone(&sv), seq, &opts)
+            }),
+            order,
+            b.prefix,
+        )
     }
 
     /// The newest value of `key` at `seq` in `sv`, borrowing its data block when it comes
@@ -88,7 +94,7 @@ impl DbInner {
         };
         for level in 0..v.num_levels() {
             for run in v.level_runs(level) {
-                if let Some(t) = run.table_for(key)
+                if let Some(t) = run.table_for(key, &v.order)
                     && let Some(r) = probe(t)?
                 {
                     return Ok(match r {
@@ -126,7 +132,7 @@ impl Db {
     /// choices).
     #[must_use]
     pub fn iter_opt(&self, opts: &ReadOptions) -> Iter {
-        self.inner.range_iter(opts, (None, None))
+        self.inner.range_iter(opts, CursorBounds::default())
     }
 
     /// The pairs whose keys fall in `range`, in key order, with exactly the semantics of
@@ -167,7 +173,7 @@ impl Db {
         K: AsRef<[u8]>,
         R: RangeBounds<K>,
     {
-        match range_to_bounds(&range) {
+        match range_to_bounds(&range, &self.inner.storage.order().clone()) {
             Ok(bounds) => self.inner.range_iter(opts, bounds),
             Err(e) => Iter::failed(e),
         }
@@ -190,8 +196,10 @@ impl Db {
 
     /// As [`Db::prefix`], reading with `opts`.
     pub fn prefix_opt(&self, opts: &ReadOptions, prefix: impl AsRef<[u8]>) -> Iter {
-        self.inner
-            .range_iter(opts, prefix_to_bounds(prefix.as_ref()))
+        self.inner.range_iter(
+            opts,
+            prefix_to_bounds(prefix.as_ref(), self.inner.storage.order()),
+        )
     }
 
     /// The values of many keys, in the order of `keys`, all read from one view of the

@@ -16,11 +16,18 @@ use crate::iter::range::{CursorBounds, range_to_bounds};
 use crate::version::Version;
 
 /// Bytes of the tables of `v` overlapping `[lower, upper)`.
-fn overlapping_bytes(v: &Version, (lower, upper): &CursorBounds) -> u64 {
+fn overlapping_bytes(v: &Version, b: &CursorBounds) -> u64 {
+    let o = &v.order;
     v.all_tables()
         .filter(|(_, t)| {
-            let below = upper.as_deref().is_some_and(|u| t.smallest_user_key() >= u);
-            let above = lower.as_deref().is_some_and(|l| t.largest_user_key() < l);
+            let below = b
+                .upper
+                .as_deref()
+                .is_some_and(|u| o.compare_user(t.smallest_user_key(), u).is_ge());
+            let above = b
+                .lower
+                .as_deref()
+                .is_some_and(|l| o.compare_user(t.largest_user_key(), l).is_lt());
             !below && !above
         })
         .map(|(_, t)| t.size)
@@ -57,7 +64,7 @@ impl Db {
             .map(|&(s, e)| {
                 let start = s.map_or(Bound::Unbounded, Bound::Included);
                 let end = e.map_or(Bound::Unbounded, Bound::Excluded);
-                let bounds = range_to_bounds::<&[u8], _>(&(start, end))?;
+                let bounds = range_to_bounds::<&[u8], _>(&(start, end), &sv.version.order)?;
                 Ok(overlapping_bytes(&sv.version, &bounds))
             })
             .collect()

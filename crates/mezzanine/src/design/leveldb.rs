@@ -41,7 +41,7 @@ impl FlushTarget for SstTarget {
         drop(sv);
         let mut sink = SstSink::new(host.storage(), host.opts(), 0, &new_file, placement);
         let mut iter = m.iter();
-        let written = write_table(&mut sink, iter.as_mut(), &snapshots)?;
+        let written = write_table(&mut sink, iter.as_mut(), &snapshots, m.order())?;
         iter.status()?;
         Ok(FlushStep::Written(Box::new(table_output(written))))
     }

@@ -235,6 +235,7 @@ pub(crate) fn open_space(
         page_size,
         opts.matrix_hints,
         version.all_tables().map(|(_, t)| t.as_ref()),
+        &opts.key_order(),
     )
     .map_err(|e| e.in_file(tier.dir().join(POOL_FILE)))?;
     Ok(Some(Arc::new(space)))

@@ -131,7 +131,7 @@ fn new_nvm_memtable(
         return Ok(None);
     };
     // Initialised first (its extent goes back to the pool if that fails), then recorded.
-    let list = match NvmList::create(tier, obj, deferred) {
+    let list = match NvmList::create(tier, obj, deferred, &opts.key_order()) {
         Ok(l) => l,
         Err(e) => {
             tier.free(&obj);
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn novelsm_choices_follow_the_mode() {
-        let dram = MemTable::new(1, 64 << 20);
+        let dram = MemTable::new(1, 64 << 20, mezz_format::KeyOrder::default());
         let mutable = NvmMemtables::for_options(&with_mode(NvmMemtable::Mutable)).unwrap();
         assert_eq!(mutable.next_active(&dram), NextActive::NvmIfRoom);
         assert!(!mutable.merges_into_nvm(&dram));

@@ -55,7 +55,7 @@ impl FlushTarget for NvmTableTarget {
         };
         let mut sink = NvmSink::new(tier, host.opts(), out, &new_file, None, &[]);
         let mut iter = m.iter();
-        match write_table(&mut sink, iter.as_mut(), &snapshots)
+        match write_table(&mut sink, iter.as_mut(), &snapshots, m.order())
             .and_then(|w| iter.status().map(|()| w))
         {
             Ok(w) => Ok(FlushStep::Written(Box::new(table_output(w)))),

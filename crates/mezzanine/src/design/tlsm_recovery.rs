@@ -42,6 +42,7 @@ fn kept_meta(
     obj: &NvmObject,
     sources: &[NvmObject],
     created_buffers: &[u64],
+    order: &mezz_format::KeyOrder,
 ) -> Result<Option<WrittenTable>> {
     let data: Vec<Extent> = sources
         .iter()
@@ -52,6 +53,7 @@ fn kept_meta(
         Arc::clone(tier.region()),
         obj.extent(),
         &data,
+        order,
     )?);
     let mut it = PTableIter::new(Arc::clone(&t));
     it.seek_to_first();
@@ -95,6 +97,12 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
             return Ok(());
         };
         let version = Arc::clone(&host.current().version);
+        let order = host.storage().order().clone();
+        let bloom_bits = if order.filters_allowed() {
+            host.opts().bloom_bits_per_key
+        } else {
+            0
+        };
         let referenced: std::collections::HashSet<u64> = version
             .all_tables()
             .flat_map(|(_, t)| t.nvm_refs.iter().map(|r| r.object))
@@ -176,7 +184,7 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
             }
             // A level's tables are read as one sorted run: in key order, as planned.
             let by_key = |a: &Arc<TableMeta>, b: &Arc<TableMeta>| {
-                mezz_format::ikey::compare_internal_keys(&a.smallest, &b.smallest)
+                order.compare_internal(&a.smallest, &b.smallest)
             };
             if plan.level > 0 {
                 plan.inputs.sort_by(by_key);
@@ -203,13 +211,14 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                     .filter(|s| s.id != o.id)
                     .map(NvmObject::extent)
                     .collect();
-                if PTable::open(Arc::clone(tier.region()), o.extent(), &data).is_err() {
+                if PTable::open(Arc::clone(tier.region()), o.extent(), &data, &order).is_err() {
                     // Incomplete: keep its durable prefix.
                     match PTableBuilder::resume(
                         Arc::clone(tier.region()),
                         o.extent(),
                         &data,
-                        host.opts().bloom_bits_per_key,
+                        bloom_bits,
+                        &order,
                     ) {
                         Ok((b, _)) => {
                             b.finish()?;
@@ -220,7 +229,7 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                         }
                     }
                 }
-                match kept_meta(&tier, o, &sources, &buffer_ids) {
+                match kept_meta(&tier, o, &sources, &buffer_ids, &order) {
                     Ok(Some(w)) => {
                         for r in &w.meta.nvm_refs {
                             if buffers.iter().any(|b| b.id == r.object) {

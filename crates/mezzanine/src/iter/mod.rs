@@ -46,8 +46,8 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
-use mezz_format::ikey::{self, MAX_SEQ, compare_internal_keys, parse_internal_key};
-use mezz_format::{InternalIterator, SeqNo, ValueKind};
+use mezz_format::ikey::{self, MAX_SEQ, parse_internal_key};
+use mezz_format::{InternalIterator, KeyOrder, SeqNo, ValueKind};
 
 use crate::error::{Error, Result};
 use crate::gate::Gate;
@@ -117,17 +117,19 @@ fn open_table(cache: &TableCache, t: &TableMeta) -> Result<Arc<dyn crate::table:
         .map_err(|e| e.in_file(cache.storage().describe(t)))
 }
 
-/// Merges `children` (each sorted by internal key) into one sorted iterator. With no child
-/// it is always invalid; with one it behaves as that child.
+/// Merges `children` (each sorted by internal key under `order`) into one sorted iterator.
+/// With no child it is always invalid; with one it behaves as that child.
 #[must_use]
 pub fn merging_iterator(
     children: Vec<Box<dyn InternalIterator<Error>>>,
+    order: &KeyOrder,
 ) -> Box<dyn InternalIterator<Error>> {
     Box::new(MergingIterator {
         heap: Vec::with_capacity(children.len()),
         children,
         direction: Direction::Forward,
         scratch: Vec::new(),
+        order: order.clone(),
     })
 }
 
@@ -139,6 +141,7 @@ struct MergingIterator {
     direction: Direction,
     /// The current key, copied while the other children are re-seeked.
     scratch: Vec<u8>,
+    order: KeyOrder,
 }
 
 impl fmt::Debug for MergingIterator {
@@ -158,7 +161,10 @@ impl MergingIterator {
         let (Some(ca), Some(cb)) = (self.children.get(a), self.children.get(b)) else {
             return false;
         };
-        let o = compare_internal_keys(ca.key(), cb.key()).then(a.cmp(&b));
+        let o = self
+            .order
+            .compare_internal(ca.key(), cb.key())
+            .then(a.cmp(&b));
         match self.direction {
             Direction::Forward => o == Ordering::Less,
             Direction::Reverse => o == Ordering::Greater,
@@ -242,6 +248,7 @@ impl MergingIterator {
             self.scratch.extend_from_slice(c.key());
         }
         let key = &self.scratch;
+        let order = &self.order;
         for (j, child) in self.children.iter_mut().enumerate() {
             if j == cur {
                 continue;
@@ -252,7 +259,7 @@ impl MergingIterator {
                     child.seek(key);
                     if j < cur
                         && child.valid()
-                        && compare_internal_keys(child.key(), key) == Ordering::Equal
+                        && order.compare_internal(child.key(), key) == Ordering::Equal
                     {
                         child.next();
                     }
@@ -262,7 +269,7 @@ impl MergingIterator {
                     child.seek_for_prev(key);
                     if j > cur
                         && child.valid()
-                        && compare_internal_keys(child.key(), key) == Ordering::Equal
+                        && order.compare_internal(child.key(), key) == Ordering::Equal
                     {
                         child.prev();
                     }
@@ -374,6 +381,8 @@ pub struct LevelIterator {
     index: usize,
     iter: Option<Box<dyn InternalIterator<Error>>>,
     err: Option<Error>,
+    /// The order of the tables' keys (the storage's).
+    order: KeyOrder,
 }
 
 impl fmt::Debug for LevelIterator {
@@ -398,6 +407,7 @@ impl LevelIterator {
     ) -> Self {
         Self {
             tables,
+            order: cache.storage().order().clone(),
             cache,
             opts,
             index: 0,
@@ -516,7 +526,7 @@ impl InternalIterator<Error> for LevelIterator {
     fn seek(&mut self, target: &[u8]) {
         let i = self
             .tables
-            .partition_point(|t| compare_internal_keys(&t.largest, target) == Ordering::Less);
+            .partition_point(|t| self.order.compare_internal(&t.largest, target) == Ordering::Less);
         if i >= self.tables.len() {
             self.close_current();
             self.index = self.tables.len();
@@ -530,9 +540,9 @@ impl InternalIterator<Error> for LevelIterator {
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let i = self
-            .tables
-            .partition_point(|t| compare_internal_keys(&t.smallest, target) != Ordering::Greater);
+        let i = self.tables.partition_point(|t| {
+            self.order.compare_internal(&t.smallest, target) != Ordering::Greater
+        });
         let Some(i) = i.checked_sub(1) else {
             self.close_current();
             self.index = self.tables.len();
@@ -597,6 +607,13 @@ pub struct DbIterator {
     valid: bool,
     /// Moving backward: the current user key. Moving forward: the user key being skipped.
     saved_key: Vec<u8>,
+    /// The order of user keys.
+    order: KeyOrder,
+    /// The lower bound excludes its key (a `Bound::Excluded` start under a comparator
+    /// without a byte-level successor); otherwise it is inclusive.
+    lower_excl: bool,
+    /// The upper bound includes its key; otherwise it is exclusive.
+    upper_incl: bool,
     /// Moving backward: the current value.
     saved_value: Vec<u8>,
     /// Scratch space for seek targets.
@@ -638,8 +655,12 @@ impl DbIterator {
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
         pin: Box<dyn Any + Send + Sync>,
+        order: KeyOrder,
     ) -> DbIterator {
         DbIterator {
+            order,
+            lower_excl: false,
+            upper_incl: false,
             inner,
             seq: seq.min(MAX_SEQ),
             lower,
@@ -654,6 +675,15 @@ impl DbIterator {
             gate: None,
             step_passes: false,
         }
+    }
+
+    /// Makes the lower bound exclusive (`lower_excl`) and the upper bound inclusive
+    /// (`upper_incl`), instead of inclusive and exclusive.
+    #[must_use]
+    pub(crate) fn with_bound_kinds(mut self, lower_excl: bool, upper_incl: bool) -> DbIterator {
+        self.lower_excl = lower_excl;
+        self.upper_incl = upper_incl;
+        self
     }
 
     /// Ties the iterator to its database's gate; `step_passes`: every step holds a pass
@@ -707,7 +737,20 @@ impl DbIterator {
     }
 
     fn above_upper(&self, user_key: &[u8]) -> bool {
-        self.upper.as_deref().is_some_and(|u| user_key >= u)
+        let incl = self.upper_incl;
+        self.upper.as_deref().is_some_and(|u| {
+            let o = self.order.compare_user(user_key, u);
+            if incl { o.is_gt() } else { o.is_ge() }
+        })
+    }
+
+    /// Whether `user_key` is before the lower bound.
+    fn below_lower(&self, user_key: &[u8]) -> bool {
+        let excl = self.lower_excl;
+        self.lower.as_deref().is_some_and(|l| {
+            let o = self.order.compare_user(user_key, l);
+            if excl { o.is_le() } else { o.is_lt() }
+        })
     }
 
     fn corrupt_key(err: &mut Option<Error>, key: &[u8]) {
@@ -725,7 +768,11 @@ impl DbIterator {
         self.saved_key.clear();
         self.saved_value.clear();
         let start: Option<&[u8]> = match (user_key_opt, self.lower.as_deref()) {
-            (Some(k), Some(l)) => Some(if k < l { l } else { k }),
+            (Some(k), Some(l)) => Some(if self.order.compare_user(k, l).is_lt() {
+                l
+            } else {
+                k
+            }),
             (Some(k), None) => Some(k),
             (None, l) => l,
         };
@@ -756,9 +803,14 @@ impl DbIterator {
         self.saved_value.clear();
         match self.upper.as_deref() {
             Some(u) => {
-                // The smallest internal key of `u`: everything before it is < `u`.
+                // Exclusive: the smallest internal key of `u` (everything before it is
+                // < `u`); inclusive: the largest (every version of `u` is <= it).
                 self.target.clear();
-                ikey::append_internal_key(&mut self.target, u, MAX_SEQ, ValueKind::SEEK);
+                if self.upper_incl {
+                    ikey::append_internal_key(&mut self.target, u, 0, ValueKind::Deletion);
+                } else {
+                    ikey::append_internal_key(&mut self.target, u, MAX_SEQ, ValueKind::SEEK);
+                }
                 self.inner.seek_for_prev(&self.target);
             }
             None => self.inner.seek_to_last(),
@@ -849,7 +901,11 @@ impl DbIterator {
                     self.saved_value.clear();
                     return;
                 }
-                if ikey::user_key(self.inner.key()) < self.saved_key.as_slice() {
+                if self
+                    .order
+                    .compare_user(ikey::user_key(self.inner.key()), &self.saved_key)
+                    .is_lt()
+                {
                     break;
                 }
             }
@@ -866,10 +922,10 @@ impl DbIterator {
             match parse_internal_key(k) {
                 None => Self::corrupt_key(&mut self.err, k),
                 Some(p) => {
-                    if self.upper.as_deref().is_some_and(|u| p.user_key >= u) {
+                    if self.above_upper(p.user_key) {
                         break;
                     }
-                    if p.seq <= self.seq {
+                    if p.seq <= self.seq && !(self.lower_excl && self.below_lower(p.user_key)) {
                         match p.kind {
                             ValueKind::Deletion => {
                                 // Hides every older version of this key.
@@ -878,7 +934,9 @@ impl DbIterator {
                                 skipping = true;
                             }
                             ValueKind::Value => {
-                                if !(skipping && p.user_key <= self.saved_key.as_slice()) {
+                                if !(skipping
+                                    && self.order.compare_user(p.user_key, &self.saved_key).is_le())
+                                {
                                     self.valid = true;
                                     self.saved_key.clear();
                                     return;
@@ -903,12 +961,14 @@ impl DbIterator {
             match parse_internal_key(k) {
                 None => Self::corrupt_key(&mut self.err, k),
                 Some(p) => {
-                    if self.lower.as_deref().is_some_and(|l| p.user_key < l) {
+                    if self.below_lower(p.user_key) {
                         break;
                     }
-                    let in_range = self.upper.as_deref().is_none_or(|u| p.user_key < u);
+                    let in_range = !self.above_upper(p.user_key);
                     if in_range && p.seq <= self.seq {
-                        if kind != ValueKind::Deletion && p.user_key < self.saved_key.as_slice() {
+                        if kind != ValueKind::Deletion
+                            && self.order.compare_user(p.user_key, &self.saved_key).is_lt()
+                        {
                             // A visible value of a previous key: the saved key is complete.
                             break;
                         }
@@ -1094,7 +1154,7 @@ pub(crate) mod testing {
 pub(crate) mod tests {
     use super::*;
     use crate::memtable::MemTable;
-    use mezz_format::ikey::make_internal_key;
+    use mezz_format::ikey::{compare_internal_keys, make_internal_key};
     use mezz_format::iter::EmptyIterator;
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};
@@ -1216,7 +1276,7 @@ pub(crate) mod tests {
             .enumerate()
             .map(|(i, p)| -> Box<dyn InternalIterator<Error>> {
                 if i == 0 && use_mem {
-                    let m = Arc::new(MemTable::new(0, 64 << 20));
+                    let m = Arc::new(MemTable::new(0, 64 << 20, mezz_format::KeyOrder::default()));
                     for (k, v) in &p {
                         let pk = parse_internal_key(k).unwrap();
                         m.add(pk.seq, pk.kind, pk.user_key, v).unwrap();
@@ -1267,7 +1327,7 @@ pub(crate) mod tests {
 
     fn check_merging(rng: &mut StdRng, case: Case) {
         let Case { children, all, .. } = case;
-        let mut it = merging_iterator(children);
+        let mut it = merging_iterator(children, &mezz_format::KeyOrder::default());
         testing::assert_scans(it.as_mut(), &all);
         testing::assert_random_walk(it.as_mut(), &all, rng, 40, |rng| {
             (random_user_key(rng), rng.random_range(0..70))
@@ -1320,11 +1380,12 @@ pub(crate) mod tests {
         let expect = model(&all, seq, &lower, &upper);
         let ctx = format!("seq {seq} lower {lower:?} upper {upper:?} all {all:?}");
         let mut it = DbIterator::new(
-            merging_iterator(children),
+            merging_iterator(children, &mezz_format::KeyOrder::default()),
             seq,
             lower.clone(),
             upper.clone(),
             Box::new(()),
+            mezz_format::KeyOrder::default(),
         );
         assert!(!it.valid());
         assert_eq!(scan_forward(&mut it), expect, "forward: {ctx}");
@@ -1434,13 +1495,20 @@ pub(crate) mod tests {
 
     #[test]
     fn db_iterator_basic_and_collect_all() {
-        let m = Arc::new(MemTable::new(1, 64 << 20));
+        let m = Arc::new(MemTable::new(1, 64 << 20, mezz_format::KeyOrder::default()));
         m.add(1, ValueKind::Value, b"a", b"1").unwrap();
         m.add(2, ValueKind::Value, b"b", b"2").unwrap();
         m.add(3, ValueKind::Deletion, b"a", b"").unwrap();
         m.add(4, ValueKind::Value, b"c", b"3").unwrap();
         let pin = Arc::clone(&m);
-        let it = DbIterator::new(m.iter(), 10, None, None, Box::new(pin));
+        let it = DbIterator::new(
+            m.iter(),
+            10,
+            None,
+            None,
+            Box::new(pin),
+            mezz_format::KeyOrder::default(),
+        );
         assert_eq!(
             it.collect_all().unwrap(),
             vec![
@@ -1448,7 +1516,14 @@ pub(crate) mod tests {
                 (b"c".to_vec(), b"3".to_vec())
             ]
         );
-        let it = DbIterator::new(m.iter(), 2, None, Some(b"b".to_vec()), Box::new(()));
+        let it = DbIterator::new(
+            m.iter(),
+            2,
+            None,
+            Some(b"b".to_vec()),
+            Box::new(()),
+            mezz_format::KeyOrder::default(),
+        );
         assert_eq!(
             it.collect_all().unwrap(),
             vec![(b"a".to_vec(), b"1".to_vec())]
@@ -1494,16 +1569,26 @@ pub(crate) mod tests {
             make_internal_key(b"a", 1, ValueKind::Value),
             b"x".to_vec(),
         )]));
-        let mut m = merging_iterator(vec![ok, Box::new(ClosedIter)]);
+        let mut m = merging_iterator(
+            vec![ok, Box::new(ClosedIter)],
+            &mezz_format::KeyOrder::default(),
+        );
         m.seek_to_first();
         assert!(!m.valid());
         assert!(matches!(m.status(), Err(Error::Closed)));
-        let mut it = DbIterator::new(m, MAX_SEQ, None, None, Box::new(()));
+        let mut it = DbIterator::new(
+            m,
+            MAX_SEQ,
+            None,
+            None,
+            Box::new(()),
+            mezz_format::KeyOrder::default(),
+        );
         it.seek_to_first();
         assert!(!it.valid());
         assert!(matches!(it.status(), Err(Error::Closed)));
         // A table's error keeps its kind and gains the file.
-        let mut m = merging_iterator(vec![bad_table()]);
+        let mut m = merging_iterator(vec![bad_table()], &mezz_format::KeyOrder::default());
         m.seek_to_first();
         match m.status() {
             Err(Error::Corruption { file, detail, .. }) => {
@@ -1521,7 +1606,7 @@ pub(crate) mod tests {
             b"x".to_vec(),
         )]));
         let bad = bad_table();
-        let mut m = merging_iterator(vec![ok, bad]);
+        let mut m = merging_iterator(vec![ok, bad], &mezz_format::KeyOrder::default());
         m.seek_to_first();
         // Fail-stop: a failed child stops the merge instead of being skipped.
         assert!(!m.valid());
@@ -1530,11 +1615,12 @@ pub(crate) mod tests {
         let ok: Box<dyn InternalIterator<Error>> = Box::new(VecIter::new(vec![]));
         let bad = bad_table();
         let mut it = DbIterator::new(
-            merging_iterator(vec![ok, bad]),
+            merging_iterator(vec![ok, bad], &mezz_format::KeyOrder::default()),
             MAX_SEQ,
             None,
             None,
             Box::new(()),
+            mezz_format::KeyOrder::default(),
         );
         it.seek_to_first();
         assert!(!it.valid());
@@ -1546,7 +1632,14 @@ pub(crate) mod tests {
             (b"short".to_vec(), b"?".to_vec()),
             (make_internal_key(b"z", 1, ValueKind::Value), b"v".to_vec()),
         ]));
-        let mut it = DbIterator::new(junk, MAX_SEQ, None, None, Box::new(()));
+        let mut it = DbIterator::new(
+            junk,
+            MAX_SEQ,
+            None,
+            None,
+            Box::new(()),
+            mezz_format::KeyOrder::default(),
+        );
         it.seek_to_first();
         assert_eq!(it.key(), b"z");
         assert!(it.status().unwrap_err().is_corruption());

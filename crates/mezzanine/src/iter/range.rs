@@ -16,8 +16,11 @@
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
 
+use mezz_format::KeyOrder;
+
 use crate::error::{Error, Result};
 use crate::iter::DbIterator;
+use crate::options::ReadOptions;
 
 /// One key-value pair yielded by [`Iter`].
 pub type KvPair = (Vec<u8>, Vec<u8>);
@@ -26,8 +29,30 @@ pub type KvPair = (Vec<u8>, Vec<u8>);
 /// every call).
 pub(crate) type CursorFactory = Box<dyn Fn() -> Result<DbIterator> + Send + Sync>;
 
-/// Cursor bounds: inclusive lower, exclusive upper (`None` = unbounded).
-pub(crate) type CursorBounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+/// Cursor bounds (`None` = unbounded): inclusive lower and exclusive upper unless the flags
+/// say otherwise, and for a prefix under a custom order the prefix the keys must start with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CursorBounds {
+    pub lower: Option<Vec<u8>>,
+    /// The lower bound's key is excluded.
+    pub lower_excl: bool,
+    pub upper: Option<Vec<u8>>,
+    /// The upper bound's key is included.
+    pub upper_incl: bool,
+    /// Only keys starting with this (a prefix whose keys a custom order may scatter).
+    pub prefix: Option<Vec<u8>>,
+}
+
+impl CursorBounds {
+    /// Inclusive `lower`, exclusive `upper`.
+    pub(crate) fn half_open(lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Self {
+        Self {
+            lower,
+            upper,
+            ..Self::default()
+        }
+    }
+}
 
 /// The smallest key after every key starting with `prefix` (`None` if there is none: the
 /// prefix is empty or all `0xff`).
@@ -51,12 +76,14 @@ fn successor(k: &[u8]) -> Vec<u8> {
     v
 }
 
-/// The cursor bounds of a Rust range over keys.
+/// The cursor bounds of a Rust range over keys ordered by `order`. Under the bytewise
+/// order an excluded start and an included end become `k ++ [0]` (the next key); under
+/// another order, which has no such successor, the flags carry them.
 ///
 /// # Errors
 /// `InvalidArgument` where `BTreeMap::range` would panic: the start is after the end, or
 /// they are equal and both excluded.
-pub(crate) fn range_to_bounds<K, R>(range: &R) -> Result<CursorBounds>
+pub(crate) fn range_to_bounds<K, R>(range: &R, order: &KeyOrder) -> Result<CursorBounds>
 where
     K: AsRef<[u8]>,
     R: RangeBounds<K>,
@@ -68,12 +95,22 @@ where
     };
     if let (Some(s), Some(e)) = (key(start), key(end)) {
         let both_excluded = matches!((start, end), (Bound::Excluded(_), Bound::Excluded(_)));
-        if s > e || (s == e && both_excluded) {
+        let o = order.compare_user(&s, &e);
+        if o.is_gt() || (o.is_eq() && both_excluded) {
             return Err(Error::InvalidArgument(format!(
                 "range start {s:02x?} is after its end {e:02x?}{}",
-                if s == e { " (both excluded)" } else { "" }
+                if o.is_eq() { " (both excluded)" } else { "" }
             )));
         }
+    }
+    if !order.is_bytewise() {
+        return Ok(CursorBounds {
+            lower: key(start),
+            lower_excl: matches!(start, Bound::Excluded(_)),
+            upper: key(end),
+            upper_incl: matches!(end, Bound::Included(_)),
+            prefix: None,
+        });
     }
     let lower = match start {
         Bound::Included(k) => Some(k.as_ref().to_vec()),
@@ -85,25 +122,54 @@ where
         Bound::Excluded(k) => Some(k.as_ref().to_vec()),
         Bound::Unbounded => None,
     };
-    Ok((lower, upper))
+    Ok(CursorBounds::half_open(lower, upper))
 }
 
-/// The cursor bounds of the keys starting with `prefix`.
-pub(crate) fn prefix_to_bounds(prefix: &[u8]) -> CursorBounds {
-    (Some(prefix.to_vec()), prefix_successor(prefix))
+/// The cursor bounds of the keys starting with `prefix`: a key range under the bytewise
+/// order; under another order, where such keys need not be adjacent, a filter over every
+/// key.
+pub(crate) fn prefix_to_bounds(prefix: &[u8], order: &KeyOrder) -> CursorBounds {
+    if order.is_bytewise() {
+        CursorBounds::half_open(Some(prefix.to_vec()), prefix_successor(prefix))
+    } else {
+        CursorBounds {
+            prefix: Some(prefix.to_vec()),
+            ..CursorBounds::default()
+        }
+    }
 }
 
-/// Intersects two sets of cursor bounds (the larger lower, the smaller upper).
-pub(crate) fn intersect(a: CursorBounds, b: CursorBounds) -> CursorBounds {
-    let lower = match (a.0, b.0) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
+/// Intersects bounds `b` with a read's bounds (the larger lower, the smaller upper; on
+/// equal keys the stricter kind).
+pub(crate) fn intersect(opts: &ReadOptions, b: CursorBounds, order: &KeyOrder) -> CursorBounds {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let (rl, rl_excl) = (opts.lower_bound.clone(), opts.lower_bound_exclusive);
+    let (lower, lower_excl) = match (rl, b.lower) {
+        (Some(x), Some(y)) => match order.compare_user(&x, &y) {
+            Greater => (Some(x), rl_excl),
+            Less => (Some(y), b.lower_excl),
+            Equal => (Some(x), rl_excl || b.lower_excl),
+        },
+        (x, None) => (x, rl_excl),
+        (None, y) => (y, b.lower_excl),
     };
-    let upper = match (a.1, b.1) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
+    let (ru, ru_incl) = (opts.upper_bound.clone(), opts.upper_bound_inclusive);
+    let (upper, upper_incl) = match (ru, b.upper) {
+        (Some(x), Some(y)) => match order.compare_user(&x, &y) {
+            Greater => (Some(y), b.upper_incl),
+            Less => (Some(x), ru_incl),
+            Equal => (Some(x), ru_incl && b.upper_incl),
+        },
+        (x, None) => (x, ru_incl),
+        (None, y) => (y, b.upper_incl),
     };
-    (lower, upper)
+    CursorBounds {
+        lower,
+        lower_excl,
+        upper,
+        upper_incl,
+        prefix: b.prefix,
+    }
 }
 
 /// An iterator over key-value pairs in key order, as of one consistent view of the
@@ -125,6 +191,10 @@ pub struct Iter {
     back_last: Vec<u8>,
     back_started: bool,
     done: bool,
+    /// The order of keys (where the two ends meet).
+    order: KeyOrder,
+    /// Yield only keys starting with this (a prefix under a custom order).
+    prefix: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for Iter {
@@ -145,9 +215,14 @@ enum End {
 }
 
 impl Iter {
-    /// An iterator whose cursors `factory` makes.
-    pub(crate) fn new(factory: CursorFactory) -> Iter {
-        Self::with(Some(factory), None)
+    /// An iterator whose cursors `factory` makes, over keys ordered by `order`, yielding
+    /// only keys that start with `prefix` when given.
+    pub(crate) fn new(factory: CursorFactory, order: KeyOrder, prefix: Option<Vec<u8>>) -> Iter {
+        Iter {
+            order,
+            prefix,
+            ..Self::with(Some(factory), None)
+        }
     }
 
     /// An iterator that yields `err` once.
@@ -166,10 +241,23 @@ impl Iter {
             back_last: Vec::new(),
             back_started: false,
             done: false,
+            order: KeyOrder::bytewise(),
+            prefix: None,
         }
     }
 
+    /// The next item from `end` that passes the prefix filter.
     fn step(&mut self, end: End) -> Option<Result<KvPair>> {
+        loop {
+            let item = self.step_once(end);
+            match (&item, &self.prefix) {
+                (Some(Ok((k, _))), Some(p)) if !k.starts_with(p) => {}
+                _ => return item,
+            }
+        }
+    }
+
+    fn step_once(&mut self, end: End) -> Option<Result<KvPair>> {
         if self.done {
             return None;
         }
@@ -219,8 +307,12 @@ impl Iter {
         };
         let item = (key.to_vec(), value.to_vec());
         let crossed = match end {
-            End::Front => self.back_started && item.0 >= self.back_last,
-            End::Back => self.front_started && item.0 <= self.front_last,
+            End::Front => {
+                self.back_started && self.order.compare_user(&item.0, &self.back_last).is_ge()
+            }
+            End::Back => {
+                self.front_started && self.order.compare_user(&item.0, &self.front_last).is_le()
+            }
         };
         if crossed {
             self.done = true;
@@ -268,22 +360,44 @@ mod tests {
     #[test]
     fn ranges_map_to_inclusive_exclusive_bounds() {
         let b = |v: &[u8]| Some(v.to_vec());
-        assert_eq!(range_to_bounds(&("a".."c")).ok(), Some((b(b"a"), b(b"c"))));
+        let o = &KeyOrder::default();
+        let ho = |l, u| Some(CursorBounds::half_open(l, u));
+        assert_eq!(range_to_bounds(&("a".."c"), o).ok(), ho(b(b"a"), b(b"c")));
         assert_eq!(
-            range_to_bounds(&("a"..="c")).ok(),
-            Some((b(b"a"), b(b"c\0")))
+            range_to_bounds(&("a"..="c"), o).ok(),
+            ho(b(b"a"), b(b"c\0"))
         );
         let r: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Excluded(b"a"), Bound::Unbounded);
-        assert_eq!(
-            range_to_bounds::<&[u8], _>(&r).ok(),
-            Some((b(b"a\0"), None))
-        );
-        assert!(range_to_bounds(&("c".."a")).is_err());
+        assert_eq!(range_to_bounds::<&[u8], _>(&r, o).ok(), ho(b(b"a\0"), None));
+        assert!(range_to_bounds(&("c".."a"), o).is_err());
         let r: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Excluded(b"a"), Bound::Excluded(b"a"));
-        assert!(range_to_bounds::<&[u8], _>(&r).is_err());
-        assert!(range_to_bounds(&("a".."a")).is_ok());
+        assert!(range_to_bounds::<&[u8], _>(&r, o).is_err());
+        assert!(range_to_bounds(&("a".."a"), o).is_ok());
         let v = vec![1u8];
-        assert!(range_to_bounds(&(v.as_slice()..)).is_ok());
-        assert!(range_to_bounds(&(..v.clone())).is_ok());
+        assert!(range_to_bounds(&(v.as_slice()..), o).is_ok());
+        assert!(range_to_bounds(&(..v.clone()), o).is_ok());
+    }
+
+    #[test]
+    fn custom_orders_keep_bound_kinds_and_compare_by_the_order() {
+        let rev = KeyOrder::custom(std::sync::Arc::new(mezz_format::order::ReverseBytewise));
+        // In reverse order "c" comes before "a".
+        let r = range_to_bounds(&("c"..="a"), &rev).unwrap();
+        assert_eq!(r.lower.as_deref(), Some(&b"c"[..]));
+        assert!(!r.lower_excl && r.upper_incl);
+        assert!(range_to_bounds(&("a".."c"), &rev).is_err());
+        let p = prefix_to_bounds(b"ab", &rev);
+        assert_eq!(
+            (p.lower, p.upper, p.prefix),
+            (None, None, Some(b"ab".to_vec()))
+        );
+        // The read's exclusive upper "b" is stricter than the range's inclusive "a"? No:
+        // in reverse order "b" < "a", so "b" (exclusive) wins.
+        let ro = ReadOptions {
+            upper_bound: Some(b"b".to_vec()),
+            ..ReadOptions::default()
+        };
+        let i = intersect(&ro, r, &rev);
+        assert_eq!((i.upper.as_deref(), i.upper_incl), (Some(&b"b"[..]), false));
     }
 }

@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use mezz_env::FileSystem;
+use mezz_format::KeyOrder;
 use mezz_format::SeqNo;
 use mezz_format::log::{LogRead, LogReader, LogWriter};
 
@@ -93,6 +94,7 @@ pub fn recover_manifest(
     dir: &Path,
     num_levels: usize,
     mode: RecoveryMode,
+    order: &KeyOrder,
 ) -> Result<RecoveredManifest> {
     let cur_path = filename::current_file(dir);
     let cur = fs
@@ -120,7 +122,8 @@ pub fn recover_manifest(
     // Replayed with as many levels as any options allow, so that a database last open with
     // more levels than `num_levels` is refused below with a clear message instead of a
     // failing edit.
-    let empty = Version::new(num_levels.max(crate::options::MAX_NUM_LEVELS));
+    let empty =
+        Version::new(num_levels.max(crate::options::MAX_NUM_LEVELS)).with_order(order.clone());
     // One builder for the whole replay: each level is sorted once, at the end, instead of
     // the whole version being copied for every edit.
     let mut builder = VersionBuilder::new(&empty);
@@ -154,14 +157,22 @@ pub fn recover_manifest(
                     .in_file(&path));
                 }
                 first = false;
-                if let Some(c) = &edit.comparator
-                    && c != COMPARATOR_NAME
-                {
-                    return Err(Error::corruption(
-                        offset,
-                        format!("comparator {c:?} does not match {COMPARATOR_NAME:?}"),
-                    )
-                    .in_file(&path));
+                if let Some(c) = &edit.comparator {
+                    // Databases created before comparators were configurable record the
+                    // bytewise order as `COMPARATOR_NAME`.
+                    let recorded = if c == COMPARATOR_NAME {
+                        mezz_format::order::BYTEWISE_NAME
+                    } else {
+                        c.as_str()
+                    };
+                    if recorded != order.name() {
+                        return Err(Error::InvalidArgument(format!(
+                            "comparator name mismatch: {} was created with the comparator \
+                             {recorded:?}, the options give {:?}",
+                            dir.display(),
+                            order.name()
+                        )));
+                    }
                 }
                 builder.apply(&edit).map_err(|e| match e {
                     Error::Corruption { detail, .. } => Error::Corruption {
@@ -344,7 +355,14 @@ mod tests {
         let fs = mezz_env::MemFs::new();
         let dir = Path::new("/db");
         manifest_with_edits(&fs, dir);
-        let r = recover_manifest(&fs, dir, 4, RecoveryMode::AbsoluteConsistency).unwrap();
+        let r = recover_manifest(
+            &fs,
+            dir,
+            4,
+            RecoveryMode::AbsoluteConsistency,
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         assert_eq!(r.version.num_files(0), 3);
         assert_eq!(
             (r.log_number, r.next_file_number, r.last_sequence),
@@ -361,16 +379,38 @@ mod tests {
         let len = fs.file_size(&path).unwrap();
         // Cut the last edit short: a torn append.
         fs.truncate(&path, len - 5).unwrap();
-        let r = recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail).unwrap();
+        let r = recover_manifest(
+            &fs,
+            dir,
+            4,
+            RecoveryMode::TolerateCorruptTail,
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         assert_eq!(r.version.num_files(0), 2);
-        assert!(recover_manifest(&fs, dir, 4, RecoveryMode::AbsoluteConsistency).is_err());
+        assert!(
+            recover_manifest(
+                &fs,
+                dir,
+                4,
+                RecoveryMode::AbsoluteConsistency,
+                &mezz_format::KeyOrder::default()
+            )
+            .is_err()
+        );
 
         let fs = mezz_env::MemFs::new();
         let path = manifest_with_edits(&fs, dir);
         let len = fs.file_size(&path).unwrap();
         // Flip a bit inside the last, complete edit.
         fs.corrupt(&path, len - 5, 0x10).unwrap();
-        match recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail) {
+        match recover_manifest(
+            &fs,
+            dir,
+            4,
+            RecoveryMode::TolerateCorruptTail,
+            &mezz_format::KeyOrder::default(),
+        ) {
             Err(Error::Corruption { file, .. }) => assert_eq!(file.as_deref(), Some(&*path)),
             other => panic!("expected corruption, got {other:?}"),
         }
@@ -396,7 +436,13 @@ mod tests {
         // Make the length claim more bytes than the file has: it looks cut short, but the
         // bytes that are there match the checksum, so the edit was complete.
         fs.corrupt(&path, (last + 5) as u64, 0x80).unwrap();
-        match recover_manifest(&fs, dir, 4, RecoveryMode::TolerateCorruptTail) {
+        match recover_manifest(
+            &fs,
+            dir,
+            4,
+            RecoveryMode::TolerateCorruptTail,
+            &mezz_format::KeyOrder::default(),
+        ) {
             Err(Error::Corruption { .. }) => {}
             other => panic!("expected corruption, got {other:?}"),
         }
@@ -446,7 +492,14 @@ mod tests {
         }
         assert_eq!(edit_count, edits);
         set_current(&fs, dir, 3, 99).unwrap();
-        let r = recover_manifest(&fs, dir, 4, RecoveryMode::AbsoluteConsistency).unwrap();
+        let r = recover_manifest(
+            &fs,
+            dir,
+            4,
+            RecoveryMode::AbsoluteConsistency,
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
         let ids = |l: usize| r.version.tables(l).iter().map(|t| t.id).collect::<Vec<_>>();
         l0.reverse();
         assert_eq!(ids(0), l0, "L0 newest first");

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use mezz_format::ikey::{self, TRAILER_LEN};
-use mezz_format::{InternalIterator, SeqNo, ValueKind};
+use mezz_format::{InternalIterator, KeyOrder, SeqNo, ValueKind};
 use mezz_pmem::skiplist::{Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, ArenaOptions};
 use mezz_util::spare::Kept;
@@ -247,9 +247,10 @@ impl MemTable {
     /// An empty DRAM memtable whose arena holds up to `capacity` bytes of entries
     /// (clamped to `4096..=`[`MAX_DRAM_CAPACITY`]; address space only until entries
     /// arrive: see [`room_needed`]). `id` identifies it (the engine uses the number of its
-    /// WAL).
+    /// WAL); `order` orders its keys. It keeps a key filter when the order allows one
+    /// ([`KeyOrder::filters_allowed`]).
     #[must_use]
-    pub fn new(id: u64, capacity: usize) -> Self {
+    pub fn new(id: u64, capacity: usize, order: KeyOrder) -> Self {
         let capacity = capacity.clamp(4096, MAX_DRAM_CAPACITY);
         let arena = take_spare(capacity).unwrap_or_else(|| {
             Arena::with_options(
@@ -266,13 +267,23 @@ impl MemTable {
                 },
             )
         });
-        let list = match SkipList::new(arena, IkeyCmp) {
+        let filters = order.filters_allowed();
+        let list = match SkipList::new(arena, IkeyCmp(order)) {
             Ok(l) => l,
             // Unreachable: 4096 bytes hold the head node many times over.
             Err(e) => unreachable!("a skip list head does not fit 4096 bytes: {e}"),
         };
-        let filter = new_filter(capacity / FILTER_BYTES_PER_BYTE);
-        Self::with_store(id, Store::Dram(Arc::new(list)), Some(filter))
+        let filter = filters.then(|| new_filter(capacity / FILTER_BYTES_PER_BYTE));
+        Self::with_store(id, Store::Dram(Arc::new(list)), filter)
+    }
+
+    /// The order of this memtable's keys.
+    #[must_use]
+    pub fn order(&self) -> &KeyOrder {
+        match &self.store {
+            Store::Dram(list) => &list.comparator().0,
+            Store::Nvm(list) => list.order(),
+        }
     }
 
     fn with_store(id: u64, store: Store, filter: Option<KeyFilter>) -> Self {
@@ -299,11 +310,14 @@ impl MemTable {
         m
     }
 
-    /// A memtable over a new, empty NVM skip list, with a key filter sized for it: every
-    /// entry then arrives through [`MemTable::add`] or [`MemTable::add_merged`].
+    /// A memtable over a new, empty NVM skip list, with a key filter sized for it when its
+    /// order allows one: every entry then arrives through [`MemTable::add`] or
+    /// [`MemTable::add_merged`].
     pub(crate) fn nvm_new(id: u64, list: NvmList) -> Self {
         let mut m = Self::nvm(id, list);
-        m.filter = Some(new_filter(m.capacity() / FILTER_BYTES_PER_BYTE));
+        if m.order().filters_allowed() {
+            m.filter = Some(new_filter(m.capacity() / FILTER_BYTES_PER_BYTE));
+        }
         m
     }
 
@@ -338,7 +352,7 @@ impl MemTable {
                 MAX_DRAM_CAPACITY
             )));
         }
-        let m = MemTable::new(self.id, want);
+        let m = MemTable::new(self.id, want, list.comparator().0.clone());
         let mut it = Cursor::new(list);
         it.first();
         while it.valid() {
@@ -702,7 +716,7 @@ impl MemTable {
             return Ok(None);
         }
         let k = c.key();
-        if ikey::user_key(k) != user_key {
+        if !list.comparator().0.same_user(ikey::user_key(k), user_key) {
             return Ok(None);
         }
         Ok(match ValueKind::from_u8((ikey::trailer(k) & 0xff) as u8) {
@@ -860,7 +874,7 @@ mod tests {
     /// then the reclaim thread, which frees it, never a foreground or flush thread.
     #[test]
     fn the_reclaim_thread_keeps_lists_still_held_elsewhere_and_frees_them() {
-        let m = MemTable::new(9, 4 << 20);
+        let m = MemTable::new(9, 4 << 20, mezz_format::KeyOrder::default());
         let value = [7u8; 1000];
         let mut seq = 1;
         while m.approximate_memory_usage() <= 2 << 20 {
@@ -901,7 +915,7 @@ mod tests {
     #[test]
     fn the_key_filter_never_hides_an_entry() {
         let key = |i: u64| format!("user{i:08}").into_bytes();
-        let m = MemTable::new(1, 1 << 20);
+        let m = MemTable::new(1, 1 << 20, mezz_format::KeyOrder::default());
         assert!(m.filter.is_some(), "a DRAM memtable keeps a key filter");
         for i in 0..3000u64 {
             let kind = if i % 3 == 0 {
@@ -932,7 +946,7 @@ mod tests {
 
     #[test]
     fn get_at_snapshots_and_deletions() {
-        let m = MemTable::new(3, 64 << 20);
+        let m = MemTable::new(3, 64 << 20, mezz_format::KeyOrder::default());
         assert_eq!(m.id(), 3);
         assert!(m.is_empty());
         assert_eq!(m.max_seq(), 0);
@@ -966,7 +980,7 @@ mod tests {
 
     #[test]
     fn insert_batch_numbers_updates() {
-        let m = MemTable::new(1, 64 << 20);
+        let m = MemTable::new(1, 64 << 20, mezz_format::KeyOrder::default());
         let mut b = WriteBatch::new();
         b.put(b"x", b"1");
         b.delete(b"y");
@@ -983,7 +997,7 @@ mod tests {
     }
 
     fn filled(n: u32) -> (Arc<MemTable>, Vec<Vec<u8>>) {
-        let m = Arc::new(MemTable::new(1, 64 << 20));
+        let m = Arc::new(MemTable::new(1, 64 << 20, mezz_format::KeyOrder::default()));
         let mut expect = Vec::new();
         // Keys k000..k(n-1), three versions each, inserted in scrambled order.
         for i in (0..n).map(|i| (i * 7919) % n) {
@@ -1103,7 +1117,7 @@ mod tests {
 
     #[test]
     fn concurrent_adds_from_four_threads() {
-        let m = Arc::new(MemTable::new(9, 64 << 20));
+        let m = Arc::new(MemTable::new(9, 64 << 20, mezz_format::KeyOrder::default()));
         let threads: Vec<_> = (0..4u64)
             .map(|t| {
                 let m = Arc::clone(&m);
@@ -1159,7 +1173,7 @@ mod tests {
     /// half-written entry); what was added before stays readable.
     #[test]
     fn a_full_memtable_refuses_an_entry_with_an_error() {
-        let m = MemTable::new(4, 4096);
+        let m = MemTable::new(4, 4096, mezz_format::KeyOrder::default());
         let mut added = 0u64;
         let err = loop {
             let k = format!("key{added:05}");
@@ -1211,6 +1225,10 @@ mod tests {
             it.next();
         }
         assert_eq!(got, expect);
-        assert!(MemTable::new(1, 4096).grown(MAX_DRAM_CAPACITY).is_err());
+        assert!(
+            MemTable::new(1, 4096, mezz_format::KeyOrder::default())
+                .grown(MAX_DRAM_CAPACITY)
+                .is_err()
+        );
     }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mezz_format::ikey::{self, MAX_SEQ, TRAILER_LEN};
-use mezz_format::{InternalIterator, SeqNo, ValueKind};
+use mezz_format::{InternalIterator, KeyOrder, SeqNo, ValueKind};
 use mezz_pmem::skiplist::{Comparator, CorruptNode, Cursor, InsertError, SkipList};
 use mezz_pmem::{Arena, PersistentWord};
 
@@ -75,14 +75,15 @@ fn min_visible_seq(list: &SkipList<IkeyCmp>, committed: SeqNo) -> Option<SeqNo> 
     min
 }
 
-/// The order of internal keys (user key ascending, then sequence number descending).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct IkeyCmp;
+/// The order of internal keys (user key ascending under the database's key order, then
+/// sequence number descending).
+#[derive(Debug, Clone, Default)]
+pub struct IkeyCmp(pub KeyOrder);
 
 impl Comparator for IkeyCmp {
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> CmpOrdering {
-        ikey::compare_internal_keys_wordwise(a, b)
+        self.0.compare_internal_wordwise(a, b)
     }
 }
 
@@ -129,13 +130,24 @@ pub struct NvmList {
 }
 
 impl NvmList {
+    /// The order of the list's keys.
+    #[must_use]
+    pub fn order(&self) -> &KeyOrder {
+        &self.list.comparator().0
+    }
+
     /// A new, empty persistent skip list in `obj`. `deferred`: the list will take writes
     /// before the WALs older than it are durable, and carries the deferred mark (durable
     /// before this returns, so before any write); otherwise the mark's word is cleared.
     ///
     /// # Errors
     /// `Io` when persisting the list header fails.
-    pub fn create(tier: &Arc<NvmTier>, obj: NvmObject, deferred: bool) -> Result<NvmList> {
+    pub fn create(
+        tier: &Arc<NvmTier>,
+        obj: NvmObject,
+        deferred: bool,
+        order: &KeyOrder,
+    ) -> Result<NvmList> {
         let (start, len) = tier.extent_range(&obj)?;
         let word = Self::prefix_word(tier, &obj, start, 0)?;
         word.publish(0)?;
@@ -151,7 +163,7 @@ impl NvmList {
             len.saturating_sub(LIST_PREFIX),
         )
         .map_err(|e| Error::InvalidArgument(format!("NVM memtable arena: {e}")))?;
-        let list = SkipList::new(arena, IkeyCmp).map_err(|e| insert_err(e, &obj))?;
+        let list = SkipList::new(arena, IkeyCmp(order.clone())).map_err(|e| insert_err(e, &obj))?;
         let mut l = NvmList::new(Arc::clone(tier), obj, list, word, (u64::MAX, 0), u64::MAX);
         l.reserve = Some(reserve);
         l.low = Some(low);
@@ -166,7 +178,7 @@ impl NvmList {
     ///
     /// # Errors
     /// `Corruption` naming the pool file and offset.
-    pub fn recover(tier: &Arc<NvmTier>, obj: NvmObject) -> Result<NvmList> {
+    pub fn recover(tier: &Arc<NvmTier>, obj: NvmObject, order: &KeyOrder) -> Result<NvmList> {
         let (start, len) = tier.extent_range(&obj)?;
         let path = tier.dir().join(POOL_FILE);
         let word = Self::prefix_word(tier, &obj, start, 0)?;
@@ -181,11 +193,12 @@ impl NvmList {
             offset: obj.offset,
             detail: format!("NVM memtable {}: {e}", obj.id).into(),
         })?;
-        let (list, _report) = SkipList::recover(arena, IkeyCmp).map_err(|e| Error::Corruption {
-            file: Some(path.clone()),
-            offset: obj.offset,
-            detail: format!("NVM memtable {}: {e}", obj.id).into(),
-        })?;
+        let (list, _report) =
+            SkipList::recover(arena, IkeyCmp(order.clone())).map_err(|e| Error::Corruption {
+                file: Some(path.clone()),
+                offset: obj.offset,
+                detail: format!("NVM memtable {}: {e}", obj.id).into(),
+            })?;
         // No pass over the entries: the commit word is the largest visible sequence number,
         // the reserve word bounds every sequence number physically present.
         let reserve = Self::prefix_word(tier, &obj, start, 8)?;
@@ -541,7 +554,12 @@ impl NvmList {
             return Ok(None);
         }
         let k = c.key();
-        if ikey::user_key(k) != user_key {
+        if !self
+            .list
+            .comparator()
+            .0
+            .same_user(ikey::user_key(k), user_key)
+        {
             return Ok(None);
         }
         Ok(match ValueKind::from_u8((ikey::trailer(k) & 0xff) as u8) {

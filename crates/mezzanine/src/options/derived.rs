@@ -2,9 +2,21 @@
 //!
 //! Pure functions of `&Options`.
 
+use std::sync::Arc;
+
 use super::{MAX_GROUP_BYTES, NvmMemtable, Options};
 
 impl Options {
+    /// The order of keys these options give ([`Options::comparator`], bytewise if none).
+    #[must_use]
+    pub fn key_order(&self) -> mezz_format::KeyOrder {
+        self.comparator
+            .as_ref()
+            .map_or_else(mezz_format::KeyOrder::bytewise, |c| {
+                mezz_format::KeyOrder::custom(Arc::clone(c))
+            })
+    }
+
     /// Whether these options use an NVM tier.
     #[must_use]
     pub fn has_nvm(&self) -> bool {

@@ -90,6 +90,12 @@ declare_options! {
         /// (the previous one kept as `LOG.old.<micros>`), or a caller's logger. Not written
         /// to the OPTIONS file. Default: `None`.
         info_log: Option<Arc<dyn crate::info_log::Logger>> = None, Internal;
+        /// The order of keys: `None` for bytewise (LevelDB's
+        /// `leveldb.BytewiseComparator`), or a caller's [`mezz_format::Comparator`]. Its
+        /// name is recorded in the manifest when the database is created and checked at
+        /// every open ("comparator name mismatch"). Not written to the OPTIONS file.
+        /// Default: `None`.
+        comparator: Option<Arc<dyn mezz_format::Comparator>> = None, Internal;
 
         // ---- opening ----
         /// Create the database if it does not exist. Default: true.

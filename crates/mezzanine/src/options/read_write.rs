@@ -40,6 +40,11 @@ pub struct ReadOptions {
     pub lower_bound: Option<Vec<u8>>,
     /// Exclusive upper bound on user keys seen by an iterator. Default: none.
     pub upper_bound: Option<Vec<u8>>,
+    /// Makes `lower_bound` exclusive (for orders without a byte-level successor, where
+    /// "after `k`" cannot be written as an inclusive bound). Default: false.
+    pub lower_bound_exclusive: bool,
+    /// Makes `upper_bound` inclusive. Default: false.
+    pub upper_bound_inclusive: bool,
     /// Put blocks read into the block cache. Default: true (false for scans that should not
     /// evict the working set).
     pub fill_cache: bool,
@@ -53,6 +58,8 @@ impl Default for ReadOptions {
             snapshot: None,
             lower_bound: None,
             upper_bound: None,
+            lower_bound_exclusive: false,
+            upper_bound_inclusive: false,
             fill_cache: true,
             verify_checksums: false,
         }

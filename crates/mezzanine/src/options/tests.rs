@@ -23,6 +23,7 @@ fn changed() -> Options {
         preset: Preset::Novelsm,
         fs: Arc::new(PosixFs::new()),
         info_log: Some(Arc::new(NoLog)),
+        comparator: Some(Arc::new(mezz_format::order::ReverseBytewise)),
         create_if_missing: false,
         error_if_exists: true,
         paranoid_checks: true,

@@ -182,15 +182,27 @@ mod tests {
     use super::*;
 
     fn set() -> MemtableSet {
-        MemtableSet::new(Arc::new(MemTable::new(5, 64 << 20)), Vec::new(), Vec::new())
+        MemtableSet::new(
+            Arc::new(MemTable::new(5, 64 << 20, mezz_format::KeyOrder::default())),
+            Vec::new(),
+            Vec::new(),
+        )
     }
 
     #[test]
     fn switches_flush_oldest_first_and_track_the_log_number() {
         let mut s = set();
         assert!(s.next_flush().is_none());
-        s.switch(Arc::new(MemTable::new(6, 64 << 20)));
-        s.switch(Arc::new(MemTable::new(7, 64 << 20)));
+        s.switch(Arc::new(MemTable::new(
+            6,
+            64 << 20,
+            mezz_format::KeyOrder::default(),
+        )));
+        s.switch(Arc::new(MemTable::new(
+            7,
+            64 << 20,
+            mezz_format::KeyOrder::default(),
+        )));
         assert_eq!(s.active().id(), 7);
         let ids: Vec<u64> = s.immutables().iter().map(|m| m.id()).collect();
         assert_eq!(ids, vec![6, 5]);

@@ -95,6 +95,8 @@ pub struct MatrixSpace {
     /// The bytes the last row that found no room needed (0 once a row fitted again): a
     /// flush waits for a column while the free pages are fewer.
     shortfall: AtomicU64,
+    /// The order of keys in every row.
+    order: mezz_format::KeyOrder,
 }
 
 impl std::fmt::Debug for MatrixSpace {
@@ -138,6 +140,7 @@ impl MatrixSpace {
         page_size: usize,
         hints: bool,
         tables: impl Iterator<Item = &'a TableMeta>,
+        order: &mezz_format::KeyOrder,
     ) -> Result<MatrixSpace> {
         let extent = object.extent();
         let region = Arc::clone(tier.region());
@@ -145,7 +148,7 @@ impl MatrixSpace {
         let mut rows: RowMap = HashMap::new();
         let mut live: HashSet<u32> = HashSet::new();
         for (row, (header_page, consumed)) in least_consumed(tables) {
-            let t = RowTable::open(&region, &probe, header_page, row)?.ok_or_else(|| {
+            let t = RowTable::open(&region, &probe, header_page, row, order)?.ok_or_else(|| {
                 Error::corruption(
                     0,
                     format!("matrix row {row} (header page {header_page}) never committed"),
@@ -169,6 +172,7 @@ impl MatrixSpace {
             hints,
             counters: Arc::default(),
             shortfall: AtomicU64::new(0),
+            order: order.clone(),
         })
     }
 
@@ -244,7 +248,10 @@ impl MatrixSpace {
         prev: Option<(&RowTable, u32)>,
         block_size: usize,
     ) -> Result<Option<(Arc<RowTable>, TableMeta)>> {
-        let mut b = RowBuilder::new(RowBuildOptions { block_size });
+        let mut b = RowBuilder::new(RowBuildOptions {
+            block_size,
+            order: self.order.clone(),
+        });
         iter.seek_to_first();
         while iter.valid() {
             b.add(iter.key(), iter.value())?;
@@ -407,8 +414,17 @@ mod tests {
         };
         let tier = NvmTier::open(&opts, [7; 16], &[], true).unwrap();
         let obj = tier.alloc(1, NvmObjectKind::MatrixSpace, 16 << 20).unwrap();
-        let space =
-            Arc::new(MatrixSpace::open(&tier, obj, 16 << 10, true, std::iter::empty()).unwrap());
+        let space = Arc::new(
+            MatrixSpace::open(
+                &tier,
+                obj,
+                16 << 10,
+                true,
+                std::iter::empty(),
+                &mezz_format::KeyOrder::default(),
+            )
+            .unwrap(),
+        );
         let version: Arc<Mutex<Vec<TableMeta>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let cleaner = {
@@ -427,7 +443,7 @@ mod tests {
             })
         };
         for i in 0..300u64 {
-            let m = Arc::new(MemTable::new(i, 1 << 20));
+            let m = Arc::new(MemTable::new(i, 1 << 20, mezz_format::KeyOrder::default()));
             for k in 0..40u64 {
                 let key = format!("k{:05}", (k * 7 + i) % 1000);
                 m.add(

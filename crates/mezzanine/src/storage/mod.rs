@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mezz_env::{FileSystem, RandomAccessFile, WritableFile, WriteLifetime};
+use mezz_format::KeyOrder;
 use mezz_util::counter::StripedCounters;
 
 use crate::base::meta::{TableLocation, TableMeta};
@@ -64,6 +65,8 @@ pub struct Storage {
     direct_reads: bool,
     /// SSTs are written with direct I/O (`use_direct_io_for_flush_and_compaction`).
     direct_writes: bool,
+    /// The order of keys in every table (`Options::comparator`).
+    order: KeyOrder,
 }
 
 /// Bytes a whole-table scan (a compaction's input, a verification) reads at a time from an
@@ -194,7 +197,22 @@ impl Storage {
             mapped_reads: false,
             direct_reads: false,
             direct_writes: false,
+            order: KeyOrder::bytewise(),
         }
+    }
+
+    /// The same storage, its tables ordered by `order` (`Options::comparator`; bytewise
+    /// unless set).
+    #[must_use]
+    pub fn with_order(mut self, order: KeyOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// The order of keys in every table.
+    #[must_use]
+    pub fn order(&self) -> &KeyOrder {
+        &self.order
     }
 
     /// The same storage, reading SSTs through memory mappings if `on` (`mmap_reads`; where

@@ -176,8 +176,15 @@ impl TableCache {
         match meta.location {
             TableLocation::Sst { path_id } => {
                 let (path, file) = self.storage.open_sst(meta.id, path_id)?;
-                let t = SstTable::open(meta, path, file, self.block_cache.as_ref(), &self.stats)?
-                    .with_scan_readahead(self.storage.scan_readahead());
+                let t = SstTable::open(
+                    meta,
+                    path,
+                    file,
+                    self.block_cache.as_ref(),
+                    &self.stats,
+                    self.storage.order(),
+                )?
+                .with_scan_readahead(self.storage.scan_readahead());
                 Ok(Arc::new(t))
             }
             TableLocation::Nvm { .. } => {
@@ -187,7 +194,11 @@ impl TableCache {
                         meta.id
                     ))
                 })?;
-                Ok(Arc::new(crate::table::nvm::NvmTable::open(tier, meta)?))
+                Ok(Arc::new(crate::table::nvm::NvmTable::open(
+                    tier,
+                    meta,
+                    self.storage.order(),
+                )?))
             }
             TableLocation::Row { .. } => {
                 let (Some(tier), Some(space)) = (self.storage.nvm(), self.storage.matrix()) else {

@@ -50,7 +50,11 @@ impl NvmTable {
     /// # Errors
     /// `Corruption` (a damaged header or footer, an object the tier does not hold),
     /// `InvalidArgument` for a table that is not in NVM.
-    pub fn open(tier: &NvmTier, meta: &TableMeta) -> Result<NvmTable> {
+    pub fn open(
+        tier: &NvmTier,
+        meta: &TableMeta,
+        order: &mezz_format::KeyOrder,
+    ) -> Result<NvmTable> {
         let TableLocation::Nvm { object } = meta.location else {
             return Err(Error::InvalidArgument(format!(
                 "table {} is not an NVM table",
@@ -65,7 +69,7 @@ impl NvmTable {
                 data.push(extent_of(tier, meta.id, r.object).map_err(|e| e.in_file(&pool_path))?);
             }
         }
-        let table = PTable::open(Arc::clone(tier.region()), own, &data)
+        let table = PTable::open(Arc::clone(tier.region()), own, &data, order)
             .map_err(|e| e.in_file(&pool_path))?;
         if table.header().id != meta.id {
             return Err(Error::corruption(
@@ -101,7 +105,7 @@ impl NvmTable {
         };
         let p = parse_internal_key(k)
             .ok_or_else(|| Error::corruption(0, format!("undecodable internal key {k:02x?}")))?;
-        if p.user_key != user_key {
+        if !self.table.order().same_user(p.user_key, user_key) {
             return Ok(None);
         }
         Ok(Some(match p.kind {

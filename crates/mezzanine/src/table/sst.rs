@@ -190,6 +190,7 @@ impl SstTable {
         file: Arc<dyn mezz_env::RandomAccessFile>,
         block_cache: Option<&Arc<BlockCacheImpl>>,
         stats: &Arc<StatsCollector>,
+        order: &mezz_format::KeyOrder,
     ) -> Result<SstTable> {
         let size = file.size();
         let cache = block_cache.map(|c| Arc::clone(c) as Arc<dyn BlockCache>);
@@ -199,6 +200,7 @@ impl SstTable {
             meta.id,
             cache,
             Arc::clone(&stats.table_reads),
+            order,
         );
         let reader = reader.map_err(|e| e.in_file(&path))?;
         Ok(SstTable {
@@ -652,10 +654,17 @@ mod tests {
     fn t_num_blocks(_t: &Arc<dyn Table>, tc: &TableCache, meta: &TableMeta) -> u64 {
         let (_, file) = tc.storage().open_sst(meta.id, 0).unwrap();
         let size = file.size();
-        TableReader::open_with_counters(file, size, meta.id, None, Arc::default())
-            .unwrap()
-            .properties()
-            .num_data_blocks
+        TableReader::open_with_counters(
+            file,
+            size,
+            meta.id,
+            None,
+            Arc::default(),
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap()
+        .properties()
+        .num_data_blocks
     }
 
     #[test]
@@ -895,7 +904,7 @@ mod tests {
         );
         let l0_entries = gen_run(500, &mut model);
         let l0 = write_table(fs.as_ref(), dir.path(), 9, &l0_entries, BlockFormat::Prefix);
-        let mem = Arc::new(MemTable::new(1, 64 << 20));
+        let mem = Arc::new(MemTable::new(1, 64 << 20, mezz_format::KeyOrder::default()));
         for (k, v) in gen_run(300, &mut model) {
             let p = parse_internal_key(&k).unwrap();
             mem.add(p.seq, p.kind, p.user_key, &v).unwrap();
@@ -907,11 +916,12 @@ mod tests {
             Box::new(LevelIterator::new(level, Arc::clone(&tc), ro)),
         ];
         let mut it = DbIterator::new(
-            merging_iterator(children),
+            merging_iterator(children, &mezz_format::KeyOrder::default()),
             MAX_SEQ,
             None,
             None,
             Box::new(Arc::clone(&mem)),
+            mezz_format::KeyOrder::default(),
         );
         let expect: Vec<(Vec<u8>, Vec<u8>)> = model
             .into_iter()

@@ -215,6 +215,7 @@ impl<'a> VersionBuilder<'a> {
             nvm_objects: self.nvm_objects,
             db_id: self.db_id,
             matrix_compactor: self.matrix_compactor,
+            order: self.base.order.clone(),
         };
         v.sort_levels();
         v

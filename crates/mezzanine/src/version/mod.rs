@@ -20,7 +20,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use mezz_format::ikey::compare_internal_keys;
+use mezz_format::KeyOrder;
 
 use crate::error::{Error, Result};
 use crate::storage::Storage;
@@ -47,6 +47,9 @@ pub struct Version {
     /// The matrix container's compactor: the L0 rows with a row id up to this one (`0` =
     /// none). Column compactions drain them; newer rows are the receiver.
     pub matrix_compactor: u64,
+    /// The order of user keys (levels >= 1 are sorted by it; recorded by name in the
+    /// manifest).
+    pub order: KeyOrder,
 }
 
 /// A sorted run: tables whose key ranges do not overlap, in key order. A read consults the
@@ -70,21 +73,23 @@ impl<'a> SortedRun<'a> {
         }
     }
 
-    /// The one table of the run whose key range may hold `user_key`.
+    /// The one table of the run whose key range may hold `user_key` (keys ordered by
+    /// `order`).
     #[must_use]
-    pub fn table_for(&self, user_key: &[u8]) -> Option<&'a Arc<TableMeta>> {
+    pub fn table_for(&self, user_key: &[u8], order: &KeyOrder) -> Option<&'a Arc<TableMeta>> {
         let ts = self.tables();
-        let i = ts.partition_point(|t| t.largest_user_key() < user_key);
-        ts.get(i).filter(|t| t.smallest_user_key() <= user_key)
+        let i = ts.partition_point(|t| order.compare_user(t.largest_user_key(), user_key).is_lt());
+        ts.get(i)
+            .filter(|t| order.compare_user(t.smallest_user_key(), user_key).is_le())
     }
 
     /// The run's tables whose user-key range intersects `[lo, hi]`: two binary searches, no
     /// copy (what [`Version::overlapping`] gives for a sorted level, without the scan).
     #[must_use]
-    pub fn overlapping(&self, lo: &[u8], hi: &[u8]) -> &'a [Arc<TableMeta>] {
+    pub fn overlapping(&self, lo: &[u8], hi: &[u8], order: &KeyOrder) -> &'a [Arc<TableMeta>] {
         let ts = self.tables();
-        let first = ts.partition_point(|t| t.largest_user_key() < lo);
-        let end = ts.partition_point(|t| t.smallest_user_key() <= hi);
+        let first = ts.partition_point(|t| order.compare_user(t.largest_user_key(), lo).is_lt());
+        let end = ts.partition_point(|t| order.compare_user(t.smallest_user_key(), hi).is_le());
         ts.get(first..end.max(first)).unwrap_or(&[])
     }
 }
@@ -178,7 +183,16 @@ impl Version {
             nvm_objects: std::collections::BTreeMap::new(),
             db_id: None,
             matrix_compactor: 0,
+            order: KeyOrder::bytewise(),
         }
+    }
+
+    /// The same version under the key order `order` (levels re-sorted by it).
+    #[must_use]
+    pub fn with_order(mut self, order: KeyOrder) -> Self {
+        self.order = order;
+        self.sort_levels();
+        self
     }
 
     /// Number of levels.
@@ -231,8 +245,8 @@ impl Version {
         self.tables(level)
             .iter()
             .filter(|t| {
-                begin.is_none_or(|b| t.largest_user_key() >= b)
-                    && end.is_none_or(|e| t.smallest_user_key() <= e)
+                begin.is_none_or(|b| self.order.compare_user(t.largest_user_key(), b).is_ge())
+                    && end.is_none_or(|e| self.order.compare_user(t.smallest_user_key(), e).is_le())
             })
             .cloned()
             .collect()
@@ -273,7 +287,7 @@ impl Version {
     #[must_use]
     #[cfg(test)]
     pub fn find_table(&self, level: usize, user_key: &[u8]) -> Option<&Arc<TableMeta>> {
-        SortedRun::Level(self.tables(level)).table_for(user_key)
+        SortedRun::Level(self.tables(level)).table_for(user_key, &mezz_format::KeyOrder::default())
     }
 
     /// A new version with `edit` applied (compact pointers, deletions, then additions).
@@ -310,11 +324,12 @@ impl Version {
     }
 
     fn sort_levels(&mut self) {
+        let order = &self.order;
         for (i, l) in self.levels.iter_mut().enumerate() {
             if i == 0 {
                 l.sort_by(l0_order);
             } else {
-                l.sort_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
+                l.sort_by(|a, b| order.compare_internal(&a.smallest, &b.smallest));
             }
         }
     }
@@ -330,7 +345,10 @@ impl Version {
             }
             for w in ts.windows(2) {
                 if let [a, b] = w
-                    && a.largest_user_key() >= b.smallest_user_key()
+                    && self
+                        .order
+                        .compare_user(a.largest_user_key(), b.smallest_user_key())
+                        .is_ge()
                 {
                     return Err(Error::corruption(
                         0,
@@ -343,7 +361,7 @@ impl Version {
             }
         }
         for (level, t) in self.all_tables() {
-            if compare_internal_keys(&t.smallest, &t.largest) == Ordering::Greater {
+            if self.order.compare_internal(&t.smallest, &t.largest) == Ordering::Greater {
                 return Err(Error::corruption(
                     0,
                     format!("level {level}: table {} has smallest > largest", t.id),
@@ -359,7 +377,7 @@ impl Version {
     pub fn snapshot_edit(&self) -> VersionEdit {
         VersionEdit {
             format_version: Some(edit::MANIFEST_FORMAT_VERSION),
-            comparator: Some(edit::COMPARATOR_NAME.to_string()),
+            comparator: Some(self.order.name().to_string()),
             compact_pointers: self
                 .compact_pointers
                 .iter()
