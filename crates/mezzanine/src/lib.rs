@@ -77,7 +77,7 @@ pub(crate) mod version;
 pub(crate) mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, destroy_db};
+pub use db::{CheckpointInfo, Db, destroy_db};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Iter, KvPair};
 pub use mezz_format::{SeqNo, ValueKind};
