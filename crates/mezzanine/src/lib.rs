@@ -51,6 +51,7 @@
 //! - `iter/`: merging, level and user-facing iterators.
 //! - `batch`, `wal`, `stats`, `filename`, `parallel`, `error`.
 
+pub mod backup;
 pub(crate) mod base;
 pub(crate) mod batch;
 pub(crate) mod compaction;
@@ -76,6 +77,7 @@ pub(crate) mod table;
 pub(crate) mod version;
 pub(crate) mod wal;
 
+pub use backup::{BackupCreated, BackupEngine, BackupInfo};
 pub use batch::WriteBatch;
 pub use db::{CheckpointInfo, Db, destroy_db};
 pub use error::{Error, Result};
