@@ -192,3 +192,36 @@ fn tlsm_checkpoint_opens_with_and_without_nvm() {
 fn matrixkv_checkpoint_opens_with_and_without_nvm() {
     nvm_preset_round_trip("matrixkv", |_, nvm| small_matrixkv_options(nvm));
 }
+
+/// Tables spread over several SSD directories all land in the copy's directory, which opens
+/// without `ssd_paths`.
+#[test]
+fn tables_of_several_ssd_directories_land_in_the_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let units: Vec<_> = (0..2)
+        .map(|i| dir.path().join(format!("unit{i}")))
+        .collect();
+    let o = Options {
+        ssd_paths: units.clone(),
+        ..small(Options::default())
+    };
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    let mut model = BTreeMap::new();
+    workload(&db, &mut model, 8000, 0);
+    db.wait_for_background().unwrap();
+    let in_units: usize = units
+        .iter()
+        .map(|u| {
+            std::fs::read_dir(u)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().extension() == Some("sst".as_ref()))
+                .count()
+        })
+        .sum();
+    assert!(in_units > 0);
+    let info = db.checkpoint(dir.path().join("ckpt")).unwrap();
+    assert!(info.linked >= in_units, "{info:?}");
+    let copy = Db::open(dir.path().join("ckpt"), Options::default()).unwrap();
+    check(&copy, &model);
+    copy.verify().unwrap();
+}

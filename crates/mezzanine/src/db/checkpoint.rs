@@ -18,7 +18,8 @@
 //! - A new manifest (a snapshot of that version, last sequence `S`, no WAL needed), a new
 //!   database identity (so the copy can never be opened against the source's NVM pool),
 //!   `CURRENT`, `IDENTITY` and `OPTIONS` are written; the copy is built in `<dir>.tmp`,
-//!   synced, and renamed to `dir` only when complete.
+//!   synced, and renamed to `dir` only when complete (on a file system that cannot rename
+//!   directories, its files are moved into `dir` one by one, `CURRENT` last).
 //!
 //! Invariant: the source database's files are never written: a failure or a crash leaves
 //! it as it was (and at most a `<dir>.tmp` directory, which the next checkpoint to `dir`
@@ -100,6 +101,21 @@ fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         fs.remove_file(&p).map_err(io_at(&p))?;
     }
     fs.remove_dir(dir).map_err(io_at(dir))
+}
+
+/// Moves every file of `from` into the new directory `to`, `CURRENT` last, and removes
+/// `from`.
+fn move_files(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
+    fs.create_dir_all(to).map_err(io_at(to))?;
+    let current = filename::current_file(Path::new(""));
+    let mut names = fs.list_dir(from).map_err(io_at(from))?;
+    names.sort_by_key(|n| Path::new(n) == current);
+    for name in names {
+        let dst = to.join(&name);
+        fs.rename(&from.join(&name), &dst).map_err(io_at(&dst))?;
+    }
+    fs.sync_dir(to).map_err(io_at(to))?;
+    fs.remove_dir(from).map_err(io_at(from))
 }
 
 /// `<dir>.tmp`, where the copy is built.
@@ -190,7 +206,12 @@ impl DbInner {
         fs.create_dir_all(&tmp).map_err(io_at(&tmp))?;
         match self.build_checkpoint(&tmp) {
             Ok(info) => {
-                fs.rename(&tmp, dir).map_err(io_at(dir))?;
+                if fs.rename(&tmp, dir).is_err() {
+                    // A file system that cannot rename directories (the in-memory
+                    // ones): the files move one by one, `CURRENT` last, so `dir` is
+                    // not a database until complete.
+                    move_files(fs, &tmp, dir)?;
+                }
                 if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
                     fs.sync_dir(parent).map_err(io_at(parent))?;
                 }
@@ -333,5 +354,43 @@ impl DbInner {
         }
         fs.sync_dir(tmp).map_err(io_at(tmp))?;
         Ok(info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::{Db, Options};
+
+    /// On a file system without hard links every SST is copied, and the copy matches.
+    #[test]
+    fn tables_are_copied_where_links_fail() {
+        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let opts = Options {
+            fs: Arc::clone(&fs),
+            write_buffer_size: 16 << 10,
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts.clone()).unwrap();
+        for i in 0..3000u32 {
+            db.put(format!("k{i:05}").as_bytes(), &[b'x'; 40]).unwrap();
+        }
+        db.delete(b"k00007").unwrap();
+        let info = db.checkpoint("/ckpt").unwrap();
+        assert_eq!(info.linked, 0, "{info:?}");
+        assert!(info.copied > 0, "{info:?}");
+        // (The in-memory file system keeps empty directories.)
+        assert!(
+            fs.list_dir(Path::new("/ckpt.tmp"))
+                .unwrap_or_default()
+                .is_empty()
+        );
+        db.put(b"later", b"1").unwrap();
+        let copy = Db::open("/ckpt", opts).unwrap();
+        assert_eq!(copy.iter().count(), 2999);
+        assert_eq!(copy.get(b"k00007").unwrap(), None);
+        assert_eq!(copy.get(b"later").unwrap(), None);
+        copy.verify().unwrap();
     }
 }
