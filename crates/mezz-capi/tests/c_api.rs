@@ -18,6 +18,7 @@ const PROGRAMS: &[&str] = &[
     "c_misuse_test",
     "c_mezzanine_test",
     "c_threads_test",
+    "c_backup_test",
 ];
 
 /// Libraries a Rust staticlib needs from the system (`rustc --print native-static-libs`).
