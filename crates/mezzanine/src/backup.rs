@@ -13,8 +13,8 @@
 //!   (temp file, sync, rename, directory sync), after every file it names is synced under
 //!   its final name; deleting a backup removes its meta file first. A crash at any point
 //!   leaves every earlier backup intact; what a crashed backup left (`tmp/`, a `private/`
-//!   directory with no meta file, shared files no meta names) is removed by the next
-//!   `open` (`tmp/`, private directories) or purge (shared files).
+//!   directory with no meta file, temp files, shared files no meta names) is removed by
+//!   the next `open` (all but the last) or purge (shared files).
 //! - A shared file is complete once it has its final name (copied to a temp name, synced,
 //!   renamed) and never changes; a restore checks every byte against the recorded crc32c
 //!   and refuses the backup on a mismatch.
@@ -275,7 +275,7 @@ pub struct BackupEngine {
 impl BackupEngine {
     /// Opens (creating if missing) the backup directory `dir`, and removes what an
     /// interrupted backup left there (its checkpoint, a private directory with no meta
-    /// file).
+    /// file, a meta file or a table not yet renamed into place).
     ///
     /// # Errors
     /// I/O errors.
@@ -287,6 +287,15 @@ impl BackupEngine {
         }
         let engine = BackupEngine { dir };
         remove_tree(&engine.dir.join("tmp"))?;
+        for sub in ["meta", "shared"] {
+            let d = engine.dir.join(sub);
+            for name in list_names(&d)? {
+                if name.ends_with(".tmp") || name.ends_with(".part") {
+                    let p = d.join(&name);
+                    fs::remove_file(&p).map_err(io_at(&p))?;
+                }
+            }
+        }
         let ids: BTreeSet<u64> = engine.ids()?.into_iter().collect();
         let private = engine.dir.join("private");
         for name in list_names(&private)? {

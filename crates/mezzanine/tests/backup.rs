@@ -274,6 +274,7 @@ fn a_process_killed_during_checkpoints_and_backups_leaves_everything_sound() {
         state
     };
     let mut kills_in_backup = 0;
+    let mut kills_in_checkpoint = 0;
     for kill in 0..KILLS {
         let mut child = std::process::Command::new(&exe)
             .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
@@ -286,6 +287,18 @@ fn a_process_killed_during_checkpoints_and_backups_leaves_everything_sound() {
         child.wait().unwrap();
         let during_backup = dir.path().join("backups/tmp").exists();
         kills_in_backup += usize::from(during_backup);
+        // A checkpoint of its own, or the one a backup starts with.
+        let in_backup_tmp = std::fs::read_dir(dir.path().join("backups/tmp"))
+            .into_iter()
+            .flatten()
+            .any(|e| e.unwrap().file_name().to_str().unwrap().ends_with(".tmp"));
+        let during_checkpoint = in_backup_tmp
+            || std::fs::read_dir(dir.path()).unwrap().any(|e| {
+                let name = e.unwrap().file_name();
+                let name = name.to_str().unwrap();
+                name.starts_with("ckpt-") && name.ends_with(".tmp")
+            });
+        kills_in_checkpoint += usize::from(during_checkpoint);
         // The database: every acknowledged write (a process crash loses none), at most a
         // prefix of the round being written.
         let db = Db::open(dir.path().join("db"), small(Options::default())).unwrap();
@@ -316,9 +329,13 @@ fn a_process_killed_during_checkpoints_and_backups_leaves_everything_sound() {
             std::fs::remove_dir_all(&target).unwrap();
         }
         println!(
-            "kill {kill}: {rounds} rounds, {} backups, during a backup: {during_backup}",
+            "kill {kill}: {rounds} rounds, {} backups, during a backup: {during_backup}, \
+             during a checkpoint: {during_checkpoint}",
             engine.list().unwrap().len()
         );
     }
-    println!("{kills_in_backup} of {KILLS} kills during a backup");
+    println!(
+        "of {KILLS} kills, {kills_in_backup} during a backup, {kills_in_checkpoint} during a \
+         checkpoint (the rest while writing)"
+    );
 }

@@ -179,6 +179,17 @@ fn novelsm_checkpoint_opens_with_and_without_nvm() {
 }
 
 #[test]
+fn novelsm_immutable_nvm_memtables_checkpoint_opens_with_and_without_nvm() {
+    nvm_preset_round_trip("novelsm immutable", |_, nvm| {
+        let mut o = small(Options::preset(Preset::Novelsm));
+        o.nvm_memtable = mezzanine::options::NvmMemtable::Immutable;
+        o.nvm_memtable_size = 1 << 20;
+        o.nvm_dir = Some(nvm.to_path_buf());
+        o
+    });
+}
+
+#[test]
 fn tlsm_checkpoint_opens_with_and_without_nvm() {
     nvm_preset_round_trip("tlsm", |_, nvm| {
         let mut o = small(Options::preset(Preset::Tlsm));
