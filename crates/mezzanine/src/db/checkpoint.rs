@@ -52,7 +52,8 @@ use crate::version::Version;
 /// What [`crate::Db::checkpoint`] made.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckpointInfo {
-    /// The copy holds every write with a sequence number up to this one, and none above.
+    /// The copy holds every write with a sequence number up to this one, and none above
+    /// (its manifest's last sequence number).
     pub last_sequence: SeqNo,
     /// SST files hard-linked from the source.
     pub linked: usize,
@@ -243,10 +244,11 @@ impl DbInner {
             last_sequence: last_seq,
             ..CheckpointInfo::default()
         };
+        let db_id: [u8; 16] = rand::random();
         let mut edit = VersionEdit {
             format_version: Some(MANIFEST_FORMAT_VERSION),
             comparator: Some(COMPARATOR_NAME.to_string()),
-            db_id: Some(rand::random()),
+            db_id: Some(db_id),
             ..VersionEdit::default()
         };
         let read_opts = TableReadOptions {
@@ -311,6 +313,15 @@ impl DbInner {
             }
         }
         drop(sv);
+        // A table may hold entries a little above `S` (a group inserted and flushed but
+        // published after the load): the copy's last sequence number is above them all,
+        // so its new writes never reuse one.
+        let last_seq = edit
+            .new_tables
+            .iter()
+            .map(|(_, t)| t.largest_seq)
+            .fold(last_seq, SeqNo::max);
+        info.last_sequence = last_seq;
 
         let manifest_number = self.new_file_number();
         let options_number = self.new_file_number();
@@ -330,7 +341,7 @@ impl DbInner {
         )?;
         drop(manifest);
         set_current(fs, tmp, manifest_number, current_tmp)?;
-        let id_text = mezz_pmem::pool::db_id_hex(&edit.db_id.unwrap_or_default());
+        let id_text = mezz_pmem::pool::db_id_hex(&db_id);
         crate::manifest::write_file_atomically(
             fs,
             tmp,
