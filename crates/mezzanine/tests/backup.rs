@@ -125,14 +125,14 @@ fn a_damaged_backup_file_is_found_by_verify_and_refused_by_restore() {
     bytes[mid] ^= 0x40;
     std::fs::write(victim, &bytes).unwrap();
     let name = victim.file_name().unwrap().to_str().unwrap().to_string();
-    let mut damaged = 0;
+    let mut damaged = Vec::new();
     for b in engine.list().unwrap() {
         match engine.verify(b.id) {
             Ok(_) => {}
             Err(e @ Error::Corruption { .. }) => {
                 let text = e.to_string();
                 assert!(text.contains(&name) && text.contains("crc32c"), "{text}");
-                damaged += 1;
+                damaged.push(b.id);
                 let target = dir.path().join(format!("restore-{}", b.id));
                 let err = engine.restore(b.id, &target).unwrap_err();
                 assert!(matches!(err, Error::Corruption { .. }), "{err}");
@@ -142,10 +142,10 @@ fn a_damaged_backup_file_is_found_by_verify_and_refused_by_restore() {
             Err(e) => panic!("{e}"),
         }
     }
-    assert!(damaged > 0);
-    // A missing file too; and a damaged meta file.
+    assert!(!damaged.is_empty());
+    // A missing file too (in a backup that holds it); and a damaged meta file.
     std::fs::remove_file(victim).unwrap();
-    let id = engine.list().unwrap()[0].id;
+    let id = damaged[0];
     let err = engine.verify(id).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
     let meta = backups.join("meta").join(id.to_string());
