@@ -336,6 +336,6 @@ fn a_process_killed_during_checkpoints_and_backups_leaves_everything_sound() {
     }
     println!(
         "of {KILLS} kills, {kills_in_backup} during a backup, {kills_in_checkpoint} during a \
-         checkpoint (the rest while writing)"
+         checkpoint (a backup's own checkpoint counts for both)"
     );
 }
