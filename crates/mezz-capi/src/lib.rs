@@ -23,6 +23,7 @@
 
 #![allow(non_camel_case_types)]
 
+mod backup;
 mod batch;
 mod db;
 mod ext;

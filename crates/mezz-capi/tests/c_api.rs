@@ -19,6 +19,7 @@ const PROGRAMS: &[&str] = &[
     "c_mezzanine_test",
     "c_threads_test",
     "c_transaction_test",
+    "c_backup_test",
 ];
 
 /// Libraries a Rust staticlib needs from the system (`rustc --print native-static-libs`).

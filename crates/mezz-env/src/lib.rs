@@ -241,6 +241,17 @@ pub trait FileSystem: Send + Sync + Debug {
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Atomically renames `from` to `to`, replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes `to` a second name of the existing file `from` (a hard link), for files that
+    /// are never written again (a checkpoint's tables). Fails if `to` exists, if the two
+    /// paths are on different file systems, or where the file system has no links: the
+    /// default returns `Unsupported`, and the caller copies instead.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system has no hard links",
+        ))
+    }
     /// Creates a directory and its parents; Ok if it exists.
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Removes an empty directory (`destroy_db`'s last step). The default does nothing: file

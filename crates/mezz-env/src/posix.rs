@@ -417,6 +417,15 @@ impl FileSystem for PosixFs {
         })
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("link {} to {}: {e}", from.display(), to.display()),
+            )
+        })
+    }
+
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         fs::create_dir_all(path).map_err(|e| with_path(e, "create directory", path))
     }
@@ -636,6 +645,24 @@ impl Drop for PosixFileLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hard_link_names_the_same_bytes_and_refuses_an_existing_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = PosixFs::new();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        let mut w = fs.create(&a).unwrap();
+        w.append(b"table bytes").unwrap();
+        w.close().unwrap();
+        fs.hard_link(&a, &b).unwrap();
+        assert_eq!(fs.read_all(&b).unwrap(), b"table bytes");
+        fs.remove_file(&a).unwrap();
+        assert_eq!(fs.read_all(&b).unwrap(), b"table bytes");
+        let err = fs.hard_link(&b, &b).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert!(err.to_string().contains("link"), "{err}");
+    }
 
     /// Ranges passed to the first test's writeback function.
     static STARTED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());

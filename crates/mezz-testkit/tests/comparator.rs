@@ -376,3 +376,31 @@ fn transactions_and_indexed_batches_follow_the_order() {
     ));
     db.close().unwrap();
 }
+
+#[test]
+fn a_checkpoint_keeps_the_order_and_its_name() {
+    let fs = Arc::new(MemFs::new());
+    let rev: Arc<dyn Comparator> = Arc::new(ReverseBytewise);
+    let o = options(Preset::Novelsm, &rev, &fs);
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..500u32 {
+        db.put(format!("k{i:04}").as_bytes(), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    db.put(b"k9999", b"in a memtable").unwrap();
+    db.checkpoint("/copy").unwrap();
+    db.close().unwrap();
+    // The copy is an SSD database: it opens with the default preset, in the same order.
+    let mut c = options(Preset::Leveldb, &rev, &fs);
+    c.nvm_dir = None;
+    let copy = Db::open("/copy", c.clone()).unwrap();
+    let keys: Vec<Vec<u8>> = copy.iter().map(|kv| kv.unwrap().0).collect();
+    assert_eq!(keys.len(), 501);
+    assert_eq!(keys.first().map(Vec::as_slice), Some(&b"k9999"[..]));
+    assert!(keys.windows(2).all(|w| w[0] > w[1]));
+    copy.close().unwrap();
+    c.comparator = None;
+    assert!(
+        matches!(Db::open("/copy", c), Err(Error::InvalidArgument(m)) if m.contains("comparator name mismatch"))
+    );
+}

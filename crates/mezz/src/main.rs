@@ -1,7 +1,8 @@
 //! `mezz`: the Mezzanine command-line tool.
 //!
 //! One module per subcommand (`put`, `get`, `delete`, `scan`, `stats`, `check`, `repair`,
-//! `bench`, `stress`, `nvm-calibrate` in `calibrate`, `serve`);
+//! `bench`, `stress`, `nvm-calibrate` in `calibrate`, `serve`; `checkpoint`, `backup` and
+//! `restore` in `backup`);
 //! `common` holds what they share: the database arguments (`DB`, `--preset`, `--opt k=v`),
 //! opening the database, byte escaping, and the error type. A new subcommand is one more
 //! module plus one variant of [`Command`].
@@ -9,6 +10,7 @@
 //! Exit codes: 0 on success, 1 when `get` finds no value, 2 on any error (a one-line
 //! message on stderr) and on usage errors.
 
+mod backup;
 mod bench;
 mod calibrate;
 mod check;
@@ -53,6 +55,15 @@ enum Command {
     /// Rebuild a damaged database from what still reads (LevelDB's RepairDB) and print what
     /// was kept and lost; what could not be used is moved to DB/lost/.
     Repair(repair::Args),
+    /// Write a consistent copy of the database to DIR (tables hard-linked; data in NVM and
+    /// memtables written as tables): an SSD database that opens with any preset.
+    Checkpoint(backup::CheckpointArgs),
+    /// Back up DB incrementally into BACKUPDIR (only tables not there yet are copied);
+    /// with only BACKUPDIR: --list, --verify [--id N], --purge N (keep the newest N),
+    /// --delete ID.
+    Backup(backup::BackupArgs),
+    /// Restore a backup (the newest, or --id N) into DB, checking every file's checksum.
+    Restore(backup::RestoreArgs),
     /// Run db_bench-style benchmarks.
     Bench(bench::Args),
     /// Kill -9 crash test: a child runs a random workload until it is killed, at a random
@@ -79,6 +90,9 @@ fn main() -> ExitCode {
         Command::Stats(a) => stats::run(&a),
         Command::Check(a) => check::run(&a),
         Command::Repair(a) => repair::run(&a),
+        Command::Checkpoint(a) => backup::checkpoint(&a),
+        Command::Backup(a) => backup::backup(&a),
+        Command::Restore(a) => backup::restore(&a),
         Command::Bench(mut a) => bench::run(&mut a),
         Command::NvmCalibrate(a) => calibrate::run(&a),
         Command::Serve(a) => serve::run(&a),

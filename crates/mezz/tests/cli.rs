@@ -590,3 +590,82 @@ fn repair_rebuilds_a_database_without_its_manifest() {
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).starts_with("mezz: repair of"), "{}", stderr(&o));
 }
+
+#[test]
+fn checkpoint_backup_list_verify_purge_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = path(&db);
+    let backups = dir.path().join("backups");
+    let backups = path(&backups);
+    ok(&["put", db, "a", "1"]);
+    let out = ok(&["checkpoint", db, path(&dir.path().join("ckpt"))]);
+    assert!(out.starts_with("checkpoint "), "{out}");
+    assert_eq!(ok(&["get", path(&dir.path().join("ckpt")), "a"]), "1\n");
+    let o = mezz(&["checkpoint", db, path(&dir.path().join("ckpt"))]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+
+    let out = ok(&["backup", db, backups]);
+    assert!(out.starts_with("backup 1 "), "{out}");
+    ok(&["put", db, "b", "2"]);
+    assert!(ok(&["backup", db, backups]).starts_with("backup 2 "));
+    let list = ok(&["backup", "--list", backups]);
+    assert_eq!(list.lines().count(), 3, "{list}");
+    assert!(list.lines().nth(2).unwrap().starts_with("2\t"), "{list}");
+    let verify = ok(&["backup", "--verify", backups]);
+    assert_eq!(verify.lines().count(), 2, "{verify}");
+    assert!(ok(&["backup", "--verify", "--id", "1", backups]).contains("backup 1: OK"));
+
+    // The newest by default, or the one asked for.
+    ok(&["restore", backups, path(&dir.path().join("r2"))]);
+    assert_eq!(ok(&["scan", path(&dir.path().join("r2"))]), "a\t1\nb\t2\n");
+    ok(&[
+        "restore",
+        backups,
+        path(&dir.path().join("r1")),
+        "--id",
+        "1",
+    ]);
+    assert_eq!(ok(&["scan", path(&dir.path().join("r1"))]), "a\t1\n");
+    let o = mezz(&["restore", backups, db]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("holds a database"), "{}", stderr(&o));
+
+    // A damaged private file: verify and restore fail with the file's name.
+    let current = dir.path().join("backups/private/2/CURRENT");
+    let mut bytes = std::fs::read(&current).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&current, bytes).unwrap();
+    let o = mezz(&["backup", "--verify", "--id", "2", backups]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("private/2/CURRENT"), "{}", stderr(&o));
+    let o = mezz(&["restore", backups, path(&dir.path().join("r3"))]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("crc32c"), "{}", stderr(&o));
+
+    assert!(ok(&["backup", "--purge", "1", backups]).contains("deleted 1 backups [1]"));
+    let list = ok(&["backup", "--list", backups]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    ok(&["backup", "--delete", "2", backups]);
+    assert_eq!(ok(&["backup", "--list", backups]).lines().count(), 1);
+
+    // Usage errors.
+    let o = mezz(&["backup", "--list", db, backups]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("only BACKUPDIR"), "{}", stderr(&o));
+    let o = mezz(&["backup", "--list", path(&dir.path().join("nothing"))]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no backup directory"), "{}", stderr(&o));
+    let o = mezz(&[
+        "restore",
+        path(&dir.path().join("nothing")),
+        path(&dir.path().join("r4")),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a backup directory"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -52,6 +52,7 @@
 //! - `iter/`: merging, level and user-facing iterators.
 //! - `batch`, `wal`, `stats`, `filename`, `parallel`, `error`.
 
+pub mod backup;
 pub(crate) mod base;
 pub(crate) mod batch;
 pub(crate) mod compaction;
@@ -77,10 +78,11 @@ pub(crate) mod table;
 pub(crate) mod version;
 pub(crate) mod wal;
 
+pub use backup::{BackupCreated, BackupEngine, BackupInfo};
 pub use batch::WriteBatch;
 pub use db::{
-    BatchDbIterator, BatchValue, Db, Transaction, TxnOptions, WriteBatchWithIndex, destroy_db,
-    repair_db,
+    BatchDbIterator, BatchValue, CheckpointInfo, Db, Transaction, TxnOptions, WriteBatchWithIndex,
+    destroy_db, repair_db,
 };
 /// What [`repair_db`] found and did.
 pub mod repair {

@@ -40,6 +40,8 @@ const LAYERS: &[&[&str]] = &[
     &["design"],
     // The database handle.
     &["db"],
+    // Backups (of a database handle).
+    &["backup"],
     // Fuzzing entry points (use internals), and the crate root.
     &["fuzzing", "lib"],
 ];

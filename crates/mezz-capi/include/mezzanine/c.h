@@ -51,6 +51,71 @@ LEVELDB_EXPORT void mezzanine_close(leveldb_t* db, char** errptr);
 /* The library version ("0.1.0"): a static string, not to be freed. */
 LEVELDB_EXPORT const char* mezzanine_version(void);
 
+/* Checkpoints and incremental backups, under RocksDB's C names (rocksdb/c.h) and
+ * signatures, over this library's leveldb_t and leveldb_options_t handles. Errors follow
+ * the errptr convention above ("Corruption: ...", "Invalid argument: ..."). */
+typedef struct rocksdb_checkpoint_t rocksdb_checkpoint_t;
+typedef struct rocksdb_backup_engine_t rocksdb_backup_engine_t;
+typedef struct rocksdb_backup_engine_info_t rocksdb_backup_engine_info_t;
+typedef struct rocksdb_restore_options_t rocksdb_restore_options_t;
+
+/* A checkpoint object for an open database (NULL with an error if it is not open). */
+LEVELDB_EXPORT rocksdb_checkpoint_t* rocksdb_checkpoint_object_create(leveldb_t* db,
+                                                                      char** errptr);
+/* Writes a consistent copy of the database to checkpoint_dir (which must not exist)
+ * while writes go on: tables hard-linked (copied across file systems), data in NVM and
+ * memtables written as tables. log_size_for_flush is ignored (no WAL is copied). */
+LEVELDB_EXPORT void rocksdb_checkpoint_create(rocksdb_checkpoint_t* checkpoint,
+                                              const char* checkpoint_dir,
+                                              uint64_t log_size_for_flush,
+                                              char** errptr);
+LEVELDB_EXPORT void rocksdb_checkpoint_object_destroy(rocksdb_checkpoint_t* checkpoint);
+
+/* Opens (creates) a backup directory; options is not used and may be NULL. */
+LEVELDB_EXPORT rocksdb_backup_engine_t* rocksdb_backup_engine_open(
+    const leveldb_options_t* options, const char* path, char** errptr);
+/* Backs up db: tables already in the directory are not copied again. */
+LEVELDB_EXPORT void rocksdb_backup_engine_create_new_backup(rocksdb_backup_engine_t* be,
+                                                            leveldb_t* db,
+                                                            char** errptr);
+/* Deletes all but the newest num_backups_to_keep backups and unreferenced files. */
+LEVELDB_EXPORT void rocksdb_backup_engine_purge_old_backups(rocksdb_backup_engine_t* be,
+                                                            uint32_t num_backups_to_keep,
+                                                            char** errptr);
+/* Re-reads every file of the backup and checks its size and crc32c. */
+LEVELDB_EXPORT void rocksdb_backup_engine_verify_backup(rocksdb_backup_engine_t* be,
+                                                        uint32_t backup_id,
+                                                        char** errptr);
+/* Restores into db_dir, which must not hold a database (RocksDB overwrites one; this
+ * refuses). Every file is checked; a damaged one fails the restore and leaves no
+ * database. wal_dir and restore_options are not used and may be NULL. */
+LEVELDB_EXPORT void rocksdb_backup_engine_restore_db_from_latest_backup(
+    rocksdb_backup_engine_t* be, const char* db_dir, const char* wal_dir,
+    const rocksdb_restore_options_t* restore_options, char** errptr);
+LEVELDB_EXPORT void rocksdb_backup_engine_restore_db_from_backup(
+    rocksdb_backup_engine_t* be, const char* db_dir, const char* wal_dir,
+    const rocksdb_restore_options_t* restore_options, const uint32_t backup_id,
+    char** errptr);
+/* The backups, oldest first (NULL on error); free with ..._info_destroy. A bad index
+ * reads as 0. */
+LEVELDB_EXPORT const rocksdb_backup_engine_info_t* rocksdb_backup_engine_get_backup_info(
+    rocksdb_backup_engine_t* be);
+LEVELDB_EXPORT int rocksdb_backup_engine_info_count(
+    const rocksdb_backup_engine_info_t* info);
+LEVELDB_EXPORT int64_t rocksdb_backup_engine_info_timestamp(
+    const rocksdb_backup_engine_info_t* info, int index);
+LEVELDB_EXPORT uint32_t rocksdb_backup_engine_info_backup_id(
+    const rocksdb_backup_engine_info_t* info, int index);
+LEVELDB_EXPORT uint64_t rocksdb_backup_engine_info_size(
+    const rocksdb_backup_engine_info_t* info, int index);
+LEVELDB_EXPORT uint32_t rocksdb_backup_engine_info_number_files(
+    const rocksdb_backup_engine_info_t* info, int index);
+LEVELDB_EXPORT void rocksdb_backup_engine_info_destroy(
+    const rocksdb_backup_engine_info_t* info);
+LEVELDB_EXPORT void rocksdb_backup_engine_close(rocksdb_backup_engine_t* be);
+LEVELDB_EXPORT rocksdb_restore_options_t* rocksdb_restore_options_create(void);
+LEVELDB_EXPORT void rocksdb_restore_options_destroy(rocksdb_restore_options_t* opt);
+
 #ifdef __cplusplus
 } /* end extern "C" */
 #endif

@@ -28,6 +28,7 @@
 //! Thread-safety: `Db` is `Send + Sync`; every method may be called from many threads.
 
 mod background;
+mod checkpoint;
 mod host;
 mod indexed_batch;
 mod open;
@@ -71,6 +72,7 @@ use crate::table::{LookupResult, TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 use crate::wal::WalWriter;
 
+pub use checkpoint::CheckpointInfo;
 pub use indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
 pub use repair::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable, repair_db};
 pub use txn::{Transaction, TxnOptions};
@@ -887,6 +889,21 @@ impl Db {
     pub fn flush(&self) -> Result<()> {
         let _pass = self.inner.enter()?;
         self.inner.flush()
+    }
+
+    /// Writes a consistent copy of the database to `dir` (which must not exist) while
+    /// writes go on: the copy holds every write acknowledged before the call, and is the
+    /// state at one sequence number (`CheckpointInfo::last_sequence`). SST files are
+    /// hard-linked (copied across file systems); data in NVM and in memtables is written
+    /// as SSTs, so the copy is an SSD-only database that opens with any preset, with or
+    /// without an NVM directory of its own.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `dir` exists; I/O errors (the partial copy is removed);
+    /// `Closed`.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
+        let _pass = self.inner.enter()?;
+        self.inner.checkpoint(dir.as_ref())
     }
 
     /// Compacts every table overlapping `[begin, end]` (`None` = unbounded) down to the

@@ -1,0 +1,409 @@
+//! `Db::checkpoint`: a consistent, openable copy of the database in another directory,
+//! taken while writes go on (RocksDB's `Checkpoint::CreateCheckpoint`).
+//!
+//! Owns: building the copy. The copy is a plain SSD database: its manifest names SST files
+//! only, so it opens with any preset, with or without an NVM directory.
+//! - The super version is pinned first, then the last published sequence number `S` read
+//!   (as reads do): every write acknowledged before the call is at or below `S` and in the
+//!   pinned memtables or tables. Holding the super version keeps every table it names (and
+//!   the NVM objects and matrix pages they live in) from being deleted or reused until the
+//!   copy is done: obsolete tables are removed only once nothing holds them.
+//! - SST files are hard-linked into the copy (copied where linking fails, e.g. across file
+//!   systems), whatever SSD directory (`ssd_paths`) they are in; the copy keeps them all in
+//!   its own directory.
+//! - What lives in NVM or DRAM is materialised as SSTs: each NVM table or matrix row
+//!   becomes one SST with the same table id at the same level (same key and sequence
+//!   ranges, so the version's shape and L0 read order stay), and the memtables' entries at
+//!   or below `S` become one L0 SST, newer than every other table.
+//! - A new manifest (a snapshot of that version, last sequence `S`, no WAL needed), a new
+//!   database identity (so the copy can never be opened against the source's NVM pool),
+//!   `CURRENT`, `IDENTITY` and `OPTIONS` are written; the copy is built in `<dir>.tmp`,
+//!   synced, and renamed to `dir` only when complete (on a file system that cannot rename
+//!   directories, its files are moved into `dir` one by one, `CURRENT` last).
+//!
+//! Invariant: the source database's files are never written: a failure or a crash leaves
+//! it as it was (and at most a `<dir>.tmp` directory, which the next checkpoint to `dir`
+//! removes).
+//!
+//! Thread-safety: runs on the caller's thread, beside writers, reads and background jobs;
+//! it takes no engine lock for longer than loading the super version.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use mezz_env::FileSystem;
+use mezz_format::SeqNo;
+use mezz_format::ikey::parse_internal_key;
+use mezz_format::iter::InternalIterator;
+use mezz_format::sst::TableBuilder;
+
+use super::DbInner;
+use crate::compaction::sink::table_builder_options;
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::iter::merging_iterator;
+use crate::manifest::{
+    COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit, set_current, write_new_manifest,
+};
+use crate::table::{TableLocation, TableMeta, TableReadOptions};
+use crate::version::Version;
+
+/// What [`crate::Db::checkpoint`] made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckpointInfo {
+    /// The copy holds every write with a sequence number up to this one, and none above
+    /// (its manifest's last sequence number).
+    pub last_sequence: SeqNo,
+    /// SST files hard-linked from the source.
+    pub linked: usize,
+    /// SST files copied from the source (linking failed).
+    pub copied: usize,
+    /// SSTs written from data in NVM or in memtables.
+    pub materialised: usize,
+    /// Bytes of every table of the copy.
+    pub table_bytes: u64,
+    /// The names of the copy's table files (in its directory).
+    pub tables: Vec<String>,
+    /// The names of the copy's other files (manifest, `CURRENT`, `IDENTITY`, `OPTIONS`).
+    pub others: Vec<String>,
+}
+
+/// Bytes read and written at a time when copying a file.
+const COPY_CHUNK: usize = 1 << 20;
+
+fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::from(e).in_file(path)
+}
+
+/// Copies `from` to `to` through `fs` and syncs `to`; returns the bytes copied.
+fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<u64> {
+    let src = fs.open_read(from).map_err(io_at(from))?;
+    let size = src.size();
+    let mut dst = fs.create(to).map_err(io_at(to))?;
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let mut off = 0u64;
+    while off < size {
+        let n = usize::try_from((size - off).min(COPY_CHUNK as u64)).unwrap_or(COPY_CHUNK);
+        let chunk = buf.get_mut(..n).expect("n <= COPY_CHUNK");
+        src.read_exact_at(off, chunk).map_err(io_at(from))?;
+        dst.append(chunk).map_err(io_at(to))?;
+        off += n as u64;
+    }
+    dst.sync().map_err(io_at(to))?;
+    dst.close().map_err(io_at(to))?;
+    Ok(size)
+}
+
+/// Removes `dir` and the files in it (a leftover of an interrupted checkpoint).
+fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    for name in fs.list_dir(dir).map_err(io_at(dir))? {
+        let p = dir.join(&name);
+        fs.remove_file(&p).map_err(io_at(&p))?;
+    }
+    fs.remove_dir(dir).map_err(io_at(dir))
+}
+
+/// Moves every file of `from` into the new directory `to`, `CURRENT` last, and removes
+/// `from`.
+fn move_files(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
+    fs.create_dir_all(to).map_err(io_at(to))?;
+    let current = filename::current_file(Path::new(""));
+    let mut names = fs.list_dir(from).map_err(io_at(from))?;
+    names.sort_by_key(|n| Path::new(n) == current);
+    for name in names {
+        let dst = to.join(&name);
+        fs.rename(&from.join(&name), &dst).map_err(io_at(&dst))?;
+    }
+    fs.sync_dir(to).map_err(io_at(to))?;
+    fs.remove_dir(from).map_err(io_at(from))
+}
+
+/// `<dir>.tmp`, where the copy is built.
+fn temp_dir_of(dir: &Path) -> Result<PathBuf> {
+    let name = dir.file_name().ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "checkpoint directory {} has no final component",
+            dir.display()
+        ))
+    })?;
+    let mut tmp = name.to_os_string();
+    tmp.push(".tmp");
+    Ok(dir.with_file_name(tmp))
+}
+
+/// Writes the entries of `iter` with a sequence number up to `max_seq` into a new SST at
+/// `path`, built with the options of `level`; `None` (and no file) if there were none.
+fn write_sst(
+    fs: &dyn FileSystem,
+    opts: &crate::options::Options,
+    level: usize,
+    path: &Path,
+    iter: &mut dyn InternalIterator<Error>,
+    max_seq: SeqNo,
+) -> Result<Option<mezz_format::sst::TableProperties>> {
+    let file = fs.create(path).map_err(io_at(path))?;
+    let mut b = TableBuilder::new(file, table_builder_options(opts, level));
+    let res = (|| -> Result<()> {
+        iter.seek_to_first();
+        while iter.valid() {
+            let key = iter.key();
+            let p = parse_internal_key(key).ok_or_else(|| {
+                Error::corruption(0, format!("a table holds a malformed key {key:?}"))
+            })?;
+            if p.seq <= max_seq {
+                b.add(key, iter.value())
+                    .map_err(|e| Error::from(e).in_file(path))?;
+            }
+            iter.next();
+        }
+        iter.status()
+    })();
+    if let Err(e) = res {
+        b.abandon();
+        let _ = fs.remove_file(path);
+        return Err(e);
+    }
+    if b.num_entries() == 0 {
+        b.abandon();
+        fs.remove_file(path).map_err(io_at(path))?;
+        return Ok(None);
+    }
+    let props = b.finish().map_err(|e| Error::from(e).in_file(path))?;
+    Ok(Some(props))
+}
+
+fn meta_of(id: u64, p: &mezz_format::sst::TableProperties) -> TableMeta {
+    TableMeta {
+        id,
+        location: TableLocation::Sst { path_id: 0 },
+        size: p.file_size,
+        smallest: p.smallest_key.clone(),
+        largest: p.largest_key.clone(),
+        smallest_seq: p.smallest_seq,
+        largest_seq: p.largest_seq,
+        num_entries: p.num_entries,
+        num_deletions: p.num_deletions,
+        nvm_refs: Vec::new(),
+        pinned: Default::default(),
+    }
+}
+
+impl DbInner {
+    /// `Db::checkpoint` (see the module documentation).
+    /// REQUIRES: the caller holds a pass of the gate.
+    pub(super) fn checkpoint(&self, dir: &Path) -> Result<CheckpointInfo> {
+        let fs = self.fs.as_ref();
+        if fs.exists(dir) {
+            return Err(Error::InvalidArgument(format!(
+                "checkpoint directory {} already exists",
+                dir.display()
+            )));
+        }
+        let tmp = temp_dir_of(dir)?;
+        if fs.exists(&tmp) {
+            remove_dir_and_files(fs, &tmp)?;
+        }
+        fs.create_dir_all(&tmp).map_err(io_at(&tmp))?;
+        match self.build_checkpoint(&tmp) {
+            Ok(info) => {
+                if fs.rename(&tmp, dir).is_err() {
+                    // A file system that cannot rename directories (the in-memory
+                    // ones): the files move one by one, `CURRENT` last, so `dir` is
+                    // not a database until complete.
+                    move_files(fs, &tmp, dir)?;
+                }
+                if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    fs.sync_dir(parent).map_err(io_at(parent))?;
+                }
+                self.info_log.log(format_args!(
+                    "checkpoint: {} at sequence {} ({} tables linked, {} copied, {} written)",
+                    dir.display(),
+                    info.last_sequence,
+                    info.linked,
+                    info.copied,
+                    info.materialised
+                ));
+                Ok(info)
+            }
+            Err(e) => {
+                let _ = remove_dir_and_files(fs, &tmp);
+                Err(e)
+            }
+        }
+    }
+
+    fn build_checkpoint(&self, tmp: &Path) -> Result<CheckpointInfo> {
+        let fs = self.fs.as_ref();
+        // The super version first, then the sequence number (as reads do): the tables it
+        // names hold nothing above the number, and its memtables hold every write
+        // acknowledged before it.
+        let sv = self.versions.super_version.load_full();
+        let last_seq = self.versions.last_seq.load(Ordering::Acquire);
+        let mut info = CheckpointInfo {
+            last_sequence: last_seq,
+            ..CheckpointInfo::default()
+        };
+        let db_id: [u8; 16] = rand::random();
+        let mut edit = VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION),
+            comparator: Some(COMPARATOR_NAME.to_string()),
+            db_id: Some(db_id),
+            ..VersionEdit::default()
+        };
+        let read_opts = TableReadOptions {
+            fill_cache: false,
+            verify_checksums: false,
+            whole_table_scan: true,
+        };
+        for (level, t) in sv.version.all_tables() {
+            let name = filename::sst_file(Path::new(""), t.id);
+            let dst = tmp.join(&name);
+            let meta = match t.location {
+                TableLocation::Sst { .. } => {
+                    let src = self.storage.table_path(t.id, t.location)?;
+                    if fs.hard_link(&src, &dst).is_ok() {
+                        info.linked += 1;
+                    } else {
+                        copy_file(fs, &src, &dst)?;
+                        info.copied += 1;
+                    }
+                    TableMeta {
+                        location: TableLocation::Sst { path_id: 0 },
+                        pinned: Default::default(),
+                        ..TableMeta::clone(t)
+                    }
+                }
+                TableLocation::Nvm { .. } | TableLocation::Row { .. } => {
+                    let table = self.table_cache.open(t)?;
+                    let mut it = table.iter(&read_opts);
+                    match write_sst(fs, &self.opts, level, &dst, it.as_mut(), SeqNo::MAX)? {
+                        Some(p) => {
+                            info.materialised += 1;
+                            meta_of(t.id, &p)
+                        }
+                        None => continue,
+                    }
+                }
+            };
+            info.table_bytes += meta.size;
+            info.tables.push(name.to_string_lossy().into_owned());
+            edit.new_tables.push((level, meta));
+        }
+        // The memtables (DRAM and NVM), up to the sequence number: one L0 table above all
+        // others.
+        let mems: Vec<Box<dyn InternalIterator<Error>>> = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .chain(sv.nvm.iter())
+            .filter(|m| !m.is_empty())
+            .map(Arc::clone)
+            .map(|m| m.iter())
+            .collect();
+        if !mems.is_empty() {
+            let id = self.new_file_number();
+            let name = filename::sst_file(Path::new(""), id);
+            let dst = tmp.join(&name);
+            let mut it = merging_iterator(mems, &self.opts.key_order());
+            if let Some(p) = write_sst(fs, &self.opts, 0, &dst, it.as_mut(), last_seq)? {
+                info.materialised += 1;
+                let meta = meta_of(id, &p);
+                info.table_bytes += meta.size;
+                info.tables.push(name.to_string_lossy().into_owned());
+                edit.new_tables.push((0, meta));
+            }
+        }
+        drop(sv);
+        // A table may hold entries a little above `S` (a group inserted and flushed but
+        // published after the load): the copy's last sequence number is above them all,
+        // so its new writes never reuse one.
+        let last_seq = edit
+            .new_tables
+            .iter()
+            .map(|(_, t)| t.largest_seq)
+            .fold(last_seq, SeqNo::max);
+        info.last_sequence = last_seq;
+
+        let manifest_number = self.new_file_number();
+        let options_number = self.new_file_number();
+        let current_tmp = self.new_file_number();
+        let identity_tmp = self.new_file_number();
+        let next_file = self.versions.next_file.load(Ordering::Relaxed);
+        let version = Version::new(self.opts.num_levels)
+            .with_order(self.opts.key_order())
+            .apply(&edit)?;
+        // Written and synced by `write_new_manifest`.
+        let manifest = write_new_manifest(
+            fs,
+            tmp,
+            manifest_number,
+            &version,
+            next_file,
+            next_file,
+            last_seq,
+        )?;
+        drop(manifest);
+        set_current(fs, tmp, manifest_number, current_tmp)?;
+        let id_text = mezz_pmem::pool::db_id_hex(&db_id);
+        crate::manifest::write_file_atomically(
+            fs,
+            tmp,
+            &filename::identity_file(tmp),
+            format!("{id_text}\n").as_bytes(),
+            identity_tmp,
+        )?;
+        let options_path = filename::options_file(tmp, options_number);
+        let mut f = fs.create(&options_path).map_err(io_at(&options_path))?;
+        f.append(self.opts.to_text().as_bytes())
+            .map_err(io_at(&options_path))?;
+        f.sync().map_err(io_at(&options_path))?;
+        f.close().map_err(io_at(&options_path))?;
+        for p in [
+            filename::manifest_file(Path::new(""), manifest_number),
+            filename::current_file(Path::new("")),
+            filename::identity_file(Path::new("")),
+            filename::options_file(Path::new(""), options_number),
+        ] {
+            info.others.push(p.to_string_lossy().into_owned());
+        }
+        fs.sync_dir(tmp).map_err(io_at(tmp))?;
+        Ok(info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::{Db, Options};
+
+    /// On a file system without hard links every SST is copied, and the copy matches.
+    #[test]
+    fn tables_are_copied_where_links_fail() {
+        let fs: Arc<dyn FileSystem> = Arc::new(mezz_env::MemFs::new());
+        let opts = Options {
+            fs: Arc::clone(&fs),
+            write_buffer_size: 16 << 10,
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts.clone()).unwrap();
+        for i in 0..3000u32 {
+            db.put(format!("k{i:05}").as_bytes(), &[b'x'; 40]).unwrap();
+        }
+        db.delete(b"k00007").unwrap();
+        let info = db.checkpoint("/ckpt").unwrap();
+        assert_eq!(info.linked, 0, "{info:?}");
+        assert!(info.copied > 0, "{info:?}");
+        // (The in-memory file system keeps empty directories.)
+        assert!(
+            fs.list_dir(Path::new("/ckpt.tmp"))
+                .unwrap_or_default()
+                .is_empty()
+        );
+        db.put(b"later", b"1").unwrap();
+        let copy = Db::open("/ckpt", opts).unwrap();
+        assert_eq!(copy.iter().count(), 2999);
+        assert_eq!(copy.get(b"k00007").unwrap(), None);
+        assert_eq!(copy.get(b"later").unwrap(), None);
+        copy.verify().unwrap();
+    }
+}

@@ -1,0 +1,238 @@
+//! `Db::checkpoint` end to end: a checkpoint taken while a writer runs holds every write
+//! acknowledged before the call and is the state at one point between the acknowledged
+//! writes; checkpoints of the NVM presets open with the default preset (no NVM directory)
+//! and with their own preset on a fresh NVM directory; the source stays usable; a target
+//! that exists is refused.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use common::{check, nvm_dir, scan, small_matrixkv_options, workload};
+use mezzanine::{Db, Options, Preset, ReadOptions};
+
+fn small(mut o: Options) -> Options {
+    o.write_buffer_size = 32 << 10;
+    o.target_file_size = 32 << 10;
+    o.max_bytes_for_level_base = 128 << 10;
+    o.block_size = 1024;
+    o.nvm_capacity = 16 << 20;
+    o.nvm_prefault = false;
+    o
+}
+
+fn writer_key(i: u64) -> Vec<u8> {
+    format!("w{i:08}").into_bytes()
+}
+
+/// A writer thread puts `w00000000`, `w00000001`, ... in order (each acknowledged before
+/// the next). The checkpoint must hold a prefix of them that includes every key
+/// acknowledged before the call, and nothing else changed.
+#[test]
+fn checkpoint_during_writes_is_a_prefix_with_every_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(dir.path().join("db"), small(Options::default())).unwrap());
+    // Data that compactions move about meanwhile.
+    let mut model = BTreeMap::new();
+    workload(&db, &mut model, 6000, 0);
+    let acked = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, acked, stop) = (Arc::clone(&db), Arc::clone(&acked), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                db.put(&writer_key(i), format!("v{i}").as_bytes()).unwrap();
+                i += 1;
+                acked.store(i, Ordering::Release);
+            }
+        })
+    };
+    let mut checks = Vec::new();
+    for round in 0..4 {
+        while acked.load(Ordering::Acquire) < 2000 * (round + 1) {
+            std::thread::yield_now();
+        }
+        let before = acked.load(Ordering::Acquire);
+        let target = dir.path().join(format!("ckpt{round}"));
+        let info = db.checkpoint(&target).unwrap();
+        let after = acked.load(Ordering::Acquire);
+        assert!(
+            info.linked + info.copied + info.materialised > 0,
+            "{info:?}"
+        );
+        checks.push((target, before, after));
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    for (target, before, after) in checks {
+        let copy = Db::open(&target, Options::default()).unwrap();
+        let got = scan(&copy, &ReadOptions::default());
+        let mut n = 0;
+        while got.contains_key(&writer_key(n)) {
+            n += 1;
+        }
+        assert!(
+            n >= before,
+            "{target:?}: {n} writes, {before} acknowledged before"
+        );
+        assert!(
+            n <= after + 1,
+            "{target:?}: {n} writes, {after} acknowledged after"
+        );
+        let writes = got.keys().filter(|k| k.starts_with(b"w")).count() as u64;
+        assert_eq!(writes, n, "{target:?}: the writes are not a prefix");
+        let rest: BTreeMap<_, _> = got
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with(b"w"))
+            .collect();
+        assert!(rest == model, "{target:?}: the data written before differs");
+        copy.verify().unwrap();
+        copy.close().unwrap();
+    }
+    // The source goes on.
+    db.put(b"after", b"1").unwrap();
+    assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&b"1"[..]));
+}
+
+#[test]
+fn an_existing_target_is_refused_and_a_leftover_temp_dir_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let target = dir.path().join("ckpt");
+    std::fs::create_dir(&target).unwrap();
+    let err = db.checkpoint(&target).unwrap_err();
+    assert!(err.to_string().contains("already exists"), "{err}");
+    std::fs::remove_dir(&target).unwrap();
+    // A leftover of an interrupted checkpoint.
+    let tmp = dir.path().join("ckpt.tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::write(tmp.join("000001.sst"), b"half a table").unwrap();
+    db.checkpoint(&target).unwrap();
+    assert!(!tmp.exists());
+    let copy = Db::open(&target, Options::default()).unwrap();
+    assert_eq!(copy.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+/// Writes, checkpoints, writes more; the checkpoint opens with the default preset (no NVM
+/// directory) and with `reopen` (the preset on a fresh NVM directory), equal to the model
+/// at the checkpoint both times, and takes writes.
+fn nvm_preset_round_trip(name: &str, open: impl Fn(&Path, &Path) -> Options) {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let db = Db::open(
+        dir.path().join("db"),
+        open(&dir.path().join("db"), nvm.path()),
+    )
+    .unwrap();
+    let mut model = BTreeMap::new();
+    workload(&db, &mut model, 20_000, 0);
+    check(&db, &model);
+    let target = dir.path().join("ckpt");
+    let info = db.checkpoint(&target).unwrap();
+    println!("{name}: {info:?}");
+    assert!(
+        info.materialised > 0,
+        "{name}: nothing in NVM or memtables? {info:?}"
+    );
+    let mut later = model.clone();
+    workload(&db, &mut later, 3000, 1);
+    check(&db, &later);
+    db.close().unwrap();
+
+    let copy = Db::open(&target, Options::default()).unwrap();
+    check(&copy, &model);
+    copy.verify().unwrap();
+    copy.put(b"new", b"1").unwrap();
+    copy.close().unwrap();
+    model.insert(b"new".to_vec(), b"1".to_vec());
+
+    let fresh = nvm_dir();
+    let copy = Db::open(&target, open(&target, fresh.path())).unwrap();
+    check(&copy, &model);
+    workload(&copy, &mut model, 3000, 2);
+    check(&copy, &model);
+    copy.close().unwrap();
+    // The source is unchanged by it all.
+    let db = Db::open(
+        dir.path().join("db"),
+        open(&dir.path().join("db"), nvm.path()),
+    )
+    .unwrap();
+    check(&db, &later);
+}
+
+#[test]
+fn novelsm_checkpoint_opens_with_and_without_nvm() {
+    nvm_preset_round_trip("novelsm", |_, nvm| {
+        let mut o = small(Options::preset(Preset::Novelsm));
+        o.nvm_memtable_size = 1 << 20;
+        o.nvm_dir = Some(nvm.to_path_buf());
+        o
+    });
+}
+
+#[test]
+fn novelsm_immutable_nvm_memtables_checkpoint_opens_with_and_without_nvm() {
+    nvm_preset_round_trip("novelsm immutable", |_, nvm| {
+        let mut o = small(Options::preset(Preset::Novelsm));
+        o.nvm_memtable = mezzanine::options::NvmMemtable::Immutable;
+        o.nvm_memtable_size = 1 << 20;
+        o.nvm_dir = Some(nvm.to_path_buf());
+        o
+    });
+}
+
+#[test]
+fn tlsm_checkpoint_opens_with_and_without_nvm() {
+    nvm_preset_round_trip("tlsm", |_, nvm| {
+        let mut o = small(Options::preset(Preset::Tlsm));
+        o.level0_compaction_trigger = 2;
+        o.nvm_dir = Some(nvm.to_path_buf());
+        o
+    });
+}
+
+#[test]
+fn matrixkv_checkpoint_opens_with_and_without_nvm() {
+    nvm_preset_round_trip("matrixkv", |_, nvm| small_matrixkv_options(nvm));
+}
+
+/// Tables spread over several SSD directories all land in the copy's directory, which opens
+/// without `ssd_paths`.
+#[test]
+fn tables_of_several_ssd_directories_land_in_the_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let units: Vec<_> = (0..2)
+        .map(|i| dir.path().join(format!("unit{i}")))
+        .collect();
+    let o = Options {
+        ssd_paths: units.clone(),
+        ..small(Options::default())
+    };
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    let mut model = BTreeMap::new();
+    workload(&db, &mut model, 8000, 0);
+    db.wait_for_background().unwrap();
+    let in_units: usize = units
+        .iter()
+        .map(|u| {
+            std::fs::read_dir(u)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().extension() == Some("sst".as_ref()))
+                .count()
+        })
+        .sum();
+    assert!(in_units > 0);
+    let info = db.checkpoint(dir.path().join("ckpt")).unwrap();
+    assert!(info.linked >= in_units, "{info:?}");
+    let copy = Db::open(dir.path().join("ckpt"), Options::default()).unwrap();
+    check(&copy, &model);
+    copy.verify().unwrap();
+}
