@@ -159,6 +159,29 @@ pub struct NvmRef {
 }
 
 impl TableMeta {
+    /// The metadata of table `id` at `location` from the properties its SST records
+    /// (key range, sequence range, counts, file size; no NVM references).
+    #[must_use]
+    pub fn from_properties(
+        id: u64,
+        location: TableLocation,
+        p: &mezz_format::sst::TableProperties,
+    ) -> TableMeta {
+        TableMeta {
+            id,
+            location,
+            size: p.file_size,
+            smallest: p.smallest_key.clone(),
+            largest: p.largest_key.clone(),
+            smallest_seq: p.smallest_seq,
+            largest_seq: p.largest_seq,
+            num_entries: p.num_entries,
+            num_deletions: p.num_deletions,
+            nvm_refs: Vec::new(),
+            pinned: Default::default(),
+        }
+    }
+
     /// The tier the table lives in (from its location).
     #[must_use]
     pub fn tier(&self) -> Tier {

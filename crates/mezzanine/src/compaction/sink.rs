@@ -178,22 +178,6 @@ impl<'a> SstSink<'a> {
     }
 }
 
-fn meta_from_properties(id: u64, location: TableLocation, p: &TableProperties) -> TableMeta {
-    TableMeta {
-        id,
-        location,
-        size: p.file_size,
-        smallest: p.smallest_key.clone(),
-        largest: p.largest_key.clone(),
-        smallest_seq: p.smallest_seq,
-        largest_seq: p.largest_seq,
-        num_entries: p.num_entries,
-        num_deletions: p.num_deletions,
-        nvm_refs: Vec::new(),
-        pinned: Default::default(),
-    }
-}
-
 impl TableSink for SstSink<'_> {
     fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let out = match self.current.as_mut() {
@@ -241,7 +225,7 @@ impl TableSink for SstSink<'_> {
             }
         };
         self.written.push(WrittenTable {
-            meta: meta_from_properties(out.id, location, &props),
+            meta: TableMeta::from_properties(out.id, location, &props),
             encode_nanos,
             data_bytes: props.data_size,
             bytes_written: props.file_size,

@@ -174,19 +174,7 @@ fn write_sst(
 }
 
 fn meta_of(id: u64, p: &mezz_format::sst::TableProperties) -> TableMeta {
-    TableMeta {
-        id,
-        location: TableLocation::Sst { path_id: 0 },
-        size: p.file_size,
-        smallest: p.smallest_key.clone(),
-        largest: p.largest_key.clone(),
-        smallest_seq: p.smallest_seq,
-        largest_seq: p.largest_seq,
-        num_entries: p.num_entries,
-        num_deletions: p.num_deletions,
-        nvm_refs: Vec::new(),
-        pinned: Default::default(),
-    }
+    TableMeta::from_properties(id, TableLocation::Sst { path_id: 0 }, p)
 }
 
 impl DbInner {

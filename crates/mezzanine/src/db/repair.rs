@@ -448,20 +448,11 @@ impl<'a> Repair<'a> {
         let what = format!("sst {id} in {}", self.storage.dir(path_id)?.display());
         match reader.verify() {
             Ok(n) if n > 0 => {
-                let p = reader.properties();
-                let meta = TableMeta {
+                let meta = TableMeta::from_properties(
                     id,
-                    location: TableLocation::Sst { path_id },
-                    size: p.file_size,
-                    smallest: p.smallest_key.clone(),
-                    largest: p.largest_key.clone(),
-                    smallest_seq: p.smallest_seq,
-                    largest_seq: p.largest_seq,
-                    num_entries: p.num_entries,
-                    num_deletions: p.num_deletions,
-                    nvm_refs: Vec::new(),
-                    pinned: Default::default(),
-                };
+                    TableLocation::Sst { path_id },
+                    reader.properties(),
+                );
                 self.last_seq = self.last_seq.max(meta.largest_seq);
                 self.report.tables_kept.push(id);
                 self.kept.push(Kept { meta, new: false });
