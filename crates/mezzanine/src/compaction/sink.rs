@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mezz_format::ikey::parse_internal_key;
-use mezz_format::sst::{TableBuilder, TableBuilderOptions, TableProperties};
+use mezz_format::sst::{TableBuilder, TableBuilderOptions};
 use mezz_format::{InternalIterator, SeqNo};
 
 use crate::compaction::executor::HiddenVersions;
