@@ -18,6 +18,12 @@
 #                 two threads at once), reopens and crashes the database under them; each
 #                 seed runs every preset's tiny options (novelsm also with the immutable NVM
 #                 memtable) and two standard option sets in turn, in both background modes
+#   transactions  the engine's transaction tests (bank invariant under threads, the snapshot-
+#                 isolation history checker, conflicts after flushes and compactions) with a
+#                 fresh MEZZ_TXN_SEED
+#   backup        a child process killed at random while it writes, checkpoints and backs
+#                 up, then every checkpoint opened and every backup verified and restored
+#                 (fresh MEZZ_BACKUP_CRASH_SEED), and checkpoints taken under a writer
 #   stress        `mezz stress` kill -9 rounds, rotating matrixkv (rows, columns, page
 #                 reuse in a small container), tlsm (NVM tables: LRU moves; all in
 #                 NVM with ps+bac and eager reclamation), leveldb (tables over 3 SSD
@@ -59,11 +65,14 @@ mkdir -p "$out"
 ./scripts/setup.sh >/dev/null
 echo "soak: building release test binaries (base seed $base, logs in $out)"
 cargo test --release -p mezz-testkit --no-run -q 2>"$out/build.log" || { cat "$out/build.log"; exit 2; }
+cargo test --release -p mezzanine --test transactions --test backup --test checkpoint --no-run -q \
+  2>>"$out/build.log" || { cat "$out/build.log"; exit 2; }
 cargo build --release -p mezz -q 2>>"$out/build.log" || { cat "$out/build.log"; exit 2; }
 mezz=target/release/mezz
 
 start=$(date +%s)
 model=0; meta=0; reopen=0; crash_points=0; lifecycle=0; kills=0; open_kills=0; rounds=0; failures=0
+txn=0; backup=0
 cycle=0
 
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -82,6 +91,11 @@ fail() { # name, log file, how to rerun
 testkit() { # log, test file, test name, env...
   local log=$1 file=$2 name=$3; shift 3
   env "$@" cargo test --release -q -p mezz-testkit --test "$file" "$name" -- --nocapture >"$log" 2>&1
+}
+# Runs one cargo test file of the engine in release mode with the given environment.
+engine() { # log, test file, env...
+  local log=$1 file=$2; shift 2
+  env "$@" cargo test --release -q -p mezzanine --test "$file" -- --nocapture >"$log" 2>&1
 }
 
 while time_left && ! counts_done; do
@@ -126,6 +140,20 @@ while time_left && ! counts_done; do
     fail "lifecycle seeds of base $s" "$out/lifecycle-$s.log" \
       "the log's replay line: MEZZ_LIFECYCLE_SEED=<seed> MEZZ_LIFECYCLE_SET=<set> MEZZ_LIFECYCLE_SIZE=long cargo test -p mezz-testkit --test lifecycle lifecycle_every_preset"
   fi
+  # Transactions and checkpoints/backups under fresh seeds.
+  if engine "$out/txn-$s.log" transactions MEZZ_TXN_SEED=$s; then
+    txn=$((txn + 1)); rm -f "$out/txn-$s.log"
+  else
+    fail "transactions seed $s" "$out/txn-$s.log" \
+      "MEZZ_TXN_SEED=$s cargo test -p mezzanine --test transactions"
+  fi
+  if engine "$out/backup-$s.log" backup MEZZ_BACKUP_CRASH_SEED=$s \
+      && engine "$out/checkpoint-$s.log" checkpoint; then
+    backup=$((backup + 1)); rm -f "$out/backup-$s.log" "$out/checkpoint-$s.log"
+  else
+    fail "checkpoints and backups, seed $s" "$out/backup-$s.log" \
+      "MEZZ_BACKUP_CRASH_SEED=$s cargo test -p mezzanine --test backup; cargo test -p mezzanine --test checkpoint"
+  fi
   # kill -9 rounds, one configuration per cycle.
   db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
   case $((cycle % 7)) in
@@ -153,8 +181,8 @@ while time_left && ! counts_done; do
       "$mezz stress --db <dir> --rounds $n_rounds --seed $s --preset $preset ${opts[*]} --max-kill-delay-ms 400"
   fi
   rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
-  echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, lifecycle seeds $lifecycle, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
+  echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, lifecycle seeds $lifecycle, transaction seeds $txn, backup kill seeds $backup, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
 done
 
-echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, lifecycle seeds $lifecycle (x 14 option sets), stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
+echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, lifecycle seeds $lifecycle (x 14 option sets), transaction seeds $txn, backup kill seeds $backup, stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
 [ "$failures" = 0 ]
