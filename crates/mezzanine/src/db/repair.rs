@@ -433,7 +433,7 @@ impl<'a> Repair<'a> {
             .storage
             .table_path(id, TableLocation::Sst { path_id })?;
         let size = self.fs.file_size(&path).ok();
-        let order = self.opts.key_order();
+        let order = self.storage.order().clone();
         let opened = self.storage.open_sst(id, path_id).and_then(|(_, file)| {
             let len = file.size();
             TableReader::open(file, len, id, None, &order).map_err(|e| e.in_file(&path).into())
@@ -553,13 +553,14 @@ impl<'a> Repair<'a> {
         let mut sink = self.sink(&new_file);
         let mut n = 0u64;
         let mut prev: Option<Vec<u8>> = None;
+        let order = self.storage.order();
         let copied = (|| -> Result<()> {
             it.seek_to_first();
             while it.valid() {
                 let k = it.key();
-                let in_order = prev.as_deref().is_none_or(|p| {
-                    self.opts.key_order().compare_internal(p, k) == std::cmp::Ordering::Less
-                });
+                let in_order = prev
+                    .as_deref()
+                    .is_none_or(|p| order.compare_internal(p, k) == std::cmp::Ordering::Less);
                 if parse_internal_key(k).is_some() && in_order {
                     sink.add(k, it.value())?;
                     n += 1;
@@ -618,12 +619,7 @@ impl<'a> Repair<'a> {
             let table = match self.cache.open(&t) {
                 Ok(table) => table,
                 Err(e) => {
-                    self.nvm_damaged();
-                    self.report.dropped.push(Dropped {
-                        what,
-                        reason: e.to_string(),
-                        bytes: Some(t.size),
-                    });
+                    self.drop_nvm(what, e.to_string(), t.size);
                     self.report.bytes_lost += t.size;
                     continue;
                 }
@@ -650,22 +646,14 @@ impl<'a> Repair<'a> {
                 });
                 continue;
             };
-            let list = match crate::memtable::nvm_list::NvmList::recover(
-                tier,
-                o,
-                &self.opts.key_order(),
-            ) {
-                Ok(list) => list,
-                Err(e) => {
-                    self.nvm_damaged();
-                    self.report.dropped.push(Dropped {
-                        what,
-                        reason: e.to_string(),
-                        bytes: Some(o.len),
-                    });
-                    continue;
-                }
-            };
+            let list =
+                match crate::memtable::nvm_list::NvmList::recover(tier, o, self.storage.order()) {
+                    Ok(list) => list,
+                    Err(e) => {
+                        self.drop_nvm(what, e.to_string(), o.len);
+                        continue;
+                    }
+                };
             let mem = Arc::new(MemTable::nvm(o.id, list));
             if mem.is_empty() {
                 continue;
@@ -683,6 +671,17 @@ impl<'a> Repair<'a> {
         if self.pool_lost.is_none() {
             self.pool_lost = Some(String::new());
         }
+    }
+
+    /// Reports NVM object `what` (of `bytes` bytes) dropped for `reason`: the pool is kept
+    /// in `lost/`.
+    fn drop_nvm(&mut self, what: String, reason: String, bytes: u64) {
+        self.nvm_damaged();
+        self.report.dropped.push(Dropped {
+            what,
+            reason,
+            bytes: Some(bytes),
+        });
     }
 
     fn record_conversion(
@@ -747,7 +746,7 @@ impl<'a> Repair<'a> {
         logs.sort_by_key(|(n, _)| *n);
         for (_, src) in logs {
             let cap = self.opts.memtable_capacity();
-            let order = self.opts.key_order();
+            let order = self.storage.order().clone();
             let mut mem = Arc::new(MemTable::new(0, cap, order.clone()));
             let mut new_tables = Vec::new();
             let (mut batches, mut entries) = (0u64, 0u64);
@@ -799,12 +798,7 @@ impl<'a> Repair<'a> {
                             (what, pool, Some(copy), end)
                         }
                         Err(e) => {
-                            self.nvm_damaged();
-                            self.report.dropped.push(Dropped {
-                                what,
-                                reason: e.to_string(),
-                                bytes: Some(o.len),
-                            });
+                            self.drop_nvm(what, e.to_string(), o.len);
                             continue;
                         }
                     }
@@ -879,7 +873,7 @@ impl<'a> Repair<'a> {
     fn place_tables(&mut self) -> Result<Vec<(usize, TableMeta)>> {
         let metas: Vec<TableMeta> = self.kept.iter().map(|k| k.meta.clone()).collect();
         let max_l0 = self.opts.level0_slowdown_trigger.saturating_sub(1).max(1);
-        if let Some(placed) = place(&metas, self.opts.num_levels, max_l0, &self.opts.key_order()) {
+        if let Some(placed) = place(&metas, self.opts.num_levels, max_l0, self.storage.order()) {
             return Ok(placed);
         }
         let (l0, rest) = split_l0(&metas, max_l0);
@@ -894,7 +888,7 @@ impl<'a> Repair<'a> {
                 whole_table_scan: true,
             }));
         }
-        let order = self.opts.key_order();
+        let order = self.storage.order().clone();
         let mut merged = crate::iter::merging_iterator(children, &order);
         let mut newest = NewestOnly {
             inner: merged.as_mut(),
@@ -941,7 +935,7 @@ impl<'a> Repair<'a> {
             edit.new_tables.push((level, meta));
         }
         let version = Version::new(self.opts.num_levels)
-            .with_order(self.opts.key_order())
+            .with_order(self.storage.order().clone())
             .apply(&edit)?;
         version.check_invariants()?;
         let log_number = self.alloc();
@@ -1384,7 +1378,8 @@ fn open_storage(
         opts.ssd_paths.clone(),
         tier,
     )
-    .with_matrix(matrix);
+    .with_matrix(matrix)
+    .with_order(opts.key_order());
     (Arc::new(storage), pool_lost)
 }
 
