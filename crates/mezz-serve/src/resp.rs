@@ -369,9 +369,9 @@ impl Out {
         self.buf.extend_from_slice(b"+OK\r\n");
     }
 
-    /// A simple string (`+s`); CR and LF are replaced by spaces.
-    pub fn simple(&mut self, s: &str) {
-        self.buf.push(b'+');
+    /// One line after `tag`, CR and LF replaced by spaces (as Redis does).
+    fn line(&mut self, tag: u8, s: &str) {
+        self.buf.push(tag);
         self.buf.extend(
             s.bytes()
                 .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
@@ -379,15 +379,15 @@ impl Out {
         self.buf.extend_from_slice(b"\r\n");
     }
 
+    /// A simple string (`+s`); CR and LF are replaced by spaces.
+    pub fn simple(&mut self, s: &str) {
+        self.line(b'+', s);
+    }
+
     /// An error: `msg` starts with its code (`ERR ...`, `WRONGTYPE ...`); CR and LF are
     /// replaced by spaces, as Redis does.
     pub fn error(&mut self, msg: &str) {
-        self.buf.push(b'-');
-        self.buf.extend(
-            msg.bytes()
-                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
-        );
-        self.buf.extend_from_slice(b"\r\n");
+        self.line(b'-', msg);
     }
 
     /// An integer.
