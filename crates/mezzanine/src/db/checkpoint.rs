@@ -291,7 +291,7 @@ impl DbInner {
             let id = self.new_file_number();
             let name = filename::sst_file(Path::new(""), id);
             let dst = tmp.join(&name);
-            let mut it = merging_iterator(mems, &self.opts.key_order());
+            let mut it = merging_iterator(mems, self.storage.order());
             if let Some(p) = write_sst(fs, &self.opts, 0, &dst, it.as_mut(), last_seq)? {
                 info.materialised += 1;
                 let meta = meta_of(id, &p);
@@ -317,7 +317,7 @@ impl DbInner {
         let identity_tmp = self.new_file_number();
         let next_file = self.versions.next_file.load(Ordering::Relaxed);
         let version = Version::new(self.opts.num_levels)
-            .with_order(self.opts.key_order())
+            .with_order(self.storage.order().clone())
             .apply(&edit)?;
         // Written and synced by `write_new_manifest`.
         let manifest = write_new_manifest(

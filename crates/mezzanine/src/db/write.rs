@@ -968,7 +968,7 @@ impl DbInner {
         let mem = Arc::new(MemTable::new(
             number,
             self.opts.memtable_capacity(),
-            self.opts.key_order(),
+            self.storage.order().clone(),
         ));
         self.install_new_memtable(ws, mem, wal);
         drop(slot);
