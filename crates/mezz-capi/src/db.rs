@@ -93,6 +93,22 @@ pub(crate) fn read_options(
 }
 
 /// The engine write options behind `opt` (NULL: defaults).
+/// Writes `batch` with `options`, unless a call that built it was invalid (`invalid`: what
+/// was wrong), which LevelDB reports at the write.
+pub(crate) fn write_checked(
+    d: &Db,
+    options: *const leveldb_writeoptions_t,
+    batch: &engine::WriteBatch,
+    invalid: Option<&str>,
+) -> Result<(), String> {
+    if let Some(e) = invalid {
+        return Err(format!(
+            "Invalid argument: the batch holds an invalid update: {e}"
+        ));
+    }
+    status(d.write(&write_options(options), batch.clone()))
+}
+
 pub(crate) fn write_options(opt: *const leveldb_writeoptions_t) -> WriteOptions {
     // SAFETY: `opt` is NULL or a live write options handle.
     unsafe { opt.as_ref() }.map(|o| o.wo).unwrap_or_default()
@@ -231,12 +247,7 @@ pub unsafe extern "C" fn leveldb_write(
         let d = lookup(db)?;
         // SAFETY: `batch` is NULL or a live batch handle.
         let b = unsafe { batch.as_ref() }.ok_or("Invalid argument: batch is NULL")?;
-        if let Some(e) = &b.invalid {
-            return Err(format!(
-                "Invalid argument: the batch holds an invalid update: {e}"
-            ));
-        }
-        status(d.write(&write_options(options), b.batch.clone()))
+        write_checked(&d, options, &b.batch, b.invalid.as_deref())
     });
 }
 

@@ -20,7 +20,7 @@ use std::ffi::c_char;
 
 use engine::{BatchValue, Transaction, TxnOptions, WriteBatchWithIndex};
 
-use crate::db::{leveldb_t, lookup, read_options, write_options};
+use crate::db::{leveldb_t, lookup, read_options, write_checked, write_options};
 use crate::options::{leveldb_options_t, leveldb_readoptions_t, leveldb_writeoptions_t};
 use crate::{bytes, malloc_copy, no_errptr, status, with_errptr};
 
@@ -581,11 +581,6 @@ pub unsafe extern "C" fn rocksdb_write_writebatch_wi(
         let d = lookup(db)?;
         // SAFETY: NULL or a live batch.
         let b = unsafe { b.as_ref() }.ok_or("Invalid argument: batch is NULL")?;
-        if let Some(e) = &b.invalid {
-            return Err(format!(
-                "Invalid argument: the batch holds an invalid update: {e}"
-            ));
-        }
-        status(d.write(&write_options(options), b.wb.batch().clone()))
+        write_checked(&d, options, b.wb.batch(), b.invalid.as_deref())
     });
 }
