@@ -6,7 +6,15 @@
 //! sequence: u64 LE | count: u32 LE | record*
 //! record := kind: u8 (0 = deletion, 1 = value) | varint32 key_len | key
 //!           [ | varint32 value_len | value ]        (only for kind = value)
+//!         | kind: u8 (4 = deletion in a family, 5 = value in a family)
+//!           | varint32 family | varint32 key_len | key
+//!           [ | varint32 value_len | value ]        (only for kind = 5)
 //! ```
+//!
+//! Records of kinds 0 and 1 belong to the default column family (id 0), so batches written
+//! before column families existed decode unchanged; an update of another family carries
+//! its id (kinds 4 and 5; an update of family 0 is always written with kind 0 or 1).
+//! Every record of a batch takes the next sequence number, whatever its family.
 //!
 //! Invariants: `rep` always holds the 12-byte header, and the header's count equals the
 //! number of well-formed records that follow. Batches built with `put`/`delete` hold this by
@@ -37,6 +45,25 @@ pub struct BatchOp<'a> {
     pub key: &'a [u8],
     /// The value (empty for a delete).
     pub value: &'a [u8],
+    /// The column family the update belongs to (0: the default family).
+    pub family: u32,
+}
+
+/// The record kind of a deletion in a column family other than the default.
+const FAMILY_DELETION: u8 = 4;
+/// The record kind of a value in a column family other than the default.
+const FAMILY_VALUE: u8 = 5;
+
+/// What names a column family to a batch: its id (`u32`), or a handle (`ColumnFamily`).
+pub trait FamilyId {
+    /// The family's id (0: the default family).
+    fn family_id(&self) -> u32;
+}
+
+impl FamilyId for u32 {
+    fn family_id(&self) -> u32 {
+        *self
+    }
 }
 
 impl Default for WriteBatch {
@@ -87,15 +114,28 @@ fn decode_record<'a>(
     buf: &'a [u8],
     pos: &mut usize,
 ) -> std::result::Result<BatchOp<'a>, &'static str> {
-    let kind_byte = *buf.get(*pos).ok_or("truncated record")?;
+    let mut kind_byte = *buf.get(*pos).ok_or("truncated record")?;
     *pos += 1;
+    let mut family = 0;
+    if kind_byte == FAMILY_DELETION || kind_byte == FAMILY_VALUE {
+        family = get_varint32(buf, pos).ok_or("bad column family id")?;
+        if family == 0 {
+            return Err("a family record names the default family");
+        }
+        kind_byte -= FAMILY_DELETION;
+    }
     let kind = ValueKind::from_u8(kind_byte).ok_or("unknown record kind")?;
     let key = get_length_prefixed(buf, pos).ok_or("bad key length")?;
     let value = match kind {
         ValueKind::Value => get_length_prefixed(buf, pos).ok_or("bad value length")?,
         ValueKind::Deletion => &[],
     };
-    Ok(BatchOp { kind, key, value })
+    Ok(BatchOp {
+        kind,
+        key,
+        value,
+        family,
+    })
 }
 
 /// Iterator over the updates of a batch, in insertion order.
@@ -173,19 +213,59 @@ impl WriteBatch {
     /// Keys and values longer than `u32::MAX` bytes are not supported (the encoding uses
     /// 32-bit lengths); such a key or value is truncated to `u32::MAX` bytes.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.rep.push(ValueKind::Value as u8);
+        self.put_cf(&0, key, value);
+    }
+
+    /// Adds a delete of `key`.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.delete_cf(&0, key);
+    }
+
+    /// Adds a put of `key` to `value` in column family `cf` (a `ColumnFamily` handle or an
+    /// id; 0 is the default family, as [`WriteBatch::put`]).
+    pub fn put_cf(&mut self, cf: &impl FamilyId, key: &[u8], value: &[u8]) {
+        self.push_kind(cf.family_id(), ValueKind::Value);
         Self::push_slice(&mut self.rep, key);
         Self::push_slice(&mut self.rep, value);
         let c = self.count();
         self.set_count(c.wrapping_add(1));
     }
 
-    /// Adds a delete of `key`.
-    pub fn delete(&mut self, key: &[u8]) {
-        self.rep.push(ValueKind::Deletion as u8);
+    /// Adds a delete of `key` in column family `cf`.
+    pub fn delete_cf(&mut self, cf: &impl FamilyId, key: &[u8]) {
+        self.push_kind(cf.family_id(), ValueKind::Deletion);
         Self::push_slice(&mut self.rep, key);
         let c = self.count();
         self.set_count(c.wrapping_add(1));
+    }
+
+    fn push_kind(&mut self, family: u32, kind: ValueKind) {
+        if family == 0 {
+            self.rep.push(kind as u8);
+        } else {
+            self.rep.push(FAMILY_DELETION + kind as u8);
+            put_varint32(&mut self.rep, family);
+        }
+    }
+
+    /// The column families other than the default that updates of this batch belong to,
+    /// ascending, without repeats.
+    #[must_use]
+    pub fn families(&self) -> Vec<u32> {
+        let mut f: Vec<u32> = self
+            .iter()
+            .map(|op| op.family)
+            .filter(|&f| f != 0)
+            .collect();
+        f.sort_unstable();
+        f.dedup();
+        f
+    }
+
+    /// Whether some update belongs to a column family other than the default.
+    #[must_use]
+    pub fn has_families(&self) -> bool {
+        self.iter().any(|op| op.family != 0)
     }
 
     fn push_slice(rep: &mut Vec<u8>, s: &[u8]) {
@@ -391,6 +471,51 @@ mod tests {
         b.iter()
             .map(|o| (o.kind, o.key.to_vec(), o.value.to_vec()))
             .collect()
+    }
+
+    #[test]
+    fn family_records_roundtrip_and_old_records_are_the_default_family() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        b.put_cf(&3, b"b", b"2");
+        b.delete_cf(&300, b"c");
+        b.put_cf(&0, b"d", b"4");
+        b.delete(b"e");
+        b.set_sequence(7);
+        let d = WriteBatch::from_data(b.data().to_vec()).unwrap();
+        let got: Vec<(u32, ValueKind, Vec<u8>, Vec<u8>)> = d
+            .iter()
+            .map(|o| (o.family, o.kind, o.key.to_vec(), o.value.to_vec()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, ValueKind::Value, b"a".to_vec(), b"1".to_vec()),
+                (3, ValueKind::Value, b"b".to_vec(), b"2".to_vec()),
+                (300, ValueKind::Deletion, b"c".to_vec(), vec![]),
+                (0, ValueKind::Value, b"d".to_vec(), b"4".to_vec()),
+                (0, ValueKind::Deletion, b"e".to_vec(), vec![]),
+            ]
+        );
+        assert_eq!(d.families(), vec![3, 300]);
+        assert!(d.has_families());
+        // An update of family 0 is written in the old layout: an old reader decodes it.
+        let mut old = WriteBatch::new();
+        old.put_cf(&0, b"k", b"v");
+        let mut legacy = vec![0u8; HEADER_LEN];
+        legacy[8] = 1;
+        legacy.extend_from_slice(&[1, 1, b'k', 1, b'v']);
+        assert_eq!(old.data(), &legacy[..]);
+        assert!(!old.has_families());
+        // A family record naming family 0, or with a truncated id, is corrupt.
+        let mut bad = vec![0u8; HEADER_LEN];
+        bad[8] = 1;
+        bad.extend_from_slice(&[FAMILY_VALUE, 0, 1, b'k', 1, b'v']);
+        assert!(WriteBatch::from_data(bad).is_err());
+        let mut bad = vec![0u8; HEADER_LEN];
+        bad[8] = 1;
+        bad.extend_from_slice(&[FAMILY_DELETION, 0x80]);
+        assert!(WriteBatch::from_data(bad).is_err());
     }
 
     #[test]

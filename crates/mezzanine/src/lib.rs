@@ -79,10 +79,10 @@ pub(crate) mod version;
 pub(crate) mod wal;
 
 pub use backup::{BackupCreated, BackupEngine, BackupInfo};
-pub use batch::WriteBatch;
+pub use batch::{FamilyId, WriteBatch};
 pub use db::{
-    BatchDbIterator, BatchValue, CheckpointInfo, Db, Transaction, TxnOptions, WriteBatchWithIndex,
-    destroy_db, repair_db,
+    BatchDbIterator, BatchValue, CheckpointInfo, ColumnFamily, DEFAULT_COLUMN_FAMILY, Db,
+    Transaction, TxnOptions, WriteBatchWithIndex, destroy_db, repair_db,
 };
 /// What [`repair_db`] found and did.
 pub mod repair {

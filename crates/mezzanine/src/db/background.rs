@@ -222,6 +222,9 @@ impl DbInner {
         if self.writes.sync_wals_ahead.load(Ordering::Acquire) {
             self.sync_closed_wals(imm.id())?;
         }
+        // The column families' updates in this memtable's WAL reach their tables first: the
+        // flush below makes that WAL obsolete.
+        self.flush_families()?;
         if self.design.memtables().absorb(self, imm, start)? {
             return Ok(());
         }
@@ -500,7 +503,23 @@ impl DbInner {
                 self.versions.next_file.load(Ordering::Relaxed),
                 self.versions.last_seq.load(Ordering::Acquire),
             )
-            .and_then(|m| {
+            .and_then(|mut m| {
+                // The column families (those of this edit applied) go into the new manifest.
+                let (mut records, mut next_id) = {
+                    let f = self.families.read();
+                    (f.records(), f.next_id)
+                };
+                for r in &edit.families_added {
+                    next_id = next_id.max(r.id + 1);
+                    records.insert(r.id, r.clone());
+                }
+                for id in &edit.families_dropped {
+                    next_id = next_id.max(id + 1);
+                    records.remove(id);
+                }
+                if let Some(fe) = crate::manifest::family_snapshot_edit(&records, next_id) {
+                    m.append(&fe)?;
+                }
                 set_current(self.fs.as_ref(), &self.path, number, self.new_file_number())?;
                 *manifest = m;
                 let _ = self

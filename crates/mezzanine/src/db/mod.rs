@@ -29,6 +29,7 @@
 
 mod background;
 mod checkpoint;
+mod family;
 mod host;
 mod indexed_batch;
 mod open;
@@ -73,6 +74,7 @@ use crate::version::Version;
 use crate::wal::WalWriter;
 
 pub use checkpoint::CheckpointInfo;
+pub use family::{ColumnFamily, DEFAULT_COLUMN_FAMILY};
 pub use indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
 pub use repair::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable, repair_db};
 pub use txn::{Transaction, TxnOptions};
@@ -102,6 +104,9 @@ pub(crate) struct WriteState {
     /// (`DbInner::last_seq`) in this order, after their memtable insert, which runs
     /// outside this lock: `last_seq <= last_assigned`.
     last_assigned: u64,
+    /// Bytes of groups with updates of other column families logged in the active WAL (a
+    /// memtable's worth switches it: see `make_room_for_write`).
+    family_bytes: u64,
 }
 
 /// Background bookkeeping behind `DbInner::state`.
@@ -192,6 +197,11 @@ pub(crate) struct DbInner {
     versions: VersionState,
     /// The background scheduler: the state its jobs change, and their signals.
     jobs: Scheduler,
+    /// The column families other than the default (`family`); a leaf lock.
+    families: parking_lot::RwLock<family::Families>,
+    /// Whether `families` holds a live family (the write path looks for updates of other
+    /// families only then).
+    has_families: AtomicBool,
 }
 
 /// The write pipeline: the leader's state behind the `write` lock, the queue of waiting
@@ -987,8 +997,10 @@ impl Db {
             inner.flush()
         };
         let closed = inner.shutdown();
+        // The column families' engines stop after this one's flushes (which flush them).
+        let families = inner.close_families();
         inner.gate.finish();
-        flushed.and(closed)
+        flushed.and(closed).and(families)
     }
 
     /// Reads every table and verifies every checksum and the version's invariants (key

@@ -35,7 +35,7 @@
 //! of the directory, and no other thread sees the database before step 8 starts the
 //! background threads.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -51,7 +51,8 @@ use crate::design::{Design, WalPlace};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType};
 use crate::manifest::{
-    Manifest, VersionEdit, recover_manifest, set_current, write_file_atomically, write_new_manifest,
+    FamilyRecord, Manifest, VersionEdit, recover_manifest, set_current, write_file_atomically,
+    write_new_manifest,
 };
 use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode};
@@ -76,6 +77,17 @@ use crate::info_log::InfoLog;
 
 /// Opens (or creates) the database in `path`: the recovery steps above, one function each.
 pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    open_with(path, opts, None)
+}
+
+/// [`open`], sharing `snapshots` when given (a column family's engine shares the
+/// database's snapshot list, so that its compactions keep what a snapshot of the database
+/// reads).
+pub(super) fn open_with(
+    path: &Path,
+    opts: Options,
+    snapshots: Option<Arc<SnapshotList>>,
+) -> Result<Arc<DbInner>> {
     let locked = lock_dir(path, &opts)?;
     let info_log = Arc::new(InfoLog::open(
         locked.fs.as_ref(),
@@ -94,7 +106,70 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         opts.key_order().name(),
         opts.to_text()
     ));
-    let mut rec = replay_manifest(&locked, &opts)?;
+    let rec = replay_manifest(&locked, &opts)?;
+    let snapshots = snapshots.unwrap_or_default();
+    let families = open_families(&locked, &opts, &rec, &snapshots)?;
+    let opened = open_recovered(locked, opts, info_log, rec, &families, snapshots);
+    if opened.is_err() {
+        for f in families.values() {
+            let _ = super::family::close_family(f);
+        }
+    }
+    opened
+}
+
+/// Step 2, last part: the column families. Deletes every family directory the manifest
+/// does not name (a family dropped, or one whose creation did not reach the manifest),
+/// then opens each family the manifest names.
+fn open_families(
+    locked: &LockedDir,
+    opts: &Options,
+    rec: &Recovery,
+    snapshots: &Arc<SnapshotList>,
+) -> Result<BTreeMap<u32, Arc<super::family::Family>>> {
+    for name in &rec.names {
+        if let Some(id) = super::family::parse_family_dir(name)
+            && !rec.families.contains_key(&id)
+        {
+            super::family::reclaim_family_dir(opts, &locked.dir.join(name))?;
+        }
+    }
+    if rec.families.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    if opts.nvm_memtable != crate::options::NvmMemtable::Off {
+        return Err(Error::InvalidArgument(format!(
+            "{} has column families, which need the default family's writes logged in a \
+             WAL: open it without nvm_memtable",
+            locked.dir.display()
+        )));
+    }
+    let mut open = BTreeMap::new();
+    for r in rec.families.values() {
+        match super::family::open_family(&locked.dir, opts, r, snapshots) {
+            Ok(f) => {
+                open.insert(r.id, f);
+            }
+            Err(e) => {
+                for f in open.values() {
+                    let _ = super::family::close_family(f);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(open)
+}
+
+/// Steps 3 to 8 (see `open`), with the column families open.
+fn open_recovered(
+    locked: LockedDir,
+    opts: Options,
+    info_log: Arc<InfoLog>,
+    mut rec: Recovery,
+    families: &BTreeMap<u32, Arc<super::family::Family>>,
+    snapshots: Arc<SnapshotList>,
+) -> Result<Arc<DbInner>> {
     let mut nvm = open_nvm(&locked, &opts, &mut rec)?;
     let storage = Arc::new(
         Storage::new(
@@ -129,7 +204,16 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         &mut nvm,
         &mut rec,
         &wals,
+        families,
     )?;
+    // The families' replayed updates reach their tables before the new manifest makes the
+    // WALs obsolete; the sequence continues above every family's.
+    for f in families.values() {
+        f.db.flush()?;
+        rec.last_seq = rec
+            .last_seq
+            .max(f.db.versions.last_seq.load(Ordering::Acquire));
+    }
     let lists = arrange_memtables(
         replayed.kept_mems,
         nvm.mems,
@@ -170,6 +254,7 @@ pub(super) fn open(path: &Path, opts: Options) -> Result<Arc<DbInner>> {
         replayed.rewritten,
         lists,
         installed,
+        (families, snapshots),
     )?;
     inner.design.recover(inner.as_ref())?;
     start_background_threads(&inner)?;
@@ -282,6 +367,10 @@ struct Recovery {
     /// NVM memtables with the deferred mark dropped after a WAL that lost its tail
     /// (`drop_deferred_after`).
     dropped_nvm_memtables: u64,
+    /// The column families the manifest names.
+    families: BTreeMap<u32, FamilyRecord>,
+    /// The id the next column family gets.
+    next_family_id: u32,
 }
 
 /// Allocates the next file number.
@@ -300,6 +389,8 @@ fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
     let LockedDir {
         fs, dir, exists, ..
     } = locked;
+    let mut families = BTreeMap::new();
+    let mut next_family_id = 1;
     let (version, log_number, manifest_next, last_seq) = if *exists {
         let r = recover_manifest(
             fs.as_ref(),
@@ -308,6 +399,8 @@ fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
             locked.mode,
             &opts.key_order(),
         )?;
+        families = r.families;
+        next_family_id = r.next_family_id;
         (r.version, r.log_number, r.next_file_number, r.last_sequence)
     } else {
         (
@@ -355,6 +448,8 @@ fn replay_manifest(locked: &LockedDir, opts: &Options) -> Result<Recovery> {
         released: Vec::new(),
         wal_fallbacks: 0,
         dropped_nvm_memtables: 0,
+        families,
+        next_family_id,
     })
 }
 
@@ -551,6 +646,7 @@ fn replay_wals(
     nvm: &mut NvmState,
     rec: &mut Recovery,
     wals: &[WalSource],
+    families: &BTreeMap<u32, Arc<super::family::Family>>,
 ) -> Result<Replayed> {
     let tolerate = locked.mode == RecoveryMode::TolerateCorruptTail;
     let keep_memtables = design
@@ -558,7 +654,7 @@ fn replay_wals(
         .keeps_recovered_memtables(!nvm.mems.is_empty());
     let replayed = if !keep_memtables {
         replay_into_l0(
-            locked, opts, design, storage, placement, rec, wals, tolerate,
+            locked, opts, design, storage, placement, rec, wals, tolerate, families,
         )?;
         Replayed::default()
     } else {
@@ -590,6 +686,7 @@ fn replay_into_l0(
     rec: &mut Recovery,
     wals: &[WalSource],
     tolerate: bool,
+    families: &BTreeMap<u32, Arc<super::family::Family>>,
 ) -> Result<()> {
     let cap = opts.memtable_capacity();
     let mut mem = Arc::new(MemTable::new(0, cap, opts.key_order()));
@@ -644,6 +741,17 @@ fn replay_into_l0(
                 }
                 mem.insert_batch(&batch)?;
                 rec.last_seq = rec.last_seq.max(seq + n - 1);
+                // A column family's updates go to its engine, those its tables hold
+                // already excepted; a dropped family's are ignored.
+                if !families.is_empty() {
+                    for id in batch.families() {
+                        if let Some(f) = families.get(&id)
+                            && seq + n - 1 > f.flushed_seq
+                        {
+                            f.db.apply_family_batch(&batch, id, f.flushed_seq)?;
+                        }
+                    }
+                }
             }
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 flush_mem(&mem, &mut rec.edit)?;
@@ -939,7 +1047,7 @@ fn install_new_state(
     let options_number = alloc(&rec.next_file);
     let current_tmp = alloc(&rec.next_file);
     let options_tmp = alloc(&rec.next_file);
-    let manifest = write_new_manifest(
+    let mut manifest = write_new_manifest(
         fs.as_ref(),
         dir,
         manifest_number,
@@ -948,6 +1056,9 @@ fn install_new_state(
         rec.next_file.load(Ordering::Relaxed),
         rec.last_seq,
     )?;
+    if let Some(fe) = crate::manifest::family_snapshot_edit(&rec.families, rec.next_family_id) {
+        manifest.append(&fe)?;
+    }
     set_current(fs.as_ref(), dir, manifest_number, current_tmp)?;
     write_file_atomically(
         fs.as_ref(),
@@ -1059,6 +1170,10 @@ fn assemble_db_inner(
     rewritten: Option<WalWriter>,
     lists: MemtableLists,
     installed: Installed,
+    (families, snapshots): (
+        &BTreeMap<u32, Arc<super::family::Family>>,
+        Arc<SnapshotList>,
+    ),
 ) -> Result<Arc<DbInner>> {
     let MemtableLists { imms, nvm_sealed } = lists;
     let closed_wals: Vec<Arc<ClosedWal>> = rewritten
@@ -1115,6 +1230,7 @@ fn assemble_db_inner(
                 delay_debt_nanos: 0,
                 trace: crate::stats::WriteTrace::default(),
                 last_assigned: rec.last_seq,
+                family_bytes: 0,
             }),
             queue: Mutex::new(std::collections::VecDeque::new()),
             queued: std::sync::atomic::AtomicUsize::new(0),
@@ -1131,7 +1247,7 @@ fn assemble_db_inner(
             last_seq: AtomicU64::new(rec.last_seq),
             next_file: rec.next_file,
             max_manifest_bytes: AtomicU64::new(MAX_MANIFEST_BYTES),
-            snapshots: Arc::new(SnapshotList::default()),
+            snapshots,
         },
         jobs: Scheduler {
             state: Mutex::new(State {
@@ -1160,6 +1276,11 @@ fn assemble_db_inner(
         placement,
         read_pool,
         opts,
+        families: parking_lot::RwLock::new(super::family::Families {
+            live: families.clone(),
+            next_id: rec.next_family_id,
+        }),
+        has_families: AtomicBool::new(!families.is_empty()),
     }))
 }
 

@@ -262,6 +262,9 @@ impl DbInner {
         if batch.is_empty() {
             return Ok(());
         }
+        if batch.has_families() {
+            self.check_families(&batch)?;
+        }
         // Fast path: nobody is writing or waiting, so this batch is a group of one and
         // needs no queue slot.
         if let Some(mut ws) = self.writes.write.try_lock() {
@@ -332,6 +335,9 @@ impl DbInner {
         mut batch: WriteBatch,
         validate: impl FnOnce(&SuperVersion) -> Result<()>,
     ) -> Result<Option<u64>> {
+        if batch.has_families() {
+            self.check_families(&batch)?;
+        }
         let mut ws = self.writes.write.lock();
         let t = Instant::now();
         let logged = (|| {
@@ -504,6 +510,17 @@ impl DbInner {
                 .store(first + count - 1, Ordering::Release);
             return Ok(None);
         }
+        // Updates of other column families: their memtables must have room before the group
+        // is logged (a stall waits here), and they are inserted before it is published.
+        let families = if self.has_families.load(Ordering::Acquire) && batch.has_families() {
+            let fams = self.families_of(batch);
+            for f in &fams {
+                f.db.make_family_room(batch)?;
+            }
+            Some(fams)
+        } else {
+            None
+        };
         let mut wal_end = None;
         if let Some(wal) = ws.wal.as_mut() {
             let data = batch.data();
@@ -537,6 +554,19 @@ impl DbInner {
             if sync {
                 StatsCollector::add(&stats.wal_syncs, 1);
             }
+        }
+        if let Some(fams) = families {
+            for f in &fams {
+                if let Err(e) = f.db.apply_family_batch(batch, f.id, 0) {
+                    // Logged but not inserted: no write may be acknowledged after it.
+                    self.set_bg_error(&format!(
+                        "insert into column family {:?} failed: {e}",
+                        f.record.name
+                    ));
+                    return Err(e);
+                }
+            }
+            ws.family_bytes += batch.approximate_size() as u64;
         }
         ws.last_assigned = first + count - 1;
         Ok(Some(Logged {
@@ -686,6 +716,34 @@ impl DbInner {
         Ok(user_bytes + group.user_bytes.load(Ordering::Relaxed))
     }
 
+    /// In a column family's engine: waits until its active memtable has room for the
+    /// updates of `batch` (switching it, or stalling for its background work, as a write
+    /// would). Called by the database's write path before the batch is logged.
+    pub(super) fn make_family_room(&self, batch: &WriteBatch) -> Result<()> {
+        let mut ws = self.writes.write.lock();
+        self.make_room_for_write(&mut ws, batch.approximate_size(), batch.len())
+            .map(|_| ())
+    }
+
+    /// In a column family's engine: inserts the updates of `batch` that belong to family
+    /// `family` and are numbered above `after`, with the sequence numbers the database's
+    /// write path (or its WAL) gave them, and publishes them.
+    pub(super) fn apply_family_batch(
+        &self,
+        batch: &WriteBatch,
+        family: u32,
+        after: u64,
+    ) -> Result<()> {
+        let mut ws = self.writes.write.lock();
+        let mem = self.make_room_for_write(&mut ws, batch.approximate_size(), batch.len())?;
+        let last = batch.sequence() + (batch.len() as u64).saturating_sub(1);
+        let user_bytes = mem.insert_family_after(batch, family, after)?;
+        self.stats.record_group(user_bytes);
+        ws.last_assigned = ws.last_assigned.max(last);
+        self.versions.last_seq.fetch_max(last, Ordering::AcqRel);
+        Ok(())
+    }
+
     pub(super) fn set_bg_error(&self, msg: &str) {
         let mut st = self.jobs.state.lock();
         if st.bg_error.is_none() {
@@ -743,7 +801,12 @@ impl DbInner {
                 .policy
                 .write_pressure(&st.version, st.pending_compaction_bytes);
             let mem = st.mems.active();
+            // The WAL also holds the other column families' updates: past a memtable's
+            // worth of them it is switched (and, through the flush, every family flushed),
+            // so that it does not grow without bound while this memtable fills slowly.
+            let families_full = ws.family_bytes >= o.write_buffer_size as u64;
             let mem_full = mem.is_full(need, o.write_buffer_size)
+                || families_full
                 || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes));
             let stop = if let WritePressure::Stop(cause) = pressure {
                 Some(cause)
@@ -782,7 +845,7 @@ impl DbInner {
                 continue;
             }
             if mem_full {
-                let empty_dram = mem.is_empty() && !mem.durable_in_place();
+                let empty_dram = mem.is_empty() && !mem.durable_in_place() && !families_full;
                 if empty_dram && mem.room() < need {
                     // A group larger than a whole memtable: the empty one gives way to one
                     // sized for it (same WAL), instead of a switch that would leave an
@@ -1001,6 +1064,7 @@ impl DbInner {
                 }));
         }
         ws.wal = wal;
+        ws.family_bytes = 0;
         let mut st = self.jobs.state.lock();
         st.mems.switch(mem);
         self.install_super_version(&mut st);

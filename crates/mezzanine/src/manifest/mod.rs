@@ -12,6 +12,7 @@
 //! Thread-safety: `Manifest` is owned by one writer at a time (the engine serialises
 //! version changes with a lock).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mezz_env::FileSystem;
@@ -25,7 +26,9 @@ pub use crate::filename::write_file_atomically;
 use crate::options::RecoveryMode;
 use crate::version::{Version, VersionBuilder};
 
-pub use crate::version::edit::{COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit};
+pub use crate::version::edit::{
+    COMPARATOR_NAME, FamilyRecord, MANIFEST_FORMAT_VERSION, VersionEdit,
+};
 
 /// An open manifest being appended to.
 #[derive(Debug)]
@@ -77,6 +80,33 @@ pub struct RecoveredManifest {
     /// The manifest's own file number.
     #[allow(dead_code)] // set for diagnostics and tests; not read by the engine
     pub manifest_number: u64,
+    /// The live column families (other than the default), by id.
+    pub families: BTreeMap<u32, FamilyRecord>,
+    /// The id the next column family gets: above every id ever added or dropped.
+    pub next_family_id: u32,
+}
+
+/// The edit that records the column families `families` (live, by id) and the next family
+/// id in a new manifest (`None` when there is nothing to record: no family was ever
+/// created). Ids are never reused, so the highest id ever used is kept even when that
+/// family was dropped (as a drop record).
+#[must_use]
+pub fn family_snapshot_edit(
+    families: &BTreeMap<u32, FamilyRecord>,
+    next_family_id: u32,
+) -> Option<VersionEdit> {
+    if next_family_id <= 1 {
+        return None;
+    }
+    let mut edit = VersionEdit {
+        families_added: families.values().cloned().collect(),
+        ..Default::default()
+    };
+    let highest = next_family_id - 1;
+    if !families.contains_key(&highest) {
+        edit.families_dropped.push(highest);
+    }
+    Some(edit)
 }
 
 /// Reads `CURRENT` and replays the manifest it names into a version of `num_levels` levels.
@@ -130,6 +160,8 @@ pub fn recover_manifest(
     let mut log_number = None;
     let mut next_file_number = None;
     let mut last_sequence = None;
+    let mut families = BTreeMap::new();
+    let mut next_family_id = 1u32;
     let mut first = true;
     loop {
         match reader.read_record() {
@@ -185,6 +217,14 @@ pub fn recover_manifest(
                 log_number = edit.log_number.or(log_number);
                 next_file_number = edit.next_file_number.or(next_file_number);
                 last_sequence = edit.last_sequence.or(last_sequence);
+                for f in &edit.families_added {
+                    next_family_id = next_family_id.max(f.id.saturating_add(1));
+                    families.insert(f.id, f.clone());
+                }
+                for id in &edit.families_dropped {
+                    next_family_id = next_family_id.max(id.saturating_add(1));
+                    families.remove(id);
+                }
             }
         }
     }
@@ -209,6 +249,8 @@ pub fn recover_manifest(
         next_file_number: next_file_number.ok_or_else(|| missing("next file number"))?,
         last_sequence: last_sequence.ok_or_else(|| missing("last sequence"))?,
         manifest_number,
+        families,
+        next_family_id,
     })
 }
 

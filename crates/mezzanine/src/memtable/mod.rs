@@ -629,8 +629,38 @@ impl MemTable {
                 _ => self.insert_nvm_group(list, batch),
             };
         }
+        self.insert_family(batch, 0)
+    }
+
+    /// Adds the updates of `batch` that belong to column family `family`, each numbered
+    /// with its place in the batch (`batch.sequence()` + its index, whatever the family of
+    /// the updates before it); returns the user bytes added. A database's memtable holds one
+    /// family's updates: its own (the default family's, through [`MemTable::insert_batch`],
+    /// or a column family's, whose memtables the database fills from the shared write
+    /// path). DRAM only: column families are refused with NVM memtables.
+    ///
+    /// # Errors
+    /// As [`MemTable::add`]; `InvalidArgument` on an NVM memtable for a family other than 0.
+    pub fn insert_family(&self, batch: &WriteBatch, family: u32) -> Result<u64> {
+        self.insert_family_after(batch, family, 0)
+    }
+
+    /// [`MemTable::insert_family`], skipping the updates numbered `after` or lower (WAL
+    /// replay into a column family whose tables hold them already).
+    ///
+    /// # Errors
+    /// As [`MemTable::insert_family`].
+    pub fn insert_family_after(&self, batch: &WriteBatch, family: u32, after: u64) -> Result<u64> {
+        if family != 0 && matches!(self.store, Store::Nvm(_)) {
+            return Err(Error::InvalidArgument(
+                "a column family's updates in an NVM memtable".to_string(),
+            ));
+        }
         let mut user_bytes = 0;
         for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
+            if op.family != family || (after > 0 && seq <= after) {
+                continue;
+            }
             self.add(seq, op.kind, op.key, op.value)?;
             user_bytes += (op.key.len() + op.value.len()) as u64;
         }

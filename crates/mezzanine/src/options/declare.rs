@@ -122,7 +122,7 @@ macro_rules! declare_options {
             }
 
             /// Moves every internal field of `from` into `self`.
-            fn keep_internal(&mut self, from: Self) {
+            pub(crate) fn keep_internal(&mut self, from: Self) {
                 $(declare_options!(@keep $codec, self.$name, from.$name);)*
             }
         }

@@ -41,6 +41,24 @@ const TIER_NVM: u8 = 1;
 const LOCATION_NVM: u8 = 1;
 const LOCATION_ROW: u8 = 2;
 const TAG_MATRIX_COMPACTOR: u32 = 20;
+// Column families (`docs/column-families.md`): a family added (id, name, its options as
+// text), a family dropped (id). Every other record belongs to the default family (id 0),
+// whose tables this manifest lists; a column family's tables are listed by its own
+// manifest, in its own directory.
+const TAG_COLUMN_FAMILY_ADD: u32 = 30;
+const TAG_COLUMN_FAMILY_DROP: u32 = 31;
+
+/// A column family recorded in the manifest: its id, name and options (as text, the
+/// format of `Options::to_text`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FamilyRecord {
+    /// The family's id (never 0, never reused).
+    pub id: u32,
+    /// Its unique name.
+    pub name: String,
+    /// Its options, as given at creation, in the text format.
+    pub options: String,
+}
 
 /// A change from one version to the next, as recorded in the MANIFEST.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,6 +88,10 @@ pub struct VersionEdit {
     pub deleted_nvm_objects: Vec<u64>,
     /// The matrix container's compactor: the rows with an id up to this one (`0` = none).
     pub matrix_compactor: Option<u64>,
+    /// Column families added.
+    pub families_added: Vec<FamilyRecord>,
+    /// Column families dropped (by id).
+    pub families_dropped: Vec<u32>,
 }
 
 fn put_usize(buf: &mut Vec<u8>, v: usize) {
@@ -266,6 +288,16 @@ impl VersionEdit {
             put_varint32(buf, TAG_MATRIX_COMPACTOR);
             put_varint64(buf, r);
         }
+        for f in &self.families_added {
+            put_varint32(buf, TAG_COLUMN_FAMILY_ADD);
+            put_varint32(buf, f.id);
+            put_length_prefixed(buf, f.name.as_bytes());
+            put_length_prefixed(buf, f.options.as_bytes());
+        }
+        for id in &self.families_dropped {
+            put_varint32(buf, TAG_COLUMN_FAMILY_DROP);
+            put_varint32(buf, *id);
+        }
         for (level, t) in &self.new_tables {
             put_varint32(buf, TAG_NEW_TABLE);
             put_usize(buf, *level);
@@ -341,6 +373,22 @@ impl VersionEdit {
                 }
                 TAG_DELETED_NVM_OBJECT => e.deleted_nvm_objects.push(d.varint64()?),
                 TAG_MATRIX_COMPACTOR => e.matrix_compactor = Some(d.varint64()?),
+                TAG_COLUMN_FAMILY_ADD => {
+                    let id = d.varint32()?;
+                    let off = d.offset();
+                    let text = |b: &[u8]| {
+                        std::str::from_utf8(b).map(str::to_string).map_err(|_| {
+                            Error::corruption(off, "column family record is not UTF-8")
+                        })
+                    };
+                    let name = text(d.length_prefixed()?)?;
+                    let options = text(d.length_prefixed()?)?;
+                    if id == 0 {
+                        return Err(Error::corruption(off, "column family record for id 0"));
+                    }
+                    e.families_added.push(FamilyRecord { id, name, options });
+                }
+                TAG_COLUMN_FAMILY_DROP => e.families_dropped.push(d.varint32()?),
                 TAG_DELETED_TABLE => {
                     let level = decode_level(&mut d)?;
                     e.deleted_tables.push((level, d.varint64()?));
@@ -432,6 +480,47 @@ mod tests {
         for cut in 1..buf.len() {
             let _ = VersionEdit::decode(&buf[..cut], 0);
         }
+    }
+
+    #[test]
+    fn column_family_records_roundtrip() {
+        let e = VersionEdit {
+            last_sequence: Some(9),
+            families_added: vec![
+                FamilyRecord {
+                    id: 1,
+                    name: "logs".into(),
+                    options: "write_buffer_size=65536\n".into(),
+                },
+                FamilyRecord {
+                    id: 700,
+                    name: "é".into(),
+                    options: String::new(),
+                },
+            ],
+            families_dropped: vec![3, 1],
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(VersionEdit::decode(&buf, 0).unwrap(), e);
+        // An edit without family records (every edit an older build wrote) decodes with
+        // none.
+        let old = VersionEdit {
+            log_number: Some(4),
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        old.encode(&mut buf);
+        let d = VersionEdit::decode(&buf, 0).unwrap();
+        assert!(d.families_added.is_empty() && d.families_dropped.is_empty());
+        // Family 0 cannot be added.
+        let mut buf = Vec::new();
+        put_varint32(&mut buf, TAG_COLUMN_FAMILY_ADD);
+        put_varint32(&mut buf, 0);
+        put_length_prefixed(&mut buf, b"x");
+        put_length_prefixed(&mut buf, b"");
+        assert!(VersionEdit::decode(&buf, 0).is_err());
     }
 
     #[test]
