@@ -1,0 +1,299 @@
+//! Column families end to end: create, drop and list; per-family reads and writes; batches
+//! spanning families; snapshots across families; flush, compaction and reopen; per-family
+//! options (memtable size, NVM off or on) in effect after a reopen; transactions and
+//! indexed batches over the default family beside other families.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::nvm_dir;
+use mezzanine::{ColumnFamily, Db, Error, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
+
+fn small() -> Options {
+    let mut o = Options::default();
+    o.write_buffer_size = 64 << 10;
+    o.target_file_size = 64 << 10;
+    o.block_size = 1024;
+    o
+}
+
+fn scan_cf(db: &Db, cf: &ColumnFamily, opts: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut it = db.cursor_cf(cf, opts).unwrap();
+    it.seek_to_first();
+    let mut got = BTreeMap::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    got
+}
+
+fn family_dirs(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cf-"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn families_are_separate_key_spaces_that_survive_reopen_and_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = small();
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        let a = db.create_column_family("a", &small()).unwrap();
+        let b = db.create_column_family("b", &small()).unwrap();
+        assert!(matches!(
+            db.create_column_family("a", &small()),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            db.create_column_family("default", &small()),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(db.column_families(), vec!["default", "a", "b"]);
+        db.put(b"k", b"default").unwrap();
+        db.put_cf(&a, b"k", b"in a").unwrap();
+        db.put_cf(&b, b"k", b"in b").unwrap();
+        let mut batch = WriteBatch::new();
+        batch.put_cf(&a, b"x", b"1");
+        batch.put_cf(&b, b"y", b"2");
+        batch.put(b"z", b"3");
+        batch.delete_cf(&b, b"k");
+        db.write(&WriteOptions::default(), batch).unwrap();
+        assert_eq!(db.get(b"k").unwrap().unwrap(), b"default");
+        assert_eq!(db.get_cf(&a, b"k").unwrap().unwrap(), b"in a");
+        assert_eq!(db.get_cf(&b, b"k").unwrap(), None);
+        assert_eq!(db.get_cf(&a, b"y").unwrap(), None);
+        assert_eq!(db.get_cf(&b, b"y").unwrap().unwrap(), b"2");
+        assert_eq!(db.get(b"x").unwrap(), None);
+        let ro = ReadOptions::default();
+        assert_eq!(
+            db.multi_get_cf(&a, &ro, [&b"x"[..], b"k", b"nope"])
+                .unwrap(),
+            vec![Some(b"1".to_vec()), Some(b"in a".to_vec()), None]
+        );
+        assert_eq!(scan_cf(&db, &a, &ro).len(), 2);
+        // The default family through its handle.
+        let d = db.column_family("default").unwrap();
+        assert_eq!(db.get_cf(&d, b"z").unwrap().unwrap(), b"3");
+        assert!(db.drop_column_family(&d).is_err());
+        // A batch naming a family that does not exist is refused.
+        let mut bad = WriteBatch::new();
+        bad.put_cf(&99, b"k", b"v");
+        assert!(matches!(
+            db.write(&WriteOptions::default(), bad),
+            Err(Error::InvalidArgument(_))
+        ));
+        db.close().unwrap();
+    }
+    assert_eq!(
+        Db::list_column_families(dir.path(), &o).unwrap(),
+        vec!["default", "a", "b"]
+    );
+    {
+        // Recovered from the WAL (nothing was flushed).
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        let a = db.column_family("a").unwrap();
+        let b = db.column_family("b").unwrap();
+        assert_eq!(db.get_cf(&a, b"k").unwrap().unwrap(), b"in a");
+        assert_eq!(db.get_cf(&a, b"x").unwrap().unwrap(), b"1");
+        assert_eq!(db.get_cf(&b, b"k").unwrap(), None);
+        assert_eq!(db.get_cf(&b, b"y").unwrap().unwrap(), b"2");
+        assert_eq!(db.get(b"z").unwrap().unwrap(), b"3");
+        assert_eq!(family_dirs(dir.path()), vec!["cf-1", "cf-2"]);
+        db.drop_column_family(&a).unwrap();
+        assert!(matches!(
+            db.get_cf(&a, b"k"),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            db.put_cf(&a, b"k", b"v"),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(db.drop_column_family(&a).is_err());
+        assert_eq!(family_dirs(dir.path()), vec!["cf-2"]);
+        assert!(db.column_family("a").is_none());
+        // A new family never reuses an id.
+        let c = db.create_column_family("a", &small()).unwrap();
+        assert_eq!(c.id(), 3);
+        assert_eq!(db.get_cf(&c, b"k").unwrap(), None);
+        db.put_cf(&c, b"c", b"c").unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_eq!(db.column_families(), vec!["default", "b", "a"]);
+    let c = db.column_family("a").unwrap();
+    assert_eq!(c.id(), 3);
+    assert_eq!(db.get_cf(&c, b"k").unwrap(), None);
+    assert_eq!(db.get_cf(&c, b"c").unwrap().unwrap(), b"c");
+    assert_eq!(family_dirs(dir.path()), vec!["cf-2", "cf-3"]);
+}
+
+#[test]
+fn a_snapshot_reads_every_family_at_one_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let a = db.create_column_family("a", &small()).unwrap();
+    for i in 0..100u32 {
+        let mut batch = WriteBatch::new();
+        batch.put(&i.to_be_bytes(), b"d0");
+        batch.put_cf(&a, &i.to_be_bytes(), b"a0");
+        db.write(&WriteOptions::default(), batch).unwrap();
+    }
+    let snap = db.snapshot();
+    for i in 0..100u32 {
+        let mut batch = WriteBatch::new();
+        batch.put(&i.to_be_bytes(), b"d1");
+        batch.delete_cf(&a, &i.to_be_bytes());
+        db.write(&WriteOptions::default(), batch).unwrap();
+    }
+    // Flushes and compactions keep what the snapshot reads, in every family.
+    db.flush().unwrap();
+    db.compact_range_cf(&a, None, None).unwrap();
+    db.compact_range(None, None).unwrap();
+    let at = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    let d = db.default_column_family();
+    let old_a = scan_cf(&db, &a, &at);
+    let old_d = scan_cf(&db, &d, &at);
+    assert_eq!(old_a.len(), 100);
+    assert!(old_a.values().all(|v| v == b"a0"));
+    assert!(old_d.values().all(|v| v == b"d0"));
+    assert_eq!(
+        db.get_cf_opt(&a, &at, &7u32.to_be_bytes())
+            .unwrap()
+            .unwrap(),
+        b"a0"
+    );
+    let now = ReadOptions::default();
+    assert!(scan_cf(&db, &a, &now).is_empty());
+    assert!(scan_cf(&db, &d, &now).values().all(|v| v == b"d1"));
+}
+
+#[test]
+fn flushes_compactions_and_reopens_keep_every_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); 3];
+    let names = ["default", "one", "two"];
+    for round in 0..3u32 {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let cfs: Vec<ColumnFamily> = names
+            .iter()
+            .map(|n| match db.column_family(n) {
+                Some(cf) => cf,
+                None => db.create_column_family(n, &small()).unwrap(),
+            })
+            .collect();
+        for i in 0..3000u32 {
+            let f = (i % 3) as usize;
+            let k = format!("k{:05}", (i * 7919) % 2000).into_bytes();
+            let v = format!("v{round}-{i}-{}", "x".repeat(40)).into_bytes();
+            if i % 11 == 0 {
+                db.delete_cf(&cfs[f], &k).unwrap();
+                model[f].remove(&k);
+            } else {
+                db.put_cf(&cfs[f], &k, &v).unwrap();
+                model[f].insert(k, v);
+            }
+        }
+        if round == 1 {
+            db.flush().unwrap();
+            db.compact_range_cf(&cfs[1], None, None).unwrap();
+        }
+        db.wait_for_background().unwrap();
+        for (f, cf) in cfs.iter().enumerate() {
+            assert_eq!(
+                scan_cf(&db, cf, &ReadOptions::default()),
+                model[f],
+                "{round} {f}"
+            );
+        }
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn per_family_options_are_recorded_and_in_effect_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let mut main = small();
+    main.write_buffer_size = 4 << 20;
+    // The default family keeps its NVM tier off; one family puts its levels in NVM (TLSM),
+    // another (cold data) stays on SSD with a small memtable.
+    let mut hot = Options::preset(Preset::Tlsm);
+    hot.write_buffer_size = 32 << 10;
+    hot.target_file_size = 32 << 10;
+    hot.nvm_dir = Some(nvm.path().to_path_buf());
+    hot.nvm_capacity = 16 << 20;
+    hot.nvm_prefault = false;
+    let mut cold = small();
+    cold.write_buffer_size = 16 << 10;
+    cold.block_size = 2048;
+    {
+        let db = Db::open(dir.path(), main.clone()).unwrap();
+        db.create_column_family("hot", &hot).unwrap();
+        db.create_column_family("cold", &cold).unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), main).unwrap();
+    let hot = db.column_family("hot").unwrap();
+    let cold = db.column_family("cold").unwrap();
+    let v = vec![b'v'; 100];
+    for i in 0..2000u32 {
+        let k = format!("k{i:06}").into_bytes();
+        db.put(&k, &v).unwrap();
+        db.put_cf(&hot, &k, &v).unwrap();
+        db.put_cf(&cold, &k, &v).unwrap();
+    }
+    db.wait_for_background().unwrap();
+    let opts_text = db.property_cf(&cold, "mezz.options").unwrap();
+    assert!(opts_text.contains("write_buffer_size=16384"), "{opts_text}");
+    assert!(opts_text.contains("block_size=2048"), "{opts_text}");
+    // The small memtable flushed many times; the default family's (4 MiB) not at all.
+    assert!(db.stats_cf(&cold).unwrap().flushes >= 5);
+    assert_eq!(db.stats().flushes, 0);
+    let nvm_files = |s: mezzanine::Stats| s.levels.iter().map(|l| l.nvm_files).sum::<usize>();
+    assert!(nvm_files(db.stats_cf(&hot).unwrap()) > 0);
+    assert_eq!(nvm_files(db.stats_cf(&cold).unwrap()), 0);
+    assert!(nvm.path().join("cf-1").join("NVM-POOL").exists());
+    assert!(!nvm.path().join("cf-2").exists());
+    // Dropping the NVM family frees its pool.
+    db.drop_column_family(&hot).unwrap();
+    assert!(!nvm.path().join("cf-1").join("NVM-POOL").exists());
+    assert_eq!(db.get_cf(&cold, b"k000001").unwrap().unwrap(), v);
+}
+
+#[test]
+fn transactions_and_indexed_batches_over_the_default_family_beside_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let a = db.create_column_family("a", &small()).unwrap();
+    db.put_cf(&a, b"k", b"a").unwrap();
+    let mut txn = db.begin_transaction(&Default::default());
+    txn.put(b"k", b"txn").unwrap();
+    txn.commit().unwrap();
+    assert_eq!(db.get(b"k").unwrap().unwrap(), b"txn");
+    assert_eq!(db.get_cf(&a, b"k").unwrap().unwrap(), b"a");
+    let mut wbwi = mezzanine::WriteBatchWithIndex::new();
+    wbwi.put(b"w", b"1");
+    let ro = ReadOptions::default();
+    assert_eq!(
+        wbwi.get_from_batch_and_db(&db, &ro, b"k").unwrap().unwrap(),
+        b"txn"
+    );
+    db.write(&WriteOptions::default(), wbwi.into_batch())
+        .unwrap();
+    assert_eq!(db.get(b"w").unwrap().unwrap(), b"1");
+    assert_eq!(db.get_cf(&a, b"w").unwrap(), None);
+}
