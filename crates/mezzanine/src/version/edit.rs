@@ -471,6 +471,12 @@ mod tests {
             ],
             deleted_nvm_objects: vec![11],
             matrix_compactor: Some(17),
+            families_added: vec![FamilyRecord {
+                id: 2,
+                name: "f".into(),
+                options: "block_size=1024\n".into(),
+            }],
+            families_dropped: vec![1],
         };
         let mut buf = Vec::new();
         e.encode(&mut buf);
