@@ -14,11 +14,12 @@ use common::nvm_dir;
 use mezzanine::{ColumnFamily, Db, Error, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
 
 fn small() -> Options {
-    let mut o = Options::default();
-    o.write_buffer_size = 64 << 10;
-    o.target_file_size = 64 << 10;
-    o.block_size = 1024;
-    o
+    Options {
+        write_buffer_size: 64 << 10,
+        target_file_size: 64 << 10,
+        block_size: 1024,
+        ..Options::default()
+    }
 }
 
 fn scan_cf(db: &Db, cf: &ColumnFamily, opts: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
