@@ -298,3 +298,63 @@ fn transactions_and_indexed_batches_over_the_default_family_beside_families() {
     assert_eq!(db.get(b"w").unwrap().unwrap(), b"1");
     assert_eq!(db.get_cf(&a, b"w").unwrap(), None);
 }
+
+#[test]
+fn without_a_wal_families_are_flushed_at_close_and_destroy_removes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        use_wal: false,
+        ..small()
+    };
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        let a = db.create_column_family("a", &small()).unwrap();
+        db.put_cf(&a, b"k", b"v").unwrap();
+        db.close().unwrap();
+    }
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        let a = db.column_family("a").unwrap();
+        assert_eq!(db.get_cf(&a, b"k").unwrap().unwrap(), b"v");
+        db.close().unwrap();
+    }
+    mezzanine::destroy_db(dir.path(), &o).unwrap();
+    assert!(!dir.path().exists());
+}
+
+#[test]
+fn a_family_directory_the_manifest_does_not_name_is_deleted_at_open() {
+    // What a crash between the drop record and the deletion of the family's files leaves.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = tempfile::tempdir().unwrap();
+    let copy = |from: &Path, to: &Path| {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_name() != "LOCK" {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    };
+    {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let a = db.create_column_family("a", &small()).unwrap();
+        for i in 0..500u32 {
+            db.put_cf(&a, &i.to_be_bytes(), &[7; 100]).unwrap();
+        }
+        db.flush_cf(&a).unwrap();
+        db.close().unwrap();
+    }
+    copy(&dir.path().join("cf-1"), &saved.path().join("cf-1"));
+    {
+        let db = Db::open(dir.path(), small()).unwrap();
+        db.drop_column_family(&db.column_family("a").unwrap())
+            .unwrap();
+        db.close().unwrap();
+    }
+    assert!(family_dirs(dir.path()).is_empty());
+    copy(&saved.path().join("cf-1"), &dir.path().join("cf-1"));
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(db.column_families(), vec!["default"]);
+    assert!(family_dirs(dir.path()).is_empty());
+}

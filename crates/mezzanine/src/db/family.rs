@@ -456,11 +456,17 @@ impl DbInner {
             .collect()
     }
 
-    /// Closes every family (after this engine's background work stopped).
+    /// Closes every family (after this engine's background work stopped). Without a WAL
+    /// (`use_wal` off) each is flushed first: its updates are nowhere else.
     pub(super) fn close_families(&self) -> Result<()> {
         let fams: Vec<Arc<Family>> = self.families.read().live.values().cloned().collect();
         let mut first = None;
         for f in fams {
+            if !self.opts.use_wal
+                && let Err(e) = f.db.flush()
+            {
+                first.get_or_insert(e);
+            }
             if let Err(e) = close_family(&f) {
                 first.get_or_insert(e);
             }

@@ -1055,6 +1055,15 @@ pub fn destroy_db(dir: &Path, opts: &Options) -> Result<()> {
         .list_dir(dir)
         .map_err(|e| Error::from(e).in_file(dir))?;
     let mut first_err = None;
+    // The column families' directories (and their NVM pools).
+    for name in names
+        .iter()
+        .filter(|n| family::parse_family_dir(n).is_some())
+    {
+        if let Err(e) = family::reclaim_family_dir(opts, &dir.join(name)) {
+            first_err.get_or_insert(e);
+        }
+    }
     let mut remove = |path: &Path| {
         if let Err(e) = opts.fs.remove_file(path) {
             first_err.get_or_insert(Error::from(e).in_file(path));

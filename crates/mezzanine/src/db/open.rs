@@ -652,6 +652,13 @@ fn replay_wals(
     let keep_memtables = design
         .memtables()
         .keeps_recovered_memtables(!nvm.mems.is_empty());
+    if keep_memtables && !families.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{} has NVM memtables and column families: open it with the options it was \
+             created with (column families need the default family's writes in a WAL)",
+            locked.dir.display()
+        )));
+    }
     let replayed = if !keep_memtables {
         replay_into_l0(
             locked, opts, design, storage, placement, rec, wals, tolerate, families,
