@@ -261,9 +261,11 @@ fn per_family_options_are_recorded_and_in_effect_after_reopen() {
     let opts_text = db.property_cf(&cold, "mezz.options").unwrap();
     assert!(opts_text.contains("write_buffer_size=16384"), "{opts_text}");
     assert!(opts_text.contains("block_size=2048"), "{opts_text}");
-    // The small memtable flushed many times; the default family's (4 MiB) not at all.
-    assert!(db.stats_cf(&cold).unwrap().flushes >= 5);
-    assert_eq!(db.stats().flushes, 0);
+    // The small memtable filled many times (every family's memtable is switched with it:
+    // the default's, 4 MiB, never filled, flushed as often).
+    let cold_flushes = db.stats_cf(&cold).unwrap().flushes;
+    assert!(cold_flushes >= 5, "{cold_flushes}");
+    assert!(db.stats().flushes <= cold_flushes);
     let nvm_files = |s: mezzanine::Stats| s.levels.iter().map(|l| l.nvm_files).sum::<usize>();
     assert!(nvm_files(db.stats_cf(&hot).unwrap()) > 0);
     assert_eq!(nvm_files(db.stats_cf(&cold).unwrap()), 0);

@@ -222,6 +222,7 @@ impl DbInner {
         if self.writes.sync_wals_ahead.load(Ordering::Acquire) {
             self.sync_closed_wals(imm.id())?;
         }
+        self.sync_parent_wals()?;
         // The column families' updates in this memtable's WAL reach their tables first: the
         // flush below makes that WAL obsolete.
         self.flush_families()?;

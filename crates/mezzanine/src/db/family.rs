@@ -316,12 +316,13 @@ impl DbInner {
             .collect()
     }
 
-    /// Flushes every live family (before this engine's flush makes a WAL obsolete: the
-    /// families' updates in it must be in their tables first).
+    /// Waits until every live family has flushed its immutable memtables (before this
+    /// engine's flush makes a WAL obsolete: the families' updates in it must be in their
+    /// tables first; the switch of this engine's memtable switched theirs).
     pub(super) fn flush_families(&self) -> Result<()> {
         let fams: Vec<Arc<Family>> = self.families.read().live.values().cloned().collect();
         for f in fams {
-            if let Err(e) = f.db.flush()
+            if let Err(e) = f.db.wait_for_flushes()
                 && !f.dropped.load(Ordering::Acquire)
             {
                 return Err(e);
@@ -330,8 +331,42 @@ impl DbInner {
         Ok(())
     }
 
+    /// Switches the memtable of every live family that holds anything (with this engine's
+    /// own switch, under its `write` lock).
+    pub(super) fn switch_families(&self) -> Result<()> {
+        let fams: Vec<Arc<Family>> = self.families.read().live.values().cloned().collect();
+        for f in fams {
+            f.db.switch_family_memtable()?;
+        }
+        Ok(())
+    }
+
+    /// Whether a live family's active memtable holds anything.
+    pub(super) fn families_hold_updates(&self) -> bool {
+        self.families
+            .read()
+            .live
+            .values()
+            .any(|f| !f.db.versions.super_version.load().mem.is_empty())
+    }
+
+    /// In a column family's engine, before its flush writes: the WALs of the database that
+    /// hold the memtable's updates are durable (they are closed: the memtable was switched
+    /// with the database's), so that a power cut cannot keep the family's updates in a
+    /// table and lose the same batches' updates of other families with the WAL's tail.
+    pub(super) fn sync_parent_wals(&self) -> Result<()> {
+        match self.parent.get().and_then(std::sync::Weak::upgrade) {
+            Some(p) => p.sync_closed_wals(u64::MAX),
+            None => Ok(()),
+        }
+    }
+
     /// `Db::create_column_family`.
-    pub(super) fn create_family(&self, name: &str, opts: &Options) -> Result<ColumnFamily> {
+    pub(super) fn create_family(
+        self: &Arc<Self>,
+        name: &str,
+        opts: &Options,
+    ) -> Result<ColumnFamily> {
         if name.is_empty() || name == DEFAULT_COLUMN_FAMILY {
             return Err(Error::InvalidArgument(format!(
                 "{name:?} cannot name a new column family"
@@ -363,6 +398,7 @@ impl DbInner {
         // Its engine first (a crash before the record leaves a directory the next open
         // does not name, and deletes), then the record.
         let f = open_family(&self.path, &self.opts, &record, &self.versions.snapshots)?;
+        let _ = f.db.parent.set(Arc::downgrade(self));
         // Its sequence numbers continue the database's.
         {
             let last = self.versions.last_seq.load(Ordering::Acquire);
@@ -620,13 +656,18 @@ impl super::Db {
         self.inner.target(cf).ok()?.property(name)
     }
 
-    /// Flushes family `cf`'s memtable to its tables and waits.
+    /// Flushes family `cf`'s memtable to its tables and waits. Memtables are switched
+    /// together (as RocksDB's `atomic_flush`), so this flushes every family that holds
+    /// updates, the default included.
     ///
     /// # Errors
     /// As [`super::Db::flush`]; `InvalidArgument` for a dropped family.
     pub fn flush_cf(&self, cf: &ColumnFamily) -> Result<()> {
         let _pass = self.inner.enter()?;
-        self.inner.target(cf)?.flush()
+        self.inner.target(cf)?;
+        // Memtables are switched together (see `docs/column-families.md`): this flushes
+        // every family.
+        self.inner.flush()
     }
 
     /// Compacts the range `[begin, end]` of family `cf` (see

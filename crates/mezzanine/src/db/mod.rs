@@ -202,6 +202,8 @@ pub(crate) struct DbInner {
     /// Whether `families` holds a live family (the write path looks for updates of other
     /// families only then).
     has_families: AtomicBool,
+    /// In a column family's engine: the database's (whose WALs hold its updates).
+    parent: std::sync::OnceLock<Weak<DbInner>>,
 }
 
 /// The write pipeline: the leader's state behind the `write` lock, the queue of waiting

@@ -256,6 +256,9 @@ fn open_recovered(
         installed,
         (families, snapshots),
     )?;
+    for f in families.values() {
+        let _ = f.db.parent.set(Arc::downgrade(&inner));
+    }
     inner.design.recover(inner.as_ref())?;
     start_background_threads(&inner)?;
     Ok(inner)
@@ -1288,6 +1291,7 @@ fn assemble_db_inner(
             next_id: rec.next_family_id,
         }),
         has_families: AtomicBool::new(!families.is_empty()),
+        parent: std::sync::OnceLock::new(),
     }))
 }
 

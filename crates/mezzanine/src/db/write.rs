@@ -512,8 +512,15 @@ impl DbInner {
         }
         // Updates of other column families: their memtables must have room before the group
         // is logged (a stall waits here), and they are inserted before it is published.
+        let mut mem = Arc::clone(mem);
         let families = if self.has_families.load(Ordering::Acquire) && batch.has_families() {
             let fams = self.families_of(batch);
+            if fams.iter().any(|f| f.db.family_memtable_full(batch)) {
+                // A family's memtable is switched only with this engine's (see
+                // `switch_memtable`): forced here, with the back-pressure of a full one.
+                ws.family_bytes = u64::MAX;
+                mem = self.make_room_for_write(ws, batch.approximate_size(), batch.len())?;
+            }
             for f in &fams {
                 f.db.make_family_room(batch)?;
             }
@@ -570,7 +577,7 @@ impl DbInner {
         }
         ws.last_assigned = first + count - 1;
         Ok(Some(Logged {
-            mem: Arc::clone(mem),
+            mem,
             first,
             count,
             trace: std::mem::take(&mut ws.trace),
@@ -804,7 +811,8 @@ impl DbInner {
             // The WAL also holds the other column families' updates: past a memtable's
             // worth of them it is switched (and, through the flush, every family flushed),
             // so that it does not grow without bound while this memtable fills slowly.
-            let families_full = ws.family_bytes >= o.write_buffer_size as u64;
+            let families_full =
+                ws.family_bytes >= o.write_buffer_size as u64 || ws.family_bytes == u64::MAX;
             let mem_full = mem.is_full(need, o.write_buffer_size)
                 || families_full
                 || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes));
@@ -970,9 +978,43 @@ impl DbInner {
         Ok(())
     }
 
-    /// Makes the active memtable immutable and starts a new one with a new WAL.
+    /// Makes the active memtable immutable and starts a new one with a new WAL; then
+    /// switches every column family's memtable that holds anything: a family's immutable
+    /// memtable holds only updates of closed WALs, which its flush syncs first (see
+    /// `flush_memtable`), and this engine's flush waits for the families' (see
+    /// `flush_families`), so no WAL becomes obsolete while a family still needs it.
     /// REQUIRES: the `write` lock (`ws`), room for one more immutable memtable.
     pub(super) fn switch_memtable(&self, ws: &mut WriteState) -> Result<()> {
+        self.switch_own_memtable(ws)?;
+        if self.has_families.load(Ordering::Acquire) {
+            self.switch_families()?;
+        }
+        Ok(())
+    }
+
+    /// In a column family's engine: switches its active memtable if it holds anything
+    /// (the database's write path holds its own `write` lock, and switched its memtable).
+    pub(super) fn switch_family_memtable(&self) -> Result<()> {
+        let mut ws = self.writes.write.lock();
+        self.wait_for_inserts(&ws);
+        if self.versions.super_version.load().mem.is_empty() {
+            return Ok(());
+        }
+        self.switch_own_memtable(&mut ws)
+    }
+
+    /// In a column family's engine: whether its active memtable has no room for `batch`
+    /// (the database's write path then switches every memtable first).
+    pub(super) fn family_memtable_full(&self, batch: &WriteBatch) -> bool {
+        let need = crate::memtable::room_needed(batch.len(), batch.approximate_size());
+        self.versions
+            .super_version
+            .load()
+            .mem
+            .is_full(need, self.opts.write_buffer_size)
+    }
+
+    fn switch_own_memtable(&self, ws: &mut WriteState) -> Result<()> {
         // No group may still be inserting into the memtable that becomes immutable.
         self.wait_for_inserts(ws);
         // The new memtable (and its WAL) first: if creating it fails, nothing has changed
@@ -1222,6 +1264,29 @@ impl DbInner {
         Ok(())
     }
 
+    /// In a column family's engine: waits until every memtable switched out so far is
+    /// flushed.
+    pub(super) fn wait_for_flushes(&self) -> Result<()> {
+        let mut st = self.jobs.state.lock();
+        let Some(target) = st.mems.immutables().first().map(|m| m.id()) else {
+            return Ok(());
+        };
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if !st.mems.has_immutable(target) {
+                return Ok(());
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            if !self.wait_for_job(&mut st, STALL_POLL) {
+                return Err(no_job("flush"));
+            }
+        }
+    }
+
     /// `Db::flush`: switches a non-empty memtable and waits until it (and every older
     /// immutable memtable) is flushed. A flush does not give up when a close begins (the
     /// background work it waits for goes on until the close stops it): `close` itself
@@ -1233,7 +1298,7 @@ impl DbInner {
             self.wait_for_inserts(&ws);
             let r = (|| -> Result<Option<u64>> {
                 let mut st = self.jobs.state.lock();
-                if st.mems.active().is_empty() {
+                if st.mems.active().is_empty() && !self.families_hold_updates() {
                     return Ok(None);
                 }
                 loop {
