@@ -22,7 +22,7 @@ pub struct leveldb_writebatch_t {
 }
 
 /// Runs `f` on the batch behind `b` (nothing if NULL or on panic).
-fn with_batch(b: *mut leveldb_writebatch_t, f: impl FnOnce(&mut leveldb_writebatch_t)) {
+pub(crate) fn with_batch(b: *mut leveldb_writebatch_t, f: impl FnOnce(&mut leveldb_writebatch_t)) {
     no_errptr((), || {
         // SAFETY: `b` is NULL or a live batch handle used by one thread at a time.
         if let Some(b) = unsafe { b.as_mut() } {

@@ -118,7 +118,7 @@ pub(crate) fn write_options(opt: *const leveldb_writeoptions_t) -> WriteOptions 
 ///
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string.
-unsafe fn db_path(name: *const c_char) -> Result<PathBuf, String> {
+pub(crate) unsafe fn db_path(name: *const c_char) -> Result<PathBuf, String> {
     // SAFETY: per the caller's guarantee.
     let n = unsafe { c_str(name, "name") }?;
     if n.is_empty() {
@@ -128,7 +128,9 @@ unsafe fn db_path(name: *const c_char) -> Result<PathBuf, String> {
 }
 
 /// The options behind `options`, or an error if NULL.
-fn options<'a>(options: *const leveldb_options_t) -> Result<&'a leveldb_options_t, String> {
+pub(crate) fn options<'a>(
+    options: *const leveldb_options_t,
+) -> Result<&'a leveldb_options_t, String> {
     // SAFETY: `options` is NULL or a live options handle.
     unsafe { options.as_ref() }.ok_or_else(|| "Invalid argument: options is NULL".to_string())
 }
@@ -149,10 +151,15 @@ pub unsafe extern "C" fn leveldb_open(
         // SAFETY: `name` is NULL or NUL-terminated.
         let path = unsafe { db_path(name) }?;
         let db = status(Db::open(&path, o.engine_options()?))?;
-        let token = new_token();
-        OPEN.write().insert(token as usize, Arc::new(db));
-        Ok(token)
+        Ok(register(db))
     })
+}
+
+/// Hands an open database to C: its new token.
+pub(crate) fn register(db: Db) -> *mut leveldb_t {
+    let token = new_token();
+    OPEN.write().insert(token as usize, Arc::new(db));
+    token
 }
 
 /// Closes the database once the calls in flight on it have finished; the handle then
@@ -292,6 +299,24 @@ pub unsafe extern "C" fn leveldb_get(
     })
 }
 
+/// The value of LevelDB's property `name` (its names mapped to the engine's), read through
+/// `prop` (an engine property by name) and `memtable_bytes`.
+pub(crate) fn leveldb_property(
+    name: &str,
+    prop: impl Fn(&str) -> Option<String>,
+    memtable_bytes: impl Fn() -> Option<u64>,
+) -> Option<String> {
+    match name {
+        "leveldb.stats" => prop("mezz.stats"),
+        "leveldb.sstables" => prop("mezz.levels"),
+        "leveldb.approximate-memory-usage" => memtable_bytes().map(|b| b.to_string()),
+        _ => match name.strip_prefix("leveldb.num-files-at-level") {
+            Some(n) => prop(&format!("mezz.num-files-at-level{n}")),
+            None => prop(name),
+        },
+    }
+}
+
 /// Pins the current state. NULL if `db` is not an open database.
 ///
 /// # Safety
@@ -346,15 +371,7 @@ pub unsafe extern "C" fn leveldb_property_value(
         let Ok(name) = std::str::from_utf8(name) else {
             return std::ptr::null_mut();
         };
-        let value = match name {
-            "leveldb.stats" => d.property("mezz.stats"),
-            "leveldb.sstables" => d.property("mezz.levels"),
-            "leveldb.approximate-memory-usage" => Some(d.stats().memtable_bytes.to_string()),
-            _ => match name.strip_prefix("leveldb.num-files-at-level") {
-                Some(n) => d.property(&format!("mezz.num-files-at-level{n}")),
-                None => d.property(name),
-            },
-        };
+        let value = leveldb_property(name, |n| d.property(n), || Some(d.stats().memtable_bytes));
         value.map_or(std::ptr::null_mut(), |v| malloc_cstring(&v))
     })
 }

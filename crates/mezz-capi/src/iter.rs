@@ -42,15 +42,24 @@ pub unsafe extern "C" fn leveldb_create_iterator(
         let ro = read_options(options, db)?;
         status(d.cursor(&ro))
     }));
-    let (it, err) = match made {
-        Ok(Ok(it)) => (Some(it), None),
-        Ok(Err(e)) => (None, Some(e)),
-        Err(_) => (
-            None,
-            Some("Internal error: panic in libmezzanine creating an iterator".to_string()),
-        ),
-    };
-    Box::into_raw(Box::new(leveldb_iterator_t { it, err }))
+    leveldb_iterator_t::boxed(made)
+}
+
+impl leveldb_iterator_t {
+    /// The handle of an iterator made under `catch_unwind`: the iterator, or its error.
+    pub(crate) fn boxed(
+        made: std::thread::Result<Result<DbIterator, String>>,
+    ) -> *mut leveldb_iterator_t {
+        let (it, err) = match made {
+            Ok(Ok(it)) => (Some(it), None),
+            Ok(Err(e)) => (None, Some(e)),
+            Err(_) => (
+                None,
+                Some("Internal error: panic in libmezzanine creating an iterator".to_string()),
+            ),
+        };
+        Box::into_raw(Box::new(leveldb_iterator_t { it, err }))
+    }
 }
 
 /// Frees an iterator. NULL is allowed.

@@ -1,6 +1,7 @@
 //! Mezzanine's C API: LevelDB 1.23's `leveldb/c.h`, function for function, plus a few
 //! `mezzanine_` additions (`include/mezzanine/c.h`) and RocksDB's names for optimistic
-//! transactions and indexed write batches (`include/mezzanine/transaction.h`). Built as `libmezzanine.so` and
+//! transactions and indexed write batches (`include/mezzanine/transaction.h`) and for column
+//! families (`include/mezzanine/column_family.h`). Built as `libmezzanine.so` and
 //! `libmezzanine.a`; `docs/c-api.md` maps LevelDB's options to the engine's.
 //!
 //! What this layer owns: the opaque handles handed to C (each a `Box` turned into a raw
@@ -25,6 +26,7 @@
 
 mod backup;
 mod batch;
+mod cf;
 mod db;
 mod ext;
 mod iter;

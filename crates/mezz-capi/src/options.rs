@@ -73,6 +73,9 @@ pub struct leveldb_options_t {
     pub(crate) preset: Preset,
     pub(crate) settings: Vec<Setting>,
     pub(crate) comparator: Option<ComparatorFns>,
+    /// `rocksdb_options_set_create_missing_column_families`: families named at
+    /// `rocksdb_open_column_families` that the database lacks are created.
+    pub(crate) create_missing_column_families: bool,
 }
 
 impl leveldb_options_t {
@@ -178,6 +181,7 @@ pub extern "C" fn leveldb_options_create() -> *mut leveldb_options_t {
         preset: Preset::Leveldb,
         settings: Vec::new(),
         comparator: None,
+        create_missing_column_families: false,
     }))
 }
 

@@ -20,6 +20,7 @@ const PROGRAMS: &[&str] = &[
     "c_threads_test",
     "c_transaction_test",
     "c_backup_test",
+    "c_column_family_test",
 ];
 
 /// Libraries a Rust staticlib needs from the system (`rustc --print native-static-libs`).
