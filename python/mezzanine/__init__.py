@@ -10,6 +10,10 @@
             ...
         with db.transaction() as txn:               # commits at the end; BusyError on a conflict
             txn.put(b"a", txn.get_for_update(b"a") + b"!")
+        users = db.create_column_family("users", write_buffer_size=1 << 20)
+        with db.write_batch() as wb:                # one atomic batch across families
+            wb.put(b"k", b"default")
+            wb.put(b"k", b"ann", column_family=users)
 
 Keys and values are ``bytes``. Errors derive from :class:`mezzanine.Error`.
 """
@@ -19,6 +23,7 @@ from ._mezzanine import (
     BackgroundError,
     BusyError,
     ClosedError,
+    ColumnFamily,
     CorruptionError,
     Error,
     InvalidArgumentError,
@@ -34,12 +39,14 @@ from ._mezzanine import (
     WriteBatch,
     __leveldb_version__,
     destroy_db,
+    list_column_families,
     repair_db,
 )
 
 __all__ = [
     "DB",
     "PrefixedDB",
+    "ColumnFamily",
     "WriteBatch",
     "Snapshot",
     "Transaction",
@@ -56,6 +63,7 @@ __all__ = [
     "BusyError",
     "IteratorInvalidError",
     "destroy_db",
+    "list_column_families",
     "repair_db",
     "__leveldb_version__",
 ]

@@ -1,12 +1,14 @@
 //! The `mezzanine` Python extension (`mezzanine._mezzanine`): plyvel's API over [`Db`].
 //!
-//! Owns the Python classes `DB`, `PrefixedDB`, `WriteBatch`, `Snapshot`, `Iterator` and
-//! `Transaction` (an optimistic transaction, `DB.transaction()`), and
+//! Owns the Python classes `DB`, `PrefixedDB`, `ColumnFamily` (`DB.column_family()`),
+//! `WriteBatch`, `Snapshot`, `Iterator` and `Transaction` (an optimistic transaction,
+//! `DB.transaction()`), and
 //! the exception hierarchy (`Error` and one subclass per error kind). Keys and values are
 //! `bytes` (a `str` raises `TypeError`); every call into the engine releases the GIL.
 //!
 //! Invariants: a `DB` and everything made from it share one [`Shared`], whose database is
-//! `None` once closed (every later call raises `ClosedError`); a prefixed view adds its
+//! `None` once closed (every later call raises `ClosedError`); a column family view reads
+//! and writes its family (a batch made from it too); a prefixed view adds its
 //! prefix to every key it writes, reads or seeks and strips it from every key it returns.
 //! An `Iterator` models plyvel's cursor "between" entries: `Gap::Before` means just before
 //! the cursor's (valid) entry.
@@ -18,8 +20,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
 use mezzanine::{
-    Db, DbIterator, Options, ReadOptions, Snapshot, Transaction, TxnOptions, WriteBatch,
-    WriteOptions,
+    ColumnFamily, Db, DbIterator, Options, ReadOptions, Snapshot, Transaction, TxnOptions,
+    WriteBatch, WriteOptions,
 };
 use parking_lot::{Mutex, RwLock};
 use pyo3::create_exception;
@@ -184,10 +186,12 @@ impl Shared {
     }
 }
 
-/// A database handle with a key prefix (empty for the database itself).
+/// A database handle: a column family (`None`: the default one) and a key prefix within
+/// it (empty for the family itself).
 #[derive(Debug, Clone)]
 struct Handle {
     shared: Arc<Shared>,
+    cf: Option<ColumnFamily>,
     prefix: Vec<u8>,
 }
 
@@ -223,6 +227,11 @@ impl Handle {
         ro: &ReadOptions,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let db = self.shared.db()?;
+        if let Some(cf) = &self.cf {
+            let k = self.key(key);
+            let v = py.detach(|| db.get_cf_opt(cf, ro, &k)).map_err(to_py)?;
+            return Ok(v.map(|v| PyBytes::new(py, &v)));
+        }
         let v = if self.prefix.is_empty() {
             py.detach(|| db.get_pinned_opt(ro, key))
         } else {
@@ -236,6 +245,11 @@ impl Handle {
     fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
         let db = self.shared.db()?;
         let wo = WriteOptions { sync };
+        if let Some(cf) = &self.cf {
+            let mut b = WriteBatch::new();
+            b.put_cf(cf, &self.key(key), value);
+            return py.detach(|| db.write(&wo, b)).map_err(to_py);
+        }
         if self.prefix.is_empty() {
             py.detach(|| db.put_opt(&wo, key, value))
         } else {
@@ -248,8 +262,47 @@ impl Handle {
     fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
         let db = self.shared.db()?;
         let k = self.key(key);
-        py.detach(|| db.delete_opt(&WriteOptions { sync }, &k))
-            .map_err(to_py)
+        let wo = WriteOptions { sync };
+        if let Some(cf) = &self.cf {
+            let mut b = WriteBatch::new();
+            b.delete_cf(cf, &k);
+            return py.detach(|| db.write(&wo, b)).map_err(to_py);
+        }
+        py.detach(|| db.delete_opt(&wo, &k)).map_err(to_py)
+    }
+
+    /// A cursor over the handle's family.
+    fn cursor(&self, py: Python<'_>, db: &Db, ro: &ReadOptions) -> PyResult<DbIterator> {
+        match &self.cf {
+            Some(cf) => py.detach(|| db.cursor_cf(cf, ro)),
+            None => py.detach(|| db.cursor(ro)),
+        }
+        .map_err(to_py)
+    }
+
+    /// Adds a put of `key` (under the prefix, in the family) to `b`.
+    fn batch_put(&self, b: &mut WriteBatch, key: &[u8], value: &[u8]) {
+        match &self.cf {
+            Some(cf) => b.put_cf(cf, &self.key(key), value),
+            None => b.put(&self.key(key), value),
+        }
+    }
+
+    /// Adds a delete of `key` (under the prefix, in the family) to `b`.
+    fn batch_delete(&self, b: &mut WriteBatch, key: &[u8]) {
+        match &self.cf {
+            Some(cf) => b.delete_cf(cf, &self.key(key)),
+            None => b.delete(&self.key(key)),
+        }
+    }
+
+    /// The same family with `prefix` added to the key prefix.
+    fn prefixed(&self, prefix: &[u8]) -> Handle {
+        Handle {
+            shared: Arc::clone(&self.shared),
+            cf: self.cf.clone(),
+            prefix: with_prefix(&self.prefix, prefix),
+        }
     }
 
     /// A raw cursor over the view's keys (plyvel's `raw_iterator`).
@@ -261,7 +314,7 @@ impl Handle {
             upper_bound: prefix_end(&self.prefix),
             ..ReadOptions::default()
         };
-        let cursor = py.detach(|| db.cursor(&ro)).map_err(to_py)?;
+        let cursor = self.cursor(py, &db, &ro)?;
         Ok(PyRawIterator {
             cursor: Mutex::new(Some(cursor)),
             prefix: self.prefix.clone(),
@@ -285,7 +338,7 @@ impl Handle {
             verify_checksums: spec.verify_checksums,
             fill_cache: spec.fill_cache,
         };
-        let cursor = py.detach(|| db.cursor(&ro)).map_err(to_py)?;
+        let cursor = self.cursor(py, &db, &ro)?;
         Ok(PyIterator {
             state: Mutex::new(Some(IterState {
                 cursor,
@@ -588,6 +641,7 @@ impl PyDb {
                     closing: Mutex::new(Weak::new()),
                     name: display,
                 }),
+                cf: None,
                 prefix: Vec::new(),
             },
         })
@@ -749,12 +803,8 @@ impl PyDb {
 
     /// A view of the keys starting with `prefix` (the prefix is stripped from keys).
     fn prefixed_db(slf: &Bound<'_, Self>, prefix: &[u8]) -> PyPrefixedDb {
-        let h = &slf.get().h;
         PyPrefixedDb {
-            h: Handle {
-                shared: Arc::clone(&h.shared),
-                prefix: with_prefix(&h.prefix, prefix),
-            },
+            h: slf.get().h.prefixed(prefix),
             db: slf.clone().unbind(),
         }
     }
@@ -813,6 +863,54 @@ impl PyDb {
             .db()?
             .property(&name)
             .map(|v| PyBytes::new(py, v.as_bytes())))
+    }
+
+    /// Creates column family `name` with options given by name as keyword arguments
+    /// (`write_buffer_size`, `block_size`, `bloom_bits_per_key`, `compression`, ...,
+    /// recorded: later opens use them) and returns it. Raises `InvalidArgumentError` if it
+    /// exists.
+    #[pyo3(signature = (name, **options))]
+    fn create_column_family(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        name: &str,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyColumnFamily> {
+        let opts = options_from_kwargs(options)?;
+        let h = &slf.get().h;
+        let db = h.shared.db()?;
+        let cf = py
+            .detach(|| db.create_column_family(name, &opts))
+            .map_err(to_py)?;
+        Ok(PyColumnFamily::new(slf, cf))
+    }
+
+    /// The column family `name` (`"default"` too); `KeyError` if there is none.
+    fn column_family(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyColumnFamily> {
+        let db = slf.get().h.shared.db()?;
+        match db.column_family(name) {
+            Some(cf) => Ok(PyColumnFamily::new(slf, cf)),
+            None => Err(pyo3::exceptions::PyKeyError::new_err(name.to_string())),
+        }
+    }
+
+    /// The names of the live column families, `"default"` first.
+    fn column_families(&self) -> PyResult<Vec<String>> {
+        Ok(self.h.shared.db()?.column_families())
+    }
+
+    /// Drops a column family (a `ColumnFamily` or its name): its data is deleted, and every
+    /// view of it raises `InvalidArgumentError` from then on.
+    fn drop_column_family(&self, py: Python<'_>, column_family: &Bound<'_, PyAny>) -> PyResult<()> {
+        let db = self.h.shared.db()?;
+        let cf = if let Ok(c) = column_family.cast::<PyColumnFamily>() {
+            c.get().cf()?
+        } else {
+            let name: String = column_family.extract()?;
+            db.column_family(&name)
+                .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(name.clone()))?
+        };
+        py.detach(|| db.drop_column_family(&cf)).map_err(to_py)
     }
 
     fn __repr__(&self) -> String {
@@ -953,12 +1051,200 @@ impl PyPrefixedDb {
 
     fn prefixed_db(&self, py: Python<'_>, prefix: &[u8]) -> PyPrefixedDb {
         PyPrefixedDb {
-            h: Handle {
-                shared: Arc::clone(&self.h.shared),
-                prefix: with_prefix(&self.h.prefix, prefix),
-            },
+            h: self.h.prefixed(prefix),
             db: self.db.clone_ref(py),
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// ColumnFamily
+// ---------------------------------------------------------------------------------------
+
+/// One column family of a `DB` (`DB.column_family(name)`, `DB.create_column_family(name)`):
+/// the `DB` methods over the family's own key space. A write batch made from it writes to
+/// the family; a snapshot of the `DB` reads every family at the same point.
+#[pyclass(frozen, module = "mezzanine", name = "ColumnFamily")]
+#[derive(Debug)]
+struct PyColumnFamily {
+    h: Handle,
+    db: Py<PyDb>,
+}
+
+impl PyColumnFamily {
+    fn new(db: &Bound<'_, PyDb>, cf: ColumnFamily) -> PyColumnFamily {
+        PyColumnFamily {
+            h: Handle {
+                shared: Arc::clone(&db.get().h.shared),
+                cf: Some(cf),
+                prefix: Vec::new(),
+            },
+            db: db.clone().unbind(),
+        }
+    }
+
+    fn cf(&self) -> PyResult<ColumnFamily> {
+        self.h
+            .cf
+            .clone()
+            .ok_or_else(|| invalid_err("not a column family"))
+    }
+}
+
+#[pymethods]
+impl PyColumnFamily {
+    /// The family's name.
+    #[getter]
+    fn name(&self) -> PyResult<String> {
+        Ok(self.cf()?.name().to_string())
+    }
+
+    /// The family's id (0: the default family).
+    #[getter]
+    fn id(&self) -> PyResult<u32> {
+        Ok(self.cf()?.id())
+    }
+
+    /// The `DB` object it was taken from.
+    #[getter]
+    fn db(&self, py: Python<'_>) -> Py<PyDb> {
+        self.db.clone_ref(py)
+    }
+
+    #[pyo3(signature = (key, default=None, *, verify_checksums=None, fill_cache=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: Buf<'_>,
+        default: Option<Bound<'py, PyAny>>,
+        verify_checksums: Option<bool>,
+        fill_cache: Option<bool>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let ro = read_options(None, verify_checksums, fill_cache);
+        Ok(match self.h.get(py, &key, &ro)? {
+            Some(v) => Some(v.into_any()),
+            None => default,
+        })
+    }
+
+    #[pyo3(signature = (key, value, sync=false))]
+    fn put(&self, py: Python<'_>, key: Buf<'_>, value: Buf<'_>, sync: bool) -> PyResult<()> {
+        self.h.put(py, &key, &value, sync)
+    }
+
+    #[pyo3(signature = (key, sync=false))]
+    fn delete(&self, py: Python<'_>, key: Buf<'_>, sync: bool) -> PyResult<()> {
+        self.h.delete(py, &key, sync)
+    }
+
+    /// A write batch whose puts and deletes go to this family (unless they name another).
+    #[pyo3(signature = (transaction=false, sync=false))]
+    fn write_batch(&self, transaction: bool, sync: bool) -> PyWriteBatch {
+        PyWriteBatch::new(self.h.clone(), transaction, sync)
+    }
+
+    #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
+        include_stop=false, prefix=None, include_key=true, include_value=true,
+        verify_checksums=None, fill_cache=None, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn iterator(
+        &self,
+        py: Python<'_>,
+        reverse: bool,
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        include_start: bool,
+        include_stop: bool,
+        prefix: Option<&Bound<'_, PyAny>>,
+        include_key: bool,
+        include_value: bool,
+        verify_checksums: Option<bool>,
+        fill_cache: Option<bool>,
+        snapshot: Option<&Bound<'_, PySnapshot>>,
+    ) -> PyResult<PyIterator> {
+        let spec = IterSpec {
+            reverse,
+            start: opt_bytes(start)?,
+            stop: opt_bytes(stop)?,
+            include_start,
+            include_stop,
+            prefix: opt_bytes(prefix)?,
+            include_key,
+            include_value,
+            verify_checksums: verify_checksums.unwrap_or(false),
+            fill_cache: fill_cache.unwrap_or(true),
+        };
+        let snap = match snapshot {
+            Some(s) => Some(s.get().snapshot()?),
+            None => None,
+        };
+        self.h.iterator(py, snap, spec)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
+        self.h.iterator(py, None, IterSpec::default_spec())
+    }
+
+    /// A read view of this family (a snapshot of the whole database, read here).
+    fn snapshot(&self) -> PyResult<PySnapshot> {
+        PySnapshot::new(&self.h)
+    }
+
+    /// A raw cursor over the family (plyvel's `raw_iterator`).
+    fn raw_iterator(&self, py: Python<'_>) -> PyResult<PyRawIterator> {
+        self.h.raw_iterator(py, None)
+    }
+
+    /// A view of the family's keys starting with `prefix`.
+    fn prefixed_db(&self, py: Python<'_>, prefix: &[u8]) -> PyPrefixedDb {
+        PyPrefixedDb {
+            h: self.h.prefixed(prefix),
+            db: self.db.clone_ref(py),
+        }
+    }
+
+    /// Compacts the family's tables overlapping `[start, stop]` (`None` = unbounded).
+    #[pyo3(signature = (start=None, stop=None))]
+    fn compact_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&[u8]>,
+        stop: Option<&[u8]>,
+    ) -> PyResult<()> {
+        let db = self.h.shared.db()?;
+        let cf = self.cf()?;
+        py.detach(|| db.compact_range_cf(&cf, start, stop))
+            .map_err(to_py)
+    }
+
+    /// A named engine property of the family, as `DB.get_property`.
+    fn get_property<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let name = if let Ok(b) = name.cast::<PyBytes>() {
+            String::from_utf8_lossy(b.as_bytes()).into_owned()
+        } else if let Ok(s) = name.extract::<String>() {
+            s
+        } else {
+            return Err(PyTypeError::new_err("property name must be bytes"));
+        };
+        let cf = self.cf()?;
+        Ok(self
+            .h
+            .shared
+            .db()?
+            .property_cf(&cf, &name)
+            .map(|v| PyBytes::new(py, v.as_bytes())))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<mezzanine.ColumnFamily {:?} of {:?}>",
+            self.h.cf.as_ref().map_or("", |c| c.name()),
+            self.h.shared.name
+        )
     }
 }
 
@@ -977,6 +1263,21 @@ struct PyWriteBatch {
 }
 
 impl PyWriteBatch {
+    /// The handle a put or delete goes through: the batch's own, or `cf`'s (which must
+    /// belong to the same database).
+    fn target(&self, cf: Option<&Bound<'_, PyColumnFamily>>) -> PyResult<Handle> {
+        match cf {
+            None => Ok(self.h.clone()),
+            Some(cf) => {
+                let h = &cf.get().h;
+                if !Arc::ptr_eq(&h.shared, &self.h.shared) {
+                    return Err(invalid_err("the column family belongs to another database"));
+                }
+                Ok(h.clone())
+            }
+        }
+    }
+
     fn new(h: Handle, transaction: bool, sync: bool) -> PyWriteBatch {
         PyWriteBatch {
             h,
@@ -990,16 +1291,31 @@ impl PyWriteBatch {
 #[pymethods]
 impl PyWriteBatch {
     /// Buffers a put (raises `ClosedError` once the database is closed, as plyvel does).
-    fn put(&self, key: Buf<'_>, value: Buf<'_>) -> PyResult<()> {
+    /// `column_family` (a `ColumnFamily` of the same database) puts the key in that family
+    /// instead of the batch's own, so one batch can span families, applied atomically.
+    #[pyo3(signature = (key, value, column_family=None))]
+    fn put(
+        &self,
+        key: Buf<'_>,
+        value: Buf<'_>,
+        column_family: Option<&Bound<'_, PyColumnFamily>>,
+    ) -> PyResult<()> {
         self.h.shared.db()?;
-        self.batch.lock().put(&self.h.key(&key), &value);
+        let h = self.target(column_family)?;
+        h.batch_put(&mut self.batch.lock(), &key, &value);
         Ok(())
     }
 
-    /// Buffers a delete.
-    fn delete(&self, key: Buf<'_>) -> PyResult<()> {
+    /// Buffers a delete (in `column_family` if given, as `put`).
+    #[pyo3(signature = (key, column_family=None))]
+    fn delete(
+        &self,
+        key: Buf<'_>,
+        column_family: Option<&Bound<'_, PyColumnFamily>>,
+    ) -> PyResult<()> {
         self.h.shared.db()?;
-        self.batch.lock().delete(&self.h.key(&key));
+        let h = self.target(column_family)?;
+        h.batch_delete(&mut self.batch.lock(), &key);
         Ok(())
     }
 
@@ -1625,12 +1941,27 @@ fn repair_db(py: Python<'_>, name: PathBuf, kwargs: Option<&Bound<'_, PyDict>>) 
         .map_err(to_py)
 }
 
+/// The names of the column families of the closed database in `name`, `"default"` first
+/// (keyword arguments: options by name, as for `DB`).
+#[pyfunction]
+#[pyo3(signature = (name, **kwargs))]
+fn list_column_families(
+    py: Python<'_>,
+    name: PathBuf,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<String>> {
+    let opts = options_from_kwargs(kwargs)?;
+    py.detach(|| Db::list_column_families(&name, &opts))
+        .map_err(to_py)
+}
+
 /// The native module `mezzanine._mezzanine` (re-exported by the `mezzanine` package).
 #[pymodule]
 fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyDb>()?;
     m.add_class::<PyPrefixedDb>()?;
+    m.add_class::<PyColumnFamily>()?;
     m.add_class::<PyWriteBatch>()?;
     m.add_class::<PyTransaction>()?;
     m.add_class::<PySnapshot>()?;
@@ -1642,6 +1973,7 @@ fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_function(wrap_pyfunction!(destroy_db, m)?)?;
     m.add_function(wrap_pyfunction!(repair_db, m)?)?;
+    m.add_function(wrap_pyfunction!(list_column_families, m)?)?;
     // The LevelDB API version the package implements (as the C API's
     // `leveldb_major_version` / `leveldb_minor_version`).
     m.add("__leveldb_version__", "1.23")?;
