@@ -93,6 +93,12 @@ pub fn unit_dirs(dir: &Path, count: usize) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Whether `name` is a column family's directory (`cf-<id>`).
+fn is_family_dir(name: &str) -> bool {
+    name.strip_prefix("cf-")
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Opens Mezzanine databases with one fixed set of options.
 #[derive(Debug, Clone)]
 pub struct MezzFactory {
@@ -168,8 +174,14 @@ impl EngineFactory for MezzFactory {
                 device = Some(fs);
             }
         }
-        let db = Db::open(dir, options)?;
-        Ok(Arc::new(MezzEngine { db, device }))
+        let db = Db::open(dir, options.clone())?;
+        Ok(Arc::new(MezzEngine {
+            db,
+            device,
+            family_options: options,
+            families: std::sync::OnceLock::new(),
+            families_init: std::sync::Mutex::new(()),
+        }))
     }
 
     fn is_engine_dir(&self, dir: &Path) -> bool {
@@ -180,6 +192,11 @@ impl EngineFactory for MezzFactory {
         for e in entries {
             let Ok(e) = e else { return false };
             let is_file = e.file_type().is_ok_and(|t| t.is_file());
+            if e.file_type().is_ok_and(|t| t.is_dir())
+                && e.file_name().to_str().is_some_and(is_family_dir)
+            {
+                continue;
+            }
             match e.file_name().to_str().and_then(parse_file_name) {
                 Some((t, _)) if is_file => has_current |= t == FileType::Current,
                 _ => return false,
@@ -192,9 +209,30 @@ impl EngineFactory for MezzFactory {
         let read = |d: &Path| std::fs::read_dir(d).map_err(|e| BenchError::io(d, e));
         // Check everything first so that a refusal deletes nothing.
         let mut doomed = Vec::new();
+        let mut families = false;
         for e in read(dir)? {
             let e = e.map_err(|e| BenchError::io(dir, e))?;
             let is_file = e.file_type().is_ok_and(|t| t.is_file());
+            // A column family's directory (`cf-<id>`) of Mezzanine files: the engine's
+            // `destroy_db` removes it (and its NVM pool) below.
+            if e.file_type().is_ok_and(|t| t.is_dir())
+                && e.file_name().to_str().is_some_and(is_family_dir)
+            {
+                for f in read(&e.path())? {
+                    let f = f.map_err(|err| BenchError::io(e.path(), err))?;
+                    if !f.file_type().is_ok_and(|t| t.is_file())
+                        || f.file_name().to_str().and_then(parse_file_name).is_none()
+                    {
+                        return Err(BenchError::InvalidArgument(format!(
+                            "{} holds {:?}, which is not a Mezzanine file: refusing to delete it",
+                            e.path().display(),
+                            f.file_name()
+                        )));
+                    }
+                }
+                families = true;
+                continue;
+            }
             if !is_file || e.file_name().to_str().and_then(parse_file_name).is_none() {
                 return Err(BenchError::InvalidArgument(format!(
                     "{} holds {:?}, which is not a Mezzanine file: refusing to delete it",
@@ -228,8 +266,16 @@ impl EngineFactory for MezzFactory {
                 doomed.push(e.path());
             }
         }
+        if families {
+            mezzanine::destroy_db(dir, &self.options)?;
+        }
         for p in doomed {
-            std::fs::remove_file(&p).map_err(|e| BenchError::io(&p, e))?;
+            match std::fs::remove_file(&p) {
+                Ok(()) => {}
+                // Gone with the families' `destroy_db` above.
+                Err(e) if families && e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(BenchError::io(&p, e)),
+            }
         }
         // The NVM pool belongs to the database: a new one could not reuse it.
         if let Some(nvm) = &self.options.nvm_dir {
@@ -250,13 +296,36 @@ pub struct MezzEngine {
     db: Db,
     /// The device model its table directories go through, if any.
     device: Option<Arc<UnitFs>>,
+    /// The options a column family of the `*-cf` benchmarks is created with (the
+    /// database's).
+    family_options: Options,
+    /// The families of the `*-cf` benchmarks (`cf0`, `cf1`, ...), once made or found.
+    families: std::sync::OnceLock<Vec<mezzanine::ColumnFamily>>,
+    /// Held while `families` is filled.
+    families_init: std::sync::Mutex<()>,
 }
 
 impl MezzEngine {
     /// Wraps an already open database.
     #[must_use]
     pub fn new(db: Db) -> Self {
-        Self { db, device: None }
+        Self {
+            db,
+            device: None,
+            family_options: Options::default(),
+            families: std::sync::OnceLock::new(),
+            families_init: std::sync::Mutex::new(()),
+        }
+    }
+
+    /// Family `i` of the `*-cf` benchmarks.
+    fn family(&self, i: usize) -> Result<&mezzanine::ColumnFamily> {
+        let fams = self.families.get().ok_or_else(|| {
+            BenchError::InvalidArgument("the column families were not set up".into())
+        })?;
+        fams.get(i % fams.len().max(1)).ok_or_else(|| {
+            BenchError::InvalidArgument("the column families were not set up".into())
+        })
     }
 
     /// The database.
@@ -317,6 +386,50 @@ impl KvEngine for MezzEngine {
         let mut b = mezzanine::WriteBatch::new();
         for (k, v) in puts {
             b.put(k, v);
+        }
+        Ok(self.db.write(&WriteOptions { sync }, b)?)
+    }
+
+    fn column_families(&self, n: usize) -> Result<()> {
+        let _g = self
+            .families_init
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(f) = self.families.get() {
+            if f.len() == n {
+                return Ok(());
+            }
+            return Err(BenchError::InvalidArgument(format!(
+                "{} column families were set up, not {n}",
+                f.len()
+            )));
+        }
+        let mut fams = Vec::with_capacity(n);
+        for i in 0..n {
+            let name = format!("cf{i}");
+            fams.push(match self.db.column_family(&name) {
+                Some(cf) => cf,
+                None => self.db.create_column_family(&name, &self.family_options)?,
+            });
+        }
+        let _ = self.families.set(fams);
+        Ok(())
+    }
+
+    fn put_cf(&self, family: usize, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        let mut b = mezzanine::WriteBatch::new();
+        b.put_cf(self.family(family)?, key, value);
+        Ok(self.db.write(&WriteOptions { sync }, b)?)
+    }
+
+    fn get_cf(&self, family: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get_cf(self.family(family)?, key)?)
+    }
+
+    fn write_batch_cf(&self, puts: &[(usize, &[u8], &[u8])], sync: bool) -> Result<()> {
+        let mut b = mezzanine::WriteBatch::new();
+        for (f, k, v) in puts {
+            b.put_cf(self.family(*f)?, k, v);
         }
         Ok(self.db.write(&WriteOptions { sync }, b)?)
     }

@@ -978,6 +978,44 @@ mod tests {
     }
 
     #[test]
+    fn column_family_benchmarks_spread_keys_over_families_and_find_them_again() {
+        let factory = crate::MezzFactory::new(mezzanine::Options::default());
+        let mut c = cfg(
+            "fillrandom-cf,readrandom-cf,reopen,readrandom-cf@2,batch-cf,readrandom",
+            800,
+            1,
+        );
+        c.seed = 7;
+        let rs = run(&c, &factory, &mut Vec::new()).unwrap();
+        let fill = by_name(&rs, "fillrandom-cf");
+        assert_eq!(fill.ops, 800);
+        let reads: Vec<&BenchResult> = rs
+            .iter()
+            .filter(|r| r.benchmark == "readrandom-cf")
+            .collect();
+        assert_eq!(reads.len(), 2);
+        for r in &reads {
+            assert_eq!(r.found + r.not_found, 800);
+            // Random draws of 800 out of 800 key numbers written at random: most were
+            // written, each to the family it is read from (after a reopen too).
+            assert!(r.found > 400, "{} of 800 found", r.found);
+        }
+        let batch = by_name(&rs, "batch-cf");
+        assert_eq!(batch.ops, 200, "num / 4 batches");
+        // The default family holds nothing: every key went to a family of its own.
+        let plain = by_name(&rs, "readrandom");
+        assert_eq!((plain.found, plain.not_found), (0, 800));
+        // An engine without column families says so.
+        let e = run(
+            &cfg("fillrandom-cf", 10, 1),
+            &MapFactory::default(),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no column families"), "{e}");
+    }
+
+    #[test]
     fn a_benchmark_with_its_own_thread_count_runs_that_many_threads() {
         let factory = MapFactory::default();
         let dir = tempfile::tempdir().unwrap();

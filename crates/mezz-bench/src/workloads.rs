@@ -22,6 +22,9 @@
 //! | `rmw-plain`        | `reads` read-modify-writes of 1–4 random keys (uniform), each key read then written with its own put (no atomicity) |
 //! | `rmw-batch`        | the same, the writes of one operation in one atomic write batch (reads not isolated) |
 //! | `rmw-txn`          | the same in an optimistic transaction: each key read with `get_for_update`, written, committed; a conflict is retried in a new transaction (the retry counts in the operation's time) |
+//! | `fillrandom-cf`    | `fillrandom` over [`CF_FAMILIES`] column families (`cf0`...): key number `k` goes to family `k mod 4`; into a fresh database |
+//! | `readrandom-cf`    | `readrandom` of the keys `fillrandom-cf` wrote, each from its family |
+//! | `batch-cf`         | `num / 4` atomic write batches, each of one random key in every one of the 4 families |
 //!
 //! Key numbers are drawn uniformly from `[0, num)`; keys and values are made by
 //! [`crate::keygen`]. `--sync` makes every write synchronous. With `threads > 1` each thread
@@ -54,6 +57,9 @@ use crate::error::{BenchError, Result};
 use crate::keygen::{ValueGenerator, format_key_into};
 use crate::metrics::{OpKind, ThreadMetrics};
 use crate::ycsb::{YcsbRun, run_ycsb_worker};
+
+/// Column families of the `*-cf` benchmarks.
+pub const CF_FAMILIES: usize = 4;
 
 /// Keys one `rmw-*` operation reads and writes, at most.
 const RMW_MAX_KEYS: usize = 4;
@@ -116,6 +122,12 @@ pub enum Benchmark {
     RmwBatch,
     /// Read-modify-writes of 1–4 random keys in an optimistic transaction.
     RmwTxn,
+    /// `fillrandom` over [`CF_FAMILIES`] column families.
+    FillRandomCf,
+    /// `readrandom` over the column families of `fillrandom-cf`.
+    ReadRandomCf,
+    /// Atomic batches of one random key in each of [`CF_FAMILIES`] families.
+    BatchCf,
 }
 
 impl Benchmark {
@@ -145,6 +157,9 @@ impl Benchmark {
         Benchmark::RmwPlain,
         Benchmark::RmwBatch,
         Benchmark::RmwTxn,
+        Benchmark::FillRandomCf,
+        Benchmark::ReadRandomCf,
+        Benchmark::BatchCf,
     ];
 
     /// The db_bench name.
@@ -175,6 +190,9 @@ impl Benchmark {
             Benchmark::RmwPlain => "rmw-plain",
             Benchmark::RmwBatch => "rmw-batch",
             Benchmark::RmwTxn => "rmw-txn",
+            Benchmark::FillRandomCf => "fillrandom-cf",
+            Benchmark::ReadRandomCf => "readrandom-cf",
+            Benchmark::BatchCf => "batch-cf",
         }
     }
 
@@ -204,7 +222,11 @@ impl Benchmark {
     pub fn needs_fresh_db(self) -> bool {
         matches!(
             self,
-            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::FillSync | Benchmark::YcsbLoad
+            Benchmark::FillSeq
+                | Benchmark::FillRandom
+                | Benchmark::FillSync
+                | Benchmark::YcsbLoad
+                | Benchmark::FillRandomCf
         )
     }
 
@@ -247,6 +269,8 @@ impl Benchmark {
                 | Benchmark::RmwPlain
                 | Benchmark::RmwBatch
                 | Benchmark::RmwTxn
+                | Benchmark::FillRandomCf
+                | Benchmark::BatchCf
         )
     }
 
@@ -259,8 +283,10 @@ impl Benchmark {
             | Benchmark::FillRandom
             | Benchmark::Overwrite
             | Benchmark::DeleteRandom
-            | Benchmark::YcsbLoad => num,
+            | Benchmark::YcsbLoad
+            | Benchmark::FillRandomCf => num,
             Benchmark::FillSync => num / 100,
+            Benchmark::BatchCf => num / CF_FAMILIES as u64,
             Benchmark::ReadRandom
             | Benchmark::ReadSeq
             | Benchmark::ReadReverse
@@ -276,7 +302,8 @@ impl Benchmark {
             | Benchmark::YcsbR90
             | Benchmark::RmwPlain
             | Benchmark::RmwBatch
-            | Benchmark::RmwTxn => reads,
+            | Benchmark::RmwTxn
+            | Benchmark::ReadRandomCf => reads,
             Benchmark::Stats => 0,
             Benchmark::Reopen => 1,
         }
@@ -291,7 +318,9 @@ impl Benchmark {
             | Benchmark::Overwrite
             | Benchmark::FillSync
             | Benchmark::Stats
-            | Benchmark::Reopen => OpKind::Write,
+            | Benchmark::Reopen
+            | Benchmark::FillRandomCf
+            | Benchmark::BatchCf => OpKind::Write,
             Benchmark::ReadRandom
             | Benchmark::ReadWhileWriting
             | Benchmark::YcsbA
@@ -300,7 +329,8 @@ impl Benchmark {
             | Benchmark::YcsbD
             | Benchmark::YcsbF
             | Benchmark::YcsbR10
-            | Benchmark::YcsbR90 => OpKind::Read,
+            | Benchmark::YcsbR90
+            | Benchmark::ReadRandomCf => OpKind::Read,
             Benchmark::YcsbLoad => OpKind::Insert,
             Benchmark::RmwPlain | Benchmark::RmwBatch | Benchmark::RmwTxn => {
                 OpKind::ReadModifyWrite
@@ -674,6 +704,48 @@ pub fn run_worker(ctx: &WorkerCtx<'_>, t: usize) -> Result<ThreadMetrics> {
             read_sequential(ctx, &mut m, t, dir, first, count)?;
         }
         Benchmark::Stats | Benchmark::Reopen => {}
+        Benchmark::FillRandomCf => {
+            e.column_families(CF_FAMILIES)?;
+            drive(ctx, &mut m, t, Some(count), true, |_| {
+                let k = rng.random_range(0..num);
+                format_key_into(k, &mut key);
+                e.put_cf(family_of(k), &key, values.generate(vs), ctx.sync)?;
+                Ok(Some(write_done(ks, vs)))
+            })?;
+        }
+        Benchmark::ReadRandomCf => {
+            e.column_families(CF_FAMILIES)?;
+            drive(ctx, &mut m, t, Some(count), true, |_| {
+                let k = rng.random_range(0..num);
+                format_key_into(k, &mut key);
+                let v = e.get_cf(family_of(k), &key)?;
+                Ok(Some(Done::read(OpKind::Read, key.len(), v.as_deref())))
+            })?;
+        }
+        Benchmark::BatchCf => {
+            e.column_families(CF_FAMILIES)?;
+            let mut keys = vec![vec![0u8; ctx.key_size]; CF_FAMILIES];
+            drive(ctx, &mut m, t, Some(count), true, |_| {
+                for k in &mut keys {
+                    format_key_into(rng.random_range(0..num), k);
+                }
+                let v = values.generate(vs);
+                let puts: Vec<(usize, &[u8], &[u8])> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(f, k)| (f, &k[..], v))
+                    .collect();
+                e.write_batch_cf(&puts, ctx.sync)?;
+                let b = CF_FAMILIES as u64 * (ks + vs as u64);
+                Ok(Some(Done {
+                    kind: OpKind::Write,
+                    n: 1,
+                    bytes: b,
+                    written: b,
+                    found: None,
+                }))
+            })?;
+        }
         Benchmark::RmwPlain | Benchmark::RmwBatch | Benchmark::RmwTxn => {
             let mut keys: Vec<Vec<u8>> = Vec::with_capacity(RMW_MAX_KEYS);
             drive(ctx, &mut m, t, Some(count), true, |_| {
@@ -730,6 +802,11 @@ pub fn run_worker(ctx: &WorkerCtx<'_>, t: usize) -> Result<ThreadMetrics> {
         }
     }
     Ok(m)
+}
+
+/// The family of key number `k` in the `*-cf` benchmarks.
+fn family_of(k: u64) -> usize {
+    usize::try_from(k % CF_FAMILIES as u64).unwrap_or(0)
 }
 
 fn write_done(key_size: u64, value_size: usize) -> Done {
