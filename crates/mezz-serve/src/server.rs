@@ -300,8 +300,8 @@ impl Conn {
         self.out.buf.len().saturating_sub(self.sent)
     }
 
-    /// Writes what it can of the replies without blocking.
-    fn write_out(&mut self, stats: &Counters) -> io::Result<()> {
+    /// Writes what it can of the replies without blocking (`now`: the round's clock).
+    fn write_out(&mut self, stats: &Counters, now: Instant) -> io::Result<()> {
         while self.sent < self.out.buf.len() {
             match self
                 .stream
@@ -310,7 +310,7 @@ impl Conn {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.sent += n;
-                    self.last_progress = Instant::now();
+                    self.last_progress = now;
                     stats
                         .net_out
                         .fetch_add(u64::try_from(n).unwrap_or(0), Ordering::Relaxed);
@@ -356,6 +356,8 @@ impl Loop {
                 }
                 return Err(e);
             }
+            // One clock reading per round, for the progress times.
+            let now = Instant::now();
             todo.append(&mut carry);
             for ev in &events {
                 match ev.token() {
@@ -380,7 +382,7 @@ impl Loop {
             for &t in &todo {
                 if let Some(c) = self.conns.get_mut(&t) {
                     let before = c.out.buf.len();
-                    if serve_input(&self.shared, c, &mut self.chunk) == Action::Shutdown {
+                    if serve_input(&self.shared, c, &mut self.chunk, now) == Action::Shutdown {
                         shutdown = true;
                     }
                     c.answered |= c.out.buf.len() != before;
@@ -393,7 +395,10 @@ impl Loop {
                     continue;
                 };
                 let answered = std::mem::take(&mut c.answered);
-                if c.dead || (answered && !committed) || c.write_out(&self.shared.stats).is_err() {
+                if c.dead
+                    || (answered && !committed)
+                    || c.write_out(&self.shared.stats, now).is_err()
+                {
                     self.close(poll, t);
                     continue;
                 }
@@ -410,8 +415,8 @@ impl Loop {
             if shutdown {
                 begin_shutdown(&self.shared);
             }
-            if last_tick.elapsed() >= TICK {
-                last_tick = Instant::now();
+            if now.duration_since(last_tick) >= TICK {
+                last_tick = now;
                 self.expire(poll);
             }
         }
@@ -532,7 +537,7 @@ impl Loop {
         let tokens: Vec<usize> = self.conns.keys().copied().collect();
         for t in tokens {
             if let Some(c) = self.conns.get_mut(&t) {
-                let _ = c.write_out(&self.shared.stats);
+                let _ = c.write_out(&self.shared.stats, Instant::now());
                 let _ = c.stream.shutdown(Shutdown::Both);
             }
             self.close(poll, t);
@@ -549,7 +554,7 @@ fn refuse(shared: &Shared, mut stream: TcpStream, msg: &str) {
 
 /// Reads what the connection has (within `READ_BUDGET`, and not while its replies are
 /// over `OUT_HIGH_WATER`) and runs its complete requests.
-fn serve_input(shared: &Shared, c: &mut Conn, chunk: &mut [u8]) -> Action {
+fn serve_input(shared: &Shared, c: &mut Conn, chunk: &mut [u8], now: Instant) -> Action {
     let mut budget = READ_BUDGET;
     while c.readable && budget > 0 && !c.closing && c.unsent() < OUT_HIGH_WATER {
         match c.stream.read(chunk) {
@@ -568,7 +573,6 @@ fn serve_input(shared: &Shared, c: &mut Conn, chunk: &mut [u8]) -> Action {
                 if n < chunk.len() {
                     c.readable = false;
                 }
-                let now = Instant::now();
                 c.last_progress = now;
                 c.last_input = now;
                 shared

@@ -123,12 +123,15 @@ const SYNC_KEY: &[u8] = b"_sync";
 /// writes in memory twice.
 const PENDING_BYTES: usize = 4 << 20;
 
-/// Writes staged since the last commit: the batch the engine will get, and the same
-/// writes by engine key (`None`: a delete) for the reads that must see them.
+/// Writes staged since the last commit, by engine key (`None`: a delete): the last write
+/// of each key, which the commit gives the engine as one batch and every point read
+/// consults first. Earlier writes of a key in the same commit are dropped: the batch is
+/// applied atomically, so no reader (and no recovery) can ever see them.
 #[derive(Debug)]
 struct Pending {
-    batch: WriteBatch,
     overlay: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Bytes staged since the last engine write (overwritten ones included).
+    bytes: usize,
     /// Staged writes went to the engine unsynced since the last commit (`--sync`).
     owed_sync: bool,
     /// A write to the engine failed since the last commit: the commit fails.
@@ -137,13 +140,50 @@ struct Pending {
 
 impl Pending {
     fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
-        self.batch.put(&k, &v);
-        self.overlay.insert(k, Some(v));
+        self.bytes += k.len() + v.len();
+        match self.overlay.get_mut(&k) {
+            Some(slot) => *slot = Some(v),
+            None => {
+                self.overlay.insert(k, Some(v));
+            }
+        }
     }
 
     fn delete(&mut self, k: Vec<u8>) {
-        self.batch.delete(&k);
-        self.overlay.insert(k, None);
+        self.bytes += k.len();
+        match self.overlay.get_mut(&k) {
+            Some(slot) => *slot = None,
+            None => {
+                self.overlay.insert(k, None);
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.overlay.is_empty()
+    }
+
+    /// The engine batch of the staged writes (the overlay stays until the engine has it).
+    fn batch(&self) -> WriteBatch {
+        let size = self
+            .overlay
+            .iter()
+            .map(|(k, v)| WriteBatch::put_size(k, v.as_deref().unwrap_or_default()))
+            .sum();
+        let mut b = WriteBatch::with_capacity(size);
+        for (k, v) in &self.overlay {
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            }
+        }
+        b
+    }
+
+    /// Forgets the staged writes once the engine has them (or failed to take them).
+    fn clear(&mut self) {
+        self.overlay.clear();
+        self.bytes = 0;
     }
 }
 
@@ -308,8 +348,8 @@ impl Store {
             sync,
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             pending: Mutex::new(Pending {
-                batch: WriteBatch::new(),
                 overlay: HashMap::new(),
+                bytes: 0,
                 owed_sync: false,
                 failed: None,
             }),
@@ -358,14 +398,13 @@ impl Store {
     }
 
     fn drain_locked(&self, p: &mut Pending) -> Result<()> {
-        if p.batch.is_empty() {
+        if p.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::replace(&mut p.batch, WriteBatch::new());
-        let r = self.db.write(&WriteOptions { sync: false }, batch);
+        let r = self.db.write(&WriteOptions { sync: false }, p.batch());
         // Held under the lock until the engine has the writes, so a read sees each
         // write in the overlay or in the engine.
-        p.overlay.clear();
+        p.clear();
         match r {
             Ok(()) => {
                 p.owed_sync |= self.sync;
@@ -382,7 +421,7 @@ impl Store {
     fn stage(&self, f: impl FnOnce(&mut Pending)) -> Result<()> {
         let mut p = self.pending.lock();
         f(&mut p);
-        if p.batch.approximate_size() > PENDING_BYTES {
+        if p.bytes > PENDING_BYTES {
             self.drain_locked(&mut p)?;
         }
         Ok(())
@@ -402,9 +441,8 @@ impl Store {
     pub fn commit(&self) -> Result<()> {
         let mut p = self.pending.lock();
         let failed = p.failed.take();
-        let batch = std::mem::replace(&mut p.batch, WriteBatch::new());
-        let r = if !batch.is_empty() {
-            self.db.write(&WriteOptions { sync: self.sync }, batch)
+        let r = if !p.is_empty() {
+            self.db.write(&WriteOptions { sync: self.sync }, p.batch())
         } else if p.owed_sync {
             let mut b = WriteBatch::new();
             b.delete(SYNC_KEY);
@@ -412,7 +450,7 @@ impl Store {
         } else {
             Ok(())
         };
-        p.overlay.clear();
+        p.clear();
         p.owed_sync = false;
         drop(p);
         r?;
@@ -424,8 +462,15 @@ impl Store {
 
     /// The value of an engine key: the staged write if there is one, else the engine's.
     fn read(&self, k: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(v) = self.pending.lock().overlay.get(k) {
-            return Ok(v.clone());
+        {
+            let p = self.pending.lock();
+            // (An empty overlay is not hashed into: most reads come in rounds that write
+            // nothing.)
+            if !p.overlay.is_empty()
+                && let Some(v) = p.overlay.get(k)
+            {
+                return Ok(v.clone());
+            }
         }
         Ok(self.db.get(k)?)
     }
@@ -1135,6 +1180,25 @@ mod tests {
         );
         assert_eq!(s.get(b"n").expect("get"), Some(b"5".to_vec()));
         assert_eq!(s.hget(b"h", b"f").expect("hget"), Some(b"w".to_vec()));
+    }
+
+    #[test]
+    fn a_commit_writes_only_the_last_write_of_each_key() {
+        let (_d, s) = store();
+        let seq = s.db().stats().last_sequence;
+        for _ in 0..100 {
+            s.incr_by(b"n", 1).expect("incr");
+            s.set(b"a", b"x").expect("set");
+        }
+        s.del(&[b"a".to_vec()]).expect("del");
+        s.commit().expect("commit");
+        assert_eq!(
+            s.db().stats().last_sequence,
+            seq + 2,
+            "one engine entry per key: n = 100 and the delete of a"
+        );
+        assert_eq!(s.db().get(b"kn").expect("get"), Some(b"s100".to_vec()));
+        assert_eq!(s.db().get(b"ka").expect("get"), None);
     }
 
     #[test]
