@@ -19,6 +19,19 @@ fn b(s: &str) -> Reply {
     Reply::bulk(s)
 }
 
+/// The engine's WAL sync count, from `INFO engine`.
+fn wal_syncs(c: &mut Client) -> u64 {
+    let Reply::Bulk(t) = c.cmd(&["INFO", "engine"]) else {
+        panic!("INFO")
+    };
+    let t = String::from_utf8(t).expect("utf8");
+    t.lines()
+        .find_map(|l| l.strip_prefix("wal_syncs:"))
+        .expect("wal_syncs line")
+        .parse::<u64>()
+        .expect("number")
+}
+
 #[test]
 fn strings_hashes_and_errors_reply_as_redis() {
     let (_d, s) = server(Config::default());
@@ -473,17 +486,6 @@ fn synced_server_acknowledges_after_one_sync_per_pipeline() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let mut s = TestServer::start_with(l, dir.path(), Config::default(), true);
     let mut c = s.client();
-    let wal_syncs = |c: &mut Client| {
-        let Reply::Bulk(t) = c.cmd(&["INFO", "engine"]) else {
-            panic!("INFO")
-        };
-        let t = String::from_utf8(t).expect("utf8");
-        t.lines()
-            .find_map(|l| l.strip_prefix("wal_syncs:"))
-            .expect("wal_syncs line")
-            .parse::<u64>()
-            .expect("number")
-    };
     let before = wal_syncs(&mut c);
     let mut req = Vec::new();
     for i in 0..50 {
@@ -640,19 +642,8 @@ fn writes_of_many_clients_in_one_round_share_one_sync() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let mut s = TestServer::start_with(l, dir.path(), Config::default(), true);
     let addr = s.addr;
-    let syncs = |c: &mut Client| {
-        let Reply::Bulk(t) = c.cmd(&["INFO", "engine"]) else {
-            panic!("INFO")
-        };
-        let t = String::from_utf8(t).expect("utf8");
-        t.lines()
-            .find_map(|l| l.strip_prefix("wal_syncs:"))
-            .expect("wal_syncs line")
-            .parse::<u64>()
-            .expect("number")
-    };
     let mut probe = s.client();
-    let before = syncs(&mut probe);
+    let before = wal_syncs(&mut probe);
     // 16 clients, 100 synced SETs each, one at a time: 1600 acknowledged writes.
     let threads: Vec<_> = (0..16)
         .map(|t| {
@@ -670,7 +661,7 @@ fn writes_of_many_clients_in_one_round_share_one_sync() {
     for t in threads {
         t.join().expect("client");
     }
-    let after = syncs(&mut probe);
+    let after = wal_syncs(&mut probe);
     assert!(after > before);
     // Every acknowledged write was synced; concurrent clients shared syncs (without the
     // sharing this would be 1600).
