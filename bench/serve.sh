@@ -7,12 +7,14 @@
 # under $TMPDIR (the same file system for all):
 #   redis-everysec  redis-server --appendonly yes --appendfsync everysec --save ""
 #   redis-always    redis-server --appendonly yes --appendfsync always --save ""
-#   mezz            mezz serve DB            (WAL written per write group, not synced)
-#   mezz-sync       mezz serve DB --sync     (WAL synced before each reply; group commit)
+#   mezz            mezz serve DB            (WAL written once per event-loop round, not synced)
+#   mezz-sync       mezz serve DB --sync     (WAL synced once per round, before its replies)
 #   mezz-proxy3     three `mezz serve` behind nutcracker (scripts/serve-cluster.sh)
-# Each runs `redis-benchmark -t set,get,incr,mset -c 50 -n $N -P 16` and then `-P 1`
-# (N=200000; N_SYNC_P1, default N, for the two synced targets at -P 1, where every request
-# waits for an fsync). Outputs: <target>-P<p>.csv (redis-benchmark --csv), machine.txt (load
+# Each runs `redis-benchmark -t set,get,incr,mset -c 50 -n $N -P 16`, then `-P 1` (N=200000;
+# N_SYNC_P1, default N, for the two synced targets at -P 1, where every request waits for an
+# fsync), then `-P 16 -r $KEYSPACE` (default 1000000: random keys; without `-r` every
+# request names the same key, a hot key whose writes `mezz serve` coalesces within a round).
+# Outputs: <target>-P16.csv, -P1.csv, -P16r.csv (redis-benchmark --csv), machine.txt (load
 # before and after, CPUs, versions), commands.txt, summary.md (requests/s and ratios).
 # Needs redis-server, redis-benchmark, redis-cli, nutcracker (scripts/setup.sh) and builds
 # the release mezz unless $MEZZ names one.
@@ -21,6 +23,7 @@ cd "$(dirname "$0")/.."
 out="${1:-bench/results/$(date -u +%F)-serve}"
 N="${N:-200000}"
 N_SYNC_P1="${N_SYNC_P1:-$N}"
+KEYSPACE="${KEYSPACE:-1000000}"
 mkdir -p "$out"
 for t in redis-server redis-benchmark redis-cli nutcracker; do
   command -v "$t" >/dev/null || { echo "bench/serve.sh: $t is not installed (scripts/setup.sh)" >&2; exit 1; }
@@ -69,10 +72,15 @@ wait_ready() {
   echo "# mezz_target FLAGS = mezz serve DATA/NAME/db --bind 127.0.0.1:PORT FLAGS"
 } >>"$out/commands.txt"
 
-bench() { # name port n pipeline
+bench() { # name port n pipeline [keyspace]
   local cmd=(redis-benchmark -p "$2" -t set,get,incr,mset -c 50 -n "$3" -P "$4" --csv)
+  local tag="P$4"
+  if [[ -n "${5:-}" ]]; then
+    cmd+=(-r "$5")
+    tag="P$4r"
+  fi
   echo "$1: ${cmd[*]}" >>"$out/commands.txt"
-  "${cmd[@]}" >"$out/$1-P$4.csv"
+  "${cmd[@]}" >"$out/$1-$tag.csv"
 }
 
 run_target() { # name n_p1 start-command...
@@ -85,6 +93,7 @@ run_target() { # name n_p1 start-command...
   wait_ready "$port"
   bench "$name" "$port" "$N" 16
   bench "$name" "$port" "$n1" 1
+  bench "$name" "$port" "$N" 16 "$KEYSPACE"
   redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
   wait "$pid" 2>/dev/null || true
   pid=""

@@ -29,12 +29,14 @@ def load(path):
 def main():
     run = Path(sys.argv[1])
     print(f"# redis-benchmark, `-c 50`, requests per second ({run.name})\n")
-    for p in (16, 1):
+    for p in ("16", "1", "16r"):
         data = {t: load(run / f"{t}-P{p}.csv") for t in TARGETS}
+        if not any(data.values()):
+            continue
         tests = sorted({k for d in data.values() for k in d},
                        key=lambda k: ["SET", "GET", "INCR", "MSET"].index(k)
                        if k in ["SET", "GET", "INCR", "MSET"] else 9)
-        print(f"## -P {p}\n")
+        print("## -P 16, random keys (-r)\n" if p == "16r" else f"## -P {p}\n")
         print("| target | " + " | ".join(tests) + " |")
         print("|---|" + "---:|" * len(tests))
         for t in TARGETS:

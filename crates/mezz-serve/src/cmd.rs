@@ -5,7 +5,7 @@
 //! first, every further argument is read with bounds checks); every call writes exactly one
 //! reply, except SHUTDOWN (none: the connection closes) and QUIT (`+OK`, then close).
 //!
-//! Thread-safety: runs on each connection's thread; shared state is `Shared` (`Sync`).
+//! Thread-safety: runs on the server's event-loop thread; shared state is `Shared` (`Sync`).
 
 use std::sync::atomic::Ordering;
 
@@ -94,7 +94,7 @@ fn int_arg(args: &[Vec<u8>], i: usize) -> Result<i64, &'static str> {
 
 /// Whether `args` is a plain `SET key value` (no options): a blind write that may be
 /// applied together with its neighbours.
-fn is_plain_set(args: &[Vec<u8>]) -> bool {
+pub(crate) fn is_plain_set(args: &[Vec<u8>]) -> bool {
     args.len() == 3 && arg(args, 0).eq_ignore_ascii_case(b"set")
 }
 
@@ -176,13 +176,6 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, args: &[Vec<u8>], out: &mu
         .and_then(|m| route(m, spec, args))
     {
         out.error(&err);
-        return Action::Continue;
-    }
-    // With --sync, plain SETs and MSETs are deferred to one write before the replies;
-    // anything else first writes them, so it sees them.
-    let blind = (spec.name == "set" && args.len() == 3) || spec.name == "mset";
-    if !blind && let Err(e) = shared.store.prepare() {
-        out.error(&e.to_string());
         return Action::Continue;
     }
     match run(shared, conn, spec, args, out) {

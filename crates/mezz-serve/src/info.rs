@@ -43,7 +43,7 @@ fn section(shared: &Shared, name: &str, o: &mut String) {
             let _ = write!(
                 o,
                 "# Server\r\nredis_version:{}\r\nmezz_version:{}\r\nredis_mode:{}\r\n\
-                 os:{} {}\r\narch_bits:{}\r\nmultiplexing_api:threads\r\nprocess_id:{}\r\n\
+                 os:{} {}\r\narch_bits:{}\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\n\
                  tcp_port:{}\r\nuptime_in_seconds:{up}\r\nuptime_in_days:{}\r\n",
                 crate::REDIS_VERSION,
                 env!("CARGO_PKG_VERSION"),

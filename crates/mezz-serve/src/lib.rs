@@ -6,7 +6,7 @@
 //! cluster-aware clients.
 //!
 //! Layout: `resp` (wire format), `table` (command table), `cmd` (dispatch), `store` (data
-//! model over `mezzanine::Db`), `commit` (group commit), `glob` (patterns), `cluster` (slots), `info` (INFO text),
+//! model over `mezzanine::Db`, staged writes and their commit), `glob` (patterns), `cluster` (slots), `info` (INFO text),
 //! `server` (listener and connections).
 //!
 //! ```no_run
@@ -19,7 +19,6 @@
 
 pub mod cluster;
 pub mod cmd;
-pub mod commit;
 pub mod glob;
 pub mod info;
 pub mod resp;

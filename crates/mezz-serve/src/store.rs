@@ -11,13 +11,21 @@
 //! fields carry its version: a blind SET over a hash replaces the metadata and the old
 //! fields are no longer reachable (see docs/serve.md on their space).
 //!
+//! Writes are staged, not written at once: every command that writes adds its writes to
+//! one pending batch (and to an overlay by engine key, which every point read consults
+//! first), and `Store::commit` gives the engine the whole batch in one write (one fsync
+//! with `--sync`). The server commits once per round of its event loop, before it sends
+//! the round's replies, so the writes of every connection in a round share one WAL write;
+//! a command that scans the engine (SCAN, KEYS, HGETALL, DBSIZE, a DEL of a hash...) first
+//! writes the staged batch, unsynced, so that it sees every earlier write.
+//!
 //! Invariants: every command that reads before it writes holds the exclusive stripe lock
 //! of each key it changes; blind writes (SET without options, MSET) hold the shared one.
-//! So a read-modify-write never interleaves with another write to the same key, while blind
-//! writes to one key still run concurrently (and share a WAL sync). Stripes of several keys
-//! are taken in ascending order (no deadlock).
-//!
-//! Every write goes through `commit::Committer` (group commit).
+//! So a read-modify-write never interleaves with another write to the same key. Stripes
+//! of several keys are taken in ascending order (no deadlock). A command's writes are
+//! staged under one lock, so a commit holds all of them or none. A write is in the
+//! overlay until the engine has it (the overlay is cleared under the same lock, after the
+//! engine write), so a point read sees it in one place or the other.
 //!
 //! Thread-safety: `Store` is `Send + Sync`, shared by every connection.
 
@@ -28,7 +36,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mezzanine::{Db, ReadOptions, WriteBatch, WriteOptions};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::commit::{CommitError, Committer};
 use crate::glob;
 
 /// Largest string value (Redis's `proto-max-bulk-len`), for APPEND and SETRANGE.
@@ -106,27 +113,77 @@ pub enum Meta {
     },
 }
 
-/// The engine key whose tombstone a synced read-modify-write command writes to wait for
-/// the WAL sync (namespace `_`: reserved for the server, never a Redis key).
+/// The engine key whose tombstone `Store::commit` writes, synced, when writes went to the
+/// engine unsynced since the last commit and none is left to carry the sync (namespace
+/// `_`: reserved for the server, never a Redis key).
 const SYNC_KEY: &[u8] = b"_sync";
 
-/// Blind writes deferred until `prepare` or `settle`, and their keys.
-type Deferred = (WriteBatch, Vec<Vec<u8>>);
+/// Staged bytes past which the staged writes go to the engine before the next commit
+/// (unsynced: the commit still syncs them), so one huge pipeline does not hold its
+/// writes in memory twice.
+const PENDING_BYTES: usize = 4 << 20;
 
-thread_local! {
-    /// Whether this thread wrote since its last `settle` and owes a sync.
-    static SYNC_OWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Whether a deferred write of this thread failed since its last `settle`.
-    static SYNC_FAILED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// With `--sync`: this thread's plain SETs and MSETs not yet written. Each connection
-    /// has its own thread, so this is the connection's.
-    static PENDING: std::cell::RefCell<Option<Deferred>> = const { std::cell::RefCell::new(None) };
+/// Writes staged since the last commit, by engine key (`None`: a delete): the last write
+/// of each key, which the commit gives the engine as one batch and every point read
+/// consults first. Earlier writes of a key in the same commit are dropped: the batch is
+/// applied atomically, so no reader (and no recovery) can ever see them.
+#[derive(Debug)]
+struct Pending {
+    overlay: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Bytes staged since the last engine write (overwritten ones included).
+    bytes: usize,
+    /// Staged writes went to the engine unsynced since the last commit (`--sync`).
+    owed_sync: bool,
+    /// A write to the engine failed since the last commit: the commit fails.
+    failed: Option<String>,
 }
 
-fn map_commit(e: CommitError) -> StoreError {
-    match e {
-        CommitError::Engine(e) => StoreError::Engine(e),
-        CommitError::Group(msg) => StoreError::Group(msg),
+impl Pending {
+    fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
+        self.bytes += k.len() + v.len();
+        match self.overlay.get_mut(&k) {
+            Some(slot) => *slot = Some(v),
+            None => {
+                self.overlay.insert(k, Some(v));
+            }
+        }
+    }
+
+    fn delete(&mut self, k: Vec<u8>) {
+        self.bytes += k.len();
+        match self.overlay.get_mut(&k) {
+            Some(slot) => *slot = None,
+            None => {
+                self.overlay.insert(k, None);
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.overlay.is_empty()
+    }
+
+    /// The engine batch of the staged writes (the overlay stays until the engine has it).
+    fn batch(&self) -> WriteBatch {
+        let size = self
+            .overlay
+            .iter()
+            .map(|(k, v)| WriteBatch::put_size(k, v.as_deref().unwrap_or_default()))
+            .sum();
+        let mut b = WriteBatch::with_capacity(size);
+        for (k, v) in &self.overlay {
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            }
+        }
+        b
+    }
+
+    /// Forgets the staged writes once the engine has them (or failed to take them).
+    fn clear(&mut self) {
+        self.overlay.clear();
+        self.bytes = 0;
     }
 }
 
@@ -195,6 +252,15 @@ pub fn decode_meta(v: &[u8]) -> Result<Meta> {
     }
 }
 
+/// `decode_meta` of a value read whole, without copying a string's bytes again.
+fn decode_meta_owned(mut v: Vec<u8>) -> Result<Meta> {
+    if v.first() == Some(&T_STRING) {
+        v.remove(0);
+        return Ok(Meta::Str(v));
+    }
+    decode_meta(&v)
+}
+
 /// The smallest key greater than every key starting with `prefix` (None: no bound).
 fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut p = prefix.to_vec();
@@ -254,9 +320,9 @@ pub struct ScanFilter {
 #[derive(Debug)]
 pub struct Store {
     db: Db,
-    wopts: WriteOptions,
+    sync: bool,
     stripes: Vec<RwLock<()>>,
-    committer: Committer,
+    pending: Mutex<Pending>,
     version: AtomicU64,
     cursors: Mutex<Cursors>,
 }
@@ -279,9 +345,14 @@ impl Store {
         let start = now_micros();
         Store {
             db,
-            wopts: WriteOptions { sync },
+            sync,
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
-            committer: Committer::default(),
+            pending: Mutex::new(Pending {
+                overlay: HashMap::new(),
+                bytes: 0,
+                owed_sync: false,
+                failed: None,
+            }),
             // Hash versions grow from the clock at start, so a version is never reused
             // across restarts (unless the clock goes back).
             version: AtomicU64::new(start),
@@ -301,7 +372,7 @@ impl Store {
     /// Whether writes are synced.
     #[must_use]
     pub fn sync(&self) -> bool {
-        self.wopts.sync
+        self.sync
     }
 
     fn shared<'a>(&'a self, keys: impl IntoIterator<Item = &'a [u8]>) -> Shared<'a> {
@@ -318,78 +389,113 @@ impl Store {
             .collect()
     }
 
-    /// Writes this thread's deferred blind writes (with `--sync`), unsynced: called before
-    /// any command but a plain SET or MSET, so that it reads them. If the write fails, the
-    /// thread's next `settle` fails too (their `+OK`s must not be sent).
-    ///
-    /// # Errors
-    /// The engine's error.
-    pub fn prepare(&self) -> Result<()> {
-        let r = self.write_pending(false);
-        if r.is_err() {
-            SYNC_FAILED.with(|c| c.set(true));
-        }
-        r.map(|_| ())
+    /// Writes the staged writes to the engine now, unsynced (a commit still syncs them):
+    /// the commands that scan the engine call it first, so the scan sees every earlier
+    /// write. A failure also fails the next commit.
+    fn drain(&self) -> Result<()> {
+        let mut p = self.pending.lock();
+        self.drain_locked(&mut p)
     }
 
-    fn write_pending(&self, sync: bool) -> Result<bool> {
-        let Some((b, keys)) = PENDING.with(|p| p.borrow_mut().take()) else {
-            return Ok(false);
+    fn drain_locked(&self, p: &mut Pending) -> Result<()> {
+        if p.is_empty() {
+            return Ok(());
+        }
+        let r = self.db.write(&WriteOptions { sync: false }, p.batch());
+        // Held under the lock until the engine has the writes, so a read sees each
+        // write in the overlay or in the engine.
+        p.clear();
+        match r {
+            Ok(()) => {
+                p.owed_sync |= self.sync;
+                Ok(())
+            }
+            Err(e) => {
+                p.failed.get_or_insert_with(|| e.to_string());
+                Err(StoreError::Engine(e))
+            }
+        }
+    }
+
+    /// Stages writes: `f` adds them; past `PENDING_BYTES` they go to the engine.
+    fn stage(&self, f: impl FnOnce(&mut Pending)) -> Result<()> {
+        let mut p = self.pending.lock();
+        f(&mut p);
+        if p.bytes > PENDING_BYTES {
+            self.drain_locked(&mut p)?;
+        }
+        Ok(())
+    }
+
+    /// Makes every write since the last commit durable as the options say: one engine
+    /// write of the staged writes (synced with `--sync`; then, if nothing was staged but
+    /// writes went out unsynced, one synced tombstone of `SYNC_KEY`, since the sync covers
+    /// every earlier write of the sequential WAL). The server calls it once per round of
+    /// its event loop, after running the requests that arrived and before sending their
+    /// replies: the writes of every connection in a round share one WAL write and one
+    /// fsync.
+    ///
+    /// # Errors
+    /// The engine's error, now or in a write since the last commit: the writes since then
+    /// may not be durable, and no reply that depends on them may be sent.
+    pub fn commit(&self) -> Result<()> {
+        let mut p = self.pending.lock();
+        let failed = p.failed.take();
+        let r = if !p.is_empty() {
+            self.db.write(&WriteOptions { sync: self.sync }, p.batch())
+        } else if p.owed_sync {
+            let mut b = WriteBatch::new();
+            b.delete(SYNC_KEY);
+            self.db.write(&WriteOptions { sync: true }, b)
+        } else {
+            Ok(())
         };
-        let _g = self.shared(keys.iter().map(Vec::as_slice));
-        self.committer
-            .write(&self.db, &WriteOptions { sync }, b)
-            .map_err(map_commit)?;
-        if !sync {
-            SYNC_OWED.with(|c| c.set(true));
+        p.clear();
+        p.owed_sync = false;
+        drop(p);
+        r?;
+        match failed {
+            Some(msg) => Err(StoreError::Group(msg)),
+            None => Ok(()),
         }
-        Ok(true)
     }
 
-    /// Makes this thread's writes durable (with `--sync`; without it there is nothing to
-    /// do): writes the deferred blind writes with sync on, or, if there are none but earlier
-    /// writes went out unsynced, one tombstone of `SYNC_KEY` with sync on. Both go through
-    /// the group commit, so concurrent connections share the fsync; the sync covers every
-    /// earlier write (the WAL is a sequential log, and the engine syncs every older WAL
-    /// before a synced write). The server calls it before
-    /// it sends the replies of a read's requests.
-    ///
-    /// # Errors
-    /// The engine's error (now or in an earlier `prepare`): the writes may not be durable.
-    pub fn settle(&self) -> Result<()> {
-        if SYNC_FAILED.with(|c| c.replace(false)) {
-            PENDING.with(|p| p.borrow_mut().take());
-            SYNC_OWED.with(|c| c.set(false));
-            return Err(StoreError::Group(
-                "an earlier write of this connection failed".into(),
-            ));
+    /// The value of an engine key: the staged write if there is one, else the engine's.
+    fn read(&self, k: &[u8]) -> Result<Option<Vec<u8>>> {
+        {
+            let p = self.pending.lock();
+            // (An empty overlay is not hashed into: most reads come in rounds that write
+            // nothing.)
+            if !p.overlay.is_empty()
+                && let Some(v) = p.overlay.get(k)
+            {
+                return Ok(v.clone());
+            }
         }
-        if self.write_pending(true)? {
-            SYNC_OWED.with(|c| c.set(false));
-            return Ok(());
-        }
-        if !SYNC_OWED.with(|c| c.replace(false)) {
-            return Ok(());
-        }
-        let mut b = WriteBatch::new();
-        b.delete(SYNC_KEY);
-        self.committer
-            .write(&self.db, &self.wopts, b)
-            .map_err(map_commit)
+        Ok(self.db.get(k)?)
     }
 
-    /// Writes a batch through the group commit. With `--sync` it does not wait for the
-    /// fsync: the thread then owes a sync, which `settle` pays (so a pipeline of writes,
-    /// and a read-modify-write holding its stripe lock, do not wait for one fsync each).
-    fn write(&self, batch: WriteBatch) -> Result<()> {
-        let r = self
-            .committer
-            .write(&self.db, &WriteOptions { sync: false }, batch)
-            .map_err(map_commit);
-        if self.wopts.sync {
-            SYNC_OWED.with(|c| c.set(true));
+    /// `read` of several engine keys (one engine `multi_get` for those not staged).
+    fn read_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out: Vec<Option<Option<Vec<u8>>>> = {
+            let p = self.pending.lock();
+            keys.iter().map(|k| p.overlay.get(k).cloned()).collect()
+        };
+        let missing: Vec<&[u8]> = keys
+            .iter()
+            .zip(&out)
+            .filter(|(_, o)| o.is_none())
+            .map(|(k, _)| k.as_slice())
+            .collect();
+        if !missing.is_empty() {
+            let mut found = self.db.multi_get(missing)?.into_iter();
+            for o in &mut out {
+                if o.is_none() {
+                    *o = Some(found.next().flatten());
+                }
+            }
         }
-        r
+        Ok(out.into_iter().map(Option::flatten).collect())
     }
 
     /// The metadata of `key`.
@@ -397,9 +503,9 @@ impl Store {
     /// # Errors
     /// Engine errors, `Corrupt`.
     pub fn meta(&self, key: &[u8]) -> Result<Option<Meta>> {
-        match self.db.get(&meta_key(key))? {
+        match self.read(&meta_key(key))? {
             None => Ok(None),
-            Some(v) => decode_meta(&v).map(Some),
+            Some(v) => decode_meta_owned(v).map(Some),
         }
     }
 
@@ -421,10 +527,10 @@ impl Store {
     /// Engine errors.
     pub fn mget(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         let mk: Vec<Vec<u8>> = keys.iter().map(|k| meta_key(k)).collect();
-        let vals = self.db.multi_get(mk.iter().map(Vec::as_slice))?;
+        let vals = self.read_many(&mk)?;
         Ok(vals
             .into_iter()
-            .map(|v| match v.as_deref().map(decode_meta) {
+            .map(|v| match v.map(decode_meta_owned) {
                 Some(Ok(Meta::Str(s))) => Some(s),
                 _ => None,
             })
@@ -436,19 +542,8 @@ impl Store {
     /// # Errors
     /// Engine errors.
     pub fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        if self.wopts.sync {
-            PENDING.with(|p| {
-                let mut p = p.borrow_mut();
-                let (b, keys) = p.get_or_insert_with(Default::default);
-                b.put(&meta_key(key), &string_value(value));
-                keys.push(key.to_vec());
-            });
-            return Ok(());
-        }
         let _g = self.shared([key]);
-        let mut b = WriteBatch::new();
-        b.put(&meta_key(key), &string_value(value));
-        self.write(b)
+        self.stage(|p| p.put(meta_key(key), string_value(value)))
     }
 
     /// SET with NX / XX / GET. Returns (whether it was set, the old value if `get`).
@@ -473,10 +568,12 @@ impl Store {
         if (nx && old.is_some()) || (xx && old.is_none()) {
             return Ok((false, old_value));
         }
-        let mut b = WriteBatch::new();
-        self.drop_fields(&mut b, key, old.as_ref())?;
-        b.put(&meta_key(key), &string_value(value));
-        self.write(b)?;
+        let mut dels = Vec::new();
+        self.drop_fields(&mut dels, key, old.as_ref())?;
+        self.stage(|p| {
+            dels.into_iter().for_each(|k| p.delete(k));
+            p.put(meta_key(key), string_value(value));
+        })?;
         Ok((true, old_value))
     }
 
@@ -485,39 +582,22 @@ impl Store {
     /// # Errors
     /// Engine errors.
     pub fn mset(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
-        let _g = (!self.wopts.sync).then(|| self.shared(pairs.iter().map(|p| p.0)));
-        let size = pairs
-            .iter()
-            .map(|(k, v)| WriteBatch::put_size(k, v) + 2)
-            .sum();
-        let mut b = WriteBatch::with_capacity(size);
-        // One key buffer and one value buffer for every pair.
-        let (mut mk, mut mv) = (vec![META], vec![T_STRING]);
-        for (k, v) in pairs {
-            mk.truncate(1);
-            mk.extend_from_slice(k);
-            mv.truncate(1);
-            mv.extend_from_slice(v);
-            b.put(&mk, &mv);
-        }
-        if self.wopts.sync {
-            PENDING.with(|p| {
-                let mut p = p.borrow_mut();
-                let (pb, keys) = p.get_or_insert_with(Default::default);
-                pb.append(&b);
-                keys.extend(pairs.iter().map(|(k, _)| k.to_vec()));
-            });
-            return Ok(());
-        }
-        self.write(b)
+        let _g = self.shared(pairs.iter().map(|p| p.0));
+        self.stage(|p| {
+            for (k, v) in pairs {
+                p.put(meta_key(k), string_value(v));
+            }
+        })
     }
 
-    /// Adds deletes of every field of the hash `old` describes (if it is one).
-    fn drop_fields(&self, b: &mut WriteBatch, key: &[u8], old: Option<&Meta>) -> Result<()> {
+    /// Adds the keys of every field of the hash `old` describes (if it is one) to `dels`.
+    /// Scans the engine, so it first writes the staged writes.
+    fn drop_fields(&self, dels: &mut Vec<Vec<u8>>, key: &[u8], old: Option<&Meta>) -> Result<()> {
         if let Some(Meta::Hash { version, .. }) = old {
+            self.drain()?;
             for kv in self.db.prefix(field_prefix(key, *version)) {
                 let (k, _) = kv?;
-                b.delete(&k);
+                dels.push(k);
             }
         }
         Ok(())
@@ -529,7 +609,7 @@ impl Store {
     /// Engine errors.
     pub fn del(&self, keys: &[Vec<u8>]) -> Result<i64> {
         let _g = self.exclusive(keys.iter().map(Vec::as_slice));
-        let mut b = WriteBatch::new();
+        let mut dels = Vec::new();
         let mut n = 0;
         let mut seen = std::collections::HashSet::new();
         for k in keys {
@@ -538,12 +618,12 @@ impl Store {
             }
             if let Some(m) = self.meta(k)? {
                 n += 1;
-                self.drop_fields(&mut b, k, Some(&m))?;
-                b.delete(&meta_key(k));
+                self.drop_fields(&mut dels, k, Some(&m))?;
+                dels.push(meta_key(k));
             }
         }
-        if !b.is_empty() {
-            self.write(b)?;
+        if !dels.is_empty() {
+            self.stage(|p| dels.into_iter().for_each(|k| p.delete(k)))?;
         }
         Ok(n)
     }
@@ -554,7 +634,7 @@ impl Store {
     /// Engine errors.
     pub fn exists(&self, keys: &[Vec<u8>]) -> Result<i64> {
         let mk: Vec<Vec<u8>> = keys.iter().map(|k| meta_key(k)).collect();
-        let vals = self.db.multi_get(mk.iter().map(Vec::as_slice))?;
+        let vals = self.read_many(&mk)?;
         Ok(vals
             .iter()
             .filter(|v| v.is_some())
@@ -575,9 +655,7 @@ impl Store {
             Some(Meta::Hash { .. }) => return Err(StoreError::WrongType),
         };
         let new = cur.checked_add(delta).ok_or(StoreError::Overflow)?;
-        let mut b = WriteBatch::new();
-        b.put(&meta_key(key), &string_value(new.to_string().as_bytes()));
-        self.write(b)?;
+        self.stage(|p| p.put(meta_key(key), string_value(new.to_string().as_bytes())))?;
         Ok(new)
     }
 
@@ -595,10 +673,10 @@ impl Store {
             Some(Meta::Hash { .. }) => return Err(StoreError::WrongType),
         };
         f(&mut v)?;
-        let mut b = WriteBatch::new();
-        b.put(&meta_key(key), &string_value(&v));
-        self.write(b)?;
-        Ok(v.len())
+        let len = v.len();
+        v.insert(0, T_STRING);
+        self.stage(|p| p.put(meta_key(key), v))?;
+        Ok(len)
     }
 
     /// APPEND: returns the new length.
@@ -666,19 +744,19 @@ impl Store {
             Some(m) => m,
             None => (self.next_version(), 0),
         };
-        let mut b = WriteBatch::new();
+        let mut puts = Vec::with_capacity(pairs.len() + 1);
         let mut added = 0;
         let mut new_in_batch = std::collections::HashSet::new();
         for (f, v) in pairs {
             let fk = field_key(key, version, f);
-            if self.db.get(&fk)?.is_none() && new_in_batch.insert(fk.clone()) {
+            if self.read(&fk)?.is_none() && new_in_batch.insert(fk.clone()) {
                 added += 1;
             }
-            b.put(&fk, v);
+            puts.push((fk, v.to_vec()));
         }
         len += added;
-        b.put(&meta_key(key), &hash_value(version, len));
-        self.write(b)?;
+        puts.push((meta_key(key), hash_value(version, len)));
+        self.stage(|p| puts.into_iter().for_each(|(k, v)| p.put(k, v)))?;
         Ok(i64::try_from(added).unwrap_or(i64::MAX))
     }
 
@@ -689,7 +767,7 @@ impl Store {
     pub fn hget(&self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
         match self.hash_meta(key)? {
             None => Ok(None),
-            Some((version, _)) => Ok(self.db.get(&field_key(key, version, field))?),
+            Some((version, _)) => self.read(&field_key(key, version, field)),
         }
     }
 
@@ -702,7 +780,7 @@ impl Store {
             None => Ok(vec![None; fields.len()]),
             Some((version, _)) => {
                 let ks: Vec<Vec<u8>> = fields.iter().map(|f| field_key(key, version, f)).collect();
-                Ok(self.db.multi_get(ks.iter().map(Vec::as_slice))?)
+                self.read_many(&ks)
             }
         }
     }
@@ -716,12 +794,10 @@ impl Store {
         let Some((version, len)) = self.hash_meta(key)? else {
             return Ok(0);
         };
-        let mut b = WriteBatch::new();
         let mut removed = std::collections::HashSet::new();
         for f in fields {
             let fk = field_key(key, version, f);
-            if !removed.contains(&fk) && self.db.get(&fk)?.is_some() {
-                b.delete(&fk);
+            if !removed.contains(&fk) && self.read(&fk)?.is_some() {
                 removed.insert(fk);
             }
         }
@@ -730,12 +806,14 @@ impl Store {
             return Ok(0);
         }
         let left = len.saturating_sub(n);
-        if left == 0 {
-            b.delete(&meta_key(key));
-        } else {
-            b.put(&meta_key(key), &hash_value(version, left));
-        }
-        self.write(b)?;
+        self.stage(|p| {
+            removed.into_iter().for_each(|k| p.delete(k));
+            if left == 0 {
+                p.delete(meta_key(key));
+            } else {
+                p.put(meta_key(key), hash_value(version, left));
+            }
+        })?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))
     }
 
@@ -759,6 +837,7 @@ impl Store {
         };
         let prefix = field_prefix(key, version);
         let mut out = Vec::new();
+        self.drain()?;
         for kv in self.db.prefix(&prefix) {
             let (k, v) = kv?;
             out.push((k.get(prefix.len()..).unwrap_or_default().to_vec(), v));
@@ -804,6 +883,7 @@ impl Store {
         mut keep: impl FnMut(&[u8], &[u8], &mut Vec<Vec<u8>>) -> Result<()>,
     ) -> Result<ScanPage> {
         let after = self.cursor_start(cursor)?;
+        self.drain()?;
         let opts = ReadOptions {
             lower_bound: Some(prefix.to_vec()),
             upper_bound: prefix_end(prefix),
@@ -898,6 +978,7 @@ impl Store {
         let mut prefix = vec![META];
         prefix.extend_from_slice(&glob::literal_prefix(pattern));
         let mut out = Vec::new();
+        self.drain()?;
         for kv in self.db.prefix(&prefix) {
             let (k, _) = kv?;
             let key = k.get(1..).unwrap_or_default();
@@ -915,6 +996,7 @@ impl Store {
     /// Engine errors.
     pub fn dbsize(&self) -> Result<u64> {
         let mut n = 0;
+        self.drain()?;
         for kv in self.db.prefix([META]) {
             kv?;
             n += 1;
@@ -928,18 +1010,16 @@ impl Store {
     /// Engine errors.
     pub fn flushdb(&self) -> Result<()> {
         let _all: Exclusive<'_> = self.stripes.iter().map(RwLock::write).collect();
-        let mut b = WriteBatch::new();
+        self.drain()?;
+        let mut dels = Vec::new();
         for kv in self.db.iter() {
             let (k, _) = kv?;
-            b.delete(&k);
-            if b.len() >= 10_000 {
-                self.write(std::mem::take(&mut b))?;
+            dels.push(k);
+            if dels.len() >= 10_000 {
+                self.stage(|p| dels.drain(..).for_each(|k| p.delete(k)))?;
             }
         }
-        if !b.is_empty() {
-            self.write(b)?;
-        }
-        Ok(())
+        self.stage(|p| dels.into_iter().for_each(|k| p.delete(k)))
     }
 }
 
@@ -997,6 +1077,7 @@ mod tests {
                 .expect("del"),
             1
         );
+        s.commit().expect("commit");
         assert_eq!(s.db().iter().count(), 0, "no engine key is left");
     }
 
@@ -1046,40 +1127,96 @@ mod tests {
     }
 
     #[test]
-    fn synced_writes_share_one_sync_at_settle() {
+    fn a_commit_writes_every_staged_write_with_one_sync() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path(), Options::default()).expect("open");
         let s = Store::new(db, true);
         let syncs = s.db().stats().wal_syncs;
         assert_eq!(s.incr_by(b"n", 2).expect("incr"), 2);
+        assert_eq!(
+            s.incr_by(b"n", 3).expect("incr"),
+            5,
+            "reads see staged writes"
+        );
         assert_eq!(s.hset(b"h", &[(b"f", b"v")]).expect("hset"), 1);
-        assert_eq!(s.db().stats().wal_syncs, syncs, "no sync before settle");
-        s.settle().expect("settle");
-        assert_eq!(s.db().stats().wal_syncs, syncs + 1, "one sync for both");
-        // Blind writes wait for settle, and are written with its sync.
+        assert_eq!(s.hset(b"h", &[(b"f", b"w")]).expect("hset"), 0);
         s.set(b"b", b"1").expect("set");
-        s.mset(&[(b"c", b"2")]).expect("mset");
+        s.mset(&[(b"c", b"2"), (b"d", b"3")]).expect("mset");
+        assert_eq!(
+            s.mget(&[b"b".to_vec(), b"x".to_vec(), b"d".to_vec()])
+                .expect("mget"),
+            vec![Some(b"1".to_vec()), None, Some(b"3".to_vec())]
+        );
+        assert_eq!(s.db().get(b"kb").expect("engine get"), None, "staged only");
+        assert_eq!(s.db().stats().wal_syncs, syncs, "no sync before the commit");
+        s.commit().expect("commit");
+        assert_eq!(s.db().stats().wal_syncs, syncs + 1, "one sync for all");
+        assert_eq!(s.db().get(b"kb").expect("engine get"), Some(b"s1".to_vec()));
+        // A scan writes the staged writes first (unsynced); the commit then syncs them
+        // with a tombstone of the sync key, which is no key of the data.
         let syncs = s.db().stats().wal_syncs;
-        s.prepare().expect("prepare");
-        assert_eq!(s.get(b"b").expect("get"), Some(b"1".to_vec()));
-        s.set(b"d", b"3").expect("set");
-        s.settle().expect("settle");
-        assert_eq!(s.db().stats().wal_syncs, syncs + 1);
-        assert_eq!(s.get(b"d").expect("get"), Some(b"3".to_vec()));
         s.del(&[b"b".to_vec(), b"c".to_vec(), b"d".to_vec()])
             .expect("del");
-        s.settle().expect("settle");
-        // The sync record is not a key.
         assert_eq!(
             s.keys(b"*").expect("keys"),
             vec![b"h".to_vec(), b"n".to_vec()]
         );
+        assert_eq!(s.db().stats().wal_syncs, syncs, "the scan did not sync");
+        s.commit().expect("commit");
+        assert_eq!(s.db().stats().wal_syncs, syncs + 1);
         assert_eq!(s.dbsize().expect("dbsize"), 2);
+        assert_eq!(s.hgetall(b"h").expect("hgetall").len(), 1);
         // A command that writes nothing owes no sync.
         let before = s.db().stats().wal_syncs;
         assert!(!s.set_with(b"n", b"x", true, false, false).expect("nx").0);
-        s.settle().expect("settle");
+        s.commit().expect("commit");
         assert_eq!(s.db().stats().wal_syncs, before);
+        // The data survives a reopen.
+        let Store { db, .. } = s;
+        db.close().expect("close");
+        let s = Store::new(
+            Db::open(dir.path(), Options::default()).expect("reopen"),
+            true,
+        );
+        assert_eq!(s.get(b"n").expect("get"), Some(b"5".to_vec()));
+        assert_eq!(s.hget(b"h", b"f").expect("hget"), Some(b"w".to_vec()));
+    }
+
+    #[test]
+    fn a_commit_writes_only_the_last_write_of_each_key() {
+        let (_d, s) = store();
+        let seq = s.db().stats().last_sequence;
+        for _ in 0..100 {
+            s.incr_by(b"n", 1).expect("incr");
+            s.set(b"a", b"x").expect("set");
+        }
+        s.del(&[b"a".to_vec()]).expect("del");
+        s.commit().expect("commit");
+        assert_eq!(
+            s.db().stats().last_sequence,
+            seq + 2,
+            "one engine entry per key: n = 100 and the delete of a"
+        );
+        assert_eq!(s.db().get(b"kn").expect("get"), Some(b"s100".to_vec()));
+        assert_eq!(s.db().get(b"ka").expect("get"), None);
+    }
+
+    #[test]
+    fn a_failed_write_fails_the_commit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let s = Store::new(db, false);
+        s.set(b"a", b"1").expect("set");
+        s.db().close().expect("close");
+        assert!(
+            s.commit().is_err(),
+            "the staged write did not reach the engine"
+        );
+        // A scan's write fails too, and so does the next commit.
+        s.set(b"a", b"1").expect("set");
+        assert!(s.keys(b"*").is_err());
+        assert!(s.commit().is_err());
+        assert!(s.commit().is_ok(), "nothing is owed any more");
     }
 
     #[test]
@@ -1101,5 +1238,7 @@ mod tests {
             t.join().expect("join");
         }
         assert_eq!(s.get(b"c").expect("get"), Some(b"1000".to_vec()));
+        s.commit().expect("commit");
+        assert_eq!(s.db().get(b"kc").expect("get"), Some(b"s1000".to_vec()));
     }
 }

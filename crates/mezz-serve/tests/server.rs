@@ -19,6 +19,19 @@ fn b(s: &str) -> Reply {
     Reply::bulk(s)
 }
 
+/// The engine's WAL sync count, from `INFO engine`.
+fn wal_syncs(c: &mut Client) -> u64 {
+    let Reply::Bulk(t) = c.cmd(&["INFO", "engine"]) else {
+        panic!("INFO")
+    };
+    let t = String::from_utf8(t).expect("utf8");
+    t.lines()
+        .find_map(|l| l.strip_prefix("wal_syncs:"))
+        .expect("wal_syncs line")
+        .parse::<u64>()
+        .expect("number")
+}
+
 #[test]
 fn strings_hashes_and_errors_reply_as_redis() {
     let (_d, s) = server(Config::default());
@@ -473,17 +486,6 @@ fn synced_server_acknowledges_after_one_sync_per_pipeline() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let mut s = TestServer::start_with(l, dir.path(), Config::default(), true);
     let mut c = s.client();
-    let wal_syncs = |c: &mut Client| {
-        let Reply::Bulk(t) = c.cmd(&["INFO", "engine"]) else {
-            panic!("INFO")
-        };
-        let t = String::from_utf8(t).expect("utf8");
-        t.lines()
-            .find_map(|l| l.strip_prefix("wal_syncs:"))
-            .expect("wal_syncs line")
-            .parse::<u64>()
-            .expect("number")
-    };
     let before = wal_syncs(&mut c);
     let mut req = Vec::new();
     for i in 0..50 {
@@ -562,4 +564,117 @@ fn protected_mode_denies_non_loopback_clients_without_a_password() {
         "NOAUTH Authentication required."
     );
     assert_eq!(c.cmd(&["AUTH", "pw"]), Reply::ok());
+}
+
+#[test]
+fn a_client_that_never_reads_holds_back_only_itself() {
+    let (_d, s) = server(Config {
+        request_timeout: Duration::from_secs(1),
+        ..Config::default()
+    });
+    let mut c = s.client();
+    let big = "x".repeat(256 * 1024);
+    assert_eq!(c.cmd(&["SET", "big", &big]), Reply::ok());
+    // 2000 GETs of 256 KiB (500 MiB of replies), never read: the server stops reading
+    // this client once its unsent replies pass the high-water mark.
+    let mut flood = Vec::new();
+    for _ in 0..2000 {
+        flood.extend(encode(&[b"GET", b"big"]));
+    }
+    let mut w = c.w.try_clone().expect("clone");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = w.set_write_timeout(Some(Duration::from_secs(30)));
+        // Blocks once both socket buffers are full; fails once the server closes.
+        let _ = w.write_all(&flood);
+    });
+    // Everyone else is served meanwhile, at once.
+    let mut other = s.client();
+    for i in 0..20 {
+        let t = Instant::now();
+        assert_eq!(other.cmd(&["INCR", "n"]), Reply::Int(i + 1));
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+    writer.join().expect("writer");
+    // Replies were made only up to about the high-water mark past what the socket
+    // buffers took, not for every request sent.
+    let stats = |other: &mut Client| {
+        let Reply::Bulk(text) = other.cmd(&["INFO", "stats"]) else {
+            panic!("INFO")
+        };
+        String::from_utf8_lossy(&text).into_owned()
+    };
+    let text = stats(&mut other);
+    let run: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("total_commands_processed:"))
+        .and_then(|n| n.parse().ok())
+        .expect("commands line");
+    assert!(
+        run < 200,
+        "{run} commands run for a client that reads nothing"
+    );
+    // The stalled client is closed after the request timeout without progress.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !stats(&mut other).contains("timed_out_clients:1") {
+        assert!(
+            Instant::now() < deadline,
+            "the stalled client is still open"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // What it was sent ends with the server's close (EOF or a reset), not a read timeout.
+    let mut rest = Vec::new();
+    if let Err(e) = std::io::Read::read_to_end(&mut c.r, &mut rest) {
+        assert!(
+            !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn writes_of_many_clients_in_one_round_share_one_sync() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut s = TestServer::start_with(l, dir.path(), Config::default(), true);
+    let addr = s.addr;
+    let mut probe = s.client();
+    let before = wal_syncs(&mut probe);
+    // 16 clients, 100 synced SETs each, one at a time: 1600 acknowledged writes.
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                for i in 0..100 {
+                    assert_eq!(
+                        c.cmd(&["SET", &format!("c{t}"), &i.to_string()]),
+                        Reply::ok()
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("client");
+    }
+    let after = wal_syncs(&mut probe);
+    assert!(after > before);
+    // Every acknowledged write was synced; concurrent clients shared syncs (without the
+    // sharing this would be 1600).
+    assert!(
+        after - before < 1600,
+        "{} syncs for 1600 writes",
+        after - before
+    );
+    assert_eq!(s.stop(), Ok(()));
+    let mut s2 = TestServer::start(dir.path(), Config::default());
+    let mut c = s2.client();
+    for t in 0..16 {
+        assert_eq!(c.cmd(&["GET", &format!("c{t}")]), b("99"));
+    }
+    assert_eq!(s2.stop(), Ok(()));
 }

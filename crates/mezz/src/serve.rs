@@ -18,7 +18,8 @@ pub struct Args {
     /// Address to listen on (loopback by default).
     #[arg(long, default_value = "127.0.0.1:6379")]
     bind: String,
-    /// Sync the WAL before each write is acknowledged (concurrent writes share a sync).
+    /// Sync the WAL before each write is acknowledged (the writes of one event-loop round share
+    /// one sync).
     #[arg(long)]
     sync: bool,
     /// Password clients must give with AUTH (or HELLO ... AUTH).

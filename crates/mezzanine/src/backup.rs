@@ -527,7 +527,7 @@ impl BackupEngine {
     /// errors.
     pub fn restore(&self, id: u64, db_dir: impl AsRef<Path>) -> Result<BackupInfo> {
         let db_dir = db_dir.as_ref();
-        let meta = self.read_meta(id)?;
+        // The target first: a database there is refused whatever the backup's state.
         if db_dir
             .join(crate::filename::current_file(Path::new("")))
             .exists()
@@ -537,6 +537,7 @@ impl BackupEngine {
                 db_dir.display()
             )));
         }
+        let meta = self.read_meta(id)?;
         fs::create_dir_all(db_dir).map_err(io_at(db_dir))?;
         let mut written = Vec::new();
         let res = (|| -> Result<()> {

@@ -422,6 +422,12 @@ fn history(name: &str, opts: Options, seed: u64) {
     for w in workers {
         records.extend(w.join().unwrap());
     }
+    let random_busy = records.iter().filter(|r| r.commit.is_none()).count();
+    // Whether the random workers conflicted depends on the schedule (on a loaded machine
+    // they may run one after another), so the history also holds one conflict that no
+    // schedule avoids: two transactions mark the same key, the first commits, the second
+    // must get Busy. The checker checks it with the rest.
+    records.extend(forced_conflict(&db, 1));
     stop.store(true, Ordering::Relaxed);
     noise.join().unwrap();
     let want = check_history(&records, &initial, initial_seq, &ctx);
@@ -439,7 +445,7 @@ fn history(name: &str, opts: Options, seed: u64) {
     );
     let busy = records.iter().filter(|r| r.commit.is_none()).count();
     println!(
-        "{ctx}: {} transactions, {busy} got Busy, {} flushes",
+        "{ctx}: {} transactions, {busy} got Busy ({random_busy} of the random ones), {} flushes",
         records.len(),
         db.stats().flushes
     );
@@ -447,6 +453,50 @@ fn history(name: &str, opts: Options, seed: u64) {
         busy > 0,
         "{ctx}: no conflict at all: the checker checked little"
     );
+}
+
+/// Two transactions that both mark key `k` and write it, interleaved on this thread: the
+/// first commits, the second gets `Busy`. Their records, first then second.
+fn forced_conflict(db: &Db, k: u8) -> Vec<Record> {
+    let kn = key_name(k);
+    let mut txns: Vec<_> = (0..2)
+        .map(|_| db.begin_transaction(&TxnOptions::default()))
+        .collect();
+    let mut records = Vec::new();
+    for (i, txn) in txns.iter_mut().enumerate() {
+        let snapshot = txn.snapshot().expect("a snapshot").sequence();
+        let seen = txn.get_for_update(&kn).unwrap();
+        let v = format!("forced-{i}").into_bytes();
+        txn.put(&kn, &v).unwrap();
+        records.push(Record {
+            id: format!("forced-{i}"),
+            snapshot,
+            ops: vec![Op::Read {
+                key: k,
+                seen,
+                own: None,
+            }],
+            writes: [(k, Some(v))].into_iter().collect(),
+            marked: [k].into_iter().collect(),
+            commit: None,
+        });
+    }
+    for (txn, r) in txns.into_iter().zip(records.iter_mut()) {
+        r.commit = match txn.commit_at() {
+            Ok(seq) => Some(seq),
+            Err(e) if e.is_busy() => None,
+            Err(e) => panic!("{}: commit failed: {e}", r.id),
+        };
+    }
+    assert!(
+        records[0].commit.is_some(),
+        "the first of two conflicting commits wins"
+    );
+    assert!(
+        records[1].commit.is_none(),
+        "the second of two conflicting commits gets Busy"
+    );
+    records
 }
 
 #[test]
