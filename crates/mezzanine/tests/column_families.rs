@@ -360,3 +360,33 @@ fn a_family_directory_the_manifest_does_not_name_is_deleted_at_open() {
     assert_eq!(db.column_families(), vec!["default"]);
     assert!(family_dirs(dir.path()).is_empty());
 }
+
+#[test]
+fn a_power_cut_after_a_flush_keeps_every_family() {
+    use mezz_env::{CrashOptions, FileSystem, KeepUnsynced, MemFs};
+    let fs = MemFs::new();
+    let o = Options {
+        fs: std::sync::Arc::new(fs.clone()) as std::sync::Arc<dyn FileSystem>,
+        ..small()
+    };
+    let db = Db::open("/d", o.clone()).unwrap();
+    let a = db.create_column_family("a", &small()).unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"k", b"d");
+    b.put_cf(&a, b"k", b"a");
+    db.write(&WriteOptions::default(), b).unwrap();
+    db.flush_cf(&a).unwrap();
+    assert_eq!(db.stats_cf(&a).unwrap().flushes, 1);
+    let clone = fs.crash_clone(&CrashOptions {
+        keep_unsynced: KeepUnsynced::None,
+        seed: 1,
+    });
+    let co = Options {
+        fs: std::sync::Arc::new(clone) as std::sync::Arc<dyn FileSystem>,
+        ..o
+    };
+    let r = Db::open("/d", co).unwrap();
+    let ra = r.column_family("a").unwrap();
+    assert_eq!(r.get(b"k").unwrap().unwrap(), b"d");
+    assert_eq!(r.get_cf(&ra, b"k").unwrap().unwrap(), b"a");
+}

@@ -320,6 +320,8 @@ impl DbInner {
     /// engine's flush makes a WAL obsolete: the families' updates in it must be in their
     /// tables first; the switch of this engine's memtable switched theirs).
     pub(super) fn flush_families(&self) -> Result<()> {
+        // A switch under way finishes first (its families' memtables are switched with it).
+        drop(self.family_switch.lock());
         let fams: Vec<Arc<Family>> = self.families.read().live.values().cloned().collect();
         for f in fams {
             if let Err(e) = f.db.wait_for_flushes()
@@ -492,17 +494,12 @@ impl DbInner {
             .collect()
     }
 
-    /// Closes every family (after this engine's background work stopped). Without a WAL
-    /// (`use_wal` off) each is flushed first: its updates are nowhere else.
+    /// Closes every family (after this engine's background work stopped; without a WAL,
+    /// `close` flushed them with its own memtable first: their updates are nowhere else).
     pub(super) fn close_families(&self) -> Result<()> {
         let fams: Vec<Arc<Family>> = self.families.read().live.values().cloned().collect();
         let mut first = None;
         for f in fams {
-            if !self.opts.use_wal
-                && let Err(e) = f.db.flush()
-            {
-                first.get_or_insert(e);
-            }
             if let Err(e) = close_family(&f) {
                 first.get_or_insert(e);
             }
@@ -664,10 +661,9 @@ impl super::Db {
     /// As [`super::Db::flush`]; `InvalidArgument` for a dropped family.
     pub fn flush_cf(&self, cf: &ColumnFamily) -> Result<()> {
         let _pass = self.inner.enter()?;
-        self.inner.target(cf)?;
         // Memtables are switched together (see `docs/column-families.md`): this flushes
         // every family.
-        self.inner.flush()
+        self.inner.target(cf)?.flush()
     }
 
     /// Compacts the range `[begin, end]` of family `cf` (see

@@ -204,6 +204,10 @@ pub(crate) struct DbInner {
     has_families: AtomicBool,
     /// In a column family's engine: the database's (whose WALs hold its updates).
     parent: std::sync::OnceLock<Weak<DbInner>>,
+    /// Held across a memtable switch and the switch of the families' memtables that goes
+    /// with it, so that a flush, which waits for the families' flushes first, cannot look
+    /// at them in between (see `flush_families`). Taken after `write`, before the others.
+    family_switch: Mutex<()>,
 }
 
 /// The write pipeline: the leader's state behind the `write` lock, the queue of waiting
