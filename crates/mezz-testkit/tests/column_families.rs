@@ -329,7 +329,7 @@ fn main_options(seed: u64, fs: &MemFs) -> Options {
     let p = [Preset::Leveldb, Preset::Tlsm, Preset::Matrixkv][seed as usize % 3];
     let mut o = tiny_options(p);
     o.fs = Arc::new(fs.clone()) as Arc<dyn FileSystem>;
-    o.manual_background = seed % 2 == 0;
+    o.manual_background = seed.is_multiple_of(2);
     o
 }
 

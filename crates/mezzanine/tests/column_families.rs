@@ -390,3 +390,34 @@ fn a_power_cut_after_a_flush_keeps_every_family() {
     assert_eq!(r.get(b"k").unwrap().unwrap(), b"d");
     assert_eq!(r.get_cf(&ra, b"k").unwrap().unwrap(), b"a");
 }
+
+#[test]
+fn repair_refuses_a_database_with_column_families() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let a = db.create_column_family("a", &small()).unwrap();
+        db.put_cf(&a, b"k", b"v").unwrap();
+        db.close().unwrap();
+    }
+    assert!(matches!(
+        mezzanine::repair_db(dir.path(), &small()),
+        Err(Error::InvalidArgument(_))
+    ));
+    let db = Db::open(dir.path(), small()).unwrap();
+    let a = db.column_family("a").unwrap();
+    assert_eq!(db.get_cf(&a, b"k").unwrap().unwrap(), b"v");
+}
+
+#[test]
+fn checkpoints_are_refused_while_families_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), small()).unwrap();
+    let a = db.create_column_family("a", &small()).unwrap();
+    assert!(matches!(
+        db.checkpoint(dir.path().join("ckpt")),
+        Err(Error::InvalidArgument(_))
+    ));
+    db.drop_column_family(&a).unwrap();
+    db.checkpoint(dir.path().join("ckpt")).unwrap();
+}

@@ -9,8 +9,10 @@
 //! (approximate sizes of key ranges), `host.rs` (the engine's services to the design
 //! components of `crate::design`, which decide every design-specific step),
 //! `indexed_batch.rs` (`WriteBatchWithIndex`: a batch readable before it is written) and
-//! `txn.rs` (optimistic transactions, validated by `write.rs`'s `write_validated`). The
-//! implementation guide is `docs/impl.md`.
+//! `txn.rs` (optimistic transactions, validated by `write.rs`'s `write_validated`) and
+//! `family.rs` (column families: each non-default family an engine of its own, fed by
+//! this one's write path; `docs/column-families.md`). The implementation guide is
+//! `docs/impl.md`.
 //!
 //! Locks (never taken in the reverse order), each owned by one part of [`DbInner`]:
 //! 1. `write` ([`WritePipeline`]) — held by the write-group leader (and by `flush`/`close`):
@@ -21,9 +23,12 @@
 //!    memtable lists, the current version, background bookkeeping, the sticky background
 //!    error.
 //!
-//! `queue` (pending writers) and `snapshots` are leaf locks. Readers take neither `write`
-//! nor `manifest`: they load the current `SuperVersion` from an `ArcSwap` and never block
-//! writers.
+//! `family_switch` is taken under `write` across a memtable switch and the column
+//! families' switches that go with it (a family's `write` lock is taken under it: the
+//! database's `write` lock always before a family engine's). `families` (the live column
+//! families) is a leaf lock, like `queue` (pending writers) and `snapshots`. Readers take
+//! neither `write` nor `manifest`: they load the current `SuperVersion` from an `ArcSwap`
+//! and never block writers.
 //!
 //! Thread-safety: `Db` is `Send + Sync`; every method may be called from many threads.
 
