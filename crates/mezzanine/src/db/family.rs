@@ -260,6 +260,17 @@ pub(super) fn reclaim_family_dir(main: &Options, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Wakes the writer at the front of the queue when dropped: declared before the guard of
+/// the `write` lock, it runs after that guard is released (locals drop in reverse order),
+/// as every release of the lock must be followed by (see `DbInner::wake_next_writer`).
+struct WakeOnDrop<'a>(&'a DbInner);
+
+impl Drop for WakeOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.wake_next_writer();
+    }
+}
+
 fn dropped_error(name: &str) -> Error {
     Error::InvalidArgument(format!("column family {name:?} was dropped"))
 }
@@ -381,6 +392,9 @@ impl DbInner {
                     .to_string(),
             ));
         }
+        // Every return releases the `write` lock: the writers queued meanwhile are woken
+        // then (`woken` is dropped after `ws`).
+        let woken = WakeOnDrop(self);
         let ws = self.writes.write.lock();
         self.wait_for_inserts(&ws);
         let id = {
@@ -424,6 +438,7 @@ impl DbInner {
         }
         self.has_families.store(true, Ordering::Release);
         drop(ws);
+        drop(woken);
         self.info_log
             .log(format_args!("column family {name:?} created (id {id})"));
         Ok(Families::handle(&f))
@@ -438,6 +453,7 @@ impl DbInner {
         };
         self.target(cf)?;
         {
+            let _woken = WakeOnDrop(self);
             let ws = self.writes.write.lock();
             self.wait_for_inserts(&ws);
             if f.dropped.load(Ordering::Acquire) {
