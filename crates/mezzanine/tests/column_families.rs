@@ -220,6 +220,15 @@ fn flushes_compactions_and_reopens_keep_every_family() {
                 "{round} {f}"
             );
         }
+        // `verify` reads every family's tables.
+        let own = db.stats().levels.iter().map(|l| l.files).sum::<usize>();
+        let report = db.verify().unwrap();
+        if round > 0 {
+            assert!(
+                report.tables > own,
+                "{report:?}: the families' tables were not read"
+            );
+        }
         db.close().unwrap();
     }
 }

@@ -344,6 +344,11 @@ impl DbInner {
         Ok(())
     }
 
+    /// The live column families.
+    pub(super) fn live_families(&self) -> Vec<Arc<Family>> {
+        self.families.read().live.values().cloned().collect()
+    }
+
     /// Switches the memtable of every live family that holds anything (with this engine's
     /// own switch, under its `write` lock).
     pub(super) fn switch_families(&self) -> Result<()> {

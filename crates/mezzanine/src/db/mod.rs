@@ -937,13 +937,19 @@ impl Db {
         self.inner.compact_range(begin, end)
     }
 
-    /// Waits until no flush or compaction is pending or running.
+    /// Waits until no flush or compaction is pending or running, in every column family.
     ///
     /// # Errors
     /// A background error, `Closed`.
     pub fn wait_for_background(&self) -> Result<()> {
         let _pass = self.inner.enter()?;
-        self.inner.wait_for_background()
+        self.inner.wait_for_background()?;
+        // And every column family's.
+        for f in self.inner.live_families() {
+            let _fpass = f.db.enter()?;
+            f.db.wait_for_background()?;
+        }
+        Ok(())
     }
 
     /// Runs up to `max_jobs` due background jobs (flushes first, then compactions) on the
@@ -1016,12 +1022,20 @@ impl Db {
 
     /// Reads every table and verifies every checksum and the version's invariants (key
     /// order inside tables, no overlap between tables of one level >= 1, key ranges that
-    /// match the recorded metadata). Used by `mezz check`.
+    /// match the recorded metadata), in every column family. Used by `mezz check`.
     ///
     /// # Errors
     /// The first `Corruption` found, naming the file and offset.
     pub fn verify(&self) -> Result<VerifyReport> {
-        self.inner.verify()
+        let mut r = self.inner.verify()?;
+        // And every column family's tables.
+        for f in self.inner.live_families() {
+            let fr = f.db.verify()?;
+            r.tables += fr.tables;
+            r.entries += fr.entries;
+            r.bytes += fr.bytes;
+        }
+        Ok(r)
     }
 
     /// The database directory.
