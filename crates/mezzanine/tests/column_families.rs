@@ -563,3 +563,24 @@ fn a_family_cursor_made_before_close_answers_closed_after_it() {
         b"v"
     );
 }
+
+#[test]
+fn a_family_with_bad_options_is_refused_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    // NVM tables without an NVM directory: the family's options do not validate.
+    let mut bad = Options::preset(Preset::Tlsm);
+    bad.nvm_dir = None;
+    assert!(db.create_column_family("bad", &bad).is_err());
+    let mut nvm_memtable = small();
+    nvm_memtable.set("nvm_memtable", "mutable").unwrap();
+    assert!(matches!(
+        db.create_column_family("bad", &nvm_memtable),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(family_dirs(dir.path()).is_empty());
+    assert_eq!(db.column_families(), vec!["default"]);
+    let ok = db.create_column_family("ok", &small()).unwrap();
+    db.put_cf(&ok, b"k", b"v").unwrap();
+    assert_eq!(db.get_cf(&ok, b"k").unwrap().unwrap(), b"v");
+}

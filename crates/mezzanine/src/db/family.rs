@@ -418,7 +418,17 @@ impl DbInner {
         };
         // Its engine first (a crash before the record leaves a directory the next open
         // does not name, and deletes), then the record.
-        let f = open_family(&self.path, &self.opts, &record, &self.versions.snapshots)?;
+        let f = match open_family(&self.path, &self.opts, &record, &self.versions.snapshots) {
+            Ok(f) => f,
+            Err(e) => {
+                // Whatever the failed open left (the id is used again next time).
+                let dir = self.path.join(family_dir_name(id));
+                if self.fs.exists(&dir) {
+                    let _ = reclaim_family_dir(&self.opts, &dir);
+                }
+                return Err(e);
+            }
+        };
         let _ = f.db.parent.set(Arc::downgrade(self));
         // Its sequence numbers continue the database's.
         {
