@@ -41,4 +41,4 @@ pub use meta::{
 pub use model::{Model, View};
 pub use op::{BatchOp, Op, Output, SeekStart, Step, make_value, ops_to_rust};
 pub use option_sets::{NamedOptions, OptionSets, tiny_options};
-pub use runner::{Failure, Harness, History, run_log};
+pub use runner::{Failure, Harness, History, MIRROR_FAMILY, run_log, run_log_with};

@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mezz_env::FileSystem;
-use mezzanine::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use mezzanine::{
+    ColumnFamily, Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+};
 
 use crate::codec::KeyCodec;
 use crate::model::{Entry, Map, Model, View};
@@ -87,7 +89,13 @@ pub struct Harness {
     iters: Vec<HeldIter>,
     /// How the model's keys are stored (the options' comparator).
     codec: KeyCodec,
+    /// A column family that receives every write too, in the same batch (see
+    /// [`Harness::with_mirror_family`]).
+    mirror: Option<ColumnFamily>,
 }
+
+/// The name of the mirror column family.
+pub const MIRROR_FAMILY: &str = "mirror";
 
 /// An iterator kept across ops, with the model state it must keep showing.
 #[derive(Debug)]
@@ -198,7 +206,46 @@ impl Harness {
             model: Model::new(),
             snapshots: Vec::new(),
             iters: Vec::new(),
+            mirror: None,
         })
+    }
+
+    /// Creates the column family [`MIRROR_FAMILY`] (with the database's options) and from
+    /// now on writes every update into it as well, in the same batch as the default
+    /// family's: snapshot reads, reopens and the final check then read it too, and it must
+    /// show exactly what the default family shows (a batch spanning families is atomic, a
+    /// snapshot reads every family at one point, recovery restores both).
+    ///
+    /// # Errors
+    /// A [`Failure`] if the family cannot be created.
+    pub fn with_mirror_family(&mut self) -> Result<(), Failure> {
+        let cf = self
+            .db()
+            .create_column_family(MIRROR_FAMILY, &self.options)
+            .map_err(|e| Failure::general("create the mirror family", "Ok", err(&e)))?;
+        self.mirror = Some(cf);
+        Ok(())
+    }
+
+    /// Checks that the mirror family (if any) holds what the model holds.
+    fn check_mirror(&self, what: &str) -> Result<(), Failure> {
+        let Some(cf) = &self.mirror else {
+            return Ok(());
+        };
+        let want = self.model.view().scan(None, None, false, usize::MAX);
+        let got = self
+            .db()
+            .cursor_cf(cf, &ReadOptions::default())
+            .and_then(|mut it| scan(&mut it, false, usize::MAX))
+            .map_err(|e| Failure::general(what, "Ok", err(&e)))?;
+        let got: Vec<Entry> = got
+            .into_iter()
+            .map(|e| self.codec.decode_entry(e))
+            .collect();
+        if got != want {
+            return Err(first_difference(what, &want, &got));
+        }
+        Ok(())
     }
 
     /// The open database.
@@ -266,6 +313,12 @@ impl Harness {
         }
         let db =
             Db::open(&self.dir, self.options.clone()).map_err(|e| format!("open: {}", err(&e)))?;
+        if self.mirror.is_some() {
+            self.mirror = Some(
+                db.column_family(MIRROR_FAMILY)
+                    .ok_or_else(|| "the mirror family is gone after the reopen".to_string())?,
+            );
+        }
         self.db = Some(db);
         Ok(())
     }
@@ -293,17 +346,37 @@ impl Harness {
                 .collect::<Vec<_>>()
         };
         let expected = match op {
-            Op::Put { key, value } => {
+            Op::Put { key, value } if self.mirror.is_none() => {
                 self.db()
                     .put(&c.encode(key), value)
                     .map_err(|e| fail(&"Ok", &err(&e)))?;
                 self.model.put(key, value);
                 Output::Done
             }
-            Op::Delete { key } => {
+            Op::Delete { key } if self.mirror.is_none() => {
                 self.db()
                     .delete(&c.encode(key))
                     .map_err(|e| fail(&"Ok", &err(&e)))?;
+                self.model.delete(key);
+                Output::Done
+            }
+            Op::Put { key, value } => {
+                let mut b = WriteBatch::new();
+                b.put(&c.encode(key), value);
+                if let Some(m) = &self.mirror {
+                    b.put_cf(m, &c.encode(key), value);
+                }
+                self.db().write(&wo, b).map_err(|e| fail(&"Ok", &err(&e)))?;
+                self.model.put(key, value);
+                Output::Done
+            }
+            Op::Delete { key } => {
+                let mut b = WriteBatch::new();
+                b.delete(&c.encode(key));
+                if let Some(m) = &self.mirror {
+                    b.delete_cf(m, &c.encode(key));
+                }
+                self.db().write(&wo, b).map_err(|e| fail(&"Ok", &err(&e)))?;
                 self.model.delete(key);
                 Output::Done
             }
@@ -311,8 +384,18 @@ impl Harness {
                 let mut b = WriteBatch::new();
                 for item in items {
                     match item {
-                        BatchOp::Put { key, value } => b.put(&c.encode(key), value),
-                        BatchOp::Delete { key } => b.delete(&c.encode(key)),
+                        BatchOp::Put { key, value } => {
+                            b.put(&c.encode(key), value);
+                            if let Some(m) = &self.mirror {
+                                b.put_cf(m, &c.encode(key), value);
+                            }
+                        }
+                        BatchOp::Delete { key } => {
+                            b.delete(&c.encode(key));
+                            if let Some(m) = &self.mirror {
+                                b.delete_cf(m, &c.encode(key));
+                            }
+                        }
                     }
                 }
                 self.db().write(&wo, b).map_err(|e| fail(&"Ok", &err(&e)))?;
@@ -399,6 +482,21 @@ impl Harness {
                             Ok(Output::SnapshotRead { value, entries })
                         })
                         .map_err(|e| fail(&want, &err(&e)))?;
+                    // The mirror family, read at the same snapshot, shows the same.
+                    if let Some(m) = &self.mirror {
+                        let mirrored = db
+                            .get_cf_opt(m, &ro, &c.encode(key))
+                            .and_then(|value| {
+                                let mut it = db.cursor_cf(m, &ro)?;
+                                let entries = dec(scan(&mut it, *reverse, *limit)?);
+                                Ok(Output::SnapshotRead { value, entries })
+                            })
+                            .map_err(|e| fail(&want, &err(&e)))?;
+                        let in_mirror = |w: &dyn fmt::Display, g: &dyn fmt::Display| {
+                            fail(&format!("the mirror family: {w}"), g)
+                        };
+                        Self::compare(mirrored, want.clone(), &in_mirror)?;
+                    }
                     Self::compare(got, want, &fail)?
                 }
             },
@@ -417,6 +515,11 @@ impl Harness {
                 self.db()
                     .run_background_work(*jobs)
                     .map_err(|e| fail(&"Ok", &err(&e)))?;
+                if let Some(m) = &self.mirror {
+                    self.db()
+                        .run_background_work_cf(m, *jobs)
+                        .map_err(|e| fail(&"Ok", &err(&e)))?;
+                }
                 Output::Done
             }
             Op::CompactRange { begin, end } => {
@@ -430,6 +533,7 @@ impl Harness {
             }
             Op::Reopen => {
                 self.reopen().map_err(|e| fail(&"Ok", &e))?;
+                self.check_mirror("the mirror family after the reopen")?;
                 Output::Done
             }
             Op::IterOpen {
@@ -536,6 +640,7 @@ impl Harness {
                 return Err(first_difference(what, &want, &got));
             }
         }
+        self.check_mirror("the mirror family's final scan")?;
         self.db()
             .verify()
             .map_err(|e| Failure::general("verify", "Ok", err(&e)))?;
@@ -587,7 +692,25 @@ pub fn run_log(
     dir: &Path,
     options: &Options,
 ) -> Result<History, Failure> {
+    run_log_with(ops, fs, dir, options, false)
+}
+
+/// [`run_log`], with a mirror column family when `mirror` is set (see
+/// [`Harness::with_mirror_family`]): its history must be the same.
+///
+/// # Errors
+/// The first [`Failure`].
+pub fn run_log_with(
+    ops: &[Op],
+    fs: Arc<dyn FileSystem>,
+    dir: &Path,
+    options: &Options,
+    mirror: bool,
+) -> Result<History, Failure> {
     let mut h = Harness::open(fs, dir, options.clone())?;
+    if mirror {
+        h.with_mirror_family()?;
+    }
     let mut history = Vec::with_capacity(ops.len());
     for (i, op) in ops.iter().enumerate() {
         history.push(h.apply(i, op)?);

@@ -71,6 +71,37 @@ fn kill9_rounds_keep_every_acknowledged_write() {
     assert_eq!(st.ops(), summary.ops);
 }
 
+/// The same over three column families: key `k` lives in family `k % 3`, so batches span
+/// families; every acknowledged write survives the kill and every batch is whole, in
+/// every family.
+#[test]
+fn kill9_rounds_with_column_families_keep_every_acknowledged_write() {
+    run_as_child_if_asked();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = StressConfig::new(dir.path().join("db"), 5, 4242);
+    cfg.keys = 300;
+    cfg.families = 3;
+    cfg.max_kill_delay = Duration::from_millis(400);
+    cfg.verify_every = 2;
+    let summary = run_parent(&cfg, |child| {
+        spawn_self(
+            "kill9_rounds_with_column_families_keep_every_acknowledged_write",
+            child,
+        )
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    println!("{summary}");
+    assert_eq!(summary.rounds, 5);
+    assert_eq!((summary.kills, summary.exits), (5, 0), "{summary}");
+    assert_eq!(summary.keys_verified, 5 * 300);
+    let db = Db::open(
+        dir.path().join("db"),
+        stress_options("leveldb", &[]).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(db.column_families(), vec!["default", "cf1", "cf2"]);
+}
+
 #[test]
 fn expected_state_file_round_trips() {
     let dir = tempfile::tempdir().unwrap();
@@ -228,6 +259,7 @@ fn child_arguments_round_trip() {
             "write_buffer_size=128K".into(),
             "bloom_bits_per_key=0".into(),
         ],
+        families: 3,
         ..StressConfig::new("some/db/", 3, 5)
     };
     let child = cfg.child(2);

@@ -64,6 +64,10 @@ pub struct StressArgs {
     /// Size of the key space (keys `k0000000` ..).
     #[arg(long, default_value_t = 1000)]
     pub keys: u32,
+    /// Column families the keys are spread over (key `k` in family `k % N`; batches then
+    /// span families). 1: the default family only.
+    #[arg(long, default_value_t = 1)]
+    pub families: u32,
     /// Set one engine option, `name=value` (repeatable).
     #[arg(long = "opt", value_name = "NAME=VALUE")]
     pub opts: Vec<String>,
@@ -127,6 +131,7 @@ pub fn run(args: StressArgs) -> i32 {
             keys: args.keys,
             preset: args.preset,
             opts: args.opts,
+            families: args.families,
         };
         return child_main(&cfg);
     }
@@ -169,6 +174,7 @@ pub fn run(args: StressArgs) -> i32 {
         allow_clean_exits: args.allow_clean_exits,
         verify_every: args.verify_every,
         verbose: !args.quiet,
+        families: args.families,
         ..StressConfig::new(args.db, args.rounds, args.seed)
     };
     let spawn = |child: &ChildConfig| {

@@ -220,6 +220,15 @@ fn flushes_compactions_and_reopens_keep_every_family() {
                 "{round} {f}"
             );
         }
+        // `verify` reads every family's tables.
+        let own = db.stats().levels.iter().map(|l| l.files).sum::<usize>();
+        let report = db.verify().unwrap();
+        if round > 0 {
+            assert!(
+                report.tables > own,
+                "{report:?}: the families' tables were not read"
+            );
+        }
         db.close().unwrap();
     }
 }
@@ -359,4 +368,219 @@ fn a_family_directory_the_manifest_does_not_name_is_deleted_at_open() {
     let db = Db::open(dir.path(), small()).unwrap();
     assert_eq!(db.column_families(), vec!["default"]);
     assert!(family_dirs(dir.path()).is_empty());
+}
+
+#[test]
+fn a_power_cut_after_a_flush_keeps_every_family() {
+    use mezz_env::{CrashOptions, FileSystem, KeepUnsynced, MemFs};
+    let fs = MemFs::new();
+    let o = Options {
+        fs: std::sync::Arc::new(fs.clone()) as std::sync::Arc<dyn FileSystem>,
+        ..small()
+    };
+    let db = Db::open("/d", o.clone()).unwrap();
+    let a = db.create_column_family("a", &small()).unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"k", b"d");
+    b.put_cf(&a, b"k", b"a");
+    db.write(&WriteOptions::default(), b).unwrap();
+    db.flush_cf(&a).unwrap();
+    // The family's flush is installed when `flush_cf` returns (its counter may lag).
+    assert_eq!(db.stats_cf(&a).unwrap().levels[0].files, 1);
+    let clone = fs.crash_clone(&CrashOptions {
+        keep_unsynced: KeepUnsynced::None,
+        seed: 1,
+    });
+    let co = Options {
+        fs: std::sync::Arc::new(clone) as std::sync::Arc<dyn FileSystem>,
+        ..o
+    };
+    let r = Db::open("/d", co).unwrap();
+    let ra = r.column_family("a").unwrap();
+    assert_eq!(r.get(b"k").unwrap().unwrap(), b"d");
+    assert_eq!(r.get_cf(&ra, b"k").unwrap().unwrap(), b"a");
+}
+
+#[test]
+fn repair_refuses_a_database_with_column_families() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let a = db.create_column_family("a", &small()).unwrap();
+        db.put_cf(&a, b"k", b"v").unwrap();
+        db.close().unwrap();
+    }
+    assert!(matches!(
+        mezzanine::repair_db(dir.path(), &small()),
+        Err(Error::InvalidArgument(_))
+    ));
+    let db = Db::open(dir.path(), small()).unwrap();
+    let a = db.column_family("a").unwrap();
+    assert_eq!(db.get_cf(&a, b"k").unwrap().unwrap(), b"v");
+}
+
+#[test]
+fn checkpoints_are_refused_while_families_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), small()).unwrap();
+    let a = db.create_column_family("a", &small()).unwrap();
+    assert!(matches!(
+        db.checkpoint(dir.path().join("ckpt")),
+        Err(Error::InvalidArgument(_))
+    ));
+    db.drop_column_family(&a).unwrap();
+    db.checkpoint(dir.path().join("ckpt")).unwrap();
+}
+
+/// Writers commit batches that put the same counter into one key of every family while
+/// readers take snapshots and check that every family shows the same counter for each
+/// key: a snapshot never sees half a batch, under flushes and compactions by the
+/// background threads. Meanwhile another family is created, written and dropped over and
+/// over: its writers get `InvalidArgument` once it is gone, never a panic.
+#[test]
+fn concurrent_cross_family_batches_are_seen_whole_by_snapshots() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        write_buffer_size: 16 << 10,
+        ..small()
+    };
+    let db = Arc::new(Db::open(dir.path(), o.clone()).unwrap());
+    let fo = Options {
+        write_buffer_size: 8 << 10,
+        ..small()
+    };
+    let cfs: Vec<ColumnFamily> = std::iter::once(db.default_column_family())
+        .chain((0..2).map(|i| db.create_column_family(&format!("f{i}"), &fo).unwrap()))
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let counter = Arc::new(AtomicU64::new(0));
+    let mut threads = Vec::new();
+    for w in 0..3u64 {
+        let (db, cfs, stop, counter) = (
+            Arc::clone(&db),
+            cfs.clone(),
+            Arc::clone(&stop),
+            Arc::clone(&counter),
+        );
+        threads.push(std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let k = format!("k{:03}", (i * 7 + w * 31) % 64);
+                let v = format!("{n:010}-{}", "x".repeat((n % 50) as usize));
+                let mut b = WriteBatch::new();
+                for cf in &cfs {
+                    b.put_cf(cf, k.as_bytes(), v.as_bytes());
+                }
+                db.write(&WriteOptions::default(), b).unwrap();
+                i += 1;
+            }
+        }));
+    }
+    {
+        let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
+        threads.push(std::thread::spawn(move || {
+            let mut round = 0;
+            while !stop.load(Ordering::Relaxed) {
+                round += 1;
+                let t = db
+                    .create_column_family(&format!("tmp{round}"), &small())
+                    .unwrap();
+                for j in 0..50u32 {
+                    db.put_cf(&t, &j.to_be_bytes(), b"v").unwrap();
+                }
+                db.drop_column_family(&t).unwrap();
+                assert!(matches!(
+                    db.put_cf(&t, b"k", b"v"),
+                    Err(Error::InvalidArgument(_))
+                ));
+            }
+        }));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    let mut checks = 0;
+    while std::time::Instant::now() < deadline {
+        let snap = db.snapshot();
+        let ro = ReadOptions {
+            snapshot: Some(snap),
+            ..ReadOptions::default()
+        };
+        let maps: Vec<_> = cfs.iter().map(|cf| scan_cf(&db, cf, &ro)).collect();
+        for m in &maps[1..] {
+            assert!(*m == maps[0], "a snapshot saw half a batch");
+        }
+        checks += 1;
+        if checks % 8 == 0 {
+            db.flush_cf(&cfs[1]).unwrap();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(checks > 5);
+    // And after a reopen.
+    let db = Arc::try_unwrap(db).unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_eq!(db.column_families(), vec!["default", "f0", "f1"]);
+    let cfs: Vec<ColumnFamily> = ["default", "f0", "f1"]
+        .iter()
+        .map(|n| db.column_family(n).unwrap())
+        .collect();
+    let maps: Vec<_> = cfs
+        .iter()
+        .map(|cf| scan_cf(&db, cf, &ReadOptions::default()))
+        .collect();
+    assert_eq!(maps[0].len(), 64);
+    for m in &maps[1..] {
+        assert!(*m == maps[0]);
+    }
+}
+
+#[test]
+fn a_family_cursor_made_before_close_answers_closed_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let a = db.create_column_family("a", &small()).unwrap();
+    db.put_cf(&a, b"k", b"v").unwrap();
+    let mut it = db.cursor_cf(&a, &ReadOptions::default()).unwrap();
+    db.close().unwrap();
+    it.seek_to_first();
+    assert!(!it.valid());
+    assert!(matches!(it.status(), Err(Error::Closed)));
+    assert!(matches!(db.get_cf(&a, b"k"), Err(Error::Closed)));
+    assert!(matches!(db.put_cf(&a, b"k", b"w"), Err(Error::Closed)));
+    drop(db);
+    // The LOCKs are free: it opens again at once.
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(
+        db.get_cf(&db.column_family("a").unwrap(), b"k")
+            .unwrap()
+            .unwrap(),
+        b"v"
+    );
+}
+
+#[test]
+fn a_family_with_bad_options_is_refused_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    // NVM tables without an NVM directory: the family's options do not validate.
+    let mut bad = Options::preset(Preset::Tlsm);
+    bad.nvm_dir = None;
+    assert!(db.create_column_family("bad", &bad).is_err());
+    let mut nvm_memtable = small();
+    nvm_memtable.set("nvm_memtable", "mutable").unwrap();
+    assert!(matches!(
+        db.create_column_family("bad", &nvm_memtable),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(family_dirs(dir.path()).is_empty());
+    assert_eq!(db.column_families(), vec!["default"]);
+    let ok = db.create_column_family("ok", &small()).unwrap();
+    db.put_cf(&ok, b"k", b"v").unwrap();
+    assert_eq!(db.get_cf(&ok, b"k").unwrap().unwrap(), b"v");
 }

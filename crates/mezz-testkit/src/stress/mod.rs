@@ -65,7 +65,7 @@ use std::process::{Child, ExitStatus};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mezzanine::{Db, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
+use mezzanine::{ColumnFamily, Db, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
@@ -132,6 +132,10 @@ pub struct ChildConfig {
     pub preset: String,
     /// Option overrides, each `name=value` as `Options::set` takes them.
     pub opts: Vec<String>,
+    /// Column families the keys are spread over (key `k` lives in family `k % families`:
+    /// 0 is the default family, `i` the family `cf<i>`, with the same options); a batch
+    /// then spans families. 1: the default family only.
+    pub families: u32,
 }
 
 impl ChildConfig {
@@ -161,6 +165,10 @@ impl ChildConfig {
             a.push("--opt".to_string());
             a.push(o.clone());
         }
+        if self.families != 1 {
+            a.push("--families".to_string());
+            a.push(self.families.to_string());
+        }
         a
     }
 
@@ -179,6 +187,7 @@ impl ChildConfig {
             keys: 0,
             preset: Preset::Leveldb.name().to_string(),
             opts: Vec::new(),
+            families: 1,
         };
         let (mut db, mut st) = (false, false);
         let mut it = args.iter();
@@ -209,6 +218,12 @@ impl ChildConfig {
                 }
                 "--preset" => c.preset = v,
                 "--opt" => c.opts.push(v),
+                "--families" => {
+                    c.families = u32::try_from(num(&v)?)
+                        .ok()
+                        .filter(|&f| f >= 1)
+                        .ok_or_else(|| format!("--families {v}: 1 or more"))?;
+                }
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
@@ -237,6 +252,9 @@ pub struct StressConfig {
     pub preset: String,
     /// Option overrides, `name=value`, applied after [`stress_options`]' defaults.
     pub opts: Vec<String>,
+    /// Column families the keys are spread over (see [`ChildConfig::families`]).
+    /// Default 1.
+    pub families: u32,
     /// Once the child reports that its workload started, it is killed after a random delay
     /// (drawn from the seed) of up to this. Default 2 s.
     pub max_kill_delay: Duration,
@@ -270,6 +288,7 @@ impl StressConfig {
             keys: 1000,
             preset: Preset::Leveldb.name().to_string(),
             opts: Vec::new(),
+            families: 1,
             max_kill_delay: Duration::from_secs(2),
             open_kill_percent: DEFAULT_OPEN_KILL_PERCENT,
             max_open_kill_delay: DEFAULT_MAX_OPEN_KILL_DELAY,
@@ -302,6 +321,7 @@ impl StressConfig {
             keys: self.keys,
             preset: self.preset.clone(),
             opts: self.opts.clone(),
+            families: self.families,
         }
     }
 
@@ -639,6 +659,46 @@ pub fn verify_round(
     round: u64,
     seed: u64,
 ) -> Result<Vec<Found>, StressFailure> {
+    verify_round_in(db, st, round, seed, 1)
+}
+
+/// The column families of a stress database with keys spread over `families` (see
+/// [`ChildConfig::families`]), created if missing: index `i` holds family `i`.
+///
+/// # Errors
+/// An engine error creating one.
+pub fn stress_families(
+    db: &Db,
+    options: &Options,
+    families: u32,
+) -> mezzanine::Result<Vec<ColumnFamily>> {
+    (0..families.max(1))
+        .map(|i| {
+            if i == 0 {
+                return Ok(db.default_column_family());
+            }
+            let name = format!("cf{i}");
+            match db.column_family(&name) {
+                Some(cf) => Ok(cf),
+                None => db.create_column_family(&name, options),
+            }
+        })
+        .collect()
+}
+
+/// [`verify_round`] of a database whose keys are spread over `families` column families:
+/// every key read from its family, and a full scan of every family, which must hold only
+/// its own keys.
+///
+/// # Errors
+/// As [`verify_round`].
+pub fn verify_round_in(
+    db: &Db,
+    st: &ExpectedState,
+    round: u64,
+    seed: u64,
+    families: u32,
+) -> Result<Vec<Found>, StressFailure> {
     let dberr = |what: String, e: mezzanine::Error| StressFailure::Db {
         round,
         seed,
@@ -646,50 +706,69 @@ pub fn verify_round(
         error: e.to_string(),
     };
     let keys = st.keys();
+    let families = families.max(1);
+    let cfs: Vec<ColumnFamily> = (0..families)
+        .map(|i| {
+            if i == 0 {
+                Some(db.default_column_family())
+            } else {
+                db.column_family(&format!("cf{i}"))
+            }
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| StressFailure::Db {
+            round,
+            seed,
+            what: "column families after reopen".into(),
+            error: format!("expected {families}, found {:?}", db.column_families()),
+        })?;
+    let cf_of = |k: u32| &cfs[(k % families) as usize];
     let mut found = Vec::with_capacity(keys as usize);
     for k in 0..keys {
         let v = db
-            .get(&key_bytes(k))
+            .get_cf(cf_of(k), &key_bytes(k))
             .map_err(|e| dberr(format!("get key {k}"), e))?;
         found.push(Found::from_value(k, v.as_deref()));
     }
     check_slots(st.slots(), &found, round, seed)?;
-    let mut it = db
-        .cursor(&ReadOptions::default())
-        .map_err(|e| dberr("iter".into(), e))?;
-    it.seek_to_first();
     let mut seen = vec![false; keys as usize];
-    let mut prev: Option<u32> = None;
     let scan_err = |detail: String| StressFailure::Db {
         round,
         seed,
         what: "full scan after reopen".into(),
         error: detail,
     };
-    while it.valid() {
-        let Some(k) = parse_key(it.key()).filter(|&k| k < keys) else {
-            return Err(scan_err(format!(
-                "unknown key {:?}",
-                String::from_utf8_lossy(it.key())
-            )));
-        };
-        if prev.is_some_and(|p| p >= k) {
-            return Err(scan_err(format!("key {k} after key {prev:?}")));
+    for (fam, cf) in (0u32..).zip(&cfs) {
+        let mut it = db
+            .cursor_cf(cf, &ReadOptions::default())
+            .map_err(|e| dberr("iter".into(), e))?;
+        it.seek_to_first();
+        let mut prev: Option<u32> = None;
+        while it.valid() {
+            let Some(k) = parse_key(it.key()).filter(|&k| k < keys && k % families == fam) else {
+                return Err(scan_err(format!(
+                    "unknown key {:?} in family {fam}",
+                    String::from_utf8_lossy(it.key())
+                )));
+            };
+            if prev.is_some_and(|p| p >= k) {
+                return Err(scan_err(format!("key {k} after key {prev:?}")));
+            }
+            let f = Found::from_value(k, Some(it.value()));
+            let want = found.get(k as usize).cloned().unwrap_or(Found::Absent);
+            if f != want {
+                return Err(scan_err(format!(
+                    "key {k}: scan found {f}, point read found {want}"
+                )));
+            }
+            if let Some(s) = seen.get_mut(k as usize) {
+                *s = true;
+            }
+            prev = Some(k);
+            it.next();
         }
-        let f = Found::from_value(k, Some(it.value()));
-        let want = found.get(k as usize).cloned().unwrap_or(Found::Absent);
-        if f != want {
-            return Err(scan_err(format!(
-                "key {k}: scan found {f}, point read found {want}"
-            )));
-        }
-        if let Some(s) = seen.get_mut(k as usize) {
-            *s = true;
-        }
-        prev = Some(k);
-        it.next();
+        it.status().map_err(|e| dberr("full scan".into(), e))?;
     }
-    it.status().map_err(|e| dberr("full scan".into(), e))?;
     for (k, (s, f)) in (0u32..).zip(seen.iter().zip(&found)) {
         if !s && *f != Found::Absent {
             return Err(scan_err(format!(
@@ -711,6 +790,8 @@ pub struct ChildReport {
 struct ChildRun<'a> {
     cfg: &'a ChildConfig,
     db: Db,
+    /// The column family of key `k` is `cfs[k % cfs.len()]`.
+    cfs: Vec<ColumnFamily>,
     st: ExpectedState,
     rng: Xoshiro256PlusPlus,
 }
@@ -742,6 +823,10 @@ impl ChildRun<'_> {
         })
     }
 
+    fn cf(&self, k: u32) -> &ColumnFamily {
+        &self.cfs[k as usize % self.cfs.len()]
+    }
+
     fn value_len(&mut self) -> usize {
         if self.rng.random_bool(0.05) {
             self.rng.random_range(1000..4000)
@@ -753,20 +838,20 @@ impl ChildRun<'_> {
     fn put(&mut self, k: u32, sync: bool) -> Result<(), StressFailure> {
         let v = self.st.begin_put(k, 0).map_err(|e| self.ioerr(&e))?;
         let len = self.value_len();
+        let mut b = WriteBatch::new();
+        b.put_cf(self.cf(k), &key_bytes(k), &encode_value(k, v, len));
         self.db
-            .put_opt(
-                &WriteOptions { sync },
-                &key_bytes(k),
-                &encode_value(k, v, len),
-            )
+            .write(&WriteOptions { sync }, b)
             .map_err(|e| self.dberr(format!("put key {k}"), &e))?;
         self.st.commit(k).map_err(|e| self.ioerr(&e))
     }
 
     fn delete(&mut self, k: u32, sync: bool) -> Result<(), StressFailure> {
         self.st.begin_delete(k, 0).map_err(|e| self.ioerr(&e))?;
+        let mut b = WriteBatch::new();
+        b.delete_cf(self.cf(k), &key_bytes(k));
         self.db
-            .delete_opt(&WriteOptions { sync }, &key_bytes(k))
+            .write(&WriteOptions { sync }, b)
             .map_err(|e| self.dberr(format!("delete key {k}"), &e))?;
         self.st.commit(k).map_err(|e| self.ioerr(&e))
     }
@@ -784,10 +869,10 @@ impl ChildRun<'_> {
             if self.rng.random_bool(0.7) {
                 let v = self.st.begin_put(k, id).map_err(|e| self.ioerr(&e))?;
                 let len = self.value_len();
-                b.put(&key_bytes(k), &encode_value(k, v, len));
+                b.put_cf(self.cf(k), &key_bytes(k), &encode_value(k, v, len));
             } else {
                 self.st.begin_delete(k, id).map_err(|e| self.ioerr(&e))?;
-                b.delete(&key_bytes(k));
+                b.delete_cf(self.cf(k), &key_bytes(k));
             }
         }
         self.db
@@ -802,7 +887,7 @@ impl ChildRun<'_> {
     fn check_get(&mut self, k: u32) -> Result<(), StressFailure> {
         let v = self
             .db
-            .get(&key_bytes(k))
+            .get_cf(self.cf(k), &key_bytes(k))
             .map_err(|e| self.dberr(format!("get key {k}"), &e))?;
         let f = Found::from_value(k, v.as_deref());
         if f.version() != self.st.slot(k).committed || matches!(f, Found::Bad(_)) {
@@ -819,6 +904,15 @@ impl ChildRun<'_> {
         let hi = lo.saturating_add(self.rng.random_range(1..=64)).min(keys);
         let forward = self.rng.random_bool(0.6);
         let bounded = self.rng.random_bool(0.5);
+        // With column families: the scan reads one family, which holds every
+        // `families`-th key.
+        let families = self.cfs.len() as u32;
+        let fam = if families > 1 {
+            self.rng.random_range(0..families)
+        } else {
+            0
+        };
+        let cf = self.cfs[fam as usize].clone();
         let mut ro = ReadOptions::default();
         if bounded {
             ro.lower_bound = Some(key_bytes(lo));
@@ -831,7 +925,7 @@ impl ChildRun<'_> {
         );
         let mut it = self
             .db
-            .cursor(&ro)
+            .cursor_cf(&cf, &ro)
             .map_err(|e| self.dberr("iter".into(), &e))?;
         match (forward, bounded) {
             (true, true) => it.seek_to_first(),
@@ -848,6 +942,13 @@ impl ChildRun<'_> {
                     &mezzanine::Error::InvalidArgument(format!("unknown key {shown:?}")),
                 ));
             };
+            if k % families != fam {
+                return Err(self.violation(
+                    k,
+                    Found::from_value(k, Some(it.value())),
+                    format!("{ctx}: a key of another column family"),
+                ));
+            }
             if k < lo || k >= hi {
                 if bounded {
                     return Err(self.violation(
@@ -878,7 +979,7 @@ impl ChildRun<'_> {
             return Err(self.violation(k, Found::Bad("out of order".into()), ctx));
         }
         let mut seen = seen.into_iter().peekable();
-        for k in lo..hi {
+        for k in (lo..hi).filter(|k| k % families == fam) {
             let want = self.st.slot(k).committed;
             let got = match seen.peek() {
                 Some((sk, _)) if *sk == k => seen.next().map_or(Found::Absent, |(_, f)| f),
@@ -910,7 +1011,7 @@ impl ChildRun<'_> {
                 let hi = k.saturating_add(self.rng.random_range(1..200)).min(keys);
                 let (a, b) = (key_bytes(k), key_bytes(hi));
                 self.db
-                    .compact_range(Some(&a), Some(&b))
+                    .compact_range_cf(self.cf(k), Some(&a), Some(&b))
                     .map_err(|e| self.dberr("compact_range".into(), &e))?;
             }
         }
@@ -970,15 +1071,22 @@ pub fn run_child(
     let parent = std::os::unix::process::parent_id();
     report(ChildStage::Opening)
         .map_err(|e| StressFailure::Setup(format!("reporting the open: {e}")))?;
-    let db = Db::open(&cfg.db, options).map_err(|e| StressFailure::Db {
+    let db = Db::open(&cfg.db, options.clone()).map_err(|e| StressFailure::Db {
         round: cfg.round,
         seed: cfg.seed,
         what: "open in the child".into(),
         error: e.to_string(),
     })?;
+    let cfs = stress_families(&db, &options, cfg.families).map_err(|e| StressFailure::Db {
+        round: cfg.round,
+        seed: cfg.seed,
+        what: "column families in the child".into(),
+        error: e.to_string(),
+    })?;
     let mut run = ChildRun {
         cfg,
         db,
+        cfs,
         st,
         rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed),
     };
@@ -1377,7 +1485,10 @@ pub fn run_parent(
             error: e.to_string(),
         };
         let db = Db::open(&cfg.db, options.clone()).map_err(|e| dberr("reopen after kill", e))?;
-        let found = verify_round(&db, &st, round, seed)?;
+        // A child killed before it made the families leaves none (and no key in them).
+        stress_families(&db, &options, cfg.families)
+            .map_err(|e| dberr("column families after kill", e))?;
+        let found = verify_round_in(&db, &st, round, seed, cfg.families)?;
         sum.keys_verified += u64::from(st.keys());
         for (k, f) in (0u32..).zip(&found) {
             let s = st.slot(k);

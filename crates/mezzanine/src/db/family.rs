@@ -260,6 +260,17 @@ pub(super) fn reclaim_family_dir(main: &Options, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Wakes the writer at the front of the queue when dropped: declared before the guard of
+/// the `write` lock, it runs after that guard is released (locals drop in reverse order),
+/// as every release of the lock must be followed by (see `DbInner::wake_next_writer`).
+struct WakeOnDrop<'a>(&'a DbInner);
+
+impl Drop for WakeOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.wake_next_writer();
+    }
+}
+
 fn dropped_error(name: &str) -> Error {
     Error::InvalidArgument(format!("column family {name:?} was dropped"))
 }
@@ -320,6 +331,8 @@ impl DbInner {
     /// engine's flush makes a WAL obsolete: the families' updates in it must be in their
     /// tables first; the switch of this engine's memtable switched theirs).
     pub(super) fn flush_families(&self) -> Result<()> {
+        // A switch under way finishes first (its families' memtables are switched with it).
+        drop(self.family_switch.lock());
         let fams: Vec<Arc<Family>> = self.families.read().live.values().cloned().collect();
         for f in fams {
             if let Err(e) = f.db.wait_for_flushes()
@@ -329,6 +342,11 @@ impl DbInner {
             }
         }
         Ok(())
+    }
+
+    /// The live column families.
+    pub(super) fn live_families(&self) -> Vec<Arc<Family>> {
+        self.families.read().live.values().cloned().collect()
     }
 
     /// Switches the memtable of every live family that holds anything (with this engine's
@@ -379,6 +397,9 @@ impl DbInner {
                     .to_string(),
             ));
         }
+        // Every return releases the `write` lock: the writers queued meanwhile are woken
+        // then (`woken` is dropped after `ws`).
+        let woken = WakeOnDrop(self);
         let ws = self.writes.write.lock();
         self.wait_for_inserts(&ws);
         let id = {
@@ -397,7 +418,17 @@ impl DbInner {
         };
         // Its engine first (a crash before the record leaves a directory the next open
         // does not name, and deletes), then the record.
-        let f = open_family(&self.path, &self.opts, &record, &self.versions.snapshots)?;
+        let f = match open_family(&self.path, &self.opts, &record, &self.versions.snapshots) {
+            Ok(f) => f,
+            Err(e) => {
+                // Whatever the failed open left (the id is used again next time).
+                let dir = self.path.join(family_dir_name(id));
+                if self.fs.exists(&dir) {
+                    let _ = reclaim_family_dir(&self.opts, &dir);
+                }
+                return Err(e);
+            }
+        };
         let _ = f.db.parent.set(Arc::downgrade(self));
         // Its sequence numbers continue the database's.
         {
@@ -422,6 +453,7 @@ impl DbInner {
         }
         self.has_families.store(true, Ordering::Release);
         drop(ws);
+        drop(woken);
         self.info_log
             .log(format_args!("column family {name:?} created (id {id})"));
         Ok(Families::handle(&f))
@@ -436,6 +468,7 @@ impl DbInner {
         };
         self.target(cf)?;
         {
+            let _woken = WakeOnDrop(self);
             let ws = self.writes.write.lock();
             self.wait_for_inserts(&ws);
             if f.dropped.load(Ordering::Acquire) {
@@ -492,17 +525,12 @@ impl DbInner {
             .collect()
     }
 
-    /// Closes every family (after this engine's background work stopped). Without a WAL
-    /// (`use_wal` off) each is flushed first: its updates are nowhere else.
+    /// Closes every family (after this engine's background work stopped; without a WAL,
+    /// `close` flushed them with its own memtable first: their updates are nowhere else).
     pub(super) fn close_families(&self) -> Result<()> {
         let fams: Vec<Arc<Family>> = self.families.read().live.values().cloned().collect();
         let mut first = None;
         for f in fams {
-            if !self.opts.use_wal
-                && let Err(e) = f.db.flush()
-            {
-                first.get_or_insert(e);
-            }
             if let Err(e) = close_family(&f) {
                 first.get_or_insert(e);
             }
@@ -664,10 +692,9 @@ impl super::Db {
     /// As [`super::Db::flush`]; `InvalidArgument` for a dropped family.
     pub fn flush_cf(&self, cf: &ColumnFamily) -> Result<()> {
         let _pass = self.inner.enter()?;
-        self.inner.target(cf)?;
         // Memtables are switched together (see `docs/column-families.md`): this flushes
         // every family.
-        self.inner.flush()
+        self.inner.target(cf)?.flush()
     }
 
     /// Compacts the range `[begin, end]` of family `cf` (see

@@ -9,8 +9,10 @@
 //! (approximate sizes of key ranges), `host.rs` (the engine's services to the design
 //! components of `crate::design`, which decide every design-specific step),
 //! `indexed_batch.rs` (`WriteBatchWithIndex`: a batch readable before it is written) and
-//! `txn.rs` (optimistic transactions, validated by `write.rs`'s `write_validated`). The
-//! implementation guide is `docs/impl.md`.
+//! `txn.rs` (optimistic transactions, validated by `write.rs`'s `write_validated`) and
+//! `family.rs` (column families: each non-default family an engine of its own, fed by
+//! this one's write path; `docs/column-families.md`). The implementation guide is
+//! `docs/impl.md`.
 //!
 //! Locks (never taken in the reverse order), each owned by one part of [`DbInner`]:
 //! 1. `write` ([`WritePipeline`]) — held by the write-group leader (and by `flush`/`close`):
@@ -21,9 +23,12 @@
 //!    memtable lists, the current version, background bookkeeping, the sticky background
 //!    error.
 //!
-//! `queue` (pending writers) and `snapshots` are leaf locks. Readers take neither `write`
-//! nor `manifest`: they load the current `SuperVersion` from an `ArcSwap` and never block
-//! writers.
+//! `family_switch` is taken under `write` across a memtable switch and the column
+//! families' switches that go with it (a family's `write` lock is taken under it: the
+//! database's `write` lock always before a family engine's). `families` (the live column
+//! families) is a leaf lock, like `queue` (pending writers) and `snapshots`. Readers take
+//! neither `write` nor `manifest`: they load the current `SuperVersion` from an `ArcSwap`
+//! and never block writers.
 //!
 //! Thread-safety: `Db` is `Send + Sync`; every method may be called from many threads.
 
@@ -204,6 +209,10 @@ pub(crate) struct DbInner {
     has_families: AtomicBool,
     /// In a column family's engine: the database's (whose WALs hold its updates).
     parent: std::sync::OnceLock<Weak<DbInner>>,
+    /// Held across a memtable switch and the switch of the families' memtables that goes
+    /// with it, so that a flush, which waits for the families' flushes first, cannot look
+    /// at them in between (see `flush_families`). Taken after `write`, before the others.
+    family_switch: Mutex<()>,
 }
 
 /// The write pipeline: the leader's state behind the `write` lock, the queue of waiting
@@ -928,13 +937,19 @@ impl Db {
         self.inner.compact_range(begin, end)
     }
 
-    /// Waits until no flush or compaction is pending or running.
+    /// Waits until no flush or compaction is pending or running, in every column family.
     ///
     /// # Errors
     /// A background error, `Closed`.
     pub fn wait_for_background(&self) -> Result<()> {
         let _pass = self.inner.enter()?;
-        self.inner.wait_for_background()
+        self.inner.wait_for_background()?;
+        // And every column family's.
+        for f in self.inner.live_families() {
+            let _fpass = f.db.enter()?;
+            f.db.wait_for_background()?;
+        }
+        Ok(())
     }
 
     /// Runs up to `max_jobs` due background jobs (flushes first, then compactions) on the
@@ -1007,12 +1022,20 @@ impl Db {
 
     /// Reads every table and verifies every checksum and the version's invariants (key
     /// order inside tables, no overlap between tables of one level >= 1, key ranges that
-    /// match the recorded metadata). Used by `mezz check`.
+    /// match the recorded metadata), in every column family. Used by `mezz check`.
     ///
     /// # Errors
     /// The first `Corruption` found, naming the file and offset.
     pub fn verify(&self) -> Result<VerifyReport> {
-        self.inner.verify()
+        let mut r = self.inner.verify()?;
+        // And every column family's tables.
+        for f in self.inner.live_families() {
+            let fr = f.db.verify()?;
+            r.tables += fr.tables;
+            r.entries += fr.entries;
+            r.bytes += fr.bytes;
+        }
+        Ok(r)
     }
 
     /// The database directory.

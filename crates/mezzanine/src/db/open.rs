@@ -1292,6 +1292,7 @@ fn assemble_db_inner(
         }),
         has_families: AtomicBool::new(!families.is_empty()),
         parent: std::sync::OnceLock::new(),
+        family_switch: Mutex::new(()),
     }))
 }
 

@@ -985,11 +985,15 @@ impl DbInner {
     /// `flush_families`), so no WAL becomes obsolete while a family still needs it.
     /// REQUIRES: the `write` lock (`ws`), room for one more immutable memtable.
     pub(super) fn switch_memtable(&self, ws: &mut WriteState) -> Result<()> {
-        self.switch_own_memtable(ws)?;
-        if self.has_families.load(Ordering::Acquire) {
-            self.switch_families()?;
+        if !self.has_families.load(Ordering::Acquire) {
+            return self.switch_own_memtable(ws);
         }
-        Ok(())
+        // This memtable's flush must not look at the families before they are switched
+        // too; theirs must not start before this memtable's WAL is closed (their flushes
+        // sync the closed WALs): this one first, then theirs, as one step.
+        let _switching = self.family_switch.lock();
+        self.switch_own_memtable(ws)?;
+        self.switch_families()
     }
 
     /// In a column family's engine: switches its active memtable if it holds anything
@@ -1292,6 +1296,11 @@ impl DbInner {
     /// background work it waits for goes on until the close stops it): `close` itself
     /// runs one without a WAL, after the gate shut.
     pub(super) fn flush(&self) -> Result<()> {
+        // A column family's memtable is switched only with the database's (see
+        // `switch_memtable`): the database's flush switches and flushes it.
+        if let Some(p) = self.parent.get().and_then(std::sync::Weak::upgrade) {
+            return p.flush();
+        }
         let target = {
             let mut ws = self.writes.write.lock();
             // Every write logged before the call is in the memtable it flushes.
