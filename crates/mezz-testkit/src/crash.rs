@@ -624,10 +624,24 @@ fn with_fs(opts: &Options, fs: Arc<dyn FileSystem>) -> Options {
 /// # Errors
 /// A description of the first problem.
 pub fn read_state(db: &Db, keys: u32) -> Result<Vec<Option<u64>>, String> {
+    read_state_in(db, None, keys)
+}
+
+/// [`read_state`] of column family `cf` (`None`: the default family).
+///
+/// # Errors
+/// As [`read_state`].
+pub fn read_state_in(
+    db: &Db,
+    cf: Option<&mezzanine::ColumnFamily>,
+    keys: u32,
+) -> Result<Vec<Option<u64>>, String> {
     let mut scanned: Vec<Option<u64>> = vec![None; keys as usize];
-    let mut it = db
-        .cursor(&ReadOptions::default())
-        .map_err(|e| format!("iter: {e}"))?;
+    let mut it = match cf {
+        Some(cf) => db.cursor_cf(cf, &ReadOptions::default()),
+        None => db.cursor(&ReadOptions::default()),
+    }
+    .map_err(|e| format!("iter: {e}"))?;
     it.seek_to_first();
     let mut prev: Option<Vec<u8>> = None;
     while it.valid() {
@@ -655,9 +669,11 @@ pub fn read_state(db: &Db, keys: u32) -> Result<Vec<Option<u64>>, String> {
     }
     it.status().map_err(|e| format!("scan: {e}"))?;
     for (k, s) in (0..keys).zip(&scanned) {
-        let got = db
-            .get(&key_bytes(k))
-            .map_err(|e| format!("get key {k}: {e}"))?;
+        let got = match cf {
+            Some(cf) => db.get_cf(cf, &key_bytes(k)),
+            None => db.get(&key_bytes(k)),
+        }
+        .map_err(|e| format!("get key {k}: {e}"))?;
         let got = match got {
             None => None,
             Some(v) => {

@@ -79,7 +79,7 @@ use mezzanine::{
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
-use crate::crash::{base_seed_from, env_value, read_state, run_seed};
+use crate::crash::{base_seed_from, env_value, read_state, read_state_in, run_seed};
 use crate::option_sets::{NamedOptions, OptionSets, tiny_options};
 use crate::stress::value::{decode_value, encode_value, key_bytes, parse_key};
 
@@ -477,6 +477,11 @@ pub struct LifecycleConfig {
     pub events: usize,
     /// Share of the events that are crashes, in percent.
     pub crash_percent: u32,
+    /// Every write also goes, in the same batch, into the column family
+    /// [`crate::MIRROR_FAMILY`] (made at the first open), and every reopen check requires
+    /// it to hold exactly what the default family holds: a batch spanning families is
+    /// whole after closes and crashes. Ignored under an NVM memtable (no column families).
+    pub mirror_family: bool,
 }
 
 impl LifecycleConfig {
@@ -491,6 +496,7 @@ impl LifecycleConfig {
             ops_per_worker: 3000,
             events: 16,
             crash_percent: 35,
+            mirror_family: false,
         }
     }
 
@@ -1236,7 +1242,33 @@ impl<'a> Worker<'a> {
             (!h.crashed.load(Ordering::SeqCst)).then(|| m.register(writes.clone(), sync))
         };
         let opts = WriteOptions { sync };
+        let mirror = if shared.cfg.mirror_family {
+            h.db.column_family(crate::MIRROR_FAMILY)
+        } else {
+            None
+        };
         let (what, r) = match writes.as_slice() {
+            _ if mirror.is_some() => {
+                let mut b = WriteBatch::new();
+                for &(k, v) in &writes {
+                    match v {
+                        Some(ver) => {
+                            let val = self.value_for(k, ver);
+                            b.put(&self.key(k), &val);
+                            if let Some(m) = &mirror {
+                                b.put_cf(m, &self.key(k), &val);
+                            }
+                        }
+                        None => {
+                            b.delete(&self.key(k));
+                            if let Some(m) = &mirror {
+                                b.delete_cf(m, &self.key(k));
+                            }
+                        }
+                    }
+                }
+                ("batch", h.db.write(&opts, b))
+            }
             [(k, Some(ver))] => {
                 let v = self.value_for(*k, *ver);
                 ("put", h.db.put_opt(&opts, &self.key(*k), &v))
@@ -2020,6 +2052,8 @@ struct DbEnv {
     frozen: Arc<AtomicBool>,
     opts: Options,
     epoch: u64,
+    /// Make the mirror column family at the first open (`LifecycleConfig::mirror_family`).
+    mirror: bool,
 }
 
 impl DbEnv {
@@ -2034,6 +2068,7 @@ impl DbEnv {
             frozen,
             opts,
             epoch: 0,
+            mirror: false,
         }
     }
 
@@ -2046,7 +2081,11 @@ impl DbEnv {
         let mut o = self.opts.clone();
         f(&mut o);
         o.fs = Arc::new(self.fault.clone());
-        let db = Db::open(DB_DIR, o)?;
+        let db = Db::open(DB_DIR, o.clone())?;
+        if self.mirror && db.column_family(crate::MIRROR_FAMILY).is_none() {
+            // The first open (of an empty database): made before any write.
+            db.create_column_family(crate::MIRROR_FAMILY, &o)?;
+        }
         self.epoch += 1;
         Ok(Handle::new(db, self.epoch, Arc::clone(&self.frozen)))
     }
@@ -2103,6 +2142,20 @@ impl Controller<'_> {
         let cfg = &self.shared.cfg;
         let total = cfg.keys_per_worker * u32::try_from(cfg.workers).unwrap_or(1);
         let state = read_state(db, total).map_err(|e| self.fail(format!("after {what}: {e}")))?;
+        if self.env.mirror {
+            let cf = db
+                .column_family(crate::MIRROR_FAMILY)
+                .ok_or_else(|| self.fail(format!("after {what}: the mirror family is gone")))?;
+            let mirrored = read_state_in(db, Some(&cf), total)
+                .map_err(|e| self.fail(format!("after {what}: the mirror family: {e}")))?;
+            if let Some(k) = (0..state.len()).find(|&k| state[k] != mirrored[k]) {
+                return Err(self.fail(format!(
+                    "after {what}: key {k} is at {:?} in the default family, {:?} in the \
+                     mirror family (a batch spanning families was split)",
+                    state[k], mirrored[k]
+                )));
+            }
+        }
         for (w, model) in self.shared.models.iter().enumerate() {
             let k = cfg.keys_per_worker as usize;
             let observed: Vec<Option<u64>> = state.iter().skip(w * k).take(k).copied().collect();
@@ -2511,7 +2564,12 @@ pub fn run_one(
         violations,
         schedule,
     };
+    let cfg = &LifecycleConfig {
+        mirror_family: cfg.mirror_family && opts.nvm_memtable == NvmMemtable::Off,
+        ..cfg.clone()
+    };
     let mut env = DbEnv::new(MemFs::new(), opts.clone());
+    env.mirror = cfg.mirror_family;
     let first = env
         .open()
         .map_err(|e| fail(format!("open: {e}"), Vec::new(), Vec::new()))?;

@@ -40,3 +40,31 @@ fn lifecycle_long() {
     println!("lifecycle long: {report}");
     assert!(report.runs >= 1);
 }
+
+/// The lifecycle run with a mirror column family (`LifecycleConfig::mirror_family`): every
+/// write also goes into a second family in the same batch, and every reopen (after closes
+/// and crashes, with workers calling every method meanwhile) requires both families to
+/// hold the same state. Under the tiny sets of the presets without an NVM memtable, with
+/// background threads and with manual background work.
+#[test]
+fn lifecycle_with_a_mirror_column_family() {
+    use mezz_testkit::OptionSets;
+    use mezz_testkit::lifecycle::{LifecycleConfig, lifecycle_sets, run_sets};
+    let sets = OptionSets(
+        lifecycle_sets()
+            .0
+            .into_iter()
+            .filter(|s| s.options.nvm_memtable == mezzanine::options::NvmMemtable::Off)
+            .collect(),
+    );
+    let cfg = LifecycleConfig {
+        mirror_family: true,
+        ..LifecycleConfig::short(base_seed(0x3117_70c5))
+    };
+    let report = run_sets(&cfg, &sets, |set, r| {
+        println!("lifecycle (mirror family) {}: {r}", set.name);
+    })
+    .unwrap_or_else(|f| panic!("{f}"));
+    assert!(report.runs >= 1);
+    assert!(report.acked > 0 && report.crashes > 0, "{report}");
+}

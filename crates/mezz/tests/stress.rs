@@ -69,6 +69,32 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
     succeeded(&out);
 }
 
+/// `--families 3`: keys spread over three column families (batches span them), under a
+/// preset whose families keep NVM tables next to the database.
+#[test]
+fn stress_rounds_over_column_families_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = mezz_stress(
+        &db,
+        &[
+            "--rounds",
+            "3",
+            "--seed",
+            "13",
+            "--max-kill-delay-ms",
+            "300",
+            "--families",
+            "3",
+            "--preset",
+            "tlsm",
+        ],
+    );
+    let stdout = succeeded(&out);
+    assert!(stdout.contains("stress: 3 rounds, 3 kills"), "{stdout}");
+    assert!(db.join("cf-1").is_dir() && db.join("cf-2").is_dir());
+}
+
 #[test]
 fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
     let dir = tempfile::tempdir().unwrap();

@@ -20,11 +20,17 @@
 //! - The database's manifest names every live family (a family-added record) before any of
 //!   its updates is logged, and stops naming it (a family-dropped record, durable) before
 //!   its directory is deleted; an open deletes every `cf-<id>` directory it does not name.
+//! - Memtables switch together (RocksDB's `atomic_flush`): a family's memtable is switched
+//!   only with the database's (`DbInner::switch_memtable`, which a full family memtable
+//!   forces), so a family's immutable memtable holds only updates of closed WALs, which its
+//!   flush syncs before it writes (`DbInner::sync_parent_wals`): no family table holds an
+//!   update a power cut can drop from the WAL with the rest of its batch.
 //! - A WAL becomes obsolete (the log number moves past it) only after every live family
-//!   has flushed what it holds: the default family's flush flushes every family first
-//!   (`DbInner::flush_families`). Recovery replays into a family only the updates above
-//!   the largest sequence number its tables hold, then flushes it before the new manifest
-//!   makes the replayed WALs obsolete.
+//!   has flushed what it holds: the database's flush first waits for the families'
+//!   (`DbInner::flush_families`), and the switches are one step (`family_switch`).
+//!   Recovery replays into a family only the updates above the largest sequence number its
+//!   tables hold, then flushes it before the new manifest makes the replayed WALs
+//!   obsolete.
 //!
 //! Thread-safety: `Families` sits behind an `RwLock` that is a leaf: nothing else is taken
 //! while it is held. Creating and dropping a family hold the database's `write` lock (no
