@@ -24,11 +24,15 @@
 #   backup        a child process killed at random while it writes, checkpoints and backs
 #                 up, then every checkpoint opened and every backup verified and restored
 #                 (fresh MEZZ_BACKUP_CRASH_SEED), and checkpoints taken under a writer
+#   families      the column-family model (MEZZ_CF_SEED: batches across families, create,
+#                 drop, snapshots, flushes, compactions, reopens) and its in-process
+#                 crash tests, with a fresh seed
 #   stress        `mezz stress` kill -9 rounds, rotating matrixkv (rows, columns, page
 #                 reuse in a small container), tlsm (NVM tables: LRU moves; all in
 #                 NVM with ps+bac and eager reclamation), leveldb (tables over 3 SSD
 #                 directories, isolated placement), novelsm (mutable), novelsm with the
-#                 immutable NVM memtable (2 directories, striped), novelsm with the WAL on NVM
+#                 immutable NVM memtable (2 directories, striped), novelsm with the WAL on NVM,
+#                 leveldb over 3 column families (batches span them)
 # A count that is given is a target; with a time budget, the soak stops when the time is
 # spent or every given count is reached, whichever comes first. Output and failing logs go
 # to the --out directory (default: a temporary one, printed); the last line is a summary.
@@ -49,7 +53,7 @@ while [ $# -gt 0 ]; do
     --kills) want_kills=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     [0-9]*) budget=$1; shift ;;
     *) echo "soak: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -72,7 +76,7 @@ mezz=target/release/mezz
 
 start=$(date +%s)
 model=0; meta=0; reopen=0; crash_points=0; lifecycle=0; kills=0; open_kills=0; rounds=0; failures=0
-txn=0; backup=0
+txn=0; backup=0; families=0
 cycle=0
 
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -154,9 +158,17 @@ while time_left && ! counts_done; do
     fail "checkpoints and backups, seed $s" "$out/backup-$s.log" \
       "MEZZ_BACKUP_CRASH_SEED=$s cargo test -p mezzanine --test backup; cargo test -p mezzanine --test checkpoint"
   fi
+  # Column families: the model under a fresh seed, and the crash tests beside it.
+  if testkit "$out/cf-$s.log" column_families "" MEZZ_CF_SEED=$s; then
+    families=$((families + 1)); rm -f "$out/cf-$s.log"
+  else
+    fail "column families seed $s" "$out/cf-$s.log" \
+      "MEZZ_CF_SEED=$s cargo test -p mezz-testkit --test column_families"
+  fi
   # kill -9 rounds, one configuration per cycle.
   db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
-  case $((cycle % 7)) in
+  fams=()
+  case $((cycle % 8)) in
     1) preset=matrixkv; opts=() ;;
     2) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
                           --opt nvm_tiering=lru:1M --opt nvm_capacity=16M --opt nvm_prefault=false) ;;
@@ -166,23 +178,24 @@ while time_left && ! counts_done; do
     4) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
     5) preset=novelsm; opts=() ;;
     6) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
+    7) preset=leveldb; opts=(); fams=(--families 3) ;;
     0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
   esac
   if [ "$n_rounds" = 0 ]; then
     :
   elif "$mezz" stress --db "$db" --rounds $n_rounds --seed "$s" --preset $preset "${opts[@]}" \
-      --max-kill-delay-ms 400 --quiet >"$out/stress-$s.log" 2>&1; then
+      "${fams[@]}" --max-kill-delay-ms 400 --quiet >"$out/stress-$s.log" 2>&1; then
     k=$(grep -oE '[0-9]+ kills' "$out/stress-$s.log" | tail -1 | grep -oE '[0-9]+')
     o=$(grep -oE '[0-9]+ during open' "$out/stress-$s.log" | tail -1 | grep -oE '[0-9]+')
     kills=$((kills + ${k:-0})); open_kills=$((open_kills + ${o:-0}))
     rounds=$((rounds + n_rounds)); rm -f "$out/stress-$s.log"
   else
-    fail "mezz stress ($preset ${opts[*]}) seed $s" "$out/stress-$s.log" \
-      "$mezz stress --db <dir> --rounds $n_rounds --seed $s --preset $preset ${opts[*]} --max-kill-delay-ms 400"
+    fail "mezz stress ($preset ${opts[*]} ${fams[*]}) seed $s" "$out/stress-$s.log" \
+      "$mezz stress --db <dir> --rounds $n_rounds --seed $s --preset $preset ${opts[*]} ${fams[*]} --max-kill-delay-ms 400"
   fi
   rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
-  echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, lifecycle seeds $lifecycle, transaction seeds $txn, backup kill seeds $backup, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
+  echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, lifecycle seeds $lifecycle, transaction seeds $txn, backup kill seeds $backup, column-family seeds $families, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
 done
 
-echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, lifecycle seeds $lifecycle (x 14 option sets), transaction seeds $txn, backup kill seeds $backup, stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
+echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, lifecycle seeds $lifecycle (x 14 option sets), transaction seeds $txn, backup kill seeds $backup, column-family seeds $families, stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
 [ "$failures" = 0 ]
