@@ -584,3 +584,43 @@ fn a_family_with_bad_options_is_refused_and_leaves_nothing() {
     db.put_cf(&ok, b"k", b"v").unwrap();
     assert_eq!(db.get_cf(&ok, b"k").unwrap().unwrap(), b"v");
 }
+
+#[test]
+fn a_family_with_ssd_paths_keeps_its_tables_there_and_drop_removes_them() {
+    let root = tempfile::tempdir().unwrap();
+    let unit = root.path().join("unit0");
+    std::fs::create_dir_all(&unit).unwrap();
+    let db = Db::open(root.path().join("db"), small()).unwrap();
+    let fo = Options {
+        ssd_paths: vec![unit.clone()],
+        ..small()
+    };
+    let a = db.create_column_family("a", &fo).unwrap();
+    for i in 0..3000u32 {
+        db.put_cf(&a, &i.to_be_bytes(), &[1; 64]).unwrap();
+    }
+    db.flush_cf(&a).unwrap();
+    let ssts = |d: &Path| {
+        std::fs::read_dir(d).map_or(0, |r| {
+            r.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+            })
+            .count()
+        })
+    };
+    assert!(ssts(&unit.join("cf-1")) > 0);
+    db.close().unwrap();
+    let db = Db::open(root.path().join("db"), small()).unwrap();
+    let a = db.column_family("a").unwrap();
+    assert_eq!(
+        db.get_cf(&a, &7u32.to_be_bytes()).unwrap().unwrap(),
+        [1; 64]
+    );
+    db.drop_column_family(&a).unwrap();
+    assert_eq!(
+        ssts(&unit.join("cf-1")),
+        0,
+        "the dropped family's tables are left"
+    );
+}

@@ -233,9 +233,9 @@ pub(super) fn close_family(f: &Family) -> Result<()> {
     closed
 }
 
-/// Deletes what family directory `path` holds (tables, manifest, its NVM pool, LOCK) and
-/// the directory. Its NVM directory is read from the OPTIONS file it holds (a dropped
-/// family's record is gone from the manifest).
+/// Deletes what family directory `path` holds (tables, manifest, its NVM pool, LOCK, its
+/// tables in its SSD directories) and the directory. Its NVM and SSD directories are read
+/// from the OPTIONS file it holds (a dropped family's record is gone from the manifest).
 pub(super) fn reclaim_family_dir(main: &Options, path: &Path) -> Result<()> {
     let fs = &main.fs;
     let mut opts = Options::default();
@@ -259,11 +259,27 @@ pub(super) fn reclaim_family_dir(main: &Options, path: &Path) -> Result<()> {
         opts = o;
     }
     opts.keep_internal(main.clone());
-    super::destroy_db(path, &opts)?;
+    destroy_family(path, &opts)
+}
+
+/// Deletes a family's files: its directory (`destroy_db`: tables, manifest, NVM pool,
+/// LOCK), then its tables in its SSD directories (`<ssd_path>/cf-<id>`, which `opts`
+/// names already) and those directories, then its NVM directory if empty.
+fn destroy_family(path: &Path, opts: &Options) -> Result<()> {
+    let fs = &opts.fs;
+    let destroyed = super::destroy_db(path, opts);
+    for unit in &opts.ssd_paths {
+        for name in fs.list_dir(unit).unwrap_or_default() {
+            if name == crate::filename::UNIT_FILE || super::repair::is_engine_file(&name) {
+                let _ = fs.remove_file(&unit.join(&name));
+            }
+        }
+        let _ = fs.remove_dir(unit);
+    }
     if let Some(nvm) = &opts.nvm_dir {
         let _ = fs.remove_dir(nvm);
     }
-    Ok(())
+    destroyed
 }
 
 /// Wakes the writer at the front of the queue when dropped: declared before the guard of
@@ -498,11 +514,7 @@ impl DbInner {
         // The record is durable: what is left is reclaimed (a crash here leaves a
         // directory the next open deletes).
         close_family(f)?;
-        super::destroy_db(&f.db.path, &f.opts)?;
-        if let Some(nvm) = &f.opts.nvm_dir {
-            let _ = f.opts.fs.remove_dir(nvm);
-        }
-        Ok(())
+        destroy_family(&f.db.path, &f.opts)
     }
 
     /// `Db::column_family`.
