@@ -624,3 +624,49 @@ fn a_family_with_ssd_paths_keeps_its_tables_there_and_drop_removes_them() {
         "the dropped family's tables are left"
     );
 }
+
+#[test]
+fn changed_family_options_are_recorded_and_used_from_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let a = db.create_column_family("a", &small()).unwrap();
+        db.put_cf(&a, b"k", b"v").unwrap();
+        db.set_column_family_options(&a, &[("write_buffer_size", "32K"), ("block_size", "2048")])
+            .unwrap();
+        // Options that change the files' layout, the default family, bad values: refused.
+        for bad in [
+            ("num_levels", "4"),
+            ("nvm_tiering", "leveled:1"),
+            ("write_buffer_size", "12"),
+            ("no_such_option", "1"),
+        ] {
+            assert!(
+                matches!(
+                    db.set_column_family_options(&a, &[bad]),
+                    Err(Error::InvalidArgument(_))
+                ),
+                "{bad:?}"
+            );
+        }
+        let d = db.default_column_family();
+        assert!(
+            db.set_column_family_options(&d, &[("block_size", "2048")])
+                .is_err()
+        );
+        // In effect from the next open.
+        let text = db.property_cf(&a, "mezz.options").unwrap();
+        assert!(text.contains("write_buffer_size=65536"), "{text}");
+        db.close().unwrap();
+    }
+    for _ in 0..2 {
+        // Twice: the second open reads them from the manifest the first one wrote.
+        let db = Db::open(dir.path(), small()).unwrap();
+        let a = db.column_family("a").unwrap();
+        let text = db.property_cf(&a, "mezz.options").unwrap();
+        assert!(text.contains("write_buffer_size=32768"), "{text}");
+        assert!(text.contains("block_size=2048"), "{text}");
+        assert_eq!(db.get_cf(&a, b"k").unwrap().unwrap(), b"v");
+        db.close().unwrap();
+    }
+}
