@@ -81,8 +81,8 @@ pub(crate) mod wal;
 pub use backup::{BackupCreated, BackupEngine, BackupInfo};
 pub use batch::{FamilyId, WriteBatch};
 pub use db::{
-    BatchDbIterator, BatchValue, CheckpointInfo, ColumnFamily, DEFAULT_COLUMN_FAMILY, Db,
-    Transaction, TxnOptions, WriteBatchWithIndex, destroy_db, repair_db,
+    BatchDbIterator, BatchValue, CHANGEABLE_FAMILY_OPTIONS, CheckpointInfo, ColumnFamily,
+    DEFAULT_COLUMN_FAMILY, Db, Transaction, TxnOptions, WriteBatchWithIndex, destroy_db, repair_db,
 };
 /// What [`repair_db`] found and did.
 pub mod repair {

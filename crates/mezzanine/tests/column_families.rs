@@ -584,3 +584,89 @@ fn a_family_with_bad_options_is_refused_and_leaves_nothing() {
     db.put_cf(&ok, b"k", b"v").unwrap();
     assert_eq!(db.get_cf(&ok, b"k").unwrap().unwrap(), b"v");
 }
+
+#[test]
+fn a_family_with_ssd_paths_keeps_its_tables_there_and_drop_removes_them() {
+    let root = tempfile::tempdir().unwrap();
+    let unit = root.path().join("unit0");
+    std::fs::create_dir_all(&unit).unwrap();
+    let db = Db::open(root.path().join("db"), small()).unwrap();
+    let fo = Options {
+        ssd_paths: vec![unit.clone()],
+        ..small()
+    };
+    let a = db.create_column_family("a", &fo).unwrap();
+    for i in 0..3000u32 {
+        db.put_cf(&a, &i.to_be_bytes(), &[1; 64]).unwrap();
+    }
+    db.flush_cf(&a).unwrap();
+    let ssts = |d: &Path| {
+        std::fs::read_dir(d).map_or(0, |r| {
+            r.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+            })
+            .count()
+        })
+    };
+    assert!(ssts(&unit.join("cf-1")) > 0);
+    db.close().unwrap();
+    let db = Db::open(root.path().join("db"), small()).unwrap();
+    let a = db.column_family("a").unwrap();
+    assert_eq!(
+        db.get_cf(&a, &7u32.to_be_bytes()).unwrap().unwrap(),
+        [1; 64]
+    );
+    db.drop_column_family(&a).unwrap();
+    assert_eq!(
+        ssts(&unit.join("cf-1")),
+        0,
+        "the dropped family's tables are left"
+    );
+}
+
+#[test]
+fn changed_family_options_are_recorded_and_used_from_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let a = db.create_column_family("a", &small()).unwrap();
+        db.put_cf(&a, b"k", b"v").unwrap();
+        db.set_column_family_options(&a, &[("write_buffer_size", "32K"), ("block_size", "2048")])
+            .unwrap();
+        // Options that change the files' layout, the default family, bad values: refused.
+        for bad in [
+            ("num_levels", "4"),
+            ("nvm_tiering", "leveled:1"),
+            ("write_buffer_size", "12"),
+            ("no_such_option", "1"),
+        ] {
+            assert!(
+                matches!(
+                    db.set_column_family_options(&a, &[bad]),
+                    Err(Error::InvalidArgument(_))
+                ),
+                "{bad:?}"
+            );
+        }
+        let d = db.default_column_family();
+        assert!(
+            db.set_column_family_options(&d, &[("block_size", "2048")])
+                .is_err()
+        );
+        // In effect from the next open.
+        let text = db.property_cf(&a, "mezz.options").unwrap();
+        assert!(text.contains("write_buffer_size=65536"), "{text}");
+        db.close().unwrap();
+    }
+    for _ in 0..2 {
+        // Twice: the second open reads them from the manifest the first one wrote.
+        let db = Db::open(dir.path(), small()).unwrap();
+        let a = db.column_family("a").unwrap();
+        let text = db.property_cf(&a, "mezz.options").unwrap();
+        assert!(text.contains("write_buffer_size=32768"), "{text}");
+        assert!(text.contains("block_size=2048"), "{text}");
+        assert_eq!(db.get_cf(&a, b"k").unwrap().unwrap(), b"v");
+        db.close().unwrap();
+    }
+}

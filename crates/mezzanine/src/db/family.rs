@@ -101,8 +101,11 @@ impl FamilyId for ColumnFamily {
 #[derive(Debug)]
 pub(crate) struct Family {
     pub(super) id: u32,
-    /// What the manifest records of it.
+    /// What the manifest records of it (its options as created; see `options_text`).
     pub(super) record: FamilyRecord,
+    /// Its options as the manifest records them now (changed by
+    /// `Db::set_column_family_options`, in effect from the next open).
+    pub(super) options_text: parking_lot::Mutex<String>,
     /// Its engine (in `cf-<id>`, without a WAL).
     pub(super) db: Arc<DbInner>,
     /// Its options as opened (the recorded ones, adjusted: see [`family_options`]).
@@ -126,7 +129,11 @@ impl Families {
     pub(super) fn records(&self) -> BTreeMap<u32, FamilyRecord> {
         self.live
             .iter()
-            .map(|(id, f)| (*id, f.record.clone()))
+            .map(|(id, f)| {
+                let mut r = f.record.clone();
+                r.options = f.options_text.lock().clone();
+                (*id, r)
+            })
             .collect()
     }
 
@@ -138,6 +145,34 @@ impl Families {
         }
     }
 }
+
+/// The options of a column family that `Db::set_column_family_options` may change: none of
+/// them changes how its files are laid out or read.
+pub const CHANGEABLE_FAMILY_OPTIONS: &[&str] = &[
+    "write_buffer_size",
+    "max_write_buffer_number",
+    "block_size",
+    "block_restart_interval",
+    "bloom_bits_per_key",
+    "compression",
+    "zstd_level",
+    "block_cache_capacity",
+    "max_open_files",
+    "target_file_size",
+    "level0_compaction_trigger",
+    "level0_slowdown_trigger",
+    "level0_stop_trigger",
+    "max_bytes_for_level_base",
+    "max_bytes_for_level_multiplier",
+    "compaction_pri",
+    "soft_pending_compaction_bytes",
+    "hard_pending_compaction_bytes",
+    "delayed_write_rate",
+    "max_background_jobs",
+    "background_nice",
+    "paranoid_checks",
+    "parallel_reads",
+];
 
 /// The directory name of family `id`.
 pub(super) fn family_dir_name(id: u32) -> String {
@@ -210,6 +245,7 @@ pub(super) fn open_family(
     Ok(Arc::new(Family {
         id: record.id,
         record: record.clone(),
+        options_text: parking_lot::Mutex::new(record.options.clone()),
         db,
         opts,
         dropped: AtomicBool::new(false),
@@ -233,9 +269,9 @@ pub(super) fn close_family(f: &Family) -> Result<()> {
     closed
 }
 
-/// Deletes what family directory `path` holds (tables, manifest, its NVM pool, LOCK) and
-/// the directory. Its NVM directory is read from the OPTIONS file it holds (a dropped
-/// family's record is gone from the manifest).
+/// Deletes what family directory `path` holds (tables, manifest, its NVM pool, LOCK, its
+/// tables in its SSD directories) and the directory. Its NVM and SSD directories are read
+/// from the OPTIONS file it holds (a dropped family's record is gone from the manifest).
 pub(super) fn reclaim_family_dir(main: &Options, path: &Path) -> Result<()> {
     let fs = &main.fs;
     let mut opts = Options::default();
@@ -259,11 +295,27 @@ pub(super) fn reclaim_family_dir(main: &Options, path: &Path) -> Result<()> {
         opts = o;
     }
     opts.keep_internal(main.clone());
-    super::destroy_db(path, &opts)?;
+    destroy_family(path, &opts)
+}
+
+/// Deletes a family's files: its directory (`destroy_db`: tables, manifest, NVM pool,
+/// LOCK), then its tables in its SSD directories (`<ssd_path>/cf-<id>`, which `opts`
+/// names already) and those directories, then its NVM directory if empty.
+fn destroy_family(path: &Path, opts: &Options) -> Result<()> {
+    let fs = &opts.fs;
+    let destroyed = super::destroy_db(path, opts);
+    for unit in &opts.ssd_paths {
+        for name in fs.list_dir(unit).unwrap_or_default() {
+            if name == crate::filename::UNIT_FILE || super::repair::is_engine_file(&name) {
+                let _ = fs.remove_file(&unit.join(&name));
+            }
+        }
+        let _ = fs.remove_dir(unit);
+    }
     if let Some(nvm) = &opts.nvm_dir {
         let _ = fs.remove_dir(nvm);
     }
-    Ok(())
+    destroyed
 }
 
 /// Wakes the writer at the front of the queue when dropped: declared before the guard of
@@ -498,10 +550,53 @@ impl DbInner {
         // The record is durable: what is left is reclaimed (a crash here leaves a
         // directory the next open deletes).
         close_family(f)?;
-        super::destroy_db(&f.db.path, &f.opts)?;
-        if let Some(nvm) = &f.opts.nvm_dir {
-            let _ = f.opts.fs.remove_dir(nvm);
+        destroy_family(&f.db.path, &f.opts)
+    }
+
+    /// `Db::set_column_family_options`.
+    pub(super) fn set_family_options(
+        &self,
+        cf: &ColumnFamily,
+        changes: &[(&str, &str)],
+    ) -> Result<()> {
+        let Some(f) = cf.family() else {
+            return Err(Error::InvalidArgument(
+                "the default family's options are the database's: pass them to Db::open"
+                    .to_string(),
+            ));
+        };
+        self.target(cf)?;
+        if let Some((name, _)) = changes
+            .iter()
+            .find(|(name, _)| !CHANGEABLE_FAMILY_OPTIONS.contains(name))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the option {name} of column family {:?} cannot be changed after its \
+                 creation (changeable: {})",
+                f.record.name,
+                CHANGEABLE_FAMILY_OPTIONS.join(", ")
+            )));
         }
+        let _woken = WakeOnDrop(self);
+        let ws = self.writes.write.lock();
+        let mut o = Options::from_text(&f.options_text.lock())?;
+        for (name, value) in changes {
+            o.set(name, value)?;
+        }
+        let text = o.to_text();
+        // The options the family would open with must validate.
+        family_options(&self.opts, f.id, &text)?.validate()?;
+        let record = FamilyRecord {
+            options: text.clone(),
+            ..f.record.clone()
+        };
+        let edit = VersionEdit {
+            families_added: vec![record],
+            ..Default::default()
+        };
+        self.log_and_apply(edit, None, &[])?;
+        *f.options_text.lock() = text;
+        drop(ws);
         Ok(())
     }
 
@@ -568,6 +663,25 @@ impl super::Db {
     pub fn drop_column_family(&self, cf: &ColumnFamily) -> Result<()> {
         let _pass = self.inner.enter()?;
         self.inner.drop_family(cf)
+    }
+
+    /// Changes options of column family `cf` (`name`, `value` as `Options::set` takes
+    /// them), records them in the manifest, and uses them from the next open on. Only
+    /// [`CHANGEABLE_FAMILY_OPTIONS`] may change (memtable and block sizes, compression, bloom bits,
+    /// compaction shape and triggers...); the others (the levels, the NVM tier, the SSD
+    /// directories, the block format) are refused, as is the default family (its options
+    /// are the ones given to `Db::open`).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for the default family, a dropped family, an option not in
+    /// [`CHANGEABLE_FAMILY_OPTIONS`] or a value that does not parse or validate; I/O errors.
+    pub fn set_column_family_options(
+        &self,
+        cf: &ColumnFamily,
+        changes: &[(&str, &str)],
+    ) -> Result<()> {
+        let _pass = self.inner.enter()?;
+        self.inner.set_family_options(cf, changes)
     }
 
     /// The handle of the live column family `name` (`"default"` included).

@@ -79,7 +79,7 @@ use crate::version::Version;
 use crate::wal::WalWriter;
 
 pub use checkpoint::CheckpointInfo;
-pub use family::{ColumnFamily, DEFAULT_COLUMN_FAMILY};
+pub use family::{CHANGEABLE_FAMILY_OPTIONS, ColumnFamily, DEFAULT_COLUMN_FAMILY};
 pub use indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
 pub use repair::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable, repair_db};
 pub use txn::{Transaction, TxnOptions};

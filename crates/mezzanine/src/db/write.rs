@@ -573,7 +573,9 @@ impl DbInner {
                     return Err(e);
                 }
             }
-            ws.family_bytes += batch.approximate_size() as u64;
+            ws.family_bytes = ws
+                .family_bytes
+                .saturating_add(batch.approximate_size() as u64);
         }
         ws.last_assigned = first + count - 1;
         Ok(Some(Logged {
