@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::merging_iterator;
 use crate::manifest::{
-    COMPARATOR_NAME, MANIFEST_FORMAT_VERSION, VersionEdit, set_current, write_new_manifest,
+    COMPARATOR_NAME, MANIFEST_BASE_VERSION, VersionEdit, set_current, write_new_manifest,
 };
 use crate::table::{TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
@@ -243,7 +243,7 @@ impl DbInner {
         };
         let db_id: [u8; 16] = rand::random();
         let mut edit = VersionEdit {
-            format_version: Some(MANIFEST_FORMAT_VERSION),
+            format_version: Some(MANIFEST_BASE_VERSION),
             comparator: Some(COMPARATOR_NAME.to_string()),
             db_id: Some(db_id),
             ..VersionEdit::default()

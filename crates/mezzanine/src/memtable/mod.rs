@@ -133,6 +133,10 @@ fn recycle_filter(mut filter: KeyFilter) {
 enum Reclaim {
     List(DramList),
     Filter(KeyFilter),
+    /// Answered once every list held when it arrives has been retried (tests wait on it
+    /// instead of a clock: the thread may run at a low priority on a loaded machine).
+    #[cfg(test)]
+    Barrier(crossbeam_channel::Sender<()>),
 }
 
 /// A spare arena of at least `capacity` bytes and at most twice that, if one is kept.
@@ -203,12 +207,20 @@ fn reclaim_later(item: Reclaim) {
                         // Advisory: where the kernel refuses, the thread runs as it is.
                         let _ = mezz_pmem::sched::lower_current_thread_priority(nice);
                     }
+                    #[cfg(test)]
+                    let mut barrier = None;
                     match received {
                         Some(Reclaim::List(list)) => held.push(list),
                         Some(Reclaim::Filter(filter)) => recycle_filter(filter),
+                        #[cfg(test)]
+                        Some(Reclaim::Barrier(done)) => barrier = Some(done),
                         None => {}
                     }
                     held = held.into_iter().filter_map(try_recycle).collect();
+                    #[cfg(test)]
+                    if let Some(done) = barrier {
+                        let _ = done.send(());
+                    }
                 }
             })
             .ok()
@@ -932,14 +944,17 @@ mod tests {
         );
         let weak = Arc::downgrade(&probe);
         drop(probe);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while weak.strong_count() > 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the reclaim thread never freed the list"
-            );
-            std::thread::sleep(RECLAIM_RETRY);
-        }
+        // Wait for the reclaim thread's next pass rather than a clock: it runs at the
+        // background threads' priority, which a loaded machine may starve for seconds
+        // (a 20-second deadline failed once under a CI run and a soak).
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        reclaim_later(Reclaim::Barrier(tx));
+        rx.recv().expect("the reclaim thread answers");
+        assert_eq!(
+            weak.strong_count(),
+            0,
+            "the reclaim thread did not free the list on its pass after the last holder let go"
+        );
     }
 
     #[test]

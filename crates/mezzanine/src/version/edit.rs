@@ -14,8 +14,18 @@ use crate::error::{Error, Result};
 use crate::storage::nvm::{NvmObject, NvmObjectKind};
 use crate::table::{TableLocation, TableMeta, Tier};
 
-/// The manifest format version this build writes and the newest it reads.
-pub const MANIFEST_FORMAT_VERSION: u32 = 4;
+/// The newest manifest format version this build reads: 5, the version of an edit that
+/// records column families.
+pub const MANIFEST_FORMAT_VERSION: u32 = 5;
+
+/// The format version a new manifest starts with (its snapshot edit): 4, what a database
+/// without column families needs, so builds before families still open it.
+pub const MANIFEST_BASE_VERSION: u32 = 4;
+
+/// The format version every edit with column-family records carries (written before them,
+/// whatever the edit's own `format_version`), so a build before families refuses the
+/// manifest as a newer version instead of an unknown tag.
+pub const FAMILIES_FORMAT_VERSION: u32 = 5;
 
 /// The name of the key ordering, recorded in the manifest and checked on open.
 pub const COMPARATOR_NAME: &str = "mezz.bytewise";
@@ -236,7 +246,13 @@ fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
 impl VersionEdit {
     /// Appends the encoding of this edit to `buf`.
     pub fn encode(&self, buf: &mut Vec<u8>) {
-        if let Some(v) = self.format_version {
+        let families = !self.families_added.is_empty() || !self.families_dropped.is_empty();
+        let version = match self.format_version {
+            Some(v) if families => Some(v.max(FAMILIES_FORMAT_VERSION)),
+            None if families => Some(FAMILIES_FORMAT_VERSION),
+            v => v,
+        };
+        if let Some(v) = version {
             put_varint32(buf, TAG_FORMAT_VERSION);
             put_varint32(buf, v);
         }
@@ -429,7 +445,8 @@ mod tests {
     #[test]
     fn edit_roundtrips() {
         let e = VersionEdit {
-            format_version: Some(1),
+            // (An edit with family records carries at least their version.)
+            format_version: Some(FAMILIES_FORMAT_VERSION),
             comparator: Some(COMPARATOR_NAME.into()),
             log_number: Some(7),
             next_file_number: Some(300),
@@ -509,9 +526,28 @@ mod tests {
         };
         let mut buf = Vec::new();
         e.encode(&mut buf);
-        assert_eq!(VersionEdit::decode(&buf, 0).unwrap(), e);
+        // It is marked with the families' format version, first, so a build before column
+        // families refuses it as a newer version (it reads the version before any tag it
+        // does not know).
+        assert_eq!(
+            buf[..2],
+            [TAG_FORMAT_VERSION as u8, FAMILIES_FORMAT_VERSION as u8]
+        );
+        let want = VersionEdit {
+            format_version: Some(FAMILIES_FORMAT_VERSION),
+            ..e.clone()
+        };
+        assert_eq!(VersionEdit::decode(&buf, 0).unwrap(), want);
+        // A snapshot edit (base version) with families is raised to the families' version.
+        let snap = VersionEdit {
+            format_version: Some(MANIFEST_BASE_VERSION),
+            ..e.clone()
+        };
+        let mut buf = Vec::new();
+        snap.encode(&mut buf);
+        assert_eq!(VersionEdit::decode(&buf, 0).unwrap(), want);
         // An edit without family records (every edit an older build wrote) decodes with
-        // none.
+        // none, and keeps its version.
         let old = VersionEdit {
             log_number: Some(4),
             ..Default::default()
@@ -520,6 +556,7 @@ mod tests {
         old.encode(&mut buf);
         let d = VersionEdit::decode(&buf, 0).unwrap();
         assert!(d.families_added.is_empty() && d.families_dropped.is_empty());
+        assert_eq!(d.format_version, None);
         // Family 0 cannot be added.
         let mut buf = Vec::new();
         put_varint32(&mut buf, TAG_COLUMN_FAMILY_ADD);

@@ -376,7 +376,7 @@ impl Version {
     #[must_use]
     pub fn snapshot_edit(&self) -> VersionEdit {
         VersionEdit {
-            format_version: Some(edit::MANIFEST_FORMAT_VERSION),
+            format_version: Some(edit::MANIFEST_BASE_VERSION),
             comparator: Some(self.order.name().to_string()),
             compact_pointers: self
                 .compact_pointers
