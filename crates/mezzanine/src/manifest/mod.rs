@@ -27,7 +27,8 @@ use crate::options::RecoveryMode;
 use crate::version::{Version, VersionBuilder};
 
 pub use crate::version::edit::{
-    COMPARATOR_NAME, FamilyRecord, MANIFEST_BASE_VERSION, MANIFEST_FORMAT_VERSION, VersionEdit,
+    COMPARATOR_NAME, FAMILIES_FORMAT_VERSION, FamilyRecord, MANIFEST_BASE_VERSION,
+    MANIFEST_FORMAT_VERSION, VersionEdit,
 };
 
 /// An open manifest being appended to.
