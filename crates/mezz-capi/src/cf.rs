@@ -17,7 +17,9 @@ use std::ffi::{c_char, c_int};
 use engine::{ColumnFamily, Db, WriteBatch};
 
 use crate::batch::leveldb_writebatch_t;
-use crate::db::{db_path, leveldb_property, leveldb_t, lookup, options, read_options, register};
+use crate::db::{
+    db_path, leveldb_property, leveldb_t, lookup, options, range_keys, read_options, register,
+};
 use crate::iter::leveldb_iterator_t;
 use crate::options::{leveldb_options_t, leveldb_readoptions_t, leveldb_writeoptions_t};
 use crate::{bytes, c_str, malloc_copy, malloc_cstring, no_errptr, status, with_errptr};
@@ -540,14 +542,7 @@ pub unsafe extern "C" fn rocksdb_compact_range_cf(
             return;
         };
         // SAFETY: each key is NULL or points to its length's bytes.
-        let (s, l) = unsafe {
-            (
-                (!start_key.is_null())
-                    .then(|| bytes(start_key, start_key_len, "start").unwrap_or_default()),
-                (!limit_key.is_null())
-                    .then(|| bytes(limit_key, limit_key_len, "limit").unwrap_or_default()),
-            )
-        };
+        let (s, l) = unsafe { range_keys(start_key, start_key_len, limit_key, limit_key_len) };
         let _ = d.compact_range_cf(cf, s, l);
     });
 }

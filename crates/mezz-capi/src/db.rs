@@ -317,6 +317,27 @@ pub(crate) fn leveldb_property(
     }
 }
 
+/// The bounds of `leveldb_compact_range` and its family variant: NULL is unbounded.
+///
+/// # Safety
+/// Each key NULL or pointing to its length's bytes, valid for `'a`.
+pub(crate) unsafe fn range_keys<'a>(
+    start_key: *const c_char,
+    start_key_len: usize,
+    limit_key: *const c_char,
+    limit_key_len: usize,
+) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+    // SAFETY: per the caller's guarantee.
+    unsafe {
+        (
+            (!start_key.is_null())
+                .then(|| bytes(start_key, start_key_len, "start").unwrap_or_default()),
+            (!limit_key.is_null())
+                .then(|| bytes(limit_key, limit_key_len, "limit").unwrap_or_default()),
+        )
+    }
+}
+
 /// Pins the current state. NULL if `db` is not an open database.
 ///
 /// # Safety
@@ -454,14 +475,7 @@ pub unsafe extern "C" fn leveldb_compact_range(
             return;
         };
         // SAFETY: each key is NULL or points to its length's bytes.
-        let (s, l) = unsafe {
-            (
-                (!start_key.is_null())
-                    .then(|| bytes(start_key, start_key_len, "start").unwrap_or_default()),
-                (!limit_key.is_null())
-                    .then(|| bytes(limit_key, limit_key_len, "limit").unwrap_or_default()),
-            )
-        };
+        let (s, l) = unsafe { range_keys(start_key, start_key_len, limit_key, limit_key_len) };
         let _ = d.compact_range(s, l);
     });
 }

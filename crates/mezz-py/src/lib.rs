@@ -767,23 +767,13 @@ impl PyDb {
         fill_cache: Option<bool>,
         snapshot: Option<&Bound<'_, PySnapshot>>,
     ) -> PyResult<PyIterator> {
-        let spec = IterSpec {
+        let spec = IterSpec::from_args(
             reverse,
-            start: opt_bytes(start)?,
-            stop: opt_bytes(stop)?,
-            include_start,
-            include_stop,
-            prefix: opt_bytes(prefix)?,
-            include_key,
-            include_value,
-            verify_checksums: verify_checksums.unwrap_or(false),
-            fill_cache: fill_cache.unwrap_or(true),
-        };
-        let snap = match snapshot {
-            Some(s) => Some(s.get().snapshot()?),
-            None => None,
-        };
-        self.h.iterator(py, snap, spec)
+            (start, stop, include_start, include_stop, prefix),
+            (include_key, include_value),
+            (verify_checksums, fill_cache),
+        )?;
+        self.h.iterator(py, snapshot_of(snapshot)?, spec)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
@@ -922,7 +912,44 @@ impl PyDb {
     }
 }
 
+/// The snapshot of an optional `snapshot=` argument.
+fn snapshot_of(snapshot: Option<&Bound<'_, PySnapshot>>) -> PyResult<Option<Snapshot>> {
+    snapshot.map(|s| s.get().snapshot()).transpose()
+}
+
+/// The range arguments of `iterator()`: start, stop, include_start, include_stop, prefix.
+type RangeArgs<'a, 'py> = (
+    Option<&'a Bound<'py, PyAny>>,
+    Option<&'a Bound<'py, PyAny>>,
+    bool,
+    bool,
+    Option<&'a Bound<'py, PyAny>>,
+);
+
 impl IterSpec {
+    /// The spec of one `iterator()` call (every class's `iterator` takes plyvel's
+    /// arguments): `reverse`, the range, (include_key, include_value) and
+    /// (verify_checksums, fill_cache).
+    fn from_args(
+        reverse: bool,
+        (start, stop, include_start, include_stop, prefix): RangeArgs<'_, '_>,
+        (include_key, include_value): (bool, bool),
+        (verify_checksums, fill_cache): (Option<bool>, Option<bool>),
+    ) -> PyResult<IterSpec> {
+        Ok(IterSpec {
+            reverse,
+            start: opt_bytes(start)?,
+            stop: opt_bytes(stop)?,
+            include_start,
+            include_stop,
+            prefix: opt_bytes(prefix)?,
+            include_key,
+            include_value,
+            verify_checksums: verify_checksums.unwrap_or(false),
+            fill_cache: fill_cache.unwrap_or(true),
+        })
+    }
+
     fn default_spec() -> IterSpec {
         IterSpec {
             reverse: false,
@@ -1016,23 +1043,13 @@ impl PyPrefixedDb {
         fill_cache: Option<bool>,
         snapshot: Option<&Bound<'_, PySnapshot>>,
     ) -> PyResult<PyIterator> {
-        let spec = IterSpec {
+        let spec = IterSpec::from_args(
             reverse,
-            start: opt_bytes(start)?,
-            stop: opt_bytes(stop)?,
-            include_start,
-            include_stop,
-            prefix: opt_bytes(prefix)?,
-            include_key,
-            include_value,
-            verify_checksums: verify_checksums.unwrap_or(false),
-            fill_cache: fill_cache.unwrap_or(true),
-        };
-        let snap = match snapshot {
-            Some(s) => Some(s.get().snapshot()?),
-            None => None,
-        };
-        self.h.iterator(py, snap, spec)
+            (start, stop, include_start, include_stop, prefix),
+            (include_key, include_value),
+            (verify_checksums, fill_cache),
+        )?;
+        self.h.iterator(py, snapshot_of(snapshot)?, spec)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
@@ -1162,23 +1179,13 @@ impl PyColumnFamily {
         fill_cache: Option<bool>,
         snapshot: Option<&Bound<'_, PySnapshot>>,
     ) -> PyResult<PyIterator> {
-        let spec = IterSpec {
+        let spec = IterSpec::from_args(
             reverse,
-            start: opt_bytes(start)?,
-            stop: opt_bytes(stop)?,
-            include_start,
-            include_stop,
-            prefix: opt_bytes(prefix)?,
-            include_key,
-            include_value,
-            verify_checksums: verify_checksums.unwrap_or(false),
-            fill_cache: fill_cache.unwrap_or(true),
-        };
-        let snap = match snapshot {
-            Some(s) => Some(s.get().snapshot()?),
-            None => None,
-        };
-        self.h.iterator(py, snap, spec)
+            (start, stop, include_start, include_stop, prefix),
+            (include_key, include_value),
+            (verify_checksums, fill_cache),
+        )?;
+        self.h.iterator(py, snapshot_of(snapshot)?, spec)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
@@ -1575,18 +1582,12 @@ impl PySnapshot {
         verify_checksums: Option<bool>,
         fill_cache: Option<bool>,
     ) -> PyResult<PyIterator> {
-        let spec = IterSpec {
+        let spec = IterSpec::from_args(
             reverse,
-            start: opt_bytes(start)?,
-            stop: opt_bytes(stop)?,
-            include_start,
-            include_stop,
-            prefix: opt_bytes(prefix)?,
-            include_key,
-            include_value,
-            verify_checksums: verify_checksums.unwrap_or(false),
-            fill_cache: fill_cache.unwrap_or(true),
-        };
+            (start, stop, include_start, include_stop, prefix),
+            (include_key, include_value),
+            (verify_checksums, fill_cache),
+        )?;
         self.h.iterator(py, Some(self.snapshot()?), spec)
     }
 
