@@ -1274,9 +1274,21 @@ impl DbInner {
     /// flushed.
     pub(super) fn wait_for_flushes(&self) -> Result<()> {
         let mut st = self.jobs.state.lock();
-        let Some(target) = st.mems.immutables().first().map(|m| m.id()) else {
+        // The newest: memtables are flushed oldest first, so once it is gone so is every
+        // older one.
+        let Some(target) = st.mems.immutables().last().map(|m| m.id()) else {
             return Ok(());
         };
+        self.wait_until_flushed(&mut st, target)
+    }
+
+    /// Waits, under `st`, until immutable memtable `target` (and so every older one) is
+    /// flushed.
+    fn wait_until_flushed(
+        &self,
+        st: &mut parking_lot::MutexGuard<'_, super::State>,
+        target: u64,
+    ) -> Result<()> {
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(e.clone()));
@@ -1287,7 +1299,7 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
-            if !self.wait_for_job(&mut st, STALL_POLL) {
+            if !self.wait_for_job(st, STALL_POLL) {
                 return Err(no_job("flush"));
             }
         }
@@ -1338,22 +1350,7 @@ impl DbInner {
                 None => return Ok(()),
             },
         };
-        loop {
-            if let Some(e) = &st.bg_error {
-                return Err(Error::Background(e.clone()));
-            }
-            // Memtables are flushed oldest first: once `target` is gone, so is every
-            // memtable older than it.
-            if !st.mems.has_immutable(target) {
-                return Ok(());
-            }
-            if st.shutting_down {
-                return Err(Error::Closed);
-            }
-            if !self.wait_for_job(&mut st, STALL_POLL) {
-                return Err(no_job("flush"));
-            }
-        }
+        self.wait_until_flushed(&mut st, target)
     }
 }
 
