@@ -23,15 +23,7 @@ fn small() -> Options {
 }
 
 fn scan_cf(db: &Db, cf: &ColumnFamily, opts: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.cursor_cf(cf, opts).unwrap();
-    it.seek_to_first();
-    let mut got = BTreeMap::new();
-    while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    got
+    common::collect(db.cursor_cf(cf, opts).unwrap())
 }
 
 fn family_dirs(dir: &Path) -> Vec<String> {

@@ -68,7 +68,11 @@ pub fn key(i: u64) -> Vec<u8> {
 
 /// Every entry `db` shows to a forward scan with `opts`.
 pub fn scan(db: &Db, opts: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.cursor(opts).unwrap();
+    collect(db.cursor(opts).unwrap())
+}
+
+/// Every entry of `it` from its first, in order.
+pub fn collect(mut it: mezzanine::DbIterator) -> BTreeMap<Vec<u8>, Vec<u8>> {
     it.seek_to_first();
     let mut got = BTreeMap::new();
     while it.valid() {
