@@ -140,6 +140,12 @@ impl Run {
         };
         let p = presets[self.rng.random_range(0..presets.len())];
         let mut o = tiny_options(p);
+        // NoveLSM's `immutable` NVM memtables (a family's full memtables merged into its
+        // NVM skip list); `mutable` ones do not combine with families.
+        if self.main.nvm_dir.is_some() && p == Preset::Leveldb && self.rng.random_bool(0.5) {
+            o.nvm_memtable = mezzanine::options::NvmMemtable::Immutable;
+            mezz_testkit::option_sets::with_simulated_nvm(&mut o);
+        }
         let wbs = [4 << 10, 8 << 10, 32 << 10][self.rng.random_range(0..3)];
         if o.matrix_bytes == 0 {
             o.write_buffer_size = wbs;
@@ -326,8 +332,18 @@ impl Run {
 }
 
 fn main_options(seed: u64, fs: &MemFs) -> Options {
-    let p = [Preset::Leveldb, Preset::Tlsm, Preset::Matrixkv][seed as usize % 3];
+    let p = [
+        Preset::Leveldb,
+        Preset::Tlsm,
+        Preset::Matrixkv,
+        Preset::Novelsm,
+    ][seed as usize % 4];
     let mut o = tiny_options(p);
+    if p == Preset::Novelsm {
+        // The default family with `immutable` NVM memtables (`mutable` ones do not combine
+        // with families).
+        o.nvm_memtable = mezzanine::options::NvmMemtable::Immutable;
+    }
     o.fs = Arc::new(fs.clone()) as Arc<dyn FileSystem>;
     o.manual_background = seed.is_multiple_of(2);
     o
@@ -399,7 +415,7 @@ fn column_families_match_the_model() {
         run_seed(seed, ops());
         return;
     }
-    for seed in 1..=6 {
+    for seed in 1..=8 {
         run_seed(seed, ops());
     }
 }
@@ -414,18 +430,34 @@ fn column_families_match_the_model() {
 /// - the state is that after a prefix of the batches, which holds every acknowledged batch
 ///   (process crash) or every batch up to the last `sync` one (power cut);
 /// - the dropped family is gone, and its directory holds nothing.
-fn crash_run(seed: u64, keep: mezz_env::KeepUnsynced) {
+///
+/// With `nvm`, the default family and family `a` keep NoveLSM's `immutable` NVM memtables
+/// (full memtables merged into a persistent skip list in NVM instead of written to L0),
+/// and a power cut also drops the NVM lines not yet persisted.
+fn crash_run(seed: u64, keep: mezz_env::KeepUnsynced, nvm: bool) {
     use mezz_env::CrashOptions;
     const SLOTS: u32 = 40;
     const OPS: usize = 500;
     let fs = MemFs::new();
+    let immutable_nvm_memtables = |o: &mut Options| {
+        o.nvm_memtable = mezzanine::options::NvmMemtable::Immutable;
+        mezz_testkit::option_sets::with_simulated_nvm(o);
+    };
     let mut o = tiny_options(Preset::Leveldb);
+    if nvm {
+        immutable_nvm_memtables(&mut o);
+    }
     o.fs = Arc::new(fs.clone()) as Arc<dyn FileSystem>;
     let dir = "/crash-cf";
     let db = Db::open(dir, o.clone()).unwrap();
     let mut fo = tiny_options(Preset::Leveldb);
     fo.write_buffer_size = 4 << 10;
+    if nvm {
+        immutable_nvm_memtables(&mut fo);
+        fo.nvm_sim.clone_from(&o.nvm_sim);
+    }
     let a = db.create_column_family("a", &fo).unwrap();
+    let mut fo = tiny_options(Preset::Leveldb);
     fo.write_buffer_size = 16 << 10;
     let b = db.create_column_family("b", &fo).unwrap();
     let c = db.create_column_family("c", &fo).unwrap();
@@ -472,13 +504,28 @@ fn crash_run(seed: u64, keep: mezz_env::KeepUnsynced) {
         if !rng.random_bool(0.04) && i + 1 != OPS {
             continue;
         }
-        // A crash point.
-        let clone = fs.crash_clone(&CrashOptions {
-            keep_unsynced: keep,
-            seed: seed ^ i as u64,
-        });
+        // A crash point: files and NVM cut at one instant.
+        let (clone, nvm_clone) = fs.crash_clone_with(
+            &CrashOptions {
+                keep_unsynced: keep,
+                seed: seed ^ i as u64,
+            },
+            || {
+                o.nvm_sim.as_ref().map(|sim| {
+                    sim.power_cut(&mezz_pmem::PowerCut {
+                        keep_unpersisted: match keep {
+                            mezz_env::KeepUnsynced::All => mezz_pmem::KeepLines::All,
+                            mezz_env::KeepUnsynced::None => mezz_pmem::KeepLines::None,
+                            mezz_env::KeepUnsynced::RandomPrefix => mezz_pmem::KeepLines::Random,
+                        },
+                        seed: seed ^ i as u64,
+                    })
+                })
+            },
+        );
         let mut co = o.clone();
         co.fs = Arc::new(clone.clone()) as Arc<dyn FileSystem>;
+        co.nvm_sim = nvm_clone;
         let r = Db::open(dir, co).unwrap_or_else(|e| panic!("{}: open: {e}", ctx(i)));
         let (ra, rb) = (r.column_family("a").unwrap(), r.column_family("b").unwrap());
         if dropped_at.is_some() {
@@ -544,22 +591,44 @@ fn crash_run(seed: u64, keep: mezz_env::KeepUnsynced) {
         }
         r.close().unwrap();
     }
+    if nvm {
+        // The memtables did go to NVM, in both families that keep them there.
+        assert!(db.stats().nvm_bytes_written > 0, "crash seed {seed}");
+        assert!(
+            db.stats_cf(&a).unwrap().nvm_bytes_written > 0,
+            "crash seed {seed}"
+        );
+    }
     db.close().unwrap();
 }
 
 #[test]
 fn a_process_crash_keeps_every_acknowledged_cross_family_batch_whole() {
     for seed in 1..=3 {
-        crash_run(seed, mezz_env::KeepUnsynced::All);
+        crash_run(seed, mezz_env::KeepUnsynced::All, false);
     }
 }
 
 #[test]
 fn a_power_cut_keeps_a_prefix_of_whole_cross_family_batches() {
     for seed in 11..=13 {
-        crash_run(seed, mezz_env::KeepUnsynced::None);
+        crash_run(seed, mezz_env::KeepUnsynced::None, false);
     }
     for seed in 21..=23 {
-        crash_run(seed, mezz_env::KeepUnsynced::RandomPrefix);
+        crash_run(seed, mezz_env::KeepUnsynced::RandomPrefix, false);
+    }
+}
+
+#[test]
+fn with_immutable_nvm_memtables_a_process_crash_keeps_cross_family_batches_whole() {
+    for seed in 21..=22 {
+        crash_run(seed, mezz_env::KeepUnsynced::All, true);
+    }
+}
+
+#[test]
+fn with_immutable_nvm_memtables_a_power_cut_keeps_a_prefix_of_whole_batches() {
+    for seed in 31..=33 {
+        crash_run(seed, mezz_env::KeepUnsynced::None, true);
     }
 }

@@ -279,6 +279,76 @@ fn per_family_options_are_recorded_and_in_effect_after_reopen() {
 }
 
 #[test]
+fn immutable_nvm_memtables_serve_the_default_family_and_a_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    // NoveLSM's `immutable` mode: full DRAM memtables (whose updates are in the WAL) are
+    // merged into a persistent skip list in NVM instead of written to L0.
+    let with_nvm = |o: &mut Options| {
+        o.nvm_dir = Some(nvm.path().to_path_buf());
+        o.nvm_capacity = 16 << 20;
+        o.nvm_prefault = false;
+        o.set("nvm_memtable", "immutable").unwrap();
+        o.nvm_memtable_size = 1 << 20;
+    };
+    let mut main = small();
+    with_nvm(&mut main);
+    let mut fam = small();
+    fam.write_buffer_size = 32 << 10;
+    with_nvm(&mut fam);
+    let v = |i: u32, f: &str| format!("{f}{i:06}").repeat(10).into_bytes();
+    {
+        let db = Db::open(dir.path(), main.clone()).unwrap();
+        let a = db.create_column_family("a", &fam).unwrap();
+        let plain = db.create_column_family("plain", &small()).unwrap();
+        // `mutable` NVM memtables take writes without a WAL record: refused beside
+        // families, with the reason.
+        let mut mutable = small();
+        with_nvm(&mut mutable);
+        mutable.set("nvm_memtable", "mutable").unwrap();
+        match db.create_column_family("m", &mutable) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("mutable"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        for i in 0..3000u32 {
+            let k = format!("k{i:06}").into_bytes();
+            let mut b = WriteBatch::new();
+            b.put(&k, &v(i, "d"));
+            b.put_cf(&a, &k, &v(i, "a"));
+            b.put_cf(&plain, &k, &v(i, "p"));
+            db.write(&WriteOptions::default(), b).unwrap();
+        }
+        db.wait_for_background().unwrap();
+        // The default family's and `a`'s memtables went to NVM, `plain`'s did not.
+        assert!(db.stats().nvm_bytes_written > 0);
+        assert!(db.stats_cf(&a).unwrap().nvm_bytes_written > 0);
+        assert_eq!(db.stats_cf(&plain).unwrap().nvm_bytes_written, 0);
+        assert!(nvm.path().join("cf-1").join("NVM-POOL").exists());
+        assert!(!nvm.path().join("cf-2").exists());
+        db.close().unwrap();
+    }
+    // The NVM memtables are mapped back; every family holds every batch.
+    let db = Db::open(dir.path(), main.clone()).unwrap();
+    let a = db.column_family("a").unwrap();
+    let plain = db.column_family("plain").unwrap();
+    for i in (0..3000u32).step_by(7) {
+        let k = format!("k{i:06}").into_bytes();
+        assert_eq!(db.get(&k).unwrap().unwrap(), v(i, "d"));
+        assert_eq!(db.get_cf(&a, &k).unwrap().unwrap(), v(i, "a"));
+        assert_eq!(db.get_cf(&plain, &k).unwrap().unwrap(), v(i, "p"));
+    }
+    assert_eq!(scan_cf(&db, &a, &ReadOptions::default()).len(), 3000);
+    db.close().unwrap();
+    // A database with families refuses to open with `mutable` NVM memtables.
+    let mut m = main;
+    m.set("nvm_memtable", "mutable").unwrap();
+    match Db::open(dir.path(), m) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("mutable"), "{msg}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
 fn transactions_and_indexed_batches_over_the_default_family_beside_families() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small()).unwrap();

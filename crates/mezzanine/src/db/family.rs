@@ -174,6 +174,20 @@ pub const CHANGEABLE_FAMILY_OPTIONS: &[&str] = &[
     "parallel_reads",
 ];
 
+/// Why `nvm_memtable = mutable` and column families do not combine: a mutable NVM
+/// memtable takes a write in place, durable at once, with no WAL record; a batch spanning
+/// families is atomic because it is one WAL record. A power cut could keep a family's half
+/// in its NVM memtable while the WAL's lost tail drops the other half. (`immutable` keeps
+/// every write in the WAL first: a family may use it, and so may the default family.)
+pub(super) fn mutable_nvm_memtable_error() -> Error {
+    Error::InvalidArgument(MUTABLE_NVM_MEMTABLE_REASON.to_string())
+}
+
+/// The reason of [`mutable_nvm_memtable_error`].
+pub(super) const MUTABLE_NVM_MEMTABLE_REASON: &str = "column families and nvm_memtable = \
+     mutable do not combine: a mutable NVM memtable takes writes without the WAL record that \
+     makes a batch across families atomic (nvm_memtable = immutable does combine)";
+
 /// The directory name of family `id`.
 pub(super) fn family_dir_name(id: u32) -> String {
     format!("cf-{id}")
@@ -200,12 +214,8 @@ pub(super) fn parse_family_dir(name: &str) -> Option<u32> {
 pub(super) fn family_options(main: &Options, id: u32, recorded: &str) -> Result<Options> {
     let mut o = Options::from_text(recorded)?;
     o.keep_internal(main.clone());
-    if o.nvm_memtable != NvmMemtable::Off {
-        return Err(Error::InvalidArgument(
-            "a column family cannot have an NVM memtable (nvm_memtable): its updates are \
-             logged in the database's WAL"
-                .to_string(),
-        ));
+    if o.nvm_memtable == NvmMemtable::Mutable {
+        return Err(mutable_nvm_memtable_error());
     }
     let sub = family_dir_name(id);
     o.use_wal = false;
@@ -234,13 +244,20 @@ pub(super) fn open_family(
     }
     let path = dir.join(family_dir_name(record.id));
     let db = super::open::open_with(&path, opts.clone(), Some(Arc::clone(snapshots)))?;
+    // What the family holds durably: its tables, and (under `nvm_memtable = immutable`)
+    // the NVM memtables mapped back, which hold the merged memtables' entries (a family
+    // has no WAL, so the only memtables of a family just opened are NVM ones).
     let flushed_seq = {
         let sv = db.versions.super_version.load();
-        sv.version
-            .all_tables()
-            .map(|(_, t)| t.largest_seq)
-            .max()
-            .unwrap_or(0)
+        let tables = sv.version.all_tables().map(|(_, t)| t.largest_seq);
+        let nvm = sv
+            .nvm
+            .iter()
+            .chain(sv.imms.iter())
+            .chain(std::iter::once(&sv.mem))
+            .filter(|m| m.is_nvm() && !m.is_empty())
+            .map(|m| m.max_seq());
+        tables.chain(nvm).max().unwrap_or(0)
     };
     Ok(Arc::new(Family {
         id: record.id,
@@ -448,12 +465,8 @@ impl DbInner {
                 "{name:?} cannot name a new column family"
             )));
         }
-        if self.opts.nvm_memtable != NvmMemtable::Off {
-            return Err(Error::InvalidArgument(
-                "column families need the default family's writes logged in a WAL: not \
-                 with nvm_memtable"
-                    .to_string(),
-            ));
+        if self.opts.nvm_memtable == NvmMemtable::Mutable {
+            return Err(mutable_nvm_memtable_error());
         }
         // Every return releases the `write` lock: the writers queued meanwhile are woken
         // then (`woken` is dropped after `ws`).

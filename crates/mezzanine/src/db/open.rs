@@ -137,11 +137,11 @@ fn open_families(
     if rec.families.is_empty() {
         return Ok(BTreeMap::new());
     }
-    if opts.nvm_memtable != crate::options::NvmMemtable::Off {
+    if opts.nvm_memtable == crate::options::NvmMemtable::Mutable {
         return Err(Error::InvalidArgument(format!(
-            "{} has column families, which need the default family's writes logged in a \
-             WAL: open it without nvm_memtable",
-            locked.dir.display()
+            "{}: {}",
+            locked.dir.display(),
+            super::family::MUTABLE_NVM_MEMTABLE_REASON
         )));
     }
     let mut open = BTreeMap::new();
@@ -655,20 +655,22 @@ fn replay_wals(
     let keep_memtables = design
         .memtables()
         .keeps_recovered_memtables(!nvm.mems.is_empty());
-    if keep_memtables && !families.is_empty() {
-        return Err(Error::InvalidArgument(format!(
-            "{} has NVM memtables and column families: open it with the options it was \
-             created with (column families need the default family's writes in a WAL)",
-            locked.dir.display()
-        )));
-    }
     let replayed = if !keep_memtables {
         replay_into_l0(
             locked, opts, design, storage, placement, rec, wals, tolerate, families,
         )?;
         Replayed::default()
     } else {
-        let r = replay_into_memtables(locked, opts, (design, storage), nvm, rec, wals, tolerate)?;
+        let r = replay_into_memtables(
+            locked,
+            opts,
+            (design, storage),
+            nvm,
+            rec,
+            wals,
+            tolerate,
+            families,
+        )?;
         if let Some(n) = r.first_incomplete {
             drop_deferred_after(&mut nvm.mems, n, tolerate, &locked.dir, rec)?;
         }
@@ -751,17 +753,7 @@ fn replay_into_l0(
                 }
                 mem.insert_batch(&batch)?;
                 rec.last_seq = rec.last_seq.max(seq + n - 1);
-                // A column family's updates go to its engine, those its tables hold
-                // already excepted; a dropped family's are ignored.
-                if !families.is_empty() {
-                    for id in batch.families() {
-                        if let Some(f) = families.get(&id)
-                            && seq + n - 1 > f.flushed_seq
-                        {
-                            f.db.apply_family_batch(&batch, id, f.flushed_seq)?;
-                        }
-                    }
-                }
+                replay_into_families(&batch, families)?;
             }
             if mem.approximate_memory_usage() >= opts.write_buffer_size {
                 flush_mem(&mem, &mut rec.edit)?;
@@ -784,6 +776,28 @@ fn replay_into_l0(
     Ok(())
 }
 
+/// Replays a WAL batch's updates of column families into their engines, those a family
+/// holds durably already (its tables and NVM memtables) excepted; a dropped family's are
+/// ignored.
+fn replay_into_families(
+    batch: &WriteBatch,
+    families: &BTreeMap<u32, Arc<super::family::Family>>,
+) -> Result<()> {
+    let n = batch.len() as u64;
+    if families.is_empty() || n == 0 {
+        return Ok(());
+    }
+    let last = batch.sequence() + n - 1;
+    for id in batch.families() {
+        if let Some(f) = families.get(&id)
+            && last > f.flushed_seq
+        {
+            f.db.apply_family_batch(batch, id, f.flushed_seq)?;
+        }
+    }
+    Ok(())
+}
+
 /// The error (under `AbsoluteConsistency`) for WAL `number` in `dir`, older than the
 /// newest and ending without its END marker.
 fn lost_tail(dir: &Path, number: u64) -> Error {
@@ -800,6 +814,7 @@ fn lost_tail(dir: &Path, number: u64) -> Error {
 ///
 /// Guarantees: every kept WAL is durable: a WAL file replayed as it was is synced (it may
 /// have been read from the OS cache), a torn one's prefix is rewritten and synced.
+#[allow(clippy::too_many_arguments)]
 fn replay_into_memtables(
     locked: &LockedDir,
     opts: &Options,
@@ -808,6 +823,7 @@ fn replay_into_memtables(
     rec: &mut Recovery,
     wals: &[WalSource],
     tolerate: bool,
+    families: &BTreeMap<u32, Arc<super::family::Family>>,
 ) -> Result<Replayed> {
     let LockedDir { fs, dir, .. } = locked;
     let mut kept_wals: HashSet<u64> = HashSet::new();
@@ -836,6 +852,7 @@ fn replay_into_memtables(
                 }
                 m.insert_batch(&batch)?;
                 rec.last_seq = rec.last_seq.max(batch.sequence() + n - 1);
+                replay_into_families(&batch, families)?;
             }
             Ok(())
         })?;

@@ -394,3 +394,17 @@ fn validate_rejects_inconsistent_triggers() {
     let e = o.validate().unwrap_err();
     assert!(e.to_string().contains("level0_stop_trigger"), "{e}");
 }
+
+#[test]
+fn only_a_mutable_nvm_memtable_needs_a_wal() {
+    let mut o = Options {
+        use_wal: false,
+        nvm_dir: Some("nvm".into()),
+        ..Options::default()
+    };
+    o.set("nvm_memtable", "mutable").unwrap();
+    let e = o.validate().unwrap_err();
+    assert!(e.to_string().contains("use_wal"), "{e}");
+    o.set("nvm_memtable", "immutable").unwrap();
+    o.validate().unwrap();
+}

@@ -103,8 +103,13 @@ impl Options {
                     self.nvm_memtable_size
                 ));
             }
-            if !self.use_wal {
-                return bad("an NVM memtable needs use_wal=true".into());
+            // A mutable NVM memtable alternates with DRAM ones: without a WAL, a crash would
+            // keep its (newer) writes and lose the older DRAM memtable's, a hole in the
+            // history. Under `immutable` every memtable reaches NVM in order, so without a
+            // WAL a crash loses only the newest writes, as any database without one does
+            // (and a column family, whose updates the database's WAL holds, has none).
+            if self.nvm_memtable == NvmMemtable::Mutable && !self.use_wal {
+                return bad("a mutable NVM memtable needs use_wal=true".into());
             }
         }
         if self.matrix_bytes > 0 {
