@@ -10,7 +10,7 @@
 //! its own memtables, version, manifest, compactions, options and statistics, but no WAL
 //! and no sequence counter of its own: the database's write path logs every update, of any
 //! family, in its one WAL, numbers it from its one sequence counter, and inserts a family's
-//! updates into that family's memtable (`DbInner::apply_family_batch`) before the group is
+//! updates into that family's memtable (`DbInner::insert_family_batch`) before the group is
 //! published. So a batch spanning families is one WAL record (atomic), and a snapshot (one
 //! sequence number, registered in the one snapshot list every family shares) reads every
 //! family at the same point.
@@ -187,6 +187,11 @@ pub(super) fn mutable_nvm_memtable_error() -> Error {
 pub(super) const MUTABLE_NVM_MEMTABLE_REASON: &str = "column families and nvm_memtable = \
      mutable do not combine: a mutable NVM memtable takes writes without the WAL record that \
      makes a batch across families atomic (nvm_memtable = immutable does combine)";
+
+/// The sum of `families`' memtable sizes (`write_buffer_size`).
+pub(super) fn buffer_bytes<'a>(families: impl Iterator<Item = &'a Arc<Family>>) -> u64 {
+    families.map(|f| f.opts.write_buffer_size as u64).sum()
+}
 
 /// The directory name of family `id`.
 pub(super) fn family_dir_name(id: u32) -> String {
@@ -523,6 +528,10 @@ impl DbInner {
             fams.next_id = id + 1;
         }
         self.has_families.store(true, Ordering::Release);
+        self.family_buffer_bytes.store(
+            buffer_bytes(self.families.read().live.values()),
+            Ordering::Release,
+        );
         drop(ws);
         drop(woken);
         self.info_log
@@ -555,6 +564,8 @@ impl DbInner {
             fams.live.remove(&f.id);
             self.has_families
                 .store(!fams.live.is_empty(), Ordering::Release);
+            self.family_buffer_bytes
+                .store(buffer_bytes(fams.live.values()), Ordering::Release);
         }
         self.info_log.log(format_args!(
             "column family {:?} dropped (id {})",

@@ -521,10 +521,12 @@ impl DbInner {
                 ws.family_bytes = u64::MAX;
                 mem = self.make_room_for_write(ws, batch.approximate_size(), batch.len())?;
             }
-            for f in &fams {
-                f.db.make_family_room(batch)?;
+            let mut with_mems = Vec::with_capacity(fams.len());
+            for f in fams {
+                let m = f.db.make_family_room(batch)?;
+                with_mems.push((f, m));
             }
-            Some(fams)
+            Some(with_mems)
         } else {
             None
         };
@@ -563,8 +565,8 @@ impl DbInner {
             }
         }
         if let Some(fams) = families {
-            for f in &fams {
-                if let Err(e) = f.db.apply_family_batch(batch, f.id, 0) {
+            for (f, m) in &fams {
+                if let Err(e) = f.db.insert_family_batch(m, batch, f.id) {
                     // Logged but not inserted: no write may be acknowledged after it.
                     self.set_bg_error(&format!(
                         "insert into column family {:?} failed: {e}",
@@ -728,15 +730,45 @@ impl DbInner {
     /// In a column family's engine: waits until its active memtable has room for the
     /// updates of `batch` (switching it, or stalling for its background work, as a write
     /// would). Called by the database's write path before the batch is logged.
-    pub(super) fn make_family_room(&self, batch: &WriteBatch) -> Result<()> {
+    /// Returns the active memtable, which stays active until the database's `write` lock
+    /// (held by the caller) is released: a family's memtable is switched only under it.
+    pub(super) fn make_family_room(&self, batch: &WriteBatch) -> Result<Arc<MemTable>> {
         let mut ws = self.writes.write.lock();
         self.make_room_for_write(&mut ws, batch.approximate_size(), batch.len())
-            .map(|_| ())
     }
 
     /// In a column family's engine: inserts the updates of `batch` that belong to family
-    /// `family` and are numbered above `after`, with the sequence numbers the database's
-    /// write path (or its WAL) gave them, and publishes them.
+    /// `family` into `mem`, the active memtable [`DbInner::make_family_room`] returned
+    /// under the same hold of the database's `write` lock, and publishes them.
+    pub(super) fn insert_family_batch(
+        &self,
+        mem: &MemTable,
+        batch: &WriteBatch,
+        family: u32,
+    ) -> Result<()> {
+        let mut ws = self.writes.write.lock();
+        self.insert_family_into(&mut ws, mem, batch, family, 0)
+    }
+
+    fn insert_family_into(
+        &self,
+        ws: &mut WriteState,
+        mem: &MemTable,
+        batch: &WriteBatch,
+        family: u32,
+        after: u64,
+    ) -> Result<()> {
+        let last = batch.sequence() + (batch.len() as u64).saturating_sub(1);
+        let user_bytes = mem.insert_family_after(batch, family, after)?;
+        self.stats.record_group(user_bytes);
+        ws.last_assigned = ws.last_assigned.max(last);
+        self.versions.last_seq.fetch_max(last, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// In a column family's engine, at recovery: inserts the updates of `batch` (a WAL
+    /// record) that belong to family `family` and are numbered above `after`, with the
+    /// sequence numbers the WAL gave them, and publishes them.
     pub(super) fn apply_family_batch(
         &self,
         batch: &WriteBatch,
@@ -745,12 +777,7 @@ impl DbInner {
     ) -> Result<()> {
         let mut ws = self.writes.write.lock();
         let mem = self.make_room_for_write(&mut ws, batch.approximate_size(), batch.len())?;
-        let last = batch.sequence() + (batch.len() as u64).saturating_sub(1);
-        let user_bytes = mem.insert_family_after(batch, family, after)?;
-        self.stats.record_group(user_bytes);
-        ws.last_assigned = ws.last_assigned.max(last);
-        self.versions.last_seq.fetch_max(last, Ordering::AcqRel);
-        Ok(())
+        self.insert_family_into(&mut ws, &mem, batch, family, after)
     }
 
     pub(super) fn set_bg_error(&self, msg: &str) {
@@ -810,11 +837,16 @@ impl DbInner {
                 .policy
                 .write_pressure(&st.version, st.pending_compaction_bytes);
             let mem = st.mems.active();
-            // The WAL also holds the other column families' updates: past a memtable's
-            // worth of them it is switched (and, through the flush, every family flushed),
-            // so that it does not grow without bound while this memtable fills slowly.
-            let families_full =
-                ws.family_bytes >= o.write_buffer_size as u64 || ws.family_bytes == u64::MAX;
+            // The WAL also holds the other column families' updates: past their memtables'
+            // worth of them (the sum of their sizes: every family's memtable would be full
+            // had they been spread evenly) it is switched (and, through the flush, every
+            // family flushed), so that it does not grow without bound while this memtable
+            // fills slowly. (A family whose own memtable fills forces a switch sooner.)
+            let family_budget = self
+                .family_buffer_bytes
+                .load(Ordering::Relaxed)
+                .max(o.write_buffer_size as u64);
+            let families_full = ws.family_bytes >= family_budget;
             let mem_full = mem.is_full(need, o.write_buffer_size)
                 || families_full
                 || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes));
