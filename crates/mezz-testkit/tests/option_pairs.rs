@@ -23,6 +23,14 @@
 //!    `compact_range(None, None)`; write more and let the handle go as in 2;
 //! 4. reopen under A (the round trip) and check again, also after `wait_for_background`.
 //!
+//! Each run also creates a column family under A with options of its own
+//! ([`family_options`]: another block size, bloom bits, compression and memtable size, and
+//! where A has an `nvm_dir`, NVM tables or a matrix L0 in a pool of its own); the updates of
+//! every third key go to it too, in the same batch, and every check reads it against a
+//! model of its own as it reads the default family. Pairs where A or B has an NVM memtable
+//! run without a family: a family cannot have one, and a database whose default family
+//! uses NVM memtables refuses column families.
+//!
 //! Background work runs on threads, or deterministically (`Options::manual_background`:
 //! at the workload's `run_background_work` calls and where a call would wait), which makes
 //! a run exactly repeatable. Pair (A, B) drops the handles and (B, A) crashes, each pair
@@ -57,7 +65,8 @@ use mezz_testkit::option_sets::{SIM_NVM_DIR, with_simulated_nvm, with_units};
 use mezz_testkit::tiny_options;
 use mezzanine::options::{NvmMemtable, PersistMode, SimNvm};
 use mezzanine::{
-    BlockFormat, Db, Error, Options, PlacementPolicy, Preset, ReadOptions, WriteBatch, WriteOptions,
+    BlockFormat, ColumnFamily, Db, Error, Options, PlacementPolicy, Preset, ReadOptions,
+    WriteBatch, WriteOptions,
 };
 
 /// Directory of the database on the `MemFs`.
@@ -269,8 +278,75 @@ struct Run {
     sim: SimNvm,
     dir: PathBuf,
     model: Model,
+    /// The column family of the run (see [`family_options`]), and its model: updates of
+    /// every third key go to it too, in the same batch as the default family's.
+    family: Option<FamilyRun>,
     /// Where the run is, for failure reports.
     stage: String,
+}
+
+/// The column family a run writes beside the default one.
+struct FamilyRun {
+    /// Whether its options use NVM (then every open gets the simulated NVM its pool
+    /// lives in, whatever the database's own options say).
+    nvm: bool,
+    model: Model,
+}
+
+/// Name of the column family a run creates.
+const FAMILY: &str = "side";
+
+/// The options of the column family run `(a, b)` creates under A: options of its own, other
+/// than A's (block size, bloom bits, compression, memtable size), and where A uses NVM (has
+/// an `nvm_dir`), NVM tables (TLSM) or a matrix L0 (MatrixKV) in a pool of its own, one or
+/// the other by `variant`. `None` where A or B has an NVM memtable: a family cannot have
+/// one, and a database whose default family uses NVM memtables refuses column families
+/// (at create under A, at open under B: such pairs run without a family).
+fn family_options(a: &Profile, b: &Profile, variant: usize) -> Option<Options> {
+    if a.options.nvm_memtable != NvmMemtable::Off || b.options.nvm_memtable != NvmMemtable::Off {
+        return None;
+    }
+    let mut o = if a.options.nvm_dir.is_some() {
+        let mut o = tiny_options(if variant.is_multiple_of(2) {
+            Preset::Tlsm
+        } else {
+            Preset::Matrixkv
+        });
+        o.nvm_memtable = NvmMemtable::Off;
+        with_simulated_nvm(&mut o);
+        o
+    } else {
+        tiny_options(Preset::Leveldb)
+    };
+    o.block_size = if a.options.block_size == 512 {
+        2048
+    } else {
+        512
+    };
+    o.bloom_bits_per_key = (a.options.bloom_bits_per_key + 7) % 16;
+    let lz4 = a.options.to_text().contains("lz4");
+    o.set("compression", if lz4 { "none" } else { "lz4" })
+        .unwrap();
+    if o.matrix_bytes == 0 {
+        o.write_buffer_size = if a.options.write_buffer_size > 8 << 10 {
+            8 << 10
+        } else {
+            32 << 10
+        };
+    }
+    Some(o)
+}
+
+/// Whether key `i`'s updates go to the run's family too.
+fn in_family(i: usize) -> bool {
+    i.is_multiple_of(3)
+}
+
+/// The value of key `i`, `version` in the family (distinct from the default family's).
+fn family_value(i: usize, version: usize) -> Vec<u8> {
+    let mut v = value(i, version);
+    v.insert(0, b'f');
+    v
 }
 
 /// A failure of one pair.
@@ -304,6 +380,7 @@ impl Run {
             sim: SimNvm::new(),
             dir: PathBuf::from(DB_DIR),
             model: Model::new(),
+            family: None,
             stage: String::new(),
         }
     }
@@ -315,10 +392,21 @@ impl Run {
         let mut o = p.options.clone();
         o.fs = Arc::clone(&self.fs);
         o.manual_background = self.mode.background == Background::Manual;
+        // A family's NVM pool lives in the simulated NVM (it stands for the machine's NVM,
+        // which a user who leaves the database's `nvm_dir` out still has): the family
+        // takes `nvm_sim` from the database's options.
+        let family_sim = self
+            .family
+            .as_ref()
+            .is_some_and(|f| f.nvm)
+            .then(|| self.sim.clone());
         if p.forgets_nvm_dir {
             o.nvm_dir = None;
-            o.nvm_sim = None;
+            o.nvm_sim = family_sim;
             return o;
+        }
+        if family_sim.is_some() && o.nvm_sim.is_none() {
+            o.nvm_sim = family_sim;
         }
         if o.nvm_dir.is_some() || self.sim.exists(&pool_path()) {
             // The profile's own NVM sizes stay: a pool created under other options may be
@@ -335,33 +423,78 @@ impl Run {
         Db::open(&self.dir, self.options(p))
     }
 
+    /// The run's family in `db`, if it has one.
+    fn family_cf(&self, db: &Db) -> Step<Option<ColumnFamily>> {
+        match &self.family {
+            None => Ok(None),
+            Some(_) => db
+                .column_family(FAMILY)
+                .map(Some)
+                .ok_or_else(|| format!("{}: the family {FAMILY} is gone", self.stage)),
+        }
+    }
+
+    /// Puts key `i`, and where [`in_family`] says so its family value in the same batch.
     fn put(&mut self, db: &Db, i: usize, version: usize) -> Step<()> {
         let (k, v) = (key(i), value(i, version));
-        db.put(&k, &v)
-            .map_err(|e| format!("{}: put {i}: {e}", self.stage))?;
+        match self.family_cf(db)?.filter(|_| in_family(i)) {
+            None => db.put(&k, &v),
+            Some(cf) => {
+                let mut b = WriteBatch::new();
+                b.put(&k, &v);
+                b.put_cf(&cf, &k, &family_value(i, version));
+                db.write(&WriteOptions::default(), b)
+            }
+        }
+        .map_err(|e| format!("{}: put {i}: {e}", self.stage))?;
+        if in_family(i)
+            && let Some(f) = &mut self.family
+        {
+            f.model.insert(k.clone(), family_value(i, version));
+        }
         self.model.insert(k, v);
         Ok(())
     }
 
     fn delete(&mut self, db: &Db, i: usize) -> Step<()> {
         let k = key(i);
-        db.delete(&k)
-            .map_err(|e| format!("{}: delete {i}: {e}", self.stage))?;
+        match self.family_cf(db)?.filter(|_| in_family(i)) {
+            None => db.delete(&k),
+            Some(cf) => {
+                let mut b = WriteBatch::new();
+                b.delete(&k);
+                b.delete_cf(&cf, &k);
+                db.write(&WriteOptions::default(), b)
+            }
+        }
+        .map_err(|e| format!("{}: delete {i}: {e}", self.stage))?;
+        if let Some(f) = &mut self.family {
+            f.model.remove(&k);
+        }
         self.model.remove(&k);
         Ok(())
     }
 
     /// Puts `version` of every key in `keys` in batches of `size`.
     fn batches(&mut self, db: &Db, keys: &[usize], version: usize, size: usize) -> Step<()> {
+        let cf = self.family_cf(db)?;
         for chunk in keys.chunks(size) {
             let mut b = WriteBatch::new();
             for &i in chunk {
                 b.put(&key(i), &value(i, version));
+                if let Some(cf) = cf.as_ref().filter(|_| in_family(i)) {
+                    b.put_cf(cf, &key(i), &family_value(i, version));
+                }
             }
             db.write(&WriteOptions::default(), b)
                 .map_err(|e| format!("{}: batch: {e}", self.stage))?;
             for &i in chunk {
                 self.model.insert(key(i), value(i, version));
+                if in_family(i)
+                    && let Some(f) = &mut self.family
+                {
+                    f.model.insert(key(i), family_value(i, version));
+                }
             }
         }
         Ok(())
@@ -508,8 +641,18 @@ impl Run {
         }
     }
 
-    /// Compares every key and full scans in both directions with the model.
+    /// Compares every key and full scans in both directions with the model, in the
+    /// default family and in the run's family.
     fn check(&self, db: &Db, what: &str) -> Step<()> {
+        self.check_family(db, &db.default_column_family(), &self.model, what)?;
+        if let (Some(f), Some(cf)) = (&self.family, self.family_cf(db)?) {
+            self.check_family(db, &cf, &f.model, &format!("{what}, family {FAMILY}"))?;
+        }
+        Ok(())
+    }
+
+    /// [`Run::check`] of one family against `model`.
+    fn check_family(&self, db: &Db, cf: &ColumnFamily, model: &Model, what: &str) -> Step<()> {
         let at = |detail: String| format!("{} / check {what}: {detail}", self.stage);
         let show = |v: Option<&[u8]>| match v {
             Some(v) => format!("{:?}", String::from_utf8_lossy(v)),
@@ -518,9 +661,9 @@ impl Run {
         for i in 0..KEYS + EXTRA_KEYS {
             let k = key(i);
             let got = db
-                .get(&k)
+                .get_cf(cf, &k)
                 .map_err(|e| at(format!("get {:?}: {e}", String::from_utf8_lossy(&k))))?;
-            let want = self.model.get(&k);
+            let want = model.get(&k);
             if got.as_deref() != want.map(Vec::as_slice) {
                 return Err(at(format!(
                     "get {:?}: expected {}, found {}",
@@ -533,7 +676,7 @@ impl Run {
         for reverse in [false, true] {
             let dir = if reverse { "reverse" } else { "forward" };
             let mut it = db
-                .cursor(&ReadOptions::default())
+                .cursor_cf(cf, &ReadOptions::default())
                 .map_err(|e| at(format!("iter: {e}")))?;
             if reverse {
                 it.seek_to_last();
@@ -541,9 +684,9 @@ impl Run {
                 it.seek_to_first();
             }
             let mut want: Box<dyn Iterator<Item = (&Vec<u8>, &Vec<u8>)>> = if reverse {
-                Box::new(self.model.iter().rev())
+                Box::new(model.iter().rev())
             } else {
-                Box::new(self.model.iter())
+                Box::new(model.iter())
             };
             let mut n = 0usize;
             loop {
@@ -664,14 +807,23 @@ fn open_or_refuse(
 }
 
 /// Runs pair (a, b); returns the refusals met.
-fn run_pair(a: &Profile, b: &Profile, mode: Mode) -> Step<Vec<Refusal>> {
+fn run_pair(a: &Profile, b: &Profile, mode: Mode, variant: usize) -> Step<Vec<Refusal>> {
     let pair = pair_name(a, b, mode);
     let mut refusals = Vec::new();
     let mut run = Run::new(mode);
 
-    // 1. Under A.
+    // 1. Under A, with a column family of options of its own (where the pair allows one).
     run.stage = "A: open".into();
     let db = run.open(a).map_err(|e| format!("{}: {e:?}", run.stage))?;
+    if let Some(fo) = family_options(a, b, variant) {
+        let nvm = fo.nvm_dir.is_some();
+        db.create_column_family(FAMILY, &fo)
+            .map_err(|e| format!("A: create family {FAMILY} (nvm {nvm}): {e:?}"))?;
+        run.family = Some(FamilyRun {
+            nvm,
+            model: Model::new(),
+        });
+    }
     run.workload_a(&db, a.bulk)?;
     run.check(&db, "after the writes")?;
     run.leave(db, a);
@@ -777,6 +929,8 @@ fn run_pairs(part: usize, parts: usize) {
     let mut failures: Vec<PairFailure> = Vec::new();
     let mut refusals: Vec<Refusal> = Vec::new();
     let mut ran = 0usize;
+    // Runs with a column family, and of those with NVM in the family.
+    let (mut with_family, mut family_nvm) = (0usize, 0usize);
     // Runs are dealt to the parts in turn.
     let mut index = 0usize;
     for (ia, a) in profiles.iter().enumerate() {
@@ -790,9 +944,13 @@ fn run_pairs(part: usize, parts: usize) {
                     continue;
                 }
                 ran += 1;
+                if let Some(fo) = family_options(a, b, ia + ib) {
+                    with_family += 1;
+                    family_nvm += usize::from(fo.nvm_dir.is_some());
+                }
                 let pair = pair_name(a, b, mode);
                 let t = Instant::now();
-                let r = catch_unwind(AssertUnwindSafe(|| run_pair(a, b, mode)));
+                let r = catch_unwind(AssertUnwindSafe(|| run_pair(a, b, mode, ia + ib)));
                 if verbose {
                     eprintln!("option_pairs: {pair}: {:?}", t.elapsed());
                 }
@@ -808,7 +966,8 @@ fn run_pairs(part: usize, parts: usize) {
         }
     }
     let mut report = format!(
-        "option_pairs part {part}/{parts}: {ran} runs over {} profiles in {:?}, {} refused, {} failed\n",
+        "option_pairs part {part}/{parts}: {ran} runs over {} profiles ({with_family} with a \
+         column family, {family_nvm} of them with NVM in it) in {:?}, {} refused, {} failed\n",
         profiles.len(),
         start.elapsed(),
         refusals.len(),

@@ -432,6 +432,40 @@ fn a_family_directory_the_manifest_does_not_name_is_deleted_at_open() {
     assert!(family_dirs(dir.path()).is_empty());
 }
 
+/// A family the manifest names whose CURRENT is gone (its tables and manifest still there)
+/// is a Corruption naming that CURRENT, never a family opened afresh without the data its
+/// tables hold (found by `family_current_damage_is_a_clear_error` in mezz-testkit's
+/// corruption tests: the family opened empty but for the WAL's updates).
+#[test]
+fn a_named_family_without_its_current_is_corruption_not_an_empty_family() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let a = db.create_column_family("a", &small()).unwrap();
+        for i in 0..200u32 {
+            db.put_cf(&a, &i.to_be_bytes(), &[7; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        db.put_cf(&a, b"in the WAL", b"1").unwrap();
+        db.close().unwrap();
+    }
+    let current = dir.path().join("cf-1").join("CURRENT");
+    let saved = std::fs::read(&current).unwrap();
+    std::fs::remove_file(&current).unwrap();
+    match Db::open(dir.path(), small()) {
+        Err(Error::Corruption { file: Some(f), .. }) => assert_eq!(f, current),
+        other => panic!(
+            "expected Corruption naming cf-1/CURRENT, got {:?}",
+            other.err()
+        ),
+    }
+    // Nothing was deleted: with CURRENT back, the family opens whole.
+    std::fs::write(&current, saved).unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let a = db.column_family("a").unwrap();
+    assert_eq!(scan_cf(&db, &a, &ReadOptions::default()).len(), 201);
+}
+
 #[test]
 fn a_power_cut_after_a_flush_keeps_every_family() {
     use mezz_env::{CrashOptions, FileSystem, KeepUnsynced, MemFs};

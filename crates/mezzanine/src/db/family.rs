@@ -233,21 +233,40 @@ pub(super) fn family_options(main: &Options, id: u32, recorded: &str) -> Result<
     Ok(o)
 }
 
-/// Opens (or creates) the engine of family `record` of the database in `dir`, sharing
-/// `snapshots` with it.
+/// Opens the engine of family `record` of the database in `dir`, sharing `snapshots` with
+/// it; creates it when `create` (`Db::create_column_family`, before the manifest names it).
+///
+/// # Errors
+/// As `Db::open`; `Corruption` naming `cf-<id>/CURRENT` when the family exists (`create`
+/// is false: the manifest names it) but its CURRENT is gone: its engine was created, with
+/// its CURRENT, before the manifest named it, so its tables and manifest may be there
+/// still, and opening it afresh would drop every update of it that is no longer in the WAL.
 pub(super) fn open_family(
     dir: &Path,
     main: &Options,
     record: &FamilyRecord,
     snapshots: &Arc<SnapshotList>,
+    create: bool,
 ) -> Result<Arc<Family>> {
     let opts = family_options(main, record.id, &record.options)?;
+    let path = dir.join(family_dir_name(record.id));
+    let current = crate::filename::current_file(&path);
+    if !create && !opts.fs.exists(&current) {
+        return Err(Error::corruption(
+            0,
+            format!(
+                "column family {:?} (id {}) is named by the manifest, but its CURRENT is \
+                 missing",
+                record.name, record.id
+            ),
+        )
+        .in_file(current));
+    }
     if let Some(nvm) = &opts.nvm_dir {
         opts.fs
             .create_dir_all(nvm)
             .map_err(|e| Error::from(e).in_file(nvm))?;
     }
-    let path = dir.join(family_dir_name(record.id));
     let db = super::open::open_with(&path, opts.clone(), Some(Arc::clone(snapshots)))?;
     // What the family holds durably: its tables, and (under `nvm_memtable = immutable`)
     // the NVM memtables mapped back, which hold the merged memtables' entries (a family
@@ -494,7 +513,13 @@ impl DbInner {
         };
         // Its engine first (a crash before the record leaves a directory the next open
         // does not name, and deletes), then the record.
-        let f = match open_family(&self.path, &self.opts, &record, &self.versions.snapshots) {
+        let f = match open_family(
+            &self.path,
+            &self.opts,
+            &record,
+            &self.versions.snapshots,
+            true,
+        ) {
             Ok(f) => f,
             Err(e) => {
                 // Whatever the failed open left (the id is used again next time).
@@ -518,8 +543,10 @@ impl DbInner {
             ..Default::default()
         };
         if let Err(e) = self.log_and_apply(edit, None, &[]) {
+            // The record may be in the manifest all the same (its sync failed, or the
+            // error came after the write): the directory stays, and the next open keeps
+            // it (the family then exists, empty) or deletes it, as the manifest says.
             let _ = close_family(&f);
-            let _ = reclaim_family_dir(&self.opts, &f.db.path);
             return Err(e);
         }
         {

@@ -146,7 +146,7 @@ fn open_families(
     }
     let mut open = BTreeMap::new();
     for r in rec.families.values() {
-        match super::family::open_family(&locked.dir, opts, r, snapshots) {
+        match super::family::open_family(&locked.dir, opts, r, snapshots, false) {
             Ok(f) => {
                 open.insert(r.id, f);
             }
