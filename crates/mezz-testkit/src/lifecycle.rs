@@ -2565,7 +2565,7 @@ pub fn run_one(
         schedule,
     };
     let cfg = &LifecycleConfig {
-        mirror_family: cfg.mirror_family && opts.nvm_memtable == NvmMemtable::Off,
+        mirror_family: cfg.mirror_family && opts.nvm_memtable != NvmMemtable::Mutable,
         ..cfg.clone()
     };
     let mut env = DbEnv::new(MemFs::new(), opts.clone());

@@ -54,7 +54,7 @@ fn lifecycle_with_a_mirror_column_family() {
         lifecycle_sets()
             .0
             .into_iter()
-            .filter(|s| s.options.nvm_memtable == mezzanine::options::NvmMemtable::Off)
+            .filter(|s| s.options.nvm_memtable != mezzanine::options::NvmMemtable::Mutable)
             .collect(),
     );
     let cfg = LifecycleConfig {

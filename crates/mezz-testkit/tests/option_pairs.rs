@@ -27,9 +27,10 @@
 //! ([`family_options`]: another block size, bloom bits, compression and memtable size, and
 //! where A has an `nvm_dir`, NVM tables or a matrix L0 in a pool of its own); the updates of
 //! every third key go to it too, in the same batch, and every check reads it against a
-//! model of its own as it reads the default family. Pairs where A or B has an NVM memtable
-//! run without a family: a family cannot have one, and a database whose default family
-//! uses NVM memtables refuses column families.
+//! model of its own as it reads the default family. Pairs where A or B has a mutable NVM
+//! memtable run without a family: `nvm_memtable = mutable` does not combine with column
+//! families (a write in place with no WAL record could split a batch across families);
+//! `immutable` does, and some runs give the family one.
 //!
 //! Background work runs on threads, or deterministically (`Options::manual_background`:
 //! at the workload's `run_background_work` calls and where a call would wait), which makes
@@ -298,21 +299,23 @@ const FAMILY: &str = "side";
 
 /// The options of the column family run `(a, b)` creates under A: options of its own, other
 /// than A's (block size, bloom bits, compression, memtable size), and where A uses NVM (has
-/// an `nvm_dir`), NVM tables (TLSM) or a matrix L0 (MatrixKV) in a pool of its own, one or
-/// the other by `variant`. `None` where A or B has an NVM memtable: a family cannot have
-/// one, and a database whose default family uses NVM memtables refuses column families
-/// (at create under A, at open under B: such pairs run without a family).
+/// an `nvm_dir`), NVM tables (TLSM), a matrix L0 (MatrixKV) or NoveLSM's immutable NVM
+/// memtables in a pool of its own, by `variant`. `None` where A or B has a mutable NVM
+/// memtable, which does not combine with column families (refused at create under A, at
+/// open under B: such pairs run without a family).
 fn family_options(a: &Profile, b: &Profile, variant: usize) -> Option<Options> {
-    if a.options.nvm_memtable != NvmMemtable::Off || b.options.nvm_memtable != NvmMemtable::Off {
+    if a.options.nvm_memtable == NvmMemtable::Mutable
+        || b.options.nvm_memtable == NvmMemtable::Mutable
+    {
         return None;
     }
     let mut o = if a.options.nvm_dir.is_some() {
-        let mut o = tiny_options(if variant.is_multiple_of(2) {
-            Preset::Tlsm
+        let mut o = tiny_options([Preset::Tlsm, Preset::Matrixkv, Preset::Leveldb][variant % 3]);
+        o.nvm_memtable = if variant % 3 == 2 {
+            NvmMemtable::Immutable
         } else {
-            Preset::Matrixkv
-        });
-        o.nvm_memtable = NvmMemtable::Off;
+            NvmMemtable::Off
+        };
         with_simulated_nvm(&mut o);
         o
     } else {

@@ -531,6 +531,31 @@ impl DbInner {
             }
         };
         let _ = f.db.parent.set(Arc::downgrade(self));
+        // The new directories' entries are durable before the record names them: a power
+        // cut must not keep the record and lose `cf-<id>` (an open then stops on the named
+        // family's missing CURRENT) or its NVM directory (its pool).
+        let mut parents = vec![self.path.clone()];
+        parents.extend(
+            f.opts
+                .nvm_dir
+                .as_ref()
+                .and_then(|d| d.parent())
+                .map(Path::to_path_buf),
+        );
+        parents.extend(
+            f.opts
+                .ssd_paths
+                .iter()
+                .filter_map(|d| d.parent())
+                .map(Path::to_path_buf),
+        );
+        for p in &parents {
+            if let Err(e) = self.fs.sync_dir(p) {
+                let _ = close_family(&f);
+                let _ = reclaim_family_dir(&self.opts, &f.db.path);
+                return Err(Error::from(e).in_file(p));
+            }
+        }
         // Its sequence numbers continue the database's.
         {
             let last = self.versions.last_seq.load(Ordering::Acquire);
