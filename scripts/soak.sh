@@ -27,12 +27,13 @@
 #   families      the column-family model (MEZZ_CF_SEED: batches across families, create,
 #                 drop, snapshots, flushes, compactions, reopens) and its in-process
 #                 crash tests, with a fresh seed
-#   stress        `mezz stress` kill -9 rounds, rotating matrixkv (rows, columns, page
-#                 reuse in a small container), tlsm (NVM tables: LRU moves; all in
-#                 NVM with ps+bac and eager reclamation), leveldb (tables over 3 SSD
-#                 directories, isolated placement), novelsm (mutable), novelsm with the
-#                 immutable NVM memtable (2 directories, striped), novelsm with the WAL on NVM,
-#                 leveldb over 3 column families (batches span them)
+#   stress        `mezz stress` kill -9 rounds, rotating (column families first, so that a
+#                 short soak runs them): leveldb over 3 column families (batches span
+#                 them), novelsm with immutable NVM memtables over 3 families (2 SSD
+#                 directories, striped), matrixkv (rows, columns, page reuse in a small
+#                 container), tlsm (NVM tables: LRU moves; all in NVM with ps+bac and eager
+#                 reclamation), leveldb (tables over 3 SSD directories, isolated
+#                 placement), novelsm (mutable), novelsm with the WAL on NVM
 # A count that is given is a target; with a time budget, the soak stops when the time is
 # spent or every given count is reached, whichever comes first. Output and failing logs go
 # to the --out directory (default: a temporary one, printed); the last line is a summary.
@@ -169,16 +170,17 @@ while time_left && ! counts_done; do
   db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
   fams=()
   case $((cycle % 8)) in
-    1) preset=matrixkv; opts=() ;;
-    2) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
+    1) preset=leveldb; opts=(); fams=(--families 3) ;;
+    2) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped)
+       fams=(--families 3) ;;
+    3) preset=matrixkv; opts=() ;;
+    4) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
                           --opt nvm_tiering=lru:1M --opt nvm_capacity=16M --opt nvm_prefault=false) ;;
-    3) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
+    5) preset=tlsm; opts=(--opt write_buffer_size=64K --opt target_file_size=64K --opt max_bytes_for_level_base=256K
                           --opt nvm_tiering=none --opt nvm_table_method=ps+bac --opt nvm_gc_live_ratio=0.9
                           --opt nvm_capacity=64M --opt nvm_prefault=false) ;;
-    4) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
-    5) preset=novelsm; opts=() ;;
-    6) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped) ;;
-    7) preset=leveldb; opts=(); fams=(--families 3) ;;
+    6) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
+    7) preset=novelsm; opts=() ;;
     0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
   esac
   if [ "$n_rounds" = 0 ]; then
