@@ -1,7 +1,17 @@
 //! `repair_db` (LevelDB's `RepairDB`): rebuilds a database whose MANIFEST, `CURRENT`,
 //! tables or logs are damaged from whatever it can still read.
 //!
-//! Owns: [`repair_db`], its [`RepairReport`], and the steps it runs, one function each:
+//! Owns: [`repair_db`], its [`RepairReport`] (with a [`FamilyRepair`] per column family),
+//! and the steps it runs, one function each. Each engine (the database's, which is the
+//! default column family, and each column family's in `cf-<id>`) is repaired by the same
+//! steps, run by one `Repair` per engine directory (`repair_locked`, `repair_family`):
+//! 0. Column families (`plan_families`): every `MANIFEST-*` of the database is read record
+//!    by record, as far as it decodes, for the families added and dropped
+//!    (`read_family_records`). A `cf-<id>` directory whose family was dropped is deleted at
+//!    the end (step 7), not resurrected; every other is repaired, under the name and
+//!    options its newest record gives, else the name `recovered-cf-<id>` (logged and
+//!    reported) and the options of its newest readable `OPTIONS-*` (else the database's).
+//!    A family a manifest names whose directory is gone is reported, not recovered.
 //! 1. Take the LOCK; read what is left of the last manifest (its edits up to the first one
 //!    that does not read or apply), which tells where the NVM objects are and the database's
 //!    identity (`read_old_manifest`).
@@ -14,18 +24,31 @@
 //! 4. Copy every NVM table, matrix row and NVM memtable the manifest names into new SSTs, as
 //!    far as each reads (`convert_nvm`).
 //! 5. Replay every WAL (files and NVM logs) into new SSTs, each up to its first damaged
-//!    record (`replay_logs`).
+//!    record (`replay_logs`). Only the default family's updates go to its tables; a column
+//!    family's (batch records of kinds 4/5) are handed to that family's repair, which
+//!    writes them into its own new SSTs (`replay_family`): the database's WAL is the only
+//!    log of every family. Updates of a family not repaired (dropped, no directory) are
+//!    counted and reported, not replayed. Each column family is then repaired (steps 1 to
+//!    7 in its directory, with its options), before the database's own steps 6 and 7.
 //! 6. Place the tables in levels so that reads stay correct by sequence number
 //!    (`place_tables`), write a fresh manifest with the code that writes a new database's
-//!    first one (`write_new_manifest`) and point `CURRENT` at it.
+//!    first one (`write_new_manifest`), the database's recording the column families
+//!    (their records, and the next id above every id seen), and point `CURRENT` at it. Its
+//!    last sequence is above every family's tables'.
 //! 7. Move what was not used, and the old manifests and logs, to `lost/` (the NVM pool, when
 //!    something in it could not be read, to `lost/` in its own directory).
 //!
 //! Invariants: nothing the database needs is removed before the new manifest is durable; a
-//! file that could not be used is moved, never deleted. The new manifest lists no NVM object
+//! file that could not be used is moved, never deleted (a dropped family's directory is
+//! deleted, after the new manifest that no longer names it, as an open would). The column
+//! families are repaired before the database's manifest is rewritten, so a repair that
+//! fails midway leaves the old manifest, the logs, and families that open with it (the
+//! next open replays only the log updates above what a family's tables hold; the next
+//! repair merges what two tables hold twice). The new manifest lists no NVM object
 //! (everything that was in NVM is in SSTs), so the next open starts with the whole pool free.
 //!
-//! Thread-safety: runs on the caller's thread; the LOCK keeps every handle out meanwhile.
+//! Thread-safety: runs on the caller's thread; the LOCK (the database's, and each column
+//! family's while it is repaired) keeps every handle out meanwhile.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -339,11 +362,12 @@ impl fmt::Display for RepairReport {
 /// recover. Logs the report into the info log. The database opens after it returns `Ok`.
 ///
 /// # Errors
-/// `InvalidArgument` for bad options, a missing directory or one holding no table, log or
-/// manifest (and no NVM pool); `Locked` while the database is
-/// open; `Io` when a new table, the manifest or `CURRENT` cannot be written (the damaged
-/// database is then left as it was, apart from new table files the next repair or open
-/// removes).
+/// `InvalidArgument` for bad options, a missing directory or one holding no table, log,
+/// manifest or column family (and no NVM pool), or a column family no options can open;
+/// `Locked` while the database is open; `Io` when a new table, a manifest or `CURRENT`
+/// cannot be written (the damaged database is then left as it was, apart from new table
+/// files the next repair or open removes, and column families repaired already, which the
+/// old manifest opens as they are).
 pub fn repair_db(dir: &Path, opts: &Options) -> Result<RepairReport> {
     opts.validate()?;
     let fs = Arc::clone(&opts.fs);
