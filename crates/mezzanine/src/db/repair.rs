@@ -445,6 +445,15 @@ fn repair_locked(dir: &Path, opts: &Options, info_log: &InfoLog) -> Result<Repai
         .unwrap_or(0);
     let next_id = plan.next_id.max(highest_logged.saturating_add(1));
     main.family_edit = crate::manifest::family_snapshot_edit(&records, next_id);
+    // The families deleted below stay dropped for a later repair, should their deletion
+    // not finish.
+    if let Some(edit) = main.family_edit.as_mut() {
+        for (id, _) in &plan.reclaim {
+            if !edit.families_dropped.contains(id) {
+                edit.families_dropped.push(*id);
+            }
+        }
+    }
     for (id, n) in &main.report.family_entries_dropped {
         main.report.dropped.push(Dropped {
             what: format!("{n} entries of column family {id} in the logs"),
