@@ -592,6 +592,55 @@ fn repair_rebuilds_a_database_without_its_manifest() {
 }
 
 #[test]
+fn repair_prints_the_column_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    {
+        let d = mezzanine::Db::open(&db, mezzanine::Options::default()).unwrap();
+        let a = d
+            .create_column_family("a", &mezzanine::Options::default())
+            .unwrap();
+        let b = d
+            .create_column_family("b", &mezzanine::Options::default())
+            .unwrap();
+        d.put_cf(&a, b"k", b"in a").unwrap();
+        d.put_cf(&b, b"k", b"in b").unwrap();
+        d.close().unwrap();
+    }
+    // Intact: the families keep their names. Then without the database's manifest: made up.
+    let out = ok(&["repair", path(&db)]);
+    assert!(
+        out.starts_with(&format!(
+            "repaired {}\ncolumn families: a (id 1), b (id 2)\n",
+            path(&db)
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("column families: 2\n  a (id 1), options from manifest:"),
+        "{out}"
+    );
+    for e in std::fs::read_dir(&db).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("MANIFEST-") || name == "CURRENT" {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    let out = ok(&["repair", path(&db)]);
+    assert!(
+        out.contains(
+            "column families: recovered-cf-1 (id 1, name recovered), recovered-cf-2 (id 2, \
+             name recovered)\n"
+        ),
+        "{out}"
+    );
+    let d = mezzanine::Db::open(&db, mezzanine::Options::default()).unwrap();
+    let b = d.column_family("recovered-cf-2").unwrap();
+    assert_eq!(d.get_cf(&b, b"k").unwrap().as_deref(), Some(&b"in b"[..]));
+}
+
+#[test]
 fn checkpoint_backup_list_verify_purge_restore() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");

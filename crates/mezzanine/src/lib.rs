@@ -86,7 +86,9 @@ pub use db::{
 };
 /// What [`repair_db`] found and did.
 pub mod repair {
-    pub use crate::db::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable};
+    pub use crate::db::{
+        Dropped, FamilyRepair, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable,
+    };
 }
 pub use db::RepairReport;
 pub use error::{Error, Result};

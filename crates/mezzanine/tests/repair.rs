@@ -13,7 +13,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mezzanine::{Db, Error, Options, Preset, ReadOptions, RepairReport, repair_db};
+use mezzanine::{
+    Db, Error, Options, Preset, ReadOptions, RepairReport, WriteBatch, WriteOptions, repair_db,
+};
 
 const ROUNDS: usize = 5;
 /// Rounds `0..FLUSHED` are flushed, the last stays in the log (or the NVM memtable).
@@ -701,4 +703,537 @@ fn a_database_in_a_custom_order_repairs_in_that_order() {
         Db::open(dir.path(), base_options(None, None)),
         Err(mezzanine::Error::InvalidArgument(m)) if m.contains("comparator name mismatch")
     ));
+}
+
+// Column families: each `cf-<id>` engine is repaired as the default family's, the logs'
+// family updates go to their family, and the new manifest records the families.
+
+/// The column families of the fixture, in creation order (ids 1 and 2), and the block size
+/// each is created with (so their options can be told from the database's).
+const FAMILIES: [(&str, usize); 2] = [("alpha", 2048), ("beta", 4096)];
+
+/// A closed database with two column families besides the default, filled in `ROUNDS`
+/// rounds (all flushed but the last, which only the WAL holds): every family gets keys of
+/// its own per round; batches span the three families, overwriting a shared key in each
+/// and deleting keys of round 0. `histories[0]` is the default family's.
+struct FilledFamilies {
+    dir: tempfile::TempDir,
+    _nvm: Option<tempfile::TempDir>,
+    opts: Options,
+    histories: Vec<History>,
+}
+
+fn family_options(block_size: usize) -> Options {
+    let mut o = base_options(None, None);
+    o.block_size = block_size;
+    o
+}
+
+fn filled_families() -> FilledFamilies {
+    filled_families_with(None)
+}
+
+/// [`filled_families`] with `preset` for every family (and an NVM directory if it needs
+/// one).
+fn filled_families_with(preset: Option<Preset>) -> FilledFamilies {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = preset.map(|_| common::nvm_dir());
+    let opts = base_options(preset, nvm.as_ref().map(tempfile::TempDir::path));
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let mut cfs = vec![db.default_column_family()];
+    for (name, block) in FAMILIES {
+        let mut o = opts.clone();
+        o.block_size = block;
+        cfs.push(db.create_column_family(name, &o).unwrap());
+    }
+    let mut histories = vec![History::new(); cfs.len()];
+    for r in 0..ROUNDS {
+        for i in 0..120 {
+            for (f, cf) in cfs.iter().enumerate() {
+                let k = format!("f{f}-r{r}-{i:04}").into_bytes();
+                let v = format!("value {f} {r}-{i} {}", "y".repeat(30 + i % 25)).into_bytes();
+                db.put_cf(cf, &k, &v).unwrap();
+                histories[f].entry(k).or_default().push((r, Some(v)));
+            }
+            if i % 8 == 0 {
+                let mut batch = WriteBatch::new();
+                for (f, cf) in cfs.iter().enumerate() {
+                    let k = format!("shared-{i:04}").into_bytes();
+                    let v = format!("shared {f} {r}-{i}").into_bytes();
+                    batch.put_cf(cf, &k, &v);
+                    histories[f].entry(k).or_default().push((r, Some(v)));
+                    if r > 0 {
+                        let gone = format!("f{f}-r0-{i:04}").into_bytes();
+                        batch.delete_cf(cf, &gone);
+                        histories[f].entry(gone).or_default().push((r, None));
+                    }
+                }
+                db.write(&WriteOptions::default(), batch).unwrap();
+            }
+        }
+        if r < FLUSHED {
+            // Memtables switch together: every family flushes.
+            db.flush().unwrap();
+        }
+    }
+    db.close().unwrap();
+    FilledFamilies {
+        dir,
+        _nvm: nvm,
+        opts,
+        histories,
+    }
+}
+
+fn family_dir(dir: &Path, id: u32) -> PathBuf {
+    dir.join(format!("cf-{id}"))
+}
+
+/// Every family of `db` (the default, then `names` in id order) reads exactly its model.
+fn check_families(db: &Db, names: &[&str], wants: &[BTreeMap<Vec<u8>, Vec<u8>>]) {
+    let mut all = vec!["default"];
+    all.extend_from_slice(names);
+    assert_eq!(db.column_families(), all);
+    for (name, want) in all.iter().zip(wants) {
+        let cf = db.column_family(name).unwrap();
+        let got = common::collect(db.cursor_cf(&cf, &ReadOptions::default()).unwrap());
+        assert_eq!(got.len(), want.len(), "family {name}: number of keys");
+        assert!(&got == want, "family {name}: contents differ");
+    }
+}
+
+/// After a repair every family takes writes above what its tables hold (the sequence
+/// continues above every family's) and keeps them over a reopen; a new family gets a new
+/// id, above every id the repair saw (`above`).
+fn families_still_work(dir: &Path, opts: &Options, names: &[&str], above: u32) {
+    let db = Db::open(dir, opts.clone()).unwrap();
+    for name in names.iter().chain(["default"].iter()) {
+        let cf = db.column_family(name).unwrap();
+        db.put_cf(&cf, b"shared-0000", b"after repair").unwrap();
+        assert_eq!(
+            db.get_cf(&cf, b"shared-0000").unwrap().as_deref(),
+            Some(&b"after repair"[..]),
+            "family {name}"
+        );
+    }
+    let new = db
+        .create_column_family("new", &base_options(None, None))
+        .unwrap();
+    assert!(new.id() > above, "new family id {}", new.id());
+    db.close().unwrap();
+    let db = Db::open(dir, opts.clone()).unwrap();
+    for name in names.iter().chain(["default"].iter()) {
+        let cf = db.column_family(name).unwrap();
+        assert_eq!(
+            db.get_cf(&cf, b"shared-0000").unwrap().as_deref(),
+            Some(&b"after repair"[..]),
+            "family {name} after reopen"
+        );
+    }
+    db.close().unwrap();
+}
+
+fn remove_manifests(dir: &Path) {
+    for m in manifests(dir) {
+        std::fs::remove_file(m).unwrap();
+    }
+}
+
+#[test]
+fn column_families_are_repaired_with_their_names_when_manifests_are_damaged() {
+    let f = filled_families();
+    // The families' manifests are gone; the database's last record is damaged (the
+    // records of the families come before it).
+    for id in 1..=2 {
+        remove_manifests(&family_dir(f.dir.path(), id));
+    }
+    let m = manifests(f.dir.path()).pop().unwrap();
+    let mut bytes = std::fs::read(&m).unwrap();
+    let at = bytes.len() - 6;
+    bytes[at] ^= 0x40;
+    std::fs::write(&m, bytes).unwrap();
+    assert!(Db::open(f.dir.path(), f.opts.clone()).is_err());
+    let report = repair_db(f.dir.path(), &f.opts).unwrap();
+    println!("{report}");
+    assert_eq!(report.families.len(), 2, "{report}");
+    for (fam, (name, _)) in report.families.iter().zip(FAMILIES) {
+        assert_eq!((fam.name.as_str(), fam.name_recovered), (name, false));
+        assert_eq!(fam.options_from, "manifest");
+        assert_eq!(fam.report.tables_kept.len(), FLUSHED, "{report}");
+        assert!(fam.report.manifest.contains("none found"), "{report}");
+        // The unflushed round reached the family's tables from the database's log.
+        let from_log: u64 = fam.report.logs_replayed.iter().map(|l| l.entries).sum();
+        assert!(from_log >= 120, "{report}");
+        assert!(fam.report.max_sequence <= report.max_sequence);
+    }
+    // The default family's log replay did not keep the families' updates.
+    let default_entries: u64 = report.logs_replayed.iter().map(|l| l.entries).sum();
+    let family_entries: u64 = report.logs_replayed.iter().map(|l| l.family_entries).sum();
+    assert!(default_entries >= 120 && family_entries >= 240, "{report}");
+    assert!(report.family_entries_dropped.is_empty() && report.dropped.is_empty());
+    assert!(report.to_string().contains("column families: 2"));
+    let db = Db::open(f.dir.path(), f.opts.clone()).unwrap();
+    db.verify().unwrap();
+    let wants: Vec<_> = f.histories.iter().map(|h| model(h, &[])).collect();
+    check_families(&db, &["alpha", "beta"], &wants);
+    for (name, block) in FAMILIES {
+        let text = db
+            .property_cf(&db.column_family(name).unwrap(), "mezz.options")
+            .unwrap();
+        assert!(text.contains(&format!("block_size={block}")), "{text}");
+    }
+    db.close().unwrap();
+    families_still_work(f.dir.path(), &f.opts, &["alpha", "beta"], 2);
+}
+
+#[test]
+fn column_families_without_any_manifest_get_recovered_names() {
+    let f = filled_families();
+    remove_manifests(f.dir.path());
+    std::fs::remove_file(f.dir.path().join("CURRENT")).unwrap();
+    for id in 1..=2 {
+        remove_manifests(&family_dir(f.dir.path(), id));
+    }
+    let report = repair_db(f.dir.path(), &f.opts).unwrap();
+    println!("{report}");
+    let names = ["recovered-cf-1", "recovered-cf-2"];
+    for (fam, name) in report.families.iter().zip(names) {
+        assert_eq!((fam.name.as_str(), fam.name_recovered), (name, true));
+        assert!(
+            fam.options_from.starts_with("cf-") && fam.options_from.contains("OPTIONS-"),
+            "{}",
+            fam.options_from
+        );
+    }
+    let db = Db::open(f.dir.path(), f.opts.clone()).unwrap();
+    db.verify().unwrap();
+    let wants: Vec<_> = f.histories.iter().map(|h| model(h, &[])).collect();
+    check_families(&db, &names, &wants);
+    // The options came back from the families' OPTIONS files.
+    for (name, (_, block)) in names.iter().zip(FAMILIES) {
+        let text = db
+            .property_cf(&db.column_family(name).unwrap(), "mezz.options")
+            .unwrap();
+        assert!(text.contains(&format!("block_size={block}")), "{text}");
+    }
+    db.close().unwrap();
+    // The recovered name is recorded: the info log says so, and the next repair keeps it.
+    let info: String = std::fs::read_dir(f.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("LOG"))
+        })
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    assert!(info.contains("recovered as \"recovered-cf-1\""), "{info}");
+    let again = repair_db(f.dir.path(), &f.opts).unwrap();
+    assert!(again.families.iter().all(|fam| !fam.name_recovered));
+    families_still_work(f.dir.path(), &f.opts, &names, 2);
+}
+
+#[test]
+fn a_dropped_column_family_does_not_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = base_options(None, None);
+    let saved = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        let a = db.create_column_family("a", &family_options(1024)).unwrap();
+        let b = db.create_column_family("b", &family_options(1024)).unwrap();
+        for i in 0..200 {
+            let k = format!("k{i:04}").into_bytes();
+            db.put_cf(&a, &k, b"in a").unwrap();
+            db.put_cf(&b, &k, b"in b").unwrap();
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    // A copy of b's directory, put back after the drop: what a crash between the drop's
+    // record and the directory's deletion leaves.
+    let b_dir = family_dir(dir.path(), 2);
+    copy_dir(&b_dir, saved.path());
+    {
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        let a = db.column_family("a").unwrap();
+        let b = db.column_family("b").unwrap();
+        let mut batch = WriteBatch::new();
+        batch.put_cf(&a, b"unflushed", b"a");
+        batch.put_cf(&b, b"unflushed", b"b");
+        batch.put(b"unflushed", b"default");
+        db.write(&WriteOptions::default(), batch).unwrap();
+        db.drop_column_family(&b).unwrap();
+        db.close().unwrap();
+    }
+    assert!(!b_dir.exists());
+    copy_dir(saved.path(), &b_dir);
+    remove_manifests(&family_dir(dir.path(), 1));
+    let report = repair_db(dir.path(), &opts).unwrap();
+    println!("{report}");
+    assert_eq!(report.families_reclaimed, vec![2], "{report}");
+    assert!(!b_dir.exists(), "the dropped family's directory is deleted");
+    assert_eq!(report.families.len(), 1);
+    // b's update in the log is counted, not replayed anywhere.
+    assert_eq!(report.family_entries_dropped.get(&2), Some(&1), "{report}");
+    assert!(
+        report
+            .dropped
+            .iter()
+            .any(|d| d.what.contains("column family 2"))
+    );
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    assert_eq!(db.column_families(), vec!["default", "a"]);
+    let a = db.column_family("a").unwrap();
+    assert_eq!(
+        db.get_cf(&a, b"k0007").unwrap().as_deref(),
+        Some(&b"in a"[..])
+    );
+    assert_eq!(
+        db.get_cf(&a, b"unflushed").unwrap().as_deref(),
+        Some(&b"a"[..])
+    );
+    assert_eq!(
+        db.get(b"unflushed").unwrap().as_deref(),
+        Some(&b"default"[..])
+    );
+    assert_eq!(db.get(b"k0007").unwrap(), None);
+    db.close().unwrap();
+    // The new manifest records the drop (the old ones are in lost/): the directory put back
+    // once more is deleted again.
+    copy_dir(saved.path(), &b_dir);
+    let again = repair_db(dir.path(), &opts).unwrap();
+    assert_eq!(again.families_reclaimed, vec![2], "{again}");
+    assert!(!b_dir.exists());
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    assert_eq!(db.column_families(), vec!["default", "a"]);
+    // The dropped id is not used again.
+    let c = db.create_column_family("c", &opts).unwrap();
+    assert_eq!(c.id(), 3);
+    db.close().unwrap();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_damaged_table_of_a_column_family_loses_only_its_writes() {
+    let f = filled_families();
+    let alpha = family_dir(f.dir.path(), 1);
+    let ssts = files(&alpha, ".sst");
+    assert_eq!(ssts.len(), FLUSHED, "one table per flushed round");
+    let victim = &ssts[1];
+    let len = std::fs::metadata(victim).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(victim)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let report = repair_db(f.dir.path(), &f.opts).unwrap();
+    println!("{report}");
+    let fam = &report.families[0];
+    assert_eq!(fam.name, "alpha");
+    assert_eq!(fam.report.dropped.len(), 1, "{report}");
+    assert_eq!(fam.report.dropped[0].bytes, Some(len / 2));
+    assert_eq!(fam.report.tables_kept.len(), FLUSHED - 1);
+    assert!(
+        alpha
+            .join("lost")
+            .join(victim.file_name().unwrap())
+            .exists()
+    );
+    assert!(report.dropped.is_empty() && report.families[1].report.dropped.is_empty());
+    let db = Db::open(f.dir.path(), f.opts.clone()).unwrap();
+    db.verify().unwrap();
+    let wants = vec![
+        model(&f.histories[0], &[]),
+        model(&f.histories[1], &[1]),
+        model(&f.histories[2], &[]),
+    ];
+    check_families(&db, &["alpha", "beta"], &wants);
+    db.close().unwrap();
+    families_still_work(f.dir.path(), &f.opts, &["alpha", "beta"], 2);
+}
+
+/// Random writes, deletes and batches across three families and the default, flushed now
+/// and then, the last ones only in the WAL; every manifest deleted; repaired: every family
+/// (under its recovered name) reads what a `BTreeMap` per family says.
+#[test]
+fn random_writes_across_families_survive_losing_every_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = base_options(None, None);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    const N: usize = 4;
+    let mut models = vec![BTreeMap::<Vec<u8>, Vec<u8>>::new(); N];
+    {
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        let mut cfs = vec![db.default_column_family()];
+        for i in 1..N {
+            let mut o = family_options(1024);
+            o.write_buffer_size = 64 << 10 << i;
+            cfs.push(db.create_column_family(&format!("m{i}"), &o).unwrap());
+        }
+        for step in 0..6000u64 {
+            let mut batch = WriteBatch::new();
+            let ops = 1 + next(4);
+            for _ in 0..ops {
+                let f = next(N as u64) as usize;
+                let k = format!("key{:05}", next(1500)).into_bytes();
+                if next(5) == 0 {
+                    batch.delete_cf(&cfs[f], &k);
+                    models[f].remove(&k);
+                } else {
+                    let v = format!("v{step} {}", "z".repeat(next(60) as usize)).into_bytes();
+                    batch.put_cf(&cfs[f], &k, &v);
+                    models[f].insert(k, v);
+                }
+            }
+            db.write(&WriteOptions::default(), batch).unwrap();
+            if next(1500) == 0 {
+                db.flush().unwrap();
+            }
+        }
+        db.close().unwrap();
+    }
+    remove_manifests(dir.path());
+    for id in 1..N as u32 {
+        remove_manifests(&family_dir(dir.path(), id));
+    }
+    let report = repair_db(dir.path(), &opts).unwrap();
+    println!("{report}");
+    assert_eq!(report.families.len(), N - 1);
+    assert!(report.dropped.is_empty(), "{report}");
+    let names: Vec<String> = (1..N).map(|i| format!("recovered-cf-{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    db.verify().unwrap();
+    check_families(&db, &names, &models);
+    db.close().unwrap();
+}
+
+/// A column family's tables in a further SSD directory (`<ssd_path>/cf-<id>`) are found and
+/// kept there.
+#[test]
+fn a_column_family_s_tables_in_further_ssd_directories_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let unit = tempfile::tempdir().unwrap();
+    let mut opts = base_options(None, None);
+    opts.ssd_paths = vec![unit.path().to_path_buf()];
+    let mut want = BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        let a = db.create_column_family("a", &opts).unwrap();
+        for r in 0..3 {
+            for i in 0..300 {
+                let k = format!("k{i:04}").into_bytes();
+                let v = format!("round {r} {}", "w".repeat(50)).into_bytes();
+                db.put_cf(&a, &k, &v).unwrap();
+                want.insert(k, v);
+            }
+            db.flush().unwrap();
+        }
+        db.close().unwrap();
+    }
+    let in_unit = files(&unit.path().join("cf-1"), ".sst").len();
+    assert!(in_unit > 0, "the family's placement used the unit");
+    remove_manifests(dir.path());
+    remove_manifests(&family_dir(dir.path(), 1));
+    let report = repair_db(dir.path(), &opts).unwrap();
+    println!("{report}");
+    let fam = &report.families[0];
+    assert!(fam.report.dropped.is_empty(), "{report}");
+    assert_eq!(fam.report.tables_kept.len(), 3, "{report}");
+    assert_eq!(files(&unit.path().join("cf-1"), ".sst").len(), in_unit);
+    let db = Db::open(dir.path(), opts).unwrap();
+    db.verify().unwrap();
+    check_families(&db, &["recovered-cf-1"], &[BTreeMap::new(), want]);
+    db.close().unwrap();
+}
+
+/// TLSM families (their tables in NVM, each in its own pool under `<nvm_dir>/cf-<id>`):
+/// with `CURRENT` gone everywhere, the manifests still locate every NVM table and nothing is
+/// lost; with the families' manifests gone, their pools go to their `lost/`, and every
+/// value a family then reads is one that was written to it.
+#[test]
+fn tlsm_column_families_repair() {
+    let f = filled_families_with(Some(Preset::Tlsm));
+    std::fs::remove_file(f.dir.path().join("CURRENT")).unwrap();
+    for id in 1..=2 {
+        std::fs::remove_file(family_dir(f.dir.path(), id).join("CURRENT")).unwrap();
+    }
+    let report = repair_db(f.dir.path(), &f.opts).unwrap();
+    println!("{report}");
+    assert_eq!(report.entries_lost, 0, "{report}");
+    for fam in &report.families {
+        assert_eq!(fam.report.entries_lost, 0, "{report}");
+        assert!(fam.report.dropped.is_empty(), "{report}");
+        assert!(
+            !fam.report.tables_rewritten.is_empty(),
+            "NVM tables copied: {report}"
+        );
+    }
+    let db = Db::open(f.dir.path(), f.opts.clone()).unwrap();
+    db.verify().unwrap();
+    let wants: Vec<_> = f.histories.iter().map(|h| model(h, &[])).collect();
+    check_families(&db, &["alpha", "beta"], &wants);
+    db.close().unwrap();
+    families_still_work(f.dir.path(), &f.opts, &["alpha", "beta"], 2);
+
+    let f = filled_families_with(Some(Preset::Tlsm));
+    for id in 1..=2 {
+        remove_manifests(&family_dir(f.dir.path(), id));
+    }
+    let report = repair_db(f.dir.path(), &f.opts).unwrap();
+    println!("{report}");
+    let nvm = f.opts.nvm_dir.clone().unwrap();
+    for fam in &report.families {
+        assert!(
+            nvm.join(format!("cf-{}", fam.id))
+                .join("lost")
+                .join("NVM-POOL")
+                .exists(),
+            "{report}"
+        );
+        assert!(
+            fam.report
+                .dropped
+                .iter()
+                .any(|d| d.what.contains("NVM pool")),
+            "{report}"
+        );
+    }
+    let db = Db::open(f.dir.path(), f.opts.clone()).unwrap();
+    db.verify().unwrap();
+    assert_eq!(
+        common::scan(&db, &ReadOptions::default()),
+        model(&f.histories[0], &[]),
+        "the default family lost nothing"
+    );
+    for (i, name) in ["alpha", "beta"].iter().enumerate() {
+        let cf = db.column_family(name).unwrap();
+        let got = common::collect(db.cursor_cf(&cf, &ReadOptions::default()).unwrap());
+        let h = &f.histories[i + 1];
+        assert!(!got.is_empty(), "the unflushed round came from the log");
+        for (k, v) in &got {
+            let written = h
+                .get(k)
+                .is_some_and(|events| events.iter().any(|(_, e)| e.as_ref() == Some(v)));
+            assert!(written, "family {name}: {k:?} reads a value never written");
+        }
+    }
+    db.close().unwrap();
 }

@@ -81,7 +81,9 @@ use crate::wal::WalWriter;
 pub use checkpoint::CheckpointInfo;
 pub use family::{CHANGEABLE_FAMILY_OPTIONS, ColumnFamily, DEFAULT_COLUMN_FAMILY};
 pub use indexed_batch::{BatchDbIterator, BatchValue, WriteBatchWithIndex};
-pub use repair::{Dropped, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable, repair_db};
+pub use repair::{
+    Dropped, FamilyRepair, LOST_DIR, RepairReport, ReplayedLog, RewrittenTable, repair_db,
+};
 pub use txn::{Transaction, TxnOptions};
 
 /// What `Db::verify` checked.

@@ -1,7 +1,17 @@
 //! `repair_db` (LevelDB's `RepairDB`): rebuilds a database whose MANIFEST, `CURRENT`,
 //! tables or logs are damaged from whatever it can still read.
 //!
-//! Owns: [`repair_db`], its [`RepairReport`], and the steps it runs, one function each:
+//! Owns: [`repair_db`], its [`RepairReport`] (with a [`FamilyRepair`] per column family),
+//! and the steps it runs, one function each. Each engine (the database's, which is the
+//! default column family, and each column family's in `cf-<id>`) is repaired by the same
+//! steps, run by one `Repair` per engine directory (`repair_locked`, `repair_family`):
+//! 0. Column families (`plan_families`): every `MANIFEST-*` of the database is read record
+//!    by record, as far as it decodes, for the families added and dropped
+//!    (`read_family_records`). A `cf-<id>` directory whose family was dropped is deleted at
+//!    the end (step 7), not resurrected; every other is repaired, under the name and
+//!    options its newest record gives, else the name `recovered-cf-<id>` (logged and
+//!    reported) and the options of its newest readable `OPTIONS-*` (else the database's).
+//!    A family a manifest names whose directory is gone is reported, not recovered.
 //! 1. Take the LOCK; read what is left of the last manifest (its edits up to the first one
 //!    that does not read or apply), which tells where the NVM objects are and the database's
 //!    identity (`read_old_manifest`).
@@ -14,19 +24,33 @@
 //! 4. Copy every NVM table, matrix row and NVM memtable the manifest names into new SSTs, as
 //!    far as each reads (`convert_nvm`).
 //! 5. Replay every WAL (files and NVM logs) into new SSTs, each up to its first damaged
-//!    record (`replay_logs`).
+//!    record (`replay_logs`). Only the default family's updates go to its tables; a column
+//!    family's (batch records of kinds 4/5) are handed to that family's repair, which
+//!    writes them into its own new SSTs (`replay_family`): the database's WAL is the only
+//!    log of every family. Updates of a family not repaired (dropped, no directory) are
+//!    counted and reported, not replayed. Each column family is then repaired (steps 1 to
+//!    7 in its directory, with its options), before the database's own steps 6 and 7.
 //! 6. Place the tables in levels so that reads stay correct by sequence number
 //!    (`place_tables`), write a fresh manifest with the code that writes a new database's
-//!    first one (`write_new_manifest`) and point `CURRENT` at it.
+//!    first one (`write_new_manifest`), the database's recording the column families
+//!    (their records, and the next id above every id seen), and point `CURRENT` at it. Its
+//!    last sequence is above every family's tables'.
 //! 7. Move what was not used, and the old manifests and logs, to `lost/` (the NVM pool, when
 //!    something in it could not be read, to `lost/` in its own directory).
 //!
 //! Invariants: nothing the database needs is removed before the new manifest is durable; a
-//! file that could not be used is moved, never deleted. The new manifest lists no NVM object
+//! file that could not be used is moved, never deleted (a dropped family's directory is
+//! deleted, after the new manifest that no longer names it, as an open would). The column
+//! families are repaired before the database's manifest is rewritten, so a repair that
+//! fails midway leaves the old manifest, the logs, and families that open with it (the
+//! next open replays only the log updates above what a family's tables hold; the next
+//! repair merges what two tables hold twice). The new manifest lists no NVM object
 //! (everything that was in NVM is in SSTs), so the next open starts with the whole pool free.
 //!
-//! Thread-safety: runs on the caller's thread; the LOCK keeps every handle out meanwhile.
+//! Thread-safety: runs on the caller's thread; the LOCK (the database's, and each column
+//! family's while it is repaired) keeps every handle out meanwhile.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,7 +68,7 @@ use crate::compaction::sink::TableSink;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileType, POOL_FILE};
 use crate::info_log::InfoLog;
-use crate::manifest::{VersionEdit, set_current, write_new_manifest};
+use crate::manifest::{FamilyRecord, VersionEdit, set_current, write_new_manifest};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::placement::JobPlacement;
@@ -55,6 +79,73 @@ use crate::table::cache::TableCache;
 use crate::table::{TableLocation, TableMeta, TableReadOptions};
 use crate::version::{Version, VersionBuilder};
 use crate::wal::{ReplayEnd, replay_wal, replay_wal_bytes};
+
+/// The updates of one engine's family in a run of log batches, gathered in memtables,
+/// each written into new SSTs when full.
+struct Replay {
+    mem: Arc<MemTable>,
+    cap: usize,
+    new_tables: Vec<u64>,
+    batches: u64,
+    entries: u64,
+    /// Entries of the batches that belong to other families.
+    others: u64,
+    max_seq: SeqNo,
+}
+
+impl Replay {
+    fn new(r: &Repair<'_>) -> Replay {
+        let cap = r.opts.memtable_capacity();
+        Replay {
+            mem: Arc::new(MemTable::new(0, cap, r.storage.order().clone())),
+            cap,
+            new_tables: Vec::new(),
+            batches: 0,
+            entries: 0,
+            others: 0,
+            max_seq: 0,
+        }
+    }
+
+    /// Adds the updates of `batch` that belong to `r`'s family.
+    fn add(&mut self, r: &mut Repair<'_>, batch: &WriteBatch) -> Result<()> {
+        let n = batch.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        self.batches += 1;
+        // Every update of the batch took a sequence number, whatever its family.
+        self.max_seq = self.max_seq.max(batch.sequence().saturating_add(n - 1));
+        let mine = batch.iter().filter(|op| op.family == r.family).count() as u64;
+        self.others += n - mine;
+        if mine == 0 {
+            return Ok(());
+        }
+        let need = crate::memtable::room_needed(batch.len(), batch.approximate_size());
+        if self.mem.room() < need || self.mem.approximate_memory_usage() >= r.opts.write_buffer_size
+        {
+            self.new_tables.extend(r.flush_memtable(&self.mem)?);
+            self.mem = Arc::new(MemTable::new(
+                0,
+                self.cap.max(need.saturating_mul(2)),
+                r.storage.order().clone(),
+            ));
+        }
+        self.mem.insert_family(batch, r.family)?;
+        self.entries += mine;
+        Ok(())
+    }
+
+    /// Writes what is left; returns the new tables, the batches, the entries of the
+    /// family and those of others.
+    fn finish(mut self, r: &mut Repair<'_>) -> Result<(Vec<u64>, u64, u64, u64)> {
+        if !self.mem.is_empty() {
+            self.new_tables.extend(r.flush_memtable(&self.mem)?);
+        }
+        r.last_seq = r.last_seq.max(self.max_seq);
+        Ok((self.new_tables, self.batches, self.entries, self.others))
+    }
+}
 
 /// The name of the subdirectory what a repair could not use is moved to.
 pub const LOST_DIR: &str = "lost";
@@ -88,6 +179,34 @@ pub struct RepairReport {
     pub entries_lost: u64,
     /// Bytes known to be lost: dropped tables and logs, bad blocks, dropped log tails.
     pub bytes_lost: u64,
+    /// The column families (other than the default) repaired, by id: each one's engine
+    /// (in `cf-<id>`) repaired as the default family's, with its updates from the
+    /// database's logs.
+    pub families: Vec<FamilyRepair>,
+    /// Column families whose drop record a manifest holds: their directories (and tables
+    /// and NVM pools) were deleted, not resurrected. Their ids.
+    pub families_reclaimed: Vec<u32>,
+    /// Entries of the logs that belong to column families not recovered (dropped, or
+    /// with no directory), by family id: not replayed (each is also in `dropped`).
+    pub family_entries_dropped: BTreeMap<u32, u64>,
+}
+
+/// What [`repair_db`] did with one column family other than the default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyRepair {
+    /// The family's id (its directory is `cf-<id>`).
+    pub id: u32,
+    /// Its name in the new manifest.
+    pub name: String,
+    /// Whether no readable manifest named it: then `name` is `recovered-cf-<id>` (or,
+    /// if that name is taken, with a `-<n>` appended).
+    pub name_recovered: bool,
+    /// Where its options came from: `"manifest"`, its directory's newest readable
+    /// `OPTIONS-*` file, or the database's options (when none of its own read).
+    pub options_from: String,
+    /// Its engine's repair: its tables, its updates from the database's logs (as one
+    /// replayed "log"), its new manifest in `cf-<id>`.
+    pub report: RepairReport,
 }
 
 /// A table whose readable entries were rewritten.
@@ -133,6 +252,9 @@ pub struct ReplayedLog {
     pub bytes_dropped: u64,
     /// Where and why the replay stopped early, if it did.
     pub stopped: Option<String>,
+    /// Entries of other column families (passed on to their repairs, or dropped: see
+    /// [`RepairReport::family_entries_dropped`]); not in `entries`.
+    pub family_entries: u64,
 }
 
 impl fmt::Display for RepairReport {
@@ -166,6 +288,9 @@ impl fmt::Display for RepairReport {
                 "  {}: {} batches, {} entries into {:?}, {} bytes dropped",
                 l.source, l.batches, l.entries, l.new_tables, l.bytes_dropped
             )?;
+            if l.family_entries > 0 {
+                write!(f, ", {} entries of column families", l.family_entries)?;
+            }
             if let Some(s) = &l.stopped {
                 write!(f, " (stopped: {s})")?;
             }
@@ -192,7 +317,43 @@ impl fmt::Display for RepairReport {
             f,
             "lost: {} entries, {} bytes (where known)",
             self.entries_lost, self.bytes_lost
-        )
+        )?;
+        if self.families.is_empty()
+            && self.families_reclaimed.is_empty()
+            && self.family_entries_dropped.is_empty()
+        {
+            return Ok(());
+        }
+        write!(f, "\ncolumn families: {}", self.families.len())?;
+        for fam in &self.families {
+            let name = if fam.name_recovered {
+                " (no manifest names it: name recovered)"
+            } else {
+                ""
+            };
+            write!(
+                f,
+                "\n  {} (id {}){name}, options from {}:",
+                fam.name, fam.id, fam.options_from
+            )?;
+            for line in fam.report.to_string().lines() {
+                write!(f, "\n    {line}")?;
+            }
+        }
+        if !self.families_reclaimed.is_empty() {
+            write!(
+                f,
+                "\ndropped column families deleted: {:?}",
+                self.families_reclaimed
+            )?;
+        }
+        for (id, n) in &self.family_entries_dropped {
+            write!(
+                f,
+                "\nentries of column family {id} in the logs not replayed (no such family): {n}"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -201,11 +362,12 @@ impl fmt::Display for RepairReport {
 /// recover. Logs the report into the info log. The database opens after it returns `Ok`.
 ///
 /// # Errors
-/// `InvalidArgument` for bad options, a missing directory or one holding no table, log or
-/// manifest (and no NVM pool); `Locked` while the database is
-/// open; `Io` when a new table, the manifest or `CURRENT` cannot be written (the damaged
-/// database is then left as it was, apart from new table files the next repair or open
-/// removes).
+/// `InvalidArgument` for bad options, a missing directory or one holding no table, log,
+/// manifest or column family (and no NVM pool), or a column family no options can open;
+/// `Locked` while the database is open; `Io` when a new table, a manifest or `CURRENT`
+/// cannot be written (the damaged database is then left as it was, apart from new table
+/// files the next repair or open removes, and column families repaired already, which the
+/// old manifest opens as they are).
 pub fn repair_db(dir: &Path, opts: &Options) -> Result<RepairReport> {
     opts.validate()?;
     let fs = Arc::clone(&opts.fs);
@@ -223,32 +385,357 @@ pub fn repair_db(dir: &Path, opts: &Options) -> Result<RepairReport> {
             Error::from(e).in_file(&lock_path)
         }
     })?;
-    // Column families (`cf-<id>` directories) are not repaired yet: a repaired manifest
-    // would name none, and the next open would delete them. Refused, touching nothing.
-    let families: Vec<String> = fs
-        .list_dir(dir)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|n| super::family::parse_family_dir(n).is_some())
-        .collect();
-    if !families.is_empty() {
-        drop(lock);
-        return Err(Error::InvalidArgument(format!(
-            "{} has column families ({}): repair_db does not repair databases with column \
-             families",
-            dir.display(),
-            families.join(", ")
-        )));
-    }
     let info_log = InfoLog::open(fs.as_ref(), dir, opts.info_log.clone());
     info_log.log(format_args!("repairing {}", dir.display()));
-    let result = Repair::new(dir, opts).and_then(Repair::run);
+    let result = repair_locked(dir, opts, &info_log);
     match &result {
         Ok(report) => info_log.log(format_args!("repair finished:\n{report}")),
         Err(e) => info_log.log(format_args!("repair failed: {e}")),
     }
     drop(lock);
     result
+}
+
+/// The whole repair, under the LOCK: the default family's engine up to its logs (steps 1
+/// to 5), whose replay hands each column family its updates; then each column family's
+/// engine, repaired as the default family's (`repair_family`); then the default family's
+/// new manifest, which records the families (step 6), and the clean-up (step 7), dropped
+/// families' directories last.
+fn repair_locked(dir: &Path, opts: &Options, info_log: &InfoLog) -> Result<RepairReport> {
+    let fs = Arc::clone(&opts.fs);
+    let names = fs.list_dir(dir).map_err(|e| Error::from(e).in_file(dir))?;
+    let plan = plan_families(fs.as_ref(), dir, opts, &names)?;
+    for line in &plan.notes {
+        info_log.log(format_args!("{line}"));
+    }
+    let mut main = Repair::new(dir, opts, 0, !plan.dirs.is_empty())?;
+    main.family_ids = plan.live.iter().map(|f| f.record.id).collect();
+    main.scan_ssts()?;
+    main.convert_nvm()?;
+    main.replay_logs()?;
+    let mut records = BTreeMap::new();
+    for f in plan.live {
+        let id = f.record.id;
+        let batches = main.family_batches.remove(&id).unwrap_or_default();
+        let report = repair_family(dir, &f.opts, id, batches)?;
+        main.last_seq = main.last_seq.max(report.max_sequence);
+        info_log.log(format_args!(
+            "column family {:?} (id {id}) repaired: {} tables, max sequence {}",
+            f.record.name,
+            report.tables_per_level.iter().sum::<usize>(),
+            report.max_sequence
+        ));
+        main.report.families.push(FamilyRepair {
+            id,
+            name: f.record.name.clone(),
+            name_recovered: f.name_recovered,
+            options_from: f.options_from,
+            report,
+        });
+        records.insert(id, f.record);
+    }
+    // Ids are never reused: the next is above every id a manifest, a directory or a log
+    // names.
+    let highest_logged = main
+        .report
+        .family_entries_dropped
+        .keys()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let next_id = plan.next_id.max(highest_logged.saturating_add(1));
+    main.family_edit = crate::manifest::family_snapshot_edit(&records, next_id);
+    // The families deleted below stay dropped for a later repair, should their deletion
+    // not finish.
+    if let Some(edit) = main.family_edit.as_mut() {
+        for (id, _) in &plan.reclaim {
+            if !edit.families_dropped.contains(id) {
+                edit.families_dropped.push(*id);
+            }
+        }
+    }
+    for (id, n) in &main.report.family_entries_dropped {
+        main.report.dropped.push(Dropped {
+            what: format!("{n} entries of column family {id} in the logs"),
+            reason: "no such family (dropped, or its directory is missing)".into(),
+            bytes: None,
+        });
+    }
+    main.report.dropped.extend(plan.dropped);
+    let placed = main.place_tables()?;
+    main.install(placed)?;
+    main.move_to_lost();
+    // The new manifest, durable, names none of them: their directories go (as an open
+    // would delete them).
+    for (id, path) in plan.reclaim {
+        match super::family::reclaim_family_dir(opts, &path) {
+            Ok(()) => {
+                info_log.log(format_args!(
+                    "dropped column family {id}: {} deleted",
+                    path.display()
+                ));
+                main.report.families_reclaimed.push(id);
+            }
+            Err(e) => main.report.dropped.push(Dropped {
+                what: format!("dropped column family {id} ({})", path.display()),
+                reason: format!("could not be deleted (the next open deletes it): {e}"),
+                bytes: None,
+            }),
+        }
+    }
+    Ok(main.report)
+}
+
+/// Repairs the engine of column family `id` of the database in `dir` (in `cf-<id>`, with
+/// its options `opts`, as `family_options` makes them) as the default family's, its
+/// updates from the database's logs being `batches`; writes its new manifest.
+fn repair_family(
+    dir: &Path,
+    opts: &Options,
+    id: u32,
+    batches: Vec<WriteBatch>,
+) -> Result<RepairReport> {
+    let path = dir.join(super::family::family_dir_name(id));
+    let fs = Arc::clone(&opts.fs);
+    let lock_path = filename::lock_file(&path);
+    let lock = fs.lock(&lock_path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            Error::Locked(path.clone())
+        } else {
+            Error::from(e).in_file(&lock_path)
+        }
+    })?;
+    let mut r = Repair::new(&path, opts, id, true)?;
+    r.scan_ssts()?;
+    r.convert_nvm()?;
+    // A family has no logs of its own: its updates are in the database's.
+    r.replay_family(batches)?;
+    let placed = r.place_tables()?;
+    r.install(placed)?;
+    r.move_to_lost();
+    drop(lock);
+    Ok(r.report)
+}
+
+/// A column family the repair keeps.
+struct LiveFamily {
+    /// Its record for the new manifest (name, options as text).
+    record: FamilyRecord,
+    name_recovered: bool,
+    options_from: String,
+    /// Its engine's options (`family_options` of `record.options`).
+    opts: Options,
+}
+
+/// What to do with the column families: which to repair, which to delete.
+struct FamilyPlan {
+    /// The family directories found.
+    dirs: Vec<u32>,
+    live: Vec<LiveFamily>,
+    /// Dropped families whose directories are still there: deleted at the end.
+    reclaim: Vec<(u32, PathBuf)>,
+    /// Families a manifest names whose directory is missing (not recovered).
+    dropped: Vec<Dropped>,
+    /// Above every family id seen.
+    next_id: u32,
+    /// For the info log.
+    notes: Vec<String>,
+}
+
+/// The family records every manifest of `dir` holds: each `MANIFEST-*` file, oldest
+/// first, read record by record up to its first that does not read or decode; the newest
+/// record of each family added, every family dropped.
+fn read_family_records(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+) -> (BTreeMap<u32, FamilyRecord>, BTreeSet<u32>) {
+    let mut files: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match filename::parse_file_name(n) {
+            Some((FileType::Manifest, number)) => Some(number),
+            _ => None,
+        })
+        .collect();
+    files.sort_unstable();
+    let (mut added, mut dropped) = (BTreeMap::new(), BTreeSet::new());
+    for number in files {
+        let Ok(file) = fs.open_read(&filename::manifest_file(dir, number)) else {
+            continue;
+        };
+        let mut reader = LogReader::new(file);
+        while let LogRead::Record { data, offset } = reader.read_record() {
+            let Ok(edit) = VersionEdit::decode(&data, offset) else {
+                break;
+            };
+            for f in edit.families_added {
+                added.insert(f.id, f);
+            }
+            dropped.extend(edit.families_dropped);
+        }
+    }
+    (added, dropped)
+}
+
+/// The newest `OPTIONS-*` file of family directory `path` (of family `id`) that reads and
+/// parses: the options as the family was created with, as text (the file holds them as its
+/// engine ran them, its SSD and NVM directories under `cf-<id>`: those are taken back to
+/// the database's). Returns the text and the file's name.
+fn options_in_dir(fs: &dyn FileSystem, path: &Path, id: u32) -> Option<(String, String)> {
+    let mut files: Vec<(u64, String)> = fs
+        .list_dir(path)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|n| match filename::parse_file_name(&n) {
+            Some((FileType::Options, num)) => Some((num, n)),
+            _ => None,
+        })
+        .collect();
+    files.sort_unstable();
+    let sub = super::family::family_dir_name(id);
+    let parent = |p: &Path| -> PathBuf {
+        match (p.file_name(), p.parent()) {
+            (Some(n), Some(up)) if n == sub.as_str() => up.to_path_buf(),
+            _ => p.to_path_buf(),
+        }
+    };
+    files.into_iter().rev().find_map(|(_, name)| {
+        let text = String::from_utf8(fs.read_all(&path.join(&name)).ok()?).ok()?;
+        let mut o = Options::from_text(&text).ok()?;
+        o.ssd_paths = o.ssd_paths.iter().map(|p| parent(p)).collect();
+        o.nvm_dir = o.nvm_dir.as_deref().map(parent);
+        o.use_wal = Options::default().use_wal;
+        Some((o.to_text(), name))
+    })
+}
+
+/// Decides what becomes of each column family (step 0): a directory `cf-<id>` whose family
+/// a manifest records as dropped is deleted; any other is repaired, under the name and
+/// options the newest record gives, else a recovered name (`recovered-cf-<id>`) and the
+/// options of its newest readable `OPTIONS-*` file, else the database's. A family a
+/// manifest names without a directory is reported and not recovered.
+fn plan_families(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opts: &Options,
+    names: &[String],
+) -> Result<FamilyPlan> {
+    let (added, dropped_ids) = read_family_records(fs, dir, names);
+    let mut dirs: Vec<u32> = names
+        .iter()
+        .filter_map(|n| super::family::parse_family_dir(n))
+        .filter(|id| fs.exists(&dir.join(super::family::family_dir_name(*id))))
+        .collect();
+    dirs.sort_unstable();
+    let highest = added
+        .keys()
+        .chain(dropped_ids.iter())
+        .chain(dirs.iter())
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let mut plan = FamilyPlan {
+        dirs: dirs.clone(),
+        live: Vec::new(),
+        reclaim: Vec::new(),
+        dropped: Vec::new(),
+        next_id: highest.saturating_add(1),
+        notes: Vec::new(),
+    };
+    let mut taken: BTreeSet<String> = added
+        .iter()
+        .filter(|(id, _)| !dropped_ids.contains(id))
+        .map(|(_, r)| r.name.clone())
+        .collect();
+    for id in dirs {
+        let path = dir.join(super::family::family_dir_name(id));
+        if dropped_ids.contains(&id) {
+            plan.notes.push(format!(
+                "column family {id} was dropped (a manifest records it): {} is deleted",
+                path.display()
+            ));
+            plan.reclaim.push((id, path));
+            continue;
+        }
+        let (name, name_recovered) = match added.get(&id) {
+            Some(r) => (r.name.clone(), false),
+            None => {
+                let base = format!("recovered-cf-{id}");
+                let mut name = base.clone();
+                let mut n = 1;
+                while taken.contains(&name) || name == super::family::DEFAULT_COLUMN_FAMILY {
+                    name = format!("{base}-{n}");
+                    n += 1;
+                }
+                taken.insert(name.clone());
+                plan.notes.push(format!(
+                    "column family {id}: no readable manifest names it; recovered as {name:?}"
+                ));
+                (name, true)
+            }
+        };
+        // Its options: the record's, else its directory's, else the database's; the first
+        // its engine can run with.
+        let mut candidates: Vec<(String, String)> = Vec::new();
+        if let Some(r) = added.get(&id) {
+            candidates.push((r.options.clone(), "manifest".into()));
+        }
+        if let Some((text, file)) = options_in_dir(fs, &path, id) {
+            candidates.push((
+                text,
+                format!("{}/{file}", super::family::family_dir_name(id)),
+            ));
+        }
+        let mut db_opts = opts.clone();
+        // (A family cannot have an NVM memtable.)
+        db_opts.nvm_memtable = crate::options::NvmMemtable::Off;
+        candidates.push((
+            db_opts.to_text(),
+            "the database's options (none of its own read)".into(),
+        ));
+        let chosen = candidates.into_iter().find_map(|(text, from)| {
+            let o = super::family::family_options(opts, id, &text).ok()?;
+            o.validate().ok()?;
+            Some((text, from, o))
+        });
+        let Some((text, options_from, fam_opts)) = chosen else {
+            return Err(Error::InvalidArgument(format!(
+                "column family {name:?} (id {id}, {}): no options its engine can run with \
+                 (neither its recorded ones, nor its OPTIONS files, nor the database's): \
+                 nothing repaired",
+                path.display()
+            )));
+        };
+        if options_from != "manifest" {
+            plan.notes.push(format!(
+                "column family {name:?} (id {id}): options from {options_from}"
+            ));
+        }
+        plan.live.push(LiveFamily {
+            record: FamilyRecord {
+                id,
+                name,
+                options: text,
+            },
+            name_recovered,
+            options_from,
+            opts: fam_opts,
+        });
+    }
+    for (id, r) in &added {
+        if !dropped_ids.contains(id) && !plan.dirs.contains(id) {
+            plan.dropped.push(Dropped {
+                what: format!("column family {:?} (id {id})", r.name),
+                reason: format!(
+                    "a manifest names it, but its directory {} is missing (dropped?): not \
+                     recovered",
+                    super::family::family_dir_name(*id)
+                ),
+                bytes: None,
+            });
+        }
+    }
+    Ok(plan)
 }
 
 /// What is left of the last manifest.
@@ -301,10 +788,22 @@ struct Repair<'a> {
     to_lose: Vec<PathBuf>,
     last_seq: SeqNo,
     report: RepairReport,
+    /// The column family whose engine this is (0: the default family's, the database's).
+    family: u32,
+    /// The column families whose updates in the logs are kept (handed to their repairs).
+    family_ids: BTreeSet<u32>,
+    /// Their updates from the logs, by family, oldest first.
+    family_batches: BTreeMap<u32, Vec<WriteBatch>>,
+    /// The edit recording the column families, appended to the new manifest.
+    family_edit: Option<VersionEdit>,
 }
 
 impl<'a> Repair<'a> {
-    fn new(dir: &Path, opts: &'a Options) -> Result<Repair<'a>> {
+    /// The repair of the engine in `dir` (the database's, or column family `family`'s),
+    /// with its options. `allow_empty`: an engine with nothing to rebuild from is no error
+    /// (a column family that holds nothing; a database whose column families hold
+    /// everything).
+    fn new(dir: &Path, opts: &'a Options, family: u32, allow_empty: bool) -> Result<Repair<'a>> {
         let fs = Arc::clone(&opts.fs);
         let names = fs.list_dir(dir).map_err(|e| Error::from(e).in_file(dir))?;
         // The largest file number in use (info logs carry a time, not a file number).
@@ -333,7 +832,7 @@ impl<'a> Repair<'a> {
                 found_any |= usable(&n);
             }
         }
-        if !found_any && !pool_file_exists(opts) {
+        if !found_any && !allow_empty && !pool_file_exists(opts) {
             // As LevelDB: nothing to rebuild from is an error, not an empty database. (An
             // NVM pool is something: it is looked at, and kept in `lost/` if it cannot be
             // used.)
@@ -391,21 +890,15 @@ impl<'a> Repair<'a> {
             to_lose: Vec::new(),
             last_seq,
             report,
+            family,
+            family_ids: BTreeSet::new(),
+            family_batches: BTreeMap::new(),
+            family_edit: None,
         })
     }
 
     fn alloc(&self) -> u64 {
         self.next_file.fetch_add(1, Ordering::Relaxed)
-    }
-
-    fn run(mut self) -> Result<RepairReport> {
-        self.scan_ssts()?;
-        self.convert_nvm()?;
-        self.replay_logs()?;
-        let placed = self.place_tables()?;
-        self.install(placed)?;
-        self.move_to_lost();
-        Ok(self.report)
     }
 
     /// A sink writing new SSTs into the database directory.
@@ -421,6 +914,9 @@ impl<'a> Repair<'a> {
             let dir = self.storage.dir(path_id)?.to_path_buf();
             let names = match self.fs.list_dir(&dir) {
                 Ok(names) => names,
+                // A column family's directory in a further SSD directory is made when it
+                // first writes there.
+                Err(_) if path_id > 0 && self.family != 0 && !self.fs.exists(&dir) => continue,
                 Err(e) if path_id > 0 => {
                     self.report.dropped.push(Dropped {
                         what: format!("SSD directory {}", dir.display()),
@@ -762,34 +1258,6 @@ impl<'a> Repair<'a> {
         }
         logs.sort_by_key(|(n, _)| *n);
         for (_, src) in logs {
-            let cap = self.opts.memtable_capacity();
-            let order = self.storage.order().clone();
-            let mut mem = Arc::new(MemTable::new(0, cap, order.clone()));
-            let mut new_tables = Vec::new();
-            let (mut batches, mut entries) = (0u64, 0u64);
-            let mut max_seq = 0;
-            let mut apply = |batch: WriteBatch, this: &mut Self| -> Result<()> {
-                let n = batch.len() as u64;
-                if n == 0 {
-                    return Ok(());
-                }
-                let need = crate::memtable::room_needed(batch.len(), batch.approximate_size());
-                if mem.room() < need
-                    || mem.approximate_memory_usage() >= this.opts.write_buffer_size
-                {
-                    new_tables.extend(this.flush_memtable(&mem)?);
-                    mem = Arc::new(MemTable::new(
-                        0,
-                        cap.max(need.saturating_mul(2)),
-                        order.clone(),
-                    ));
-                }
-                mem.insert_batch(&batch)?;
-                batches += 1;
-                entries += n;
-                max_seq = max_seq.max(batch.sequence().saturating_add(n - 1));
-                Ok(())
-            };
             // Batches are gathered first (a replay callback cannot borrow the repair).
             let mut pending: Vec<WriteBatch> = Vec::new();
             let (what, path, size, end) = match &src {
@@ -821,13 +1289,12 @@ impl<'a> Repair<'a> {
                     }
                 }
             };
+            let mut replay = Replay::new(self);
             for b in pending {
-                apply(b, self)?;
+                self.hand_to_families(&b);
+                replay.add(self, &b)?;
             }
-            if !mem.is_empty() {
-                new_tables.extend(self.flush_memtable(&mem)?);
-            }
-            self.last_seq = self.last_seq.max(max_seq);
+            let (new_tables, batches, entries, family_entries) = replay.finish(self)?;
             // Bytes from the damage to the last byte that is not zero (a mapped log's
             // reserved space is zeros, not lost data).
             let dropped_from = |offset: u64| -> u64 {
@@ -866,8 +1333,50 @@ impl<'a> Repair<'a> {
                 new_tables,
                 bytes_dropped,
                 stopped,
+                family_entries,
             });
         }
+        Ok(())
+    }
+
+    /// The updates of column families in `batch` (a batch of the database's logs): kept
+    /// for the repair of each family being repaired, counted as dropped for the others.
+    fn hand_to_families(&mut self, batch: &WriteBatch) {
+        for id in batch.families() {
+            if self.family_ids.contains(&id) {
+                self.family_batches
+                    .entry(id)
+                    .or_default()
+                    .push(batch.clone());
+            } else {
+                let n = batch.iter().filter(|op| op.family == id).count() as u64;
+                *self.report.family_entries_dropped.entry(id).or_default() += n;
+            }
+        }
+    }
+
+    /// Step 5 of a column family's repair: its updates from the database's logs
+    /// (`batches`, oldest first, each holding some) into new SSTs; reported as one
+    /// replayed log.
+    fn replay_family(&mut self, batches: Vec<WriteBatch>) -> Result<()> {
+        if batches.is_empty() {
+            return Ok(());
+        }
+        let mut replay = Replay::new(self);
+        for b in &batches {
+            replay.add(self, b)?;
+        }
+        // (The other families' updates in these batches are the database's repair's.)
+        let (new_tables, batches, entries, _) = replay.finish(self)?;
+        self.report.logs_replayed.push(ReplayedLog {
+            source: "its updates in the database's logs".into(),
+            batches,
+            entries,
+            new_tables,
+            bytes_dropped: 0,
+            stopped: None,
+            family_entries: 0,
+        });
         Ok(())
     }
 
@@ -959,7 +1468,7 @@ impl<'a> Repair<'a> {
         let manifest_number = self.alloc();
         let current_tmp = self.alloc();
         let next_file = self.next_file.load(Ordering::Relaxed);
-        drop(write_new_manifest(
+        let mut manifest = write_new_manifest(
             self.fs.as_ref(),
             &self.dir,
             manifest_number,
@@ -967,7 +1476,11 @@ impl<'a> Repair<'a> {
             log_number,
             next_file,
             self.last_seq,
-        )?);
+        )?;
+        if let Some(fe) = self.family_edit.take() {
+            manifest.append(&fe)?;
+        }
+        drop(manifest);
         set_current(self.fs.as_ref(), &self.dir, manifest_number, current_tmp)?;
         for n in &self.old.files {
             self.to_lose.push(filename::manifest_file(&self.dir, *n));
