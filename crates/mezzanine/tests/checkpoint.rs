@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use common::{check, nvm_dir, scan, small_matrixkv_options, workload};
-use mezzanine::{Db, Options, Preset, ReadOptions};
+use common::{check, collect, key, nvm_dir, scan, small_matrixkv_options, workload};
+use mezzanine::{ColumnFamily, Db, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
 
 fn small(mut o: Options) -> Options {
     o.write_buffer_size = 32 << 10;
@@ -235,4 +235,247 @@ fn tables_of_several_ssd_directories_land_in_the_copy() {
     let copy = Db::open(dir.path().join("ckpt"), Options::default()).unwrap();
     check(&copy, &model);
     copy.verify().unwrap();
+}
+
+// --- Column families --------------------------------------------------------------------
+
+/// Every key of family `cf` of `db`.
+fn scan_cf(db: &Db, cf: &ColumnFamily) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    collect(db.cursor_cf(cf, &ReadOptions::default()).unwrap())
+}
+
+/// `workload` into family `cf`: puts and deletes of `n` keys, recorded in `model`.
+fn family_workload(
+    db: &Db,
+    cf: &ColumnFamily,
+    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    n: u64,
+    round: u64,
+) {
+    for i in 0..n {
+        let k = key(i % 2000);
+        let v = format!("{}-{round}-{i}-{}", cf.name(), "x".repeat((i % 50) as usize));
+        db.put_cf(cf, &k, v.as_bytes()).unwrap();
+        model.insert(k, v.into_bytes());
+        if i % 11 == 5 {
+            let d = key((i / 3) % 2000);
+            db.delete_cf(cf, &d).unwrap();
+            model.remove(&d);
+        }
+    }
+}
+
+/// Three families (the default, `a`, `b`; a family created and dropped before is absent)
+/// while a writer commits batches that put the same counter under `w<counter>` in every
+/// family: each checkpoint holds, in every family, the same prefix of the batches (a batch
+/// is wholly in the copy or wholly absent), every batch acknowledged before the call, the
+/// data written before, and `last_sequence` is the sequence number of the copy's last
+/// batch exactly.
+#[test]
+fn checkpoint_of_column_families_holds_whole_batches_in_every_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(dir.path().join("db"), small(Options::default())).unwrap());
+    let gone = db.create_column_family("gone", &small(Options::default())).unwrap();
+    db.put_cf(&gone, b"k", b"v").unwrap();
+    db.drop_column_family(&gone).unwrap();
+    let a = db.create_column_family("a", &small(Options::default())).unwrap();
+    // A smaller memtable: its fill switches every family's memtable often.
+    let mut bo = small(Options::default());
+    bo.write_buffer_size = 16 << 10;
+    let b = db.create_column_family("b", &bo).unwrap();
+    let cfs = [db.default_column_family(), a.clone(), b.clone()];
+    let mut models: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); 3];
+    for (cf, model) in cfs.iter().zip(models.iter_mut()) {
+        family_workload(&db, cf, model, 4000, 0);
+    }
+    // The end of each batch's sequence numbers (only the writer writes from now on).
+    let ends = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let acked = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, acked, stop, ends) = (
+            Arc::clone(&db),
+            Arc::clone(&acked),
+            Arc::clone(&stop),
+            Arc::clone(&ends),
+        );
+        let cfs = cfs.clone();
+        std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let mut batch = WriteBatch::new();
+                let v = format!("v{i}-{}", "y".repeat((i % 30) as usize));
+                for cf in &cfs {
+                    batch.put_cf(cf, &writer_key(i), v.as_bytes());
+                }
+                db.write(&WriteOptions::default(), batch).unwrap();
+                ends.lock().push(db.snapshot().sequence());
+                i += 1;
+                acked.store(i, Ordering::Release);
+            }
+        })
+    };
+    let mut checks = Vec::new();
+    for round in 0..4 {
+        while acked.load(Ordering::Acquire) < 1500 * (round + 1) {
+            std::thread::yield_now();
+        }
+        let before = acked.load(Ordering::Acquire);
+        let target = dir.path().join(format!("ckpt{round}"));
+        let info = db.checkpoint(&target).unwrap();
+        let after = acked.load(Ordering::Acquire);
+        // Every family's files are listed, under `cf-<id>/`.
+        for id in [a.id(), b.id()] {
+            let prefix = format!("cf-{id}/");
+            assert!(info.others.contains(&format!("{prefix}CURRENT")), "{info:?}");
+            assert!(
+                info.tables.iter().any(|t| t.starts_with(&prefix)),
+                "{info:?}"
+            );
+        }
+        checks.push((target, info, before, after));
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let ends = ends.lock().clone();
+    for (target, info, before, after) in checks {
+        assert_eq!(
+            Db::list_column_families(&target, &Options::default()).unwrap(),
+            ["default", "a", "b"]
+        );
+        let copy = Db::open(&target, Options::default()).unwrap();
+        assert_eq!(copy.column_families(), ["default", "a", "b"]);
+        let mut counts = Vec::new();
+        for (cf, model) in cfs.iter().zip(&models) {
+            let ccf = copy.column_family(cf.name()).unwrap();
+            assert_eq!(ccf.id(), cf.id());
+            let got = scan_cf(&copy, &ccf);
+            let mut n = 0;
+            while got.contains_key(&writer_key(n)) {
+                n += 1;
+            }
+            let writes = got.keys().filter(|k| k.starts_with(b"w")).count() as u64;
+            assert_eq!(writes, n, "{target:?} {}: not a prefix", cf.name());
+            let rest: BTreeMap<_, _> = got
+                .into_iter()
+                .filter(|(k, _)| !k.starts_with(b"w"))
+                .collect();
+            assert!(
+                rest == *model,
+                "{target:?} {}: the data written before differs",
+                cf.name()
+            );
+            counts.push(n);
+        }
+        let n = counts[0];
+        assert!(
+            counts.iter().all(|&c| c == n),
+            "{target:?}: the families hold different batches: {counts:?}"
+        );
+        assert!(n >= before, "{target:?}: {n} batches, {before} acknowledged before");
+        assert!(n <= after + 1, "{target:?}: {n} batches, {after} acknowledged after");
+        // `last_sequence` is that of the copy's last batch, and the copy reads from it.
+        assert_eq!(info.last_sequence, ends[n as usize - 1], "{target:?}");
+        assert_eq!(copy.snapshot().sequence(), info.last_sequence);
+        copy.verify().unwrap();
+        // The next family id continues the source's (ids are never reused).
+        let c = copy
+            .create_column_family("c", &small(Options::default()))
+            .unwrap();
+        assert_eq!(c.id(), b.id() + 1);
+        copy.close().unwrap();
+    }
+    // The source goes on.
+    db.put_cf(&a, b"after", b"1").unwrap();
+    assert_eq!(db.get_cf(&a, b"after").unwrap().as_deref(), Some(&b"1"[..]));
+}
+
+/// A database with an NVM directory whose families put their levels in NVM (TLSM's NVM
+/// tables) and their L0 in a matrix container (MatrixKV): the checkpoint materialises
+/// them, and the copy opens with every family, without an NVM directory and with the
+/// preset on a fresh one (the copy's families keep their data on SSD: the source's NVM
+/// directories are not the copy's).
+#[test]
+fn checkpoint_of_nvm_families_opens_with_and_without_nvm() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let tlsm = |nvm: &Path| {
+        let mut o = small(Options::preset(Preset::Tlsm));
+        o.level0_compaction_trigger = 2;
+        o.nvm_dir = Some(nvm.to_path_buf());
+        o
+    };
+    let db_path = dir.path().join("db");
+    let db = Db::open(&db_path, tlsm(nvm.path())).unwrap();
+    let hot = db.create_column_family("hot", &tlsm(nvm.path())).unwrap();
+    let matrix = db
+        .create_column_family("matrix", &small_matrixkv_options(nvm.path()))
+        .unwrap();
+    let plain = db
+        .create_column_family("plain", &small(Options::default()))
+        .unwrap();
+    let cfs = [db.default_column_family(), hot, matrix, plain];
+    let mut models: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new(); cfs.len()];
+    for round in 0..3 {
+        for (cf, model) in cfs.iter().zip(models.iter_mut()) {
+            family_workload(&db, cf, model, 3000, round);
+        }
+    }
+    let nvm_files = |s: mezzanine::Stats| s.levels.iter().map(|l| l.nvm_files).sum::<usize>();
+    assert!(nvm_files(db.stats_cf(&cfs[1]).unwrap()) > 0);
+    let target = dir.path().join("ckpt");
+    let info = db.checkpoint(&target).unwrap();
+    println!("{info:?}");
+    assert!(
+        info.tables.iter().any(|t| t.starts_with("cf-1/"))
+            && info.tables.iter().any(|t| t.starts_with("cf-2/")),
+        "{info:?}"
+    );
+    let mut later = models.clone();
+    for (cf, model) in cfs.iter().zip(later.iter_mut()) {
+        family_workload(&db, cf, model, 1000, 9);
+    }
+    db.close().unwrap();
+
+    let check_all = |copy: &Db, models: &[BTreeMap<Vec<u8>, Vec<u8>>], what: &str| {
+        assert_eq!(
+            copy.column_families(),
+            ["default", "hot", "matrix", "plain"]
+        );
+        for (cf, model) in cfs.iter().zip(models) {
+            let ccf = copy.column_family(cf.name()).unwrap();
+            assert!(
+                scan_cf(copy, &ccf) == *model,
+                "{what}: family {} differs",
+                cf.name()
+            );
+        }
+        copy.verify().unwrap();
+    };
+    let copy = Db::open(&target, Options::default()).unwrap();
+    check_all(&copy, &models, "without NVM");
+    let hot_copy = copy.column_family("hot").unwrap();
+    let text = copy.property_cf(&hot_copy, "mezz.options").unwrap();
+    assert!(text.contains("nvm_tiering=off"), "{text}");
+    copy.put_cf(&hot_copy, b"new", b"1").unwrap();
+    copy.close().unwrap();
+    models[1].insert(b"new".to_vec(), b"1".to_vec());
+
+    let fresh = nvm_dir();
+    let copy = Db::open(&target, tlsm(fresh.path())).unwrap();
+    check_all(&copy, &models, "with a fresh NVM directory");
+    for (cf, model) in cfs.iter().zip(models.iter_mut()) {
+        let ccf = copy.column_family(cf.name()).unwrap();
+        family_workload(&copy, &ccf, model, 2000, 5);
+    }
+    check_all(&copy, &models, "after writes");
+    copy.close().unwrap();
+    // The copy's families made no NVM pool of their own, here or in the source's directory.
+    assert!(!fresh.path().join("cf-1").exists());
+    // The source is unchanged by it all.
+    let db = Db::open(&db_path, tlsm(nvm.path())).unwrap();
+    for (cf, model) in cfs.iter().zip(&later) {
+        let scf = db.column_family(cf.name()).unwrap();
+        assert!(scan_cf(&db, &scf) == *model, "source family {}", cf.name());
+    }
 }
