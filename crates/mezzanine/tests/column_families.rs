@@ -427,7 +427,12 @@ fn a_checkpoint_holds_the_live_families_only() {
     assert_eq!(copy.column_families(), ["default", "b"]);
     let b = copy.column_family("b").unwrap();
     assert_eq!(copy.get_cf(&b, b"k").unwrap().unwrap(), b"b");
-    assert!(!dir.path().join("ckpt").join(format!("cf-{}", a.id())).exists());
+    assert!(
+        !dir.path()
+            .join("ckpt")
+            .join(format!("cf-{}", a.id()))
+            .exists()
+    );
 }
 
 /// Writers commit batches that put the same counter into one key of every family while

@@ -352,10 +352,9 @@ impl DbInner {
             let prefix = family_dir_name(f.id);
             let out = tmp.join(&prefix);
             fs.create_dir_all(&out).map_err(io_at(&out))?;
-            let tables = f
-                .db
-                .copy_tables(&sv, last_seq, &out, &prefix, &mut info)
-                .map_err(|e| family_gone(&f, e))?;
+            let tables =
+                f.db.copy_tables(&sv, last_seq, &out, &prefix, &mut info)
+                    .map_err(|e| family_gone(&f, e))?;
             drop(sv);
             copies.push((f, record, prefix, out, tables));
         }
