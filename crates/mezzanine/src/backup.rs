@@ -6,7 +6,10 @@
 //! and size, so a table already there (from an earlier backup) is not copied again and is
 //! shared by every backup that holds it; the other files (manifest, `CURRENT`, `IDENTITY`,
 //! `OPTIONS`) go to `private/<id>/`. Every file's size and crc32c is recorded in the
-//! backup's meta file `meta/<id>`.
+//! backup's meta file `meta/<id>`. A database's column families are in the checkpoint
+//! (`cf-<id>/`): their files are named `cf-<id>/<name>` in the meta file, their tables
+//! shared as `cf-<id>_<number>_..` (table numbers are per family), their other files kept
+//! in `private/<id>/cf-<id>/`, and a restore recreates their directories.
 //!
 //! Invariants:
 //! - A backup exists exactly when its meta file does. The meta file is written last
@@ -748,7 +751,10 @@ mod tests {
             crc: 7,
         });
         let text = m.encode();
-        assert_eq!(Meta::decode(Path::new("meta/3"), text.as_bytes()).unwrap(), m);
+        assert_eq!(
+            Meta::decode(Path::new("meta/3"), text.as_bytes()).unwrap(),
+            m
+        );
         // The default family's table 000007 and family 2's are two shared files.
         assert_eq!(shared_stem("000007.sst"), "000007");
         assert_eq!(shared_stem("cf-2/000007.sst"), "cf-2_000007");

@@ -3,11 +3,16 @@
 //!
 //! Owns: building the copy. The copy is a plain SSD database: its manifest names SST files
 //! only, so it opens with any preset, with or without an NVM directory.
-//! - The super version is pinned first, then the last published sequence number `S` read
-//!   (as reads do): every write acknowledged before the call is at or below `S` and in the
-//!   pinned memtables or tables. Holding the super version keeps every table it names (and
-//!   the NVM objects and matrix pages they live in) from being deleted or reused until the
-//!   copy is done: obsolete tables are removed only once nothing holds them.
+//! - The super versions of every family (the default one and each live column family) and
+//!   the last published sequence number `S` are loaded in one step, under the `write` lock
+//!   once every logged group is published (`DbInner::pin_for_checkpoint`): no group, no
+//!   memtable switch (all families switch together, under that lock) and no family created
+//!   or dropped falls between the loads. Every write acknowledged before the call is at or
+//!   below `S` and in the pinned memtables or tables, no pinned table holds one above `S`,
+//!   and a batch spanning families is in every family's copy or in none. Holding a super
+//!   version keeps every table it names (and the NVM objects and matrix pages they live in)
+//!   from being deleted or reused until its copy is done: obsolete tables are removed only
+//!   once nothing holds them.
 //! - SST files are hard-linked into the copy (copied where linking fails, e.g. across file
 //!   systems), whatever SSD directory (`ssd_paths`) they are in; the copy keeps them all in
 //!   its own directory.
@@ -20,13 +25,20 @@
 //!   `CURRENT`, `IDENTITY` and `OPTIONS` are written; the copy is built in `<dir>.tmp`,
 //!   synced, and renamed to `dir` only when complete (on a file system that cannot rename
 //!   directories, its files are moved into `dir` one by one, `CURRENT` last).
+//! - Column families: each live family's copy is made the same way in `<dir>/cf-<id>/`
+//!   (its own manifest, `CURRENT`, `IDENTITY`, `OPTIONS`), and the copy's manifest records
+//!   the same families and next family id. A family's recorded options are kept but for
+//!   where its files go: no `ssd_paths`, no NVM tier (`copy_family_options`), so the copy's
+//!   family is an SSD family in the copy's directory, never one using the source's SSD or
+//!   NVM directories. `CheckpointInfo` names a family's files `cf-<id>/<name>`.
 //!
 //! Invariant: the source database's files are never written: a failure or a crash leaves
 //! it as it was (and at most a `<dir>.tmp` directory, which the next checkpoint to `dir`
 //! removes).
 //!
 //! Thread-safety: runs on the caller's thread, beside writers, reads and background jobs;
-//! it takes no engine lock for longer than loading the super version.
+//! it holds the `write` lock (writers wait) only to let the groups logged be published and
+//! load the super versions, no engine lock while copying.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,7 +65,8 @@ use crate::state::SuperVersion;
 use crate::table::{TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 
-/// What [`crate::Db::checkpoint`] made.
+/// What [`crate::Db::checkpoint`] made. With column families the counts and lists include
+/// every family's files; a family's are named `cf-<id>/<name>` (relative to the copy).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckpointInfo {
     /// The copy holds every write with a sequence number up to this one, and none above
@@ -67,9 +80,11 @@ pub struct CheckpointInfo {
     pub materialised: usize,
     /// Bytes of every table of the copy.
     pub table_bytes: u64,
-    /// The names of the copy's table files (in its directory).
+    /// The names of the copy's table files (in its directory; a column family's as
+    /// `cf-<id>/<name>`: table numbers are per family).
     pub tables: Vec<String>,
-    /// The names of the copy's other files (manifest, `CURRENT`, `IDENTITY`, `OPTIONS`).
+    /// The names of the copy's other files (manifest, `CURRENT`, `IDENTITY`, `OPTIONS`; a
+    /// column family's as `cf-<id>/<name>`).
     pub others: Vec<String>,
 }
 
