@@ -597,3 +597,57 @@ fn a_checkpoint_of_families_stopped_at_any_step_leaves_the_source_sound() {
     copy.verify().unwrap();
     check_families(&db, "the source");
 }
+
+/// A family dropped while the checkpoint copies its tables (its files are deleted with it)
+/// makes the checkpoint fail with `Busy`, leaving no copy; the next one holds the others.
+#[test]
+fn a_family_dropped_during_its_copy_fails_the_checkpoint_with_busy() {
+    let mem = MemFs::new();
+    let faulty = FaultFs::new(Arc::new(mem.clone()));
+    let opts = Options {
+        fs: Arc::new(faulty.clone()),
+        ..small(Options::default())
+    };
+    let db = Arc::new(Db::open("/db", opts.clone()).unwrap());
+    let a = db
+        .create_column_family("a", &small(Options::default()))
+        .unwrap();
+    let b = db
+        .create_column_family("b", &small(Options::default()))
+        .unwrap();
+    let mut model = BTreeMap::new();
+    family_workload(&db, &a, &mut BTreeMap::new(), 3000, 0);
+    family_workload(&db, &b, &mut model, 1000, 0);
+    db.flush().unwrap();
+    db.wait_for_background().unwrap();
+    assert!(
+        db.stats_cf(&a)
+            .unwrap()
+            .levels
+            .iter()
+            .map(|l| l.files)
+            .sum::<usize>()
+            >= 2
+    );
+    // At the copy's first file of family `a` (this file system cannot link: the tables are
+    // copied one by one), `a` is dropped.
+    let dropped = Arc::new(AtomicBool::new(false));
+    {
+        let (db, a, dropped) = (Arc::clone(&db), a.clone(), Arc::clone(&dropped));
+        let dir = format!("/ckpt.tmp/cf-{}/", a.id());
+        faulty.before_each(move |_, p| {
+            if p.to_string_lossy().starts_with(&dir) && !dropped.swap(true, Ordering::AcqRel) {
+                db.drop_column_family(&a).unwrap();
+            }
+        });
+    }
+    let err = db.checkpoint("/ckpt").unwrap_err();
+    assert!(dropped.load(Ordering::Acquire));
+    assert!(matches!(err, mezzanine::Error::Busy(_)), "{err}");
+    assert!(err.to_string().contains("\"a\""), "{err}");
+    assert!(!faulty.exists(Path::new("/ckpt/CURRENT")));
+    db.checkpoint("/ckpt2").unwrap();
+    let copy = Db::open("/ckpt2", opts).unwrap();
+    assert_eq!(copy.column_families(), ["default", "b"]);
+    assert!(scan_cf(&copy, &copy.column_family("b").unwrap()) == model);
+}
