@@ -6,7 +6,10 @@
 //! and size, so a table already there (from an earlier backup) is not copied again and is
 //! shared by every backup that holds it; the other files (manifest, `CURRENT`, `IDENTITY`,
 //! `OPTIONS`) go to `private/<id>/`. Every file's size and crc32c is recorded in the
-//! backup's meta file `meta/<id>`.
+//! backup's meta file `meta/<id>`. A database's column families are in the checkpoint
+//! (`cf-<id>/`): their files are named `cf-<id>/<name>` in the meta file, their tables
+//! shared as `cf-<id>_<number>_..` (table numbers are per family), their other files kept
+//! in `private/<id>/cf-<id>/`, and a restore recreates their directories.
 //!
 //! Invariants:
 //! - A backup exists exactly when its meta file does. The meta file is written last
@@ -169,7 +172,7 @@ impl Meta {
             let private = format!("private/{id}/");
             let stored_ok = (stored.starts_with("shared/") || stored.starts_with(&private))
                 && !stored.contains("..");
-            if *tag != "file" || !safe_name(name) || !stored_ok {
+            if *tag != "file" || !safe_db_name(name) || !stored_ok {
                 return Err(bad(format!("bad file line {line:?}")));
             }
             files.push(BackupFile {
@@ -194,6 +197,45 @@ impl Meta {
 /// A plain file name: no directory part, nothing that leaves a directory.
 fn safe_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', ' '])
+}
+
+/// The name of a file of a database: a plain file name, or one in a column family's
+/// directory (`cf-<id>/<name>`, `<id>` a decimal number above 0 without leading zeros).
+fn safe_db_name(name: &str) -> bool {
+    match name.split_once('/') {
+        None => safe_name(name),
+        Some((dir, file)) => {
+            family_dir_id(dir).is_some_and(|id| format!("cf-{id}") == dir) && safe_name(file)
+        }
+    }
+}
+
+/// The id of a column family's directory name (`cf-<id>`).
+fn family_dir_id(dir: &str) -> Option<u32> {
+    dir.strip_prefix("cf-")?
+        .parse::<u32>()
+        .ok()
+        .filter(|&id| id > 0)
+}
+
+/// The stem of a table's name in `shared/`: its name without `.sst`, a column family's
+/// table prefixed by its directory (`cf-<id>_<number>`): table numbers are per family, so
+/// family 1's `000012.sst` is another table than the default family's.
+fn shared_stem(name: &str) -> String {
+    name.strip_suffix(".sst").unwrap_or(name).replace('/', "_")
+}
+
+/// Creates the directory holding `path` (a family's directory in the backup or the
+/// restored database) if `name` names a file in one; returns it then.
+fn make_family_dir(base: &Path, name: &str) -> Result<Option<PathBuf>> {
+    match name.split_once('/') {
+        Some((dir, _)) => {
+            let d = base.join(dir);
+            fs::create_dir_all(&d).map_err(io_at(&d))?;
+            Ok(Some(d))
+        }
+        None => Ok(None),
+    }
 }
 
 fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -373,7 +415,7 @@ impl BackupEngine {
             let (mut copied, mut reused, mut bytes) = (0, 0, 0u64);
             for name in &info.tables {
                 let src = ckpt.join(name);
-                let stem = name.strip_suffix(".sst").unwrap_or(name);
+                let stem = shared_stem(name);
                 let size = fs::metadata(&src).map_err(io_at(&src))?.len();
                 let prefix = format!("{stem}_");
                 let suffix = format!("_{size}.sst");
@@ -396,7 +438,7 @@ impl BackupEngine {
                     });
                     continue;
                 }
-                let part = shared.join(format!("{name}.part"));
+                let part = shared.join(format!("{stem}.sst.part"));
                 let (size, crc) = copy_checksummed(&src, &part)?;
                 let stored_name = format!("{stem}_{crc:08x}_{size}.sst");
                 let dst = shared.join(&stored_name);
@@ -410,9 +452,13 @@ impl BackupEngine {
                     crc,
                 });
             }
+            let mut family_dirs = BTreeSet::new();
             for name in &info.others {
                 let src = ckpt.join(name);
                 let dst = private.join(name);
+                if let Some(d) = make_family_dir(&private, name)? {
+                    family_dirs.insert(d);
+                }
                 let (size, crc) = copy_checksummed(&src, &dst)?;
                 bytes += size;
                 files.push(BackupFile {
@@ -423,6 +469,9 @@ impl BackupEngine {
                 });
             }
             sync_dir(&shared)?;
+            for d in &family_dirs {
+                sync_dir(d)?;
+            }
             sync_dir(&private)?;
             sync_dir(&self.dir.join("private"))?;
             let meta = Meta {
@@ -540,10 +589,15 @@ impl BackupEngine {
         let meta = self.read_meta(id)?;
         fs::create_dir_all(db_dir).map_err(io_at(db_dir))?;
         let mut written = Vec::new();
+        let mut family_dirs = BTreeSet::new();
         let res = (|| -> Result<()> {
+            // The database's `CURRENT` last (a family's is in its directory, `cf-<id>/`).
             let (current, rest): (Vec<&BackupFile>, Vec<&BackupFile>) =
                 meta.files.iter().partition(|f| f.name == "CURRENT");
             for f in rest.into_iter().chain(current) {
+                if let Some(d) = make_family_dir(db_dir, &f.name)? {
+                    family_dirs.insert(d);
+                }
                 let src = self.dir.join(&f.stored);
                 let part = db_dir.join(format!("{}.restore", f.name));
                 written.push(part.clone());
@@ -553,11 +607,17 @@ impl BackupEngine {
                 fs::rename(&part, &dst).map_err(io_at(&dst))?;
                 written.push(dst);
             }
+            for d in &family_dirs {
+                sync_dir(d)?;
+            }
             sync_dir(db_dir)
         })();
         if let Err(e) = res {
             for p in written {
                 let _ = fs::remove_file(p);
+            }
+            for d in family_dirs {
+                let _ = fs::remove_dir(d);
             }
             return Err(e);
         }
@@ -676,12 +736,43 @@ mod tests {
     }
 
     #[test]
+    fn files_of_column_families_are_named_in_their_directory_and_shared_apart() {
+        let mut m = meta();
+        m.files.push(BackupFile {
+            name: "cf-2/000007.sst".into(),
+            stored: format!("shared/{}_0badcafe_100.sst", shared_stem("cf-2/000007.sst")),
+            size: 100,
+            crc: 0x0bad_cafe,
+        });
+        m.files.push(BackupFile {
+            name: "cf-2/CURRENT".into(),
+            stored: "private/3/cf-2/CURRENT".into(),
+            size: 16,
+            crc: 7,
+        });
+        let text = m.encode();
+        assert_eq!(
+            Meta::decode(Path::new("meta/3"), text.as_bytes()).unwrap(),
+            m
+        );
+        // The default family's table 000007 and family 2's are two shared files.
+        assert_eq!(shared_stem("000007.sst"), "000007");
+        assert_eq!(shared_stem("cf-2/000007.sst"), "cf-2_000007");
+    }
+
+    #[test]
     fn a_meta_file_cannot_name_a_file_outside_the_backup() {
         for (name, stored) in [
             ("../x", "shared/a.sst"),
             ("CURRENT", "private/4/CURRENT"),
             ("CURRENT", "shared/../../etc/passwd"),
             ("a/b", "shared/b"),
+            ("cf-0/CURRENT", "private/3/cf-0/CURRENT"),
+            ("cf-01/CURRENT", "private/3/cf-01/CURRENT"),
+            ("cf-1/../CURRENT", "private/3/CURRENT"),
+            ("cf-1/a/b", "private/3/cf-1/a/b"),
+            ("cf-1/", "private/3/cf-1/"),
+            ("cf-1/CURRENT", "private/3/cf-1/../../4/CURRENT"),
         ] {
             let mut m = meta();
             m.files[1].name = name.into();

@@ -9,12 +9,14 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use common::{check, nvm_dir, scan, workload};
-use mezzanine::{BackupEngine, Db, Error, Options, Preset, ReadOptions};
+use common::{check, collect, nvm_dir, scan, workload};
+use mezzanine::{
+    BackupEngine, ColumnFamily, Db, Error, Options, Preset, ReadOptions, WriteBatch, WriteOptions,
+};
 
 fn small(mut o: Options) -> Options {
     o.write_buffer_size = 32 << 10;
@@ -344,4 +346,286 @@ fn a_process_killed_during_checkpoints_and_backups_leaves_everything_sound() {
         "of {KILLS} kills, {kills_in_backup} during a backup, {kills_in_checkpoint} during a \
          checkpoint (a backup's own checkpoint counts for both)"
     );
+}
+
+// --- Column families ----------------------------------------------------------------------
+
+/// Every family of `db` (by name) and its keys.
+fn scan_families(db: &Db) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
+    db.column_families()
+        .into_iter()
+        .map(|name| {
+            let cf = db.column_family(&name).unwrap();
+            let got = collect(db.cursor_cf(&cf, &ReadOptions::default()).unwrap());
+            (name, got)
+        })
+        .collect()
+}
+
+/// The numbers of the tables in `shared/` of the default family (`<n>`) and of family
+/// directories (`cf-<id>_<n>`).
+fn shared_numbers(backups: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut own = BTreeSet::new();
+    let mut families = BTreeSet::new();
+    for e in std::fs::read_dir(backups.join("shared")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        let parts: Vec<&str> = name.split('_').collect();
+        match parts.as_slice() {
+            [n, _, _] => own.insert((*n).to_string()),
+            [_, n, _, _] => families.insert((*n).to_string()),
+            _ => panic!("unexpected shared file {name}"),
+        };
+    }
+    (own, families)
+}
+
+/// Backups of a database whose families change between them (one created, one dropped):
+/// every backup restores to a database with exactly the families of its time, each equal
+/// to its model; later backups share the tables of earlier ones; a family's table and the
+/// default family's table of the same number are kept apart.
+#[test]
+fn every_backup_with_column_families_restores_to_the_models_at_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let backups = dir.path().join("backups");
+    let opts = Options {
+        manual_background: true,
+        ..small(Options::default())
+    };
+    let db = Db::open(dir.path().join("db"), opts.clone()).unwrap();
+    let mut engine = BackupEngine::open(&backups).unwrap();
+    let mut models: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
+    models.insert("default".into(), BTreeMap::new());
+    let mut at_backup = Vec::new();
+    db.create_column_family("a", &opts).unwrap();
+    models.insert("a".into(), BTreeMap::new());
+    for round in 0..5u64 {
+        match round {
+            1 => {
+                db.create_column_family("b", &opts).unwrap();
+                models.insert("b".into(), BTreeMap::new());
+            }
+            3 => {
+                db.drop_column_family(&db.column_family("a").unwrap())
+                    .unwrap();
+                models.remove("a");
+                db.create_column_family("c", &opts).unwrap();
+                models.insert("c".into(), BTreeMap::new());
+            }
+            _ => {}
+        }
+        // New keys above the rest in every family: the tables of earlier rounds stay.
+        for (name, model) in &mut models {
+            let cf = db.column_family(name).unwrap();
+            for i in 0..(200 * (round + 1)) {
+                let k = format!("zz{round:03}-{i:05}").into_bytes();
+                let v = format!("{name}-{round}-{i}").into_bytes();
+                db.put_cf(&cf, &k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+        // Half the round's last keys stay in the memtables (the backup writes them).
+        for (name, model) in &mut models {
+            let cf = db.column_family(name).unwrap();
+            let k = format!("zz{round:03}-last").into_bytes();
+            if round % 2 == 0 {
+                db.flush_cf(&cf).unwrap();
+            }
+            db.put_cf(&cf, &k, b"last").unwrap();
+            model.insert(k, b"last".to_vec());
+        }
+        let made = engine.create_backup(&db).unwrap();
+        println!("{made:?}");
+        assert_eq!(made.info.id, round + 1);
+        if round > 0 {
+            assert!(made.tables_shared > 0, "nothing shared: {made:?}");
+        }
+        at_backup.push(models.clone());
+    }
+    // Table numbers are per family: some number is both a default family's table and a
+    // family's, both kept.
+    let (own, families) = shared_numbers(&backups);
+    assert!(
+        own.intersection(&families).next().is_some(),
+        "no table number in two families: {own:?} {families:?}"
+    );
+    let restore_all = |engine: &BackupEngine, ids: &[u64], tag: &str| {
+        for &id in ids {
+            engine.verify(id).unwrap();
+            let target = dir.path().join(format!("restore-{tag}-{id}"));
+            engine.restore(id, &target).unwrap();
+            let copy = Db::open(&target, Options::default()).unwrap();
+            let want = &at_backup[id as usize - 1];
+            let got = scan_families(&copy);
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>(),
+                "backup {id}: families"
+            );
+            for (name, model) in want {
+                assert!(got[name] == *model, "backup {id}: family {name} differs");
+            }
+            copy.verify().unwrap();
+            copy.close().unwrap();
+        }
+    };
+    restore_all(&engine, &[1, 2, 3, 4, 5], "a");
+    // A damaged family file is found.
+    let victim = std::fs::read_dir(backups.join("private/5"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap()
+        .join("CURRENT");
+    let good = std::fs::read(&victim).unwrap();
+    std::fs::write(&victim, b"MANIFEST-999999\n").unwrap();
+    let err = engine.verify(5).unwrap_err();
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    let err = engine
+        .restore(5, dir.path().join("restore-damaged"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(!dir.path().join("restore-damaged/CURRENT").exists());
+    std::fs::write(&victim, good).unwrap();
+    // Purges keep what the remaining backups need.
+    db.compact_range(None, None).unwrap();
+    assert_eq!(engine.purge_old(2).unwrap(), [1, 2, 3]);
+    restore_all(&engine, &[4, 5], "b");
+    engine.purge_old(0).unwrap();
+    assert_eq!(shared_files(&backups), 0);
+}
+
+// --- Crashes with column families --------------------------------------------------------
+
+const FAMILY_CHILD_ENV: &str = "MEZZ_BACKUP_FAMILY_CRASH_CHILD";
+const FAMILIES: [&str; 2] = ["a", "b"];
+
+/// The families' options (as the default family's).
+fn family_opts() -> Options {
+    small(Options::default())
+}
+
+/// The child: rounds of batches, each putting a key in every family (the same key and
+/// value), each round followed by a checkpoint and a backup, until killed.
+#[test]
+fn family_crash_child() {
+    let Ok(dir) = std::env::var(FAMILY_CHILD_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let db = Db::open(dir.join("db"), family_opts()).unwrap();
+    let cfs: Vec<ColumnFamily> = std::iter::once(db.default_column_family())
+        .chain(FAMILIES.iter().map(|n| db.column_family(n).unwrap()))
+        .collect();
+    let mut engine = BackupEngine::open(dir.join("backups")).unwrap();
+    let start = check_family_rounds(&db, true, "child start");
+    for round in start.. {
+        for i in 0..KEYS_PER_ROUND {
+            let mut b = WriteBatch::new();
+            for cf in &cfs {
+                b.put_cf(cf, &round_key(round, i), &round_value(round, i));
+            }
+            db.write(&WriteOptions::default(), b).unwrap();
+        }
+        let mut b = WriteBatch::new();
+        for cf in &cfs {
+            b.put_cf(cf, b"rounds", (round + 1).to_string().as_bytes());
+        }
+        db.write(&WriteOptions::default(), b).unwrap();
+        db.checkpoint(dir.join(format!("ckpt-{round}"))).unwrap();
+        engine.create_backup(&db).unwrap();
+    }
+}
+
+/// Checks that every family of `db` holds the same keys (whole batches), and those
+/// complete rounds (plus a prefix of the next when `partial`); returns the rounds.
+fn check_family_rounds(db: &Db, partial: bool, what: &str) -> u64 {
+    let mut names = vec!["default".to_string()];
+    names.extend(FAMILIES.iter().map(|n| (*n).to_string()));
+    assert_eq!(db.column_families(), names, "{what}");
+    let all = scan_families(db);
+    let first = &all["default"];
+    for (name, got) in &all {
+        assert!(
+            got == first,
+            "{what}: family {name} differs from the default's"
+        );
+    }
+    check_rounds(db, partial, what)
+}
+
+/// `a_process_killed_during_checkpoints_and_backups_leaves_everything_sound` with column
+/// families: after each kill the database, every finished checkpoint and every backup hold
+/// the same whole batches in every family.
+#[test]
+fn a_process_killed_during_checkpoints_and_backups_of_families_leaves_everything_sound() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path().join("db"), family_opts()).unwrap();
+        for n in FAMILIES {
+            db.create_column_family(n, &family_opts()).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let seed: u64 = std::env::var("MEZZ_BACKUP_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("seed {seed} (MEZZ_BACKUP_CRASH_SEED)");
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut checked_checkpoints = 0;
+    for kill in 0..KILLS {
+        let mut child = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "family_crash_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(FAMILY_CHILD_ENV, dir.path())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200 + next() % 1500));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let during_backup = dir.path().join("backups/tmp").exists();
+        let db = Db::open(dir.path().join("db"), family_opts()).unwrap();
+        let rounds = check_family_rounds(&db, true, &format!("kill {kill}: the database"));
+        db.close().unwrap();
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            if name.starts_with("ckpt-") && !name.ends_with(".tmp") {
+                let c = Db::open(&p, Options::default()).unwrap();
+                let r = check_family_rounds(&c, false, &format!("kill {kill}: {name}"));
+                assert!(r <= rounds);
+                checked_checkpoints += 1;
+            }
+        }
+        let engine = BackupEngine::open(dir.path().join("backups")).unwrap();
+        let mut last = 0;
+        for b in engine.list().unwrap() {
+            engine.verify(b.id).unwrap();
+            let target = dir.path().join(format!("restored-{kill}-{}", b.id));
+            engine.restore(b.id, &target).unwrap();
+            let c = Db::open(&target, Options::default()).unwrap();
+            let r = check_family_rounds(&c, false, &format!("kill {kill}: backup {}", b.id));
+            assert!(r > last && r <= rounds, "backup {} holds {r} rounds", b.id);
+            last = r;
+            drop(c);
+            std::fs::remove_dir_all(&target).unwrap();
+        }
+        println!(
+            "kill {kill}: {rounds} rounds, {} backups, during a backup: {during_backup}",
+            engine.list().unwrap().len()
+        );
+    }
+    println!("{checked_checkpoints} checkpoints checked");
 }

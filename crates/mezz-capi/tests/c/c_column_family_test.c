@@ -1,10 +1,12 @@
 /* Column families (mezzanine/column_family.h, RocksDB's C names): create, separate key
  * spaces, a batch spanning families, a snapshot across them, iterators, multi_get,
  * properties, flush and compaction, listing, reopen with every family (and the errors
- * when one is left out or unknown), create_missing_column_families, drop, and misuse.
+ * when one is left out or unknown), create_missing_column_families, drop, a checkpoint
+ * holding the live families, and misuse.
  * Usage: c_column_family_test <scratch dir> */
 #define _POSIX_C_SOURCE 200809L
 #include "mezzanine/column_family.h"
+#include "mezzanine/c.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +199,41 @@ int main(int argc, char** argv) {
   rocksdb_drop_column_family(db, handles[0], &err);
   CheckErrorContains(err, "Invalid argument");
   CheckGetCf(db, roptions, handles[1], "u1", "bob");
+
+  StartPhase("checkpoint");
+  {
+    char ckpt[4096]; /* not PathIn's buffer: `path` is in it */
+    rocksdb_checkpoint_t* cp;
+    snprintf(ckpt, sizeof(ckpt), "%s/cf_ckpt", argv[1]);
+    cp = rocksdb_checkpoint_object_create(db, &err);
+    CheckNoError(err);
+    rocksdb_checkpoint_create(cp, ckpt, 0, &err);
+    CheckNoError(err);
+    rocksdb_checkpoint_object_destroy(cp);
+    /* The live families ("logs" was dropped), with their data. */
+    names = rocksdb_list_column_families(options, ckpt, &n, &err);
+    CheckNoError(err);
+    CheckCondition(n == 3);
+    CheckCondition(strcmp(names[0], "default") == 0);
+    CheckCondition(strcmp(names[1], "users") == 0);
+    CheckCondition(strcmp(names[2], "new") == 0);
+    rocksdb_list_column_families_destroy(names, n);
+    {
+      const char* three[3] = {"default", "users", "new"};
+      const leveldb_options_t* three_opts[3] = {options, options, small};
+      rocksdb_column_family_handle_t* h3[3];
+      leveldb_t* copy =
+          rocksdb_open_column_families(options, ckpt, 3, three, three_opts, h3, &err);
+      CheckNoError(err);
+      CheckGetCf(copy, roptions, h3[1], "u1", "bob");
+      CheckGetCf(copy, roptions, h3[0], "d1", "x");
+      CheckGetCf(copy, roptions, h3[2], "u1", NULL);
+      rocksdb_column_family_handle_destroy(h3[0]);
+      rocksdb_column_family_handle_destroy(h3[1]);
+      rocksdb_column_family_handle_destroy(h3[2]);
+      leveldb_close(copy);
+    }
+  }
 
   StartPhase("misuse");
   v = rocksdb_get_cf(db, roptions, NULL, "k", 1, &n, &err);

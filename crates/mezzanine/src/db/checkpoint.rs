@@ -3,11 +3,16 @@
 //!
 //! Owns: building the copy. The copy is a plain SSD database: its manifest names SST files
 //! only, so it opens with any preset, with or without an NVM directory.
-//! - The super version is pinned first, then the last published sequence number `S` read
-//!   (as reads do): every write acknowledged before the call is at or below `S` and in the
-//!   pinned memtables or tables. Holding the super version keeps every table it names (and
-//!   the NVM objects and matrix pages they live in) from being deleted or reused until the
-//!   copy is done: obsolete tables are removed only once nothing holds them.
+//! - The super versions of every family (the default one and each live column family) and
+//!   the last published sequence number `S` are loaded in one step, under the `write` lock
+//!   once every logged group is published (`DbInner::pin_for_checkpoint`): no group, no
+//!   memtable switch (all families switch together, under that lock) and no family created
+//!   or dropped falls between the loads. Every write acknowledged before the call is at or
+//!   below `S` and in the pinned memtables or tables, no pinned table holds one above `S`,
+//!   and a batch spanning families is in every family's copy or in none. Holding a super
+//!   version keeps every table it names (and the NVM objects and matrix pages they live in)
+//!   from being deleted or reused until its copy is done: obsolete tables are removed only
+//!   once nothing holds them.
 //! - SST files are hard-linked into the copy (copied where linking fails, e.g. across file
 //!   systems), whatever SSD directory (`ssd_paths`) they are in; the copy keeps them all in
 //!   its own directory.
@@ -20,13 +25,20 @@
 //!   `CURRENT`, `IDENTITY` and `OPTIONS` are written; the copy is built in `<dir>.tmp`,
 //!   synced, and renamed to `dir` only when complete (on a file system that cannot rename
 //!   directories, its files are moved into `dir` one by one, `CURRENT` last).
+//! - Column families: each live family's copy is made the same way in `<dir>/cf-<id>/`
+//!   (its own manifest, `CURRENT`, `IDENTITY`, `OPTIONS`), and the copy's manifest records
+//!   the same families and next family id. A family's recorded options are kept but for
+//!   where its files go: no `ssd_paths`, no NVM tier (`copy_family_options`), so the copy's
+//!   family is an SSD family in the copy's directory, never one using the source's SSD or
+//!   NVM directories. `CheckpointInfo` names a family's files `cf-<id>/<name>`.
 //!
 //! Invariant: the source database's files are never written: a failure or a crash leaves
 //! it as it was (and at most a `<dir>.tmp` directory, which the next checkpoint to `dir`
 //! removes).
 //!
 //! Thread-safety: runs on the caller's thread, beside writers, reads and background jobs;
-//! it takes no engine lock for longer than loading the super version.
+//! it holds the `write` lock (writers wait) only to let the groups logged be published and
+//! load the super versions, no engine lock while copying.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,17 +51,22 @@ use mezz_format::iter::InternalIterator;
 use mezz_format::sst::TableBuilder;
 
 use super::DbInner;
+use super::family::{Family, family_dir_name, family_options, parse_family_dir};
 use crate::compaction::sink::table_builder_options;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::merging_iterator;
 use crate::manifest::{
-    COMPARATOR_NAME, MANIFEST_BASE_VERSION, VersionEdit, set_current, write_new_manifest,
+    COMPARATOR_NAME, FamilyRecord, MANIFEST_BASE_VERSION, VersionEdit, family_snapshot_edit,
+    set_current, write_new_manifest,
 };
+use crate::options::{NvmTiering, Options};
+use crate::state::SuperVersion;
 use crate::table::{TableLocation, TableMeta, TableReadOptions};
 use crate::version::Version;
 
-/// What [`crate::Db::checkpoint`] made.
+/// What [`crate::Db::checkpoint`] made. With column families the counts and lists include
+/// every family's files; a family's are named `cf-<id>/<name>` (relative to the copy).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckpointInfo {
     /// The copy holds every write with a sequence number up to this one, and none above
@@ -63,9 +80,11 @@ pub struct CheckpointInfo {
     pub materialised: usize,
     /// Bytes of every table of the copy.
     pub table_bytes: u64,
-    /// The names of the copy's table files (in its directory).
+    /// The names of the copy's table files (in its directory; a column family's as
+    /// `cf-<id>/<name>`: table numbers are per family).
     pub tables: Vec<String>,
-    /// The names of the copy's other files (manifest, `CURRENT`, `IDENTITY`, `OPTIONS`).
+    /// The names of the copy's other files (manifest, `CURRENT`, `IDENTITY`, `OPTIONS`; a
+    /// column family's as `cf-<id>/<name>`).
     pub others: Vec<String>,
 }
 
@@ -95,25 +114,35 @@ fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<u64> {
     Ok(size)
 }
 
-/// Removes `dir` and the files in it (a leftover of an interrupted checkpoint).
+/// Removes `dir` and the files in it, and its family directories (`cf-<id>`) with theirs
+/// (a leftover of an interrupted checkpoint).
 fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     for name in fs.list_dir(dir).map_err(io_at(dir))? {
         let p = dir.join(&name);
-        fs.remove_file(&p).map_err(io_at(&p))?;
+        if parse_family_dir(&name).is_some() && fs.list_dir(&p).is_ok() {
+            remove_dir_and_files(fs, &p)?;
+        } else {
+            fs.remove_file(&p).map_err(io_at(&p))?;
+        }
     }
     fs.remove_dir(dir).map_err(io_at(dir))
 }
 
-/// Moves every file of `from` into the new directory `to`, `CURRENT` last, and removes
-/// `from`.
+/// Moves every file of `from` into the new directory `to`, its family directories
+/// (`cf-<id>`) first, file by file, `CURRENT` last, and removes `from`.
 fn move_files(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
     fs.create_dir_all(to).map_err(io_at(to))?;
     let current = filename::current_file(Path::new(""));
     let mut names = fs.list_dir(from).map_err(io_at(from))?;
     names.sort_by_key(|n| Path::new(n) == current);
     for name in names {
+        let src = from.join(&name);
         let dst = to.join(&name);
-        fs.rename(&from.join(&name), &dst).map_err(io_at(&dst))?;
+        if parse_family_dir(&name).is_some() && fs.list_dir(&src).is_ok() {
+            move_files(fs, &src, &dst)?;
+            continue;
+        }
+        fs.rename(&src, &dst).map_err(io_at(&dst))?;
     }
     fs.sync_dir(to).map_err(io_at(to))?;
     fs.remove_dir(from).map_err(io_at(from))
@@ -186,19 +215,64 @@ fn meta_of(id: u64, p: &mezz_format::sst::TableProperties) -> TableMeta {
     TableMeta::from_properties(id, TableLocation::Sst { path_id: 0 }, p)
 }
 
+/// What one checkpoint copies, loaded in one step (`DbInner::pin_for_checkpoint`).
+struct Pinned {
+    /// The default family's super version.
+    sv: Arc<SuperVersion>,
+    /// Each live family, its super version and its record (options as recorded now).
+    families: Vec<(Arc<Family>, Arc<SuperVersion>, FamilyRecord)>,
+    /// The id the next family would get.
+    next_family_id: u32,
+    /// The last published sequence number `S`.
+    last_seq: SeqNo,
+}
+
+/// A family's recorded options as its copy records them: the same options, but its tables
+/// in the copy's `cf-<id>` directory only (no `ssd_paths`) and no NVM tier (no `nvm_dir`,
+/// `nvm_memtable = off`, `nvm_tiering = off`, `matrix_bytes = 0`): the copy's family is an SSD family, as the
+/// copy's default family is an SSD database. Kept as they were, the source's directories
+/// would be the copy's (its tables written into the source's SSD directories, its NVM
+/// pool looked for in the source's `<nvm_dir>/cf-<id>`).
+fn copy_family_options(recorded: &str) -> Result<String> {
+    let mut o = Options::from_text(recorded)?;
+    o.nvm_dir = None;
+    o.nvm_memtable = crate::options::NvmMemtable::Off;
+    o.nvm_tiering = NvmTiering::Off;
+    o.matrix_bytes = 0;
+    o.wal_on_nvm = false;
+    o.ssd_paths.clear();
+    o.placement_wide_paths = 0;
+    Ok(o.to_text())
+}
+
+/// The error of a family's copy: `Busy` if the family was dropped meanwhile (its files
+/// are deleted with it, whatever the pinned super version holds), `e` otherwise.
+fn family_gone(f: &Family, e: Error) -> Error {
+    if f.dropped.load(Ordering::Acquire) {
+        Error::Busy(format!(
+            "column family {:?} was dropped during the checkpoint ({e}); try again",
+            f.record.name
+        ))
+    } else {
+        e
+    }
+}
+
+/// `name` in the copy's family directory `prefix` (`""` for the default family), as
+/// `CheckpointInfo` lists it (`cf-<id>/name`).
+fn listed(prefix: &str, name: &Path) -> String {
+    let name = name.to_string_lossy();
+    if prefix.is_empty() {
+        name.into_owned()
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
 impl DbInner {
     /// `Db::checkpoint` (see the module documentation).
     /// REQUIRES: the caller holds a pass of the gate.
     pub(super) fn checkpoint(&self, dir: &Path) -> Result<CheckpointInfo> {
-        // A checkpoint copies this engine's tables only: with column families it would
-        // silently leave them out (and backups, made from checkpoints, too).
-        if self.has_families.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(Error::InvalidArgument(
-                "checkpoints and backups of a database with column families are not \
-                 supported yet"
-                    .to_string(),
-            ));
-        }
         let fs = self.fs.as_ref();
         if fs.exists(dir) {
             return Err(Error::InvalidArgument(format!(
@@ -239,24 +313,118 @@ impl DbInner {
         }
     }
 
+    /// Loads every family's super version and the last published sequence number `S` in
+    /// one step: under the `write` lock, once every group logged is inserted and published
+    /// (`wait_for_inserts`). Groups are logged, and memtables switched (every family's
+    /// with the database's, `switch_memtable`), only under that lock, and a group's
+    /// updates of other families are inserted under it too (`log_group`); families are
+    /// created, dropped and their options changed under it. So no group and no switch
+    /// falls between two loads: every memtable loaded holds exactly the updates up to `S`
+    /// it will ever hold, no table holds one above `S`, and the set of families and their
+    /// records are those at `S`. The lock is held for the loads only.
+    fn pin_for_checkpoint(&self) -> Pinned {
+        let ws = self.writes.write.lock();
+        self.wait_for_inserts(&ws);
+        let sv = self.versions.super_version.load_full();
+        let (families, next_family_id) = {
+            let fams = self.families.read();
+            let mut records = fams.records();
+            let pinned = fams
+                .live
+                .values()
+                .filter_map(|f| {
+                    let r = records.remove(&f.id)?;
+                    Some((Arc::clone(f), f.db.versions.super_version.load_full(), r))
+                })
+                .collect();
+            (pinned, fams.next_id)
+        };
+        let last_seq = self.versions.last_seq.load(Ordering::Acquire);
+        drop(ws);
+        self.wake_next_writer();
+        Pinned {
+            sv,
+            families,
+            next_family_id,
+            last_seq,
+        }
+    }
+
     fn build_checkpoint(&self, tmp: &Path) -> Result<CheckpointInfo> {
         let fs = self.fs.as_ref();
-        // The super version first, then the sequence number (as reads do): the tables it
-        // names hold nothing above the number, and its memtables hold every write
-        // acknowledged before it.
-        let sv = self.versions.super_version.load_full();
-        let last_seq = self.versions.last_seq.load(Ordering::Acquire);
-        let mut info = CheckpointInfo {
-            last_sequence: last_seq,
-            ..CheckpointInfo::default()
-        };
-        let db_id: [u8; 16] = rand::random();
-        let mut edit = VersionEdit {
-            format_version: Some(MANIFEST_BASE_VERSION),
-            comparator: Some(COMPARATOR_NAME.to_string()),
-            db_id: Some(db_id),
-            ..VersionEdit::default()
-        };
+        let Pinned {
+            sv,
+            families,
+            next_family_id,
+            last_seq,
+        } = self.pin_for_checkpoint();
+        let mut info = CheckpointInfo::default();
+        // The tables of every family first (the last sequence number of every manifest
+        // is above all of them). A super version is let go once its tables are copied.
+        let own = self.copy_tables(&sv, last_seq, tmp, "", &mut info)?;
+        drop(sv);
+        let mut copies = Vec::with_capacity(families.len());
+        for (f, sv, record) in families {
+            let prefix = family_dir_name(f.id);
+            let out = tmp.join(&prefix);
+            fs.create_dir_all(&out).map_err(io_at(&out))?;
+            let tables =
+                f.db.copy_tables(&sv, last_seq, &out, &prefix, &mut info)
+                    .map_err(|e| family_gone(&f, e))?;
+            drop(sv);
+            copies.push((f, record, prefix, out, tables));
+        }
+        // A table may hold entries a little above `S` only if a group was logged and not
+        // yet published at the pin, which the pin rules out; the copy's last sequence
+        // number is above every entry it holds all the same, so that its new writes never
+        // reuse one.
+        let last_seq = std::iter::once(&own)
+            .chain(copies.iter().map(|c| &c.4))
+            .flat_map(|e| e.new_tables.iter())
+            .map(|(_, t)| t.largest_seq)
+            .fold(last_seq, SeqNo::max);
+        info.last_sequence = last_seq;
+
+        let mut records = std::collections::BTreeMap::new();
+        for (f, record, prefix, out, tables) in copies {
+            let text = copy_family_options(&record.options)?;
+            let opened_as = family_options(&self.opts, f.id, &text)?.to_text();
+            f.db.write_copy_files(&out, &prefix, tables, last_seq, &opened_as, None, &mut info)?;
+            records.insert(
+                record.id,
+                FamilyRecord {
+                    options: text,
+                    ..record.clone()
+                },
+            );
+        }
+        let families = family_snapshot_edit(&records, next_family_id);
+        self.write_copy_files(
+            tmp,
+            "",
+            own,
+            last_seq,
+            &self.opts.to_text(),
+            families.as_ref(),
+            &mut info,
+        )?;
+        Ok(info)
+    }
+
+    /// Puts this engine's tables of `sv` into the directory `out` of the copy (`prefix`:
+    /// its name there, `""` for the default family's): SSTs linked or copied, NVM tables
+    /// and matrix rows written as SSTs, the memtables' entries up to `last_seq` as one L0
+    /// SST above the others. Returns the edit naming them.
+    fn copy_tables(
+        &self,
+        sv: &SuperVersion,
+        last_seq: SeqNo,
+        out: &Path,
+        prefix: &str,
+        info: &mut CheckpointInfo,
+    ) -> Result<VersionEdit> {
+        let fs = self.fs.as_ref();
+        let mut edit = VersionEdit::default();
         let read_opts = TableReadOptions {
             fill_cache: false,
             verify_checksums: false,
@@ -264,7 +432,7 @@ impl DbInner {
         };
         for (level, t) in sv.version.all_tables() {
             let name = filename::sst_file(Path::new(""), t.id);
-            let dst = tmp.join(&name);
+            let dst = out.join(&name);
             let meta = match t.location {
                 TableLocation::Sst { .. } => {
                     let src = self.storage.table_path(t.id, t.location)?;
@@ -293,7 +461,7 @@ impl DbInner {
                 }
             };
             info.table_bytes += meta.size;
-            info.tables.push(name.to_string_lossy().into_owned());
+            info.tables.push(listed(prefix, &name));
             edit.new_tables.push((level, meta));
         }
         // The memtables (DRAM and NVM), up to the sequence number: one L0 table above all
@@ -308,27 +476,42 @@ impl DbInner {
         if !mems.is_empty() {
             let id = self.new_file_number();
             let name = filename::sst_file(Path::new(""), id);
-            let dst = tmp.join(&name);
+            let dst = out.join(&name);
             let mut it = merging_iterator(mems, self.storage.order());
             if let Some(p) = write_sst(fs, &self.opts, 0, &dst, it.as_mut(), last_seq)? {
                 info.materialised += 1;
                 let meta = meta_of(id, &p);
                 info.table_bytes += meta.size;
-                info.tables.push(name.to_string_lossy().into_owned());
+                info.tables.push(listed(prefix, &name));
                 edit.new_tables.push((0, meta));
             }
         }
-        drop(sv);
-        // A table may hold entries a little above `S` (a group inserted and flushed but
-        // published after the load): the copy's last sequence number is above them all,
-        // so its new writes never reuse one.
-        let last_seq = edit
-            .new_tables
-            .iter()
-            .map(|(_, t)| t.largest_seq)
-            .fold(last_seq, SeqNo::max);
-        info.last_sequence = last_seq;
+        Ok(edit)
+    }
 
+    /// Writes the other files of this engine's copy in `out` (`prefix` as for
+    /// `copy_tables`): a new manifest naming `tables` (last sequence `last_seq`, a new
+    /// identity, then `families`, the column families of the default family's copy),
+    /// `CURRENT`, `IDENTITY` and `OPTIONS` (`options_text`); syncs `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn write_copy_files(
+        &self,
+        out: &Path,
+        prefix: &str,
+        tables: VersionEdit,
+        last_seq: SeqNo,
+        options_text: &str,
+        families: Option<&VersionEdit>,
+        info: &mut CheckpointInfo,
+    ) -> Result<()> {
+        let fs = self.fs.as_ref();
+        let db_id: [u8; 16] = rand::random();
+        let edit = VersionEdit {
+            format_version: Some(MANIFEST_BASE_VERSION),
+            comparator: Some(COMPARATOR_NAME.to_string()),
+            db_id: Some(db_id),
+            ..tables
+        };
         let manifest_number = self.new_file_number();
         let options_number = self.new_file_number();
         let current_tmp = self.new_file_number();
@@ -337,29 +520,32 @@ impl DbInner {
         let version = Version::new(self.opts.num_levels)
             .with_order(self.storage.order().clone())
             .apply(&edit)?;
-        // Written and synced by `write_new_manifest`.
-        let manifest = write_new_manifest(
+        // Written and synced by `write_new_manifest` (and `append`).
+        let mut manifest = write_new_manifest(
             fs,
-            tmp,
+            out,
             manifest_number,
             &version,
             next_file,
             next_file,
             last_seq,
         )?;
+        if let Some(fe) = families {
+            manifest.append(fe)?;
+        }
         drop(manifest);
-        set_current(fs, tmp, manifest_number, current_tmp)?;
+        set_current(fs, out, manifest_number, current_tmp)?;
         let id_text = mezz_pmem::pool::db_id_hex(&db_id);
         crate::manifest::write_file_atomically(
             fs,
-            tmp,
-            &filename::identity_file(tmp),
+            out,
+            &filename::identity_file(out),
             format!("{id_text}\n").as_bytes(),
             identity_tmp,
         )?;
-        let options_path = filename::options_file(tmp, options_number);
+        let options_path = filename::options_file(out, options_number);
         let mut f = fs.create(&options_path).map_err(io_at(&options_path))?;
-        f.append(self.opts.to_text().as_bytes())
+        f.append(options_text.as_bytes())
             .map_err(io_at(&options_path))?;
         f.sync().map_err(io_at(&options_path))?;
         f.close().map_err(io_at(&options_path))?;
@@ -369,10 +555,9 @@ impl DbInner {
             filename::identity_file(Path::new("")),
             filename::options_file(Path::new(""), options_number),
         ] {
-            info.others.push(p.to_string_lossy().into_owned());
+            info.others.push(listed(prefix, &p));
         }
-        fs.sync_dir(tmp).map_err(io_at(tmp))?;
-        Ok(info)
+        fs.sync_dir(out).map_err(io_at(out))
     }
 }
 

@@ -922,11 +922,12 @@ impl Db {
     /// state at one sequence number (`CheckpointInfo::last_sequence`). SST files are
     /// hard-linked (copied across file systems); data in NVM and in memtables is written
     /// as SSTs, so the copy is an SSD-only database that opens with any preset, with or
-    /// without an NVM directory of its own.
+    /// without an NVM directory of its own. Every live column family is in the copy (in
+    /// `dir/cf-<id>`), at the same sequence number, as an SSD family.
     ///
     /// # Errors
     /// `InvalidArgument` if `dir` exists; I/O errors (the partial copy is removed);
-    /// `Closed`.
+    /// `Busy` if a column family was dropped while its tables were copied; `Closed`.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
         let _pass = self.inner.enter()?;
         self.inner.checkpoint(dir.as_ref())
