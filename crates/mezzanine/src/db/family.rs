@@ -188,11 +188,6 @@ pub(super) const MUTABLE_NVM_MEMTABLE_REASON: &str = "column families and nvm_me
      mutable do not combine: a mutable NVM memtable takes writes without the WAL record that \
      makes a batch across families atomic (nvm_memtable = immutable does combine)";
 
-/// The sum of `families`' memtable sizes (`write_buffer_size`).
-pub(super) fn buffer_bytes<'a>(families: impl Iterator<Item = &'a Arc<Family>>) -> u64 {
-    families.map(|f| f.opts.write_buffer_size as u64).sum()
-}
-
 /// The directory name of family `id`.
 pub(super) fn family_dir_name(id: u32) -> String {
     format!("cf-{id}")
@@ -580,10 +575,6 @@ impl DbInner {
             fams.next_id = id + 1;
         }
         self.has_families.store(true, Ordering::Release);
-        self.family_buffer_bytes.store(
-            buffer_bytes(self.families.read().live.values()),
-            Ordering::Release,
-        );
         drop(ws);
         drop(woken);
         self.info_log
@@ -616,8 +607,6 @@ impl DbInner {
             fams.live.remove(&f.id);
             self.has_families
                 .store(!fams.live.is_empty(), Ordering::Release);
-            self.family_buffer_bytes
-                .store(buffer_bytes(fams.live.values()), Ordering::Release);
         }
         self.info_log.log(format_args!(
             "column family {:?} dropped (id {})",

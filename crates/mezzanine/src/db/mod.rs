@@ -209,9 +209,6 @@ pub(crate) struct DbInner {
     /// Whether `families` holds a live family (the write path looks for updates of other
     /// families only then).
     has_families: AtomicBool,
-    /// The sum of the live families' `write_buffer_size`: the WAL is switched once it
-    /// holds this many bytes of their updates (see `make_room_for_write`).
-    family_buffer_bytes: std::sync::atomic::AtomicU64,
     /// In a column family's engine: the database's (whose WALs hold its updates).
     parent: std::sync::OnceLock<Weak<DbInner>>,
     /// Held across a memtable switch and the switch of the families' memtables that goes

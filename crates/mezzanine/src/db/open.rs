@@ -1308,9 +1308,6 @@ fn assemble_db_inner(
             next_id: rec.next_family_id,
         }),
         has_families: AtomicBool::new(!families.is_empty()),
-        family_buffer_bytes: std::sync::atomic::AtomicU64::new(super::family::buffer_bytes(
-            families.values(),
-        )),
         parent: std::sync::OnceLock::new(),
         family_switch: Mutex::new(()),
     }))

@@ -837,16 +837,15 @@ impl DbInner {
                 .policy
                 .write_pressure(&st.version, st.pending_compaction_bytes);
             let mem = st.mems.active();
-            // The WAL also holds the other column families' updates: past their memtables'
-            // worth of them (the sum of their sizes: every family's memtable would be full
-            // had they been spread evenly) it is switched (and, through the flush, every
-            // family flushed), so that it does not grow without bound while this memtable
-            // fills slowly. (A family whose own memtable fills forces a switch sooner.)
-            let family_budget = self
-                .family_buffer_bytes
-                .load(Ordering::Relaxed)
-                .max(o.write_buffer_size as u64);
-            let families_full = ws.family_bytes >= family_budget;
+            // The WAL also holds the other column families' updates: past a memtable's
+            // worth of them it is switched (and, through the flush, every family flushed),
+            // so that it does not grow without bound while this memtable fills slowly.
+            // (Switching only at the families' whole memtables' worth, the sum of their
+            // sizes, made writes spread over four families 1.2x slower and batches across
+            // them 1.4x slower: larger memtables cost more per insert than the extra
+            // flushes, which run beside the writer; `bench/results/2026-11-29-colfam-cost-2`.)
+            let families_full =
+                ws.family_bytes >= o.write_buffer_size as u64 || ws.family_bytes == u64::MAX;
             let mem_full = mem.is_full(need, o.write_buffer_size)
                 || families_full
                 || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes));
