@@ -1,5 +1,6 @@
 //! The cost of a checkpoint and of backups of a database of about `GIB` GiB, taken while a
-//! writer fills it: `cargo run --release -p mezzanine --example backup_cost -- DIR [GIB]`.
+//! writer fills it: `cargo run --release -p mezzanine --example backup_cost -- DIR [GIB
+//! [FAMILIES]]`.
 //!
 //! Fills `DIR/db` with random keys and 1 KiB values up to the size asked (not timed), then
 //! starts one writer thread that keeps putting random keys at full speed, and times, one
@@ -8,7 +9,9 @@
 //! one, then a verify and a restore of the second. Prints one JSON object: the times, what
 //! each step linked, copied and wrote, and the writer's throughput during each step and
 //! while nothing else ran. `DIR` must not hold a database; it is left behind for
-//! inspection.
+//! inspection. With `FAMILIES` > 0, that many column families are created besides the
+//! default one, and the fill and the writer spread their puts over all of them in turn
+//! (the copies then hold every family at one sequence number).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // an example
 
@@ -17,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mezzanine::{BackupEngine, Db, Options};
+use mezzanine::{BackupEngine, ColumnFamily, Db, Options};
 
 const VALUE: usize = 1024;
 
@@ -61,13 +64,25 @@ fn main() {
         .get(2)
         .map_or(1.0, |s| s.parse().expect("GIB: a number"));
     let target = (gib * f64::from(1u32 << 30)) as u64;
+    let families: usize = args
+        .get(3)
+        .map_or(0, |s| s.parse().expect("FAMILIES: a number"));
     let db = Arc::new(Db::open(dir.join("db"), Options::default()).unwrap());
+    let mut cfs: Vec<ColumnFamily> = vec![db.default_column_family()];
+    for i in 1..=families {
+        cfs.push(
+            db.create_column_family(&format!("cf{i}"), &Options::default())
+                .unwrap(),
+        );
+    }
+    let cfs = Arc::new(cfs);
     let value = vec![b'v'; VALUE];
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let t0 = Instant::now();
     let mut n = 0u64;
     while n * (VALUE as u64 + 16) < target {
-        db.put(&key(&mut rng), &value).unwrap();
+        let cf = &cfs[n as usize % cfs.len()];
+        db.put_cf(cf, &key(&mut rng), &value).unwrap();
         n += 1;
     }
     db.flush().unwrap();
@@ -78,16 +93,20 @@ fn main() {
     let writes = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (db, writes, stop, value) = (
+        let (db, writes, stop, value, cfs) = (
             Arc::clone(&db),
             Arc::clone(&writes),
             Arc::clone(&stop),
             value.clone(),
+            Arc::clone(&cfs),
         );
         std::thread::spawn(move || {
             let mut rng = 0x2545_f491_4f6c_dd1du64;
+            let mut i = 0usize;
             while !stop.load(Ordering::Relaxed) {
-                db.put(&key(&mut rng), &value).unwrap();
+                db.put_cf(&cfs[i % cfs.len()], &key(&mut rng), &value)
+                    .unwrap();
+                i += 1;
                 writes.fetch_add(1, Ordering::Relaxed);
             }
         })
@@ -108,6 +127,7 @@ fn main() {
     engine.restore(b2.info.id, dir.join("restored")).unwrap();
     let restore_secs = t.elapsed().as_secs_f64();
     let restored = Db::open(dir.join("restored"), Options::default()).unwrap();
+    assert_eq!(restored.column_families().len(), families + 1);
     restored.verify().unwrap();
     drop(restored);
     db.close().unwrap();
@@ -116,6 +136,7 @@ fn main() {
         "{}",
         serde_json::json!({
             "value_bytes": VALUE,
+            "column_families": families + 1,
             "fill": { "puts": n, "seconds": fill_secs, "db_bytes": db_bytes },
             "writer_puts_per_sec_alone": alone_rate,
             "db_bytes_at_checkpoint": db_bytes_at_checkpoint,
