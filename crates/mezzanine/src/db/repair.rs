@@ -542,14 +542,8 @@ struct FamilyPlan {
     notes: Vec<String>,
 }
 
-/// The family records every manifest of `dir` holds: each `MANIFEST-*` file, oldest
-/// first, read record by record up to its first that does not read or decode; the newest
-/// record of each family added, every family dropped.
-fn read_family_records(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    names: &[String],
-) -> (BTreeMap<u32, FamilyRecord>, BTreeSet<u32>) {
+/// The numbers of the `MANIFEST-*` files among `names`, oldest first.
+fn manifest_numbers(names: &[String]) -> Vec<u64> {
     let mut files: Vec<u64> = names
         .iter()
         .filter_map(|n| match filename::parse_file_name(n) {
@@ -558,6 +552,18 @@ fn read_family_records(
         })
         .collect();
     files.sort_unstable();
+    files
+}
+
+/// The family records every manifest of `dir` holds: each `MANIFEST-*` file, oldest
+/// first, read record by record up to its first that does not read or decode; the newest
+/// record of each family added, every family dropped.
+fn read_family_records(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+) -> (BTreeMap<u32, FamilyRecord>, BTreeSet<u32>) {
+    let files = manifest_numbers(names);
     let (mut added, mut dropped) = (BTreeMap::new(), BTreeSet::new());
     for number in files {
         let Ok(file) = fs.open_read(&filename::manifest_file(dir, number)) else {
@@ -1708,14 +1714,7 @@ fn place(
 /// Step 1: what is left of the last manifest: the one `CURRENT` names, else the newest
 /// manifest file; its edits applied up to the first that does not read or apply.
 fn read_old_manifest(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> OldManifest {
-    let mut files: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match filename::parse_file_name(n) {
-            Some((FileType::Manifest, number)) => Some(number),
-            _ => None,
-        })
-        .collect();
-    files.sort_unstable();
+    let files = manifest_numbers(names);
     let empty = || Version::new(crate::options::MAX_NUM_LEVELS);
     let from_current = fs
         .read_all(&filename::current_file(dir))
