@@ -649,7 +649,9 @@ impl MemTable {
     /// the updates before it); returns the user bytes added. A database's memtable holds one
     /// family's updates: its own (the default family's, through [`MemTable::insert_batch`],
     /// or a column family's, whose memtables the database fills from the shared write
-    /// path). DRAM only: column families are refused with NVM memtables.
+    /// path). DRAM only: a column family's updates never reach an active NVM memtable
+    /// (`nvm_memtable = mutable` does not combine with families; under `immutable` the
+    /// active memtable is always a DRAM one).
     ///
     /// # Errors
     /// As [`MemTable::add`]; `InvalidArgument` on an NVM memtable for a family other than 0.
