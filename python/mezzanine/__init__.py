@@ -14,6 +14,9 @@
         with db.write_batch() as wb:                # one atomic batch across families
             wb.put(b"k", b"default")
             wb.put(b"k", b"ann", column_family=users)
+        db.checkpoint("/tmp/db-copy")               # a consistent copy, tables hard-linked
+        backups = mezzanine.BackupEngine("/tmp/backups")
+        backups.create_backup(db)                   # incremental; restore_latest_backup(dir)
 
 Keys and values are ``bytes``. Errors derive from :class:`mezzanine.Error`.
 """
@@ -21,6 +24,7 @@ Keys and values are ``bytes``. Errors derive from :class:`mezzanine.Error`.
 from ._mezzanine import (
     DB,
     BackgroundError,
+    BackupEngine,
     BusyError,
     ClosedError,
     ColumnFamily,
@@ -45,6 +49,7 @@ from ._mezzanine import (
 
 __all__ = [
     "DB",
+    "BackupEngine",
     "PrefixedDB",
     "ColumnFamily",
     "WriteBatch",

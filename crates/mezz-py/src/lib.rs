@@ -833,6 +833,24 @@ impl PyDb {
         py.detach(|| db.compact_range(start, stop)).map_err(to_py)
     }
 
+    /// Makes a consistent, openable copy of the database in the new directory `path` while
+    /// writes go on (RocksDB's checkpoint): tables hard-linked, memtables and NVM data
+    /// written as tables, every column family at one sequence number. Returns a dict:
+    /// `last_sequence` (the copy holds every write up to it and none above), `linked`,
+    /// `copied`, `materialised` (tables), `table_bytes`. Raises `InvalidArgumentError` if
+    /// `path` exists.
+    fn checkpoint<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.h.shared.db()?;
+        let info = py.detach(|| db.checkpoint(&path)).map_err(to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("last_sequence", info.last_sequence)?;
+        d.set_item("linked", info.linked)?;
+        d.set_item("copied", info.copied)?;
+        d.set_item("materialised", info.materialised)?;
+        d.set_item("table_bytes", info.table_bytes)?;
+        Ok(d)
+    }
+
     /// A named engine property (`leveldb.stats`, `leveldb.sstables`, `mezz.levels`, ...)
     /// as bytes, or `None`; the name is `bytes` (as plyvel's) or `str`.
     fn get_property<'py>(
@@ -1918,6 +1936,105 @@ impl PyRawIterator {
     }
 }
 
+/// Incremental backups of databases into one directory (python-rocksdb's `BackupEngine`,
+/// the engine's `BackupEngine`): tables are copied once into `shared/` and shared between
+/// backups, every file's crc32c is recorded and checked on verify and restore.
+#[pyclass(frozen, module = "mezzanine", name = "BackupEngine")]
+#[derive(Debug)]
+struct PyBackupEngine {
+    engine: Mutex<mezzanine::BackupEngine>,
+}
+
+fn backup_info_dict<'py>(
+    py: Python<'py>,
+    info: &mezzanine::BackupInfo,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("backup_id", info.id)?;
+    d.set_item("timestamp", info.timestamp)?;
+    d.set_item("sequence", info.sequence)?;
+    d.set_item("size", info.size)?;
+    d.set_item("num_files", info.num_files)?;
+    Ok(d)
+}
+
+#[pymethods]
+impl PyBackupEngine {
+    /// Opens (or creates) the backup directory `path`.
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let engine = py
+            .detach(|| mezzanine::BackupEngine::open(&path))
+            .map_err(to_py)?;
+        Ok(Self {
+            engine: Mutex::new(engine),
+        })
+    }
+
+    /// Backs up `db` (an open `DB`, with all its column families) while writes go on;
+    /// returns the new backup's info (`backup_id`, `timestamp`, `sequence`, `size`,
+    /// `num_files`).
+    fn create_backup<'py>(
+        &self,
+        py: Python<'py>,
+        db: &Bound<'py, PyDb>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let db = db.get().h.shared.db()?;
+        let created = py
+            .detach(|| self.engine.lock().create_backup(&db))
+            .map_err(to_py)?;
+        backup_info_dict(py, &created.info)
+    }
+
+    /// The backups, oldest first, each a dict as `create_backup` returns.
+    fn get_backup_info<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let list = py.detach(|| self.engine.lock().list()).map_err(to_py)?;
+        list.iter().map(|i| backup_info_dict(py, i)).collect()
+    }
+
+    /// Re-reads every file of backup `backup_id` and checks its size and crc32c; raises
+    /// `CorruptionError` if one is missing or does not match.
+    fn verify_backup(&self, py: Python<'_>, backup_id: u64) -> PyResult<()> {
+        py.detach(|| self.engine.lock().verify(backup_id).map(|_| ()))
+            .map_err(to_py)
+    }
+
+    /// Restores backup `backup_id` into `db_dir`, which must not hold a database; every
+    /// file's checksum is checked as it is copied.
+    fn restore_backup(&self, py: Python<'_>, backup_id: u64, db_dir: PathBuf) -> PyResult<()> {
+        py.detach(|| self.engine.lock().restore(backup_id, &db_dir).map(|_| ()))
+            .map_err(to_py)
+    }
+
+    /// Restores the newest backup into `db_dir` (see `restore_backup`).
+    fn restore_latest_backup(&self, py: Python<'_>, db_dir: PathBuf) -> PyResult<()> {
+        py.detach(|| {
+            let engine = self.engine.lock();
+            let newest = engine.list()?.last().map(|i| i.id);
+            match newest {
+                Some(id) => engine.restore(id, &db_dir).map(|_| Ok(())),
+                None => Ok(Err(NotFoundError::new_err(format!(
+                    "no backup in {}",
+                    engine.dir().display()
+                )))),
+            }
+        })
+        .map_err(to_py)?
+    }
+
+    /// Deletes backup `backup_id` (and the shared tables no other backup needs).
+    fn delete_backup(&self, py: Python<'_>, backup_id: u64) -> PyResult<()> {
+        py.detach(|| self.engine.lock().delete(backup_id))
+            .map_err(to_py)
+    }
+
+    /// Deletes every backup but the newest `num_backups_to_keep`; returns the deleted ids.
+    fn purge_old_backups(&self, py: Python<'_>, num_backups_to_keep: usize) -> PyResult<Vec<u64>> {
+        py.detach(|| self.engine.lock().purge_old(num_backups_to_keep))
+            .map_err(to_py)
+    }
+}
+
 /// Deletes the database in `name` (plyvel's `destroy_db`, LevelDB's `DestroyDB`): its files,
 /// its NVM pool (with `nvm_dir=`), then the directory if nothing else is left in it.
 #[pyfunction]
@@ -1968,6 +2085,7 @@ fn _mezzanine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySnapshot>()?;
     m.add_class::<PyIterator>()?;
     m.add_class::<PyRawIterator>()?;
+    m.add_class::<PyBackupEngine>()?;
     m.add(
         "IteratorInvalidError",
         py.get_type::<IteratorInvalidError>(),
