@@ -604,15 +604,16 @@ fn wal_sync_error_on_a_batch_across_families() {
     s.power_cut_and_check();
 }
 
-/// Faults while a family is created (in its directory, or in the database's manifest that
-/// records it) or dropped (the record, or the deletion of its files): the call reports the
+/// Faults while a family is created (in its directory, in a sync of a directory under the
+/// database's, or in the database's manifest that records it) or dropped (the record, or the deletion of its files): the call reports the
 /// failure; after a process crash or a power cut and a clean reopen, a family whose
 /// creation failed is absent or empty, a family whose drop failed is gone or holds every
 /// acknowledged write, and the other families hold theirs.
 #[test]
 fn faults_while_families_are_created_and_dropped() {
-    let cases: [(&str, FaultOp, &str); 6] = [
+    let cases: [(&str, FaultOp, &str); 7] = [
         ("create", FaultOp::Create, "cf-3/"),
+        ("create", FaultOp::SyncDir, DIR),
         ("create", FaultOp::Write, "db/MANIFEST"),
         ("create", FaultOp::Sync, "db/MANIFEST"),
         ("drop", FaultOp::Write, "db/MANIFEST"),
