@@ -204,9 +204,11 @@ impl Calibration {
     }
 
     /// (a) Random dependent reads: `steps` loads following the pointer chase from where the
-    /// last run stopped, each reported as one 64-byte access ([`Media::on_read`]).
+    /// last run stopped, each reported as one 64-byte access at its line
+    /// ([`Media::on_read_at`]: a profile's CPU cache model serves the lines it holds, so
+    /// a read area larger than that cache measures the device, a smaller one the cache).
     pub fn random_reads(&mut self, steps: u64) -> Sample {
-        self.chase(steps, |region| region.on_read(LINE))
+        self.chase(steps, |region, off| region.on_read_at(off, LINE))
     }
 
     /// (a') The same pointer chase without charging anything, but with a plain spin of
@@ -216,7 +218,7 @@ impl Calibration {
     /// can be told from what the host adds.
     pub fn random_reads_spaced(&mut self, steps: u64, gap_ns: u64) -> Sample {
         let clock = Clock::get();
-        self.chase(steps, |_| {
+        self.chase(steps, |_, _| {
             let t = clock.now_ns(true);
             clock.spin_until_ns(t + gap_ns);
         })
@@ -224,7 +226,7 @@ impl Calibration {
 
     /// `steps` loads following the pointer chase from where the last run stopped, calling
     /// `after_load` after each.
-    fn chase(&mut self, steps: u64, mut after_load: impl FnMut(&Region)) -> Sample {
+    fn chase(&mut self, steps: u64, mut after_load: impl FnMut(&Region, usize)) -> Sample {
         let region = &*self.region;
         let mut off = self.chase_at;
         let start = Instant::now();
@@ -233,7 +235,7 @@ impl Calibration {
             // multiple of 64 below `area`, so the aligned 8-byte load lies in the read area,
             // which nobody writes after `prepare` (published).
             let next = region.load_volatile_u64(off);
-            after_load(region);
+            after_load(region, off);
             off = (u64::from_le(next) as usize).min(self.area - LINE) / LINE * LINE;
         }
         let elapsed = start.elapsed();

@@ -1383,9 +1383,9 @@ impl RowTable {
                 Some(e) => e == phys,
             };
             if continued {
-                self.region.on_read_continued(n);
+                self.region.on_read_continued_at(phys, n);
             } else {
-                self.region.on_read(n);
+                self.region.on_read_at(phys, n);
             }
             prev_end = Some(phys + n);
             at += n;
@@ -1408,7 +1408,7 @@ impl RowTable {
             // lives, which outlives the returned borrow of `self`; the bytes are published:
             // never written while the row can be read (module invariant 2).
             let s = self.region.published(phys, len);
-            self.region.on_read(len);
+            self.region.on_read_at(phys, len);
             return Ok(Cow::Borrowed(s));
         }
         let mut v = vec![0u8; len];

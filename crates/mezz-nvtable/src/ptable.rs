@@ -193,14 +193,14 @@ fn report_ranges(region: &Region, ranges: &mut [(usize, usize)]) {
         cur = match cur {
             Some((s, e)) if a <= e.saturating_add(MERGE_GAP) => Some((s, e.max(b))),
             Some((s, e)) => {
-                region.on_read(e - s);
+                region.on_read_at(s, e - s);
                 Some((a, b))
             }
             None => Some((a, b)),
         };
     }
     if let Some((s, e)) = cur {
-        region.on_read(e - s);
+        region.on_read_at(s, e - s);
     }
 }
 
@@ -1092,7 +1092,8 @@ impl PTable {
             return Err(bad());
         }
         // The node was reported by the visit; its key lies in the block, another access.
-        self.region.on_read(key_len as usize);
+        self.region
+            .on_read_at((block + u64::from(key_off)) as usize, key_len as usize);
         Ok(region_bytes(
             &self.region,
             (block + u64::from(key_off)) as usize,
@@ -1162,15 +1163,20 @@ impl PTable {
         resolve(&self.region, &self.data, r)
     }
 
+    /// Cost hook: a search read the first bytes of node `n` (one access).
+    #[inline]
+    fn visit(&self, n: usize) {
+        self.region.on_read_at(self.off + n, NODE_VISIT_BYTES);
+    }
+
     /// The first node whose key is >= `ikey` (`None` past the end).
     fn seek_node(&self, ikey: &[u8]) -> Result<Option<usize>> {
         let w = self.walker();
         let tfp = self.target_fp(ikey);
         let mut x = self.head;
-        let mut visits = 0;
         for l in (0..MAX_HEIGHT).rev() {
             while let Some(nx) = w.next(x, l)? {
-                visits += 1;
+                self.visit(nx);
                 if self.cmp_node(&w, nx, ikey, tfp)? == Ordering::Less {
                     x = nx;
                 } else {
@@ -1178,7 +1184,6 @@ impl PTable {
                 }
             }
         }
-        self.region.on_reads(visits, NODE_VISIT_BYTES);
         w.next(x, 0)
     }
 
@@ -1187,10 +1192,9 @@ impl PTable {
         let w = self.walker();
         let tfp = self.target_fp(ikey);
         let mut x = self.head;
-        let mut visits = 0;
         for l in (0..MAX_HEIGHT).rev() {
             while let Some(nx) = w.next(x, l)? {
-                visits += 1;
+                self.visit(nx);
                 let c = self.cmp_node(&w, nx, ikey, tfp)?;
                 if c == Ordering::Less || (inclusive && c == Ordering::Equal) {
                     x = nx;
@@ -1199,21 +1203,18 @@ impl PTable {
                 }
             }
         }
-        self.region.on_reads(visits, NODE_VISIT_BYTES);
         Ok((x != self.head).then_some(x))
     }
 
     fn last_node(&self) -> Result<Option<usize>> {
         let w = self.walker();
         let mut x = self.head;
-        let mut visits = 0;
         for l in (0..MAX_HEIGHT).rev() {
             while let Some(nx) = w.next(x, l)? {
-                visits += 1;
+                self.visit(nx);
                 x = nx;
             }
         }
-        self.region.on_reads(visits, NODE_VISIT_BYTES);
         Ok((x != self.head).then_some(x))
     }
 
@@ -1413,8 +1414,8 @@ impl InternalIterator for PTableIter {
     }
     fn seek_to_first(&mut self) {
         let n = self.table.walker().next(self.table.head, 0);
-        if matches!(n, Ok(Some(_))) {
-            self.table.region.on_read(NODE_VISIT_BYTES);
+        if let Ok(Some(first)) = n {
+            self.table.visit(first);
         }
         self.set(n);
     }
@@ -1433,8 +1434,8 @@ impl InternalIterator for PTableIter {
     fn next(&mut self) {
         let Some(n) = self.node else { return };
         let nx = self.table.walker().next(n, 0);
-        if matches!(nx, Ok(Some(_))) {
-            self.table.region.on_read(NODE_VISIT_BYTES);
+        if let Ok(Some(next)) = nx {
+            self.table.visit(next);
         }
         self.set(nx);
     }

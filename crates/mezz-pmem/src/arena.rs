@@ -168,6 +168,9 @@ pub struct Arena {
     pos: AtomicU64,
     /// Who owns the bytes.
     backing: Backing,
+    /// Whether the media's read hooks charge anything (`Media::charges_reads`), so the
+    /// per-access hooks skip the call when they would not.
+    charges_reads: bool,
 }
 
 // SAFETY: a heap `Arena` owns its region exclusively (like a `Box<[u8]>`); a media arena
@@ -221,6 +224,7 @@ impl Arena {
             capacity,
             pos: AtomicU64::new(u64::from(RESERVED)),
             backing: Backing::Heap(layout),
+            charges_reads: false,
         };
         if options.prefault {
             arena.prefault();
@@ -266,6 +270,7 @@ impl Arena {
                 map: NonNull::new(raw.cast::<u8>())?,
                 len: map_len,
             },
+            charges_reads: false,
         };
         if options.prefault {
             arena.prefault();
@@ -329,10 +334,12 @@ impl Arena {
         // the end of) the media's region, which is valid for `len()` bytes (media invariant
         // 1) and 8-aligned like `start`.
         let base = unsafe { media.base().add(start) };
+        let charges_reads = media.charges_reads();
         Ok(Arena {
             base,
             capacity: len,
             pos: AtomicU64::new(pos),
+            charges_reads,
             backing: Backing::Media { media, start },
         })
     }
@@ -468,6 +475,30 @@ impl Arena {
     pub fn on_reads(&self, accesses: usize, bytes_each: usize) {
         if let Backing::Media { media, .. } = &self.backing {
             media.on_reads(accesses, bytes_each);
+        }
+    }
+
+    /// Cost-emulation hook: one read access of `len` bytes at arena offset `off` (see
+    /// [`Media::on_read_at`]); nothing for heap arenas or a media that charges no reads.
+    #[inline]
+    pub fn on_read_at(&self, off: u32, len: usize) {
+        if let Backing::Media { media, start } = &self.backing
+            && self.charges_reads
+        {
+            media.on_read_at(start + off as usize, len);
+        }
+    }
+
+    /// Cost-emulation hook: `len` more bytes at arena offset `off`, right after the last
+    /// reported access (see [`Media::on_read_continued_at`]); nothing for heap arenas or a
+    /// media that charges no reads.
+    #[inline]
+    pub fn on_read_continued_at(&self, off: u32, len: usize) {
+        if let Backing::Media { media, start } = &self.backing
+            && self.charges_reads
+            && len > 0
+        {
+            media.on_read_continued_at(start + off as usize, len);
         }
     }
 

@@ -125,10 +125,12 @@ impl NvmProfile {
                 access_bytes: 256,
                 read_bytes_per_sec: 6_600_000_000,
                 write_bytes_per_sec: 2_300_000_000,
+                cache_bytes: CACHE_SHARE_BYTES,
             },
             NvmProfile::Optane6 => CostModel {
                 read_bytes_per_sec: 39_400_000_000,
                 write_bytes_per_sec: 13_900_000_000,
+                cache_bytes: CACHE_SOCKET_BYTES,
                 ..NvmProfile::Optane.model()
             },
             NvmProfile::Cxl => CostModel {
@@ -139,6 +141,7 @@ impl NvmProfile {
                 access_bytes: 64,
                 read_bytes_per_sec: 26_000_000_000,
                 write_bytes_per_sec: 26_000_000_000,
+                cache_bytes: CACHE_SHARE_BYTES,
             },
         }
     }
@@ -189,7 +192,21 @@ pub struct CostModel {
     pub read_bytes_per_sec: u64,
     /// Write bandwidth of the device, bytes per second (0 = unlimited).
     pub write_bytes_per_sec: u64,
+    /// Bytes of CPU cache in front of the device ([`crate::cpucache`]): a read access whose
+    /// first line is there costs the device nothing (0 = no cache: every access charged).
+    pub cache_bytes: u64,
 }
+
+/// The CPU cache share of the `optane` and `cxl` profiles, in bytes: two cores' slices of
+/// the last-level cache of the paper's platform. Its second-generation Xeon Scalable
+/// (Cascade Lake) processors have 1.375 MB of shared L3 per core (the 24-core socket of
+/// Izraelevitz et al. has 33 MB), so a 2-core machine's share is 2.75 MB. The cores'
+/// private L2 caches (1 MB each) are left to the DRAM side's working set (memtables,
+/// block cache, stacks).
+pub const CACHE_SHARE_BYTES: u64 = 2 * 1_375 * 1024 * 1024 / 1000;
+
+/// The whole socket's last-level cache of the same platform (`optane-6`): 33 MB.
+pub const CACHE_SOCKET_BYTES: u64 = 33 * 1024 * 1024;
 
 /// What one report of accesses costs: latency to wait (at least) and bytes to pass
 /// through the direction's channel.
@@ -213,6 +230,7 @@ impl CostModel {
         access_bytes: 0,
         read_bytes_per_sec: 0,
         write_bytes_per_sec: 0,
+        cache_bytes: 0,
     };
 
     /// Whether nothing is ever charged.

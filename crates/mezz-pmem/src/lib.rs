@@ -61,6 +61,7 @@
 pub mod alloc;
 pub mod arena;
 pub mod cost;
+pub mod cpucache;
 pub mod extent;
 pub mod hint;
 pub mod mapfile;

@@ -95,6 +95,29 @@ pub trait Media: Send + Sync + fmt::Debug {
         }
     }
 
+    /// Cost emulation hook: one read access of `len` bytes at media offset `off` (as
+    /// [`Media::on_read`], with its place): a media that models a CPU cache in front of
+    /// the device charges nothing when the access's first line is cached. Default:
+    /// [`Media::on_read`].
+    fn on_read_at(&self, off: usize, len: usize) {
+        let _ = off;
+        self.on_read(len);
+    }
+
+    /// Cost emulation hook: `len` more bytes at media offset `off`, right after the
+    /// caller's last access of the same stream (as [`Media::on_read_continued`], with its
+    /// place). Default: [`Media::on_read_continued`].
+    fn on_read_continued_at(&self, off: usize, len: usize) {
+        let _ = off;
+        self.on_read_continued(len);
+    }
+
+    /// Whether the read hooks can charge anything: false lets a caller skip reporting
+    /// accesses one by one. Default: true.
+    fn charges_reads(&self) -> bool {
+        true
+    }
+
     /// Cost emulation hook: the caller wrote one access of `len` contiguous bytes. A media
     /// that charges durable writes where they are persisted charges these only when it is
     /// never persisted. Default: nothing.

@@ -220,6 +220,9 @@ pub struct RegionStats {
     pub read_accesses: u64,
     /// Bytes the emulated device read for them (rounded to its access size).
     pub read_device_bytes: u64,
+    /// Read accesses the profile's CPU cache model served (not charged, not counted in
+    /// `read_accesses`).
+    pub read_cache_hits: u64,
     /// Write accesses charged by the profile (persists, word stores, or the write hooks of
     /// a region that is never persisted).
     pub write_accesses: u64,
@@ -358,6 +361,7 @@ struct Shard {
     emulated_ns: AtomicU64,
     read_accesses: AtomicU64,
     read_device_bytes: AtomicU64,
+    read_cache_hits: AtomicU64,
     write_accesses: AtomicU64,
     write_device_bytes: AtomicU64,
 }
@@ -460,6 +464,9 @@ pub struct Region {
     channel_free_at: Mutex<Option<Instant>>,
     /// What the profile's charges touch, in one page.
     emu: Emu,
+    /// The CPU cache in front of the device (`cost.cache_bytes`), shared by the process's
+    /// regions of the same profile; `None` when nothing is charged or the profile has none.
+    cache: Option<Arc<crate::cpucache::CpuCache>>,
     persists: AtomicU64,
     fences: AtomicU64,
     bytes_persisted: AtomicU64,
@@ -683,6 +690,8 @@ impl Region {
                     crate::spin::Clock::get()
                 },
             },
+            cache: (!model.is_free() && model.cache_bytes > 0)
+                .then(|| crate::cpucache::shared(model.cache_bytes)),
             persists: AtomicU64::new(0),
             fences: AtomicU64::new(0),
             bytes_persisted: AtomicU64::new(0),
@@ -844,6 +853,7 @@ impl Region {
             emulated_delay_ns: self.sum(|s| &s.emulated_ns),
             read_accesses: self.sum(|s| &s.read_accesses),
             read_device_bytes: self.sum(|s| &s.read_device_bytes),
+            read_cache_hits: self.sum(|s| &s.read_cache_hits),
             write_accesses: self.sum(|s| &s.write_accesses),
             write_device_bytes: self.sum(|s| &s.write_device_bytes),
         }
@@ -981,6 +991,19 @@ impl Region {
         }
         add(&shard.emulated_ns, wait, own);
         self.emu.clock.spin_until_ns(until);
+    }
+
+    /// The address of byte `off` of the region, as the CPU cache model keys its lines.
+    #[inline]
+    fn addr(&self, off: usize) -> u64 {
+        (self.base.as_ptr() as u64).wrapping_add(off as u64)
+    }
+
+    /// Counts a read access the CPU cache model served.
+    #[inline]
+    fn count_cache_hit(&self) {
+        let (shard, own) = self.shard();
+        add(&shard.read_cache_hits, 1, own);
     }
 
     /// The per-line knob `ns_per_line` for `accesses` accesses of `bytes_each` bytes.
@@ -1237,6 +1260,10 @@ impl Media for Region {
         if self.is_persistent() {
             self.charge_durable_write(off, end - off);
         }
+        if let Some(cache) = &self.cache {
+            // Written back and evicted (`clwb` as on the profile's CPUs).
+            cache.evict_range(self.addr(off), bytes);
+        }
         match self.persist_as {
             PersistMode::Adr => {
                 #[cfg(target_arch = "x86_64")]
@@ -1306,6 +1333,9 @@ impl Media for Region {
             if self.is_persistent() {
                 self.charge_durable_write(off, 8);
             }
+            if let Some(cache) = &self.cache {
+                cache.evict(self.addr(off));
+            }
             // SAFETY: `[off, off + 8)` lies inside the mapping (checked above) and is
             // 8-aligned (the base is page aligned), so the store is one aligned 8-byte
             // write, atomic like the word's other accesses. A non-temporal store changes
@@ -1325,6 +1355,29 @@ impl Media for Region {
 
     fn on_read(&self, len: usize) {
         self.on_reads(1, len);
+    }
+
+    fn on_read_at(&self, off: usize, len: usize) {
+        if let Some(cache) = &self.cache
+            && cache.read(self.addr(off), len)
+        {
+            self.count_cache_hit();
+            return;
+        }
+        self.on_reads(1, len);
+    }
+
+    fn on_read_continued_at(&self, off: usize, len: usize) {
+        if let Some(cache) = &self.cache
+            && cache.read(self.addr(off), len)
+        {
+            return;
+        }
+        self.on_read_continued(len);
+    }
+
+    fn charges_reads(&self) -> bool {
+        self.emu.costed || self.emulation.read_ns_per_line != 0
     }
 
     fn on_reads(&self, accesses: usize, bytes_each: usize) {

@@ -1153,8 +1153,20 @@ impl<C: Comparator> SkipList<C> {
     #[inline]
     fn read_rest_of(&self, node: u32) {
         if self.on_media {
-            self.arena
-                .on_read_continued(self.node_bytes(node).saturating_sub(NODE_READ_BYTES));
+            self.arena.on_read_continued_at(
+                node.saturating_add(NODE_READ_BYTES as u32),
+                self.node_bytes(node).saturating_sub(NODE_READ_BYTES),
+            );
+        }
+    }
+
+    /// Cost hook: a cursor step read the first line of the node it landed on (`r`).
+    #[inline]
+    fn report_landing(&self, r: &Result<u32, CorruptNode>) {
+        if let Ok(node) = r
+            && *node != NIL
+        {
+            self.arena.on_read_at(*node, NODE_READ_BYTES);
         }
     }
 
@@ -1198,19 +1210,16 @@ impl<C: Comparator> SkipList<C> {
         mut before: u32,
         stop: u32,
     ) -> Result<(u32, u32), CorruptNode> {
-        let mut visits = 0;
         loop {
             let next = self.step(before, level)?;
             if level > 0 {
                 self.prefetch(self.next_of(before, level - 1));
             }
             if next == NIL || next == stop {
-                self.arena.on_reads(visits, NODE_READ_BYTES);
                 return Ok((before, next));
             }
-            visits += 1;
+            self.arena.on_read_at(next, NODE_READ_BYTES);
             if self.cmp.compare(key, self.key(next)) != Ordering::Greater {
-                self.arena.on_reads(visits, NODE_READ_BYTES);
                 return Ok((before, next));
             }
             before = next;
@@ -1244,6 +1253,7 @@ impl<C: Comparator> SkipList<C> {
                     break;
                 }
                 visits += 1;
+                self.arena.on_read_at(n, NODE_READ_BYTES);
                 // A walk longer than the arena has 4-byte words to hold nodes went round a
                 // cycle of damaged links that the per-link checks missed: an error, never
                 // an endless loop.
@@ -1266,7 +1276,6 @@ impl<C: Comparator> SkipList<C> {
                 x = n;
             }
         }
-        self.arena.on_reads(visits, NODE_READ_BYTES);
         Ok((if x == self.head { NIL } else { x }, n))
     }
 
@@ -1293,7 +1302,6 @@ impl<C: Comparator> SkipList<C> {
     /// The last node of the list, or NIL.
     fn find_last(&self) -> Result<u32, CorruptNode> {
         let mut x = self.head;
-        let mut visits = 0;
         let mut level = self.height.load(AtomicOrdering::Relaxed) as usize;
         while level > 0 {
             level -= 1;
@@ -1302,11 +1310,10 @@ impl<C: Comparator> SkipList<C> {
                 if next == NIL {
                     break;
                 }
-                visits += 1;
+                self.arena.on_read_at(next, NODE_READ_BYTES);
                 x = next;
             }
         }
-        self.arena.on_reads(visits, NODE_READ_BYTES);
         Ok(if x == self.head { NIL } else { x })
     }
 }
@@ -1567,19 +1574,17 @@ impl<C: Comparator> SkipList<C> {
         let mut node = self.head;
         // More steps than the arena has link words means a cycle of damaged links: stop.
         let mut budget = self.arena.capacity() / 4 + 1;
-        let mut visits = 0;
         while let Ok(next) = self.step(node, 0) {
             if next == NIL || budget == 0 {
                 break;
             }
             budget -= 1;
-            visits += 1;
+            self.arena.on_read_at(next, NODE_READ_BYTES);
             if next < lazy.below {
                 count += 1;
             }
             node = next;
         }
-        self.arena.on_reads(visits, NODE_READ_BYTES);
         count
     }
 
@@ -1612,8 +1617,10 @@ impl<C: Comparator> SkipList<C> {
         let stored = self.field(node, CHECKSUM_AT) as u32;
         // Cost hook: the checksum reads the node whole; its first line is the visit the
         // caller reports.
-        self.arena
-            .on_read_continued(size.saturating_sub(NODE_READ_BYTES));
+        self.arena.on_read_continued_at(
+            node.saturating_add(NODE_READ_BYTES as u32),
+            size.saturating_sub(NODE_READ_BYTES),
+        );
         if self.node_checksum(node, height, key_len, value_len) != stored {
             return Err("node checksum mismatch".to_owned());
         }
@@ -1757,7 +1764,7 @@ where
     /// Moves to the first entry.
     pub fn first(&mut self) {
         let r = self.list.step(self.list.head, 0);
-        self.list.arena.on_read(NODE_READ_BYTES);
+        self.list.report_landing(&r);
         self.land(r);
     }
 
@@ -1771,7 +1778,7 @@ where
     pub fn next(&mut self) {
         if self.node != NIL {
             let r = self.list.step(self.node, 0);
-            self.list.arena.on_read(NODE_READ_BYTES);
+            self.list.report_landing(&r);
             self.land(r);
         }
     }
@@ -1844,7 +1851,9 @@ impl<'a, C: Comparator> Iterator for Iter<'a, C> {
         }
         // One access: the node, from its header to the end of its value.
         if self.list.on_media {
-            self.list.arena.on_read(self.list.node_bytes(current));
+            self.list
+                .arena
+                .on_read_at(current, self.list.node_bytes(current));
         }
         Some(item)
     }

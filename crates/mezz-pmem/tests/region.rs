@@ -668,3 +668,42 @@ fn persistent_words_in_every_mode() {
         }
     }
 }
+
+/// The CPU cache in front of the `optane` device: a line read again is served by the
+/// cache (not charged), a persist writes it back and evicts it, and the next read pays the
+/// device again. The cache is shared by every region of the profile, so each test uses
+/// its own addresses (a region of its own) and counts only this region's charges.
+#[test]
+fn a_cached_line_is_not_charged_until_a_persist_evicts_it() {
+    let r = Region::anonymous(
+        1 << 20,
+        &profiled(NvmProfile::Optane, PersistMode::Volatile),
+    )
+    .unwrap();
+    r.on_read_at(4096, 64);
+    let st = r.stats();
+    assert_eq!((st.read_accesses, st.read_cache_hits), (1, 0));
+    r.on_read_at(4096 + 8, 32);
+    r.on_read_continued_at(4096 + 16, 48);
+    let st = r.stats();
+    assert_eq!(
+        (st.read_accesses, st.read_cache_hits),
+        (1, 1),
+        "served by the cache"
+    );
+    assert_eq!(st.read_device_bytes, 256, "a hit moves no device bytes");
+    assert_eq!(st.emulated_delay_ns, 224);
+    r.persist(4096, 64).unwrap();
+    r.fence().unwrap();
+    r.on_read_at(4096, 64);
+    let st = r.stats();
+    assert_eq!(st.read_accesses, 2, "the persist evicted the line");
+    // The plain hooks know no address: always charged.
+    r.on_read(64);
+    assert_eq!(r.stats().read_accesses, 3);
+    // The `dram` profile has no model (and charges nothing).
+    let d = Region::anonymous(1 << 20, &profiled(NvmProfile::Dram, PersistMode::Volatile)).unwrap();
+    d.on_read_at(0, 64);
+    d.on_read_at(0, 64);
+    assert_eq!((d.stats().read_accesses, d.stats().read_cache_hits), (0, 0));
+}

@@ -60,6 +60,12 @@ pub struct Args {
     /// slower, never faster: the emulation's waits cannot be cut short).
     #[arg(long, default_value_t = 10)]
     reps: usize,
+    /// Instead of the table of figures: the pointer chase over read areas of these sizes
+    /// (comma-separated, e.g. 256K,1M,4M,64M), under each profile and on the host's own
+    /// memory, in turns: the working set where the profile's CPU cache model stops serving
+    /// the chase, beside the one where the host's caches do.
+    #[arg(long, value_delimiter = ',', value_parser = crate::bench::parse_size)]
+    working_sets: Vec<u64>,
 }
 
 /// The unit of a row's figure and measurement.
@@ -566,6 +572,7 @@ fn delta(now: &RegionStats, before: &RegionStats) -> RegionStats {
         emulated_delay_ns: now.emulated_delay_ns - before.emulated_delay_ns,
         read_accesses: now.read_accesses - before.read_accesses,
         read_device_bytes: now.read_device_bytes - before.read_device_bytes,
+        read_cache_hits: now.read_cache_hits - before.read_cache_hits,
         write_accesses: now.write_accesses - before.write_accesses,
         write_device_bytes: now.write_device_bytes - before.write_device_bytes,
     }
@@ -585,6 +592,7 @@ fn model_json(m: CostModel) -> serde_json::Value {
         "access_bytes": m.access_bytes,
         "read_bytes_per_sec": m.read_bytes_per_sec,
         "write_bytes_per_sec": m.write_bytes_per_sec,
+        "cache_bytes": m.cache_bytes,
     })
 }
 
@@ -610,6 +618,9 @@ pub fn run(args: &Args) -> Result<()> {
         .prefix("mezz-calibrate-")
         .tempdir_in(&dir)
         .map_err(|e| CliError::Failed(format!("{}: {e}", dir.display())))?;
+    if !args.working_sets.is_empty() {
+        return working_sets(args, &profiles, tmp.path());
+    }
     let path = tmp.path().join("calibration");
     eprintln!(
         "preparing {} ({} bytes: a read area with a pointer chase, a write area)",
@@ -641,6 +652,83 @@ pub fn run(args: &Args) -> Result<()> {
         for r in &all {
             writeln!(f, "{}", json(r, c_area(area)))
                 .map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// `--working-sets`: for each size, a chase file of that read area; the host's chase and
+/// each profile's take turns along one cycle (after a warm-up pass of two laps each), best
+/// of `--reps` runs. Prints one row per size and profile; `--json` appends them.
+fn working_sets(args: &Args, profiles: &[NvmProfile], dir: &Path) -> Result<()> {
+    let mut rows = Vec::new();
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{:<9} {:>12} {:>10} {:>12} {:>10} {:>14} {:>12}",
+        "profile", "read area", "host ns", "profile ns", "added ns", "charged/load", "model cache"
+    );
+    for &size in &args.working_sets {
+        let area = usize::try_from(size)
+            .map_err(|_| CliError::Failed(format!("working set {size} is too large")))?;
+        let path = dir.join(format!("ws-{size}"));
+        Calibration::prepare(&path, area, 0x5eed).map_err(failed)?;
+        for &p in profiles.iter().filter(|p| **p != NvmProfile::Dram) {
+            let mut c = Calibration::open(&path, area, p).map_err(failed)?;
+            let mut h = Calibration::open(&path, area, NvmProfile::Dram).map_err(failed)?;
+            let lap = (c.area() / 64) as u64;
+            h.random_reads(2 * lap);
+            c.random_reads(2 * lap);
+            let (mut best_h, mut best_p) = (f64::INFINITY, f64::INFINITY);
+            let before = c.stats();
+            let mut loads = 0u64;
+            for _ in 0..args.reps.max(1) {
+                h.set_chase_position(c.chase_position());
+                best_h = best_h.min(h.random_reads(args.steps).ns_per_op(1));
+                c.set_chase_position(h.chase_position());
+                best_p = best_p.min(c.random_reads(args.steps).ns_per_op(1));
+                loads += args.steps;
+            }
+            let d = delta(&c.stats(), &before);
+            let charged = d.read_accesses as f64 / loads.max(1) as f64;
+            let m = p.model();
+            let _ = writeln!(
+                text,
+                "{:<9} {:>12} {:>10.1} {:>12.1} {:>10.1} {:>14.3} {:>12}",
+                p.name(),
+                area,
+                best_h,
+                best_p,
+                best_p - best_h,
+                charged,
+                m.cache_bytes
+            );
+            rows.push(serde_json::json!({
+                "kind": "working_set",
+                "profile": p.name(),
+                "area_bytes": c.area(),
+                "steps": args.steps,
+                "reps": args.reps,
+                "host_ns_per_load": best_h,
+                "profile_ns_per_load": best_p,
+                "added_ns_per_load": best_p - best_h,
+                "charged_accesses_per_load": charged,
+                "cache_hits_per_load": d.read_cache_hits as f64 / loads.max(1) as f64,
+                "model": model_json(m),
+            }));
+        }
+        std::fs::remove_file(&path)
+            .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
+    }
+    print!("{text}");
+    if let Some(file) = &args.json {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
+        for r in &rows {
+            writeln!(f, "{r}").map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
         }
     }
     Ok(())
