@@ -24,6 +24,8 @@
 //!   ([`BURST_NS`]): a thread whose accesses come slower than the channel drains them never
 //!   waits; threads that together ask for more than the rate wait their turn, so over any
 //!   window they get at most the rate (plus one burst).
+//! - The CPU cache: a read access reported with its place whose first line is in the
+//!   profile's cache model ([`crate::cpucache`], `CostModel::cache_bytes`) costs nothing.
 //! - Writes: a store made durable is charged where it reaches the device: at `persist` (its
 //!   range, rounded out to whole internal units) and at a non-temporal word store; on a
 //!   region that is never persisted (`volatile`, heap) at the data structures' write hooks
@@ -67,7 +69,8 @@ pub enum NvmProfile {
     ///   is added for writes, only bandwidth;
     /// - internal access size 256 B: an access smaller than 256 B costs the device 256 B
     ///   of bandwidth, reads and writes;
-    /// - one module (not interleaved): about 6.6 GB/s of reads and 2.3 GB/s of writes.
+    /// - one module (not interleaved): about 6.6 GB/s of reads and 2.3 GB/s of writes;
+    /// - a CPU cache of [`CACHE_SHARE_BYTES`] in front of it ([`crate::cpucache`]).
     ///
     /// One module's bandwidth, not the six interleaved modules' (`optane-6`): the paper's
     /// socket had 24 cores sharing 6 modules, so one module is the proportionate share of

@@ -97,6 +97,9 @@ pub struct Stats {
     pub nvm_emulated_delay_micros: u64,
     /// Read accesses to the NVM tier charged by `nvm_profile` (0 with `dram`).
     pub nvm_emulated_read_accesses: u64,
+    /// Read accesses to the NVM tier that the profile's CPU cache model served (not
+    /// charged; 0 with `dram`).
+    pub nvm_emulated_cache_hits: u64,
     /// Write accesses to the NVM tier charged by `nvm_profile` (persists and word stores;
     /// 0 with `dram`).
     pub nvm_emulated_write_accesses: u64,
@@ -785,9 +788,10 @@ impl std::fmt::Display for Stats {
         if self.nvm_emulated_delay_micros > 0 {
             writeln!(
                 f,
-                "emulated NVM cost {:.3} s  read accesses {}  write accesses {}",
+                "emulated NVM cost {:.3} s  read accesses {} (CPU cache hits {})  write accesses {}",
                 self.nvm_emulated_delay_micros as f64 / 1e6,
                 self.nvm_emulated_read_accesses,
+                self.nvm_emulated_cache_hits,
                 self.nvm_emulated_write_accesses
             )?;
         }

@@ -501,6 +501,7 @@ impl Storage {
             let r = t.region_stats();
             s.nvm_emulated_delay_micros = r.emulated_delay_ns / 1000;
             s.nvm_emulated_read_accesses = r.read_accesses;
+            s.nvm_emulated_cache_hits = r.read_cache_hits;
             s.nvm_emulated_write_accesses = r.write_accesses;
         }
     }
