@@ -40,6 +40,11 @@ pub struct ProcessMetrics {
     pub cpu_sys_secs: Option<f64>,
     /// Peak resident set size of the process so far (not reset between benchmarks).
     pub peak_rss_bytes: Option<u64>,
+    /// Under `--memory-limit`: the peak memory use so far of the process's memory cgroup,
+    /// heap and page cache together (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`; not
+    /// reset between benchmarks); `None` without a limit or where the kernel has no such
+    /// file.
+    pub cgroup_peak_bytes: Option<u64>,
     /// Bytes the process caused to be written to storage during the benchmark
     /// (`write_bytes` of `/proc/self/io`, including the settling after it).
     pub storage_write_bytes: Option<u64>,
@@ -277,6 +282,16 @@ impl BenchResult {
                     fmt_us(l.p999_us),
                     fmt_us(l.max_us)
                 );
+            }
+        }
+        if let Some(limit) = self
+            .config
+            .get("memory_limit_bytes")
+            .and_then(serde_json::Value::as_u64)
+        {
+            let _ = write!(s, "; mem limit {} MiB", limit >> 20);
+            if let Some(peak) = self.process.cgroup_peak_bytes {
+                let _ = write!(s, " (peak {} MiB)", peak >> 20);
             }
         }
         if let Some(l) = self.service_latency.get(&self.primary_op) {
