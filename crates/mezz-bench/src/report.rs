@@ -418,7 +418,22 @@ mod tests {
         assert_eq!(back[0].latency["read"].p999_us, 80.2);
         assert_eq!(back[0].to_json_line().unwrap(), j);
         assert_eq!(back[1].benchmark, "old");
+        assert_eq!(back[1].process.cgroup_peak_bytes, None);
+        assert!(back[1].config.get("memory_limit_bytes").is_none());
         assert!(BenchResult::from_json_lines("not json").is_err());
+    }
+
+    #[test]
+    fn memory_limit_shows_in_the_line_and_the_json() {
+        let mut r = result();
+        assert!(!r.human_line().contains("mem limit"));
+        r.config = serde_json::json!({"memory_limit_bytes": 146_800_640u64});
+        assert!(r.human_line().ends_with("; mem limit 140 MiB"), "{}", r.human_line());
+        r.process.cgroup_peak_bytes = Some(139 << 20);
+        assert!(r.human_line().contains("; mem limit 140 MiB (peak 139 MiB)"));
+        let v: serde_json::Value = serde_json::from_str(&r.to_json_line().unwrap()).unwrap();
+        assert_eq!(v["process"]["cgroup_peak_bytes"], 139u64 << 20);
+        assert_eq!(v["config"]["memory_limit_bytes"], 146_800_640u64);
     }
 
     #[test]
