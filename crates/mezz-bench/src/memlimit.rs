@@ -310,8 +310,12 @@ impl MemoryCgroup {
             // Left by an earlier process of the same id that was killed inside it.
             let _ = std::fs::remove_dir(&dir);
         }
-        std::fs::create_dir(&dir)
-            .map_err(|e| fail(format!("cannot create the memory cgroup {}: {e}", dir.display())))?;
+        std::fs::create_dir(&dir).map_err(|e| {
+            fail(format!(
+                "cannot create the memory cgroup {}: {e}",
+                dir.display()
+            ))
+        })?;
         let mut group = Self {
             version: mount.version,
             dir,
@@ -486,7 +490,8 @@ mod tests {
 
     #[test]
     fn own_group_comes_from_the_matching_line() {
-        let text = "9:name=systemd:/\n4:memory:/process_api/abc\n3:cpu,cpuacct:/x\n0::/user.slice/s:1\n";
+        let text =
+            "9:name=systemd:/\n4:memory:/process_api/abc\n3:cpu,cpuacct:/x\n0::/user.slice/s:1\n";
         assert_eq!(
             parse_own_cgroup(text, CgroupVersion::V1).as_deref(),
             Some("/process_api/abc")

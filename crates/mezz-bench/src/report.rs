@@ -428,9 +428,16 @@ mod tests {
         let mut r = result();
         assert!(!r.human_line().contains("mem limit"));
         r.config = serde_json::json!({"memory_limit_bytes": 146_800_640u64});
-        assert!(r.human_line().ends_with("; mem limit 140 MiB"), "{}", r.human_line());
+        assert!(
+            r.human_line().ends_with("; mem limit 140 MiB"),
+            "{}",
+            r.human_line()
+        );
         r.process.cgroup_peak_bytes = Some(139 << 20);
-        assert!(r.human_line().contains("; mem limit 140 MiB (peak 139 MiB)"));
+        assert!(
+            r.human_line()
+                .contains("; mem limit 140 MiB (peak 139 MiB)")
+        );
         let v: serde_json::Value = serde_json::from_str(&r.to_json_line().unwrap()).unwrap();
         assert_eq!(v["process"]["cgroup_peak_bytes"], 139u64 << 20);
         assert_eq!(v["config"]["memory_limit_bytes"], 146_800_640u64);

@@ -25,11 +25,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::engine::{EngineFactory, KvEngine};
 use crate::error::{BenchError, Result};
 use crate::keygen::ValueGenerator;
+use crate::memlimit::MemoryBudget;
 use crate::metrics::{OpKind, ThreadMetrics, stall_second_list};
 use crate::report::{
     BenchResult, Durability, EngineInterval, ProcessMetrics, SpaceUsage, iso8601_utc,
 };
-use crate::memlimit::MemoryBudget;
 use crate::sysinfo::{MachineInfo, ProcSnapshot, peak_rss_bytes};
 use crate::workloads::{Benchmark, Step, WorkerCtx, run_worker};
 use crate::ycsb::{YcsbKeySpace, YcsbParams, YcsbRun, average_key_len};

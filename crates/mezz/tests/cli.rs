@@ -765,7 +765,10 @@ fn bench_memory_limit_is_recorded_or_refused_clearly() {
     } else {
         assert_eq!(o.status.code(), Some(2), "{out}{err}");
         assert!(err.starts_with("mezz: --memory-limit: "), "{err}");
-        assert!(err.contains("memory cgroup") && err.contains("not run"), "{err}");
+        assert!(
+            err.contains("memory cgroup") && err.contains("not run"),
+            "{err}"
+        );
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(!json.exists(), "a refused run wrote results");
     }
