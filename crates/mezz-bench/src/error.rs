@@ -35,6 +35,9 @@ pub enum BenchError {
         #[source]
         source: std::io::Error,
     },
+    /// `--memory-limit` could not put the process in a memory cgroup (what is missing).
+    #[error("--memory-limit: {0}")]
+    MemoryLimit(String),
     /// A worker thread panicked (a bug in an engine adapter or in the harness).
     #[error("benchmark thread panicked: {0}")]
     ThreadPanic(String),

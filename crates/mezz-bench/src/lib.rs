@@ -22,13 +22,15 @@
 //! Layout: [`engine`] (the `KvEngine` / `EngineFactory` seam every engine adapter
 //! implements), [`mezz_engine`] (the Mezzanine adapter), [`workloads`] (benchmark names and
 //! the per-thread loops), [`keygen`] (keys and values), [`metrics`] (histograms, timeline,
-//! stall seconds), [`sysinfo`] (`/proc` readers, machine facts), [`report`] (result record,
+//! stall seconds), [`sysinfo`] (`/proc` readers, machine facts), [`memlimit`] (the memory cgroup of
+//! `--memory-limit`), [`report`] (result record,
 //! human line, JSON), [`runner`] (directory handling, threads, measurement).
 
 pub mod engine;
 pub mod engines;
 pub mod error;
 pub mod keygen;
+pub mod memlimit;
 pub mod metrics;
 pub mod mezz_engine;
 pub mod plot;
@@ -41,6 +43,7 @@ pub mod ycsb;
 
 pub use engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult, TxnOutcome};
 pub use error::{BenchError, Result};
+pub use memlimit::{MemoryBudget, MemoryCgroup};
 pub use mezz_engine::{
     MezzEngine, MezzFactory, UnitsSetup, build_options, options_json, parse_opt, unit_dirs,
 };

@@ -40,6 +40,11 @@ pub struct ProcessMetrics {
     pub cpu_sys_secs: Option<f64>,
     /// Peak resident set size of the process so far (not reset between benchmarks).
     pub peak_rss_bytes: Option<u64>,
+    /// Under `--memory-limit`: the peak memory use so far of the process's memory cgroup,
+    /// heap and page cache together (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`; not
+    /// reset between benchmarks); `None` without a limit or where the kernel has no such
+    /// file.
+    pub cgroup_peak_bytes: Option<u64>,
     /// Bytes the process caused to be written to storage during the benchmark
     /// (`write_bytes` of `/proc/self/io`, including the settling after it).
     pub storage_write_bytes: Option<u64>,
@@ -279,6 +284,16 @@ impl BenchResult {
                 );
             }
         }
+        if let Some(limit) = self
+            .config
+            .get("memory_limit_bytes")
+            .and_then(serde_json::Value::as_u64)
+        {
+            let _ = write!(s, "; mem limit {} MiB", limit >> 20);
+            if let Some(peak) = self.process.cgroup_peak_bytes {
+                let _ = write!(s, " (peak {} MiB)", peak >> 20);
+            }
+        }
         if let Some(l) = self.service_latency.get(&self.primary_op) {
             let _ = write!(
                 s,
@@ -403,7 +418,29 @@ mod tests {
         assert_eq!(back[0].latency["read"].p999_us, 80.2);
         assert_eq!(back[0].to_json_line().unwrap(), j);
         assert_eq!(back[1].benchmark, "old");
+        assert_eq!(back[1].process.cgroup_peak_bytes, None);
+        assert!(back[1].config.get("memory_limit_bytes").is_none());
         assert!(BenchResult::from_json_lines("not json").is_err());
+    }
+
+    #[test]
+    fn memory_limit_shows_in_the_line_and_the_json() {
+        let mut r = result();
+        assert!(!r.human_line().contains("mem limit"));
+        r.config = serde_json::json!({"memory_limit_bytes": 146_800_640u64});
+        assert!(
+            r.human_line().ends_with("; mem limit 140 MiB"),
+            "{}",
+            r.human_line()
+        );
+        r.process.cgroup_peak_bytes = Some(139 << 20);
+        assert!(
+            r.human_line()
+                .contains("; mem limit 140 MiB (peak 139 MiB)")
+        );
+        let v: serde_json::Value = serde_json::from_str(&r.to_json_line().unwrap()).unwrap();
+        assert_eq!(v["process"]["cgroup_peak_bytes"], 139u64 << 20);
+        assert_eq!(v["config"]["memory_limit_bytes"], 146_800_640u64);
     }
 
     #[test]

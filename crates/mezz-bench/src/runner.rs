@@ -25,6 +25,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::engine::{EngineFactory, KvEngine};
 use crate::error::{BenchError, Result};
 use crate::keygen::ValueGenerator;
+use crate::memlimit::MemoryBudget;
 use crate::metrics::{OpKind, ThreadMetrics, stall_second_list};
 use crate::report::{
     BenchResult, Durability, EngineInterval, ProcessMetrics, SpaceUsage, iso8601_utc,
@@ -89,6 +90,10 @@ pub struct BenchConfig {
     /// Knobs every engine was given alike (write buffer, cache, bloom bits, ...), as JSON;
     /// `null` when not set by the caller.
     pub knobs: serde_json::Value,
+    /// The memory cgroup limit the process runs under (`--memory-limit`), recorded as
+    /// `memory_limit_bytes` in the configuration, its group's peak as
+    /// `process.cgroup_peak_bytes`. Default: none (both `null`).
+    pub memory_budget: Option<MemoryBudget>,
 }
 
 impl Default for BenchConfig {
@@ -114,6 +119,7 @@ impl Default for BenchConfig {
             point: None,
             engine_label: None,
             knobs: serde_json::Value::Null,
+            memory_budget: None,
         }
     }
 }
@@ -192,6 +198,7 @@ impl BenchConfig {
             "nvm_dir": self.nvm_dir.as_ref().map(|p| p.display().to_string()),
             "point": self.point,
             "knobs": self.knobs,
+            "memory_limit_bytes": self.memory_budget.as_ref().map(|b| b.limit_bytes),
         });
         if let serde_json::Value::Object(rest) = rest {
             m.extend(rest);
@@ -304,6 +311,12 @@ fn extra_header(cfg: &BenchConfig) -> String {
     }
     if let Some(p) = &cfg.point {
         s.push_str(&format!("Point:      {p}\n"));
+    }
+    if let Some(b) = &cfg.memory_budget {
+        s.push_str(&format!(
+            "Memory:     limit {} MiB (memory cgroup: heap and page cache)\n",
+            b.limit_bytes >> 20
+        ));
     }
     s + &"-".repeat(48)
 }
@@ -723,6 +736,10 @@ fn run_one(
             cpu_user_secs: proc_delta.cpu_user_secs,
             cpu_sys_secs: proc_delta.cpu_sys_secs,
             peak_rss_bytes: peak_rss_bytes(),
+            cgroup_peak_bytes: cfg
+                .memory_budget
+                .as_ref()
+                .and_then(MemoryBudget::peak_bytes),
             storage_write_bytes: proc_delta.storage_write_bytes,
             write_amplification: proc_delta
                 .storage_write_bytes

@@ -14,7 +14,10 @@
 //! (a note says so). Every result records `direct_io` in its configuration.
 //! `--nvm-profile NAME` gives Mezzanine's NVM tier an emulated device cost (the option
 //! `nvm_profile`: `dram`, `optane`, `optane-6`, `cxl`), recorded as `nvm_profile` in every
-//! Mezzanine result.
+//! Mezzanine result. `--memory-limit SIZE` runs the whole process in a memory cgroup of
+//! that size (`mezz_bench::memlimit`), heap and page cache together, recorded as
+//! `memory_limit_bytes` in every result's configuration and the group's peak as
+//! `process.cgroup_peak_bytes`.
 
 use std::path::{Path, PathBuf};
 
@@ -138,6 +141,16 @@ struct BenchArgs {
     /// run buffered. Each result records `direct_io`. Default: off (the page cache).
     #[arg(long)]
     direct_io: bool,
+    /// Run under a memory budget (e.g. 140M): before any engine opens, the process moves
+    /// into a new memory cgroup limited to SIZE, so that its heap and the page cache it
+    /// faults in are charged together and reclaimed at the limit (how an engine without
+    /// direct I/O gets the DRAM budget of one with it). Needs a writable cgroup memory
+    /// controller (v1 or v2; usually root): without one the command fails rather than run
+    /// unlimited. Each result records `memory_limit_bytes` and the group's peak,
+    /// `process.cgroup_peak_bytes`. Keep the engines' files off tmpfs (/dev/shm) meanwhile:
+    /// their pages would count and could not be reclaimed. Default: no limit.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    memory_limit: Option<u64>,
     /// Emulated NVM directory (e.g. under /dev/shm) for engines with an NVM tier or "-nvm"
     /// variants; each engine and sweep point gets a fresh subdirectory when several run.
     /// Default: a temporary directory on /dev/shm (else the system's temporary directory),
@@ -325,12 +338,21 @@ impl BenchArgs {
             point: None,
             engine_label: None,
             knobs: setup_json(&self.setup(self.nvm_dir.as_deref())?),
+            memory_budget: None,
         })
     }
 }
 
 /// Runs `mezz bench`.
 pub fn run(args: &mut Args) -> Result<()> {
+    // Joined first so that it is left last: the temporary NVM directory below (tmpfs pages
+    // charged to the group) is removed before the group is emptied and removed.
+    let cgroup = match args.inner.memory_limit {
+        Some(limit) if !args.inner.list_engines && args.inner.replot.is_none() => {
+            Some(mezz_bench::MemoryCgroup::join(limit)?)
+        }
+        _ => None,
+    };
     // Without --nvm-dir, engines with an NVM tier get a temporary one on /dev/shm (memory
     // emulating NVM) where it exists, removed at the end.
     let _nvm_temp = if args.inner.nvm_dir.is_none() && !args.inner.list_engines {
@@ -363,8 +385,16 @@ pub fn run(args: &mut Args) -> Result<()> {
         println!("plots: {} files in {}", files.len(), dir.display());
         return Ok(());
     }
-    let cfg = a.config()?;
+    let mut cfg = a.config()?;
     cfg.validate()?;
+    if let Some(g) = &cgroup {
+        cfg.memory_budget = Some(g.budget());
+        println!(
+            "note: memory cgroup {} limits this process to {} MiB, heap and page cache together",
+            g.dir().display(),
+            g.budget().limit_bytes >> 20
+        );
+    }
     let names: Vec<String> = a
         .engines
         .split(',')

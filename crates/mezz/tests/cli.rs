@@ -718,3 +718,73 @@ fn checkpoint_backup_list_verify_purge_restore() {
         stderr(&o)
     );
 }
+
+/// `--memory-limit` either runs in a memory cgroup of that size, recorded in every result,
+/// and removes the cgroup at the end, or (no writable cgroup: not root, no memory
+/// controller) fails before running anything with one line saying what is missing. Both
+/// outcomes are checked; nothing else is accepted.
+#[test]
+fn bench_memory_limit_is_recorded_or_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("results.jsonl");
+    let o = mezz(&[
+        "bench",
+        "--memory-limit",
+        "512M",
+        "--engine",
+        "mezzanine",
+        "--num",
+        "2000",
+        "--benchmarks",
+        "fillrandom",
+        "--no-progress",
+        "--json",
+        path(&json),
+    ]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    if o.status.success() {
+        let lines = json_lines(&json);
+        assert_eq!(lines.len(), 1, "{out}");
+        let l = &lines[0];
+        assert_eq!(l["benchmark"], "fillrandom", "{l}");
+        assert_eq!(l["config"]["memory_limit_bytes"], 536_870_912u64, "{l}");
+        let peak = &l["process"]["cgroup_peak_bytes"];
+        assert!(
+            peak.is_null() || peak.as_u64().is_some_and(|p| p > 0 && p <= 536_870_912),
+            "{l}"
+        );
+        assert!(out.contains("mem limit 512 MiB"), "{out}");
+        // The group named in the note is gone once the command has exited.
+        let note = out
+            .lines()
+            .find_map(|x| x.strip_prefix("note: memory cgroup "))
+            .unwrap_or_else(|| panic!("no cgroup note in {out}"));
+        let group = note.split(" limits ").next().unwrap();
+        assert!(group.contains("mezz-bench-"), "{note}");
+        assert!(!Path::new(group).exists(), "{group} was not removed");
+    } else {
+        assert_eq!(o.status.code(), Some(2), "{out}{err}");
+        assert!(err.starts_with("mezz: --memory-limit: "), "{err}");
+        assert!(
+            err.contains("memory cgroup") && err.contains("not run"),
+            "{err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!json.exists(), "a refused run wrote results");
+    }
+    // Without the option the field is there, null.
+    let plain = dir.path().join("plain.jsonl");
+    ok(&[
+        "bench",
+        "--num",
+        "200",
+        "--benchmarks",
+        "fillseq",
+        "--no-progress",
+        "--json",
+        path(&plain),
+    ]);
+    let l = &json_lines(&plain)[0];
+    assert!(l["config"]["memory_limit_bytes"].is_null(), "{l}");
+    assert!(l["process"]["cgroup_peak_bytes"].is_null(), "{l}");
+}
