@@ -124,17 +124,21 @@ class Summary:
     # ------------------------------------------------------------ NoveLSM
     def novelsm(self):
         p = "novelsm"
-        nov, ldb, mz = (self.runs(p, x) for x in ["novelsm", "leveldb", "mezz-leveldb"])
+        nov, ldb, mz, lbud = (self.runs(p, x)
+                              for x in ["novelsm", "leveldb", "mezz-leveldb", "leveldb-budget"])
         if not (nov or ldb or mz):
             return
         self.md.append("## NoveLSM (seed 002): `novelsm` against LevelDB on the SSD tier\n")
         self.md.append("| engine | write mean µs | write p99 µs | read mean µs | read p99 µs | fill s | stall s |")
         self.md.append("|---|---|---|---|---|---|---|")
         res = {}
-        limit = memory_limit(ldb)
-        ldb_name = "leveldb (buffered" + (f", {limit / (1 << 20):.0f} MiB cgroup)" if limit else ")")
-        for key, name, rows in [("novelsm", "mezzanine:novelsm", nov), ("leveldb", ldb_name, ldb),
-                                ("mezz-leveldb", "mezzanine:leveldb", mz)]:
+        limit = memory_limit(lbud)
+        engines = [("novelsm", "mezzanine:novelsm", nov), ("leveldb", "leveldb (buffered)", ldb),
+                   ("mezz-leveldb", "mezzanine:leveldb", mz)]
+        if lbud:
+            engines.append(("leveldb-budget", "leveldb (buffered" +
+                            (f", {limit / (1 << 20):.0f} MiB cgroup)" if limit else ")"), lbud))
+        for key, name, rows in engines:
             f, rd = bench(rows, "fillrandom"), bench(rows, "readrandom")
             res[key] = (f, rd)
             self.md.append(f"| {name} | {fx(lat(f, 'write'))} | {fx(lat(f, 'write', 'p99_us'))} | "
@@ -144,20 +148,29 @@ class Summary:
         fl, rl = res["leveldb"]
         fm, rm = res["mezz-leveldb"]
         if limit:
-            peaks = [get(x, "process", "cgroup_peak_bytes") for x in ldb]
+            peaks = [get(x, "process", "cgroup_peak_bytes") for x in lbud]
             peaks = [x for x in peaks if x]
             rss = [get(x, "process", "peak_rss_bytes") for x in mz]
             rss = [x for x in rss if x]
             self.md.append(
-                f"\nLevelDB ran in a memory cgroup of {limit / (1 << 20):.0f} MiB (heap and page cache "
-                f"together): the peak resident memory of `mezzanine:leveldb` in the same shape "
+                f"\n`leveldb-budget` ran in a memory cgroup of {limit / (1 << 20):.0f} MiB (heap and page "
+                f"cache together): the peak resident memory of `mezzanine:leveldb` in the same shape "
                 f"({fx(max(rss) / (1 << 20) if rss else None, '{:.0f}')} MiB); the group's peak was "
-                f"{fx(max(peaks) / (1 << 20) if peaks else None, '{:.0f}')} MiB.")
-        note = buffered_note(ldb)
+                f"{fx(max(peaks) / (1 << 20) if peaks else None, '{:.0f}')} MiB. LevelDB reads its tables "
+                "through mmap, so under the limit each miss faults in the device's read-ahead window "
+                "(8 MiB on the test host's disk, against the kernel's usual 128 KiB): its reads there "
+                "measure that setting as much as LevelDB.")
         w = ratio(lat(fn, "write"), lat(fl, "write"))
         r = ratio(lat(rn, "read"), lat(rl, "read"))
-        self.below(p, "mean write latency, novelsm / LevelDB", "0.26 (3.8x lower)", w, note)
-        self.below(p, "mean read latency, novelsm / LevelDB", "0.5 (2x lower)", r, note)
+        self.below(p, "mean write latency, novelsm / LevelDB", "0.26 (3.8x lower)", w, BUFFERED_NOTE)
+        self.below(p, "mean read latency, novelsm / LevelDB", "0.5 (2x lower)", r, BUFFERED_NOTE)
+        if lbud:
+            fb, rb = res["leveldb-budget"]
+            note = buffered_note(lbud) + "; its mmap reads fault in the disk's 8 MiB read-ahead"
+            self.below(p, "mean write latency, novelsm / LevelDB within the same memory",
+                       "0.26 (3.8x lower)", ratio(lat(fn, "write"), lat(fb, "write")), note)
+            self.below(p, "mean read latency, novelsm / LevelDB within the same memory",
+                       "0.5 (2x lower)", ratio(lat(rn, "read"), lat(rb, "read")), note)
         w2 = ratio(lat(fn, "write"), lat(fm, "write"))
         r2 = ratio(lat(rn, "read"), lat(rm, "read"))
         self.below(p, "mean write latency, novelsm / leveldb preset (direct I/O)", "(not in the paper)", w2)
