@@ -644,15 +644,21 @@ pub fn run(args: &Args) -> Result<()> {
     let text = table(&all);
     print!("{text}");
     if let Some(file) = &args.json {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file)
-            .map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
-        for r in &all {
-            writeln!(f, "{}", json(r, c_area(area)))
-                .map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
-        }
+        append_json_lines(file, all.iter().map(|r| json(r, c_area(area))))?;
+    }
+    Ok(())
+}
+
+/// Appends one JSON object per line to `file` (created if missing).
+fn append_json_lines(file: &Path, rows: impl Iterator<Item = serde_json::Value>) -> Result<()> {
+    let err = |e: std::io::Error| CliError::Failed(format!("{}: {e}", file.display()));
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .map_err(err)?;
+    for r in rows {
+        writeln!(f, "{r}").map_err(err)?;
     }
     Ok(())
 }
@@ -722,14 +728,7 @@ fn working_sets(args: &Args, profiles: &[NvmProfile], dir: &Path) -> Result<()> 
     }
     print!("{text}");
     if let Some(file) = &args.json {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file)
-            .map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
-        for r in &rows {
-            writeln!(f, "{r}").map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
-        }
+        append_json_lines(file, rows.into_iter())?;
     }
     Ok(())
 }

@@ -496,6 +496,41 @@ fn nvm_calibrate_prints_every_row_and_json_lines() {
     assert!(stderr(&o).contains("optane-6"), "{}", stderr(&o));
 }
 
+/// `nvm-calibrate --working-sets`: the profile's CPU cache model serves a chase over a
+/// read area well inside it and charges nearly every load of one twice its size (counts of
+/// charged accesses, not times).
+#[test]
+fn nvm_calibrate_working_sets_show_the_cache_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ws.jsonl");
+    let out = ok(&[
+        "nvm-calibrate",
+        "--profile",
+        "optane",
+        "--working-sets",
+        "512K,8M",
+        "--steps",
+        "20000",
+        "--reps",
+        "1",
+        "--dir",
+        path(dir.path()),
+        "--json",
+        path(&json),
+    ]);
+    assert!(out.contains("model cache"), "{out}");
+    let lines = json_lines(&json);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let charged = |area: u64| {
+        lines.iter().find(|l| l["area_bytes"] == area).unwrap()["charged_accesses_per_load"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(charged(512 << 10) < 0.01, "{lines:?}");
+    assert!(charged(8 << 20) > 0.9, "{lines:?}");
+    assert_eq!(lines[0]["kind"], "working_set");
+}
+
 /// `mezz serve`: starts on a free port (printed on stderr), answers a Redis client, stops on
 /// SHUTDOWN with exit code 0 and leaves the write in the database.
 #[test]
