@@ -665,6 +665,13 @@ impl Region {
         opts: &RegionOptions,
     ) -> Region {
         let model = opts.emulation.profile.model();
+        let cache = (!model.is_free() && model.cache_bytes > 0)
+            .then(|| crate::cpucache::shared(model.cache_bytes));
+        if let Some(c) = &cache {
+            // A new mapping starts cold: lines an earlier mapping at these addresses left in
+            // the model are not this one's.
+            c.evict_range(base.as_ptr() as u64, len as u64);
+        }
         Region {
             base,
             len,
@@ -690,8 +697,7 @@ impl Region {
                     crate::spin::Clock::get()
                 },
             },
-            cache: (!model.is_free() && model.cache_bytes > 0)
-                .then(|| crate::cpucache::shared(model.cache_bytes)),
+            cache,
             persists: AtomicU64::new(0),
             fences: AtomicU64::new(0),
             bytes_persisted: AtomicU64::new(0),

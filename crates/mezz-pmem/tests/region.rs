@@ -701,6 +701,21 @@ fn a_cached_line_is_not_charged_until_a_persist_evicts_it() {
     // The plain hooks know no address: always charged.
     r.on_read(64);
     assert_eq!(r.stats().read_accesses, 3);
+    // A new mapping at the same addresses starts cold.
+    r.on_read_at(8192, 64);
+    r.on_read_at(8192, 64);
+    assert_eq!(r.stats().read_cache_hits, 2);
+    let base = r.base();
+    drop(r);
+    let r2 = Region::anonymous(
+        1 << 20,
+        &profiled(NvmProfile::Optane, PersistMode::Volatile),
+    )
+    .unwrap();
+    if r2.base() == base {
+        r2.on_read_at(8192, 64);
+        assert_eq!(r2.stats().read_cache_hits, 0, "a line of the old mapping");
+    }
     // The `dram` profile has no model (and charges nothing).
     let d = Region::anonymous(1 << 20, &profiled(NvmProfile::Dram, PersistMode::Volatile)).unwrap();
     d.on_read_at(0, 64);
