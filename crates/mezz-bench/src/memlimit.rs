@@ -371,12 +371,6 @@ impl MemoryCgroup {
         &self.dir
     }
 
-    /// The hierarchy's interface version.
-    #[must_use]
-    pub fn version(&self) -> CgroupVersion {
-        self.version
-    }
-
     /// The limit and the group's peak file, for the results.
     #[must_use]
     pub fn budget(&self) -> MemoryBudget {

@@ -469,15 +469,6 @@ impl Arena {
         }
     }
 
-    /// Cost-emulation hook: `accesses` separate reads of `bytes_each` bytes of the arena
-    /// (see [`Media::on_reads`]); nothing for heap arenas.
-    #[inline]
-    pub fn on_reads(&self, accesses: usize, bytes_each: usize) {
-        if let Backing::Media { media, .. } = &self.backing {
-            media.on_reads(accesses, bytes_each);
-        }
-    }
-
     /// Cost-emulation hook: one read access of `len` bytes at arena offset `off` (see
     /// [`Media::on_read_at`]); nothing for heap arenas or a media that charges no reads.
     #[inline]
@@ -499,15 +490,6 @@ impl Arena {
             && len > 0
         {
             media.on_read_continued_at(start + off as usize, len);
-        }
-    }
-
-    /// Cost-emulation hook: `len` more bytes read right after the last reported access
-    /// (see [`Media::on_read_continued`]); nothing for heap arenas.
-    #[inline]
-    pub fn on_read_continued(&self, len: usize) {
-        if let Backing::Media { media, .. } = &self.backing {
-            media.on_read_continued(len);
         }
     }
 
