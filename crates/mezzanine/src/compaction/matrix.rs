@@ -271,12 +271,7 @@ impl CompactionPolicy for MatrixPolicy {
         if matches!(base, WritePressure::Stop(_)) || !Self::rows_only(version) {
             return base;
         }
-        let rows: u64 = version
-            .tables(0)
-            .iter()
-            .filter(|t| row_id(t).is_some())
-            .map(|t| t.size)
-            .sum();
+        let rows = Self::row_bytes_of(version);
         if rows >= self.stop_at {
             return WritePressure::Stop(StallCause::L0);
         }

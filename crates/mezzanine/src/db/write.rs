@@ -851,7 +851,9 @@ impl DbInner {
                 || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes));
             let stop = if let WritePressure::Stop(cause) = pressure {
                 Some(cause)
-            } else if mem_full && Self::dram_memtables_at_limit(&st, o.max_write_buffer_number) {
+            } else if mem_full && st.mems.dram_memtables() >= o.max_write_buffer_number {
+                // Only DRAM memtables count: a switch without room in the NVM pool stays
+                // in DRAM, so NVM memtables waiting for their flush are bounded by the pool.
                 Some(StallCause::Memtables)
             } else {
                 None
@@ -943,19 +945,6 @@ impl DbInner {
             }
             return Ok(mem);
         }
-    }
-
-    /// Whether switching the active memtable must wait for a flush: the DRAM memtables
-    /// (the immutable ones and the active one, if it is in DRAM) already number
-    /// `max_write_buffer_number`. NVM memtables (NoveLSM's mutable ones, full and waiting
-    /// for their flush) take no DRAM and do not count: the pool bounds them, since a
-    /// switch without room in it stays in DRAM, which counts. Before, a 512 MiB NVM
-    /// memtable being flushed counted as one of the two memtables, so the small DRAM
-    /// memtable after it stopped every writer until that whole flush ended.
-    fn dram_memtables_at_limit(st: &State, max_write_buffer_number: usize) -> bool {
-        let dram = st.mems.immutables().iter().filter(|m| !m.is_nvm()).count()
-            + usize::from(!st.mems.active().is_nvm());
-        dram >= max_write_buffer_number
     }
 
     /// Syncs every closed WAL numbered `up_to` or lower that is not synced yet, oldest
@@ -1370,7 +1359,7 @@ impl DbInner {
                 }
                 loop {
                     Self::check_background(&st)?;
-                    if !Self::dram_memtables_at_limit(&st, self.opts.max_write_buffer_number) {
+                    if st.mems.dram_memtables() < self.opts.max_write_buffer_number {
                         break;
                     }
                     if !self.wait_for_job(&mut st, STALL_POLL) {

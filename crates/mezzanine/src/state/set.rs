@@ -70,6 +70,14 @@ impl MemtableSet {
         &self.imms
     }
 
+    /// The memtables held in DRAM: the immutable ones and the active one, when they are not
+    /// NVM memtables (NoveLSM's mutable ones take no DRAM: the pool bounds them). What
+    /// `max_write_buffer_number` limits.
+    #[must_use]
+    pub fn dram_memtables(&self) -> usize {
+        self.imms.iter().filter(|m| !m.is_nvm()).count() + usize::from(!self.active.is_nvm())
+    }
+
     /// Whether the immutable memtable `id` still waits for its flush.
     #[must_use]
     pub fn has_immutable(&self, id: u64) -> bool {
