@@ -23,9 +23,10 @@
 //!
 //! Thread-safety: `CpuCache` is `Sync` (atomics only).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 /// Bytes of a cache line.
 pub const LINE: u64 = 64;
@@ -157,17 +158,18 @@ impl CpuCache {
 /// (kept while a caller holds it).
 #[must_use]
 pub fn shared(bytes: u64) -> Arc<CpuCache> {
-    static CACHES: Mutex<Option<HashMap<u64, Weak<CpuCache>>>> = Mutex::new(None);
-    let mut caches = CACHES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let map = caches.get_or_insert_with(HashMap::new);
-    if let Some(c) = map.get(&bytes).and_then(Weak::upgrade) {
+    static CACHES: Mutex<Vec<(u64, Weak<CpuCache>)>> = Mutex::new(Vec::new());
+    let mut caches = CACHES.lock();
+    caches.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(c) = caches
+        .iter()
+        .find(|(b, _)| *b == bytes)
+        .and_then(|(_, w)| w.upgrade())
+    {
         return c;
     }
     let c = Arc::new(CpuCache::new(bytes));
-    map.retain(|_, w| w.strong_count() > 0);
-    map.insert(bytes, Arc::downgrade(&c));
+    caches.push((bytes, Arc::downgrade(&c)));
     c
 }
 

@@ -1005,11 +1005,13 @@ impl Region {
         (self.base.as_ptr() as u64).wrapping_add(off as u64)
     }
 
-    /// Counts a read access the CPU cache model served.
+    /// Whether the CPU cache model serves a read of `len` bytes at `off` (a miss loads it;
+    /// false without a model).
     #[inline]
-    fn count_cache_hit(&self) {
-        let (shard, own) = self.shard();
-        add(&shard.read_cache_hits, 1, own);
+    fn cached(&self, off: usize, len: usize) -> bool {
+        self.cache
+            .as_ref()
+            .is_some_and(|c| c.read(self.addr(off), len))
     }
 
     /// The per-line knob `ns_per_line` for `accesses` accesses of `bytes_each` bytes.
@@ -1364,22 +1366,18 @@ impl Media for Region {
     }
 
     fn on_read_at(&self, off: usize, len: usize) {
-        if let Some(cache) = &self.cache
-            && cache.read(self.addr(off), len)
-        {
-            self.count_cache_hit();
+        if self.cached(off, len) {
+            let (shard, own) = self.shard();
+            add(&shard.read_cache_hits, 1, own);
             return;
         }
-        self.on_reads(1, len);
+        self.on_read(len);
     }
 
     fn on_read_continued_at(&self, off: usize, len: usize) {
-        if let Some(cache) = &self.cache
-            && cache.read(self.addr(off), len)
-        {
-            return;
+        if !self.cached(off, len) {
+            self.on_read_continued(len);
         }
-        self.on_read_continued(len);
     }
 
     fn charges_reads(&self) -> bool {
