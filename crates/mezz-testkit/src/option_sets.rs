@@ -39,7 +39,14 @@ pub fn with_simulated_nvm(o: &mut Options) {
     o.nvm_memtable_size = 256 << 10;
     o.nvm_prefault = false;
     with_small_matrix(o);
-    o.nvm_capacity = (8 << 20).max(o.nvm_bytes_needed() + (1 << 20));
+    // Under `none` tiering every table stays in NVM: beside NVM WALs and a container the
+    // pool needs room for all of a log's data (and the dead entries GC has yet to free).
+    let tables = if o.nvm_tiering == NvmTiering::Full {
+        8 << 20
+    } else {
+        1 << 20
+    };
+    o.nvm_capacity = (8 << 20).max(o.nvm_bytes_needed() + tables);
 }
 
 /// A matrix container (MatrixKV) scaled to test sizes: memtables of at most 256 KiB, 4 KiB
@@ -82,17 +89,6 @@ type Variation = (&'static str, fn(&mut Options));
 
 fn tiny_memtable(o: &mut Options) {
     o.write_buffer_size = 8 * 1024;
-}
-
-/// NVM tables replace the upper levels; a matrix container cannot be combined with them,
-/// so the `matrixkv` preset drops its container in these variations, and its WAL in NVM
-/// too (the pool is for the tables, as under the `tlsm` preset: `nvm-tables-pb-full`
-/// keeps every level in it).
-fn no_matrix(o: &mut Options) {
-    if o.matrix_bytes > 0 {
-        o.matrix_bytes = 0;
-        o.wal_on_nvm = false;
-    }
 }
 
 fn tiny_sst(o: &mut Options) {
@@ -183,6 +179,12 @@ const VARIATIONS: &[Variation] = &[
         tiny_sst(o);
         o.nvm_memtable = NvmMemtable::Immutable;
     }),
+    // NoveLSM's mutable NVM memtable in front of whatever L0 the preset has (a matrix
+    // container under `matrixkv` and `mezzanine`).
+    ("nvm-mutable-memtable", |o| {
+        tiny_sst(o);
+        o.nvm_memtable = NvmMemtable::Mutable;
+    }),
     ("parallel-reads", |o| {
         tiny_sst(o);
         o.parallel_reads = true;
@@ -201,20 +203,17 @@ const VARIATIONS: &[Variation] = &[
     }),
     ("nvm-tables-ps-leveled-1", |o| {
         tiny_sst(o);
-        no_matrix(o);
         o.nvm_tiering = NvmTiering::Leveled(1);
         o.nvm_table_method = NvmTableMethod::Ps;
     }),
     ("nvm-tables-bac-lru", |o| {
         tiny_sst(o);
-        no_matrix(o);
         o.nvm_tiering = NvmTiering::Lru(64 << 10);
         o.nvm_table_method = NvmTableMethod::PsBac;
         o.nvm_gc_live_ratio = 0.9;
     }),
     ("nvm-tables-pb-full", |o| {
         tiny_sst(o);
-        no_matrix(o);
         o.nvm_tiering = NvmTiering::Full;
         o.nvm_gc_live_ratio = 0.9;
     }),

@@ -207,10 +207,21 @@ pub fn run_compaction(
     plan: &CompactionPlan,
 ) -> Result<CompactionResult> {
     if plan.reason == CompactionReason::Column {
+        // A column writes NVM tables when L1 is an NVM level (the designs composed), SSTs
+        // otherwise, or when the pool fills under a tiering that allows SSTs.
         let merge = |p: &CompactionPlan, it: &mut dyn InternalIterator<Error>| {
-            let outputs = with_sink(ctx, version, p, Tier::Ssd, |sink| {
-                merge_into(ctx, version, p, it, sink, None)
-            })?;
+            let mut tier = output_tier(ctx, p);
+            let outputs = loop {
+                match with_sink(ctx, version, p, tier, |sink| {
+                    merge_into(ctx, version, p, it, sink, None)
+                }) {
+                    Ok(o) => break o,
+                    Err(e) if tier == Tier::Nvm && falls_back_to_ssd(&e, ctx.opts.nvm_tiering) => {
+                        tier = Tier::Ssd;
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
             Ok(compaction_result(p, outputs, &version.order))
         };
         return crate::compaction::matrix::run_column(ctx, version, plan, &merge);
@@ -307,7 +318,12 @@ fn with_sink(
     let mut sst_sink;
     let sink: &mut dyn TableSink = match (tier, ctx.storage.nvm()) {
         (Tier::Nvm, Some(nvm)) => {
-            let resumable = plan.reason != CompactionReason::NvmGc;
+            // A column's outputs are not resumed after a crash (its rows' consumed counts
+            // are in its edit only): the next column redoes it.
+            let resumable = !matches!(
+                plan.reason,
+                CompactionReason::NvmGc | CompactionReason::Column
+            );
             let mut s = NvmSink::new(
                 nvm,
                 ctx.opts,

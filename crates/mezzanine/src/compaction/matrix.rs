@@ -9,8 +9,10 @@
 //!    rows, the next job is a column compaction of them. When it is empty and the rows (the
 //!    receiver) hold `matrix_switch_fraction` of the container, every row becomes the
 //!    compactor (the job's edit records the new compactor; no byte moves).
-//! 2. Levels >= 1 are the leveled policy's, with L0's file-count triggers out of play
-//!    (rows leave L0 only through columns, never by a trivial move).
+//! 2. Levels >= 1 are the policy of the levels' own ([`MatrixPolicy::over`]: leveled, or
+//!    TLSM's tiering when the levels under the container are NVM tables), with L0's
+//!    file-count triggers out of play (rows leave L0 only through columns, never by a
+//!    trivial move).
 //! 3. Writers slow down from 85 % of the container's bytes and stop at 95 % (rows' live
 //!    bytes; lower when a row needs the room: the stop leaves room for the row of the
 //!    memtable being filled, and never comes before a switch is due), and the leveled
@@ -46,7 +48,6 @@ use mezz_format::{InternalIterator, KeyOrder};
 
 use crate::compaction::column::{ColumnBounds, ColumnCursor, RowKeySizes, plan_column};
 use crate::compaction::executor::{CompactionContext, CompactionResult};
-use crate::compaction::leveled::LeveledPolicy;
 use crate::compaction::policy::{
     Claims, CompactionPlan, CompactionPolicy, CompactionReason, StallCause, WritePressure,
 };
@@ -77,10 +78,10 @@ pub fn row_id(t: &TableMeta) -> Option<u64> {
 /// The policy of a database whose L0 is a matrix container. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct MatrixPolicy {
-    /// The leveled policy with the options as given (for an L0 that holds SSTs too).
-    plain: LeveledPolicy,
-    /// The leveled policy with L0's file-count triggers out of play.
-    deeper: LeveledPolicy,
+    /// The levels' policy with the options as given (for an L0 that holds SSTs too).
+    plain: Arc<dyn CompactionPolicy>,
+    /// The levels' policy with L0's file-count triggers out of play.
+    deeper: Arc<dyn CompactionPolicy>,
     capacity: u64,
     /// Row bytes at which the receiver becomes the compactor (`matrix_switch_fraction`).
     switch_at: u64,
@@ -93,9 +94,19 @@ pub struct MatrixPolicy {
 }
 
 impl MatrixPolicy {
-    /// The policy for `opts` (`matrix_bytes > 0`).
+    /// The policy for `opts` (`matrix_bytes > 0`) over leveled levels.
+    #[cfg(test)]
     #[must_use]
     pub fn new(opts: &Options) -> Self {
+        Self::over(opts, &|o| {
+            Arc::new(crate::compaction::leveled::LeveledPolicy::new(o))
+        })
+    }
+
+    /// The policy for `opts` (`matrix_bytes > 0`), the levels under the container
+    /// compacted by the policy `levels` makes for the options it is given.
+    #[must_use]
+    pub fn over(opts: &Options, levels: &dyn Fn(&Options) -> Arc<dyn CompactionPolicy>) -> Self {
         let deeper = Options {
             level0_compaction_trigger: usize::MAX / 4,
             level0_slowdown_trigger: usize::MAX / 4,
@@ -116,8 +127,8 @@ impl MatrixPolicy {
             .max(switch_at)
             .min(stop_at);
         Self {
-            plain: LeveledPolicy::new(opts),
-            deeper: LeveledPolicy::new(&deeper),
+            plain: levels(opts),
+            deeper: levels(&deeper),
             capacity,
             switch_at,
             row_bytes,
@@ -142,11 +153,11 @@ impl MatrixPolicy {
     }
 
     /// The leveled policy that applies to `version`.
-    fn leveled(&self, version: &Version) -> &LeveledPolicy {
+    fn leveled(&self, version: &Version) -> &dyn CompactionPolicy {
         if Self::rows_only(version) {
-            &self.deeper
+            self.deeper.as_ref()
         } else {
-            &self.plain
+            self.plain.as_ref()
         }
     }
 

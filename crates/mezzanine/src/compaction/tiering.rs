@@ -32,7 +32,7 @@ use crate::compaction::policy::{
 };
 use crate::options::{NvmTiering, Options};
 use crate::storage::nvm::NvmObjectKind;
-use crate::table::{TableMeta, Tier};
+use crate::table::{TableLocation, TableMeta};
 use crate::version::Version;
 
 /// Bytes of NVM objects that hold NVM tables (indexes and buffers).
@@ -133,7 +133,10 @@ impl TieredPolicy {
         }
         let (level, t) = version
             .all_tables()
-            .filter(|(_, t)| t.tier() == Tier::Nvm && !claims.is_claimed(t.id))
+            // NVM tables only: a matrix row (in NVM too) leaves L0 through columns.
+            .filter(|(_, t)| {
+                matches!(t.location, TableLocation::Nvm { .. }) && !claims.is_claimed(t.id)
+            })
             .min_by_key(|(_, t)| t.id)?;
         let plan = in_place(level, t, CompactionReason::TierMove);
         (!claims.conflicts(&plan)).then_some(plan)
@@ -206,7 +209,6 @@ mod tests {
     use super::*;
     use crate::manifest::VersionEdit;
     use crate::storage::nvm::NvmObject;
-    use crate::table::TableLocation;
     use crate::version::tests::meta;
 
     fn nvm_table(id: u64, lo: &str, hi: &str, refs: &[(u64, u64)]) -> TableMeta {

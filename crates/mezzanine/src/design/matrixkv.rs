@@ -242,9 +242,13 @@ pub(crate) fn open_space(
 }
 
 /// The matrix policy (column compactions out of the container), when the options give
-/// the container room.
-pub(crate) fn policy(opts: &Options) -> Option<Arc<dyn CompactionPolicy>> {
-    (opts.matrix_bytes > 0).then(|| Arc::new(MatrixPolicy::new(opts)) as Arc<dyn CompactionPolicy>)
+/// the container room; `levels` makes the policy of the levels under the container.
+pub(crate) fn policy(
+    opts: &Options,
+    levels: &dyn Fn(&Options) -> Arc<dyn CompactionPolicy>,
+) -> Option<Arc<dyn CompactionPolicy>> {
+    (opts.matrix_bytes > 0)
+        .then(|| Arc::new(MatrixPolicy::over(opts, levels)) as Arc<dyn CompactionPolicy>)
 }
 
 /// Fills `s.matrix`: the container's room, its rows in `v`, and the row-search counters

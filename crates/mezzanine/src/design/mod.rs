@@ -11,8 +11,10 @@
 //!   (an NVM memtable under NoveLSM's `mutable` mode), what happens to a full one before L0
 //!   (NoveLSM's merge into an NVM memtable), what recovery keeps; the plain design keeps
 //!   DRAM memtables and sends them straight to L0.
-//! - The compaction policy ([`Design::policy`]): leveled (`leveldb`), tiering over NVM
-//!   levels (`tlsm`), or column compaction out of the matrix container (`matrixkv`).
+//! - The compaction policy ([`Design::policy`]): leveled (`leveldb`) or tiering over NVM
+//!   levels (`tlsm`) for the levels, under column compaction out of the matrix container
+//!   (`matrixkv`) when L0 is one. The designs compose: a matrix container over NVM-table
+//!   levels drains its columns into NVM tables.
 //! - Whether compactions report the NVM objects their tables point into
 //!   ([`Design::records_nvm_refs`], TLSM's byte-addressable compaction).
 //!
@@ -308,9 +310,10 @@ impl Design {
         }
         targets.push(Box::new(leveldb::SstTarget));
         let memtables = memtable_design(opts);
-        let policy = tlsm::policy(opts)
-            .or_else(|| matrixkv::policy(opts))
-            .unwrap_or_else(|| leveldb::policy(opts));
+        // The levels' policy (TLSM's tiering over NVM tables, else leveled), under the
+        // matrix container's column compactions when L0 is one.
+        let levels = |o: &Options| tlsm::policy(o).unwrap_or_else(|| leveldb::policy(o));
+        let policy = matrixkv::policy(opts, &levels).unwrap_or_else(|| levels(opts));
         Design {
             targets,
             memtables,

@@ -33,6 +33,14 @@ pub enum Preset {
     /// WAL is in NVM too (`wal_on_nvm`). Writes slow down and stop on container bytes, not
     /// L0 file counts. Needs `nvm_dir`.
     Matrixkv,
+    /// Mezzanine: the designs composed along one data path. The WAL is in NVM (MatrixKV),
+    /// L0 is a matrix container of rows (MatrixKV: one bulk copy per flush, column
+    /// compactions), the level under it is NVM tables (TLSM, `nvm_tiering = leveled:1`):
+    /// a column copies the rows' entries into a new persistent buffer once and points at
+    /// the L1 entries it keeps, so columns no longer rewrite L1; L1 compacts into SST
+    /// levels on the SSD. What each part buys: docs/impl.md, "The mezzanine preset".
+    /// Needs `nvm_dir`.
+    Mezzanine,
 }
 
 impl Preset {
@@ -43,6 +51,7 @@ impl Preset {
         Preset::Novelsm,
         Preset::Tlsm,
         Preset::Matrixkv,
+        Preset::Mezzanine,
     ];
 
     /// The preset's name as written in OPTIONS files and on the command line.
@@ -53,6 +62,7 @@ impl Preset {
             Preset::Novelsm => "novelsm",
             Preset::Tlsm => "tlsm",
             Preset::Matrixkv => "matrixkv",
+            Preset::Mezzanine => "mezzanine",
         }
     }
 
@@ -115,6 +125,17 @@ impl Options {
                 matrix_bytes: 512 << 20,
                 max_bytes_for_level_base: 512 << 20,
                 wal_on_nvm: true,
+                nvm_prefault: false,
+                ..Self::leveldb()
+            },
+            // A quarter of the default pool is the container, three WALs take another; L1
+            // (NVM tables, as large as the container) and its dead entries have the rest.
+            Preset::Mezzanine => Self {
+                preset,
+                matrix_bytes: 256 << 20,
+                max_bytes_for_level_base: 256 << 20,
+                wal_on_nvm: true,
+                nvm_tiering: NvmTiering::Leveled(1),
                 nvm_prefault: false,
                 ..Self::leveldb()
             },

@@ -124,6 +124,7 @@ fn text_matches_the_golden_files() {
             Preset::Novelsm => include_str!("testdata/novelsm.txt"),
             Preset::Tlsm => include_str!("testdata/tlsm.txt"),
             Preset::Matrixkv => include_str!("testdata/matrixkv.txt"),
+            Preset::Mezzanine => include_str!("testdata/mezzanine.txt"),
         };
         assert_eq!(Options::preset(*p).to_text(), golden, "preset {p}");
     }
@@ -149,6 +150,10 @@ fn golden_files_parse_back() {
         (
             include_str!("testdata/matrixkv.txt"),
             Options::preset(Preset::Matrixkv),
+        ),
+        (
+            include_str!("testdata/mezzanine.txt"),
+            Options::preset(Preset::Mezzanine),
         ),
         (include_str!("testdata/changed.txt"), changed()),
     ] {

@@ -113,10 +113,14 @@ impl Options {
             }
         }
         if self.matrix_bytes > 0 {
-            if self.nvm_tiering.enabled() {
+            // The container is L0: NVM tables there would only take the memtables the
+            // container has no room for, which a leveled:0 tiering keeps out of every other
+            // level too (NVM tables for L0 alone, SSTs below the rows).
+            if self.nvm_tiering == super::NvmTiering::Leveled(0) {
                 return bad(
-                    "matrix_bytes (a matrix container as L0) and nvm_tiering (NVM tables) \
-                     cannot be combined: choose one design for the upper levels"
+                    "matrix_bytes (a matrix container as L0) with nvm_tiering=leveled:0 (NVM \
+                     tables for L0 only) keeps no level in NVM tables: use leveled:K with \
+                     K >= 1, lru or none to put the levels under the container in NVM"
                         .into(),
                 );
             }
