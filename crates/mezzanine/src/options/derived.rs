@@ -103,9 +103,20 @@ impl Options {
     /// pool's alignment.
     #[must_use]
     pub fn nvm_bytes_needed(&self) -> u64 {
-        let align =
-            |n: u64| n.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
-        let mut need = mezz_pmem::pool::SUPERBLOCK_SIZE;
+        let mut need = mezz_pmem::pool::SUPERBLOCK_SIZE + self.nvm_transient_bytes();
+        if self.matrix_bytes > 0 {
+            need += nvm_align(self.matrix_bytes);
+        }
+        need
+    }
+
+    /// The pool bytes the NVM WALs and memtables may take at once (see
+    /// [`Options::nvm_bytes_needed`]): they come and go, so NVM tables must always leave
+    /// them this much room. (The matrix container is allocated once, at open.)
+    #[must_use]
+    pub fn nvm_transient_bytes(&self) -> u64 {
+        let align = nvm_align;
+        let mut need = 0;
         if self.nvm_memtable != NvmMemtable::Off {
             need +=
                 2 * align(self.nvm_memtable_size as u64 + crate::base::limits::LIST_PREFIX as u64);
@@ -113,9 +124,35 @@ impl Options {
         if self.wal_on_nvm {
             need += (self.max_write_buffer_number as u64 + 1) * align(self.nvm_wal_bytes());
         }
-        if self.matrix_bytes > 0 {
-            need += align(self.matrix_bytes);
-        }
         need
+    }
+}
+
+/// `n` rounded up to the pool's extent alignment.
+fn nvm_align(n: u64) -> u64 {
+    n.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NVM tables leave room for the WALs and memtables, which come and go, but not for the
+    /// matrix container, which is allocated once at open: reserving it again would keep
+    /// NVM tables out of pool space nobody else can use.
+    #[test]
+    fn the_table_reserve_leaves_the_container_out() {
+        let o = Options::preset(super::super::Preset::Mezzanine);
+        let transient = o.nvm_transient_bytes();
+        assert!(transient >= 3 * o.write_buffer_size as u64, "{transient}");
+        assert_eq!(
+            o.nvm_bytes_needed(),
+            mezz_pmem::pool::SUPERBLOCK_SIZE + transient + nvm_align(o.matrix_bytes)
+        );
+        let no_container = Options {
+            matrix_bytes: 0,
+            ..o.clone()
+        };
+        assert_eq!(no_container.nvm_transient_bytes(), transient);
     }
 }

@@ -244,9 +244,7 @@ impl NvmTier {
             region,
             dir,
             mode: opts.nvm_persistence,
-            table_reserve: opts
-                .nvm_bytes_needed()
-                .saturating_sub(mezz_pmem::pool::SUPERBLOCK_SIZE),
+            table_reserve: opts.nvm_transient_bytes(),
             closed: std::sync::atomic::AtomicBool::new(false),
         }))
     }
