@@ -30,12 +30,12 @@ use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
 use crate::error::{Error, Result};
 use crate::iter::{merging_iterator, run_iterator};
 use crate::manifest::VersionEdit;
-use crate::options::Options;
+use crate::options::{NvmTiering, Options};
 use crate::placement::{JobInfo, Placement};
 use crate::storage::Storage;
 use crate::storage::nvm::{NvmObject, falls_back_to_ssd};
 use crate::table::cache::TableCache;
-use crate::table::{TableMeta, TableReadOptions, Tier};
+use crate::table::{TableLocation, TableMeta, TableReadOptions, Tier};
 use crate::version::Version;
 
 /// What the executor needs from the engine.
@@ -209,8 +209,8 @@ pub fn run_compaction(
     if plan.reason == CompactionReason::Column {
         // A column writes NVM tables when L1 is an NVM level (the designs composed), SSTs
         // otherwise, or when the pool fills under a tiering that allows SSTs.
-        let merge = |p: &CompactionPlan, it: &mut dyn InternalIterator<Error>| {
-            let mut tier = output_tier(ctx, p);
+        let merge = |p: &CompactionPlan, it: &mut dyn InternalIterator<Error>, row_bytes: u64| {
+            let mut tier = output_tier(ctx, p, Some(row_bytes));
             let outputs = loop {
                 match with_sink(ctx, version, p, tier, |sink| {
                     merge_into(ctx, version, p, it, sink, None)
@@ -227,7 +227,7 @@ pub fn run_compaction(
         return crate::compaction::matrix::run_column(ctx, version, plan, &merge);
     }
     let mut iter = input_iterator(ctx, version, plan)?;
-    let mut tier = output_tier(ctx, plan);
+    let mut tier = output_tier(ctx, plan, None);
     let outputs = loop {
         let res = with_sink(ctx, version, plan, tier, |sink| match plan.reason {
             // Both keep the one input table's every entry, at its level.
@@ -272,21 +272,41 @@ pub fn resume_compaction(
 }
 
 /// The tier a plan's outputs go to: a tier move writes SSTs, a rewrite stays in NVM, and
-/// a merge follows the tiering option (NVM only when the database has an NVM tier).
-fn output_tier(ctx: &CompactionContext<'_>, plan: &CompactionPlan) -> Tier {
-    if ctx.storage.nvm().is_none() || !ctx.opts.nvm_tiering.enabled() {
+/// a merge follows the tiering option (NVM only when the database has an NVM tier and, under
+/// a tiering that allows SSTs, room for what it copies). `row_bytes`: for a column, the
+/// bytes it takes from the matrix rows (which it copies; the rest of each row stays).
+fn output_tier(ctx: &CompactionContext<'_>, plan: &CompactionPlan, row_bytes: Option<u64>) -> Tier {
+    let Some(nvm) = ctx.storage.nvm() else {
+        return Tier::Ssd;
+    };
+    if !ctx.opts.nvm_tiering.enabled() {
         return Tier::Ssd;
     }
     match plan.reason {
         CompactionReason::TierMove => Tier::Ssd,
         CompactionReason::NvmGc => Tier::Nvm,
-        _ => {
-            if ctx.opts.level_in_nvm(plan.output_level) {
+        _ if !ctx.opts.level_in_nvm(plan.output_level) => Tier::Ssd,
+        // Under a tiering that allows SSTs, a merge the pool cannot hold now writes SSTs
+        // from the start (not NVM tables abandoned half way when the pool runs out): the
+        // entries of inputs that are not NVM tables are copied into new buffers.
+        _ if ctx.opts.nvm_tiering != NvmTiering::Full => {
+            let copied: u64 = plan
+                .all_inputs()
+                .filter(|t| match t.location {
+                    TableLocation::Nvm { .. } => false,
+                    TableLocation::Row { .. } => row_bytes.is_none(),
+                    _ => true,
+                })
+                .map(|t| t.size)
+                .sum::<u64>()
+                + row_bytes.unwrap_or(0);
+            if nvm.has_room_for_tables(copied) {
                 Tier::Nvm
             } else {
                 Tier::Ssd
             }
         }
+        _ => Tier::Nvm,
     }
 }
 

@@ -470,7 +470,7 @@ fn fetch_threads(column_threads: usize, cores: usize) -> usize {
 
 /// Runs one column compaction of `plan` (reason [`CompactionReason::Column`]): see the
 /// module documentation. `merge` is the executor's merge of an input iterator into output
-/// tables for a plan.
+/// tables for a plan, given the bytes the column takes from the rows.
 ///
 /// # Errors
 /// Corruption / I/O errors from the rows, L1 or the outputs.
@@ -478,7 +478,11 @@ pub(crate) fn run_column(
     ctx: &CompactionContext<'_>,
     version: &Version,
     plan: &CompactionPlan,
-    merge: &dyn Fn(&CompactionPlan, &mut dyn InternalIterator<Error>) -> Result<CompactionResult>,
+    merge: &dyn Fn(
+        &CompactionPlan,
+        &mut dyn InternalIterator<Error>,
+        u64,
+    ) -> Result<CompactionResult>,
 ) -> Result<CompactionResult> {
     let ropts = TableReadOptions {
         fill_cache: false,
@@ -581,7 +585,7 @@ pub(crate) fn run_column(
         children.push(crate::iter::run_iterator(run, ctx.table_cache, ropts)?);
     }
     let mut iter = crate::iter::merging_iterator(children, &version.order);
-    let mut result = merge(&narrowed, iter.as_mut())?;
+    let mut result = merge(&narrowed, iter.as_mut(), col.row_bytes)?;
     result.bytes_read = col.total_bytes();
     // Replace each row's table with one over its remaining entries (none once drained).
     for r in &rows {

@@ -132,8 +132,9 @@ pub struct NvmTier {
     dir: PathBuf,
     #[allow(dead_code)] // set for diagnostics and tests; not read by the engine
     mode: PersistMode,
-    /// Contiguous bytes NVM tables must leave free for the pool's other users (the NVM
-    /// WALs and memtables the options keep there), so a table never starves them.
+    /// Bytes the pool's other users (the NVM WALs and memtables the options keep there) may
+    /// hold at once; NVM tables leave free the part of it they do not hold now, in one
+    /// range, so a table never starves them.
     table_reserve: u64,
     /// Set when the database closes: the free list is this handle's view of the pool,
     /// which a later open rebuilds from its manifest, so nothing is given out after.
@@ -337,6 +338,28 @@ impl NvmTier {
     /// only slower; recovery replays files and NVM logs alike, by number).
     ///
     /// # Errors
+    /// The part of the reserve for NVM WALs and memtables that they do not hold now (the
+    /// ones holding their extents take that much of it already): NVM tables leave it free.
+    fn table_headroom(&self) -> u64 {
+        let held: u64 = self
+            .objects
+            .lock()
+            .values()
+            .filter(|o| matches!(o.kind, NvmObjectKind::Wal | NvmObjectKind::Memtable))
+            .map(|o| o.len)
+            .sum();
+        self.table_reserve.saturating_sub(held)
+    }
+
+    /// Whether NVM tables of about `bytes` in all would find room now (beside the
+    /// headroom the WALs and memtables need): a job that would not is better written to
+    /// SSTs at once than abandoned when the pool runs out half way.
+    #[must_use]
+    pub fn has_room_for_tables(&self, bytes: u64) -> bool {
+        let headroom = self.table_headroom();
+        self.pool.lock().largest_free() >= bytes.saturating_add(headroom)
+    }
+
     /// As [`NvmTier::alloc`], but for a full pool.
     pub fn alloc_wal(&self, number: u64, len: u64) -> Result<Option<NvmObject>> {
         match self.alloc(number, NvmObjectKind::Wal, len) {
@@ -352,15 +375,17 @@ impl NvmTier {
     /// # Errors
     /// `StorageFull` as above; others as [`NvmTier::alloc`].
     pub fn alloc_table_object(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
+        let headroom = self.table_headroom();
         let pool = self.pool_to_alloc()?;
         let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
-        // A free range must hold the table and still the reserve, so that the WALs and
-        // memtables the options keep in NVM always find room after it.
-        if pool.largest_free() < need.saturating_add(self.table_reserve) {
+        // A free range must hold the table and still the reserve's unused part, so that the
+        // WALs and memtables the options keep in NVM always find room after it.
+        if pool.largest_free() < need.saturating_add(headroom) {
             return Err(self.pool_full(format!(
-                "NVM is full: an NVM table needs {need} bytes beside the {} bytes kept for NVM \
-                 WALs and memtables, the largest free extent has {} ({} free of {}; raise \
-                 nvm_capacity or use an nvm_tiering that moves tables to SSD)",
+                "NVM is full: an NVM table needs {need} bytes beside the {headroom} of the \
+                 {} bytes kept for NVM WALs and memtables that they do not hold now, the \
+                 largest free extent has {} ({} free of {}; raise nvm_capacity or use an \
+                 nvm_tiering that moves tables to SSD)",
                 self.table_reserve,
                 pool.largest_free(),
                 pool.free_bytes(),
