@@ -348,9 +348,10 @@ class Summary:
                            f" | {fx(lat(f, 'write', 'p999_us'), '{:.0f}')} | {fx(get(f, 'stall_seconds'), '{:.0f}')} | "
                            f"{fx(get(f, 'process', 'write_amplification'))} | "
                            f"{fx(None if ro is None else get(ro, 'elapsed_secs') * 1e3, '{:.0f}')} |")
-        ablations = [("ablate-no-matrix", "without the matrix container (L0 SSTs)"),
-                     ("ablate-no-nvm-tables", "without NVM tables (L1 SSTs: the matrixkv design)"),
-                     ("ablate-no-nvm-wal", "without the NVM WAL (a WAL file)")]
+        ablations = [("ablate-no-nvm-memtable", "without the mutable NVM memtable (NoveLSM)"),
+                     ("ablate-no-nvm-wal", "without the NVM WAL (a WAL file)"),
+                     ("ablate-no-nvm-tables", "without NVM tables (TLSM): SST levels"),
+                     ("ablate-with-matrix", "with a matrix container as L0 (MatrixKV), columns into NVM tables at L1")]
         rows = [(n, bench(self.runs(p, lab), "fillrandom"), bench(self.runs(p, lab), "readrandom"))
                 for lab, n in ablations]
         if any(f for _, f, _ in rows):

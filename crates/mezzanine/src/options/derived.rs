@@ -142,7 +142,7 @@ mod tests {
     /// NVM tables out of pool space nobody else can use.
     #[test]
     fn the_table_reserve_leaves_the_container_out() {
-        let o = Options::preset(super::super::Preset::Mezzanine);
+        let o = Options::preset(super::super::Preset::Matrixkv);
         let transient = o.nvm_transient_bytes();
         assert!(transient >= 3 * o.write_buffer_size as u64, "{transient}");
         assert_eq!(
