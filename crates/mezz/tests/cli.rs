@@ -823,3 +823,43 @@ fn bench_memory_limit_is_recorded_or_refused_clearly() {
     assert!(l["config"]["memory_limit_bytes"].is_null(), "{l}");
     assert!(l["process"]["cgroup_peak_bytes"].is_null(), "{l}");
 }
+
+/// The README's first command (the main job) benchmarks the `mezzanine` preset on a
+/// temporary database with the NVM tier emulated: run the same arguments at a small size.
+#[test]
+fn the_readme_main_job_runs_the_mezzanine_preset() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("read README.md");
+    let main_job = readme
+        .lines()
+        .find(|l| l.contains("cargo run --release -p mezz -- bench"))
+        .expect("the README's main job");
+    let args: Vec<&str> = main_job
+        .split(" -- ")
+        .nth(1)
+        .expect("mezz arguments")
+        .split('#')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(args, ["bench", "--preset", "mezzanine"], "{main_job}");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("main.jsonl");
+    let mut run: Vec<&str> = args.clone();
+    run.extend(["--num", "3000", "--no-progress", "--json", path(&json)]);
+    let out = ok(&run);
+    assert!(
+        out.contains("fillrandom   :") && out.contains("readrandom   :"),
+        "{out}"
+    );
+    let lines = json_lines(&json);
+    assert_eq!(lines[0]["config"]["options"]["preset"], "mezzanine");
+    assert_eq!(lines[0]["config"]["options"]["nvm_memtable"], "mutable");
+    assert_eq!(lines[0]["config"]["options"]["wal_on_nvm"], "true");
+    assert!(
+        lines[0]["config"]["nvm_dir"].as_str().is_some(),
+        "the main job runs with an NVM tier: {}",
+        lines[0]["config"]
+    );
+}
