@@ -572,9 +572,11 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
         );
         crate::option_sets::with_units(&mut o, n, placement);
     }
-    // TLSM runs vary how NVM tables are built and tiered, from a generator of their own
-    // (other presets' seeds keep every choice).
-    if preset == Preset::Tlsm {
+    // TLSM and Mezzanine runs vary how NVM tables are built and tiered, from a generator
+    // of their own (other presets' seeds keep every choice). Under `mezzanine` the tables
+    // are the levels under its matrix container (every tiering below is one a container
+    // composes with: not `leveled:0`).
+    if matches!(preset, Preset::Tlsm | Preset::Mezzanine) {
         let mut t_rng =
             Xoshiro256PlusPlus::seed_from_u64(rng.clone().random::<u64>() ^ 0x746c_736d);
         o.nvm_table_method = pick(
@@ -596,6 +598,11 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
             NvmTiering::Full,
         );
         o.nvm_gc_live_ratio = pick(&mut t_rng, &[0.5, 0.9], 0.5);
+        // A third of the Mezzanine runs put NoveLSM's mutable NVM memtable in front of the
+        // container.
+        if preset == Preset::Mezzanine && t_rng.random_range(0..3) == 0 {
+            o.nvm_memtable = NvmMemtable::Mutable;
+        }
     }
     // Half the runs with deterministic background work: flushes and compactions run only
     // at the workload's background steps and inline in calls that would wait for them.
