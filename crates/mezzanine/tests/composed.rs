@@ -184,6 +184,47 @@ fn manual_background_and_column_threads() {
     composed_round_trip(&o, "mezzanine, manual background, 2 column threads");
 }
 
+/// A pool with little room beside the container and the WALs: a column that finds it full
+/// writes its tables as SSTs instead (`leveled:1` allows them), at L1 beside the NVM
+/// tables there; nothing is lost, and the database reopens.
+#[test]
+fn columns_fall_back_to_ssts_when_the_pool_is_full() {
+    let nvm = nvm_dir();
+    let mut o = small_mezzanine_options(nvm.path());
+    o.nvm_capacity = (1 << 20).max(o.nvm_bytes_needed() + (160 << 10));
+    o.validate().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let mut rng = Rng(0x706f_6f6c);
+    let mut touched = Vec::new();
+    let mut saw_sst_in_l1 = false;
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        for round in 0..4 {
+            touched.extend(random_writes(&db, &mut model, &mut rng, 6000, 2500));
+            db.wait_for_background().unwrap();
+            let s = db.stats();
+            saw_sst_in_l1 |= s.levels[1].files > s.levels[1].nvm_files;
+            check_all(&db, &model, &touched, &format!("full pool, round {round}"));
+        }
+        let s = db.stats();
+        println!("{s}");
+        assert!(s.matrix.columns > 0, "{s}");
+        assert!(
+            saw_sst_in_l1,
+            "no column (or L1 compaction) fell back to SSTs\n{s}"
+        );
+        db.verify().unwrap();
+        db.close().unwrap();
+    }
+    touched.sort();
+    touched.dedup();
+    let db = Db::open(dir.path(), o).unwrap();
+    check_all(&db, &model, &touched, "full pool, after reopen");
+    db.verify().unwrap();
+    db.close().unwrap();
+}
+
 /// Power cuts inside column compactions that write NVM tables: their outputs are recorded
 /// in the manifest before they are written, and a column is never resumed (the rows'
 /// consumed counts are in its edit only), so the next open drops the orphan outputs and
