@@ -184,6 +184,66 @@ fn manual_background_and_column_threads() {
     composed_round_trip(&o, "mezzanine, manual background, 2 column threads");
 }
 
+/// The other tierings a container composes with: `lru` (tables move to SSD past a budget,
+/// never the container's rows, which are in NVM too), `leveled:2` and `none` (every level
+/// NVM tables). Each matches the model across a reopen, and its tables are where the
+/// tiering puts them.
+#[test]
+fn a_container_over_each_tiering() {
+    for tiering in [
+        NvmTiering::Lru(256 << 10),
+        NvmTiering::Leveled(2),
+        NvmTiering::Full,
+    ] {
+        let what = format!("mezzanine, nvm_tiering {tiering:?}");
+        let nvm = nvm_dir();
+        let mut o = small_mezzanine_options(nvm.path());
+        o.nvm_tiering = tiering;
+        o.max_bytes_for_level_base = 256 << 10;
+        o.nvm_capacity = 32 << 20;
+        o.validate().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut model = Model::new();
+        let mut rng = Rng(0x7469_6572);
+        let mut touched = Vec::new();
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        for _ in 0..4 {
+            touched.extend(random_writes(&db, &mut model, &mut rng, 6000, 4000));
+        }
+        db.wait_for_background().unwrap();
+        touched.sort();
+        touched.dedup();
+        check_all(&db, &model, &touched, &what);
+        let s = db.stats();
+        assert!(s.matrix.columns > 0, "{what}\n{s}");
+        // Below L0 (whose `nvm_files` are the container's rows).
+        let nvm_files: usize = s.levels.iter().skip(1).map(|l| l.nvm_files).sum();
+        match tiering {
+            NvmTiering::Lru(_) => {
+                assert!(s.nvm_tables.tier_moves > 0, "{what}: no move to SSD\n{s}");
+                // Moves take NVM tables only: rows leave L0 through columns.
+                assert_eq!(s.levels[0].files, s.matrix.rows, "{what}: an L0 SST\n{s}");
+            }
+            NvmTiering::Leveled(k) => {
+                assert!(s.levels[1].nvm_files > 0, "{what}\n{s}");
+                assert!(
+                    s.levels.iter().skip(k + 1).all(|l| l.nvm_files == 0),
+                    "{what}: an NVM table below L{k}\n{s}"
+                );
+            }
+            _ => {
+                let files: usize = s.levels.iter().skip(1).map(|l| l.files).sum();
+                assert!(nvm_files > 0 && nvm_files == files, "{what}: an SST\n{s}");
+            }
+        }
+        db.verify().unwrap();
+        db.close().unwrap();
+        let db = Db::open(dir.path(), o).unwrap();
+        check_all(&db, &model, &touched, &format!("{what}, after reopen"));
+        db.close().unwrap();
+    }
+}
+
 /// A pool with little room beside the container and the WALs: a column that finds it full
 /// writes its tables as SSTs instead (`leveled:1` allows them), at L1 beside the NVM
 /// tables there; nothing is lost, and the database reopens.
