@@ -33,7 +33,8 @@
 #                 directories, striped), matrixkv (rows, columns, page reuse in a small
 #                 container), tlsm (NVM tables: LRU moves; all in NVM with ps+bac and eager
 #                 reclamation), leveldb (tables over 3 SSD directories, isolated
-#                 placement), novelsm (mutable), novelsm with the WAL on NVM
+#                 placement), novelsm (mutable), novelsm with the WAL on NVM, mezzanine
+#                 (a small container over NVM tables at L1: columns into NVM tables)
 # A count that is given is a target; with a time budget, the soak stops when the time is
 # spent or every given count is reached, whichever comes first. Output and failing logs go
 # to the --out directory (default: a temporary one, printed); the last line is a summary.
@@ -54,7 +55,7 @@ while [ $# -gt 0 ]; do
     --kills) want_kills=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     [0-9]*) budget=$1; shift ;;
     *) echo "soak: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -169,7 +170,7 @@ while time_left && ! counts_done; do
   # kill -9 rounds, one configuration per cycle.
   db="$out/stress-db"; rm -rf "$db" "$db.expected" "$db.nvm" "$db".u*
   fams=()
-  case $((cycle % 8)) in
+  case $((cycle % 9)) in
     1) preset=leveldb; opts=(); fams=(--families 3) ;;
     2) preset=novelsm; opts=(--opt nvm_memtable=immutable --opt ssd_paths="$db.u0,$db.u1" --opt placement=striped)
        fams=(--families 3) ;;
@@ -181,6 +182,7 @@ while time_left && ! counts_done; do
                           --opt nvm_capacity=64M --opt nvm_prefault=false) ;;
     6) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
     7) preset=novelsm; opts=() ;;
+    8) preset=mezzanine; opts=() ;;
     0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
   esac
   if [ "$n_rounds" = 0 ]; then
@@ -199,5 +201,5 @@ while time_left && ! counts_done; do
   echo "soak: $(elapsed) s: model $model, reopen $reopen, metamorphic $meta, crash points $crash_points, lifecycle seeds $lifecycle, transaction seeds $txn, backup kill seeds $backup, column-family seeds $families, stress kills $kills/$rounds rounds ($open_kills during open), failures $failures"
 done
 
-echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, lifecycle seeds $lifecycle (x 14 option sets), transaction seeds $txn, backup kill seeds $backup, column-family seeds $families, stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
+echo "soak summary: base seed $base, $(elapsed) s, $cycle cycles: model runs $model, reopen runs $reopen, metamorphic runs $meta (x every option set in both background modes), crash points $crash_points, lifecycle seeds $lifecycle (x 16 option sets), transaction seeds $txn, backup kill seeds $backup, column-family seeds $families, stress kills $kills of $rounds rounds ($open_kills during open), failures $failures"
 [ "$failures" = 0 ]

@@ -687,8 +687,9 @@ pub unsafe extern "C" fn leveldb_writeoptions_set_sync(opt: *mut leveldb_writeop
 
 // ---- mezzanine_ additions to options ----
 
-/// Sets the preset the options start from (`leveldb`, `novelsm`). Every other setter
-/// applies on top of it, whatever the call order.
+/// Sets the preset the options start from (`leveldb`, `novelsm`, `tlsm`, `matrixkv`,
+/// `mezzanine`: `Preset::ALL`). Every other setter applies on top of it, whatever the call
+/// order.
 ///
 /// # Safety
 /// `opt` must be NULL or a live options handle; `name` NULL or a NUL-terminated string;

@@ -549,7 +549,8 @@ impl PyDb {
     /// (`create_if_missing`, `error_if_exists`, `paranoid_checks`, `write_buffer_size`,
     /// `max_open_files`, `lru_cache_size`, `block_size`, `block_restart_interval`,
     /// `max_file_size`, `compression`, `bloom_filter_bits`), `preset` (`"leveldb"`,
-    /// `"novelsm"`) and any Mezzanine option by name (e.g. `nvm_dir`, `nvm_memtable`,
+    /// `"novelsm"`, `"tlsm"`, `"matrixkv"`, `"mezzanine"`; all but `"leveldb"` need
+    /// `nvm_dir`) and any Mezzanine option by name (e.g. `nvm_dir`, `nvm_memtable`,
     /// `nvm_persistence`, `wal_on_nvm`, `parallel_reads`).
     ///
     /// `comparator` (a callable `(a: bytes, b: bytes) -> int`, negative, zero or positive)

@@ -134,7 +134,12 @@ impl Run {
         // Options of the family's own: a preset without an NVM memtable, its own memtable
         // size, block size and compression.
         let presets: &[Preset] = if self.main.nvm_dir.is_some() {
-            &[Preset::Leveldb, Preset::Tlsm, Preset::Matrixkv]
+            &[
+                Preset::Leveldb,
+                Preset::Tlsm,
+                Preset::Matrixkv,
+                Preset::Mezzanine,
+            ]
         } else {
             &[Preset::Leveldb]
         };
@@ -337,7 +342,8 @@ fn main_options(seed: u64, fs: &MemFs) -> Options {
         Preset::Tlsm,
         Preset::Matrixkv,
         Preset::Novelsm,
-    ][seed as usize % 4];
+        Preset::Mezzanine,
+    ][seed as usize % 5];
     let mut o = tiny_options(p);
     if p == Preset::Novelsm {
         // The default family with `immutable` NVM memtables (`mutable` ones do not combine

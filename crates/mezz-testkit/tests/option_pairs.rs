@@ -299,8 +299,8 @@ const FAMILY: &str = "side";
 
 /// The options of the column family run `(a, b)` creates under A: options of its own, other
 /// than A's (block size, bloom bits, compression, memtable size), and where A uses NVM (has
-/// an `nvm_dir`), NVM tables (TLSM), a matrix L0 (MatrixKV) or NoveLSM's immutable NVM
-/// memtables in a pool of its own, by `variant`. `None` where A or B has a mutable NVM
+/// an `nvm_dir`), NVM tables (TLSM), a matrix L0 (MatrixKV), NoveLSM's immutable NVM
+/// memtables or a matrix L0 over NVM tables (Mezzanine) in a pool of its own, by `variant`. `None` where A or B has a mutable NVM
 /// memtable, which does not combine with column families (refused at create under A, at
 /// open under B: such pairs run without a family).
 fn family_options(a: &Profile, b: &Profile, variant: usize) -> Option<Options> {
@@ -310,8 +310,15 @@ fn family_options(a: &Profile, b: &Profile, variant: usize) -> Option<Options> {
         return None;
     }
     let mut o = if a.options.nvm_dir.is_some() {
-        let mut o = tiny_options([Preset::Tlsm, Preset::Matrixkv, Preset::Leveldb][variant % 3]);
-        o.nvm_memtable = if variant % 3 == 2 {
+        let presets = [
+            Preset::Tlsm,
+            Preset::Matrixkv,
+            Preset::Leveldb,
+            Preset::Mezzanine,
+        ];
+        let p = presets[variant % presets.len()];
+        let mut o = tiny_options(p);
+        o.nvm_memtable = if p == Preset::Leveldb {
             NvmMemtable::Immutable
         } else {
             NvmMemtable::Off

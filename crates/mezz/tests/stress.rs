@@ -134,6 +134,40 @@ fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
     assert!(dir.path().join("db.nvm").join("NVM-POOL").exists());
 }
 
+/// The composed designs (`mezzanine`: a matrix container over NVM tables at L1, the WAL in
+/// NVM), alone and with NoveLSM's mutable NVM memtable in front: kill -9 at random, with
+/// kills during open in the second run, and every round verifies.
+#[test]
+fn mezzanine_survives_kills_with_its_nvm_tier_next_to_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (seed, extra, open_kills) in [
+        ("31", "nvm_memtable=off", "10"),
+        ("32", "nvm_memtable=mutable", "50"),
+    ] {
+        let out = mezz_stress(
+            &db,
+            &[
+                "--preset",
+                "mezzanine",
+                "--opt",
+                extra,
+                "--rounds",
+                "3",
+                "--seed",
+                seed,
+                "--max-kill-delay-ms",
+                "400",
+                "--open-kill-percent",
+                open_kills,
+            ],
+        );
+        let stdout = succeeded(&out);
+        assert!(stdout.contains("stress: 3 rounds, 3 kills"), "{stdout}");
+    }
+    assert!(dir.path().join("db.nvm").join("NVM-POOL").exists());
+}
+
 #[test]
 fn a_tampered_expected_state_is_a_violation() {
     let dir = tempfile::tempdir().unwrap();

@@ -190,6 +190,38 @@ fn a_backup_of_tlsm_restores_as_an_ssd_database() {
     check(&copy, &model);
 }
 
+/// The designs composed (rows of a matrix container, NVM tables at L1): a backup copies
+/// what lives in NVM as tables, restores as an SSD database and under the preset again.
+#[test]
+fn a_backup_of_mezzanine_restores_as_an_ssd_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let mut o = common::small_mezzanine_options(nvm.path());
+    let db = Db::open(dir.path().join("db"), o.clone()).unwrap();
+    let mut engine = BackupEngine::open(dir.path().join("backups")).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..3 {
+        workload(&db, &mut model, 8000, round);
+    }
+    db.wait_for_background().unwrap();
+    // And a row the columns have not drained yet.
+    workload(&db, &mut model, 1500, 5);
+    db.flush().unwrap();
+    let s = db.stats();
+    assert!(s.levels[1].nvm_files > 0 && s.matrix.rows > 0, "{s}");
+    let id = engine.create_backup(&db).unwrap().info.id;
+    workload(&db, &mut model.clone(), 2000, 9);
+    engine.restore(id, dir.path().join("plain")).unwrap();
+    let copy = Db::open(dir.path().join("plain"), Options::default()).unwrap();
+    check(&copy, &model);
+    copy.close().unwrap();
+    engine.restore(id, dir.path().join("mezzanine")).unwrap();
+    let fresh = nvm_dir();
+    o.nvm_dir = Some(fresh.path().to_path_buf());
+    let copy = Db::open(dir.path().join("mezzanine"), o).unwrap();
+    check(&copy, &model);
+}
+
 // --- Crashes: a child process killed at a random moment ---------------------------------
 
 const CHILD_ENV: &str = "MEZZ_BACKUP_CRASH_CHILD";

@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mezz_env::{CrashOptions, FaultFs, FaultRule, FileSystem, KeepUnsynced, MemFs, Trigger};
 
-use common::{check, collect, key, nvm_dir, scan, small_matrixkv_options, workload};
+use common::{
+    check, collect, key, nvm_dir, scan, small_matrixkv_options, small_mezzanine_options, workload,
+};
 use mezzanine::{ColumnFamily, Db, Options, Preset, ReadOptions, WriteBatch, WriteOptions};
 
 fn small(mut o: Options) -> Options {
@@ -204,6 +206,12 @@ fn tlsm_checkpoint_opens_with_and_without_nvm() {
 #[test]
 fn matrixkv_checkpoint_opens_with_and_without_nvm() {
     nvm_preset_round_trip("matrixkv", |_, nvm| small_matrixkv_options(nvm));
+}
+
+/// The designs composed: rows of the container and NVM tables at L1 are both written out.
+#[test]
+fn mezzanine_checkpoint_opens_with_and_without_nvm() {
+    nvm_preset_round_trip("mezzanine", |_, nvm| small_mezzanine_options(nvm));
 }
 
 /// Tables spread over several SSD directories all land in the copy's directory, which opens

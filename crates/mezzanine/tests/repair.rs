@@ -27,10 +27,11 @@ type History = BTreeMap<Vec<u8>, Vec<(usize, Option<Vec<u8>>)>>;
 fn base_options(preset: Option<Preset>, nvm: Option<&Path>) -> Options {
     let mut o = match (preset, nvm) {
         (Some(Preset::Matrixkv), Some(n)) => common::small_matrixkv_options(n),
+        (Some(Preset::Mezzanine), Some(n)) => common::small_mezzanine_options(n),
         (Some(p), _) => Options::preset(p),
         (None, _) => Options::default(),
     };
-    if preset != Some(Preset::Matrixkv) {
+    if !matches!(preset, Some(Preset::Matrixkv | Preset::Mezzanine)) {
         o.write_buffer_size = 1 << 20;
         o.block_size = 1024;
         o.nvm_memtable_size = 1 << 20;
@@ -183,7 +184,9 @@ struct Filled {
 fn filled(preset: Option<Preset>) -> Filled {
     let dir = tempfile::tempdir().unwrap();
     let nvm = match preset {
-        Some(Preset::Novelsm | Preset::Tlsm | Preset::Matrixkv) => Some(common::nvm_dir()),
+        Some(Preset::Novelsm | Preset::Tlsm | Preset::Matrixkv | Preset::Mezzanine) => {
+            Some(common::nvm_dir())
+        }
         _ => None,
     };
     let opts = base_options(preset, nvm.as_ref().map(tempfile::TempDir::path));
@@ -477,8 +480,19 @@ fn matrixkv_repairs() {
 }
 
 #[test]
+fn mezzanine_repairs() {
+    nvm_preset_survives(Preset::Mezzanine);
+    nvm_preset_without_manifest(Preset::Mezzanine);
+}
+
+#[test]
 fn a_torn_log_under_an_nvm_preset() {
-    for preset in [Preset::Novelsm, Preset::Tlsm, Preset::Matrixkv] {
+    for preset in [
+        Preset::Novelsm,
+        Preset::Tlsm,
+        Preset::Matrixkv,
+        Preset::Mezzanine,
+    ] {
         let f = filled(Some(preset));
         let Some(log) = largest_log(f.dir.path()) else {
             continue;
@@ -593,7 +607,7 @@ fn interleaved_tables_are_merged_newest_first() {
 /// pool is kept in the NVM directory's `lost/`.
 #[test]
 fn a_damaged_nvm_table_keeps_what_reads() {
-    for preset in [Preset::Tlsm, Preset::Matrixkv] {
+    for preset in [Preset::Tlsm, Preset::Matrixkv, Preset::Mezzanine] {
         let f = filled(Some(preset));
         let nvm = f.opts.nvm_dir.clone().unwrap();
         let pool = nvm.join("NVM-POOL");

@@ -1,7 +1,8 @@
 //! Optimistic transactions under concurrent threads, checked against serial execution, on
-//! the default design and on the NVM presets `novelsm` and `matrixkv`, with memtables small
-//! enough that flushes and compactions run while transactions are open (so conflicts are
-//! found in tables as well as in memtables):
+//! the default design and on the NVM presets `novelsm`, `matrixkv` and `mezzanine` (a
+//! matrix container over NVM tables), with memtables small enough that flushes and
+//! compactions run while transactions are open (so conflicts are found in tables as well
+//! as in memtables):
 //!
 //! - a bank: threads move money between accounts with `get_for_update` + `put`, retrying
 //!   on `Busy`, while a plain writer adds unrelated keys and a reader sums snapshots; the
@@ -26,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{nvm_dir, small_matrixkv_options};
+use common::{nvm_dir, small_matrixkv_options, small_mezzanine_options};
 use mezzanine::{Db, Options, Preset, ReadOptions, SeqNo, TxnOptions};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -40,7 +41,7 @@ fn seed() -> u64 {
 
 /// The designs the tests run on, with options that make memtables flush often.
 fn designs(nvm: &std::path::Path) -> Vec<(&'static str, Options)> {
-    for d in ["novelsm", "matrixkv"] {
+    for d in ["novelsm", "matrixkv", "mezzanine"] {
         std::fs::create_dir_all(nvm.join(d)).unwrap();
     }
     let default = Options {
@@ -59,6 +60,7 @@ fn designs(nvm: &std::path::Path) -> Vec<(&'static str, Options)> {
         ("default", default),
         ("novelsm", novelsm),
         ("matrixkv", small_matrixkv_options(&nvm.join("matrixkv"))),
+        ("mezzanine", small_mezzanine_options(&nvm.join("mezzanine"))),
     ]
 }
 

@@ -413,3 +413,44 @@ fn only_a_mutable_nvm_memtable_needs_a_wal() {
     o.set("nvm_memtable", "immutable").unwrap();
     o.validate().unwrap();
 }
+
+/// A matrix container composes with NVM tables under it (`lru`, `leveled:K` with K >= 1,
+/// `none`), and without them (`off`); `leveled:0` (NVM tables for L0 alone, which the
+/// container is) is refused with a message that names both options.
+#[test]
+fn a_matrix_container_composes_with_nvm_tables_below_l0() {
+    let container = |tiering: &str| {
+        let mut o = Options::preset(Preset::Matrixkv);
+        o.nvm_dir = Some("nvm".into());
+        o.set("nvm_tiering", tiering).unwrap();
+        assert!(o.matrix_bytes > 0);
+        o
+    };
+    for tiering in ["off", "lru", "lru:64M", "leveled:1", "leveled:2", "none"] {
+        container(tiering)
+            .validate()
+            .unwrap_or_else(|e| panic!("matrix_bytes with nvm_tiering={tiering}: {e}"));
+    }
+    let e = container("leveled:0").validate().unwrap_err().to_string();
+    assert!(e.contains("matrix_bytes"), "{e}");
+    assert!(e.contains("nvm_tiering=leveled:0"), "{e}");
+    // The same refusal without a container is not one: leveled:0 alone is TLSM's L0.
+    let mut plain = Options::preset(Preset::Tlsm);
+    plain.nvm_dir = Some("nvm".into());
+    plain.set("nvm_tiering", "leveled:0").unwrap();
+    assert_eq!(plain.matrix_bytes, 0);
+    plain.validate().unwrap();
+    // The mezzanine preset is the composition: it validates with an NVM directory, and
+    // refuses leveled:0 like any container.
+    let mut m = Options::preset(Preset::Mezzanine);
+    assert!(m.matrix_bytes > 0 && m.nvm_tiering.enabled() && m.wal_on_nvm);
+    assert!(m.validate().unwrap_err().to_string().contains("nvm_dir"));
+    m.nvm_dir = Some("nvm".into());
+    m.validate().unwrap();
+    m.set("nvm_tiering", "leveled:0").unwrap();
+    let e = m.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("matrix_bytes") && e.contains("nvm_tiering"),
+        "{e}"
+    );
+}

@@ -1,9 +1,9 @@
 //! Helpers shared by end-to-end tests (the NVM designs' above all): a directory for the
 //! emulated NVM pool, options for the `novelsm` preset on simulated media (for power cuts),
-//! small `matrixkv` options, a key spread and keys in write order, forward scans (into a
-//! map, or counted), a mixed workload mirrored into a model, and checks of a database
-//! against that model (point reads, a forward and a backward scan; or reads of given keys
-//! and a forward scan).
+//! small `matrixkv` and `mezzanine` options, a key spread and keys in write order, forward
+//! scans (into a map, or counted), a mixed workload mirrored into a model, and checks of a
+//! database against that model (point reads, a forward and a backward scan; or reads of
+//! given keys and a forward scan).
 
 #![allow(clippy::unwrap_used, dead_code)] // test helpers; not every test uses each one
 
@@ -44,6 +44,24 @@ pub fn sim_nvm_options(fs: &MemFs, sim: &SimNvm) -> Options {
 /// matrix container of 4 KiB pages in a 16 MiB pool in `nvm` (not pre-faulted).
 pub fn small_matrixkv_options(nvm: &Path) -> Options {
     let mut o = Options::preset(Preset::Matrixkv);
+    o.write_buffer_size = 32 << 10;
+    o.target_file_size = 32 << 10;
+    o.max_bytes_for_level_base = 512 << 10;
+    o.block_size = 1024;
+    o.matrix_bytes = 512 << 10;
+    o.matrix_page_size = 4096;
+    o.nvm_capacity = 16 << 20;
+    o.nvm_prefault = false;
+    o.nvm_dir = Some(nvm.to_path_buf());
+    o
+}
+
+/// The `mezzanine` preset (a matrix container over NVM-table levels) scaled as
+/// [`small_matrixkv_options`] scales `matrixkv`: 32 KiB memtables and tables, a 512 KiB
+/// container of 4 KiB pages, L1 (NVM tables under `leveled:1`) of 512 KiB, in a 16 MiB
+/// pool in `nvm` (not pre-faulted).
+pub fn small_mezzanine_options(nvm: &Path) -> Options {
+    let mut o = Options::preset(Preset::Mezzanine);
     o.write_buffer_size = 32 << 10;
     o.target_file_size = 32 << 10;
     o.max_bytes_for_level_base = 512 << 10;
