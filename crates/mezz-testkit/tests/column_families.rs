@@ -145,6 +145,11 @@ impl Run {
         };
         let p = presets[self.rng.random_range(0..presets.len())];
         let mut o = tiny_options(p);
+        // The mezzanine preset's mutable NVM memtable does not combine with families: its
+        // families take `immutable` ones.
+        if p == Preset::Mezzanine {
+            o.nvm_memtable = mezzanine::options::NvmMemtable::Immutable;
+        }
         // NoveLSM's `immutable` NVM memtables (a family's full memtables merged into its
         // NVM skip list); `mutable` ones do not combine with families.
         if self.main.nvm_dir.is_some() && p == Preset::Leveldb && self.rng.random_bool(0.5) {
@@ -345,9 +350,9 @@ fn main_options(seed: u64, fs: &MemFs) -> Options {
         Preset::Mezzanine,
     ][seed as usize % 5];
     let mut o = tiny_options(p);
-    if p == Preset::Novelsm {
-        // The default family with `immutable` NVM memtables (`mutable` ones do not combine
-        // with families).
+    if matches!(p, Preset::Novelsm | Preset::Mezzanine) {
+        // The default family with `immutable` NVM memtables (`mutable` ones, these
+        // presets' own, do not combine with families).
         o.nvm_memtable = mezzanine::options::NvmMemtable::Immutable;
     }
     o.fs = Arc::new(fs.clone()) as Arc<dyn FileSystem>;

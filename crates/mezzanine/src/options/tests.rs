@@ -440,12 +440,14 @@ fn a_matrix_container_composes_with_nvm_tables_below_l0() {
     plain.set("nvm_tiering", "leveled:0").unwrap();
     assert_eq!(plain.matrix_bytes, 0);
     plain.validate().unwrap();
-    // The mezzanine preset is the composition: it validates with an NVM directory, and
-    // refuses leveled:0 like any container.
+    // The mezzanine preset validates with an NVM directory, with a container added over
+    // its NVM tables too, and then refuses leveled:0 like any container.
     let mut m = Options::preset(Preset::Mezzanine);
-    assert!(m.matrix_bytes > 0 && m.nvm_tiering.enabled() && m.wal_on_nvm);
+    assert!(m.nvm_tiering.enabled() && m.wal_on_nvm);
     assert!(m.validate().unwrap_err().to_string().contains("nvm_dir"));
     m.nvm_dir = Some("nvm".into());
+    m.validate().unwrap();
+    m.set("matrix_bytes", "256M").unwrap();
     m.validate().unwrap();
     m.set("nvm_tiering", "leveled:0").unwrap();
     let e = m.validate().unwrap_err().to_string();
