@@ -468,6 +468,11 @@ fn fetch_threads(column_threads: usize, cores: usize) -> usize {
     }
 }
 
+/// The executor's merge of a column: the plan, its input iterator, and the bytes the column
+/// takes from the rows; returns the result to install.
+pub(crate) type ColumnMerge<'a> =
+    dyn Fn(&CompactionPlan, &mut dyn InternalIterator<Error>, u64) -> Result<CompactionResult> + 'a;
+
 /// Runs one column compaction of `plan` (reason [`CompactionReason::Column`]): see the
 /// module documentation. `merge` is the executor's merge of an input iterator into output
 /// tables for a plan, given the bytes the column takes from the rows.
@@ -478,11 +483,7 @@ pub(crate) fn run_column(
     ctx: &CompactionContext<'_>,
     version: &Version,
     plan: &CompactionPlan,
-    merge: &dyn Fn(
-        &CompactionPlan,
-        &mut dyn InternalIterator<Error>,
-        u64,
-    ) -> Result<CompactionResult>,
+    merge: &ColumnMerge<'_>,
 ) -> Result<CompactionResult> {
     let ropts = TableReadOptions {
         fill_cache: false,
