@@ -349,13 +349,13 @@ class Summary:
                            f"{fx(get(f, 'process', 'write_amplification'))} | "
                            f"{fx(None if ro is None else get(ro, 'elapsed_secs') * 1e3, '{:.0f}')} |")
         ablations = [("ablate-no-nvm-memtable", "without the mutable NVM memtable (NoveLSM)"),
-                     ("ablate-no-nvm-wal", "without the NVM WAL (a WAL file)"),
+                     ("ablate-with-nvm-wal", "with the WAL in NVM (MatrixKV)"),
                      ("ablate-no-nvm-tables", "without NVM tables (TLSM): SST levels"),
                      ("ablate-with-matrix", "with a matrix container as L0 (MatrixKV), columns into NVM tables at L1")]
         rows = [(n, bench(self.runs(p, lab), "fillrandom"), bench(self.runs(p, lab), "readrandom"))
                 for lab, n in ablations]
         if any(f for _, f, _ in rows):
-            self.md.append("\nWhat each part buys: the preset with one part turned off (fill and read ops/s, SSD WA):\n")
+            self.md.append("\nWhat each part buys: the preset with one part turned off or added (fill and read ops/s, SSD WA):\n")
             self.md.append("| configuration | fillrandom | readrandom | SSD WA |")
             self.md.append("|---|---|---|---|")
             m = bench(fills["mezzanine"], "fillrandom")

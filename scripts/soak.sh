@@ -34,8 +34,8 @@
 #                 container), tlsm (NVM tables: LRU moves; all in NVM with ps+bac and eager
 #                 reclamation), leveldb (tables over 3 SSD directories, isolated
 #                 placement), novelsm (mutable), novelsm with the WAL on NVM, mezzanine
-#                 with a small container added over NVM tables at L1 (its mutable NVM
-#                 memtable in front, columns into NVM tables)
+#                 with an NVM WAL and a small container added over NVM tables at L1 (its
+#                 mutable NVM memtable in front, columns into NVM tables)
 # A count that is given is a target; with a time budget, the soak stops when the time is
 # spent or every given count is reached, whichever comes first. Output and failing logs go
 # to the --out directory (default: a temporary one, printed); the last line is a summary.
@@ -183,7 +183,8 @@ while time_left && ! counts_done; do
                           --opt nvm_capacity=64M --opt nvm_prefault=false) ;;
     6) preset=leveldb; opts=(--opt ssd_paths="$db.u0,$db.u1,$db.u2" --opt placement=isolated) ;;
     7) preset=novelsm; opts=() ;;
-    8) preset=mezzanine; opts=(--opt matrix_bytes=512K --opt matrix_page_size=4096 --opt nvm_tiering=leveled:1) ;;
+    8) preset=mezzanine; opts=(--opt matrix_bytes=512K --opt matrix_page_size=4096 --opt nvm_tiering=leveled:1
+                               --opt wal_on_nvm=true) ;;
     0) preset=novelsm; opts=(--opt wal_on_nvm=true) ;;
   esac
   if [ "$n_rounds" = 0 ]; then

@@ -623,6 +623,8 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
             if t_rng.random_range(0..3) == 0 {
                 o.nvm_memtable = NvmMemtable::Off;
             }
+            // MatrixKV's NVM WAL in half.
+            o.wal_on_nvm = t_rng.random_bool(0.5);
         }
     }
     // Half the runs with deterministic background work: flushes and compactions run only

@@ -143,13 +143,13 @@ fn composed_round_trip(o: &Options, what: &str) {
     db.close().unwrap();
 }
 
-/// The preset is the composition it claims to be: NVM WAL, mutable NVM memtable, NVM
-/// tables under LRU tiering (the container is an addition the tests here make).
+/// The preset is the composition it claims to be: mutable NVM memtable, NVM tables under
+/// LRU tiering (the NVM WAL and the container are additions the tests here make).
 #[test]
 fn the_mezzanine_preset_is_the_composition_it_claims() {
     let o = Options::preset(Preset::Mezzanine);
     assert_eq!(o.matrix_bytes, 0);
-    assert!(o.wal_on_nvm);
+    assert!(!o.wal_on_nvm);
     assert_eq!(o.nvm_memtable, mezzanine::options::NvmMemtable::Mutable);
     assert_eq!(o.nvm_tiering, NvmTiering::Lru(0));
     assert_eq!(Preset::parse("mezzanine").unwrap(), Preset::Mezzanine);
@@ -328,6 +328,7 @@ mod power_cut {
         let mut o = Options::preset(Preset::Mezzanine);
         o.nvm_memtable = mezzanine::options::NvmMemtable::Off;
         o.nvm_tiering = mezzanine::options::NvmTiering::Leveled(1);
+        o.wal_on_nvm = true;
         // The file system stops changing at the instant NVM loses power.
         let gate = FaultFs::new(Arc::new(fs.clone()));
         let s = sim.clone();

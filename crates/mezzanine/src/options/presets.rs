@@ -33,14 +33,14 @@ pub enum Preset {
     /// WAL is in NVM too (`wal_on_nvm`). Writes slow down and stop on container bytes, not
     /// L0 file counts. Needs `nvm_dir`.
     Matrixkv,
-    /// Mezzanine: the designs composed, as measured best on the tiered testbed. The WAL is
-    /// in NVM (MatrixKV's `wal_on_nvm`); when a DRAM memtable fills, writes go on in place
-    /// into a mutable NVM memtable (NoveLSM, `nvm_memtable = mutable`, 128 MiB: two fit the
-    /// default pool beside the WALs); flushes and compactions write NVM tables with
-    /// byte-addressable compaction, the longest-resident moving to SSTs when NVM tables
-    /// fill their share of the pool (TLSM, `nvm_tiering = lru`). A matrix container as L0
-    /// (`matrix_bytes`) composes with these but cost fill throughput on the testbed, so it
-    /// is off. What each part buys: docs/impl.md, "The mezzanine preset". Needs `nvm_dir`.
+    /// Mezzanine: the designs composed, as measured best on the tiered testbed. When the
+    /// DRAM memtable fills, writes go on in place into a mutable NVM memtable (NoveLSM,
+    /// `nvm_memtable = mutable`, 128 MiB); flushes and compactions write NVM tables with
+    /// byte-addressable compaction, the longest-resident moving to SSTs once NVM tables
+    /// fill their share of the pool (TLSM, `nvm_tiering = lru`). MatrixKV's NVM WAL
+    /// (`wal_on_nvm`) and matrix container (`matrix_bytes`) compose with these but did not
+    /// pay on the testbed, so they are off. What each part buys: docs/impl.md, "The
+    /// mezzanine preset". Needs `nvm_dir`. Column families need `nvm_memtable = immutable`.
     Mezzanine,
 }
 
@@ -129,11 +129,10 @@ impl Options {
                 nvm_prefault: false,
                 ..Self::leveldb()
             },
-            // Two NVM memtables of 128 MiB and three NVM WALs take half of the default pool;
-            // NVM tables have 3/4 of the rest.
+            // Two NVM memtables of 128 MiB take a quarter of the default pool; NVM tables
+            // have 3/4 of the rest.
             Preset::Mezzanine => Self {
                 preset,
-                wal_on_nvm: true,
                 nvm_memtable: NvmMemtable::Mutable,
                 nvm_memtable_size: 128 << 20,
                 nvm_tiering: NvmTiering::Lru(0),

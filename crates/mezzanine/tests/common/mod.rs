@@ -56,8 +56,8 @@ pub fn small_matrixkv_options(nvm: &Path) -> Options {
     o
 }
 
-/// The designs composed along the whole data path: the `mezzanine` preset (NVM WAL, NVM
-/// tables) with a matrix container added over NVM-table levels, scaled as
+/// The designs composed along the whole data path: the `mezzanine` preset (NVM tables)
+/// with MatrixKV's NVM WAL and matrix container added over NVM-table levels, scaled as
 /// [`small_matrixkv_options`] scales `matrixkv`: 32 KiB memtables and tables, a 512 KiB
 /// container of 4 KiB pages, L1 (NVM tables under `leveled:1`) of 512 KiB, in a 16 MiB
 /// pool in `nvm` (not pre-faulted). The preset's mutable NVM memtable is off here (tests
@@ -66,6 +66,7 @@ pub fn small_mezzanine_options(nvm: &Path) -> Options {
     let mut o = Options::preset(Preset::Mezzanine);
     o.nvm_memtable = mezzanine::options::NvmMemtable::Off;
     o.nvm_memtable_size = 256 << 10;
+    o.wal_on_nvm = true;
     o.nvm_tiering = mezzanine::options::NvmTiering::Leveled(1);
     o.write_buffer_size = 32 << 10;
     o.target_file_size = 32 << 10;
