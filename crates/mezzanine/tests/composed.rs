@@ -296,11 +296,10 @@ fn columns_fall_back_to_ssts_when_the_pool_is_full() {
 /// and the dropped outputs are freed at once).
 mod power_cut {
     use std::collections::BTreeMap;
-    use std::sync::Arc;
 
-    use mezz_env::{CrashOptions, FaultFs, KeepUnsynced, MemFs};
+    use mezz_env::{CrashOptions, KeepUnsynced, MemFs};
     use mezz_pmem::{KeepLines, PowerCut, SimNvm};
-    use mezzanine::options::{NvmTableMethod, PersistMode};
+    use mezzanine::options::NvmTableMethod;
     use mezzanine::{Db, Options, Preset, ReadOptions, WriteOptions};
 
     type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -323,28 +322,12 @@ mod power_cut {
     }
 
     fn sim_options(fs: &MemFs, sim: &SimNvm, method: NvmTableMethod) -> Options {
-        // The preset with a container over NVM tables at L1 (its mutable NVM memtable
-        // off: the cuts are to land in columns).
-        let mut o = Options::preset(Preset::Mezzanine);
+        // The preset with an NVM WAL and a container over NVM tables at L1 (its mutable
+        // NVM memtable off: the cuts are to land in columns).
+        let mut o = crate::common::power_cut_options(Preset::Mezzanine, fs, sim);
         o.nvm_memtable = mezzanine::options::NvmMemtable::Off;
         o.nvm_tiering = mezzanine::options::NvmTiering::Leveled(1);
         o.wal_on_nvm = true;
-        // The file system stops changing at the instant NVM loses power.
-        let gate = FaultFs::new(Arc::new(fs.clone()));
-        let s = sim.clone();
-        gate.freeze_when(move || s.cut_happened());
-        o.fs = Arc::new(gate);
-        o.nvm_dir = Some("/nvm".into());
-        o.nvm_persistence = PersistMode::CrashSim;
-        o.nvm_sim = Some(sim.clone());
-        o.nvm_capacity = 16 << 20;
-        o.nvm_prefault = false;
-        o.manual_background = true;
-        o.write_buffer_size = 4 << 10;
-        o.max_write_buffer_number = 8;
-        o.target_file_size = 4 << 10;
-        o.max_bytes_for_level_base = 64 << 10;
-        o.block_size = 512;
         o.matrix_bytes = 64 << 10;
         o.matrix_page_size = 4096;
         o.nvm_table_method = method;
@@ -393,15 +376,7 @@ mod power_cut {
     }
 
     fn scan(db: &Db) -> Model {
-        let mut it = db.cursor(&ReadOptions::default()).unwrap();
-        it.seek_to_first();
-        let mut got = BTreeMap::new();
-        while it.valid() {
-            got.insert(it.key().to_vec(), it.value().to_vec());
-            it.next();
-        }
-        it.status().unwrap();
-        got
+        crate::common::scan(db, &ReadOptions::default())
     }
 
     /// Cuts at the persist points of column compactions (every `stride`-th), each with no

@@ -262,32 +262,15 @@ fn readers_pin_drained_rows_until_they_let_go() {
 /// and the database goes on working.
 mod power_cut {
     use std::collections::BTreeMap;
-    use std::sync::Arc;
 
-    use mezz_env::{CrashOptions, FaultFs, KeepUnsynced, MemFs};
-    use mezz_pmem::{KeepLines, PersistMode, PowerCut, SimNvm};
+    use mezz_env::{CrashOptions, KeepUnsynced, MemFs};
+    use mezz_pmem::{KeepLines, PowerCut, SimNvm};
     use mezzanine::{Db, Options, Preset, ReadOptions, WriteOptions};
 
     type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
     fn sim_options(fs: &MemFs, sim: &SimNvm) -> Options {
-        let mut o = Options::preset(Preset::Matrixkv);
-        // The file system stops changing at the instant NVM loses power.
-        let gate = FaultFs::new(Arc::new(fs.clone()));
-        let s = sim.clone();
-        gate.freeze_when(move || s.cut_happened());
-        o.fs = Arc::new(gate);
-        o.nvm_dir = Some("/nvm".into());
-        o.nvm_persistence = PersistMode::CrashSim;
-        o.nvm_sim = Some(sim.clone());
-        o.nvm_capacity = 16 << 20;
-        o.nvm_prefault = false;
-        o.manual_background = true;
-        o.write_buffer_size = 4 << 10;
-        o.max_write_buffer_number = 8;
-        o.target_file_size = 4 << 10;
-        o.max_bytes_for_level_base = 64 << 10;
-        o.block_size = 512;
+        let mut o = crate::common::power_cut_options(Preset::Matrixkv, fs, sim);
         o.matrix_bytes = 64 << 10;
         o.matrix_page_size = 4096;
         o

@@ -82,11 +82,10 @@ fn every_method_and_tiering_matches_the_model_across_reopen() {
 
 mod power_cut {
     use std::collections::BTreeMap;
-    use std::sync::Arc;
 
-    use mezz_env::{CrashOptions, FaultFs, KeepUnsynced, MemFs};
+    use mezz_env::{CrashOptions, KeepUnsynced, MemFs};
     use mezz_pmem::{KeepLines, PowerCut, SimNvm};
-    use mezzanine::options::{NvmTableMethod, NvmTiering, PersistMode};
+    use mezzanine::options::{NvmTableMethod, NvmTiering};
     use mezzanine::{Db, Options, Preset, ReadOptions, WriteOptions};
 
     fn sim_options(
@@ -95,25 +94,10 @@ mod power_cut {
         method: NvmTableMethod,
         tiering: NvmTiering,
     ) -> Options {
-        let mut o = Options::preset(Preset::Tlsm);
-        // The file system stops changing at the instant NVM loses power, so the two
-        // crash images are of the same moment.
-        let gate = FaultFs::new(Arc::new(fs.clone()));
-        let s = sim.clone();
-        gate.freeze_when(move || s.cut_happened());
-        o.fs = Arc::new(gate);
-        o.nvm_dir = Some("/nvm".into());
-        o.nvm_persistence = PersistMode::CrashSim;
-        o.nvm_sim = Some(sim.clone());
+        let mut o = crate::common::power_cut_options(Preset::Tlsm, fs, sim);
         o.nvm_capacity = 4 << 20;
-        o.nvm_prefault = false;
-        o.manual_background = true;
-        o.write_buffer_size = 4 << 10;
-        o.max_write_buffer_number = 8;
-        o.target_file_size = 4 << 10;
         o.max_bytes_for_level_base = 12 << 10;
         o.level0_compaction_trigger = 2;
-        o.block_size = 512;
         o.nvm_table_method = method;
         o.nvm_tiering = tiering;
         // Reclaim eagerly, so that the short run below rewrites tables too.

@@ -40,6 +40,30 @@ pub fn sim_nvm_options(fs: &MemFs, sim: &SimNvm) -> Options {
     o
 }
 
+/// `preset` for power cuts during background work: its files on `fs` behind a gate that
+/// stops every change at the instant the simulated NVM `sim` loses power (so both crash
+/// images are of one moment), the pool (16 MiB) on `sim`, deterministic background work,
+/// 4 KiB memtables (up to 8) and tables, L1 of 64 KiB, 512-byte blocks.
+pub fn power_cut_options(preset: Preset, fs: &MemFs, sim: &SimNvm) -> Options {
+    let mut o = Options::preset(preset);
+    let gate = mezz_env::FaultFs::new(Arc::new(fs.clone()));
+    let s = sim.clone();
+    gate.freeze_when(move || s.cut_happened());
+    o.fs = Arc::new(gate);
+    o.nvm_dir = Some("/nvm".into());
+    o.nvm_persistence = PersistMode::CrashSim;
+    o.nvm_sim = Some(sim.clone());
+    o.nvm_capacity = 16 << 20;
+    o.nvm_prefault = false;
+    o.manual_background = true;
+    o.write_buffer_size = 4 << 10;
+    o.max_write_buffer_number = 8;
+    o.target_file_size = 4 << 10;
+    o.max_bytes_for_level_base = 64 << 10;
+    o.block_size = 512;
+    o
+}
+
 /// The `matrixkv` preset, small: 32 KiB memtables and tables, 1 KiB blocks, a 512 KiB
 /// matrix container of 4 KiB pages in a 16 MiB pool in `nvm` (not pre-faulted).
 pub fn small_matrixkv_options(nvm: &Path) -> Options {
