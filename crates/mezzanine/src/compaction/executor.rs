@@ -30,7 +30,7 @@ use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
 use crate::error::{Error, Result};
 use crate::iter::{merging_iterator, run_iterator};
 use crate::manifest::VersionEdit;
-use crate::options::{NvmTiering, Options};
+use crate::options::Options;
 use crate::placement::{JobInfo, Placement};
 use crate::storage::Storage;
 use crate::storage::nvm::{NvmObject, falls_back_to_ssd};
@@ -207,44 +207,23 @@ pub fn run_compaction(
     plan: &CompactionPlan,
 ) -> Result<CompactionResult> {
     if plan.reason == CompactionReason::Column {
-        // A column writes NVM tables when L1 is an NVM level (the designs composed), SSTs
-        // otherwise, or when the pool fills under a tiering that allows SSTs.
+        // A column writes NVM tables when L1 is an NVM level (the designs composed), else
+        // SSTs; it copies only the bytes it takes from the rows.
         let merge = |p: &CompactionPlan, it: &mut dyn InternalIterator<Error>, row_bytes: u64| {
-            let mut tier = output_tier(ctx, p, Some(row_bytes));
-            let outputs = loop {
-                match with_sink(ctx, version, p, tier, |sink| {
-                    merge_into(ctx, version, p, it, sink, None)
-                }) {
-                    Ok(o) => break o,
-                    Err(e) if tier == Tier::Nvm && falls_back_to_ssd(&e, ctx.opts.nvm_tiering) => {
-                        tier = Tier::Ssd;
-                    }
-                    Err(e) => return Err(e),
-                }
-            };
+            let outputs = write_outputs(ctx, version, p, Some(row_bytes), |sink| {
+                merge_into(ctx, version, p, it, sink, None)
+            })?;
             Ok(compaction_result(p, outputs, &version.order))
         };
         return crate::compaction::matrix::run_column(ctx, version, plan, &merge);
     }
     let mut iter = input_iterator(ctx, version, plan)?;
-    let mut tier = output_tier(ctx, plan, None);
-    let outputs = loop {
-        let res = with_sink(ctx, version, plan, tier, |sink| match plan.reason {
-            // Both keep the one input table's every entry, at its level.
-            CompactionReason::TierMove => move_to_ssd(ctx, plan, iter.as_mut(), sink),
-            CompactionReason::NvmGc => copy_into(iter.as_mut(), sink),
-            _ => merge_into(ctx, version, plan, iter.as_mut(), sink, None),
-        });
-        match res {
-            Ok(o) => break o,
-            // NVM filled up under a policy that allows SSTs: write this job's outputs as
-            // SSTs instead.
-            Err(e) if tier == Tier::Nvm && falls_back_to_ssd(&e, ctx.opts.nvm_tiering) => {
-                tier = Tier::Ssd;
-            }
-            Err(e) => return Err(e),
-        }
-    };
+    let outputs = write_outputs(ctx, version, plan, None, |sink| match plan.reason {
+        // Both keep the one input table's every entry, at its level.
+        CompactionReason::TierMove => move_to_ssd(ctx, plan, iter.as_mut(), sink),
+        CompactionReason::NvmGc => copy_into(iter.as_mut(), sink),
+        _ => merge_into(ctx, version, plan, iter.as_mut(), sink, None),
+    })?;
     Ok(compaction_result(plan, outputs, &version.order))
 }
 
@@ -271,6 +250,28 @@ pub fn resume_compaction(
     Ok(compaction_result(plan, outputs, &version.order))
 }
 
+/// Runs `body` on a sink of the tier `plan`'s outputs go to ([`output_tier`]; `row_bytes`
+/// as there) and returns the tables it wrote. When NVM fills up under a tiering that
+/// allows SSTs, the NVM tables written so far are abandoned and `body` runs again on an
+/// SST sink (it starts from its input's first entry).
+fn write_outputs(
+    ctx: &CompactionContext<'_>,
+    version: &Version,
+    plan: &CompactionPlan,
+    row_bytes: Option<u64>,
+    mut body: impl FnMut(&mut dyn TableSink) -> Result<()>,
+) -> Result<Vec<WrittenTable>> {
+    let mut tier = output_tier(ctx, plan, row_bytes);
+    loop {
+        match with_sink(ctx, version, plan, tier, &mut body) {
+            Err(e) if tier == Tier::Nvm && falls_back_to_ssd(&e, ctx.opts.nvm_tiering) => {
+                tier = Tier::Ssd;
+            }
+            res => return res,
+        }
+    }
+}
+
 /// The tier a plan's outputs go to: a tier move writes SSTs, a rewrite stays in NVM, and
 /// a merge follows the tiering option (NVM only when the database has an NVM tier and, under
 /// a tiering that allows SSTs, room for what it copies). `row_bytes`: for a column, the
@@ -289,7 +290,7 @@ fn output_tier(ctx: &CompactionContext<'_>, plan: &CompactionPlan, row_bytes: Op
         // Under a tiering that allows SSTs, a merge the pool cannot hold now writes SSTs
         // from the start (not NVM tables abandoned half way when the pool runs out): the
         // entries of inputs that are not NVM tables are copied into new buffers.
-        _ if ctx.opts.nvm_tiering != NvmTiering::Full => {
+        _ if ctx.opts.nvm_tiering.allows_ssd() => {
             let copied: u64 = plan
                 .all_inputs()
                 .filter(|t| match t.location {

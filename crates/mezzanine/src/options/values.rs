@@ -71,6 +71,13 @@ impl NvmTiering {
     pub fn enabled(self) -> bool {
         self != NvmTiering::Off
     }
+
+    /// Whether tables this tiering would put in NVM may be SSTs instead when the pool
+    /// has no room (every tiering but `none`, which keeps every level in NVM).
+    #[must_use]
+    pub fn allows_ssd(self) -> bool {
+        self != NvmTiering::Full
+    }
 }
 
 /// How NVM tables are built (the three methods of the TLSM paper, for its ablation).

@@ -111,7 +111,7 @@ impl NvmObject {
 /// no room for an NVM table, and the tiering allows SSTs (all but `none`).
 #[must_use]
 pub fn falls_back_to_ssd(e: &Error, tiering: crate::options::NvmTiering) -> bool {
-    tiering != crate::options::NvmTiering::Full && is_pool_full(e)
+    tiering.allows_ssd() && is_pool_full(e)
 }
 
 /// Whether `e` says the NVM pool had no free range large enough for an allocation.
