@@ -1,6 +1,7 @@
-//! The designs composed (the `mezzanine` preset): a matrix container as L0 in NVM whose
-//! column compactions drain into NVM tables at L1 (TLSM's `leveled:1`), with the WAL in
-//! NVM; and the same with NoveLSM's mutable NVM memtable in front of the container. Checked
+//! The designs composed along the whole data path (the `mezzanine` preset with MatrixKV's
+//! parts added): a matrix container as L0 in NVM whose column compactions drain into NVM
+//! tables at L1 (TLSM's `leveled:1`), with the WAL in NVM; and the same with NoveLSM's
+//! mutable NVM memtable in front of the container. Checked
 //! against a model through random writes, overwrites and deletes, columns, compactions into
 //! SST levels, close and reopen; and power cuts inside column compactions into NVM tables.
 
@@ -297,8 +298,8 @@ fn columns_fall_back_to_ssts_when_the_pool_is_full() {
 mod power_cut {
     use std::collections::BTreeMap;
 
-    use mezz_env::{CrashOptions, KeepUnsynced, MemFs};
-    use mezz_pmem::{KeepLines, PowerCut, SimNvm};
+    use mezz_env::MemFs;
+    use mezz_pmem::{KeepLines, SimNvm};
     use mezzanine::options::NvmTableMethod;
     use mezzanine::{Db, Options, Preset, ReadOptions, WriteOptions};
 
@@ -406,14 +407,7 @@ mod power_cut {
                 sim.arm_cut_after(cut);
                 let (db, model, _) = setup(&fs, &sim, method, N);
                 assert!(sim.cut_happened(), "{what}: the run is not deterministic");
-                let fs2 = fs.crash_clone(&CrashOptions {
-                    keep_unsynced: KeepUnsynced::None,
-                    seed: cut,
-                });
-                let sim2 = sim.power_cut(&PowerCut {
-                    keep_unpersisted: keep,
-                    seed: cut,
-                });
+                let (fs2, sim2) = crate::common::power_cut_images(&fs, &sim, keep, cut);
                 drop(db);
                 let db = Db::open("/db", sim_options(&fs2, &sim2, method))
                     .unwrap_or_else(|e| panic!("{what}: reopen: {e}"));

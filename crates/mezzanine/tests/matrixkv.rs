@@ -263,8 +263,8 @@ fn readers_pin_drained_rows_until_they_let_go() {
 mod power_cut {
     use std::collections::BTreeMap;
 
-    use mezz_env::{CrashOptions, KeepUnsynced, MemFs};
-    use mezz_pmem::{KeepLines, PowerCut, SimNvm};
+    use mezz_env::MemFs;
+    use mezz_pmem::{KeepLines, SimNvm};
     use mezzanine::{Db, Options, Preset, ReadOptions, WriteOptions};
 
     type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -339,14 +339,7 @@ mod power_cut {
                     sim.cut_happened(),
                     "cut {cut}: the run is not deterministic"
                 );
-                let fs2 = fs.crash_clone(&CrashOptions {
-                    keep_unsynced: KeepUnsynced::None,
-                    seed: cut,
-                });
-                let sim2 = sim.power_cut(&PowerCut {
-                    keep_unpersisted: keep,
-                    seed: cut,
-                });
+                let (fs2, sim2) = crate::common::power_cut_images(&fs, &sim, keep, cut);
                 drop(db);
                 let db = Db::open("/db", sim_options(&fs2, &sim2))
                     .unwrap_or_else(|e| panic!("cut {cut} {keep:?}: reopen: {e}"));

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)] // helpers shared by the tests below
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -305,18 +307,16 @@ fn power_cut_keeps_every_acknowledged_write_in_each_nvm_mode() {
             let db = Db::open("/db", o.clone()).unwrap();
             let model = fill(&db, 8_000 + seed * 1_000, true);
             // Power cut while the database is open: only what was made durable survives.
-            let fs2 = fs.crash_clone(&CrashOptions {
-                keep_unsynced: KeepUnsynced::None,
-                seed,
-            });
-            let sim2 = sim.power_cut(&PowerCut {
-                keep_unpersisted: if seed % 2 == 0 {
+            let (fs2, sim2) = crate::common::power_cut_images(
+                &fs,
+                &sim,
+                if seed % 2 == 0 {
                     KeepLines::None
                 } else {
                     KeepLines::Random
                 },
                 seed,
-            });
+            );
             drop(db);
             let o2 = sim_options(Preset::Novelsm, &fs2, &sim2);
             let o2 = Options {
@@ -445,14 +445,7 @@ fn power_cut_at_every_persist_point_of_nvm_memtable_writes() {
                     observed_at = i;
                 }
             }
-            let fs2 = fs.crash_clone(&CrashOptions {
-                keep_unsynced: KeepUnsynced::None,
-                seed: cut,
-            });
-            let sim2 = sim.power_cut(&PowerCut {
-                keep_unpersisted: keep,
-                seed: cut,
-            });
+            let (fs2, sim2) = crate::common::power_cut_images(&fs, &sim, keep, cut);
             drop(db);
             let db = Db::open("/db", sim_options(Preset::Novelsm, &fs2, &sim2))
                 .unwrap_or_else(|e| panic!("cut {cut} {keep:?}: reopen: {e}"));

@@ -191,14 +191,7 @@ mod power_cut {
                 assert_eq!(sim.persist_points(), p0, "the setup is not deterministic");
                 sim.arm_cut_after(cut);
                 let _ = db.run_background_work(usize::MAX);
-                let fs2 = fs.crash_clone(&CrashOptions {
-                    keep_unsynced: KeepUnsynced::None,
-                    seed: cut,
-                });
-                let sim2 = sim.power_cut(&PowerCut {
-                    keep_unpersisted: keep,
-                    seed: cut,
-                });
+                let (fs2, sim2) = crate::common::power_cut_images(&fs, &sim, keep, cut);
                 drop(db);
                 let db = Db::open("/db", sim_options(&fs2, &sim2, method, tiering))
                     .unwrap_or_else(|e| panic!("{method:?} cut {cut} {keep:?}: reopen: {e}"));

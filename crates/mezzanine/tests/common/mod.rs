@@ -64,20 +64,29 @@ pub fn power_cut_options(preset: Preset, fs: &MemFs, sim: &SimNvm) -> Options {
     o
 }
 
+/// The two images a power cut leaves, seeded by `seed`: the files of `fs` without their
+/// unsynced writes, and the simulated NVM `sim` keeping `keep` of its unpersisted lines.
+pub fn power_cut_images(
+    fs: &MemFs,
+    sim: &SimNvm,
+    keep: mezz_pmem::KeepLines,
+    seed: u64,
+) -> (MemFs, SimNvm) {
+    let fs2 = fs.crash_clone(&mezz_env::CrashOptions {
+        keep_unsynced: mezz_env::KeepUnsynced::None,
+        seed,
+    });
+    let sim2 = sim.power_cut(&mezz_pmem::PowerCut {
+        keep_unpersisted: keep,
+        seed,
+    });
+    (fs2, sim2)
+}
+
 /// The `matrixkv` preset, small: 32 KiB memtables and tables, 1 KiB blocks, a 512 KiB
 /// matrix container of 4 KiB pages in a 16 MiB pool in `nvm` (not pre-faulted).
 pub fn small_matrixkv_options(nvm: &Path) -> Options {
-    let mut o = Options::preset(Preset::Matrixkv);
-    o.write_buffer_size = 32 << 10;
-    o.target_file_size = 32 << 10;
-    o.max_bytes_for_level_base = 512 << 10;
-    o.block_size = 1024;
-    o.matrix_bytes = 512 << 10;
-    o.matrix_page_size = 4096;
-    o.nvm_capacity = 16 << 20;
-    o.nvm_prefault = false;
-    o.nvm_dir = Some(nvm.to_path_buf());
-    o
+    small_with_container(Options::preset(Preset::Matrixkv), nvm)
 }
 
 /// The designs composed along the whole data path: the `mezzanine` preset (NVM tables)
@@ -92,6 +101,13 @@ pub fn small_mezzanine_options(nvm: &Path) -> Options {
     o.nvm_memtable_size = 256 << 10;
     o.wal_on_nvm = true;
     o.nvm_tiering = mezzanine::options::NvmTiering::Leveled(1);
+    small_with_container(o, nvm)
+}
+
+/// `o` scaled small with a matrix container: 32 KiB memtables and tables, 1 KiB blocks, L1
+/// of 512 KiB, a 512 KiB container of 4 KiB pages, a 16 MiB pool in `nvm` (not
+/// pre-faulted).
+fn small_with_container(mut o: Options, nvm: &Path) -> Options {
     o.write_buffer_size = 32 << 10;
     o.target_file_size = 32 << 10;
     o.max_bytes_for_level_base = 512 << 10;
