@@ -180,7 +180,7 @@ const VARIATIONS: &[Variation] = &[
         o.nvm_memtable = NvmMemtable::Immutable;
     }),
     // NoveLSM's mutable NVM memtable in front of whatever L0 the preset has (a matrix
-    // container under `matrixkv` and `mezzanine`).
+    // container under `matrixkv`).
     ("nvm-mutable-memtable", |o| {
         tiny_sst(o);
         o.nvm_memtable = NvmMemtable::Mutable;

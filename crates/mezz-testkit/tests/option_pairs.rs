@@ -300,8 +300,8 @@ const FAMILY: &str = "side";
 /// The options of the column family run `(a, b)` creates under A: options of its own, other
 /// than A's (block size, bloom bits, compression, memtable size), and where A uses NVM (has
 /// an `nvm_dir`), NVM tables (TLSM), a matrix L0 (MatrixKV), NoveLSM's immutable NVM
-/// memtables or a matrix L0 over NVM tables (Mezzanine) in a pool of its own, by `variant`. `None` where A or B has a mutable NVM
-/// memtable, which does not combine with column families (refused at create under A, at
+/// memtables or Mezzanine's NVM tables without its mutable memtable in a pool of its own, by
+/// `variant`. `None` where A or B has a mutable NVM memtable, which does not combine with column families (refused at create under A, at
 /// open under B: such pairs run without a family).
 fn family_options(a: &Profile, b: &Profile, variant: usize) -> Option<Options> {
     if a.options.nvm_memtable == NvmMemtable::Mutable

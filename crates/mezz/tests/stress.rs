@@ -134,8 +134,8 @@ fn novelsm_survives_kills_with_its_nvm_tier_next_to_the_database() {
     assert!(dir.path().join("db.nvm").join("NVM-POOL").exists());
 }
 
-/// The composed designs (`mezzanine`: a matrix container over NVM tables at L1, the WAL in
-/// NVM), alone and with NoveLSM's mutable NVM memtable in front: kill -9 at random, with
+/// The composed designs (`mezzanine`: NVM tables under LRU tiering), without and with its
+/// mutable NVM memtable in front: kill -9 at random, with
 /// kills during open in the second run, and every round verifies.
 #[test]
 fn mezzanine_survives_kills_with_its_nvm_tier_next_to_the_database() {

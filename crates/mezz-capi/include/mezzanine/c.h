@@ -15,8 +15,8 @@ extern "C" {
 
 /* The engine preset the options start from: "leveldb" (the default), or one that needs
  * an NVM directory: "novelsm" (a persistent NVM memtable), "tlsm" (NVM tables),
- * "matrixkv" (L0 as a matrix container in NVM) or "mezzanine" (a matrix container over
- * NVM tables). Every other setter applies on top of the preset whatever the call order.
+ * "matrixkv" (L0 as a matrix container in NVM) or "mezzanine" (the designs composed: a
+ * mutable NVM memtable and NVM tables). Every other setter applies on top of the preset whatever the call order.
  * Unknown names are reported through errptr. */
 LEVELDB_EXPORT void mezzanine_options_set_preset(leveldb_options_t* options,
                                                  const char* name,
