@@ -565,7 +565,11 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
     if preset == Preset::Novelsm {
         o.nvm_memtable = pick(
             rng,
-            &[NvmMemtable::Mutable, NvmMemtable::Immutable],
+            &[
+                NvmMemtable::Mutable,
+                NvmMemtable::Immutable,
+                NvmMemtable::Overflow,
+            ],
             NvmMemtable::Mutable,
         );
         o.wal_on_nvm = rng.random_bool(0.5);
@@ -619,9 +623,12 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
             if t_rng.random_bool(0.5) {
                 o.matrix_bytes = 1;
             }
-            // The preset's mutable NVM memtable in two runs of three.
-            if t_rng.random_range(0..3) == 0 {
-                o.nvm_memtable = NvmMemtable::Off;
+            // The preset's NVM memtable (`overflow`) in one run of three, NoveLSM's
+            // `mutable` in one, none in one.
+            match t_rng.random_range(0..3) {
+                0 => o.nvm_memtable = NvmMemtable::Off,
+                1 => o.nvm_memtable = NvmMemtable::Mutable,
+                _ => {}
             }
             // MatrixKV's NVM WAL in half.
             o.wal_on_nvm = t_rng.random_bool(0.5);

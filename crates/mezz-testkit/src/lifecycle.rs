@@ -2565,7 +2565,7 @@ pub fn run_one(
         schedule,
     };
     let cfg = &LifecycleConfig {
-        mirror_family: cfg.mirror_family && opts.nvm_memtable != NvmMemtable::Mutable,
+        mirror_family: cfg.mirror_family && !opts.nvm_memtable.in_place(),
         ..cfg.clone()
     };
     let mut env = DbEnv::new(MemFs::new(), opts.clone());

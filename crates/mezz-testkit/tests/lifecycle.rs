@@ -54,7 +54,7 @@ fn lifecycle_with_a_mirror_column_family() {
         lifecycle_sets()
             .0
             .into_iter()
-            .filter(|s| s.options.nvm_memtable != mezzanine::options::NvmMemtable::Mutable)
+            .filter(|s| !s.options.nvm_memtable.in_place())
             .collect(),
     );
     let cfg = LifecycleConfig {

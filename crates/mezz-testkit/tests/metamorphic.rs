@@ -83,7 +83,7 @@ fn metamorphic_with_a_mirror_column_family() {
         .unwrap_or_else(|f| panic!("seed {seed}, {}: {f}", reference.name));
         let mut ran = 0;
         for set in sets.iter() {
-            if set.options.nvm_memtable == mezzanine::options::NvmMemtable::Mutable {
+            if set.options.nvm_memtable.in_place() {
                 continue;
             }
             let got = run_log_with(

@@ -171,8 +171,8 @@ fn profiles() -> Vec<Profile> {
             o.nvm_memtable = NvmMemtable::Mutable;
             o.wal_on_nvm = true;
         }),
-        leveldb_with("nvm-mutable-small-par", |o| {
-            o.nvm_memtable = NvmMemtable::Mutable;
+        leveldb_with("nvm-overflow-small-par", |o| {
+            o.nvm_memtable = NvmMemtable::Overflow;
             o.parallel_reads = true;
             with_simulated_nvm(o);
             o.nvm_memtable_size = 64 << 10;
@@ -304,9 +304,7 @@ const FAMILY: &str = "side";
 /// `variant`. `None` where A or B has a mutable NVM memtable, which does not combine with column families (refused at create under A, at
 /// open under B: such pairs run without a family).
 fn family_options(a: &Profile, b: &Profile, variant: usize) -> Option<Options> {
-    if a.options.nvm_memtable == NvmMemtable::Mutable
-        || b.options.nvm_memtable == NvmMemtable::Mutable
-    {
+    if a.options.nvm_memtable.in_place() || b.options.nvm_memtable.in_place() {
         return None;
     }
     let mut o = if a.options.nvm_dir.is_some() {

@@ -855,7 +855,7 @@ fn the_readme_main_job_runs_the_mezzanine_preset() {
     );
     let lines = json_lines(&json);
     assert_eq!(lines[0]["config"]["options"]["preset"], "mezzanine");
-    assert_eq!(lines[0]["config"]["options"]["nvm_memtable"], "mutable");
+    assert_eq!(lines[0]["config"]["options"]["nvm_memtable"], "overflow");
     assert_eq!(lines[0]["config"]["options"]["nvm_tiering"], "lru");
     assert!(
         lines[0]["config"]["nvm_dir"].as_str().is_some(),

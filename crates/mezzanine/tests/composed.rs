@@ -144,14 +144,15 @@ fn composed_round_trip(o: &Options, what: &str) {
     db.close().unwrap();
 }
 
-/// The preset is the composition it claims to be: mutable NVM memtable, NVM tables under
-/// LRU tiering (the NVM WAL and the container are additions the tests here make).
+/// The preset is the composition it claims to be: an NVM memtable that takes writes when
+/// the DRAM ones are all taken (`overflow`), NVM tables under LRU tiering (the NVM WAL and
+/// the container are additions the tests here make).
 #[test]
 fn the_mezzanine_preset_is_the_composition_it_claims() {
     let o = Options::preset(Preset::Mezzanine);
     assert_eq!(o.matrix_bytes, 0);
     assert!(!o.wal_on_nvm);
-    assert_eq!(o.nvm_memtable, mezzanine::options::NvmMemtable::Mutable);
+    assert_eq!(o.nvm_memtable, mezzanine::options::NvmMemtable::Overflow);
     assert_eq!(o.nvm_tiering, NvmTiering::Lru(0));
     assert_eq!(Preset::parse("mezzanine").unwrap(), Preset::Mezzanine);
     assert!(Preset::ALL.contains(&Preset::Mezzanine));
@@ -457,4 +458,66 @@ mod power_cut {
         let (points, _) = cut_inside_columns(NvmTableMethod::Ps, 5);
         assert!(points >= 10, "{points} persist points");
     }
+}
+
+/// A merge whose inputs are SSTs under `lru` tiering, into a pool that holds only part of
+/// its output: the first tables are NVM tables while the pool has room for another, the
+/// rest SSTs, in key order (before, such a merge wrote SSTs only, as its whole copy did
+/// not fit). Nothing is lost, across a reopen and a second merge.
+#[test]
+fn a_merge_writes_nvm_tables_while_the_pool_has_room_then_ssts() {
+    let nvm = nvm_dir();
+    let mut o = Options::preset(Preset::Mezzanine);
+    o.nvm_memtable = NvmMemtable::Off;
+    o.write_buffer_size = 32 << 10;
+    o.target_file_size = 32 << 10;
+    o.max_bytes_for_level_base = 256 << 10;
+    o.block_size = 1024;
+    o.nvm_prefault = false;
+    o.nvm_dir = Some(nvm.path().to_path_buf());
+    o.nvm_capacity = 1 << 20;
+    // A budget above the pool: no table moves to SSD, only the pool's room decides.
+    o.nvm_tiering = NvmTiering::Lru(64 << 20);
+    o.validate().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let mut rng = Rng(0x0073_7069_6c6c);
+    // The data first as SSTs only (about 2.5 MB live, more than the pool).
+    let mut ssts = o.clone();
+    ssts.nvm_tiering = NvmTiering::Off;
+    let mut touched = Vec::new();
+    {
+        let db = Db::open(dir.path(), ssts).unwrap();
+        touched.extend(random_writes(&db, &mut model, &mut rng, 30_000, 15_000));
+        db.compact_range(None, None).unwrap();
+        assert!(db.stats().levels.iter().all(|l| l.nvm_files == 0));
+        db.close().unwrap();
+    }
+    touched.sort();
+    touched.dedup();
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    check_all(&db, &model, &touched, "before the merge");
+    db.compact_range(None, None).unwrap();
+    let s = db.stats();
+    println!("{s}");
+    let mixed = s
+        .levels
+        .iter()
+        .find(|l| l.nvm_files > 0 && l.files > l.nvm_files);
+    assert!(
+        mixed.is_some(),
+        "no level holds both NVM tables and SSTs after the merge\n{s}"
+    );
+    check_all(&db, &model, &touched, "after the merge");
+    db.verify().unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    check_all(&db, &model, &touched, "after reopen");
+    touched.extend(random_writes(&db, &mut model, &mut rng, 5_000, 15_000));
+    touched.sort();
+    touched.dedup();
+    db.compact_range(None, None).unwrap();
+    check_all(&db, &model, &touched, "after a second merge");
+    db.verify().unwrap();
+    db.close().unwrap();
 }

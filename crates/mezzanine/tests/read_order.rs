@@ -99,6 +99,54 @@ fn mutable_then_immutable_keeps_the_newest_value() {
     assert_eq!(value(&db, b"k").as_deref(), Some(&b"v2"[..]));
 }
 
+fn wal_files(fs: &MemFs) -> usize {
+    use mezz_env::FileSystem;
+    fs.list_dir(std::path::Path::new("/db"))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".log"))
+        .count()
+}
+
+/// Overflow mode: a full DRAM memtable hands over to a new DRAM memtable (and WAL) while
+/// the DRAM memtables have room, and to an NVM memtable only when they are all taken
+/// (`max_write_buffer_number`, flushes held back here). The newest value is read from the
+/// NVM memtable above two older DRAM ones, after their flush, and after a reopen; later,
+/// with the DRAM memtables flushed, a full NVM memtable hands back to DRAM.
+#[test]
+fn overflow_goes_to_nvm_only_when_the_dram_memtables_are_taken() {
+    let (fs, sim) = (MemFs::new(), SimNvm::new());
+    let o = manual(NvmMemtable::Overflow, &fs, &sim);
+    assert_eq!(o.max_write_buffer_number, 2);
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put(b"k", b"v1").unwrap();
+    assert_eq!(wal_files(&fs), 1);
+    // The first switch: one DRAM memtable waits, the new active one is DRAM too (a WAL).
+    filler(&db, "a", 20 << 10);
+    assert_eq!(db.stats().immutable_memtables, 1);
+    assert_eq!(
+        wal_files(&fs),
+        2,
+        "a DRAM memtable and its WAL while DRAM has room"
+    );
+    db.put(b"k", b"v2").unwrap();
+    // The second: both DRAM memtables taken, so an NVM memtable (no new WAL) instead of a
+    // stall.
+    filler(&db, "b", 20 << 10);
+    assert_eq!(db.stats().immutable_memtables, 2);
+    assert_eq!(wal_files(&fs), 2, "an NVM memtable takes no WAL");
+    assert_eq!(db.stats().stalls.memtable_stop_micros, 0);
+    db.put(b"k", b"v3").unwrap();
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v3"[..]));
+    db.wait_for_background().unwrap();
+    assert_eq!(db.stats().immutable_memtables, 0);
+    assert_eq!(value(&db, b"k").as_deref(), Some(&b"v3"[..]));
+    // DRAM has room again: the NVM memtable, once full, hands over to a DRAM one.
+    filler(&db, "c", 300 << 10);
+    db.put(b"k", b"v4").unwrap();
+    newest_survives(db, &o, b"v4");
+}
+
 /// Immutable mode: a memtable too large for the receiver goes to L0 directly; the older
 /// data in the receiver must reach L0 before it.
 #[test]

@@ -27,6 +27,7 @@ use crate::compaction::nvm_sink::{NvmOutput, NvmRecorder, NvmSink};
 use crate::compaction::policy::CompactionPlan;
 use crate::compaction::policy::CompactionReason;
 use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
+use crate::compaction::spill::SpillSink;
 use crate::error::{Error, Result};
 use crate::iter::{merging_iterator, run_iterator};
 use crate::manifest::VersionEdit;
@@ -242,7 +243,9 @@ pub fn resume_compaction(
 ) -> Result<CompactionResult> {
     let mut iter = input_iterator(ctx, version, plan)?;
     let last = kept.last().map(|w| w.meta.largest.clone());
-    let more = with_sink(ctx, version, plan, Tier::Nvm, |sink| {
+    // The rest goes where a fresh merge's would: NVM tables while the pool has room, then
+    // SSTs (a pool that filled up while the database was closed cannot stop the open).
+    let more = write_outputs(ctx, version, plan, None, |sink| {
         merge_into(ctx, version, plan, iter.as_mut(), sink, last.as_deref())
     })?;
     let mut outputs = kept;
@@ -251,9 +254,11 @@ pub fn resume_compaction(
 }
 
 /// Runs `body` on a sink of the tier `plan`'s outputs go to ([`output_tier`]; `row_bytes`
-/// as there) and returns the tables it wrote. When NVM fills up under a tiering that
-/// allows SSTs, the NVM tables written so far are abandoned and `body` runs again on an
-/// SST sink (it starts from its input's first entry).
+/// as there) and returns the tables it wrote. Under a tiering that allows SSTs, a merge
+/// into NVM goes on in SSTs once the pool has no room for another table ([`SpillSink`]);
+/// when a table still finds no room (other jobs took it meanwhile), the tables written
+/// so far are abandoned and `body` runs again on an SST sink (it starts from its input's
+/// first entry, or where a resumed merge starts).
 fn write_outputs(
     ctx: &CompactionContext<'_>,
     version: &Version,
@@ -287,9 +292,9 @@ fn output_tier(ctx: &CompactionContext<'_>, plan: &CompactionPlan, row_bytes: Op
         CompactionReason::TierMove => Tier::Ssd,
         CompactionReason::NvmGc => Tier::Nvm,
         _ if !ctx.opts.level_in_nvm(plan.output_level) => Tier::Ssd,
-        // Under a tiering that allows SSTs, a merge the pool cannot hold now writes SSTs
-        // from the start (not NVM tables abandoned half way when the pool runs out): the
-        // entries of inputs that are not NVM tables are copied into new buffers.
+        // Under a tiering that allows SSTs, a merge whose first table the pool cannot
+        // hold now writes SSTs from the start: the entries of inputs that are not NVM
+        // tables are copied into new buffers.
         _ if ctx.opts.nvm_tiering.allows_ssd() => {
             let copied: u64 = plan
                 .all_inputs()
@@ -301,7 +306,14 @@ fn output_tier(ctx: &CompactionContext<'_>, plan: &CompactionPlan, row_bytes: Op
                 .map(|t| t.size)
                 .sum::<u64>()
                 + row_bytes.unwrap_or(0);
-            if nvm.has_room_for_tables(copied) {
+            // The merge spills into SSTs once the pool is full (`SpillSink`): it needs
+            // room for its first table only.
+            let first = if spills(ctx.opts, plan) {
+                copied.min(spill_table_bytes(ctx.opts))
+            } else {
+                copied
+            };
+            if nvm.has_room_for_tables(first) {
                 Tier::Nvm
             } else {
                 Tier::Ssd
@@ -335,6 +347,21 @@ fn with_sink(
     body: impl FnOnce(&mut dyn TableSink) -> Result<()>,
 ) -> Result<Vec<WrittenTable>> {
     let inputs: Vec<Arc<TableMeta>> = plan.all_inputs().cloned().collect();
+    let make_sst = || {
+        let placement = ctx.placement.begin(&JobInfo {
+            version,
+            output_level: plan.output_level,
+            inputs: &inputs,
+        });
+        SstSink::new(
+            ctx.storage,
+            ctx.opts,
+            plan.output_level,
+            ctx.new_file_number,
+            placement,
+        )
+    };
+    let mut spill_sink;
     let mut nvm_sink;
     let mut sst_sink;
     let sink: &mut dyn TableSink = match (tier, ctx.storage.nvm()) {
@@ -362,28 +389,38 @@ fn with_sink(
                     crate::compaction::tiering::reclaimable(version, ctx.opts.nvm_gc_live_ratio);
                 s.evacuate(victims.into_keys().collect());
             }
-            nvm_sink = s;
-            &mut nvm_sink
+            if spills(ctx.opts, plan) {
+                let points = ctx.opts.nvm_table_method.byte_addressable();
+                spill_sink = SpillSink::new(nvm, points, s, make_sst);
+                &mut spill_sink
+            } else {
+                nvm_sink = s;
+                &mut nvm_sink
+            }
         }
         _ => {
-            let placement = ctx.placement.begin(&JobInfo {
-                version,
-                output_level: plan.output_level,
-                inputs: &inputs,
-            });
-            sst_sink = SstSink::new(
-                ctx.storage,
-                ctx.opts,
-                plan.output_level,
-                ctx.new_file_number,
-                placement,
-            );
+            sst_sink = make_sst();
             &mut sst_sink
         }
     };
     body(sink)
         .and_then(|()| sink.finish())
         .inspect_err(|_| sink.abandon())
+}
+
+/// Whether a merge into NVM tables may go on in SSTs once the pool has no room for
+/// another table ([`SpillSink`]): under a tiering that allows SSTs, for every merge but a
+/// rewrite of NVM tables (whose point is to stay in NVM).
+fn spills(opts: &Options, plan: &CompactionPlan) -> bool {
+    opts.nvm_tiering.allows_ssd() && plan.reason != CompactionReason::NvmGc
+}
+
+/// The room a merge must find in the pool to write one more NVM table: the bytes a table
+/// copies at most (its entries, `target_file_size`, the cut coming after the entry that
+/// passes it) and a quarter more for its index and the last entry.
+fn spill_table_bytes(opts: &Options) -> u64 {
+    opts.target_file_size
+        .saturating_add(opts.target_file_size / 4)
 }
 
 /// Moves an NVM table to an SST (LRU tiering): every block of a persistent buffer whose

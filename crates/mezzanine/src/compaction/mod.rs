@@ -18,6 +18,8 @@
 //!   [`write_table`]; which directory a new SST goes to is `crate::placement`'s.
 //! - [`nvm_sink`]: [`nvm_sink::NvmSink`], outputs written as NVM tables (pointing at their
 //!   inputs' entries where the method allows).
+//! - [`spill`]: [`spill::SpillSink`], NVM tables while the pool has room for another,
+//!   then SSTs (merges under a tiering that allows SSTs).
 //!
 //! Thread-safety: policies are pure and shared; each running job has its own executor and
 //! sink.
@@ -29,6 +31,7 @@ pub mod matrix;
 pub mod nvm_sink;
 pub mod policy;
 pub mod sink;
+pub mod spill;
 pub mod tiering;
 
 pub use executor::{CompactionContext, resume_compaction, run_compaction, trivial_move_edit};

@@ -47,7 +47,7 @@ use crate::batch::FamilyId;
 use crate::error::{Error, Result};
 use crate::iter::DbIterator;
 use crate::manifest::{FamilyRecord, VersionEdit};
-use crate::options::{NvmMemtable, Options, ReadOptions};
+use crate::options::{Options, ReadOptions};
 
 use super::DbInner;
 
@@ -185,8 +185,8 @@ pub(super) fn mutable_nvm_memtable_error() -> Error {
 
 /// The reason of [`mutable_nvm_memtable_error`].
 pub(super) const MUTABLE_NVM_MEMTABLE_REASON: &str = "column families and nvm_memtable = \
-     mutable do not combine: a mutable NVM memtable takes writes without the WAL record that \
-     makes a batch across families atomic (nvm_memtable = immutable does combine)";
+     mutable or overflow do not combine: a mutable NVM memtable takes writes without the WAL \
+     record that makes a batch across families atomic (nvm_memtable = immutable does combine)";
 
 /// The directory name of family `id`.
 pub(super) fn family_dir_name(id: u32) -> String {
@@ -214,7 +214,7 @@ pub(super) fn parse_family_dir(name: &str) -> Option<u32> {
 pub(super) fn family_options(main: &Options, id: u32, recorded: &str) -> Result<Options> {
     let mut o = Options::from_text(recorded)?;
     o.keep_internal(main.clone());
-    if o.nvm_memtable == NvmMemtable::Mutable {
+    if o.nvm_memtable.in_place() {
         return Err(mutable_nvm_memtable_error());
     }
     let sub = family_dir_name(id);
@@ -484,7 +484,7 @@ impl DbInner {
                 "{name:?} cannot name a new column family"
             )));
         }
-        if self.opts.nvm_memtable == NvmMemtable::Mutable {
+        if self.opts.nvm_memtable.in_place() {
             return Err(mutable_nvm_memtable_error());
         }
         // Every return releases the `write` lock: the writers queued meanwhile are woken

@@ -137,7 +137,7 @@ fn open_families(
     if rec.families.is_empty() {
         return Ok(BTreeMap::new());
     }
-    if opts.nvm_memtable == crate::options::NvmMemtable::Mutable {
+    if opts.nvm_memtable.in_place() {
         return Err(Error::InvalidArgument(format!(
             "{}: {}",
             locked.dir.display(),

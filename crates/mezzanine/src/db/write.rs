@@ -807,6 +807,19 @@ impl DbInner {
         Ok(())
     }
 
+    /// Whether a switch of the full active memtable now would make an NVM memtable the
+    /// active one (the design asks for one and the pool has room for it).
+    fn switches_to_nvm(&self, st: &State) -> bool {
+        let dram_full = st.mems.dram_memtables() >= self.opts.max_write_buffer_number;
+        self.design
+            .memtables()
+            .next_active(st.mems.active(), dram_full)
+            == NextActive::NvmIfRoom
+            && self.storage.nvm().is_some_and(|t| {
+                t.has_room_for(crate::memtable::nvm_list::nvm_memtable_bytes(&self.opts))
+            })
+    }
+
     /// Waits until the group of `bytes` may be written: hard stops wait for background
     /// work, slowdowns sleep to follow the delayed write rate, and a full memtable is
     /// switched. Returns the active memtable the group goes into (it changes only under the
@@ -851,9 +864,14 @@ impl DbInner {
                 || ws.wal.as_ref().is_some_and(|w| !w.has_room(bytes));
             let stop = if let WritePressure::Stop(cause) = pressure {
                 Some(cause)
-            } else if mem_full && st.mems.dram_memtables() >= o.max_write_buffer_number {
+            } else if mem_full
+                && st.mems.dram_memtables() >= o.max_write_buffer_number
+                && !self.switches_to_nvm(&st)
+            {
                 // Only DRAM memtables count: a switch without room in the NVM pool stays
                 // in DRAM, so NVM memtables waiting for their flush are bounded by the pool.
+                // A switch to an NVM memtable adds none (`overflow` makes one just when
+                // the DRAM memtables are all taken).
                 Some(StallCause::Memtables)
             } else {
                 None
@@ -1059,11 +1077,13 @@ impl DbInner {
         // The new memtable (and its WAL) first: if creating it fails, nothing has changed
         // (the old memtable and WAL stay active).
         // NoveLSM, mutable: a full DRAM memtable hands over to an NVM memtable (no WAL),
-        // a full NVM memtable to a new DRAM one. Without room in the pool, stay in DRAM.
+        // a full NVM memtable to a new DRAM one (`overflow`: to NVM only when a new DRAM
+        // memtable would wait for a flush). Without room in the pool, stay in DRAM.
         let (next, active) = {
             let st = self.jobs.state.lock();
             let a = st.mems.active();
-            (self.design.memtables().next_active(a), a.id())
+            let dram_full = st.mems.dram_memtables() >= self.opts.max_write_buffer_number;
+            (self.design.memtables().next_active(a, dram_full), a.id())
         };
         // A spare made ready in the background saves this switch a manifest write. The
         // `spare` lock is held until the new memtable is installed: a spare made meanwhile
@@ -1206,7 +1226,10 @@ impl DbInner {
                 return Ok(());
             }
             let a = st.mems.active();
-            (self.design.memtables().next_active(a), a.id())
+            // As if the DRAM memtables had room when the switch comes (the flush just
+            // started is usually done by then): `overflow` keeps a WAL ready and makes its
+            // NVM memtable at the switch when it needs one.
+            (self.design.memtables().next_active(a, false), a.id())
         };
         if let Some(s) = slot.as_ref() {
             // A switch takes the spare under this lock before it installs a new memtable.

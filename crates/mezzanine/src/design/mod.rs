@@ -184,8 +184,10 @@ pub(crate) enum NextActive {
 /// full memtable before the flush writes it to L0, what recovery keeps. The plain design
 /// (the defaults): DRAM memtables fed by WALs, straight to L0.
 pub(crate) trait MemtableDesign: Send + Sync + Debug {
-    /// What replaces the full active memtable `full`.
-    fn next_active(&self, _full: &MemTable) -> NextActive {
+    /// What replaces the full active memtable `full`; `dram_full`: the DRAM memtables
+    /// are all taken (`max_write_buffer_number`), so a new DRAM memtable would make the
+    /// writers wait for a flush.
+    fn next_active(&self, _full: &MemTable, _dram_full: bool) -> NextActive {
         NextActive::Dram
     }
 

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::error::Result;
 use crate::memtable::MemTable;
-use crate::memtable::nvm_list::{LIST_PREFIX, NvmList, room_needed};
+use crate::memtable::nvm_list::{NvmList, room_needed};
 use crate::options::{NvmMemtable, Options, RecoveryMode};
 use crate::stats::StatsCollector;
 use crate::storage::nvm::NvmObjectKind;
@@ -126,7 +126,7 @@ fn new_nvm_memtable(
         host.make_wal_entries_durable(wal)?;
     }
     let deferred = follows.is_some();
-    let len = (opts.nvm_memtable_size + LIST_PREFIX) as u64;
+    let len = crate::memtable::nvm_list::nvm_memtable_bytes(opts);
     let Ok(obj) = tier.alloc(number, NvmObjectKind::Memtable, len) else {
         return Ok(None);
     };
@@ -165,9 +165,15 @@ impl MemtableDesign for NvmMemtables {
     }
 
     /// Under `mutable`, a DRAM memtable hands over to an NVM one and an NVM one to a DRAM
-    /// one; under `immutable`, always DRAM.
-    fn next_active(&self, full: &MemTable) -> NextActive {
-        if self.mode == NvmMemtable::Mutable && !full.is_nvm() {
+    /// one; under `overflow`, a DRAM memtable to an NVM one only when a new DRAM one would
+    /// wait for a flush; under `immutable`, always DRAM.
+    fn next_active(&self, full: &MemTable, dram_full: bool) -> NextActive {
+        let to_nvm = match self.mode {
+            NvmMemtable::Mutable => true,
+            NvmMemtable::Overflow => dram_full,
+            NvmMemtable::Off | NvmMemtable::Immutable => false,
+        };
+        if to_nvm && !full.is_nvm() {
             NextActive::NvmIfRoom
         } else {
             NextActive::Dram
@@ -204,16 +210,27 @@ mod tests {
     fn novelsm_choices_follow_the_mode() {
         let dram = MemTable::new(1, 64 << 20, mezz_format::KeyOrder::default());
         let mutable = NvmMemtables::for_options(&with_mode(NvmMemtable::Mutable)).unwrap();
-        assert_eq!(mutable.next_active(&dram), NextActive::NvmIfRoom);
+        assert_eq!(mutable.next_active(&dram, false), NextActive::NvmIfRoom);
         assert!(!mutable.merges_into_nvm(&dram));
         let immutable = NvmMemtables::for_options(&with_mode(NvmMemtable::Immutable)).unwrap();
-        assert_eq!(immutable.next_active(&dram), NextActive::Dram);
+        assert_eq!(immutable.next_active(&dram, true), NextActive::Dram);
         assert!(immutable.merges_into_nvm(&dram));
         assert!(immutable.keeps_recovered_memtables(false));
         assert!(NvmMemtables::for_options(&with_mode(NvmMemtable::Off)).is_none());
         let off = memtable_design(&with_mode(NvmMemtable::Off));
-        assert_eq!(off.next_active(&dram), NextActive::Dram);
+        assert_eq!(off.next_active(&dram, true), NextActive::Dram);
         assert!(!off.keeps_recovered_memtables(false));
         assert!(off.keeps_recovered_memtables(true));
+    }
+
+    #[test]
+    fn overflow_goes_to_nvm_only_when_the_dram_memtables_are_taken() {
+        let dram = MemTable::new(1, 64 << 20, mezz_format::KeyOrder::default());
+        let overflow = NvmMemtables::for_options(&with_mode(NvmMemtable::Overflow)).unwrap();
+        assert_eq!(overflow.next_active(&dram, true), NextActive::NvmIfRoom);
+        assert_eq!(overflow.next_active(&dram, false), NextActive::Dram);
+        assert!(!overflow.merges_into_nvm(&dram));
+        let mutable = NvmMemtables::for_options(&with_mode(NvmMemtable::Mutable)).unwrap();
+        assert_eq!(mutable.next_active(&dram, true), NextActive::NvmIfRoom);
     }
 }

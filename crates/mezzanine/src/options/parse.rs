@@ -243,6 +243,7 @@ impl Named for NvmMemtable {
             NvmMemtable::Off => "off",
             NvmMemtable::Immutable => "immutable",
             NvmMemtable::Mutable => "mutable",
+            NvmMemtable::Overflow => "overflow",
         }
     }
     fn from_name(option: &str, text: &str) -> Result<Self> {
@@ -250,8 +251,9 @@ impl Named for NvmMemtable {
             "off" | "none" => Ok(Self::Off),
             "immutable" => Ok(Self::Immutable),
             "mutable" => Ok(Self::Mutable),
+            "overflow" => Ok(Self::Overflow),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown {option} {text:?} (off|immutable|mutable)"
+                "unknown {option} {text:?} (off|immutable|mutable|overflow)"
             ))),
         }
     }

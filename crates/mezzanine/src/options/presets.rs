@@ -130,10 +130,11 @@ impl Options {
                 ..Self::leveldb()
             },
             // Two NVM memtables of 128 MiB take a quarter of the default pool; NVM tables
-            // have 3/4 of the rest.
+            // have 3/4 of the rest. The NVM memtable takes writes only when the DRAM ones
+            // are all taken (`overflow`).
             Preset::Mezzanine => Self {
                 preset,
-                nvm_memtable: NvmMemtable::Mutable,
+                nvm_memtable: NvmMemtable::Overflow,
                 nvm_memtable_size: 128 << 20,
                 nvm_tiering: NvmTiering::Lru(0),
                 nvm_prefault: false,

@@ -108,8 +108,11 @@ impl Options {
             // history. Under `immutable` every memtable reaches NVM in order, so without a
             // WAL a crash loses only the newest writes, as any database without one does
             // (and a column family, whose updates the database's WAL holds, has none).
-            if self.nvm_memtable == NvmMemtable::Mutable && !self.use_wal {
-                return bad("a mutable NVM memtable needs use_wal=true".into());
+            if self.nvm_memtable.in_place() && !self.use_wal {
+                return bad(format!(
+                    "nvm_memtable={} needs use_wal=true",
+                    self.nvm_memtable.name()
+                ));
             }
         }
         if self.matrix_bytes > 0 {

@@ -44,6 +44,22 @@ pub enum NvmMemtable {
     /// `sync` write does it itself if that has not happened yet); a power cut before then
     /// drops them with that WAL's lost tail, keeping a prefix of the history.
     Mutable,
+    /// As `mutable`, but a full DRAM memtable hands over to an NVM memtable only when the
+    /// DRAM memtables are all taken (`max_write_buffer_number`: the writes would wait for a
+    /// flush otherwise); else to a new DRAM memtable and WAL, as without NVM. Writes
+    /// then take the DRAM path while flushes keep up (an insert into a skip list in NVM
+    /// pays the device's read latency at every node its search visits) and the NVM one
+    /// when they fall behind, instead of stalling.
+    Overflow,
+}
+
+impl NvmMemtable {
+    /// Whether writes may go in place into an NVM memtable, without a WAL record
+    /// (`mutable`, `overflow`).
+    #[must_use]
+    pub fn in_place(self) -> bool {
+        matches!(self, NvmMemtable::Mutable | NvmMemtable::Overflow)
+    }
 }
 
 /// Which tables live in NVM (TLSM's tiering policies). With anything but `Off`, flushes

@@ -351,6 +351,14 @@ impl NvmTier {
         self.table_reserve.saturating_sub(held)
     }
 
+    /// Whether an object of `len` bytes would find a free range now (for the objects the
+    /// reserve is kept for: NVM WALs and memtables).
+    #[must_use]
+    pub fn has_room_for(&self, len: u64) -> bool {
+        let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
+        self.pool.lock().largest_free() >= need
+    }
+
     /// Whether NVM tables of about `bytes` in all would find room now (beside the
     /// headroom the WALs and memtables need): a job that would not is better written to
     /// SSTs at once than abandoned when the pool runs out half way.
