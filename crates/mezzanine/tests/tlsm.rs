@@ -217,12 +217,16 @@ mod power_cut {
 
     /// A compaction into NVM tables cut short by a power failure is finished at the next
     /// open. When that open runs under options that keep much more of the pool for NVM
-    /// memtables (here a mutable NVM memtable of `memtable` bytes, tables no longer in
-    /// NVM), the pool may have no room to finish it there: the open gives up its outputs
-    /// (its inputs are all still in the version) and succeeds, with every acknowledged
-    /// write, and the compaction runs again later under the new options. Returns how many
-    /// cuts were given up that way and how many were checked.
-    fn reopen_with_less_room_at_every_point(memtable: usize) -> (u64, u64) {
+    /// memtables (here a mutable NVM memtable of `memtable` bytes, and the tiering
+    /// `at_reopen`), the pool may have no room to finish it there: under a tiering that
+    /// allows SSTs the rest of its outputs are SSTs; under `none` the open gives up its
+    /// outputs (its inputs are all still in the version). Either way the open succeeds with
+    /// every acknowledged write. Returns how many cuts were given up, how many were
+    /// resumed and how many were checked.
+    fn reopen_with_less_room_at_every_point(
+        memtable: usize,
+        at_reopen: NvmTiering,
+    ) -> (u64, u64, u64) {
         let (method, tiering) = (NvmTableMethod::PsBacPb, NvmTiering::Full);
         let (fs, sim) = (MemFs::new(), SimNvm::new());
         let (db, _) = setup(&fs, &sim, method, tiering);
@@ -232,12 +236,12 @@ mod power_cut {
         drop(db);
         let heavier = |fs: &MemFs, sim: &SimNvm| {
             let mut o = sim_options(fs, sim, method, tiering);
-            o.nvm_tiering = NvmTiering::Off;
+            o.nvm_tiering = at_reopen;
             o.nvm_memtable = mezzanine::options::NvmMemtable::Mutable;
             o.nvm_memtable_size = memtable;
             o
         };
-        let (mut given_up, mut checked) = (0, 0);
+        let (mut given_up, mut finished, mut checked) = (0, 0, 0);
         for cut in p0 + 1..=p1 + 1 {
             let (fs, sim) = (MemFs::new(), SimNvm::new());
             let (db, model) = setup(&fs, &sim, method, tiering);
@@ -266,22 +270,45 @@ mod power_cut {
             let db = Db::open("/db", heavier(&fs2, &sim2))
                 .unwrap_or_else(|e| panic!("cut {cut}: reopen with less room: {e}"));
             assert!(scan(&db) == model, "cut {cut}: recovered state differs");
-            if resumed > 0 && db.stats().nvm_tables.resumed_compactions == 0 {
-                given_up += 1;
+            if resumed > 0 {
+                if db.stats().nvm_tables.resumed_compactions == 0 {
+                    given_up += 1;
+                } else {
+                    finished += 1;
+                }
             }
-            verify_work_close(db, &model, &format!("cut {cut}, less room"));
+            if at_reopen == NvmTiering::Full {
+                // Every table in NVM, and the pool kept for the memtables: further work
+                // would find it full (an error the test of full pools covers).
+                db.close().unwrap();
+            } else {
+                verify_work_close(db, &model, &format!("cut {cut}, less room"));
+            }
             checked += 1;
         }
-        (given_up, checked)
+        (given_up, finished, checked)
     }
 
     #[test]
     fn an_interrupted_compaction_without_room_to_finish_is_given_up() {
         // Two NVM memtables of 1984 KiB take all but about 100 KiB of the 4 MiB pool, less
-        // than the interrupted compactions' tables need beside them.
-        let (given_up, checked) = reopen_with_less_room_at_every_point(1984 << 10);
+        // than the interrupted compactions' tables need beside them; `none` keeps every
+        // table in NVM.
+        let (given_up, _, checked) =
+            reopen_with_less_room_at_every_point(1984 << 10, NvmTiering::Full);
         assert!(checked > 20, "{checked}");
         assert!(given_up > 0, "no cut was given up ({checked} checked)");
+    }
+
+    #[test]
+    fn an_interrupted_compaction_without_room_is_finished_in_ssts_where_allowed() {
+        // The same pool, with NVM tables off at the reopen: the rest of every interrupted
+        // compaction is written as SSTs, none is given up.
+        let (given_up, finished, checked) =
+            reopen_with_less_room_at_every_point(1984 << 10, NvmTiering::Off);
+        assert!(checked > 20, "{checked}");
+        assert_eq!(given_up, 0, "{finished} finished, {checked} checked");
+        assert!(finished > 0, "no cut left a compaction to finish");
     }
 
     #[test]

@@ -266,9 +266,9 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                 }
                 // The options this open runs under keep more of the pool for NVM WALs and
                 // memtables than those the compaction started under: no room to finish it
-                // in NVM. Its inputs are all still in the version, so give up the outputs
-                // it had written; the compaction runs again later under these options
-                // (into SSTs where their tiering allows).
+                // in NVM, and a tiering (`none`) that allows no SSTs (the others finish it
+                // in SSTs). Its inputs are all still in the version, so give up the outputs
+                // it had written; the compaction runs again later under these options.
                 Err(e) if crate::storage::nvm::is_pool_full(&e) => {
                     drop_objs.extend(kept_objs);
                 }

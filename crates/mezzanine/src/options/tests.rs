@@ -443,7 +443,7 @@ fn a_matrix_container_composes_with_nvm_tables_below_l0() {
     // The mezzanine preset validates with an NVM directory, with a container added over
     // its NVM tables too, and then refuses leveled:0 like any container.
     let mut m = Options::preset(Preset::Mezzanine);
-    assert!(m.nvm_tiering.enabled() && m.nvm_memtable == NvmMemtable::Mutable);
+    assert!(m.nvm_tiering.enabled() && m.nvm_memtable == NvmMemtable::Overflow);
     assert!(m.validate().unwrap_err().to_string().contains("nvm_dir"));
     m.nvm_dir = Some("nvm".into());
     m.validate().unwrap();
