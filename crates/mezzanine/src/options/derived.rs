@@ -24,13 +24,14 @@ impl Options {
     }
 
     /// The byte limit of NVM tables under `lru` tiering (when not given: 3/4 of the pool
-    /// left by the NVM WALs and memtables the options keep there).
+    /// left by the NVM WALs and memtables the options keep room for there).
     #[must_use]
     pub fn nvm_table_budget(&self) -> u64 {
         match self.nvm_tiering {
-            // 3/4 of what the pool's other users (NVM WALs, memtables) leave.
+            // 3/4 of what the pool's reserved users (NVM WALs, memtables) leave; an
+            // `overflow` memtable takes its room from the other quarter when it needs one.
             super::NvmTiering::Lru(0) => {
-                self.nvm_capacity.saturating_sub(self.nvm_bytes_needed()) / 4 * 3
+                self.nvm_capacity.saturating_sub(self.nvm_bytes_reserved()) / 4 * 3
             }
             super::NvmTiering::Lru(b) => b,
             _ => self.nvm_capacity,
@@ -101,8 +102,21 @@ impl Options {
     /// `wal_on_nvm`, one WAL per memtable that may exist at once plus one (an open keeps the WALs of the memtables it recovers and
     /// creates a new one before any of them is flushed); every extent rounded up to the
     /// pool's alignment.
+    /// Under `nvm_memtable = overflow`, room for one NVM memtable (its NVM memtables are
+    /// not reserved: see [`Options::nvm_transient_bytes`]).
     #[must_use]
     pub fn nvm_bytes_needed(&self) -> u64 {
+        let mut need = self.nvm_bytes_reserved();
+        if self.nvm_memtable == NvmMemtable::Overflow {
+            need += self.nvm_memtable_extent();
+        }
+        need
+    }
+
+    /// The pool bytes NVM tables always leave free or to the container: the superblock, the
+    /// container and [`Options::nvm_transient_bytes`].
+    #[must_use]
+    pub fn nvm_bytes_reserved(&self) -> u64 {
         let mut need = mezz_pmem::pool::SUPERBLOCK_SIZE + self.nvm_transient_bytes();
         if self.matrix_bytes > 0 {
             need += nvm_align(self.matrix_bytes);
@@ -110,16 +124,27 @@ impl Options {
         need
     }
 
+    /// The pool bytes of one NVM memtable (its extent).
+    fn nvm_memtable_extent(&self) -> u64 {
+        nvm_align(self.nvm_memtable_size as u64 + crate::base::limits::LIST_PREFIX as u64)
+    }
+
     /// The pool bytes the NVM WALs and memtables may take at once (see
     /// [`Options::nvm_bytes_needed`]): they come and go, so NVM tables must always leave
-    /// them this much room. (The matrix container is allocated once, at open.)
+    /// them this much room. (The matrix container is allocated once, at open.) An
+    /// `overflow` NVM memtable is not counted: it is made only when the pool has room for
+    /// it at that moment (else the switch stays in DRAM and writers wait for a flush, as
+    /// without NVM), so the room NVM tables leave under `lru` (a quarter of the pool)
+    /// serves it instead of a reserve that would stand idle while flushes keep up.
     #[must_use]
     pub fn nvm_transient_bytes(&self) -> u64 {
         let align = nvm_align;
         let mut need = 0;
-        if self.nvm_memtable != NvmMemtable::Off {
-            need +=
-                2 * align(self.nvm_memtable_size as u64 + crate::base::limits::LIST_PREFIX as u64);
+        if matches!(
+            self.nvm_memtable,
+            NvmMemtable::Mutable | NvmMemtable::Immutable
+        ) {
+            need += 2 * self.nvm_memtable_extent();
         }
         if self.wal_on_nvm {
             need += (self.max_write_buffer_number as u64 + 1) * align(self.nvm_wal_bytes());
@@ -154,5 +179,28 @@ mod tests {
             ..o.clone()
         };
         assert_eq!(no_container.nvm_transient_bytes(), transient);
+    }
+
+    /// An `overflow` NVM memtable is made only when the pool has room then: NVM tables keep
+    /// no reserve for it (their LRU budget is 3/4 of the pool, as without NVM memtables),
+    /// while the pool must still be able to hold one. NoveLSM's modes reserve two.
+    #[test]
+    fn an_overflow_memtable_takes_the_tables_headroom_not_a_reserve() {
+        let o = Options::preset(super::super::Preset::Mezzanine);
+        assert_eq!(o.nvm_memtable, NvmMemtable::Overflow);
+        let one = nvm_align(o.nvm_memtable_size as u64 + crate::base::limits::LIST_PREFIX as u64);
+        assert_eq!(o.nvm_transient_bytes(), 0);
+        assert_eq!(o.nvm_bytes_needed(), mezz_pmem::pool::SUPERBLOCK_SIZE + one);
+        let without = Options {
+            nvm_memtable: NvmMemtable::Off,
+            ..o.clone()
+        };
+        assert_eq!(o.nvm_table_budget(), without.nvm_table_budget());
+        let mutable = Options {
+            nvm_memtable: NvmMemtable::Mutable,
+            ..o.clone()
+        };
+        assert_eq!(mutable.nvm_transient_bytes(), 2 * one);
+        assert!(mutable.nvm_table_budget() < o.nvm_table_budget());
     }
 }

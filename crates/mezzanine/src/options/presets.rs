@@ -129,9 +129,9 @@ impl Options {
                 nvm_prefault: false,
                 ..Self::leveldb()
             },
-            // Two NVM memtables of 128 MiB take a quarter of the default pool; NVM tables
-            // have 3/4 of the rest. The NVM memtable takes writes only when the DRAM ones
-            // are all taken (`overflow`).
+            // NVM tables under LRU tiering have 3/4 of the pool; an NVM memtable of 128 MiB
+            // takes writes only when the DRAM ones are all taken (`overflow`), made in the
+            // quarter the tables leave (no reserve of its own).
             Preset::Mezzanine => Self {
                 preset,
                 nvm_memtable: NvmMemtable::Overflow,
