@@ -390,8 +390,7 @@ fn with_sink(
                 s.evacuate(victims.into_keys().collect());
             }
             if spills(ctx.opts, plan) {
-                let points = ctx.opts.nvm_table_method.byte_addressable();
-                spill_sink = SpillSink::new(nvm, points, s, make_sst);
+                spill_sink = SpillSink::new(nvm, s, make_sst);
                 &mut spill_sink
             } else {
                 nvm_sink = s;

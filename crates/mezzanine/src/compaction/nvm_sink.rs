@@ -259,6 +259,19 @@ impl<'a> NvmSink<'a> {
             .map(|&(_, _, id, inline)| (id, inline))
     }
 
+    /// Pool bytes the table being gathered will take when written: the entries it copies
+    /// (an eighth more for their block framing) and its index.
+    #[must_use]
+    pub fn current_room_needed(&self) -> u64 {
+        let copied: u64 = self
+            .cur
+            .iter()
+            .filter_map(|e| e.value.as_ref().map(|v| (e.key.len() + v.len()) as u64))
+            .sum();
+        let inputs = self.out.inputs.as_ref().map_or(0, Vec::len);
+        copied + copied / 8 + index_len(self.cur.len() as u64, inputs, self.bloom_bits)
+    }
+
     /// Writes the gathered entries as one table.
     fn write_current(&mut self) -> Result<()> {
         let entries = std::mem::take(&mut self.cur);

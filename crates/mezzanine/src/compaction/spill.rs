@@ -30,20 +30,10 @@ use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
 use crate::error::Result;
 use crate::storage::nvm::NvmTier;
 
-/// Bytes an NVM table's index takes per entry beyond its key (node header, links, filter
-/// bits: an estimate on the large side).
-const INDEX_ENTRY_OVERHEAD: u64 = 48;
-
 /// NVM tables first, SSTs once the pool has no room for another table. See the module
 /// documentation.
 pub struct SpillSink<'a, F: FnMut() -> SstSink<'a>> {
     tier: &'a Arc<NvmTier>,
-    /// Whether the NVM sink points at entries that live in NVM already (`ps+bac`,
-    /// `ps+bac+pb`) rather than copying them.
-    points: bool,
-    /// Of the NVM table being written: the bytes it copies and its index's estimate.
-    copied: u64,
-    index: u64,
     nvm: NvmSink<'a>,
     /// Makes the SST sink when the merge spills (the SST placement of a job starts then).
     make_sst: F,
@@ -52,14 +42,10 @@ pub struct SpillSink<'a, F: FnMut() -> SstSink<'a>> {
 
 impl<'a, F: FnMut() -> SstSink<'a>> SpillSink<'a, F> {
     /// A sink writing `nvm`'s tables while `tier` has room for one more like the last,
-    /// then the SSTs of the sink `make_sst` makes. `points`: the NVM tables point at the
-    /// entries that live in NVM already.
-    pub fn new(tier: &'a Arc<NvmTier>, points: bool, nvm: NvmSink<'a>, make_sst: F) -> Self {
+    /// then the SSTs of the sink `make_sst` makes.
+    pub fn new(tier: &'a Arc<NvmTier>, nvm: NvmSink<'a>, make_sst: F) -> Self {
         Self {
             tier,
-            points,
-            copied: 0,
-            index: 0,
             nvm,
             make_sst,
             sst: None,
@@ -76,16 +62,10 @@ impl<'a, F: FnMut() -> SstSink<'a>> SpillSink<'a, F> {
 
 impl<'a, F: FnMut() -> SstSink<'a>> TableSink for SpillSink<'a, F> {
     fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.add_located(key, value, None)
+        self.active().add(key, value)
     }
 
     fn add_located(&mut self, key: &[u8], value: &[u8], at: Option<EntryRef>) -> Result<()> {
-        if self.sst.is_none() {
-            if at.is_none() || !self.points {
-                self.copied += (key.len() + value.len()) as u64;
-            }
-            self.index += key.len() as u64 + INDEX_ENTRY_OVERHEAD;
-        }
         self.active().add_located(key, value, at)
     }
 
@@ -104,9 +84,8 @@ impl<'a, F: FnMut() -> SstSink<'a>> TableSink for SpillSink<'a, F> {
         if let Some(s) = self.sst.as_mut() {
             return s.finish_table();
         }
-        let like_last = self.copied + self.copied / 8 + self.index;
+        let like_last = self.nvm.current_room_needed();
         self.nvm.finish_table()?;
-        (self.copied, self.index) = (0, 0);
         if !self.tier.has_room_for_tables(like_last) {
             self.sst = Some((self.make_sst)());
         }

@@ -807,17 +807,23 @@ impl DbInner {
         Ok(())
     }
 
-    /// Whether a switch of the full active memtable now would make an NVM memtable the
-    /// active one (the design asks for one and the pool has room for it).
-    fn switches_to_nvm(&self, st: &State) -> bool {
+    /// What the design would replace the active memtable with if it were switched now
+    /// (`dram_full`: the DRAM memtables are all taken, `max_write_buffer_number`).
+    fn next_active_now(&self, st: &State) -> NextActive {
         let dram_full = st.mems.dram_memtables() >= self.opts.max_write_buffer_number;
         self.design
             .memtables()
             .next_active(st.mems.active(), dram_full)
-            == NextActive::NvmIfRoom
-            && self.storage.nvm().is_some_and(|t| {
-                t.has_room_for(crate::memtable::nvm_list::nvm_memtable_bytes(&self.opts))
-            })
+    }
+
+    /// Whether a switch of the full active memtable now would make an NVM memtable the
+    /// active one (the design asks for one and the pool has room for it).
+    fn switches_to_nvm(&self, st: &State) -> bool {
+        self.next_active_now(st) == NextActive::NvmIfRoom
+            && self
+                .storage
+                .nvm()
+                .is_some_and(|t| t.has_room_for(self.opts.nvm_memtable_len()))
     }
 
     /// Waits until the group of `bytes` may be written: hard stops wait for background
@@ -1081,9 +1087,7 @@ impl DbInner {
         // memtable would wait for a flush). Without room in the pool, stay in DRAM.
         let (next, active) = {
             let st = self.jobs.state.lock();
-            let a = st.mems.active();
-            let dram_full = st.mems.dram_memtables() >= self.opts.max_write_buffer_number;
-            (self.design.memtables().next_active(a, dram_full), a.id())
+            (self.next_active_now(&st), st.mems.active().id())
         };
         // A spare made ready in the background saves this switch a manifest write. The
         // `spare` lock is held until the new memtable is installed: a spare made meanwhile

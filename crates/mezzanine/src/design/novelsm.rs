@@ -126,7 +126,7 @@ fn new_nvm_memtable(
         host.make_wal_entries_durable(wal)?;
     }
     let deferred = follows.is_some();
-    let len = crate::memtable::nvm_list::nvm_memtable_bytes(opts);
+    let len = opts.nvm_memtable_len();
     let Ok(obj) = tier.alloc(number, NvmObjectKind::Memtable, len) else {
         return Ok(None);
     };

@@ -28,13 +28,6 @@ use mezz_pmem::skiplist::{Comparator, CorruptNode, Cursor, InsertError, SkipList
 use mezz_pmem::{Arena, PersistentWord};
 
 pub use crate::base::limits::LIST_PREFIX;
-
-/// Bytes of the NVM object an NVM memtable of `opts` takes: `nvm_memtable_size` and the
-/// list's prefix.
-#[must_use]
-pub fn nvm_memtable_bytes(opts: &crate::options::Options) -> u64 {
-    (opts.nvm_memtable_size + LIST_PREFIX) as u64
-}
 pub use crate::base::limits::room_needed;
 use crate::error::{Error, Result};
 use crate::storage::nvm::{NvmObject, NvmTier, POOL_FILE};

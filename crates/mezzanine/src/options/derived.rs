@@ -124,9 +124,16 @@ impl Options {
         need
     }
 
+    /// Bytes of the NVM object one NVM memtable takes: `nvm_memtable_size` and the list's
+    /// prefix.
+    #[must_use]
+    pub fn nvm_memtable_len(&self) -> u64 {
+        (self.nvm_memtable_size + crate::base::limits::LIST_PREFIX) as u64
+    }
+
     /// The pool bytes of one NVM memtable (its extent).
     fn nvm_memtable_extent(&self) -> u64 {
-        nvm_align(self.nvm_memtable_size as u64 + crate::base::limits::LIST_PREFIX as u64)
+        nvm_align(self.nvm_memtable_len())
     }
 
     /// The pool bytes the NVM WALs and memtables may take at once (see

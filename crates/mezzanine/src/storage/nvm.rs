@@ -114,6 +114,11 @@ pub fn falls_back_to_ssd(e: &Error, tiering: crate::options::NvmTiering) -> bool
     tiering.allows_ssd() && is_pool_full(e)
 }
 
+/// `len` rounded up to the pool's extent alignment: what an object of `len` bytes takes.
+fn extent_len(len: u64) -> u64 {
+    len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN
+}
+
 /// Whether `e` says the NVM pool had no free range large enough for an allocation.
 #[must_use]
 pub fn is_pool_full(e: &Error) -> bool {
@@ -283,7 +288,7 @@ impl NvmTier {
     /// holds `len` bytes.
     pub fn alloc(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
         let pool = self.pool_to_alloc()?;
-        let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
+        let need = extent_len(len);
         if pool.largest_free() < need {
             return Err(self.pool_full(format!(
                 "NVM is full: no free extent of {need} bytes for a {kind:?} object (the largest \
@@ -355,8 +360,7 @@ impl NvmTier {
     /// reserve is kept for: NVM WALs and memtables).
     #[must_use]
     pub fn has_room_for(&self, len: u64) -> bool {
-        let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
-        self.pool.lock().largest_free() >= need
+        self.pool.lock().largest_free() >= extent_len(len)
     }
 
     /// Whether NVM tables of about `bytes` in all would find room now (beside the
@@ -385,7 +389,7 @@ impl NvmTier {
     pub fn alloc_table_object(&self, id: u64, kind: NvmObjectKind, len: u64) -> Result<NvmObject> {
         let headroom = self.table_headroom();
         let pool = self.pool_to_alloc()?;
-        let need = len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN;
+        let need = extent_len(len);
         // A free range must hold the table and still the reserve's unused part, so that the
         // WALs and memtables the options keep in NVM always find room after it.
         if pool.largest_free() < need.saturating_add(headroom) {
