@@ -695,6 +695,34 @@ impl PTableBuilder {
         Ok(())
     }
 
+    /// As [`PTableBuilder::add_ref`], for an entry the caller has just written into block
+    /// `r` itself and whose key it knows to sit at `key_off` in that block: no read of the
+    /// block (a flush copies its entries into its own buffer; reading each key back from
+    /// NVM to find it cost the flush two device reads per entry). Only the bounds are
+    /// checked here; the table's readers check every entry's CRC as for any reference.
+    ///
+    /// # Errors
+    /// As [`PTableBuilder::add_ref`], and `InvalidArgument` when the key does not lie
+    /// within the block.
+    pub fn add_ref_at(&mut self, key: &[u8], r: EntryRef, key_off: u32) -> Result<()> {
+        self.check_order(key)?;
+        let inside = u64::from(key_off) + key.len() as u64 <= u64::from(r.block_len);
+        let end = r.block.checked_add(u64::from(r.block_len));
+        if !inside || end.is_none_or(|e| e > self.region.len() as u64) {
+            return Err(Error::InvalidArgument(format!(
+                "NVM entry reference: key at {key_off} outside its block of {} bytes at {}",
+                r.block_len, r.block
+            )));
+        }
+        let i = self.entries + 1;
+        let nlen = node_len(i);
+        if self.end + nlen + self.tail_len() > self.len {
+            return Err(self.full());
+        }
+        self.append_node(key, key_off, r, i, nlen);
+        Ok(())
+    }
+
     /// Where `key` sits in the block `r` points at (checked against the block).
     fn key_offset(&self, key: &[u8], r: EntryRef) -> Result<u32> {
         let bad = || corrupt(r.block, "NVM entry reference: key not in its block");

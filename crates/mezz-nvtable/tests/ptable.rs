@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use mezz_format::InternalIterator;
-use mezz_format::block::{IndexKind, KeySetWriter};
+use mezz_format::block::{IndexKind, KeySetRef, KeySetWriter};
 use mezz_format::ikey::{ValueKind, make_internal_key, user_key};
 use mezz_format::iter::EntryRef;
 use mezz_format::sst::{BLOCK_TYPE_RAW, append_block_frame};
@@ -474,4 +474,85 @@ fn power_cut_at_every_persist_point_keeps_a_prefix_that_resumes() {
         resumed_mid > 10,
         "only {resumed_mid} cuts resumed mid-table"
     );
+}
+
+/// A builder told where each key sits (`add_ref_at`, as a flush that wrote the buffer itself)
+/// writes the same index as one that reads each key back from the buffer (`add_ref`), and
+/// refuses an offset that leaves the block.
+#[test]
+fn known_key_offsets_build_the_same_index_as_reading_them() {
+    let sim = SimNvm::new();
+    let pool = pool(&sim);
+    let keys: Vec<u32> = (0..1500).map(|i| i * 3).collect();
+    let (data, refs) = buffer_data(&keys, 7);
+    let be = pool.alloc(data.len() as u64 + 64).unwrap();
+    let at = write_buffer(pool.region(), be, 2000, &data).unwrap();
+    let h = PTableHeader {
+        id: 1,
+        level: 0,
+        kind: 0,
+        inputs: vec![],
+        prefix_len: 0,
+    };
+    let len = index_len(refs.len() as u64, 0, 10);
+    let build = |known: bool| {
+        let te = pool.alloc(len).unwrap();
+        let mut b = PTableBuilder::create(
+            pool.region().clone(),
+            te,
+            &h,
+            10,
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap();
+        for (k, r) in &refs {
+            let block = &data[r.block as usize..r.block as usize + r.block_len as usize];
+            let ks = KeySetRef::parse_trailer(block, r.block).unwrap();
+            let off = ks.key(r.slot as usize).unwrap().as_ptr() as usize - block.as_ptr() as usize;
+            let mut r = *r;
+            r.block += at;
+            if known {
+                b.add_ref_at(k, r, off as u32).unwrap();
+            } else {
+                b.add_ref(k, r).unwrap();
+            }
+        }
+        b.finish().unwrap();
+        te
+    };
+    let (read, known) = (build(false), build(true));
+    let open = |te: Extent| {
+        Arc::new(
+            PTable::open(
+                pool.region().clone(),
+                te,
+                &[be],
+                &mezz_format::KeyOrder::default(),
+            )
+            .unwrap(),
+        )
+    };
+    let (read, known) = (open(read), open(known));
+    assert_eq!(known.verify().unwrap(), 1500);
+    assert_eq!(collect(&known), collect(&read));
+    for i in [0u32, 1, 2, 3, 2000, 4497, 4498] {
+        let k = ikey(i, 100);
+        let (a, b) = (known.seek(&k).unwrap(), read.seek(&k).unwrap());
+        assert_eq!(a.map(|x| x.0.to_vec()), b.map(|x| x.0.to_vec()), "seek {i}");
+    }
+
+    // An offset past the block's end is refused, and nothing is added.
+    let te = pool.alloc(len).unwrap();
+    let mut b = PTableBuilder::create(
+        pool.region().clone(),
+        te,
+        &h,
+        10,
+        &mezz_format::KeyOrder::default(),
+    )
+    .unwrap();
+    let (k, mut r) = refs[0].clone();
+    r.block += at;
+    let err = b.add_ref_at(&k, r, r.block_len).unwrap_err();
+    assert!(err.to_string().contains("outside its block"), "{err}");
 }

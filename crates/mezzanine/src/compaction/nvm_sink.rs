@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mezz_format::block::{IndexKind, KeySetWriter};
+use mezz_format::block::{IndexKind, KeySetRef, KeySetWriter};
 use mezz_format::ikey::{parse_internal_key, user_key};
 use mezz_format::sst::{BLOCK_TYPE_RAW, append_block_frame};
 use mezz_format::{EntryRef, ValueKind};
@@ -137,13 +137,40 @@ impl NvmMetaBuilder {
 }
 
 /// An entry of the table being gathered.
+/// A gathered entry: its key (and, when copied, its value right after it) in the sink's
+/// byte arena (`NvmSink::bytes`), so gathering costs no allocation per entry.
 struct Pending {
-    key: Vec<u8>,
-    /// The value, when the entry is copied.
-    value: Option<Vec<u8>>,
+    /// Where the key starts in the arena.
+    key_at: usize,
+    key_len: usize,
+    /// Whether the value follows the key in the arena (the entry is copied).
+    copied: bool,
     /// Where it lives, when it is pointed at.
     at: Option<EntryRef>,
     value_len: usize,
+}
+
+/// A gathered entry seen through the arena.
+struct Entry<'b> {
+    key: &'b [u8],
+    /// The value, when the entry is copied.
+    value: Option<&'b [u8]>,
+    at: Option<EntryRef>,
+    value_len: usize,
+}
+
+impl Pending {
+    fn view<'b>(&self, bytes: &'b [u8]) -> Entry<'b> {
+        let key_end = self.key_at + self.key_len;
+        Entry {
+            key: &bytes[self.key_at..key_end],
+            value: self
+                .copied
+                .then(|| &bytes[key_end..key_end + self.value_len]),
+            at: self.at,
+            value_len: self.value_len,
+        }
+    }
 }
 
 /// How a job's outputs are headed.
@@ -170,6 +197,8 @@ pub struct NvmSink<'a> {
     /// inline entries), sorted.
     sources: Vec<(u64, u64, u64, bool)>,
     cur: Vec<Pending>,
+    /// The gathered entries' keys and copied values.
+    bytes: Vec<u8>,
     cur_bytes: u64,
     written: Vec<WrittenTable>,
     /// Allocated, not recorded by any edit yet.
@@ -231,6 +260,7 @@ impl<'a> NvmSink<'a> {
             order: opts.key_order(),
             sources: s,
             cur: Vec::new(),
+            bytes: Vec::new(),
             cur_bytes: 0,
             written: Vec::new(),
             unrecorded: Vec::new(),
@@ -266,7 +296,8 @@ impl<'a> NvmSink<'a> {
         let copied: u64 = self
             .cur
             .iter()
-            .filter_map(|e| e.value.as_ref().map(|v| (e.key.len() + v.len()) as u64))
+            .filter(|e| e.copied)
+            .map(|e| (e.key_len + e.value_len) as u64)
             .sum();
         let inputs = self.out.inputs.as_ref().map_or(0, Vec::len);
         copied + copied / 8 + index_len(self.cur.len() as u64, inputs, self.bloom_bits)
@@ -274,16 +305,33 @@ impl<'a> NvmSink<'a> {
 
     /// Writes the gathered entries as one table.
     fn write_current(&mut self) -> Result<()> {
-        let entries = std::mem::take(&mut self.cur);
+        let mut pending = std::mem::take(&mut self.cur);
+        let mut bytes = std::mem::take(&mut self.bytes);
         self.cur_bytes = 0;
-        if entries.is_empty() {
+        if pending.is_empty() {
             return Ok(());
         }
+        let entries: Vec<Entry<'_>> = pending.iter().map(|p| p.view(&bytes)).collect();
+        let written = self.write_entries(&entries);
+        drop(entries);
+        // The arena and the list keep their capacity for the next table.
+        pending.clear();
+        bytes.clear();
+        self.cur = pending;
+        self.bytes = bytes;
+        written
+    }
+
+    /// Writes `entries` as one table.
+    fn write_entries(&mut self, entries: &[Entry<'_>]) -> Result<()> {
         let region = Arc::clone(self.tier.region());
         let id = (self.new_file_number)();
         let encode_start = Instant::now();
         // Copied entries: into a new buffer (`pb`) or inline (`ps`, `ps+bac`).
         let mut refs: Vec<Option<EntryRef>> = entries.iter().map(|e| e.at).collect();
+        // Where each copied entry's key sits in its block of the new buffer (known from the
+        // DRAM copy, so the index needs no read of the buffer to find it).
+        let mut key_offs: Vec<Option<u32>> = vec![None; entries.len()];
         let mut inline_bytes = 0u64;
         let mut buffer: Option<NvmObject> = None;
         let mut data_bytes = 0u64;
@@ -294,36 +342,43 @@ impl<'a> NvmSink<'a> {
             let flush = |w: &mut KeySetWriter,
                          pending: &mut Vec<usize>,
                          data: &mut Vec<u8>,
-                         refs: &mut Vec<Option<EntryRef>>| {
+                         refs: &mut Vec<Option<EntryRef>>,
+                         key_offs: &mut Vec<Option<u32>>|
+             -> Result<()> {
                 if w.is_empty() {
-                    return;
+                    return Ok(());
                 }
                 let at = data.len() as u64;
                 let contents = w.finish();
                 let clen = contents.len() as u32;
-                append_block_frame(data, contents, BLOCK_TYPE_RAW);
+                let block = KeySetRef::parse_trailer(contents, at)?;
                 for (slot, &i) in pending.iter().enumerate() {
                     if let (Some(e), Some(r)) = (entries.get(i), refs.get_mut(i)) {
                         *r = Some(EntryRef {
                             block: at,
                             block_len: clen,
                             slot: slot as u32,
-                            crc: entry_crc(&e.key, e.value.as_deref().unwrap_or_default()),
+                            crc: entry_crc(e.key, e.value.unwrap_or_default()),
                         });
                     }
+                    if let (Some(k), Some(o)) = (block.key(slot), key_offs.get_mut(i)) {
+                        *o = Some((k.as_ptr() as usize - contents.as_ptr() as usize) as u32);
+                    }
                 }
+                append_block_frame(data, contents, BLOCK_TYPE_RAW);
                 pending.clear();
                 w.reset();
+                Ok(())
             };
             for (i, e) in entries.iter().enumerate() {
-                let Some(v) = &e.value else { continue };
-                w.add_with_value(&e.key, v);
+                let Some(v) = e.value else { continue };
+                w.add_with_value(e.key, v);
                 pending.push(i);
                 if w.estimated_size() >= self.block_size {
-                    flush(&mut w, &mut pending, &mut data, &mut refs);
+                    flush(&mut w, &mut pending, &mut data, &mut refs, &mut key_offs)?;
                 }
             }
-            flush(&mut w, &mut pending, &mut data, &mut refs);
+            flush(&mut w, &mut pending, &mut data, &mut refs, &mut key_offs)?;
             if !data.is_empty() {
                 let bid = (self.new_file_number)();
                 let mut obj = self.tier.alloc_table_object(
@@ -336,12 +391,12 @@ impl<'a> NvmSink<'a> {
                     .filter_map(|e| {
                         e.value
                             .as_ref()
-                            .map(|v| entry_weight(&e.key, v.len(), false))
+                            .map(|v| entry_weight(e.key, v.len(), false))
                     })
                     .sum();
                 self.unrecorded.push(obj);
                 let data_at = ptable::write_buffer(&region, obj.extent(), bid, &data)?;
-                for (r, e) in refs.iter_mut().zip(&entries) {
+                for (r, e) in refs.iter_mut().zip(entries) {
                     if e.value.is_some()
                         && let Some(r) = r
                     {
@@ -352,8 +407,8 @@ impl<'a> NvmSink<'a> {
                 buffer = Some(obj);
             }
         } else {
-            for e in &entries {
-                if let Some(v) = &e.value {
+            for e in entries {
+                if let Some(v) = e.value {
                     inline_bytes += inline_block_len(e.key.len(), v.len()) as u64;
                 }
             }
@@ -369,11 +424,7 @@ impl<'a> NvmSink<'a> {
         } else {
             entries
                 .iter()
-                .filter_map(|e| {
-                    e.value
-                        .as_ref()
-                        .map(|v| entry_weight(&e.key, v.len(), true))
-                })
+                .filter_map(|e| e.value.as_ref().map(|v| entry_weight(e.key, v.len(), true)))
                 .sum()
         };
         self.unrecorded.push(idx);
@@ -388,7 +439,7 @@ impl<'a> NvmSink<'a> {
         // order.
         let prefix_len = match (entries.first(), entries.last()) {
             (Some(f), Some(l)) if self.order.is_bytewise() => {
-                let (a, b) = (user_key(&f.key), user_key(&l.key));
+                let (a, b) = (user_key(f.key), user_key(l.key));
                 a.iter().zip(b).take_while(|(x, y)| x == y).count()
             }
             _ => 0,
@@ -405,10 +456,13 @@ impl<'a> NvmSink<'a> {
         let node_by_node = !self.method.persistent_buffer();
         let mut last_ck = b.bytes_written();
         let mut meta = NvmMetaBuilder::default();
-        for (e, r) in entries.iter().zip(&refs) {
-            match (r, &e.value) {
+        for ((e, r), key_off) in entries.iter().zip(&refs).zip(&key_offs) {
+            match (r, e.value) {
                 (Some(r), _) => {
-                    b.add_ref(&e.key, *r)?;
+                    match (key_off, e.value.is_some() && buffer.is_some()) {
+                        (Some(o), true) => b.add_ref_at(e.key, *r, *o)?,
+                        _ => b.add_ref(e.key, *r)?,
+                    }
                     let owner = match (e.value.is_some(), buffer) {
                         (true, Some(buf)) => Some((buf.id, false)),
                         _ => self.source_of(r.block),
@@ -419,11 +473,11 @@ impl<'a> NvmSink<'a> {
                             "an NVM entry reference outside every input object",
                         )
                     })?;
-                    meta.add(&e.key, e.value_len, owner, inline);
+                    meta.add(e.key, e.value_len, owner, inline);
                 }
                 (None, Some(v)) => {
-                    b.add_inline(&e.key, v)?;
-                    meta.add(&e.key, v.len(), id, true);
+                    b.add_inline(e.key, v)?;
+                    meta.add(e.key, v.len(), id, true);
                 }
                 (None, None) => {
                     return Err(Error::InvalidArgument(
@@ -475,9 +529,15 @@ impl TableSink for NvmSink<'_> {
                     .any(|&(s, e)| r.block >= s && r.block < e)
         });
         self.cur_bytes += (key.len() + value.len()) as u64;
+        let key_at = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        if point.is_none() {
+            self.bytes.extend_from_slice(value);
+        }
         self.cur.push(Pending {
-            key: key.to_vec(),
-            value: point.is_none().then(|| value.to_vec()),
+            key_at,
+            key_len: key.len(),
+            copied: point.is_none(),
             at: point,
             value_len: value.len(),
         });
@@ -502,6 +562,7 @@ impl TableSink for NvmSink<'_> {
 
     fn abandon(&mut self) {
         self.cur.clear();
+        self.bytes.clear();
         self.written.clear();
         for o in self.unrecorded.drain(..) {
             self.tier.free(&o);

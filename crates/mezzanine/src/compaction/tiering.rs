@@ -94,6 +94,33 @@ pub fn gc_candidate(version: &Version, ratio: f64) -> Option<u64> {
         .map(|(id, _)| id)
 }
 
+/// Bytes of the NVM table objects that only claimed tables (inputs of compactions in
+/// flight) point into: they are freed when those compactions end. A merge's outputs are
+/// recorded before it ends, so until then its inputs and outputs both count in
+/// [`nvm_table_bytes`]; LRU tiering must not move other tables away for that transient.
+#[must_use]
+pub fn freed_by_claimed(version: &Version, claims: &Claims) -> u64 {
+    if claims.is_empty() {
+        return 0;
+    }
+    let mut held = BTreeSet::new();
+    let mut claimed = BTreeSet::new();
+    for (_, t) in version.all_tables() {
+        let set = if claims.is_claimed(t.id) {
+            &mut claimed
+        } else {
+            &mut held
+        };
+        set.extend(t.nvm_refs.iter().map(|r| r.object));
+    }
+    claimed
+        .difference(&held)
+        .filter_map(|id| version.nvm_objects.get(id))
+        .filter(|o| o.kind.is_table())
+        .map(|o| o.len)
+        .sum()
+}
+
 /// A plan that rewrites table `t` of `level` in place.
 fn in_place(level: usize, t: &Arc<TableMeta>, reason: CompactionReason) -> CompactionPlan {
     CompactionPlan {
@@ -127,7 +154,8 @@ impl TieredPolicy {
 
     fn lru_move(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
         if !matches!(self.opts.nvm_tiering, NvmTiering::Lru(_))
-            || nvm_table_bytes(version) <= self.opts.nvm_table_budget()
+            || nvm_table_bytes(version).saturating_sub(freed_by_claimed(version, claims))
+                <= self.opts.nvm_table_budget()
         {
             return None;
         }
@@ -269,12 +297,58 @@ mod tests {
         // Within budget: nothing to move.
         o.nvm_tiering = NvmTiering::Lru(20_000);
         assert!(TieredPolicy::new(&o).pick(&v, &Claims::new()).is_none());
-        // A claimed table is skipped.
+        // While table 5 moves, its object counts as freed: 4,096 bytes stay, within budget.
         let mut c = Claims::new();
         c.claim(&plan);
         o.nvm_tiering = NvmTiering::Lru(10_000);
+        assert_eq!(freed_by_claimed(&v, &c), 8192);
+        assert!(TieredPolicy::new(&o).pick(&v, &c).is_none());
+        // Still over budget without it: a claimed table is skipped, the next one moves.
+        o.nvm_tiering = NvmTiering::Lru(2_000);
         let next = TieredPolicy::new(&o).pick(&v, &c).unwrap();
         assert_eq!(next.inputs[0].id, 9);
+    }
+
+    #[test]
+    fn a_merge_in_flight_does_not_push_other_tables_out() {
+        // Table 5 (object 5) is being merged into table 7 (object 7, recorded before the
+        // merge ends): 8 KiB + 8 KiB over a 12 KiB budget, but object 5 is freed at the end,
+        // so table 9 stays in NVM.
+        let o = Options {
+            nvm_tiering: NvmTiering::Lru(12_000),
+            ..Options::default()
+        };
+        let objs = [
+            obj(5, NvmObjectKind::TableBuffer, 4096, 8192),
+            obj(7, NvmObjectKind::TableBuffer, 12288, 8192),
+            obj(9, NvmObjectKind::TableIndex, 20480, 100),
+        ];
+        let merged = nvm_table(5, "a", "c", &[(5, 10)]);
+        let other = nvm_table(9, "m", "p", &[(9, 10)]);
+        let v = version(&[(0, merged.clone()), (1, other.clone())], &objs);
+        let mut c = Claims::new();
+        c.claim(&in_place(
+            0,
+            &Arc::new(merged.clone()),
+            CompactionReason::Manual,
+        ));
+        assert!(TieredPolicy::new(&o).pick(&v, &c).is_none());
+        // Without the claim, the oldest table moves.
+        assert_eq!(
+            TieredPolicy::new(&o)
+                .pick(&v, &Claims::new())
+                .unwrap()
+                .inputs[0]
+                .id,
+            5
+        );
+        // An unclaimed table pointing into object 5 keeps it: the move of table 9 follows.
+        let sharer = nvm_table(6, "e", "f", &[(5, 10)]);
+        let v = version(&[(0, merged), (0, sharer), (1, other)], &objs);
+        assert_eq!(freed_by_claimed(&v, &c), 0);
+        let plan = TieredPolicy::new(&o).pick(&v, &c).unwrap();
+        assert_eq!(plan.reason, CompactionReason::TierMove);
+        assert_eq!(plan.inputs[0].id, 6);
     }
 
     #[test]
