@@ -94,20 +94,38 @@ fn build_ref_table(pool: &Pool, keys: &[u32], seq: u64, id: u64) -> (Extent, Ext
         inputs: vec![],
         prefix_len: 3,
     };
-    let mut b = PTableBuilder::create(
-        pool.region().clone(),
-        te,
-        &h,
-        10,
-        &mezz_format::KeyOrder::default(),
-    )
-    .unwrap();
+    let mut b = index_builder(pool, te, &h);
     for (k, mut r) in refs {
         r.block += at;
         b.add_ref(&k, r).unwrap();
     }
     b.finish().unwrap();
     (te, be)
+}
+
+/// A builder of an index with a 10-bit bloom filter in `extent`, bytewise order.
+fn index_builder(pool: &Pool, extent: Extent, h: &PTableHeader) -> PTableBuilder {
+    PTableBuilder::create(
+        pool.region().clone(),
+        extent,
+        h,
+        10,
+        &mezz_format::KeyOrder::default(),
+    )
+    .unwrap()
+}
+
+/// Opens the table whose index is `te` over the buffer `be`.
+fn open_table(pool: &Pool, te: Extent, be: Extent) -> Arc<PTable> {
+    Arc::new(
+        PTable::open(
+            pool.region().clone(),
+            te,
+            &[be],
+            &mezz_format::KeyOrder::default(),
+        )
+        .unwrap(),
+    )
 }
 
 fn collect(t: &Arc<PTable>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -129,15 +147,7 @@ fn reference_table_round_trips() {
     let keys: Vec<u32> = (0..2000).map(|i| i * 2).collect();
     let (te, be) = build_ref_table(&pool, &keys, 5, 1);
     assert_eq!(check_buffer(pool.region(), be).unwrap().id, 1001);
-    let t = Arc::new(
-        PTable::open(
-            pool.region().clone(),
-            te,
-            &[be],
-            &mezz_format::KeyOrder::default(),
-        )
-        .unwrap(),
-    );
+    let t = open_table(&pool, te, be);
     assert_eq!(t.num_entries(), 2000);
     assert_eq!(t.verify().unwrap(), 2000);
     let all = collect(&t);
@@ -193,14 +203,7 @@ fn inline_table_round_trips_and_compaction_points_at_inputs() {
         inputs: vec![],
         prefix_len: 3,
     };
-    let mut b = PTableBuilder::create(
-        pool.region().clone(),
-        ie,
-        &h,
-        10,
-        &mezz_format::KeyOrder::default(),
-    )
-    .unwrap();
+    let mut b = index_builder(&pool, ie, &h);
     for &i in &odd {
         b.add_inline(&ikey(i, 9), &value(i)).unwrap();
     }
@@ -218,15 +221,7 @@ fn inline_table_round_trips_and_compaction_points_at_inputs() {
     // A buffer table of the even keys.
     let even: Vec<u32> = (0..500).map(|i| i * 2).collect();
     let (te, be) = build_ref_table(&pool, &even, 5, 3);
-    let buf = Arc::new(
-        PTable::open(
-            pool.region().clone(),
-            te,
-            &[be],
-            &mezz_format::KeyOrder::default(),
-        )
-        .unwrap(),
-    );
+    let buf = open_table(&pool, te, be);
     // Merge both by reference only.
     let oe = pool.alloc(index_len(1000, 2, 10)).unwrap();
     let h = PTableHeader {
@@ -237,14 +232,7 @@ fn inline_table_round_trips_and_compaction_points_at_inputs() {
         prefix_len: 3,
     };
     let before = pool.region().bytes_persisted();
-    let mut out = PTableBuilder::create(
-        pool.region().clone(),
-        oe,
-        &h,
-        10,
-        &mezz_format::KeyOrder::default(),
-    )
-    .unwrap();
+    let mut out = index_builder(&pool, oe, &h);
     let mut a = PTableIter::new(inl);
     let mut c = PTableIter::new(buf);
     a.seek_to_first();
@@ -309,15 +297,7 @@ fn damage_is_reported_never_returned() {
         &[te, be],
     )
     .unwrap();
-    let t = Arc::new(
-        PTable::open(
-            pool.region().clone(),
-            te,
-            &[be],
-            &mezz_format::KeyOrder::default(),
-        )
-        .unwrap(),
-    );
+    let t = open_table(&pool, te, be);
     assert!(t.verify().unwrap_err().is_corruption());
     let mut it = PTableIter::new(Arc::clone(&t));
     it.seek_to_first();
@@ -360,14 +340,7 @@ fn build_resumable(pool: &Pool, n: u32) -> Extent {
         inputs: vec![4, 5, 6],
         prefix_len: 3,
     };
-    let mut b = PTableBuilder::create(
-        pool.region().clone(),
-        e,
-        &h,
-        10,
-        &mezz_format::KeyOrder::default(),
-    )
-    .unwrap();
+    let mut b = index_builder(pool, e, &h);
     for i in 0..n {
         b.add_inline(&ikey(i, 1), &value(i)).unwrap();
         if i % 7 == 6 {
@@ -495,16 +468,13 @@ fn known_key_offsets_build_the_same_index_as_reading_them() {
         prefix_len: 0,
     };
     let len = index_len(refs.len() as u64, 0, 10);
-    let build = |known: bool| {
+    let new_builder = || {
         let te = pool.alloc(len).unwrap();
-        let mut b = PTableBuilder::create(
-            pool.region().clone(),
-            te,
-            &h,
-            10,
-            &mezz_format::KeyOrder::default(),
-        )
-        .unwrap();
+        let b = index_builder(&pool, te, &h);
+        (te, b)
+    };
+    let build = |known: bool| {
+        let (te, mut b) = new_builder();
         for (k, r) in &refs {
             let block = &data[r.block as usize..r.block as usize + r.block_len as usize];
             let ks = KeySetRef::parse_trailer(block, r.block).unwrap();
@@ -521,18 +491,7 @@ fn known_key_offsets_build_the_same_index_as_reading_them() {
         te
     };
     let (read, known) = (build(false), build(true));
-    let open = |te: Extent| {
-        Arc::new(
-            PTable::open(
-                pool.region().clone(),
-                te,
-                &[be],
-                &mezz_format::KeyOrder::default(),
-            )
-            .unwrap(),
-        )
-    };
-    let (read, known) = (open(read), open(known));
+    let (read, known) = (open_table(&pool, read, be), open_table(&pool, known, be));
     assert_eq!(known.verify().unwrap(), 1500);
     assert_eq!(collect(&known), collect(&read));
     for i in [0u32, 1, 2, 3, 2000, 4497, 4498] {
@@ -542,15 +501,7 @@ fn known_key_offsets_build_the_same_index_as_reading_them() {
     }
 
     // An offset past the block's end is refused, and nothing is added.
-    let te = pool.alloc(len).unwrap();
-    let mut b = PTableBuilder::create(
-        pool.region().clone(),
-        te,
-        &h,
-        10,
-        &mezz_format::KeyOrder::default(),
-    )
-    .unwrap();
+    let (_, mut b) = new_builder();
     let (k, mut r) = refs[0].clone();
     r.block += at;
     let err = b.add_ref_at(&k, r, r.block_len).unwrap_err();
