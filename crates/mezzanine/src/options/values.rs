@@ -72,7 +72,8 @@ pub enum NvmTiering {
     Off,
     /// `leveled:K`: levels 0..=K are NVM tables, deeper levels SST files.
     Leveled(usize),
-    /// `lru:BYTES`: every output is an NVM table while NVM tables take less than BYTES;
+    /// `lru:BYTES`: every output is an NVM table while NVM tables hold less than BYTES
+    /// (each object counted by the share of its entries live tables still point at);
     /// above it the table that has stayed in NVM longest moves to an SST file (same level).
     /// `lru` alone: BYTES = 3/4 of `nvm_capacity` less what NVM WALs and memtables need.
     Lru(u64),
