@@ -459,9 +459,10 @@ impl<'a> NvmSink<'a> {
         for ((e, r), key_off) in entries.iter().zip(&refs).zip(&key_offs) {
             match (r, e.value) {
                 (Some(r), _) => {
-                    match (key_off, e.value.is_some() && buffer.is_some()) {
-                        (Some(o), true) => b.add_ref_at(e.key, *r, *o)?,
-                        _ => b.add_ref(e.key, *r)?,
+                    // A known offset: the entry was copied into this table's own buffer.
+                    match key_off {
+                        Some(o) => b.add_ref_at(e.key, *r, *o)?,
+                        None => b.add_ref(e.key, *r)?,
                     }
                     let owner = match (e.value.is_some(), buffer) {
                         (true, Some(buf)) => Some((buf.id, false)),
