@@ -40,7 +40,7 @@
 //! methods take `&self`; iterators are single-owner.
 
 use std::cmp::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use mezz_format::block::{IndexKind, KeySetRef, KeySetWriter};
 use mezz_format::checksum::{crc32c, crc32c_extend, mask};
@@ -73,6 +73,10 @@ const FOOTER_AT: usize = 72;
 const NODE_FIXED: usize = 36;
 /// Bytes of the footer before the filter.
 const FOOTER_LEN: usize = 40;
+/// The skip-list level whose nodes a table keeps in DRAM ([`Fences`]): every 16th node
+/// (heights are a function of position with branching 4), so a search walks at most two
+/// levels in NVM, and the DRAM copy holds 1/16 of the table's keys.
+const FENCE_LEVEL: usize = 2;
 /// Upper bound of the inputs a header records.
 pub const MAX_INPUTS: usize = 4096;
 /// Bytes a search reports to the cost hooks per node it visits (one line: the fixed part
@@ -81,6 +85,20 @@ const NODE_VISIT_BYTES: usize = 64;
 
 fn corrupt(off: u64, what: impl Into<String>) -> Error {
     Error::corruption(off, what.into())
+}
+
+/// The number of indexes `i < n` for which `pred` holds, `pred` being true on a prefix.
+fn partition_point(n: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 fn round8(n: usize) -> usize {
@@ -1004,6 +1022,42 @@ pub struct PTable {
     /// The user-key prefix all keys share (`header.prefix_len` bytes of the first key).
     prefix: Vec<u8>,
     order: KeyOrder,
+    /// DRAM copy of the level-[`FENCE_LEVEL`] list, built by the first search.
+    fences: OnceLock<Fences>,
+}
+
+/// The keys of the nodes on one skip-list level, copied into DRAM: a search finds its
+/// place among them by binary search, then walks only the levels below in NVM. It is a
+/// cache of the table's own links (rebuilt from them by the first search after an open),
+/// so it is never persisted and never disagrees with them.
+#[derive(Default)]
+struct Fences {
+    /// The internal keys, back to back.
+    keys: Vec<u8>,
+    /// End of each key in `keys`.
+    ends: Vec<u32>,
+    /// Offset of each key's node.
+    nodes: Vec<u32>,
+}
+
+impl std::fmt::Debug for Fences {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fences")
+            .field("keys", &self.nodes.len())
+            .field("bytes", &self.bytes())
+            .finish()
+    }
+}
+
+impl Fences {
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.keys[start..self.ends[i] as usize]
+    }
+
+    fn bytes(&self) -> usize {
+        self.keys.capacity() + 4 * (self.ends.capacity() + self.nodes.capacity())
+    }
 }
 
 impl PTable {
@@ -1079,6 +1133,7 @@ impl PTable {
             filter,
             prefix: Vec::new(),
             order: order.clone(),
+            fences: OnceLock::new(),
         };
         if let Some(first) = t.walker().next(t.head, 0)? {
             t.region.on_read(NODE_VISIT_BYTES);
@@ -1197,12 +1252,68 @@ impl PTable {
         self.region.on_read_at(self.off + n, NODE_VISIT_BYTES);
     }
 
+    /// The DRAM fences, built on first use by walking level [`FENCE_LEVEL`]. A damaged
+    /// link ends the walk early: the fences then cover a prefix of the table, and the
+    /// search past them walks NVM and reports the damage.
+    fn fences(&self) -> &Fences {
+        self.fences.get_or_init(|| {
+            let w = self.walker();
+            let mut f = Fences::default();
+            let mut x = self.head;
+            while let Ok(Some(nx)) = w.next(x, FENCE_LEVEL) {
+                self.visit(nx);
+                let Ok(k) = self.node_key(nx) else { break };
+                let (Ok(end), Ok(node)) =
+                    (u32::try_from(f.keys.len() + k.len()), u32::try_from(nx))
+                else {
+                    break;
+                };
+                f.keys.extend_from_slice(k);
+                f.ends.push(end);
+                f.nodes.push(node);
+                x = nx;
+            }
+            f.keys.shrink_to_fit();
+            f.ends.shrink_to_fit();
+            f.nodes.shrink_to_fit();
+            f
+        })
+    }
+
+    /// Bytes of DRAM the table's search fences hold (0 before the first search).
+    #[must_use]
+    pub fn fence_bytes(&self) -> usize {
+        self.fences.get().map_or(0, Fences::bytes)
+    }
+
+    /// Where a search for `ikey` starts: the last fence whose key is below `ikey` (or not
+    /// above it with `inclusive`), else the head, and the levels still to walk (the
+    /// fence's successor at [`FENCE_LEVEL`] is already past `ikey`).
+    fn search_start(&self, ikey: &[u8], inclusive: bool) -> (usize, usize) {
+        let f = self.fences();
+        if f.nodes.is_empty() {
+            return (self.head, MAX_HEIGHT);
+        }
+        let i = partition_point(f.nodes.len(), |j| {
+            let c = self.order.compare_internal(f.key(j), ikey);
+            c == Ordering::Less || (inclusive && c == Ordering::Equal)
+        });
+        let x = if i == 0 {
+            self.head
+        } else {
+            f.nodes[i - 1] as usize
+        };
+        // The fences are exactly the nodes of the level-FENCE_LEVEL list, so `x`'s
+        // successor there (and on every level above) is past `ikey` too.
+        (x, FENCE_LEVEL)
+    }
+
     /// The first node whose key is >= `ikey` (`None` past the end).
     fn seek_node(&self, ikey: &[u8]) -> Result<Option<usize>> {
         let w = self.walker();
         let tfp = self.target_fp(ikey);
-        let mut x = self.head;
-        for l in (0..MAX_HEIGHT).rev() {
+        let (mut x, top) = self.search_start(ikey, false);
+        for l in (0..top).rev() {
             while let Some(nx) = w.next(x, l)? {
                 self.visit(nx);
                 if self.cmp_node(&w, nx, ikey, tfp)? == Ordering::Less {
@@ -1219,8 +1330,8 @@ impl PTable {
     fn seek_before(&self, ikey: &[u8], inclusive: bool) -> Result<Option<usize>> {
         let w = self.walker();
         let tfp = self.target_fp(ikey);
-        let mut x = self.head;
-        for l in (0..MAX_HEIGHT).rev() {
+        let (mut x, top) = self.search_start(ikey, inclusive);
+        for l in (0..top).rev() {
             while let Some(nx) = w.next(x, l)? {
                 self.visit(nx);
                 let c = self.cmp_node(&w, nx, ikey, tfp)?;

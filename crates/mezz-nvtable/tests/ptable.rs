@@ -507,3 +507,74 @@ fn known_key_offsets_build_the_same_index_as_reading_them() {
     let err = b.add_ref_at(&k, r, r.block_len).unwrap_err();
     assert!(err.to_string().contains("outside its block"), "{err}");
 }
+
+/// A search starts from the table's DRAM copy of every 16th key (its fences), then walks
+/// the two lowest levels in NVM. Every forward and backward seek, on keys present and
+/// absent, before, between and after the fences, agrees with a sorted model, for tables
+/// with no fence, one, and many.
+#[test]
+fn seeks_from_the_dram_fences_agree_with_a_sorted_model() {
+    let sim = SimNvm::new();
+    let pool = pool(&sim);
+    for (id, n) in [(1u64, 1u32), (3, 15), (5, 16), (7, 17), (9, 33), (11, 700)] {
+        let keys: Vec<u32> = (0..n).map(|i| i * 2 + 1).collect();
+        let (te, be) = build_ref_table(&pool, &keys, 5, id);
+        let t = open_table(&pool, te, be);
+        assert_eq!(t.fence_bytes(), 0, "fences are built by the first search");
+        let mut it = PTableIter::new(Arc::clone(&t));
+        for probe in 0..=(2 * n + 1) {
+            // Above the stored sequence number: sorts before the stored entry of `probe`.
+            let target = ikey(probe, 100);
+            let at_or_after = keys.iter().find(|&&k| k >= probe);
+            let got = t.seek(&target).unwrap().map(|e| e.0.to_vec());
+            assert_eq!(got, at_or_after.map(|&k| ikey(k, 5)), "n {n} seek {probe}");
+            it.seek(&target);
+            assert_eq!(
+                it.valid().then(|| it.key().to_vec()),
+                at_or_after.map(|&k| ikey(k, 5)),
+                "n {n} iterator seek {probe}"
+            );
+            // Below the stored sequence number: the stored entry of `probe` sorts first.
+            it.seek_for_prev(&ikey(probe, 1));
+            let at_or_before = keys.iter().rev().find(|&&k| k <= probe);
+            assert_eq!(
+                it.valid().then(|| it.key().to_vec()),
+                at_or_before.map(|&k| ikey(k, 5)),
+                "n {n} seek_for_prev {probe}"
+            );
+            // And strictly before: `prev` from the entry found.
+            it.seek(&ikey(probe, 100));
+            if it.valid() {
+                it.prev();
+            } else {
+                it.seek_to_last();
+            }
+            let before = keys.iter().rev().find(|&&k| k < probe);
+            assert_eq!(
+                it.valid().then(|| it.key().to_vec()),
+                before.map(|&k| ikey(k, 5)),
+                "n {n} prev of seek {probe}"
+            );
+        }
+        // Targets outside the table's key prefix ("key"): before and after every key.
+        let outside = |k: &[u8], seq| make_internal_key(k, seq, ValueKind::Value);
+        let first = t.seek(&outside(b"a", 1)).unwrap().map(|e| e.0.to_vec());
+        assert_eq!(first, Some(ikey(keys[0], 5)), "n {n}");
+        assert!(t.seek(&outside(b"z", 1)).unwrap().is_none(), "n {n}");
+        it.seek_for_prev(&outside(b"z", 1));
+        assert_eq!(it.key(), ikey(keys[n as usize - 1], 5).as_slice(), "n {n}");
+        it.seek_for_prev(&outside(b"a", 1));
+        assert!(!it.valid(), "n {n}");
+        it.status().unwrap();
+        // One key in 16 is held in DRAM; a table of fewer than 16 has none.
+        if n >= 16 {
+            let per_key = t.fence_bytes() / (n as usize / 16);
+            assert!(
+                (20..200).contains(&per_key),
+                "n {n}: {per_key} bytes a fence"
+            );
+        } else {
+            assert_eq!(t.fence_bytes(), 0, "n {n}");
+        }
+    }
+}
