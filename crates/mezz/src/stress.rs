@@ -24,7 +24,9 @@
 //! Exit codes: 0 when every round passed (a summary goes to stdout); 1 when a check failed
 //! (the message names round, seed and key: `round R seed S key K: expected version V
 //! (pending P), found F`), a child failed or was not killed in time, or too few rounds
-//! killed the child (the summary still goes to stdout); 2 for a usage or setup error. In
+//! killed the child (the summary still goes to stdout); 2 for a usage or setup error (among
+//! them a `DIR.expected` that records writes beside a missing or empty DIR: the database it
+//! belonged to is gone, so checking against it would report false losses). In
 //! child mode: the child's own codes (0 after an ops cap, 2 for a violation, 3 for other
 //! errors, 4 when not killed in time).
 //!

@@ -67,6 +67,14 @@ fn stress_rounds_pass_and_continue_on_the_same_database() {
         ],
     );
     succeeded(&out);
+
+    // The database removed, its expected state left behind: refused as a setup error,
+    // not checked (which would report every recorded key as lost).
+    std::fs::remove_dir_all(&db).unwrap();
+    let out = mezz_stress(&db, &["--rounds", "1", "--seed", "13"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("holds no database"), "{stderr}");
 }
 
 /// `--families 3`: keys spread over three column families (batches span them), under a

@@ -1226,9 +1226,13 @@ fn setup<E: fmt::Display>(what: &str) -> impl FnOnce(E) -> StressFailure + '_ {
     move |e| StressFailure::Setup(format!("{what}: {e}"))
 }
 
-/// Opens the expected-state file, or creates it for a new database.
+/// Opens the expected-state file, or creates it for a new database. The two belong
+/// together: a file that records writes beside a missing or empty database is refused
+/// (checking against it would report every key it records as lost), as is a database
+/// without its file.
 fn open_state(cfg: &StressConfig) -> Result<ExpectedState, StressFailure> {
     let path = cfg.state_path();
+    let non_empty = std::fs::read_dir(&cfg.db).is_ok_and(|mut d| d.next().is_some());
     if path.exists() {
         let st = ExpectedState::open(&path).map_err(setup("expected-state file"))?;
         if st.keys() != cfg.keys {
@@ -1239,9 +1243,17 @@ fn open_state(cfg: &StressConfig) -> Result<ExpectedState, StressFailure> {
                 cfg.keys
             )));
         }
+        if !non_empty && st.ops() > 0 {
+            return Err(StressFailure::Setup(format!(
+                "{} records {} acknowledged ops but {} holds no database: it belongs to a \
+                 database that is gone (remove it to start afresh)",
+                path.display(),
+                st.ops(),
+                cfg.db.display()
+            )));
+        }
         return Ok(st);
     }
-    let non_empty = std::fs::read_dir(&cfg.db).is_ok_and(|mut d| d.next().is_some());
     if non_empty {
         return Err(StressFailure::Setup(format!(
             "{} holds files but {} does not exist: not a stress database",
