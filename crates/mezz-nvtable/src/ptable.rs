@@ -16,7 +16,9 @@
 //!   and only then sets the `footer_at` word, so a table is complete exactly when that
 //!   word is set. [`PTableBuilder::resume`] reopens an incomplete table after a crash.
 //! - [`PTable`]: a validated reader of a complete table (search, iteration, verify), and
-//!   [`PTableIter`], its [`InternalIterator`].
+//!   [`PTableIter`], its [`InternalIterator`]. A reader keeps a DRAM copy of every 16th key
+//!   (its fences, built by its first search), so that a search walks only the two lowest
+//!   levels in NVM.
 //!
 //! Format: `docs/formats/nvm-table.md`. Node heights are a function of the node's position
 //! (a perfect skip list with branching 4), so the size of a table of `n` entries is known
