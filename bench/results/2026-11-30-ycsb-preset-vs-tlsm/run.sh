@@ -1,8 +1,8 @@
 #!/bin/bash
 # The papers' mezzanine YCSB shape for one engine config. usage: run.sh LABEL engine-args...
 label=$1; shift
-ssd=$(mktemp -d <tmpdir>)
-nvm=<shm>/mezz-ycsbx-nvm
+ssd=$(mktemp -d)
+nvm=${SHM:-/dev/shm}/mezz-ycsbx-nvm
 rm -rf $nvm
 target/rocksdb-release/release/mezz bench "$@" --direct-io --nvm-profile optane --no-progress \
   --nvm-dir $nvm --opt nvm_capacity=1G --db $ssd/db \
