@@ -396,6 +396,12 @@ pub struct NvmTableStats {
     pub moved_block_bytes: u64,
     /// Bytes of data blocks that moves to SSD built entry by entry (encoded).
     pub moved_encoded_bytes: u64,
+    /// Merges into a level the tiering keeps in NVM that wrote SSTs (all their outputs or
+    /// the tail they spilled) because the pool had no room for NVM tables.
+    pub merges_to_ssd_for_room: u64,
+    /// Bytes of the SSTs those merges wrote. Entries of NVM-table inputs leave NVM this
+    /// way, so it is one reason the NVM tables can hold less than the LRU budget.
+    pub bytes_to_ssd_for_room: u64,
 }
 
 impl Stats {
@@ -527,6 +533,8 @@ pub struct StatsCollector {
     pub nvm_resumed_compactions: AtomicU64,
     pub nvm_moved_block_bytes: AtomicU64,
     pub nvm_moved_encoded_bytes: AtomicU64,
+    pub nvm_merges_to_ssd_for_room: AtomicU64,
+    pub nvm_bytes_to_ssd_for_room: AtomicU64,
     pub matrix_row_bytes_written: AtomicU64,
     pub matrix_columns: AtomicU64,
     pub l0_slowdown_micros: AtomicU64,
@@ -706,7 +714,8 @@ impl std::fmt::Display for Stats {
             writeln!(
                 f,
                 "NVM tables: {} objects, {} allocated, {} live ({:.1} %), {} moved to SSD ({} of \
-                 blocks copied, {} encoded), {} rewritten",
+                 blocks copied, {} encoded), {} rewritten; {} merges wrote {} of SSTs for \
+                 want of NVM room",
                 n.objects,
                 fmt_bytes(n.allocated_bytes),
                 fmt_bytes(n.live_bytes),
@@ -714,7 +723,9 @@ impl std::fmt::Display for Stats {
                 n.tier_moves,
                 fmt_bytes(n.moved_block_bytes),
                 fmt_bytes(n.moved_encoded_bytes),
-                n.rewrites
+                n.rewrites,
+                n.merges_to_ssd_for_room,
+                fmt_bytes(n.bytes_to_ssd_for_room)
             )?;
         }
         if self.matrix.capacity_bytes > 0 {

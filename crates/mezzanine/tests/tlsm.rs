@@ -442,3 +442,50 @@ fn a_wal_without_room_in_nvm_falls_back_to_a_file() {
     check(&db, &model);
     db.close().unwrap();
 }
+
+/// Under LRU tiering every merge writes NVM tables while the pool has room; once it has
+/// none, merges write SSTs instead, and the stats count them (one reason the NVM tables
+/// can hold less than the budget). A pool with room for everything counts none.
+#[test]
+fn merges_without_nvm_room_write_ssts_and_are_counted() {
+    let run = |capacity: u64| {
+        let dir = tempfile::tempdir().unwrap();
+        let nvm = nvm_dir();
+        let mut o = options(
+            nvm.path(),
+            NvmTableMethod::PsBacPb,
+            NvmTiering::Lru(u64::MAX),
+        );
+        o.nvm_capacity = capacity;
+        let db = Db::open(dir.path(), o).unwrap();
+        let mut model = BTreeMap::new();
+        for round in 0..6 {
+            for i in 0..2_000u64 {
+                let k = format!("k{i:06}-{round}").into_bytes();
+                let v = format!("{i}-{}", "v".repeat(400)).into_bytes();
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+        db.flush().unwrap();
+        db.wait_for_background().unwrap();
+        check(&db, &model);
+        db.stats()
+    };
+    let tight = run(4 << 20);
+    let n = &tight.nvm_tables;
+    assert!(n.merges_to_ssd_for_room > 0, "{tight}");
+    assert!(n.bytes_to_ssd_for_room > 0, "{tight}");
+    let ssts_below_l0: usize = tight
+        .levels
+        .iter()
+        .filter(|l| l.level > 0)
+        .map(|l| l.files - l.nvm_files)
+        .sum();
+    assert!(ssts_below_l0 > 0, "{tight}");
+    assert!(tight.to_string().contains("of SSTs for want of NVM room"));
+
+    let roomy = run(64 << 20);
+    assert_eq!(roomy.nvm_tables.merges_to_ssd_for_room, 0, "{roomy}");
+    assert_eq!(roomy.nvm_tables.bytes_to_ssd_for_room, 0, "{roomy}");
+}

@@ -401,6 +401,28 @@ impl DbInner {
                     StatsCollector::add(&s.nvm_moved_encoded_bytes, encoded);
                 }
             }
+            // A merge into a level kept in NVM that wrote SSTs did so for want of room
+            // (`output_tier`, or the spill of a merge that filled the pool).
+            if self.storage.nvm().is_some()
+                && self.opts.nvm_tiering.enabled()
+                && self.opts.level_in_nvm(plan.output_level)
+                && !matches!(
+                    plan.reason,
+                    crate::compaction::CompactionReason::TierMove
+                        | crate::compaction::CompactionReason::NvmGc
+                )
+            {
+                let sst: u64 = result
+                    .outputs
+                    .iter()
+                    .filter(|w| !matches!(w.meta.location, TableLocation::Nvm { .. }))
+                    .map(|w| w.bytes_written)
+                    .sum();
+                if sst > 0 {
+                    StatsCollector::add(&s.nvm_merges_to_ssd_for_room, 1);
+                    StatsCollector::add(&s.nvm_bytes_to_ssd_for_room, sst);
+                }
+            }
             s.record_level_io(plan.output_level, result.bytes_read, result.bytes_written);
             self.info_log.log(format_args!(
                 "compaction ({:?}) L{} -> L{}: {} + {} tables in, {} out; read {} bytes, wrote \

@@ -103,4 +103,6 @@ pub(crate) fn fill_stats(s: &mut Stats, v: &Version, c: &StatsCollector) {
     n.resumed_compactions = c.nvm_resumed_compactions.load(Ordering::Relaxed);
     n.moved_block_bytes = c.nvm_moved_block_bytes.load(Ordering::Relaxed);
     n.moved_encoded_bytes = c.nvm_moved_encoded_bytes.load(Ordering::Relaxed);
+    n.merges_to_ssd_for_room = c.nvm_merges_to_ssd_for_room.load(Ordering::Relaxed);
+    n.bytes_to_ssd_for_room = c.nvm_bytes_to_ssd_for_room.load(Ordering::Relaxed);
 }
