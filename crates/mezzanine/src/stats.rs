@@ -397,11 +397,16 @@ pub struct NvmTableStats {
     /// Bytes of data blocks that moves to SSD built entry by entry (encoded).
     pub moved_encoded_bytes: u64,
     /// Merges into a level the tiering keeps in NVM that wrote SSTs (all their outputs or
-    /// the tail they spilled) because the pool had no room for NVM tables.
+    /// the tail they spilled) because the pool had no room for NVM tables. Under `lru`
+    /// every level is kept in NVM, so this is every merge that wrote SSTs.
     pub merges_to_ssd_for_room: u64,
-    /// Bytes of the SSTs those merges wrote. Entries of NVM-table inputs leave NVM this
-    /// way, so it is one reason the NVM tables can hold less than the LRU budget.
+    /// Bytes of the SSTs those merges wrote.
     pub bytes_to_ssd_for_room: u64,
+    /// Bytes of NVM tables that those merges took as inputs and wrote to SSTs (a merge
+    /// that spilled part of its output: in proportion to its SST bytes). Entries leave NVM
+    /// this way without a tier move, and nothing brings them back, so this is one reason
+    /// the NVM tables can hold less than the LRU budget.
+    pub nvm_input_bytes_to_ssd: u64,
 }
 
 impl Stats {
@@ -535,6 +540,7 @@ pub struct StatsCollector {
     pub nvm_moved_encoded_bytes: AtomicU64,
     pub nvm_merges_to_ssd_for_room: AtomicU64,
     pub nvm_bytes_to_ssd_for_room: AtomicU64,
+    pub nvm_input_bytes_to_ssd: AtomicU64,
     pub matrix_row_bytes_written: AtomicU64,
     pub matrix_columns: AtomicU64,
     pub l0_slowdown_micros: AtomicU64,
@@ -715,7 +721,7 @@ impl std::fmt::Display for Stats {
                 f,
                 "NVM tables: {} objects, {} allocated, {} live ({:.1} %), {} moved to SSD ({} of \
                  blocks copied, {} encoded), {} rewritten; {} merges wrote {} of SSTs for \
-                 want of NVM room",
+                 want of NVM room, {} of it from NVM tables",
                 n.objects,
                 fmt_bytes(n.allocated_bytes),
                 fmt_bytes(n.live_bytes),
@@ -725,7 +731,8 @@ impl std::fmt::Display for Stats {
                 fmt_bytes(n.moved_encoded_bytes),
                 n.rewrites,
                 n.merges_to_ssd_for_room,
-                fmt_bytes(n.bytes_to_ssd_for_room)
+                fmt_bytes(n.bytes_to_ssd_for_room),
+                fmt_bytes(n.nvm_input_bytes_to_ssd)
             )?;
         }
         if self.matrix.capacity_bytes > 0 {

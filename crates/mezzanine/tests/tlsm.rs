@@ -476,6 +476,7 @@ fn merges_without_nvm_room_write_ssts_and_are_counted() {
     let n = &tight.nvm_tables;
     assert!(n.merges_to_ssd_for_room > 0, "{tight}");
     assert!(n.bytes_to_ssd_for_room > 0, "{tight}");
+    assert!(n.nvm_input_bytes_to_ssd > 0, "{tight}");
     let ssts_below_l0: usize = tight
         .levels
         .iter()
@@ -488,4 +489,5 @@ fn merges_without_nvm_room_write_ssts_and_are_counted() {
     let roomy = run(64 << 20);
     assert_eq!(roomy.nvm_tables.merges_to_ssd_for_room, 0, "{roomy}");
     assert_eq!(roomy.nvm_tables.bytes_to_ssd_for_room, 0, "{roomy}");
+    assert_eq!(roomy.nvm_tables.nvm_input_bytes_to_ssd, 0, "{roomy}");
 }

@@ -419,8 +419,17 @@ impl DbInner {
                     .map(|w| w.bytes_written)
                     .sum();
                 if sst > 0 {
+                    let nvm_in: u64 = plan
+                        .all_inputs()
+                        .filter(|t| matches!(t.location, TableLocation::Nvm { .. }))
+                        .map(|t| t.size)
+                        .sum();
+                    let all: u64 = result.outputs.iter().map(|w| w.bytes_written).sum();
+                    let left =
+                        (u128::from(nvm_in) * u128::from(sst) / u128::from(all.max(1))) as u64;
                     StatsCollector::add(&s.nvm_merges_to_ssd_for_room, 1);
                     StatsCollector::add(&s.nvm_bytes_to_ssd_for_room, sst);
+                    StatsCollector::add(&s.nvm_input_bytes_to_ssd, left);
                 }
             }
             s.record_level_io(plan.output_level, result.bytes_read, result.bytes_written);

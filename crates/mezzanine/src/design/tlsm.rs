@@ -105,4 +105,5 @@ pub(crate) fn fill_stats(s: &mut Stats, v: &Version, c: &StatsCollector) {
     n.moved_encoded_bytes = c.nvm_moved_encoded_bytes.load(Ordering::Relaxed);
     n.merges_to_ssd_for_room = c.nvm_merges_to_ssd_for_room.load(Ordering::Relaxed);
     n.bytes_to_ssd_for_room = c.nvm_bytes_to_ssd_for_room.load(Ordering::Relaxed);
+    n.nvm_input_bytes_to_ssd = c.nvm_input_bytes_to_ssd.load(Ordering::Relaxed);
 }
