@@ -386,6 +386,19 @@ fn overwrites_do_not_fill_nvm_with_dead_entries() {
     );
 }
 
+/// Six rounds of 2,000 new keys (`key(round, i)`) with values of about 400 bytes: about
+/// 4.9 MB in all.
+fn write_rounds(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, key: impl Fn(u64, u64) -> String) {
+    for round in 0..6 {
+        for i in 0..2_000u64 {
+            let k = key(round, i).into_bytes();
+            let v = format!("{i}-{}", "v".repeat(400)).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+    }
+}
+
 /// A WAL meant for NVM (`wal_on_nvm`) whose pool has no free range left for it (here: NVM
 /// tables written under options that kept no WAL there) is a file instead: opens, writes
 /// and flushes go on, nothing is lost, and the stats count the fallback.
@@ -401,14 +414,7 @@ fn a_wal_without_room_in_nvm_falls_back_to_a_file() {
     tables.nvm_capacity = 4 << 20;
     let mut model = BTreeMap::new();
     let db = Db::open(dir.path(), tables.clone()).unwrap();
-    for round in 0..6 {
-        for i in 0..2_000u64 {
-            let k = format!("k{round}-{i:06}").into_bytes();
-            let v = format!("{i}-{}", "v".repeat(400)).into_bytes();
-            db.put(&k, &v).unwrap();
-            model.insert(k, v);
-        }
-    }
+    write_rounds(&db, &mut model, |round, i| format!("k{round}-{i:06}"));
     db.flush().unwrap();
     db.wait_for_background().unwrap();
     let s = db.stats();
@@ -459,14 +465,8 @@ fn merges_without_nvm_room_write_ssts_and_are_counted() {
         o.nvm_capacity = capacity;
         let db = Db::open(dir.path(), o).unwrap();
         let mut model = BTreeMap::new();
-        for round in 0..6 {
-            for i in 0..2_000u64 {
-                let k = format!("k{i:06}-{round}").into_bytes();
-                let v = format!("{i}-{}", "v".repeat(400)).into_bytes();
-                db.put(&k, &v).unwrap();
-                model.insert(k, v);
-            }
-        }
+        // Every round spans the whole key range, so flushes overlap and merges copy.
+        write_rounds(&db, &mut model, |round, i| format!("k{i:06}-{round}"));
         db.flush().unwrap();
         db.wait_for_background().unwrap();
         check(&db, &model);
