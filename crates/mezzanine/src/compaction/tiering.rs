@@ -38,8 +38,13 @@ use crate::version::Version;
 /// Per NVM object: the bytes of it that live tables point at (their `nvm_refs`).
 #[must_use]
 pub fn object_live_bytes(version: &Version) -> BTreeMap<u64, u64> {
+    live_bytes_of(version, |_| true)
+}
+
+/// Per NVM object that a table `counted` points into: the bytes those tables point at.
+fn live_bytes_of(version: &Version, counted: impl Fn(&TableMeta) -> bool) -> BTreeMap<u64, u64> {
     let mut live = BTreeMap::new();
-    for (_, t) in version.all_tables() {
+    for (_, t) in version.all_tables().filter(|(_, t)| counted(t)) {
         for r in &t.nvm_refs {
             *live.entry(r.object).or_insert(0u64) += r.bytes;
         }
@@ -94,28 +99,16 @@ pub fn gc_candidate(version: &Version, ratio: f64) -> Option<u64> {
 /// into the buffer goes.
 #[must_use]
 pub fn lru_held_bytes(version: &Version, claims: &Claims) -> u64 {
-    let mut live: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut pointed: BTreeSet<u64> = BTreeSet::new();
-    for (_, t) in version.all_tables() {
-        let claimed = claims.is_claimed(t.id);
-        for r in &t.nvm_refs {
-            pointed.insert(r.object);
-            if !claimed {
-                *live.entry(r.object).or_insert(0) += r.bytes;
-            }
-        }
-    }
+    let pointed = object_live_bytes(version);
+    let live = live_bytes_of(version, |t| !claims.is_claimed(t.id));
     version
         .nvm_objects
         .values()
         .filter(|o| o.kind.is_table())
         .map(|o| match live.get(&o.id) {
-            None if pointed.contains(&o.id) => 0,
-            Some(&l) if o.weight > 0 => {
-                let share = (l as f64 / o.weight as f64).min(1.0);
-                (o.len as f64 * share) as u64
-            }
-            _ => o.len,
+            Some(&l) => o.live_len(l),
+            None if pointed.contains_key(&o.id) => 0,
+            None => o.len,
         })
         .sum()
 }

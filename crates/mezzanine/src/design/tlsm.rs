@@ -91,11 +91,10 @@ pub(crate) fn fill_stats(s: &mut Stats, v: &Version, c: &StatsCollector) {
         n.allocated_bytes += o.len;
         let own = v.all_tables().any(|(_, t)| t.id == o.id);
         // The object's share that live tables use, in bytes of the object.
-        n.live_bytes += if own || o.weight == 0 {
+        n.live_bytes += if own {
             o.len
         } else {
-            let l = live.get(&o.id).copied().unwrap_or(0).min(o.weight);
-            (u128::from(o.len) * u128::from(l) / u128::from(o.weight)) as u64
+            o.live_len(live.get(&o.id).copied().unwrap_or(0))
         };
     }
     n.tier_moves = c.nvm_tier_moves.load(Ordering::Relaxed);

@@ -105,6 +105,16 @@ impl NvmObject {
             len: self.len,
         }
     }
+
+    /// The object's length scaled by its live share: `live` of its `weight` entry bytes
+    /// (capped at the weight). An object without entry bytes counts whole.
+    #[must_use]
+    pub fn live_len(&self, live: u64) -> u64 {
+        if self.weight == 0 {
+            return self.len;
+        }
+        (u128::from(self.len) * u128::from(live.min(self.weight)) / u128::from(self.weight)) as u64
+    }
 }
 
 /// Whether a job that failed with `e` writes its tables as SSTs instead: the NVM pool had
