@@ -80,6 +80,42 @@ pub struct CompactionResult {
     pub bytes_written: u64,
 }
 
+impl CompactionResult {
+    /// For a merge into a level that `opts`' tiering keeps in NVM, which wrote SSTs anyway
+    /// (for want of pool room: [`output_tier`] chose SSD, or the merge spilled): the bytes
+    /// of those SSTs, and the bytes of its NVM-table inputs they carried out of NVM (a
+    /// spilling merge's in proportion to its SST bytes). `None` for other jobs.
+    #[must_use]
+    pub fn ssd_for_room(&self, opts: &Options, plan: &CompactionPlan) -> Option<(u64, u64)> {
+        let nvm = |l: &TableLocation| matches!(l, TableLocation::Nvm { .. });
+        if !opts.nvm_tiering.enabled()
+            || !opts.level_in_nvm(plan.output_level)
+            || matches!(
+                plan.reason,
+                CompactionReason::TierMove | CompactionReason::NvmGc
+            )
+        {
+            return None;
+        }
+        let sst: u64 = self
+            .outputs
+            .iter()
+            .filter(|w| !nvm(&w.meta.location))
+            .map(|w| w.bytes_written)
+            .sum();
+        if sst == 0 {
+            return None;
+        }
+        let nvm_in: u64 = plan
+            .all_inputs()
+            .filter(|t| nvm(&t.location))
+            .map(|t| t.size)
+            .sum();
+        let left = u128::from(nvm_in) * u128::from(sst) / u128::from(self.bytes_written.max(1));
+        Some((sst, left as u64))
+    }
+}
+
 /// Which "stripe" between consecutive snapshots a sequence number falls in: 0 = visible
 /// to the oldest snapshot (or no snapshots at all).
 fn stripe(snapshots: &[SeqNo], seq: SeqNo) -> usize {

@@ -401,36 +401,12 @@ impl DbInner {
                     StatsCollector::add(&s.nvm_moved_encoded_bytes, encoded);
                 }
             }
-            // A merge into a level kept in NVM that wrote SSTs did so for want of room
-            // (`output_tier`, or the spill of a merge that filled the pool).
             if self.storage.nvm().is_some()
-                && self.opts.nvm_tiering.enabled()
-                && self.opts.level_in_nvm(plan.output_level)
-                && !matches!(
-                    plan.reason,
-                    crate::compaction::CompactionReason::TierMove
-                        | crate::compaction::CompactionReason::NvmGc
-                )
+                && let Some((sst, left)) = result.ssd_for_room(&self.opts, plan)
             {
-                let sst: u64 = result
-                    .outputs
-                    .iter()
-                    .filter(|w| !matches!(w.meta.location, TableLocation::Nvm { .. }))
-                    .map(|w| w.bytes_written)
-                    .sum();
-                if sst > 0 {
-                    let nvm_in: u64 = plan
-                        .all_inputs()
-                        .filter(|t| matches!(t.location, TableLocation::Nvm { .. }))
-                        .map(|t| t.size)
-                        .sum();
-                    let all: u64 = result.outputs.iter().map(|w| w.bytes_written).sum();
-                    let left =
-                        (u128::from(nvm_in) * u128::from(sst) / u128::from(all.max(1))) as u64;
-                    StatsCollector::add(&s.nvm_merges_to_ssd_for_room, 1);
-                    StatsCollector::add(&s.nvm_bytes_to_ssd_for_room, sst);
-                    StatsCollector::add(&s.nvm_input_bytes_to_ssd, left);
-                }
+                StatsCollector::add(&s.nvm_merges_to_ssd_for_room, 1);
+                StatsCollector::add(&s.nvm_bytes_to_ssd_for_room, sst);
+                StatsCollector::add(&s.nvm_input_bytes_to_ssd, left);
             }
             s.record_level_io(plan.output_level, result.bytes_read, result.bytes_written);
             self.info_log.log(format_args!(
