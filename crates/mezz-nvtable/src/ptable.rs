@@ -89,20 +89,6 @@ fn corrupt(off: u64, what: impl Into<String>) -> Error {
     Error::corruption(off, what.into())
 }
 
-/// The number of indexes `i < n` for which `pred` holds, `pred` being true on a prefix.
-fn partition_point(n: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
 fn round8(n: usize) -> usize {
     n.div_ceil(8) * 8
 }
@@ -1036,29 +1022,34 @@ pub struct PTable {
 struct Fences {
     /// The internal keys, back to back.
     keys: Vec<u8>,
-    /// End of each key in `keys`.
-    ends: Vec<u32>,
-    /// Offset of each key's node.
-    nodes: Vec<u32>,
+    /// One per node of the level, in key order.
+    list: Vec<Fence>,
+}
+
+/// A node of the fenced level: its key (`keys[start..end]`) and its offset.
+#[derive(Clone, Copy)]
+struct Fence {
+    start: u32,
+    end: u32,
+    node: u32,
 }
 
 impl std::fmt::Debug for Fences {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fences")
-            .field("keys", &self.nodes.len())
+            .field("keys", &self.list.len())
             .field("bytes", &self.bytes())
             .finish()
     }
 }
 
 impl Fences {
-    fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        &self.keys[start..self.ends[i] as usize]
+    fn key(&self, e: Fence) -> &[u8] {
+        &self.keys[e.start as usize..e.end as usize]
     }
 
     fn bytes(&self) -> usize {
-        self.keys.capacity() + 4 * (self.ends.capacity() + self.nodes.capacity())
+        self.keys.capacity() + self.list.capacity() * std::mem::size_of::<Fence>()
     }
 }
 
@@ -1265,19 +1256,19 @@ impl PTable {
             while let Ok(Some(nx)) = w.next(x, FENCE_LEVEL) {
                 self.visit(nx);
                 let Ok(k) = self.node_key(nx) else { break };
-                let (Ok(end), Ok(node)) =
-                    (u32::try_from(f.keys.len() + k.len()), u32::try_from(nx))
-                else {
+                let (Ok(start), Ok(end), Ok(node)) = (
+                    u32::try_from(f.keys.len()),
+                    u32::try_from(f.keys.len() + k.len()),
+                    u32::try_from(nx),
+                ) else {
                     break;
                 };
                 f.keys.extend_from_slice(k);
-                f.ends.push(end);
-                f.nodes.push(node);
+                f.list.push(Fence { start, end, node });
                 x = nx;
             }
             f.keys.shrink_to_fit();
-            f.ends.shrink_to_fit();
-            f.nodes.shrink_to_fit();
+            f.list.shrink_to_fit();
             f
         })
     }
@@ -1293,18 +1284,16 @@ impl PTable {
     /// fence's successor at [`FENCE_LEVEL`] is already past `ikey`).
     fn search_start(&self, ikey: &[u8], inclusive: bool) -> (usize, usize) {
         let f = self.fences();
-        if f.nodes.is_empty() {
+        if f.list.is_empty() {
             return (self.head, MAX_HEIGHT);
         }
-        let i = partition_point(f.nodes.len(), |j| {
-            let c = self.order.compare_internal(f.key(j), ikey);
+        let i = f.list.partition_point(|&e| {
+            let c = self.order.compare_internal(f.key(e), ikey);
             c == Ordering::Less || (inclusive && c == Ordering::Equal)
         });
-        let x = if i == 0 {
-            self.head
-        } else {
-            f.nodes[i - 1] as usize
-        };
+        let x = i
+            .checked_sub(1)
+            .map_or(self.head, |p| f.list[p].node as usize);
         // The fences are exactly the nodes of the level-FENCE_LEVEL list, so `x`'s
         // successor there (and on every level above) is past `ikey` too.
         (x, FENCE_LEVEL)
