@@ -386,6 +386,14 @@ fn overwrites_do_not_fill_nvm_with_dead_entries() {
     );
 }
 
+/// `ps+bac+pb` tables under LRU tiering with no budget (nothing moves to SSD by age) in a
+/// pool of `capacity` bytes.
+fn unbounded_lru(nvm: &Path, capacity: u64) -> Options {
+    let mut o = options(nvm, NvmTableMethod::PsBacPb, NvmTiering::Lru(u64::MAX));
+    o.nvm_capacity = capacity;
+    o
+}
+
 /// Six rounds of 2,000 new keys (`key(round, i)`) with values of about 400 bytes: about
 /// 4.9 MB in all.
 fn write_rounds(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, key: impl Fn(u64, u64) -> String) {
@@ -406,12 +414,7 @@ fn write_rounds(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, key: impl Fn(u6
 fn a_wal_without_room_in_nvm_falls_back_to_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let nvm = nvm_dir();
-    let mut tables = options(
-        nvm.path(),
-        NvmTableMethod::PsBacPb,
-        NvmTiering::Lru(u64::MAX),
-    );
-    tables.nvm_capacity = 4 << 20;
+    let tables = unbounded_lru(nvm.path(), 4 << 20);
     let mut model = BTreeMap::new();
     let db = Db::open(dir.path(), tables.clone()).unwrap();
     write_rounds(&db, &mut model, |round, i| format!("k{round}-{i:06}"));
@@ -457,13 +460,7 @@ fn merges_without_nvm_room_write_ssts_and_are_counted() {
     let run = |capacity: u64| {
         let dir = tempfile::tempdir().unwrap();
         let nvm = nvm_dir();
-        let mut o = options(
-            nvm.path(),
-            NvmTableMethod::PsBacPb,
-            NvmTiering::Lru(u64::MAX),
-        );
-        o.nvm_capacity = capacity;
-        let db = Db::open(dir.path(), o).unwrap();
+        let db = Db::open(dir.path(), unbounded_lru(nvm.path(), capacity)).unwrap();
         let mut model = BTreeMap::new();
         // Every round spans the whole key range, so flushes overlap and merges copy.
         write_rounds(&db, &mut model, |round, i| format!("k{i:06}-{round}"));
