@@ -113,6 +113,7 @@ pub fn setup_json(setup: &EngineSetup) -> serde_json::Value {
         "sync": setup.sync,
         "compress": setup.compress,
         "direct_io": setup.direct_io,
+        "nvm_budget_bytes": setup.nvm_bytes,
     })
 }
 

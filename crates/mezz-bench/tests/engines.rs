@@ -252,6 +252,80 @@ fn rocksdb_l0_nvm_conforms() {
     check("rocksdb-l0-nvm");
 }
 
+/// The value of `name=` in the newest RocksDB `OPTIONS-*` file of `dir`.
+#[cfg(feature = "rocksdb")]
+fn rocksdb_option(dir: &Path, name: &str) -> Option<String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("OPTIONS-")
+        })
+        .collect();
+    files.sort();
+    let text = std::fs::read_to_string(files.last()?).unwrap();
+    text.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix(name)
+            .and_then(|r| r.strip_prefix('='))
+            .map(str::to_string)
+    })
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn rocksdb_l0_nvm_keeps_l0_within_an_nvm_budget() {
+    let t = tempfile::tempdir().unwrap();
+    let nvm = t.path().join("nvm");
+    let dir = t.path().join("db");
+    for (budget, want) in [
+        (Some(8u64 << 20), ["7", "8", "8"]),
+        (None, ["4", "20", "36"]),
+    ] {
+        let setup = EngineSetup {
+            write_buffer_size: 1 << 20,
+            nvm_dir: Some(nvm.clone()),
+            nvm_bytes: budget,
+            ..EngineSetup::default()
+        };
+        let f = factory("rocksdb-l0-nvm", &setup).unwrap();
+        let c = f.config_json();
+        assert_eq!(c["l0_triggers"].is_object(), budget.is_some(), "{c}");
+        let e = f.open(&dir).unwrap();
+        e.put(b"k", b"v", false).unwrap();
+        e.close().unwrap();
+        let names = [
+            "level0_file_num_compaction_trigger",
+            "level0_slowdown_writes_trigger",
+            "level0_stop_writes_trigger",
+        ];
+        for (n, w) in names.iter().zip(want) {
+            assert_eq!(
+                rocksdb_option(&dir, n).as_deref(),
+                Some(w),
+                "{n} with {budget:?}"
+            );
+        }
+        f.destroy(&dir).unwrap();
+    }
+    // Plain RocksDB has no NVM path: the budget does not apply to it.
+    let setup = EngineSetup {
+        write_buffer_size: 1 << 20,
+        nvm_bytes: Some(8 << 20),
+        ..EngineSetup::default()
+    };
+    let f = factory("rocksdb", &setup).unwrap();
+    let e = f.open(&dir).unwrap();
+    e.close().unwrap();
+    assert_eq!(
+        rocksdb_option(&dir, "level0_stop_writes_trigger").as_deref(),
+        Some("36")
+    );
+}
+
 #[cfg(feature = "rocksdb")]
 #[test]
 fn rocksdb_version_names_the_library() {

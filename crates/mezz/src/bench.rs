@@ -157,6 +157,13 @@ struct BenchArgs {
     /// removed at the end.
     #[arg(long)]
     nvm_dir: Option<PathBuf>,
+    /// The NVM bytes of comparators whose NVM is a directory (not Mezzanine, whose pool is
+    /// `nvm_capacity`): rocksdb-l0-nvm keeps its L0 within them, as the MatrixKV paper's
+    /// RocksDB-L0-NVM enlarges L0 to its NVM (compaction at 7/8, slowdown at 15/16, stop at
+    /// all of it, in memtable-sized files). Default: none (RocksDB's L0 file triggers,
+    /// under which L0 may hold up to 36 memtables on the NVM path).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    nvm_budget: Option<u64>,
     /// Mezzanine: the emulated cost of its NVM tier, a device profile: dram, optane,
     /// optane-6 or cxl (the option `nvm_profile`; `--opt` still overrides; docs/impl.md,
     /// "Emulated NVM cost"). Recorded as `nvm_profile` in every Mezzanine result. Other
@@ -237,6 +244,7 @@ impl BenchArgs {
             sync: self.sync,
             compress: self.compress,
             direct_io: self.direct_io,
+            nvm_bytes: self.nvm_budget,
         })
     }
 

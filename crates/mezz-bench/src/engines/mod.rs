@@ -54,6 +54,30 @@ pub struct EngineSetup {
     /// `direct_io: false`). Mezzanine is not built from this: `mezz bench --direct-io` gives
     /// it its two options of the same names. Default: false.
     pub direct_io: bool,
+    /// The NVM bytes a comparator whose NVM is a directory may use. `rocksdb-l0-nvm` keeps
+    /// its L0 within them ([`l0_triggers_within`]), as the MatrixKV paper's RocksDB-L0-NVM
+    /// "enlarges L0 into" the NVM. Default: none (RocksDB's own L0 file triggers, under
+    /// which L0 may grow to 36 memtables).
+    pub nvm_bytes: Option<u64>,
+}
+
+/// RocksDB's L0 triggers (compaction, slowdown, stop; in files) that keep an L0 of
+/// memtable-sized files within `nvm_bytes`: compaction at 7/8 of it, slowdown at 15/16,
+/// stop at all of it, rounded to whole files. These are the MatrixKV paper's code's own
+/// container triggers (7, 7.5 and 8 GiB of an 8 GiB container) applied to RocksDB's L0;
+/// compaction comes at least one file before the stop, so a stop always has a compaction to
+/// wait for.
+#[must_use]
+pub fn l0_triggers_within(nvm_bytes: u64, write_buffer_size: usize) -> (i32, i32, i32) {
+    let files = nvm_bytes / (write_buffer_size.max(1) as u64);
+    let stop = i32::try_from(files).unwrap_or(i32::MAX).max(2);
+    let share = |num: i64, den: i64| {
+        let v = (i64::from(stop) * num + den / 2) / den;
+        i32::try_from(v).unwrap_or(i32::MAX)
+    };
+    let compaction = share(7, 8).clamp(1, stop - 1);
+    let slowdown = share(15, 16).clamp(compaction, stop);
+    (compaction, slowdown, stop)
 }
 
 impl Default for EngineSetup {
@@ -66,6 +90,7 @@ impl Default for EngineSetup {
             sync: false,
             compress: false,
             direct_io: false,
+            nvm_bytes: None,
         }
     }
 }
@@ -303,6 +328,29 @@ pub(crate) fn remove_empty_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn l0_triggers_keep_l0_within_the_nvm_budget() {
+        // The papers' shape: 256 MiB of NVM, 64 MiB memtables.
+        assert_eq!(l0_triggers_within(256 << 20, 64 << 20), (3, 4, 4));
+        // The MatrixKV paper's: 8 GiB of NVM, 64 MiB memtables (its 7 / 7.5 / 8 GiB).
+        assert_eq!(l0_triggers_within(8 << 30, 64 << 20), (112, 120, 128));
+        // Less than two memtables: compaction at one file, stop at two.
+        assert_eq!(l0_triggers_within(64 << 20, 64 << 20), (1, 2, 2));
+        assert_eq!(l0_triggers_within(0, 64 << 20), (1, 2, 2));
+        for (nvm, wb) in [
+            (100u64 << 20, 7usize << 20),
+            (1 << 30, 3 << 20),
+            (5 << 20, 1 << 20),
+        ] {
+            let (c, s, stop) = l0_triggers_within(nvm, wb);
+            assert!(
+                1 <= c && c < stop && c <= s && s <= stop,
+                "{nvm} {wb}: {c} {s} {stop}"
+            );
+            assert!(u64::try_from(stop).unwrap_or(0) * wb as u64 <= nvm.max(2 * wb as u64));
+        }
+    }
 
     #[test]
     fn unknown_and_mezzanine_names_are_refused() {

@@ -22,7 +22,10 @@
 //! picker), so L0 alone lands on the NVM path and L1 and deeper levels in `dir`, as in the
 //! MatrixKV paper's RocksDB-L0-NVM (placement follows target sizes, not actual level
 //! membership: an L0 that grows past its target still stays on the NVM path). `<nvm>` is
-//! recorded in the marker file in `dir`.
+//! recorded in the marker file in `dir`. With an NVM budget (`EngineSetup::nvm_bytes`) its
+//! L0 triggers keep L0 within it (`l0_triggers_within`): the paper's RocksDB-L0-NVM
+//! "enlarges L0 into" its NVM. Without one, RocksDB's file triggers (4 / 20 / 36) let L0
+//! hold up to 36 memtables on the NVM path, whatever the budget.
 //!
 //! Counters come from RocksDB's statistics: storage bytes = `rocksdb.wal.bytes` +
 //! `rocksdb.flush.write.bytes` + `rocksdb.compact.write.bytes`, stall time =
@@ -38,8 +41,8 @@ use rocksdb::{BlockBasedOptions, Cache, DB, DBCompressionType, DBPath, Options, 
 
 use crate::engine::{Direction, EngineCounters, EngineFactory, KvEngine, ScanResult};
 use crate::engines::{
-    EngineSetup, NVM_MARKER, dir_holds_only, is_lsm_file_name, nvm_location, read_nvm_marker,
-    remove_empty_dir, remove_files,
+    EngineSetup, NVM_MARKER, dir_holds_only, is_lsm_file_name, l0_triggers_within, nvm_location,
+    read_nvm_marker, remove_empty_dir, remove_files,
 };
 use crate::error::{BenchError, Result};
 
@@ -111,6 +114,14 @@ impl RocksDbFactory {
         }
     }
 
+    /// The L0 triggers (compaction, slowdown, stop) of `rocksdb-l0-nvm` under an NVM
+    /// budget; `None` for RocksDB's defaults.
+    fn l0_triggers(&self) -> Option<(i32, i32, i32)> {
+        let nvm = self.setup.nvm_bytes?;
+        self.nvm_root.as_ref()?;
+        Some(l0_triggers_within(nvm, self.setup.write_buffer_size))
+    }
+
     fn name_str(&self) -> &'static str {
         if self.nvm_root.is_some() {
             "rocksdb-l0-nvm"
@@ -135,6 +146,11 @@ impl RocksDbFactory {
         o.set_compression_type(compression);
         o.set_bottommost_compression_type(compression);
         o.enable_statistics();
+        if let Some((compaction, slowdown, stop)) = self.l0_triggers() {
+            o.set_level_zero_file_num_compaction_trigger(compaction);
+            o.set_level_zero_slowdown_writes_trigger(slowdown);
+            o.set_level_zero_stop_writes_trigger(stop);
+        }
         if s.direct_io {
             // Table reads and flush/compaction writes bypass the page cache; compaction
             // inputs are read 2 MiB at a time, as RocksDB recommends with direct I/O (the
@@ -206,6 +222,16 @@ impl EngineFactory for RocksDbFactory {
         });
         if let (Some(root), Some(m)) = (&self.nvm_root, j.as_object_mut()) {
             m.insert("nvm_dir".into(), root.display().to_string().into());
+            let triggers = match self.l0_triggers() {
+                Some((c, s, stop)) => serde_json::json!({
+                    "nvm_budget_bytes": self.setup.nvm_bytes,
+                    "level0_file_num_compaction_trigger": c,
+                    "level0_slowdown_writes_trigger": s,
+                    "level0_stop_writes_trigger": stop,
+                }),
+                None => serde_json::json!("RocksDB's defaults (4 / 20 / 36 files; no NVM budget)"),
+            };
+            m.insert("l0_triggers".into(), triggers);
             m.insert("wal_dir".into(), "<nvm_dir>/<db>/wal".into());
             m.insert(
                 "db_paths".into(),
