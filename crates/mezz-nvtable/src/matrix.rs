@@ -374,6 +374,13 @@ pub struct RowHeader {
 }
 
 /// Encoded length of a header with `pages` pages (checksum included).
+/// The most pages a row can have with pages of `page_size` bytes: its page list must fit
+/// in its header page.
+#[must_use]
+pub fn max_row_pages(page_size: usize) -> usize {
+    page_size.saturating_sub(HEADER_AT + HEADER_FIXED_LEN + 4) / 4
+}
+
 fn header_len(pages: usize) -> Option<usize> {
     pages.checked_mul(4)?.checked_add(HEADER_FIXED_LEN + 4)
 }

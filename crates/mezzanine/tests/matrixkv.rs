@@ -363,3 +363,44 @@ mod power_cut {
         assert!(cuts.len() >= 30, "{} persist points", cuts.len());
     }
 }
+
+/// A write group larger than a row of small pages can list (985 pages of 4 KiB: its page
+/// list must fit in its header page) is flushed as an L0 SST: no background error, every
+/// key readable, before and after a reopen. Before, the row's build failed and the flush's
+/// error stopped every later write.
+#[test]
+fn a_write_group_too_large_for_a_row_becomes_an_sst() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let mut o = small_matrixkv_options(nvm.path());
+    o.matrix_bytes = 16 << 20;
+    o.nvm_capacity = 64 << 20;
+    // A WAL in NVM bounds a group to about a memtable plus 1 MiB; a WAL file does not.
+    o.wal_on_nvm = false;
+    assert_eq!(o.matrix_page_bytes(), 4096);
+    let value = |i: u32| format!("{i:06}").repeat(682).into_bytes(); // 4,092 bytes
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    // 1,200 values of 4 KiB: one group of about 4.7 MiB, a row of about 1,200 pages.
+    let mut b = mezzanine::WriteBatch::new();
+    for i in 0..1200u32 {
+        b.put(format!("big{i:05}").as_bytes(), &value(i));
+    }
+    db.write(&mezzanine::WriteOptions::default(), b).unwrap();
+    db.put(b"after", b"the group").unwrap();
+    db.flush().unwrap();
+    db.put(b"later", b"write").unwrap();
+    let s = db.stats();
+    assert!(s.levels[0].files > s.matrix.rows, "no L0 SST\n{s}");
+    let reads = |db: &Db| {
+        for i in (0..1200u32).step_by(7) {
+            let got = db.get(format!("big{i:05}").as_bytes()).unwrap();
+            assert_eq!(got.as_deref(), Some(value(i).as_slice()), "big{i:05}");
+        }
+        assert_eq!(db.get(b"later").unwrap().as_deref(), Some(&b"write"[..]));
+    };
+    reads(&db);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    reads(&db);
+    db.close().unwrap();
+}

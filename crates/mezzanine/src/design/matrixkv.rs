@@ -222,7 +222,7 @@ pub(crate) fn open_space(
             }
             let id = new_id();
             let mut o = tier.alloc(id, NvmObjectKind::MatrixSpace, opts.matrix_bytes)?;
-            o.weight = opts.matrix_page_size as u64;
+            o.weight = opts.matrix_page_bytes() as u64;
             edit.new_nvm_objects.push(o);
             o
         }

@@ -330,10 +330,13 @@ declare_options! {
         /// turns it off. Needs `nvm_dir`. Default: 0.
         matrix_bytes: u64 = 0, Size;
         /// Page size of the container (a power of two, 4 KiB..1 GiB): partly drained rows
-        /// give back whole pages. Default: 256 KiB.
-        matrix_page_size: usize = 256 << 10, Size,
-            check |v| v.is_power_of_two() && (4096..=1 << 30).contains(v),
-            "{v} is not a power of two in 4 KiB..1 GiB";
+        /// give back whole pages. `0` picks it from `write_buffer_size`
+        /// (`Options::matrix_page_bytes`: a 256th of it, a power of two from 4 KiB to
+        /// 256 KiB). Fixed when the container is made: a reopen keeps the pages it has.
+        /// Default: 0.
+        matrix_page_size: usize = 0, Size,
+            check |v| *v == 0 || (v.is_power_of_two() && (4096..=1 << 30).contains(v)),
+            "{v} is neither 0 nor a power of two in 4 KiB..1 GiB";
         /// The receiver rows become the compactor once they hold this share of the
         /// container. Default: 0.6.
         matrix_switch_fraction: f64 = 0.6, Float,

@@ -456,3 +456,38 @@ fn a_matrix_container_composes_with_nvm_tables_below_l0() {
         "{e}"
     );
 }
+
+/// A container's pages follow the memtable size (about 256 pages per row, 4 KiB to
+/// 256 KiB) unless `matrix_page_size` names them; 0 is accepted, a page size that is not a
+/// power of two is not.
+#[test]
+fn matrix_pages_follow_the_memtable_size() {
+    let pages = |wbs: usize| {
+        Options {
+            write_buffer_size: wbs,
+            ..Options::default()
+        }
+        .matrix_page_bytes()
+    };
+    assert_eq!(pages(64 << 20), 256 << 10);
+    assert_eq!(pages(1 << 30), 256 << 10);
+    assert_eq!(pages(4 << 20), 16 << 10);
+    assert_eq!(pages(3 << 20), 8 << 10);
+    assert_eq!(pages(2 << 20), 8 << 10);
+    assert_eq!(pages(1 << 20), 4 << 10);
+    assert_eq!(pages(32 << 10), 4 << 10);
+    let named = Options {
+        write_buffer_size: 2 << 20,
+        matrix_page_size: 64 << 10,
+        ..Options::default()
+    };
+    assert_eq!(named.matrix_page_bytes(), 64 << 10);
+    let mut o = Options::default();
+    o.set("matrix_page_size", "0").unwrap();
+    o.validate().unwrap();
+    o.set("matrix_page_size", "3000").unwrap();
+    assert!(o.validate().is_err());
+    o.set("matrix_page_size", "8192").unwrap();
+    o.validate().unwrap();
+    assert_eq!(o.matrix_page_bytes(), 8192);
+}

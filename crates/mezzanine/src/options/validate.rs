@@ -127,7 +127,8 @@ impl Options {
                         .into(),
                 );
             }
-            let least = (16 * self.matrix_page_size as u64).max(4 * self.write_buffer_size as u64);
+            let least =
+                (16 * self.matrix_page_bytes() as u64).max(4 * self.write_buffer_size as u64);
             if self.matrix_bytes < least {
                 return bad(format!(
                     "matrix_bytes {} < {least}: the container must hold 16 pages of \
