@@ -957,7 +957,7 @@ impl RowBuilder {
         if row_len > u32::MAX as usize {
             return Err(too_big());
         }
-        if HEADER_AT + header_len(pages).ok_or_else(too_big)? > page_size {
+        if pages > max_row_pages(page_size) {
             return Err(invalid(format!(
                 "matrix row of {pages} pages: its page list does not fit in one page of \
                  {page_size} bytes (use larger pages)"

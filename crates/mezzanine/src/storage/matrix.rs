@@ -266,9 +266,8 @@ impl MatrixSpace {
             + (b.len() * mezz_nvtable::matrix::KEY_ENTRY_LEN) as u64
             + 4096
             + self.space.page_size() as u64;
-        let page = self.space.page_size() as u64;
-        if need.div_ceil(page) > mezz_nvtable::matrix::max_row_pages(self.space.page_size()) as u64
-        {
+        let page_size = self.space.page_size();
+        if need.div_ceil(page_size as u64) > mezz_nvtable::matrix::max_row_pages(page_size) as u64 {
             // More pages than a row's header can list (a memtable made larger than
             // write_buffer_size for one large write group, with small pages): an SST.
             return Ok(None);
