@@ -224,7 +224,6 @@ impl EngineFactory for RocksDbFactory {
             m.insert("nvm_dir".into(), root.display().to_string().into());
             let triggers = match self.l0_triggers() {
                 Some((c, s, stop)) => serde_json::json!({
-                    "nvm_budget_bytes": self.setup.nvm_bytes,
                     "level0_file_num_compaction_trigger": c,
                     "level0_slowdown_writes_trigger": s,
                     "level0_stop_writes_trigger": stop,
