@@ -148,6 +148,11 @@ impl MatrixPolicy {
             .sum()
     }
 
+    /// Whether another memtable's row fits beside `rows` bytes of rows.
+    fn row_fits(&self, rows: u64) -> bool {
+        rows.saturating_add(self.row_bytes) <= self.capacity
+    }
+
     /// Whether L0 is rows only (the matrix policy's own case).
     fn rows_only(version: &Version) -> bool {
         version.tables(0).iter().all(|t| row_id(t).is_some())
@@ -236,8 +241,9 @@ impl CompactionPolicy for MatrixPolicy {
         // times its rows' bytes: 27.8 GB of L1 writes for 4.1 GB of rows in the papers'
         // 4 KiB fill, against 2.3 GB for all of L2.
         // A flush whose row does not fit waits for the column: it goes first too.
-        if Self::row_bytes_of(version) < self.slowdown_at
-            && !self.flush_waits_for_compaction(version)
+        let rows = Self::row_bytes_of(version);
+        if rows < self.slowdown_at
+            && self.row_fits(rows)
             && let Some(plan) = leveled()
         {
             return Some(plan);
@@ -271,11 +277,7 @@ impl CompactionPolicy for MatrixPolicy {
 
     /// A flush waits for a column while the rows leave no room for another row.
     fn flush_waits_for_compaction(&self, version: &Version) -> bool {
-        if !Self::rows_only(version) {
-            return false;
-        }
-        let rows: u64 = version.tables(0).iter().map(|t| t.size).sum();
-        rows.saturating_add(self.row_bytes) > self.capacity
+        Self::rows_only(version) && !self.row_fits(Self::row_bytes_of(version))
     }
 
     fn write_pressure(&self, version: &Version, pending: u64) -> WritePressure {
