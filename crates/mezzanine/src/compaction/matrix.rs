@@ -639,6 +639,16 @@ mod tests {
         }
     }
 
+    /// A version holding `tables` (level, table).
+    fn version_of(tables: impl IntoIterator<Item = (usize, TableMeta)>) -> Version {
+        Version::new(7)
+            .apply(&VersionEdit {
+                new_tables: tables.into_iter().collect(),
+                ..VersionEdit::default()
+            })
+            .unwrap()
+    }
+
     #[test]
     fn fetch_threads_default_to_one_per_two_cores() {
         assert_eq!(fetch_threads(0, 1), 1);
@@ -690,13 +700,7 @@ mod tests {
             let mut sizes = Vec::new();
             loop {
                 sizes.push(step);
-                let edit = VersionEdit {
-                    new_tables: (0..sizes.len() as u64)
-                        .map(|i| (0, row(i + 1, step)))
-                        .collect(),
-                    ..VersionEdit::default()
-                };
-                let v = Version::new(7).apply(&edit).unwrap();
+                let v = version_of((0..sizes.len() as u64).map(|i| (0, row(i + 1, step))));
                 if let WritePressure::Stop(_) = p.write_pressure(&v, 0) {
                     assert!(
                         p.pick(&v, &Claims::new()).is_some(),
@@ -731,12 +735,7 @@ mod tests {
                 let id = 100 + i as u64;
                 new_tables.push((1, meta(id, lo, hi, (id, id), 10 << 20)));
             }
-            Version::new(7)
-                .apply(&VersionEdit {
-                    new_tables,
-                    ..VersionEdit::default()
-                })
-                .unwrap()
+            version_of(new_tables)
         };
         // 70 MiB of rows: past the switch (60 %), below the slowdown (85 %).
         let plan = p.pick(&version(7), &Claims::new()).unwrap();
@@ -758,15 +757,8 @@ mod tests {
             ..Options::default()
         };
         let p = MatrixPolicy::new(&opts);
-        let mut new_tables: Vec<(usize, TableMeta)> =
-            (1..=3).map(|i| (0, row(i, 17 << 20))).collect();
-        new_tables.push((1, meta(100, "a", "z", (100, 100), 40 << 20)));
-        let v = Version::new(7)
-            .apply(&VersionEdit {
-                new_tables,
-                ..VersionEdit::default()
-            })
-            .unwrap();
+        let l1 = (1, meta(100, "a", "z", (100, 100), 40 << 20));
+        let v = version_of((1..=3).map(|i| (0, row(i, 17 << 20))).chain([l1]));
         assert!(
             !matches!(p.write_pressure(&v, 0), WritePressure::Stop(_)),
             "writers stopped with three rows of four"
