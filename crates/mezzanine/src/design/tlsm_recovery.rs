@@ -10,6 +10,10 @@
 //!   kept, the last one is sealed after its last durable entry, and the merge continues
 //!   after the last key they hold; one edit then installs all outputs and retires the
 //!   inputs. Otherwise (inputs gone, a damaged header) the objects are dropped.
+//! - an object whose header names another table was recorded and given an extent that
+//!   still held a freed table's header; its own header never became durable, so nothing
+//!   of it was written: it is dropped (resuming from the old header would take a freed
+//!   table for an output of its inputs).
 //!
 //! Cost: the headers of the left-over objects, the entries of the kept outputs (to rebuild
 //! their metadata) and the rest of the interrupted merge; never a scan of the other NVM
@@ -86,6 +90,44 @@ fn kept_meta(
         }))
 }
 
+/// A table as `#id Ln [smallest..largest]` (user keys, escaped), for errors.
+fn show_table(level: usize, t: &TableMeta) -> String {
+    format!(
+        "#{} L{level} [{}..{}]",
+        t.id,
+        t.smallest_user_key().escape_ascii(),
+        t.largest_user_key().escape_ascii()
+    )
+}
+
+/// The inputs and outputs of a resumed compaction (kept outputs marked), for the error of
+/// an edit that does not apply.
+fn describe_resume(plan: &CompactionPlan, edit: &VersionEdit, kept: &[u64]) -> String {
+    let inputs: Vec<String> = plan
+        .inputs
+        .iter()
+        .map(|t| show_table(plan.level, t))
+        .chain(
+            plan.next_inputs
+                .iter()
+                .map(|t| show_table(plan.output_level, t)),
+        )
+        .collect();
+    let outputs: Vec<String> = edit
+        .new_tables
+        .iter()
+        .map(|(l, t)| {
+            let mark = if kept.contains(&t.id) { " kept" } else { "" };
+            format!("{}{mark}", show_table(*l, t))
+        })
+        .collect();
+    format!(
+        "inputs {}; outputs {}",
+        inputs.join(", "),
+        outputs.join(", ")
+    )
+}
+
 /// See the module documentation. Runs at every open with an NVM tier (tables of an earlier
 /// open's options may be there whatever this open's options are).
 ///
@@ -138,6 +180,10 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
             .filter(|o| o.kind == NvmObjectKind::TableIndex)
         {
             match mezz_nvtable::ptable::read_header(tier.region(), o.extent()) {
+                // A header naming another id is an older object's, left in an extent
+                // that was freed and given to this one, whose own header never became
+                // durable: nothing of this object was written.
+                Ok(h) if h.id != o.id => drop_objs.push(*o),
                 Ok(h)
                     if h.kind == 1
                         && !h.inputs.is_empty()
@@ -256,9 +302,15 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                 recorder: Some(host.recorder()),
             };
             let resumed = !kept.is_empty();
+            let kept_ids: Vec<u64> = kept.iter().map(|w| w.meta.id).collect();
             match resume_compaction(&ctx, &version, &plan, kept) {
                 Ok(result) => {
-                    host.install(result.edit, None, &mut |_| {})?;
+                    let shape = describe_resume(&plan, &result.edit, &kept_ids);
+                    host.install(result.edit, None, &mut |_| {}).map_err(|e| {
+                        crate::error::Error::Background(format!(
+                            "resuming an interrupted compaction: {e} ({shape})"
+                        ))
+                    })?;
                     used_buffers.extend(group_buffers);
                     if resumed {
                         crate::stats::StatsCollector::add(&host.stats().nvm_resumed_compactions, 1);
