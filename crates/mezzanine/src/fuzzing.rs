@@ -111,6 +111,7 @@ fn sample_table(id: u64, lo: &[u8], hi: &[u8]) -> TableMeta {
         num_deletions: id,
         nvm_refs: Vec::new(),
         pinned: Default::default(),
+        seeks: Default::default(),
     }
 }
 

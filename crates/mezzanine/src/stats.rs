@@ -123,6 +123,8 @@ pub struct Stats {
     pub compactions: u64,
     /// Compactions that only moved a table to the next level.
     pub trivial_moves: u64,
+    /// Compactions point reads triggered (`Options::seek_compaction`).
+    pub seek_compactions: u64,
     /// Time spent in compactions.
     pub compaction_micros: u64,
     /// Stall time by cause.
@@ -532,6 +534,7 @@ pub struct StatsCollector {
     pub compaction_bytes_written: AtomicU64,
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
+    pub seek_compactions: AtomicU64,
     pub compaction_micros: AtomicU64,
     pub nvm_tier_moves: AtomicU64,
     pub nvm_rewrites: AtomicU64,
@@ -631,6 +634,7 @@ impl StatsCollector {
             compaction_bytes_written: g(&self.compaction_bytes_written),
             compactions: g(&self.compactions),
             trivial_moves: g(&self.trivial_moves),
+            seek_compactions: g(&self.seek_compactions),
             compaction_micros: g(&self.compaction_micros),
             stalls: StallStats {
                 l0_slowdown_micros: g(&self.l0_slowdown_micros),
@@ -836,9 +840,11 @@ impl std::fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "compactions {} (trivial moves {})  read {}  written {}  time {:.3} s",
+            "compactions {} (trivial moves {}, triggered by reads {})  read {}  written {}  \
+             time {:.3} s",
             self.compactions,
             self.trivial_moves,
+            self.seek_compactions,
             fmt_bytes(self.compaction_bytes_read),
             fmt_bytes(self.compaction_bytes_written),
             self.compaction_micros as f64 / 1e6

@@ -116,6 +116,36 @@ impl Debug for PinnedTable {
     }
 }
 
+/// Point reads that consulted a table without finding their key there and then looked
+/// further (not persisted; see `Options::seek_compaction`). A copy of the metadata starts
+/// at zero, and counts never make two metadata unequal.
+#[derive(Default)]
+pub struct SeekCount(std::sync::atomic::AtomicU64);
+
+impl Clone for SeekCount {
+    fn clone(&self) -> Self {
+        SeekCount::default()
+    }
+}
+
+impl PartialEq for SeekCount {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SeekCount {}
+
+impl Debug for SeekCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} seeks",
+            self.0.load(std::sync::atomic::Ordering::Relaxed)
+        )
+    }
+}
+
 /// What the version set records about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableMeta {
@@ -143,6 +173,8 @@ pub struct TableMeta {
     pub nvm_refs: Vec<NvmRef>,
     /// The open table, once a point read pinned it (not persisted).
     pub pinned: PinnedTable,
+    /// Wasted point-read searches of this table (not persisted).
+    pub seeks: SeekCount,
 }
 
 /// One NVM object an NVM table's entries live in.
@@ -159,6 +191,24 @@ pub struct NvmRef {
 }
 
 impl TableMeta {
+    /// LevelDB's `allowed_seeks`: how many wasted point-read searches make the table
+    /// worth compacting (one per 16 KiB of it, at least 100).
+    #[must_use]
+    pub fn allowed_seeks(&self) -> u64 {
+        (self.size / (16 << 10)).max(100)
+    }
+
+    /// Counts one wasted search; true once the count has reached
+    /// [`TableMeta::allowed_seeks`] (every later one asks again, as in LevelDB, so a
+    /// request another one displaced is not lost).
+    pub fn charge_seek(&self) -> bool {
+        self.seeks
+            .0
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .saturating_add(1)
+            >= self.allowed_seeks()
+    }
+
     /// The metadata of table `id` at `location` from the properties its SST records
     /// (key range, sequence range, counts, file size; no NVM references).
     #[must_use]
@@ -179,6 +229,7 @@ impl TableMeta {
             num_deletions: p.num_deletions,
             nvm_refs: Vec::new(),
             pinned: Default::default(),
+            seeks: Default::default(),
         }
     }
 

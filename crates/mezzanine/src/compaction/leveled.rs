@@ -72,6 +72,16 @@ impl CompactionPolicy for LeveledPolicy {
         bottom_plan(version, level, begin, end)
     }
 
+    fn seek_plan(
+        &self,
+        version: &Version,
+        claims: &Claims,
+        level: usize,
+        id: u64,
+    ) -> Option<CompactionPlan> {
+        seek_plan(version, &self.opts, claims, level, id)
+    }
+
     fn pending_bytes(&self, version: &Version) -> u64 {
         estimate_pending_compaction_bytes(version, &self.opts)
     }
@@ -258,6 +268,43 @@ pub fn pick_compaction(
         }
     }
     None
+}
+
+/// LevelDB's seek compaction: table `id` of `level`, which point reads searched in vain
+/// often enough, into the next level, with the overlapping tables there; `None` if it is
+/// no longer at `level`, `level` is the last, or the plan conflicts with a claim. A level of
+/// overlapping tables (L0) compacts from its oldest table, as for its table count, so that
+/// it drains oldest first.
+#[must_use]
+pub fn seek_plan(
+    version: &Version,
+    opts: &Options,
+    claims: &Claims,
+    level: usize,
+    id: u64,
+) -> Option<CompactionPlan> {
+    if level + 1 >= version.num_levels() {
+        return None;
+    }
+    let tables = version.tables(level);
+    let table = tables.iter().find(|t| t.id == id)?;
+    let first = if version.level_overlaps(level) {
+        if claims.reads_level(level) {
+            return None;
+        }
+        tables.last()?
+    } else {
+        table
+    };
+    complete_plan(
+        version,
+        opts,
+        level,
+        vec![Arc::clone(first)],
+        0.0,
+        CompactionReason::Seek,
+    )
+    .filter(|p| !claims.conflicts(p))
 }
 
 /// The tables of sorted level `level` in the order the planner tries them (see

@@ -132,6 +132,7 @@ impl NvmMetaBuilder {
                 })
                 .collect(),
             pinned: Default::default(),
+            seeks: Default::default(),
         })
     }
 }

@@ -36,6 +36,8 @@ pub enum CompactionReason {
     NvmGc,
     /// MatrixKV: a column of the matrix container's compactor rows merges into L1.
     Column,
+    /// Point reads searched a table in vain often enough (`Options::seek_compaction`).
+    Seek,
 }
 
 /// One planned compaction: inputs from `level` and `level + 1`, output to `level + 1` (or,
@@ -143,6 +145,18 @@ pub trait CompactionPolicy: Send + Sync + std::fmt::Debug {
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Option<CompactionPlan>;
+    /// A compaction of table `id` of `level`, which point reads searched in vain often
+    /// enough (`Options::seek_compaction`), if one may start beside the claims. Default:
+    /// none (a policy without read-triggered compactions).
+    fn seek_plan(
+        &self,
+        _version: &Version,
+        _claims: &Claims,
+        _level: usize,
+        _id: u64,
+    ) -> Option<CompactionPlan> {
+        None
+    }
     /// Estimated bytes compaction must still rewrite to bring the tree into shape.
     fn pending_bytes(&self, version: &Version) -> u64;
     /// How hard writers must be held back, given the version and its pending bytes.

@@ -161,6 +161,18 @@ impl TieredPolicy {
         (!claims.conflicts(&plan)).then_some(plan)
     }
 
+    /// Under `leveled:k`, a table leaving the NVM levels is rewritten as SSTs, never moved.
+    fn no_move_out_of_nvm(&self, mut plan: CompactionPlan) -> CompactionPlan {
+        if let NvmTiering::Leveled(k) = self.opts.nvm_tiering
+            && plan.trivial_move
+            && plan.level <= k
+            && plan.output_level > k
+        {
+            plan.trivial_move = false;
+        }
+        plan
+    }
+
     fn reclaim(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
         if !self.opts.nvm_table_method.byte_addressable() {
             return None;
@@ -183,15 +195,19 @@ impl CompactionPolicy for TieredPolicy {
         if let Some(p) = self.reclaim(version, claims) {
             return Some(p);
         }
-        let mut plan = self.inner.pick(version, claims)?;
-        if let NvmTiering::Leveled(k) = self.opts.nvm_tiering
-            && plan.trivial_move
-            && plan.level <= k
-            && plan.output_level > k
-        {
-            plan.trivial_move = false;
-        }
-        Some(plan)
+        let plan = self.inner.pick(version, claims)?;
+        Some(self.no_move_out_of_nvm(plan))
+    }
+
+    fn seek_plan(
+        &self,
+        version: &Version,
+        claims: &Claims,
+        level: usize,
+        id: u64,
+    ) -> Option<CompactionPlan> {
+        let plan = self.inner.seek_plan(version, claims, level, id)?;
+        Some(self.no_move_out_of_nvm(plan))
     }
 
     fn manual(

@@ -86,7 +86,11 @@ impl DbInner {
         if !self.opts.manual_background && threads >= 2 && st.bg_compactions + 1 >= threads {
             return false;
         }
-        if let Some(plan) = self.policy.pick(&st.version, &st.claims) {
+        if let Some(plan) = self
+            .policy
+            .pick(&st.version, &st.claims)
+            .or_else(|| self.seek_plan(st))
+        {
             let claim = st.claims.claim(&plan);
             st.bg_compactions += 1;
             let r = parking_lot::MutexGuard::unlocked(st, || self.run_plan(&plan));
@@ -96,6 +100,20 @@ impl DbInner {
             return true;
         }
         false
+    }
+
+    /// The compaction point reads asked for (`Options::seek_compaction`), once nothing is
+    /// due for size. The request is dropped once planned or once its table has left its
+    /// level; kept while the plan conflicts with a running job.
+    fn seek_plan(&self, st: &mut super::State) -> Option<CompactionPlan> {
+        let (level, id) = st.seek_compaction?;
+        if !st.version.tables(level).iter().any(|t| t.id == id) {
+            st.seek_compaction = None;
+            return None;
+        }
+        let plan = self.policy.seek_plan(&st.version, &st.claims, level, id)?;
+        st.seek_compaction = None;
+        Some(plan)
     }
 
     /// Runs the next flush if one is due and may run; returns whether one ran.
@@ -432,6 +450,9 @@ impl DbInner {
             }
             crate::compaction::CompactionReason::Column => {
                 StatsCollector::add(&s.matrix_columns, 1);
+            }
+            crate::compaction::CompactionReason::Seek => {
+                StatsCollector::add(&s.seek_compactions, 1);
             }
             _ => {}
         }

@@ -445,6 +445,7 @@ impl DbInner {
                     TableMeta {
                         location: TableLocation::Sst { path_id: 0 },
                         pinned: Default::default(),
+                        seeks: Default::default(),
                         ..TableMeta::clone(t)
                     }
                 }

@@ -165,6 +165,7 @@ pub const CHANGEABLE_FAMILY_OPTIONS: &[&str] = &[
     "max_bytes_for_level_base",
     "max_bytes_for_level_multiplier",
     "compaction_pri",
+    "seek_compaction",
     "soft_pending_compaction_bytes",
     "hard_pending_compaction_bytes",
     "delayed_write_rate",

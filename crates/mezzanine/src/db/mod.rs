@@ -131,6 +131,9 @@ pub(crate) struct State {
     /// `run_background_work`); at most `max_background_jobs - 1` with two threads or more
     /// (see `DbInner::run_one_job`).
     bg_compactions: usize,
+    /// The table (level, id) that point reads searched in vain often enough to compact
+    /// it (`Options::seek_compaction`), until a compaction is planned for it.
+    seek_compaction: Option<(usize, u64)>,
     /// The sticky background error.
     bg_error: Option<String>,
     shutting_down: bool,
@@ -343,9 +346,18 @@ impl GetStart {
     }
 }
 
+/// Who runs [`levels_get`].
+enum Searcher<'a> {
+    /// A parallel-read job: it stops early (with `None`) once the flag is set.
+    Parallel(&'a AtomicBool),
+    /// The reading thread. With a slot, the first table searched in vain before another
+    /// one is charged a wasted search (LevelDB's seek statistics); when that makes it due
+    /// for compaction, the slot is set to its level and id.
+    Caller(Option<&'a mut Option<(usize, u64)>>),
+}
+
 /// The newest entry for `key` at `seq` in `levels` of `v`: the sorted runs of each level
-/// newest first, in each run the one table whose range may hold the key. Stops early (with
-/// `None`) once `cancel` is set.
+/// newest first, in each run the one table whose range may hold the key. See [`Searcher`].
 fn levels_get(
     cache: &TableCache,
     v: &Version,
@@ -353,7 +365,7 @@ fn levels_get(
     seq: SeqNo,
     topts: &TableReadOptions,
     key: &[u8],
-    cancel: Option<&AtomicBool>,
+    searcher: Searcher<'_>,
 ) -> Result<Option<LookupResult>> {
     // L0 rows of a matrix container pass cross-row hints down to older rows.
     let mut hint = None;
@@ -368,16 +380,32 @@ fn levels_get(
             crate::pinned::PinnedLookup::Deleted => LookupResult::Deleted,
         }))
     };
+    let (cancel, mut seek) = match searcher {
+        Searcher::Parallel(c) => (Some(c), None),
+        Searcher::Caller(slot) => (None, slot),
+    };
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    // The first table searched in vain, until the next search charges it.
+    let mut missed: Option<(usize, &Arc<TableMeta>)> = None;
     for level in levels {
         if cancelled() {
             return Ok(None);
         }
         for run in v.level_runs(level) {
-            if let Some(t) = run.table_for(key, &v.order)
-                && let Some(r) = probe(t)?
+            let Some(t) = run.table_for(key, &v.order) else {
+                continue;
+            };
+            if let Some((l, first)) = missed.take()
+                && let Some(out) = seek.take()
+                && first.charge_seek()
             {
+                *out = Some((l, first.id));
+            }
+            if let Some(r) = probe(t)? {
                 return Ok(Some(r));
+            }
+            if seek.is_some() && missed.is_none() {
+                missed = Some((level, t));
             }
         }
     }
@@ -536,15 +564,34 @@ impl DbInner {
         key: &[u8],
     ) -> Result<Option<LookupResult>> {
         let topts = Self::table_read_options(opts);
-        levels_get(
+        let mut due = None;
+        let r = levels_get(
             &self.table_cache,
             v,
             0..v.num_levels(),
             seq,
             &topts,
             key,
-            None,
-        )
+            Searcher::Caller(self.opts.seek_compaction.then_some(&mut due)),
+        );
+        if let Some((level, id)) = due {
+            self.seek_compaction_due(level, id);
+        }
+        r
+    }
+
+    /// Point reads searched table `id` of `level` in vain often enough: it is compacted
+    /// next when no compaction is due for size (one such table at a time, as in LevelDB).
+    fn seek_compaction_due(&self, level: usize, id: u64) {
+        if level + 1 >= self.opts.num_levels {
+            return;
+        }
+        let mut st = self.jobs.state.lock();
+        if st.seek_compaction.is_none() {
+            st.seek_compaction = Some((level, id));
+            drop(st);
+            self.jobs.bg_cv.notify_all();
+        }
     }
 
     /// `get` with parallel reads: the SST levels are split into one contiguous group per
@@ -583,7 +630,7 @@ impl DbInner {
                     seq,
                     &topts,
                     &job_key,
-                    Some(&job_cancel),
+                    Searcher::Parallel(&job_cancel),
                 );
                 let _ = tx.send(r);
             });

@@ -1284,6 +1284,7 @@ fn assemble_db_inner(
                 flush_running: false,
                 claims: Claims::with_order(opts.key_order()),
                 bg_compactions: 0,
+                seek_compaction: None,
                 bg_error: None,
                 shutting_down: false,
                 pending_compaction_bytes: pending,

@@ -230,6 +230,14 @@ declare_options! {
         /// smallest share of its size, RocksDB's default) or `round_robin` (LevelDB's).
         /// Default: `CompactionPri::MinOverlappingRatio`.
         compaction_pri: CompactionPri = CompactionPri::MinOverlappingRatio, Name;
+        /// Read-triggered compaction (LevelDB's seek compaction): a table that point reads
+        /// consulted without finding their key, then had to look below, is compacted into
+        /// the next level once that happened `max(100, size / 16 KiB)` times (a wasted
+        /// table search costs about as much as compacting 16 KiB), when no compaction is
+        /// due for size. As in LevelDB, a search its bloom filter answered counts too.
+        /// Default: true, as in LevelDB and the designs built on it (`leveldb`, `novelsm`,
+        /// `tlsm`); false in `matrixkv` (RocksDB's design has none) and `mezzanine`.
+        seek_compaction: bool = true, Flag;
         /// Estimated bytes of pending compaction at which writes start to be slowed down.
         /// Default: 64 GiB.
         soft_pending_compaction_bytes: u64 = 64 << 30, Size;

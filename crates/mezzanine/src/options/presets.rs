@@ -127,6 +127,7 @@ impl Options {
                 max_bytes_for_level_base: 512 << 20,
                 wal_on_nvm: true,
                 nvm_prefault: false,
+                seek_compaction: false,
                 ..Self::leveldb()
             },
             // NVM tables under LRU tiering have 3/4 of the pool; an NVM memtable of 128 MiB
@@ -138,6 +139,7 @@ impl Options {
                 nvm_memtable_size: 128 << 20,
                 nvm_tiering: NvmTiering::Lru(0),
                 nvm_prefault: false,
+                seek_compaction: false,
                 ..Self::leveldb()
             },
         }

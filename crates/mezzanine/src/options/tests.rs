@@ -58,6 +58,7 @@ fn changed() -> Options {
         max_bytes_for_level_base: 128 << 20,
         max_bytes_for_level_multiplier: 7.5,
         compaction_pri: CompactionPri::RoundRobin,
+        seek_compaction: false,
         soft_pending_compaction_bytes: 1 << 30,
         hard_pending_compaction_bytes: 2 << 30,
         delayed_write_rate: 1 << 20,

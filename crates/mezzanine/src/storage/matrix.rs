@@ -394,6 +394,7 @@ pub fn row_meta(id: u64, space: u64, row: &RowTable, consumed: u32) -> Result<Op
         num_deletions: u64::from(h.num_deletions.min(n - consumed)),
         nvm_refs: Vec::new(),
         pinned: Default::default(),
+        seeks: Default::default(),
     }))
 }
 

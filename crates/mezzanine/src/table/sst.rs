@@ -417,6 +417,7 @@ mod tests {
             num_deletions: p.num_deletions,
             nvm_refs: Vec::new(),
             pinned: Default::default(),
+            seeks: Default::default(),
         }
     }
 

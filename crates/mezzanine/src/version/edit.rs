@@ -240,6 +240,7 @@ fn decode_table(d: &mut Decoder<'_>) -> Result<TableMeta> {
         num_deletions: d.varint64()?,
         nvm_refs,
         pinned: Default::default(),
+        seeks: Default::default(),
     })
 }
 

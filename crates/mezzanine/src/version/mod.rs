@@ -420,6 +420,7 @@ pub(crate) mod tests {
             num_deletions: 1,
             nvm_refs: Vec::new(),
             pinned: Default::default(),
+            seeks: Default::default(),
         }
     }
 
