@@ -369,23 +369,30 @@ fn levels_get(
 ) -> Result<Option<LookupResult>> {
     // L0 rows of a matrix container pass cross-row hints down to older rows.
     let mut hint = None;
-    let mut probe = |t: &TableMeta| -> Result<Option<LookupResult>> {
+    // The entry, and whether the table was searched past its filter (`charging`: only
+    // then is that asked).
+    let mut probe = |t: &TableMeta, charging: bool| -> Result<(Option<LookupResult>, bool)> {
         let path = || cache.storage().describe(t);
         let table = cache.open_for_read(t).map_err(|e| e.in_file(path()))?;
         let r = table
             .get_chained(key, seq, topts, &mut hint)
             .map_err(|e| e.in_file(path()))?;
-        Ok(r.map(|r| match r {
-            crate::pinned::PinnedLookup::Value(v) => LookupResult::Value(v.into_vec()),
-            crate::pinned::PinnedLookup::Deleted => LookupResult::Deleted,
-        }))
+        let searched = charging && r.is_none() && table.may_contain(key);
+        Ok((
+            r.map(|r| match r {
+                crate::pinned::PinnedLookup::Value(v) => LookupResult::Value(v.into_vec()),
+                crate::pinned::PinnedLookup::Deleted => LookupResult::Deleted,
+            }),
+            searched,
+        ))
     };
     let (cancel, mut seek) = match searcher {
         Searcher::Parallel(c) => (Some(c), None),
         Searcher::Caller(slot) => (None, slot),
     };
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
-    // The first table searched in vain, until the next search charges it.
+    // The first table searched in vain (past its filter: a probe its filter answered
+    // costs little), until the next search charges it.
     let mut missed: Option<(usize, &Arc<TableMeta>)> = None;
     for level in levels {
         if cancelled() {
@@ -401,10 +408,11 @@ fn levels_get(
             {
                 *out = Some((l, first.id));
             }
-            if let Some(r) = probe(t)? {
+            let (r, searched) = probe(t, seek.is_some() && missed.is_none())?;
+            if let Some(r) = r {
                 return Ok(Some(r));
             }
-            if seek.is_some() && missed.is_none() {
+            if searched {
                 missed = Some((level, t));
             }
         }

@@ -234,7 +234,8 @@ declare_options! {
         /// consulted without finding their key, then had to look below, is compacted into
         /// the next level once that happened `max(100, size / 16 KiB)` times (a wasted
         /// table search costs about as much as compacting 16 KiB), when no compaction is
-        /// due for size. As in LevelDB, a search its bloom filter answered counts too.
+        /// due for size. A probe its bloom filter answered is not counted (LevelDB counts
+        /// it): it costs little.
         /// Default: true, as in LevelDB and the designs built on it (`leveldb`, `novelsm`,
         /// `tlsm`); false in `matrixkv` (RocksDB's design has none) and `mezzanine`.
         seek_compaction: bool = true, Flag;

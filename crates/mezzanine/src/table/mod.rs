@@ -109,6 +109,11 @@ pub trait Table: Send + Sync + Debug {
         *hint = None;
         self.get_pinned(user_key, seq, opts)
     }
+    /// Whether the table's filter says `user_key` may be in it (true for a table without
+    /// a filter, the default): false means a point read of it costs one filter probe.
+    fn may_contain(&self, _user_key: &[u8]) -> bool {
+        true
+    }
     /// An iterator over every entry (internal keys), starting unpositioned.
     fn iter(&self, opts: &TableReadOptions) -> Box<dyn InternalIterator<Error>>;
     /// The table as `Any`, for the code of its own kind (a compaction that moves NVM

@@ -116,6 +116,10 @@ impl NvmTable {
 }
 
 impl Table for NvmTable {
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.table.may_contain(user_key)
+    }
+
     fn meta(&self) -> &TableMeta {
         &self.meta
     }

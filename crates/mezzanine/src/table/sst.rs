@@ -267,6 +267,10 @@ impl SstTable {
 }
 
 impl Table for SstTable {
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.reader.may_contain(user_key)
+    }
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
