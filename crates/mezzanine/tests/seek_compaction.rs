@@ -44,24 +44,27 @@ fn read_oldest(db: &Db, n: u32) {
     }
 }
 
-fn l0_files(s: &Stats) -> u64 {
-    s.levels[0].files as u64
+/// Reads `n` keys of the oldest table, runs the background work that is due, and checks
+/// the L0 tables and the seek compactions so far.
+fn read_then_expect(db: &Db, n: u32, l0_files: usize, seek_compactions: u64) {
+    read_oldest(db, n);
+    db.run_background_work(usize::MAX).unwrap();
+    let s: Stats = db.stats();
+    assert_eq!(
+        (s.levels[0].files, s.seek_compactions),
+        (l0_files, seek_compactions),
+        "{s}"
+    );
 }
 
 #[test]
 fn reads_that_search_l0_tables_in_vain_compact_them() {
     let db = three_l0_tables(true, 0);
     // Below the newest table's allowed searches (100 for a small table): nothing yet.
-    read_oldest(&db, 99);
-    db.run_background_work(usize::MAX).unwrap();
-    let s = db.stats();
-    assert_eq!((l0_files(&s), s.seek_compactions), (3, 0), "{s}");
+    read_then_expect(&db, 99, 3, 0);
     // The 100th wasted search of the newest table makes L0 due: all of it (it overlaps)
     // goes to L1, oldest first.
-    read_oldest(&db, 1);
-    db.run_background_work(usize::MAX).unwrap();
-    let s = db.stats();
-    assert_eq!((l0_files(&s), s.seek_compactions), (0, 1), "{s}");
+    read_then_expect(&db, 1, 0, 1);
     read_oldest(&db, 500);
     for round in 0..3u32 {
         for i in [0u32, 250, 499] {
@@ -78,10 +81,7 @@ fn reads_that_search_l0_tables_in_vain_compact_them() {
 #[test]
 fn without_seek_compaction_reads_leave_the_tables_as_they_are() {
     let db = three_l0_tables(false, 0);
-    read_oldest(&db, 2000);
-    db.run_background_work(usize::MAX).unwrap();
-    let s = db.stats();
-    assert_eq!((l0_files(&s), s.seek_compactions), (3, 0), "{s}");
+    read_then_expect(&db, 2000, 3, 0);
 }
 
 #[test]
@@ -89,8 +89,5 @@ fn searches_a_bloom_filter_answers_are_not_charged() {
     // Each read probes the two newer tables' filters, which answer (but for their few
     // false positives, far fewer than 100 per table in 2,000 reads).
     let db = three_l0_tables(true, 10);
-    read_oldest(&db, 2000);
-    db.run_background_work(usize::MAX).unwrap();
-    let s = db.stats();
-    assert_eq!((l0_files(&s), s.seek_compactions), (3, 0), "{s}");
+    read_then_expect(&db, 2000, 3, 0);
 }
