@@ -467,7 +467,7 @@ class Summary:
     def isolation(self):
         p = "isolation"
         res = {}
-        for pl in ["striped", "isolated"]:
+        for pl in ["striped", "isolated", "isolated-unpaced"]:
             rows = self.runs(p, pl)
             c, a = bench(rows, "ycsb-c"), bench(rows, "ycsb-a")
             if not (c and a):

@@ -192,7 +192,8 @@ fn open_recovered(
     storage.check_direct_io()?;
     let placement: Arc<dyn Placement> = Arc::new(
         UnitPlacement::new(opts.placement, storage.table_units())
-            .with_wide_units(opts.placement_wide_paths),
+            .with_wide_units(opts.placement_wide_paths)
+            .with_write_pace(opts.placement_write_pace),
     );
     let wals = collect_wals(&locked, &nvm, &mut rec)?;
     let replayed = replay_wals(

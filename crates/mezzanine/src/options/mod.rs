@@ -206,6 +206,12 @@ declare_options! {
         /// hot, written by every flush) there and deeper tables on the others; fewer than
         /// `ssd_paths` (ignored without them). Default: 0.
         placement_wide_paths: usize = 0, Size;
+        /// Under `isolated`: a table written to a unit that holds live tables (so serves
+        /// foreground reads) is synced every this many bytes while it is written, so at most
+        /// this much of its writes is queued on the unit ahead of a read; a unit with no live
+        /// table is written unpaced. 0: never paced. Ignored without `ssd_paths`.
+        /// Default: 16 KiB (one flash page).
+        placement_write_pace: u64 = 16 << 10, Size;
 
         // ---- compaction ----
         /// Number of levels. Default: 7.

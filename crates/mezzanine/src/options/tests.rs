@@ -51,6 +51,7 @@ fn changed() -> Options {
         ssd_paths: vec![PathBuf::from("/mnt/ssd1/db"), PathBuf::from("/mnt/ssd2/db")],
         placement: PlacementPolicy::Striped,
         placement_wide_paths: 1,
+        placement_write_pace: 1 << 20,
         num_levels: 5,
         level0_compaction_trigger: 3,
         level0_slowdown_trigger: 10,

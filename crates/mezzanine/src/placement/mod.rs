@@ -248,6 +248,12 @@ pub trait Placement: Send + Sync + std::fmt::Debug {
 pub trait JobPlacement: Send + std::fmt::Debug {
     /// The directory index for the new table `table_id`.
     fn place(&mut self, table_id: u64) -> u32;
+    /// Every how many bytes a table being written to `path_id` (a unit this job placed a
+    /// table on) is synced, so that no more than that of its writes queue on the unit
+    /// ahead of a foreground read; 0: not paced.
+    fn pace_bytes(&self, _path_id: u32) -> u64 {
+        0
+    }
 }
 
 /// Every table in the database directory (directory 0).
@@ -276,6 +282,9 @@ pub struct UnitPlacement {
     units: Vec<u32>,
     /// How many of `units` (the first ones) are wide: `isolated` keeps L0 and L1 there.
     wide: usize,
+    /// `isolated` only: a table written to a unit holding live tables is synced every
+    /// `pace` bytes (0: never).
+    pace: u64,
     cursor: Arc<AtomicU64>,
     activity: Arc<UnitActivity>,
 }
@@ -290,6 +299,7 @@ impl UnitPlacement {
             policy,
             units,
             wide: 0,
+            pace: 0,
             cursor: Arc::new(AtomicU64::new(0)),
             activity: Arc::new(UnitActivity::default()),
         }
@@ -303,6 +313,16 @@ impl UnitPlacement {
     #[must_use]
     pub fn with_wide_units(mut self, wide: usize) -> Self {
         self.wide = if wide < self.units.len() { wide } else { 0 };
+        self
+    }
+
+    /// Under `isolated`, paces the writes of a table to a unit that holds live tables:
+    /// the table is synced every `bytes` bytes (0: never), so its queued writes delay a
+    /// read of that unit by the time `bytes` take to write, not the whole table's. A unit
+    /// with no live table gets no foreground read and is written unpaced.
+    #[must_use]
+    pub fn with_write_pace(mut self, bytes: u64) -> Self {
+        self.pace = bytes;
         self
     }
 
@@ -343,8 +363,14 @@ impl Placement for UnitPlacement {
             .map(|v| v.path_id)
             .collect();
         let id = self.activity.register(reads);
+        let pace = if self.policy == PlacementPolicy::Isolated {
+            self.pace
+        } else {
+            0
+        };
         Box::new(UnitJob {
             policy: self.policy,
+            pace,
             views,
             cursor: Arc::clone(&self.cursor),
             activity: Arc::clone(&self.activity),
@@ -366,6 +392,8 @@ impl JobPlacement for Fixed {
 #[derive(Debug)]
 struct UnitJob {
     policy: PlacementPolicy,
+    /// See [`UnitPlacement::with_write_pace`] (0 unless `isolated`).
+    pace: u64,
     views: Vec<UnitView>,
     cursor: Arc<AtomicU64>,
     activity: Arc<UnitActivity>,
@@ -389,6 +417,17 @@ impl JobPlacement for UnitJob {
         }
         self.activity.note_write(self.id, unit);
         unit
+    }
+
+    fn pace_bytes(&self, path_id: u32) -> u64 {
+        // `bytes` counts the live tables on the unit when the job began (the job's own
+        // outputs are not live until it installs them), its inputs included: foreground
+        // reads reach them until then.
+        let serves_reads = self
+            .views
+            .iter()
+            .any(|v| v.path_id == path_id && v.bytes > 0);
+        if serves_reads { self.pace } else { 0 }
     }
 }
 

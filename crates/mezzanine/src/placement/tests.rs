@@ -290,3 +290,34 @@ fn isolated_keeps_upper_levels_on_the_wide_units_and_deeper_ones_off_them() {
     let all = UnitPlacement::new(PlacementPolicy::Isolated, vec![1, 2]).with_wide_units(2);
     assert_eq!(all.candidates(3), &[1, 2]);
 }
+
+#[test]
+fn isolated_paces_writes_only_to_units_that_hold_live_tables() {
+    // Unit 1 holds a live table (foreground reads reach it); units 2 and 3 hold none.
+    let v = Version::new(4)
+        .apply(&VersionEdit {
+            new_tables: vec![(2, at(1, "a", "z", 1, 4 << 20))],
+            ..VersionEdit::default()
+        })
+        .unwrap();
+    let job = |p: &UnitPlacement| {
+        p.begin(&JobInfo {
+            version: &v,
+            output_level: 1,
+            inputs: &[],
+        })
+    };
+    let paced =
+        UnitPlacement::new(PlacementPolicy::Isolated, vec![1, 2, 3]).with_write_pace(16 << 10);
+    let j = job(&paced);
+    assert_eq!(j.pace_bytes(1), 16 << 10, "a unit serving reads is paced");
+    assert_eq!(j.pace_bytes(2), 0, "a unit with no live table is not");
+    assert_eq!(j.pace_bytes(3), 0);
+    drop(j);
+    // Pacing off, or another policy: never paced.
+    let off = UnitPlacement::new(PlacementPolicy::Isolated, vec![1, 2, 3]);
+    assert_eq!(job(&off).pace_bytes(1), 0);
+    let striped =
+        UnitPlacement::new(PlacementPolicy::Striped, vec![1, 2, 3]).with_write_pace(16 << 10);
+    assert_eq!(job(&striped).pace_bytes(1), 0);
+}
