@@ -210,8 +210,8 @@ declare_options! {
         /// foreground reads) is synced every this many bytes while it is written, so at most
         /// this much of its writes is queued on the unit ahead of a read; a unit with no live
         /// table is written unpaced. 0: never paced. Ignored without `ssd_paths`.
-        /// Default: 16 KiB (one flash page).
-        placement_write_pace: u64 = 16 << 10, Size;
+        /// Default: 64 KiB.
+        placement_write_pace: u64 = 64 << 10, Size;
 
         // ---- compaction ----
         /// Number of levels. Default: 7.

@@ -95,8 +95,17 @@ fn isolated_spreads_a_jobs_tables_over_the_coolest_units_and_avoids_over_share()
         choose_unit(PlacementPolicy::Isolated, &input(&units, 11, 0)),
         2
     );
-    // Once the job writes there, its next table goes to the next coolest unit.
-    units[1].job_written = 1;
+    // The job packs its next tables there, PACK_TABLES in all, then goes to the next
+    // coolest unit.
+    for written in 1..PACK_TABLES {
+        units[1].job_written = written;
+        assert_eq!(
+            choose_unit(PlacementPolicy::Isolated, &input(&units, 12, 0)),
+            2,
+            "after {written}"
+        );
+    }
+    units[1].job_written = PACK_TABLES;
     assert_eq!(
         choose_unit(PlacementPolicy::Isolated, &input(&units, 12, 0)),
         3
@@ -292,6 +301,46 @@ fn isolated_keeps_upper_levels_on_the_wide_units_and_deeper_ones_off_them() {
 }
 
 #[test]
+fn isolated_packs_a_jobs_tables_on_quiet_units_and_leaves_the_others_quiet() {
+    // Units 1 and 2 hold live tables; 3, 4 and 5 hold none.
+    let mut units: Vec<UnitView> = (1..=5).map(unit).collect();
+    units[0].bytes = 8 << 20;
+    units[1].bytes = 4 << 20;
+    let mut placed = Vec::new();
+    for id in 0..10 {
+        let u = choose_unit(PlacementPolicy::Isolated, &input(&units, id, 0));
+        units
+            .iter_mut()
+            .find(|v| v.path_id == u)
+            .unwrap()
+            .job_written += 1;
+        placed.push(u);
+    }
+    // Four on one quiet unit, four on the next, two on the last; none where reads are.
+    let mut counts: Vec<usize> = [3, 4, 5]
+        .iter()
+        .map(|&u| placed.iter().filter(|&&p| p == u).count())
+        .collect();
+    counts.sort_unstable();
+    assert_eq!(counts, vec![2, 4, 4], "{placed:?}");
+    assert_eq!(
+        placed[..4]
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        1
+    );
+    // With every quiet unit full, the next table goes to the coolest unit serving reads.
+    for v in &mut units[2..] {
+        v.job_written = v.job_written.max(PACK_TABLES);
+    }
+    assert_eq!(
+        choose_unit(PlacementPolicy::Isolated, &input(&units, 100, 0)),
+        2
+    );
+}
+
+#[test]
 fn isolated_paces_writes_only_to_units_that_hold_live_tables() {
     // Unit 1 holds a live table (foreground reads reach it); units 2 and 3 hold none.
     let v = Version::new(4)
@@ -314,6 +363,33 @@ fn isolated_paces_writes_only_to_units_that_hold_live_tables() {
     assert_eq!(j.pace_bytes(2), 0, "a unit with no live table is not");
     assert_eq!(j.pace_bytes(3), 0);
     drop(j);
+    // A unit free when the job began serves reads once another job places a table there
+    // (that table is live once its job installs it), even after that job is gone; the
+    // job's own tables do not count (they are not live until it installs them).
+    let mut a = job(&paced);
+    let mut b = job(&paced);
+    let mine = a.place(10);
+    assert_ne!(mine, 1, "a writes where no table is live");
+    assert_eq!(
+        a.pace_bytes(mine),
+        0,
+        "its own table does not make a unit serve reads"
+    );
+    let theirs = b.place(11);
+    assert_ne!(theirs, mine);
+    assert_eq!(a.pace_bytes(theirs), 16 << 10, "b writes there now");
+    drop(b);
+    assert_eq!(
+        a.pace_bytes(theirs),
+        16 << 10,
+        "b's table is live there now"
+    );
+    // A job that begins while another writes a unit paces it too.
+    let mut c = job(&paced);
+    let cs = c.place(12);
+    let d = job(&paced);
+    assert_eq!(d.pace_bytes(cs), 16 << 10);
+    drop((a, c, d));
     // Pacing off, or another policy: never paced.
     let off = UnitPlacement::new(PlacementPolicy::Isolated, vec![1, 2, 3]);
     assert_eq!(job(&off).pace_bytes(1), 0);
