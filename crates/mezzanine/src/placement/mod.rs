@@ -92,7 +92,8 @@ pub fn choose_unit(policy: PlacementPolicy, input: &PlaceInput<'_>) -> u32 {
     }
 }
 
-/// How many of one job's tables `isolated` packs on a quiet unit before it takes another.
+/// How many of one job's tables `isolated` packs on a quiet unit before it takes another,
+/// once quiet units are scarce (half of the units or fewer are free).
 ///
 /// Outputs written to a unit with no live table (quiet) disturb no read; once installed,
 /// they make the unit serve reads. Spread one table per unit, a few dozen live tables
@@ -100,18 +101,23 @@ pub fn choose_unit(policy: PlacementPolicy, input: &PlaceInput<'_>) -> u32 {
 /// writes ahead of reads. Packed four to a unit, the same tables occupy a quarter of the
 /// units (a later compaction that consumes them frees the unit whole), and the rest stay
 /// quiet for the writes. It costs no write bandwidth (a job writes its tables one after
-/// the other) and puts up to four times a table's share of reads on one unit.
+/// the other) and puts up to four times a table's share of reads on one unit, which is
+/// why a database with few tables (many quiet units) spreads them instead.
 /// Measured on the model of 32 units (`bench/papers`, isolation): at a 50 % read mix,
-/// 2 per unit fell between 1 and 4; 4, 8 and any number gave the same.
+/// 2 per unit fell between 1 and 4; 4, 8 and any number gave the same. Packing from the
+/// start made the quick shape's dozen tables share 4 units (reads queued: 0.75x striped's
+/// throughput); from a quarter of the units free, the full shape packed too late (read
+/// p99 2.3-3.2x lower than striped's against 3.9-4.0x from half).
 pub const PACK_TABLES: u32 = 4;
 
 /// `isolated`: the unit with the smallest cost, compared in order:
 /// 1. how many kinds of conflict it has (this job reads there; another job reads there;
 ///    another job writes there): a write queued on a unit delays every read there;
 /// 2. whether it holds more than its share of bytes (over 1.5x the mean plus 64 MiB);
-/// 3. packing: first a quiet unit (no live table) this job already writes, while it has
-///    fewer than [`PACK_TABLES`] of the job's tables; then a quiet unit the job has not
-///    written; then any other;
+/// 3. packing, when no more than half of the units (at least 2) are free (quiet: no
+///    live table; and neither written by this job nor used by another): first a quiet unit
+///    this job already writes, while it has fewer than [`PACK_TABLES`] of the job's
+///    tables; then a quiet unit the job has not written; then any other;
 /// 4. how many of this job's tables it has taken already;
 /// 5. its read heat: its bytes, with the hot levels' bytes (L0 and every level above the
 ///    bottom one, small and read more per byte) counted four times over;
@@ -126,6 +132,12 @@ fn isolated(input: &PlaceInput<'_>) -> u32 {
     let total: u64 = units.iter().map(|u| u.bytes).sum();
     let share = total / n.max(1);
     let over = |u: &UnitView| u.bytes > share + share / 2 + (64 << 20);
+    // Pack only while quiet units are scarce: with many left, one table per unit spreads
+    // the reads of a small database over more units.
+    let free = |u: &UnitView| {
+        u.bytes == 0 && u.job_written == 0 && u.other_readers == 0 && u.other_writers == 0
+    };
+    let pack = units.iter().filter(|u| free(u)).count() as u64 <= (n / 2).max(2);
     let key = |(i, u): (usize, &UnitView)| {
         let conflicts = u32::from(u.job_read_bytes > 0)
             + u32::from(u.other_readers > 0)
@@ -134,7 +146,7 @@ fn isolated(input: &PlaceInput<'_>) -> u32 {
         let rotation = (i as u64 + n - input.table_id % n) % n;
         // A quiet unit holds no live table: no foreground read reaches it.
         let quiet = u.bytes == 0;
-        let packing = if quiet && u.job_written > 0 && u.job_written < PACK_TABLES {
+        let packing = if !pack || (quiet && u.job_written > 0 && u.job_written < PACK_TABLES) {
             0
         } else if quiet && u.job_written == 0 {
             1

@@ -301,7 +301,7 @@ fn isolated_keeps_upper_levels_on_the_wide_units_and_deeper_ones_off_them() {
 }
 
 #[test]
-fn isolated_packs_a_jobs_tables_on_quiet_units_and_leaves_the_others_quiet() {
+fn isolated_packs_a_jobs_tables_on_scarce_quiet_units_and_spreads_them_over_many() {
     // Units 1 and 2 hold live tables; 3, 4 and 5 hold none.
     let mut units: Vec<UnitView> = (1..=5).map(unit).collect();
     units[0].bytes = 8 << 20;
@@ -330,6 +330,29 @@ fn isolated_packs_a_jobs_tables_on_quiet_units_and_leaves_the_others_quiet() {
             .len(),
         1
     );
+    // With many units free (more than half), a job's tables spread one per unit: a small
+    // database keeps its reads on as many units as it can.
+    let mut roomy: Vec<UnitView> = (1..=16).map(unit).collect();
+    roomy[0].bytes = 8 << 20;
+    let mut spread = Vec::new();
+    for id in 0..6 {
+        let u = choose_unit(PlacementPolicy::Isolated, &input(&roomy, id, 0));
+        roomy
+            .iter_mut()
+            .find(|v| v.path_id == u)
+            .unwrap()
+            .job_written += 1;
+        spread.push(u);
+    }
+    assert_eq!(
+        spread
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        6,
+        "{spread:?}"
+    );
+    assert!(!spread.contains(&1));
     // With every quiet unit full, the next table goes to the coolest unit serving reads.
     for v in &mut units[2..] {
         v.job_written = v.job_written.max(PACK_TABLES);
