@@ -300,22 +300,29 @@ fn isolated_keeps_upper_levels_on_the_wide_units_and_deeper_ones_off_them() {
     assert_eq!(all.candidates(3), &[1, 2]);
 }
 
+/// Places `n` tables of one job with `isolated`, noting each in the views as the job's
+/// placement does; returns the units chosen.
+fn place_job(units: &mut [UnitView], n: u64) -> Vec<u32> {
+    (0..n)
+        .map(|id| {
+            let u = choose_unit(PlacementPolicy::Isolated, &input(units, id, 0));
+            units
+                .iter_mut()
+                .find(|v| v.path_id == u)
+                .unwrap()
+                .job_written += 1;
+            u
+        })
+        .collect()
+}
+
 #[test]
 fn isolated_packs_a_jobs_tables_on_scarce_quiet_units_and_spreads_them_over_many() {
     // Units 1 and 2 hold live tables; 3, 4 and 5 hold none.
     let mut units: Vec<UnitView> = (1..=5).map(unit).collect();
     units[0].bytes = 8 << 20;
     units[1].bytes = 4 << 20;
-    let mut placed = Vec::new();
-    for id in 0..10 {
-        let u = choose_unit(PlacementPolicy::Isolated, &input(&units, id, 0));
-        units
-            .iter_mut()
-            .find(|v| v.path_id == u)
-            .unwrap()
-            .job_written += 1;
-        placed.push(u);
-    }
+    let placed = place_job(&mut units, 10);
     // Four on one quiet unit, four on the next, two on the last; none where reads are.
     let mut counts: Vec<usize> = [3, 4, 5]
         .iter()
@@ -334,16 +341,7 @@ fn isolated_packs_a_jobs_tables_on_scarce_quiet_units_and_spreads_them_over_many
     // database keeps its reads on as many units as it can.
     let mut roomy: Vec<UnitView> = (1..=16).map(unit).collect();
     roomy[0].bytes = 8 << 20;
-    let mut spread = Vec::new();
-    for id in 0..6 {
-        let u = choose_unit(PlacementPolicy::Isolated, &input(&roomy, id, 0));
-        roomy
-            .iter_mut()
-            .find(|v| v.path_id == u)
-            .unwrap()
-            .job_written += 1;
-        spread.push(u);
-    }
+    let spread = place_job(&mut roomy, 6);
     assert_eq!(
         spread
             .iter()
