@@ -757,30 +757,6 @@ impl TableBuilder {
         }
     }
 
-    /// Bytes written to the file so far (whole blocks; the block being built excluded).
-    #[must_use]
-    pub fn bytes_written(&self) -> u64 {
-        self.offset
-    }
-
-    /// Makes the bytes written so far durable (the file's `sync`), while the table is still
-    /// being built: a writer that paces its writes calls it every so many bytes.
-    ///
-    /// # Errors
-    /// `Io` if the sync fails (the builder is then failed); `InvalidArgument` if an earlier
-    /// write failed.
-    pub fn sync_written(&mut self) -> Result<()> {
-        if self.failed {
-            return Err(Error::InvalidArgument(
-                "table builder: an earlier write failed".into(),
-            ));
-        }
-        match self.file.sync() {
-            Ok(()) => Ok(()),
-            Err(e) => self.fail(e),
-        }
-    }
-
     /// Entries added so far.
     #[must_use]
     pub fn num_entries(&self) -> u64 {

@@ -7,118 +7,33 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mezz_env::{FileLock, FileSystem, RandomAccessFile, WritableFile, WriteLifetime};
+use mezz_env::{FaultFs, FaultOp, FileSystem, MemFs};
 use mezzanine::{Db, Options, PlacementPolicy};
 
-/// Per SST file: (syncs, the most bytes ever appended since its last sync).
-type Log = Arc<Mutex<HashMap<PathBuf, (u32, u64)>>>;
+/// Per SST file: its size at each of its syncs.
+type Syncs = Arc<Mutex<HashMap<PathBuf, Vec<u64>>>>;
 
-#[derive(Debug)]
-struct Tracked {
-    inner: Box<dyn WritableFile>,
-    path: PathBuf,
-    unsynced: u64,
-    log: Log,
-}
-
-impl WritableFile for Tracked {
-    fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        self.unsynced += data.len() as u64;
-        let mut log = self.log.lock().unwrap();
-        let e = log.entry(self.path.clone()).or_default();
-        e.1 = e.1.max(self.unsynced);
-        drop(log);
-        self.inner.append(data)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-    fn sync(&mut self) -> io::Result<()> {
-        self.unsynced = 0;
-        self.log
-            .lock()
-            .unwrap()
-            .entry(self.path.clone())
-            .or_default()
-            .0 += 1;
-        self.inner.sync()
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-}
-
-/// Forwards to `inner`; SST files it creates note their syncs in `log`.
-#[derive(Debug)]
-struct Fs {
-    inner: Arc<dyn FileSystem>,
-    log: Log,
-}
-
-impl Fs {
-    fn track(&self, path: &Path, f: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
-        if path.extension().is_none_or(|e| e != "sst") {
-            return f;
+/// An in-memory file system that notes, at the start of every sync of an SST file, the
+/// file's size then (a `MemFs` file's size is every byte appended so far).
+fn noting_syncs() -> (Arc<dyn FileSystem>, Syncs) {
+    let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let fs = FaultFs::new(Arc::clone(&mem));
+    let syncs: Syncs = Arc::default();
+    let log = Arc::clone(&syncs);
+    fs.before_each(move |op, path: &Path| {
+        if op == FaultOp::Sync && path.extension().is_some_and(|e| e == "sst") {
+            let size = mem.file_size(path).unwrap();
+            log.lock()
+                .unwrap()
+                .entry(path.to_path_buf())
+                .or_default()
+                .push(size);
         }
-        Box::new(Tracked {
-            inner: f,
-            path: path.to_path_buf(),
-            unsynced: 0,
-            log: Arc::clone(&self.log),
-        })
-    }
-}
-
-impl FileSystem for Fs {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let f = self.inner.create(path)?;
-        Ok(self.track(path, f))
-    }
-    fn create_with_hint(&self, path: &Path, l: WriteLifetime) -> io::Result<Box<dyn WritableFile>> {
-        let f = self.inner.create_with_hint(path, l)?;
-        Ok(self.track(path, f))
-    }
-    fn create_direct(&self, path: &Path, l: WriteLifetime) -> io::Result<Box<dyn WritableFile>> {
-        let f = self.inner.create_direct(path, l)?;
-        Ok(self.track(path, f))
-    }
-    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.create_log(path)
-    }
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_read(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        self.inner.list_dir(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.inner.sync_dir(path)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
+    });
+    (Arc::new(fs), syncs)
 }
 
 const PACE: u64 = 8 << 10;
@@ -129,12 +44,12 @@ fn key(i: u32) -> Vec<u8> {
 }
 
 /// Writes enough over three units to compact onto units that hold live tables, checks that
-/// the values read back, and returns the sync log.
+/// the values read back, and returns per SST file (syncs, the most bytes ever appended
+/// since its last sync).
 fn run(placement: PlacementPolicy, pace: u64) -> HashMap<PathBuf, (u32, u64)> {
-    let root = tempfile::tempdir().unwrap();
-    let log: Log = Arc::default();
-    let units: Vec<PathBuf> = (0..3).map(|i| root.path().join(format!("u{i}"))).collect();
-    let mut o = Options {
+    let (fs, syncs) = noting_syncs();
+    let units: Vec<PathBuf> = (0..3).map(|i| PathBuf::from(format!("/u{i}"))).collect();
+    let o = Options {
         write_buffer_size: 64 << 10,
         target_file_size: 64 << 10,
         max_bytes_for_level_base: 256 << 10,
@@ -143,13 +58,10 @@ fn run(placement: PlacementPolicy, pace: u64) -> HashMap<PathBuf, (u32, u64)> {
         ssd_paths: units,
         placement,
         placement_write_pace: pace,
+        fs,
         ..Options::default()
     };
-    o.fs = Arc::new(Fs {
-        inner: Arc::clone(&o.fs),
-        log: Arc::clone(&log),
-    });
-    let db = Db::open(root.path().join("db"), o).unwrap();
+    let db = Db::open("/db", o).unwrap();
     let value = vec![b'v'; 200];
     for i in 0..12_000 {
         db.put(&key(i), &value).unwrap();
@@ -164,7 +76,18 @@ fn run(placement: PlacementPolicy, pace: u64) -> HashMap<PathBuf, (u32, u64)> {
         );
     }
     drop(db);
-    log.lock().unwrap().clone()
+    let syncs = syncs.lock().unwrap();
+    syncs
+        .iter()
+        .map(|(path, sizes)| {
+            let most = sizes
+                .iter()
+                .scan(0, |last, &size| Some(size - std::mem::replace(last, size)))
+                .max()
+                .unwrap_or(0);
+            (path.clone(), (sizes.len() as u32, most))
+        })
+        .collect()
 }
 
 #[test]

@@ -116,24 +116,6 @@ struct OpenSst {
     path_id: u32,
     path: PathBuf,
     builder: TableBuilder,
-    /// Sync every this many bytes written (the placement's pace for the unit; 0: never).
-    pace: u64,
-    /// File bytes written when the table was last synced.
-    synced: u64,
-}
-
-impl OpenSst {
-    /// Syncs the table if `pace` bytes were written since its last sync.
-    fn pace(&mut self) -> Result<()> {
-        if self.pace == 0 || self.builder.bytes_written() < self.synced + self.pace {
-            return Ok(());
-        }
-        self.builder
-            .sync_written()
-            .map_err(|e| e.in_file(&self.path))?;
-        self.synced = self.builder.bytes_written();
-        Ok(())
-    }
 }
 
 /// A [`TableSink`] writing SST files through the storage layer.
@@ -186,14 +168,13 @@ impl<'a> SstSink<'a> {
             id,
             path_id,
             crate::storage::write_life_for_level(self.output_level),
+            self.placement.pace_bytes(path_id),
         )?;
         Ok(self.current.insert(OpenSst {
             id,
             path_id,
             path,
             builder: TableBuilder::new(file, self.builder_options.clone()),
-            pace: self.placement.pace_bytes(path_id),
-            synced: 0,
         }))
     }
 }
@@ -206,8 +187,7 @@ impl TableSink for SstSink<'_> {
         };
         out.builder
             .add(key, value)
-            .map_err(|e| Error::from(e.in_file(&out.path)))?;
-        out.pace()
+            .map_err(|e| e.in_file(&out.path).into())
     }
 
     fn add_keyset_block(&mut self, contents: &[u8]) -> Result<bool> {
@@ -215,12 +195,9 @@ impl TableSink for SstSink<'_> {
             Some(out) => out,
             None => self.open_output()?,
         };
-        let copied = out
-            .builder
+        out.builder
             .add_keyset_block(contents)
-            .map_err(|e| Error::from(e.in_file(&out.path)))?;
-        out.pace()?;
-        Ok(copied)
+            .map_err(|e| e.in_file(&out.path).into())
     }
 
     fn current_bytes(&self) -> Option<u64> {

@@ -247,13 +247,16 @@ impl UnitActivity {
         }
     }
 
+    /// Records that `job` placed a table on `unit`: in its writes first, then in the
+    /// counts, so a job that snapshots the counts and then the writes (`begin`) sees every
+    /// placement in one or the other.
     fn note_write(&self, job: u64, unit: u32) {
-        *self.placed.lock().entry(unit).or_default() += 1;
         if let Some(j) = self.jobs.lock().get_mut(&job)
             && !j.writes.contains(&unit)
         {
             j.writes.push(unit);
         }
+        *self.placed.lock().entry(unit).or_default() += 1;
     }
 
     /// Tables placed on `unit` so far by every job.
@@ -423,15 +426,16 @@ impl Placement for UnitPlacement {
         } else {
             0
         };
-        // Where tables may become live while the job runs: units other jobs are writing
-        // now, and (by the counts) units they place tables on later.
-        let busy_at_begin = views
-            .iter()
-            .map(|v| self.activity.others_write(id, v.path_id))
-            .collect();
+        // Where tables may become live while the job runs: (by the counts) units other
+        // jobs place tables on from now, and units they are writing now. Counts first:
+        // a placement made between the two snapshots is then in one of them.
         let placed_at_begin = views
             .iter()
             .map(|v| self.activity.placed_on(v.path_id))
+            .collect();
+        let busy_at_begin = views
+            .iter()
+            .map(|v| self.activity.others_write(id, v.path_id))
             .collect();
         Box::new(UnitJob {
             policy: self.policy,
@@ -501,8 +505,8 @@ impl JobPlacement for UnitJob {
         // The unit serves foreground reads if it held live tables in the job's version
         // (its inputs included: they stay live until the job installs its outputs), or
         // if another job's tables may have become live there since: one was writing it
-        // when this job began, is writing it now, or placed a table there since (the
-        // job's own outputs are not live until it installs them).
+        // when this job began, or placed a table there since (which covers every job
+        // writing it now; the job's own outputs are not live until it installs them).
         let placed_by_others = self
             .activity
             .placed_on(path_id)
@@ -510,8 +514,7 @@ impl JobPlacement for UnitJob {
             .saturating_sub(u64::from(v.job_written));
         let serves_reads = v.bytes > 0
             || self.busy_at_begin.get(i).copied().unwrap_or(false)
-            || placed_by_others > 0
-            || self.activity.others_write(self.id, path_id);
+            || placed_by_others > 0;
         if serves_reads { self.pace } else { 0 }
     }
 }

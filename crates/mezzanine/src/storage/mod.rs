@@ -15,7 +15,8 @@
 //! and its index, checked at open ([`Storage::check_units`]), so a missing, swapped or
 //! foreign directory is refused with a clear error. With further directories, new tables go
 //! only to them ([`Storage::table_units`]); tables already in the database directory stay
-//! readable there. Every SST read and write is counted per directory ([`UnitIo`]).
+//! readable there. Every SST read and write is counted per directory ([`UnitIo`]); an SST
+//! written with a pace syncs itself every so many bytes (placement's write pacing).
 //!
 //! Direct I/O (`use_direct_reads`, `use_direct_io_for_flush_and_compaction`): tables are
 //! then opened and created through the file system's direct variants
@@ -118,9 +119,15 @@ fn parse_unit(bytes: &[u8]) -> Option<(u32, String)> {
     Some((index.parse().ok()?, id.to_string()))
 }
 
+/// An SST being written: its appends are counted against its unit, and with a `pace`
+/// it is synced whenever `pace` bytes were appended since its last sync (placement's
+/// write pacing: at most that much of it queues on the unit ahead of a read).
 struct CountedWrite {
     inner: Box<dyn WritableFile>,
     io: Arc<UnitIo>,
+    /// 0: never synced early.
+    pace: u64,
+    unsynced: u64,
 }
 
 impl std::fmt::Debug for CountedWrite {
@@ -133,13 +140,20 @@ impl WritableFile for CountedWrite {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
         self.io.0.add(UnitIo::WRITES, 1);
         self.io.0.add(UnitIo::WRITE_BYTES, data.len() as u64);
-        self.inner.append(data)
+        self.inner.append(data)?;
+        self.unsynced += data.len() as u64;
+        if self.pace > 0 && self.unsynced >= self.pace {
+            self.sync()?;
+        }
+        Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
     fn sync(&mut self) -> io::Result<()> {
-        self.inner.sync()
+        self.inner.sync()?;
+        self.unsynced = 0;
+        Ok(())
     }
     fn size(&self) -> u64 {
         self.inner.size()
@@ -586,7 +600,8 @@ impl Storage {
 
     /// Creates the SST file of table `id` in directory `path_id`, with a write-lifetime
     /// hint (and with direct I/O under `use_direct_io_for_flush_and_compaction`); returns
-    /// its path too.
+    /// its path too. With `pace` > 0 the file syncs itself every `pace` bytes appended
+    /// (the placement's write pacing, `JobPlacement::pace_bytes`).
     ///
     /// # Errors
     /// `Io` naming the path.
@@ -595,6 +610,7 @@ impl Storage {
         id: u64,
         path_id: u32,
         lifetime: WriteLifetime,
+        pace: u64,
     ) -> Result<(PathBuf, Box<dyn WritableFile>)> {
         let path = self.sst_path(id, path_id)?;
         let file = if self.direct_writes {
@@ -606,6 +622,8 @@ impl Storage {
         let file = Box::new(CountedWrite {
             inner: file,
             io: self.unit_io(path_id),
+            pace,
+            unsynced: 0,
         });
         Ok((path, file))
     }
@@ -720,8 +738,8 @@ mod tests {
             None,
         );
         assert_eq!(s.num_dirs(), 2);
-        let (p0, mut f0) = s.create_sst(7, 0, WriteLifetime::Short).unwrap();
-        let (p1, mut f1) = s.create_sst(8, 1, WriteLifetime::Extreme).unwrap();
+        let (p0, mut f0) = s.create_sst(7, 0, WriteLifetime::Short, 0).unwrap();
+        let (p1, mut f1) = s.create_sst(8, 1, WriteLifetime::Extreme, 0).unwrap();
         f0.append(b"x").unwrap();
         f1.append(b"yy").unwrap();
         drop((f0, f1));
