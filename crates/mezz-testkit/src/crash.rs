@@ -618,6 +618,10 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
             NvmTiering::Full,
         );
         o.nvm_gc_live_ratio = pick(&mut t_rng, &[0.5, 0.9], 0.5);
+        if o.nvm_gc_live_ratio > 0.5 {
+            // Eager reclaim: whatever the pool holds, so that short runs rewrite tables.
+            o.nvm_gc_pool_share = 0.0;
+        }
         if preset == Preset::Mezzanine {
             // Sized by `with_simulated_nvm` below.
             if t_rng.random_bool(0.5) {

@@ -211,11 +211,13 @@ const VARIATIONS: &[Variation] = &[
         o.nvm_tiering = NvmTiering::Lru(64 << 10);
         o.nvm_table_method = NvmTableMethod::PsBac;
         o.nvm_gc_live_ratio = 0.9;
+        o.nvm_gc_pool_share = 0.0;
     }),
     ("nvm-tables-pb-full", |o| {
         tiny_sst(o);
         o.nvm_tiering = NvmTiering::Full;
         o.nvm_gc_live_ratio = 0.9;
+        o.nvm_gc_pool_share = 0.0;
     }),
 ];
 

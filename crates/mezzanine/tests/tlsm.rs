@@ -102,6 +102,7 @@ mod power_cut {
         o.nvm_tiering = tiering;
         // Reclaim eagerly, so that the short run below rewrites tables too.
         o.nvm_gc_live_ratio = 0.9;
+        o.nvm_gc_pool_share = 0.0;
         o
     }
 
@@ -340,15 +341,17 @@ mod power_cut {
 }
 
 /// Byte-addressable compaction leaves dead entries in the buffers it points into; an
-/// overwrite-heavy run with a few long-lived keys must not fill NVM with them. The same run without reclamation
-/// (a live-share threshold of 0) shows what would be leaked.
+/// overwrite-heavy run with a few long-lived keys must not fill NVM with them once the pool
+/// fills up. The same run without reclamation (a live-share threshold of 0) shows what
+/// would be leaked; in a pool that the run leaves more than half free, nothing is rewritten
+/// (the dead entries cost no room that anything needs, and the rewrites would cost writes).
 #[test]
 fn overwrites_do_not_fill_nvm_with_dead_entries() {
-    let run = |ratio: f64| {
+    let run = |ratio: f64, capacity: u64| {
         let dir = tempfile::tempdir().unwrap();
         let nvm = nvm_dir();
         let mut o = options(nvm.path(), NvmTableMethod::PsBacPb, NvmTiering::Full);
-        o.nvm_capacity = 64 << 20;
+        o.nvm_capacity = capacity;
         o.nvm_gc_live_ratio = ratio;
         let db = Db::open(dir.path(), o).unwrap();
         let mut model = BTreeMap::new();
@@ -371,19 +374,27 @@ fn overwrites_do_not_fill_nvm_with_dead_entries() {
         check(&db, &model);
         db.stats().nvm_tables
     };
-    let with = run(0.5);
-    let without = run(0.0);
-    println!("reclaiming: {with:?}\nnot reclaiming: {without:?}");
-    assert!(with.rewrites > 0, "{with:?}");
+    let roomy = 64 << 20;
+    let without = run(0.0, roomy);
     assert_eq!(without.rewrites, 0);
+    // A pool of which the unreclaimed run would take more than half: reclaiming starts.
+    let tight = without.allocated_bytes * 3 / 2;
+    let with = run(0.5, tight);
+    println!("reclaiming in {tight}: {with:?}\nnot reclaiming: {without:?}");
+    assert!(with.rewrites > 0, "{with:?}");
     assert!(
-        with.allocated_bytes * 10 < without.allocated_bytes * 7,
+        with.allocated_bytes * 10 < without.allocated_bytes * 8,
         "reclaiming: {with:?}; not reclaiming: {without:?}"
     );
+    // At most half the pool or twice the live bytes, and the few tables written since the
+    // last reclaim.
     assert!(
-        with.live_bytes * 2 > with.allocated_bytes,
-        "less than half of NVM is live: {with:?}"
+        with.allocated_bytes <= (tight / 2).max(with.live_bytes * 2) + (256 << 10),
+        "the pool holds more than half its room and twice the live bytes: {with:?}"
     );
+    // The same run in a pool it leaves more than half free: no rewrite.
+    let roomy_run = run(0.5, roomy);
+    assert_eq!(roomy_run.rewrites, 0, "{roomy_run:?}");
 }
 
 /// `ps+bac+pb` tables under LRU tiering with no budget (nothing moves to SSD by age) in a

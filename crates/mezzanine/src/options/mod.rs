@@ -338,6 +338,14 @@ declare_options! {
         /// still point into it rewritten, so it can be freed. Default: 0.5.
         nvm_gc_live_ratio: f64 = 0.5, Float,
             check |v| (0.0..1.0).contains(v), "{v} not in 0..1";
+        /// Buffers are reclaimed only once the pool's NVM-table objects take this share of
+        /// the NVM-table budget (`Options::nvm_table_budget`): below it the pool has room
+        /// for the dead entries, and rewriting tables to free them would cost writes for
+        /// nothing. The pool then holds at most the larger of this share of the budget and
+        /// the live bytes over `nvm_gc_live_ratio`. `0` reclaims whenever a buffer is
+        /// mostly dead. Default: 0.5.
+        nvm_gc_pool_share: f64 = 0.5, Float,
+            check |v| (0.0..=1.0).contains(v), "{v} not in 0..=1";
 
         // ---- MatrixKV: L0 as a matrix container in NVM (docs/formats/matrix-row.md) ----
         /// Bytes of the matrix container that holds L0 in the NVM pool: each flush writes one

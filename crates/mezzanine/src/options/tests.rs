@@ -83,6 +83,7 @@ fn changed() -> Options {
         nvm_tiering: NvmTiering::Leveled(2),
         nvm_table_method: NvmTableMethod::Ps,
         nvm_gc_live_ratio: 0.25,
+        nvm_gc_pool_share: 0.75,
         matrix_bytes: 64 << 20,
         matrix_page_size: 64 << 10,
         matrix_switch_fraction: 0.5,
