@@ -872,18 +872,20 @@ impl PTableBuilder {
 
     fn append_node(&mut self, key: &[u8], key_off: u32, r: EntryRef, i: u64, nlen: usize) {
         let h = height_of(i);
-        let mut node = vec![0u8; nlen];
+        // The tallest node: the fixed part and a tower of MAX_HEIGHT links.
+        let mut buf = [0u8; 40 + 4 * MAX_HEIGHT];
+        let node = &mut buf[..nlen];
         node[24..28].copy_from_slice(&key_off.to_le_bytes());
         node[28..32].copy_from_slice(&(key.len() as u32).to_le_bytes());
         let fp = fingerprint(mezz_format::ikey::user_key(key), self.prefix_len);
-        self.layout.put_fp(&mut node, fp);
+        self.layout.put_fp(node, fp);
         node[0..8].copy_from_slice(&r.block.to_le_bytes());
         node[8..12].copy_from_slice(&r.block_len.to_le_bytes());
         node[12..16].copy_from_slice(&r.slot.to_le_bytes());
         node[16..20].copy_from_slice(&r.crc.to_le_bytes());
         node[20..22].copy_from_slice(&(h as u16).to_le_bytes());
         let at = self.end;
-        self.write(at, &node);
+        self.write(at, node);
         self.region.on_write(node.len());
         // One link stored into the last node of each of the `h` levels.
         self.region.on_writes(h, 4);

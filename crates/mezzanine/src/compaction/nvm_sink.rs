@@ -148,6 +148,8 @@ struct Pending {
     copied: bool,
     /// Where it lives, when it is pointed at.
     at: Option<EntryRef>,
+    /// Where its key sits in the block `at` points at, when the input showed it there.
+    key_off: Option<u32>,
     value_len: usize,
 }
 
@@ -157,6 +159,7 @@ struct Entry<'b> {
     /// The value, when the entry is copied.
     value: Option<&'b [u8]>,
     at: Option<EntryRef>,
+    key_off: Option<u32>,
     value_len: usize,
 }
 
@@ -169,6 +172,7 @@ impl Pending {
                 .copied
                 .then(|| &bytes[key_end..key_end + self.value_len]),
             at: self.at,
+            key_off: self.key_off,
             value_len: self.value_len,
         }
     }
@@ -332,7 +336,7 @@ impl<'a> NvmSink<'a> {
         let mut refs: Vec<Option<EntryRef>> = entries.iter().map(|e| e.at).collect();
         // Where each copied entry's key sits in its block of the new buffer (known from the
         // DRAM copy, so the index needs no read of the buffer to find it).
-        let mut key_offs: Vec<Option<u32>> = vec![None; entries.len()];
+        let mut key_offs: Vec<Option<u32>> = entries.iter().map(|e| e.key_off).collect();
         let mut inline_bytes = 0u64;
         let mut buffer: Option<NvmObject> = None;
         let mut data_bytes = 0u64;
@@ -460,7 +464,8 @@ impl<'a> NvmSink<'a> {
         for ((e, r), key_off) in entries.iter().zip(&refs).zip(&key_offs) {
             match (r, e.value) {
                 (Some(r), _) => {
-                    // A known offset: the entry was copied into this table's own buffer.
+                    // A known offset: the entry was copied into this table's own buffer,
+                    // or the input iterator showed its key in place.
                     match key_off {
                         Some(o) => b.add_ref_at(e.key, *r, *o)?,
                         None => b.add_ref(e.key, *r)?,
@@ -517,6 +522,20 @@ impl<'a> NvmSink<'a> {
     }
 }
 
+/// Where `key` sits in the block `r` points at, when `key` is that block's bytes in the
+/// pool (an NVM table's iterator shows its keys in place): the node then needs no read of
+/// the block to find it. `None` for a key seen anywhere else (a copy); the builder then
+/// reads the block to find it.
+fn key_offset_in_block(region: &mezz_pmem::Region, key: &[u8], r: EntryRef) -> Option<u32> {
+    use mezz_pmem::Media;
+    let start = (region.base().as_ptr() as usize).checked_add(usize::try_from(r.block).ok()?)?;
+    let end = start.checked_add(r.block_len as usize)?;
+    let k = key.as_ptr() as usize;
+    (k >= start && k.checked_add(key.len())? <= end)
+        .then(|| u32::try_from(k - start).ok())
+        .flatten()
+}
+
 impl TableSink for NvmSink<'_> {
     fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.add_located(key, value, None)
@@ -531,6 +550,7 @@ impl TableSink for NvmSink<'_> {
                     .any(|&(s, e)| r.block >= s && r.block < e)
         });
         self.cur_bytes += (key.len() + value.len()) as u64;
+        let key_off = point.and_then(|r| key_offset_in_block(self.tier.region(), key, r));
         let key_at = self.bytes.len();
         self.bytes.extend_from_slice(key);
         if point.is_none() {
@@ -541,6 +561,7 @@ impl TableSink for NvmSink<'_> {
             key_len: key.len(),
             copied: point.is_none(),
             at: point,
+            key_off,
             value_len: value.len(),
         });
         Ok(())
