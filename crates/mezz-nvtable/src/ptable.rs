@@ -215,6 +215,20 @@ pub fn fingerprint(user_key: &[u8], prefix_len: usize) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// Where `key` sits in the block `r` points at, when `key` is that block's bytes in
+/// `region` (a [`PTableIter`] shows its keys in place): a node for it then needs no read
+/// of the block to find its key ([`PTableBuilder::add_ref_at`]). `None` for a key seen
+/// anywhere else (a copy), which [`PTableBuilder::add_ref`] finds by reading the block.
+#[must_use]
+pub fn key_offset_in_place(region: &Region, key: &[u8], r: EntryRef) -> Option<u32> {
+    let start = (region.base().as_ptr() as usize).checked_add(usize::try_from(r.block).ok()?)?;
+    let end = start.checked_add(r.block_len as usize)?;
+    let k = key.as_ptr() as usize;
+    (k >= start && k.checked_add(key.len())? <= end)
+        .then(|| u32::try_from(k - start).ok())
+        .flatten()
+}
+
 /// The checksum nodes store for an entry.
 #[must_use]
 pub fn entry_crc(key: &[u8], value: &[u8]) -> u32 {

@@ -522,20 +522,6 @@ impl<'a> NvmSink<'a> {
     }
 }
 
-/// Where `key` sits in the block `r` points at, when `key` is that block's bytes in the
-/// pool (an NVM table's iterator shows its keys in place): the node then needs no read of
-/// the block to find it. `None` for a key seen anywhere else (a copy); the builder then
-/// reads the block to find it.
-fn key_offset_in_block(region: &mezz_pmem::Region, key: &[u8], r: EntryRef) -> Option<u32> {
-    use mezz_pmem::Media;
-    let start = (region.base().as_ptr() as usize).checked_add(usize::try_from(r.block).ok()?)?;
-    let end = start.checked_add(r.block_len as usize)?;
-    let k = key.as_ptr() as usize;
-    (k >= start && k.checked_add(key.len())? <= end)
-        .then(|| u32::try_from(k - start).ok())
-        .flatten()
-}
-
 impl TableSink for NvmSink<'_> {
     fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.add_located(key, value, None)
@@ -550,7 +536,8 @@ impl TableSink for NvmSink<'_> {
                     .any(|&(s, e)| r.block >= s && r.block < e)
         });
         self.cur_bytes += (key.len() + value.len()) as u64;
-        let key_off = point.and_then(|r| key_offset_in_block(self.tier.region(), key, r));
+        let key_off = point
+            .and_then(|r| mezz_nvtable::ptable::key_offset_in_place(self.tier.region(), key, r));
         let key_at = self.bytes.len();
         self.bytes.extend_from_slice(key);
         if point.is_none() {
