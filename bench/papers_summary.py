@@ -18,10 +18,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from matrixkv_summary import get, svg_bars, svg_lines  # noqa: E402
 
-DRAM_NOTE = ("its NVM is a directory on /dev/shm read and written at DRAM speed, while "
+DRAM_NOTE = ("its NVM is a directory on a memory file system read and written at DRAM speed, while "
              "ours pays the emulated NVM cost: that favours it")
 SAME_NOTE = ("ours with the dram profile: no emulated NVM cost, as the comparator's NVM files "
-             "on /dev/shm have none")
+             "on a memory file system have none")
 BUFFERED_NOTE = "LevelDB has no direct I/O: it runs buffered, its tables in the page cache, which favours it"
 
 
@@ -204,7 +204,7 @@ class Summary:
         self.md.append("|---|---|---|---|---|")
         bf, br = bench(base, "fillrandom"), bench(base, "readrandom")
         mf, mr = bench(mzb, "fillrandom"), bench(mzb, "readrandom")
-        out = [("leveldb-nvm (LevelDB 1.23)", bf, br), ("mezzanine:leveldb on /dev/shm", mf, mr)]
+        out = [("leveldb-nvm (LevelDB 1.23)", bf, br), ("mezzanine:leveldb on the NVM file system", mf, mr)]
         out += [(f"tlsm {m}", bench(r, "fillrandom"), bench(r, "readrandom")) for m, r in methods]
         same = self.runs(p, "tlsm-same-cost")
         if same:
@@ -515,8 +515,11 @@ class Summary:
             commit = next((x for x in lines if len(x) == 40 and all(c in "0123456789abcdef" for c in x)), None)
             binary = next((x[len("papers: binary "):] for x in lines if x.startswith("papers: binary ")), None)
             took = next((x[len("papers: "):] for x in lines if x.startswith("papers: ") and x.endswith("in all")), None)
+            pages = next((x[len("papers: NVM files on "):] for x in lines
+                          if x.startswith("papers: NVM files on ")), "4 KiB pages (/dev/shm)")
             head.append(f"Build: commit {commit[:7] if commit else 'n/a'}, binary {binary or 'n/a'}; "
-                        f"the run took {took or 'n/a'} (machine.txt has the load before it).\n")
+                        f"the run took {took or 'n/a'} (machine.txt has the load before it). "
+                        f"NVM files of every engine on {pages}.\n")
         head.append("| paper | claim | the paper | ours | direction reproduced | note |")
         head.append("|---|---|---|---|---|---|")
         for r in self.rows:

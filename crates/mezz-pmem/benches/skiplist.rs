@@ -1,7 +1,8 @@
 //! Inserts/s and gets/s of the arena skip list against `crossbeam_skiplist::SkipMap` (the
 //! memtable it is meant to replace), single-threaded and with two threads.
 //!
-//! Workload: N random 16-byte keys with 100-byte values (N = 1 M by default), inserted in
+//! Workload: N random 16-byte keys with 100-byte values (N = 1 M by default; `SKL_VALUE`
+//! sets another value length), inserted in
 //! random order into a fresh structure, then every key looked up once in another random
 //! order, then the structure is dropped (its drop time is printed too). With two threads,
 //! each inserts (then looks up) half of the keys concurrently.
@@ -19,7 +20,8 @@
 //!
 //! Run: `cargo bench -p mezz-pmem --bench skiplist` (release profile). Environment:
 //! `SKL_N` (number of keys), `SKL_REPS` (repetitions; the best run is printed),
-//! `SKL_ONLY` (run only the structures whose name contains this text).
+//! `SKL_ONLY` (run only the structures whose name contains this text), `SKL_VALUE` (value
+//! length in bytes, 100 by default).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -33,7 +35,6 @@ use common::env_usize;
 use mezz_pmem::{Arena, ArenaOptions, Bytewise, Media, PersistMode, SkipList};
 
 const KEY_LEN: usize = 16;
-const VALUE_LEN: usize = 100;
 
 struct Rng(u64);
 impl Rng {
@@ -48,8 +49,9 @@ impl Rng {
 }
 
 /// Arena bytes for `n` nodes: the expected tower is 4/3 links; leave room for tall towers.
-fn arena_capacity(n: usize) -> usize {
-    node_size(MAX_HEIGHT, 0, 0) + n * (node_size(2, KEY_LEN, VALUE_LEN) + 8)
+fn arena_capacity(n: usize, value_len: usize) -> usize {
+    // Each node may also start a line further on media (its head kept in one line).
+    node_size(MAX_HEIGHT, 0, 0) + n * (node_size(2, KEY_LEN, value_len) + 8 + 64)
 }
 
 /// Runs `f(part)` on `threads` threads over disjoint interleaved parts of `items`; returns
@@ -92,10 +94,11 @@ fn main() {
         let j = (rng.next_u64() % (i as u64 + 1)) as usize;
         lookups.swap(i, j);
     }
-    let value = [0x5Au8; VALUE_LEN];
+    let value_len = env_usize("SKL_VALUE", 100);
+    let value = vec![0x5Au8; value_len];
 
     println!(
-        "{n} keys x ({KEY_LEN} B key + {VALUE_LEN} B value), best of {reps}; M ops/s (wall time)"
+        "{n} keys x ({KEY_LEN} B key + {value_len} B value), best of {reps}; M ops/s (wall time)"
     );
     println!(
         "{:<46} {:>7} {:>22} {:>22} {:>11}",
@@ -137,7 +140,7 @@ fn main() {
             let mut best = (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
             for _ in 0..reps {
                 let t0 = Instant::now();
-                let arena = source.arena(arena_capacity(n));
+                let arena = source.arena(arena_capacity(n, value_len));
                 let create = t0.elapsed();
                 let list = Arc::new(SkipList::new(arena, Bytewise).expect("arena holds the head"));
                 let ins = timed(threads, &keys, |part, _| {
@@ -154,7 +157,7 @@ fn main() {
                             .expect("a DRAM list is never corrupt")
                             .map_or(0, <[u8]>::len);
                     }
-                    assert_eq!(black_box(found), part.len() * VALUE_LEN);
+                    assert_eq!(black_box(found), part.len() * value_len);
                 });
                 let t0 = Instant::now();
                 drop(list);
@@ -191,7 +194,7 @@ fn main() {
                 for k in part {
                     found += map.get(&k[..]).map_or(0, |e| e.value().len());
                 }
-                assert_eq!(black_box(found), part.len() * VALUE_LEN);
+                assert_eq!(black_box(found), part.len() * value_len);
             });
             let t0 = Instant::now();
             drop(map);

@@ -8,7 +8,8 @@
 //! [`Comparator`] fixed at construction, and the cursors over them.
 //!
 //! Node layout (native-endian `u32` fields, little-endian on the supported targets; every
-//! node 4-aligned; byte-by-byte description in `docs/formats/nvm-skiplist.md`):
+//! node 4-aligned, and on media its header, tower and key inside one cache line when they
+//! fit in one; byte-by-byte description in `docs/formats/nvm-skiplist.md`):
 //! ```text
 //! +0   key_len   u32
 //! +4   value_len u32
@@ -855,7 +856,18 @@ impl<C: Comparator> SkipList<C> {
             .checked_add(value_len)
             .and_then(|kv| kv.checked_add(node_size(height, 0, 0)))
             .ok_or(InsertError::Full)?;
-        let node = self.arena.alloc(size, 4).ok_or(InsertError::Full)?;
+        // On media (where a miss costs the device's latency), the part of the node a search
+        // reads (header, links, key) is kept inside one cache line when it fits, so a visit
+        // is one miss, not two dependent ones (the key's address depends on the height).
+        let head = if self.on_media {
+            node_size(height, key_len, 0)
+        } else {
+            0
+        };
+        let node = self
+            .arena
+            .alloc_with_head(size, 4, head)
+            .ok_or(InsertError::Full)?;
 
         // Initialise the node before anyone can see it (it is published by the caller).
         self.arena
