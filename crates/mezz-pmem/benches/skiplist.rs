@@ -51,7 +51,8 @@ impl Rng {
 /// Arena bytes for `n` nodes: the expected tower is 4/3 links; leave room for tall towers.
 fn arena_capacity(n: usize, value_len: usize) -> usize {
     // Each node may also start a line further on media (its head kept in one line).
-    node_size(MAX_HEIGHT, 0, 0) + n * (node_size(2, KEY_LEN, value_len) + 8 + 64)
+    node_size(MAX_HEIGHT, 0, 0)
+        + n * (node_size(2, KEY_LEN, value_len) + 8 + mezz_pmem::region::LINE)
 }
 
 /// Runs `f(part)` on `threads` threads over disjoint interleaved parts of `items`; returns

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::media::Media;
+use crate::region::LINE;
 
 /// Bytes at the start of every heap arena that are never allocated, so that offset 0 means
 /// null.
@@ -49,9 +50,6 @@ pub const MEDIA_HEADER: u32 = 64;
 
 /// Largest capacity an arena can have: every offset must fit in a `u32`.
 pub const MAX_CAPACITY: usize = (u32::MAX as usize) & !7;
-
-/// Bytes of a CPU cache line, the unit [`Arena::alloc_with_head`] keeps a header inside.
-pub const LINE: u64 = 64;
 
 /// Size of the pages touched by pre-faulting.
 const PAGE_SIZE: usize = 4096;
@@ -540,14 +538,15 @@ impl Arena {
         let capacity = self.capacity() as u64;
         let base = self.base.as_ptr() as u64;
         let head = head as u64;
+        let line = LINE as u64;
         let mut cur = self.pos.load(Ordering::Relaxed);
         loop {
             let mut start = (cur + mask) & !mask;
-            let in_line = base.wrapping_add(start) % LINE;
-            if head <= LINE && in_line + head > LINE {
+            let in_line = base.wrapping_add(start) % line;
+            if head <= line && in_line + head > line {
                 // The base is 8-aligned and a line is a multiple of 8, so the start of the
                 // next line keeps every alignment up to 8.
-                start += LINE - in_line;
+                start += line - in_line;
             }
             let end = start.checked_add(size)?;
             if end > capacity {
@@ -717,14 +716,15 @@ mod tests {
             let off = a.alloc_with_head(size, 4, head).expect("room");
             let start = base + u64::from(off);
             assert_eq!(off % 4, 0, "alignment kept");
+            let line = LINE as u64;
             assert_eq!(
-                start / LINE,
-                (start + head as u64 - 1) / LINE,
+                start / line,
+                (start + head as u64 - 1) / line,
                 "head of {head} bytes at {off} straddles a line"
             );
             assert!(u64::from(off) >= last_end, "allocations overlap");
             // The padding is less than a line and only taken when needed.
-            assert!(u64::from(off) - last_end < LINE);
+            assert!(u64::from(off) - last_end < line);
             last_end = u64::from(off) + size as u64;
         }
         // A head longer than a line is placed as `alloc` would.

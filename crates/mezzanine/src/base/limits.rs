@@ -20,7 +20,7 @@ pub const LIST_PREFIX: usize = 4096;
 /// Arena bytes one skip-list node costs beyond its key and value at most: the node header,
 /// a full tower of links, alignment, and on NVM the padding that keeps a node's header,
 /// links and key inside one cache line (`mezz_pmem::arena::Arena::alloc_with_head`).
-pub const NODE_OVERHEAD: usize = 16 + 4 * 12 + 8 + mezz_pmem::arena::LINE as usize;
+pub const NODE_OVERHEAD: usize = 16 + 4 * 12 + 8 + mezz_pmem::region::LINE;
 
 /// Arena bytes a memtable (NVM or DRAM: the same skip list) needs to take `entries` entries
 /// holding `bytes` bytes of user keys and values (an upper bound: every node a full tower).
