@@ -522,7 +522,7 @@ impl Arena {
     }
 
     /// As [`Arena::alloc`], and the first `head` bytes of the allocation lie in one cache
-    /// line of memory ([`LINE`] bytes, by address) when `head <= LINE`: the allocation
+    /// line ([`LINE`] bytes; by media offset on media, by address on the heap) when `head <= LINE`: the allocation
     /// starts at the next line when it would split them (the bytes skipped stay unused). A
     /// structure whose readers look at a small header first (a skip-list node's header,
     /// links and key) then costs one cache miss per visit instead of two dependent ones.
@@ -536,7 +536,7 @@ impl Arena {
         let size = u64::try_from(size).ok()?;
         let mask = align as u64 - 1;
         let capacity = self.capacity() as u64;
-        let base = self.base.as_ptr() as u64;
+        let base = self.line_origin();
         let head = head as u64;
         let line = LINE as u64;
         let mut cur = self.pos.load(Ordering::Relaxed);
@@ -562,6 +562,19 @@ impl Arena {
                 Ok(_) => return u32::try_from(start).ok(),
                 Err(actual) => cur = actual,
             }
+        }
+    }
+
+    /// Where offset 0 of the region lies relative to a line boundary, for
+    /// [`Arena::alloc_with_head`]: the media offset of the region for a media arena (a
+    /// media is mapped at least page-aligned, so lines of the media are lines of memory,
+    /// and the placement is a function of offsets alone: the same on every mapping of the
+    /// same bytes, which recovery and crash simulations rely on), the address of the
+    /// region for a heap arena.
+    fn line_origin(&self) -> u64 {
+        match &self.backing {
+            Backing::Media { start, .. } => *start as u64,
+            Backing::Heap(_) | Backing::Anonymous { .. } => self.base.as_ptr() as u64,
         }
     }
 
@@ -893,6 +906,38 @@ mod tests {
         }
         fn on_write(&self, len: usize) {
             self.writes.fetch_add(len as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// On media, where a node lands is a function of media offsets alone (a media is
+    /// mapped line-aligned), not of where this process's copy of the bytes happens to lie:
+    /// two mappings of the same bytes, and a region starting mid-line, place alike.
+    #[test]
+    fn media_placement_depends_on_offsets_only() {
+        let place = |start: usize| -> Vec<u32> {
+            let m: Arc<dyn Media> = Recording::new(8192);
+            let a = Arena::on_media(m, start, 4096).unwrap();
+            (0..40usize)
+                .map(|i| a.alloc_with_head(24 + i % 50, 4, 24 + i % 40).unwrap())
+                .collect()
+        };
+        let line = LINE as u64;
+        let at_line = place(0);
+        assert_eq!(at_line, place(0));
+        for off in &at_line {
+            let head_start = u64::from(*off) % line;
+            assert!(head_start + 24 <= line, "offset {off}");
+        }
+        // A region 8 bytes into a line keeps heads in the media's lines.
+        let mid = place(8);
+        for (i, off) in mid.iter().enumerate() {
+            let head = (24 + i % 40) as u64;
+            let media_off = 8 + u64::from(*off);
+            assert_eq!(
+                media_off / line,
+                (media_off + head - 1) / line,
+                "offset {off}"
+            );
         }
     }
 
