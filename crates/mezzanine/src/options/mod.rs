@@ -304,7 +304,9 @@ declare_options! {
         /// `nvm_profile`'s write bandwidth. Default: 0 (unlimited).
         nvm_persist_bandwidth: u64 = 0, Size;
         /// Touch every page of the pool when opening it, so first-touch page faults are not
-        /// paid on the write path. Default: true.
+        /// paid on the write path (a new page of a memory file system is allocated and
+        /// cleared on its first write, up to milliseconds per MiB in a virtual machine;
+        /// persistent memory pays nothing there). Default: true.
         nvm_prefault: bool = true, Flag;
         /// The simulated NVM for `nvm_persistence = crashsim` (tests). Not written to the
         /// OPTIONS file. Default: none.

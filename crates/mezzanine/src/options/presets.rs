@@ -24,8 +24,8 @@ pub enum Preset {
     /// the upper levels write NVM tables (a persistent buffer filled by one bulk copy, a
     /// persistent skip list of pointers over it; compactions between NVM levels only write
     /// pointers), and the table that has stayed in NVM longest moves to an SST file when NVM
-    /// tables fill 3/4 of the pool (less its other users) (`nvm_tiering = lru`). The pool is not pre-faulted
-    /// (`nvm_prefault = false`): only background jobs write it. Needs `nvm_dir`.
+    /// tables fill 3/4 of the pool (less its other users) (`nvm_tiering = lru`). Needs
+    /// `nvm_dir`.
     Tlsm,
     /// MatrixKV: L0 is a matrix container in NVM (`matrix_bytes`, 1/2 of the pool): each
     /// flush appends one row (one bulk copy), column compactions drain the oldest rows into
@@ -112,12 +112,9 @@ impl Options {
                 nvm_memtable: NvmMemtable::Mutable,
                 ..Self::leveldb()
             },
-            // Only background jobs write NVM tables, so the pool is not pre-faulted (a
-            // first touch costs a flush what a new file's pages cost an SST write).
             Preset::Tlsm => Self {
                 preset,
                 nvm_tiering: NvmTiering::Lru(0),
-                nvm_prefault: false,
                 ..Self::leveldb()
             },
             // The container is half the default pool; L1 is as large as it.
@@ -126,7 +123,6 @@ impl Options {
                 matrix_bytes: 512 << 20,
                 max_bytes_for_level_base: 512 << 20,
                 wal_on_nvm: true,
-                nvm_prefault: false,
                 seek_compaction: false,
                 ..Self::leveldb()
             },
@@ -138,7 +134,6 @@ impl Options {
                 nvm_memtable: NvmMemtable::Overflow,
                 nvm_memtable_size: 128 << 20,
                 nvm_tiering: NvmTiering::Lru(0),
-                nvm_prefault: false,
                 seek_compaction: false,
                 ..Self::leveldb()
             },
