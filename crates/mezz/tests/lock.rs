@@ -8,10 +8,13 @@ fn mezz() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mezz"))
 }
 
-/// A long-running reader that holds the database open.
+/// A long-running reader that holds the database open. Its NVM directory is given (next
+/// to the database): without one, `mezz bench` makes a temporary one under /dev/shm, which
+/// the kill at the end of the test would leave behind.
 fn spawn_holder(db: &str) -> Child {
+    let nvm = format!("{db}-nvm");
     mezz()
-        .args(["bench", "--db", db, "--use-existing", "--benchmarks"])
+        .args(["bench", "--db", db, "--nvm-dir", &nvm, "--use-existing", "--benchmarks"])
         .args(["readrandom", "--num", "1000", "--reads", "1000000000"])
         .arg("--no-progress")
         .stdout(Stdio::null())
