@@ -14,7 +14,8 @@ fn mezz() -> Command {
 fn spawn_holder(db: &str) -> Child {
     let nvm = format!("{db}-nvm");
     mezz()
-        .args(["bench", "--db", db, "--nvm-dir", &nvm, "--use-existing", "--benchmarks"])
+        .args(["bench", "--db", db, "--nvm-dir", &nvm, "--use-existing"])
+        .arg("--benchmarks")
         .args(["readrandom", "--num", "1000", "--reads", "1000000000"])
         .arg("--no-progress")
         .stdout(Stdio::null())
