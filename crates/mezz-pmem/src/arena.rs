@@ -40,6 +40,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::media::Media;
 use crate::region::LINE;
 
+/// [`LINE`] as the `u64` the allocation cursor counts in.
+const LINE_U64: u64 = LINE as u64;
+
 /// Bytes at the start of every heap arena that are never allocated, so that offset 0 means
 /// null.
 pub const RESERVED: u32 = 8;
@@ -522,8 +525,9 @@ impl Arena {
     }
 
     /// As [`Arena::alloc`], and the first `head` bytes of the allocation lie in one cache
-    /// line ([`LINE`] bytes; by media offset on media, by address on the heap) when `head <= LINE`: the allocation
-    /// starts at the next line when it would split them (the bytes skipped stay unused). A
+    /// line ([`LINE`] bytes, counted by media offset on media and by address on the heap)
+    /// when `head <= LINE`: the allocation starts at the next line when it would split them
+    /// (the bytes skipped stay unused). A
     /// structure whose readers look at a small header first (a skip-list node's header,
     /// links and key) then costs one cache miss per visit instead of two dependent ones.
     ///
@@ -536,17 +540,16 @@ impl Arena {
         let size = u64::try_from(size).ok()?;
         let mask = align as u64 - 1;
         let capacity = self.capacity() as u64;
-        let base = self.line_origin();
+        let origin = self.line_origin();
         let head = head as u64;
-        let line = LINE as u64;
         let mut cur = self.pos.load(Ordering::Relaxed);
         loop {
             let mut start = (cur + mask) & !mask;
-            let in_line = base.wrapping_add(start) % line;
-            if head <= line && in_line + head > line {
-                // The base is 8-aligned and a line is a multiple of 8, so the start of the
-                // next line keeps every alignment up to 8.
-                start += line - in_line;
+            let in_line = origin.wrapping_add(start) % LINE_U64;
+            if head <= LINE_U64 && in_line + head > LINE_U64 {
+                // The origin is 8-aligned and a line is a multiple of 8, so the start of
+                // the next line keeps every alignment up to 8.
+                start += LINE_U64 - in_line;
             }
             let end = start.checked_add(size)?;
             if end > capacity {
@@ -729,15 +732,14 @@ mod tests {
             let off = a.alloc_with_head(size, 4, head).expect("room");
             let start = base + u64::from(off);
             assert_eq!(off % 4, 0, "alignment kept");
-            let line = LINE as u64;
             assert_eq!(
-                start / line,
-                (start + head as u64 - 1) / line,
+                start / LINE_U64,
+                (start + head as u64 - 1) / LINE_U64,
                 "head of {head} bytes at {off} straddles a line"
             );
             assert!(u64::from(off) >= last_end, "allocations overlap");
             // The padding is less than a line and only taken when needed.
-            assert!(u64::from(off) - last_end < line);
+            assert!(u64::from(off) - last_end < LINE_U64);
             last_end = u64::from(off) + size as u64;
         }
         // A head longer than a line is placed as `alloc` would.
@@ -921,12 +923,11 @@ mod tests {
                 .map(|i| a.alloc_with_head(24 + i % 50, 4, 24 + i % 40).unwrap())
                 .collect()
         };
-        let line = LINE as u64;
         let at_line = place(0);
         assert_eq!(at_line, place(0));
         for off in &at_line {
-            let head_start = u64::from(*off) % line;
-            assert!(head_start + 24 <= line, "offset {off}");
+            let head_start = u64::from(*off) % LINE_U64;
+            assert!(head_start + 24 <= LINE_U64, "offset {off}");
         }
         // A region 8 bytes into a line keeps heads in the media's lines.
         let mid = place(8);
@@ -934,8 +935,8 @@ mod tests {
             let head = (24 + i % 40) as u64;
             let media_off = 8 + u64::from(*off);
             assert_eq!(
-                media_off / line,
-                (media_off + head - 1) / line,
+                media_off / LINE_U64,
+                (media_off + head - 1) / LINE_U64,
                 "offset {off}"
             );
         }
