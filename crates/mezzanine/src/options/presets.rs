@@ -34,8 +34,8 @@ pub enum Preset {
     /// L0 file counts. Needs `nvm_dir`.
     Matrixkv,
     /// Mezzanine: the designs composed, as measured best on the tiered testbed. When the
-    /// DRAM memtable fills, writes go on in place into a mutable NVM memtable (NoveLSM,
-    /// `nvm_memtable = mutable`, 128 MiB); flushes and compactions write NVM tables with
+    /// DRAM memtables are all taken, writes go on in place into a mutable NVM memtable
+    /// instead of waiting for a flush (NoveLSM's, `nvm_memtable = overflow`, 128 MiB); flushes and compactions write NVM tables with
     /// byte-addressable compaction, the longest-resident moving to SSTs once NVM tables
     /// fill their share of the pool (TLSM, `nvm_tiering = lru`). MatrixKV's NVM WAL
     /// (`wal_on_nvm`) and matrix container (`matrix_bytes`) compose with these but did not
