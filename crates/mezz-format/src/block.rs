@@ -454,7 +454,28 @@ pub struct KeySetRef<'a> {
     s: Shape,
 }
 
+/// The parsed trailer of a KeySet run ([`KeySetRef::trailer`]), kept to view the same run
+/// again without reading its trailer ([`KeySetRef::with_trailer`]): a reader stepping
+/// through entries of one run reads its trailer once.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySetTrailer(Shape);
+
 impl<'a> KeySetRef<'a> {
+    /// The parsed trailer of this run.
+    #[must_use]
+    pub fn trailer(&self) -> KeySetTrailer {
+        KeySetTrailer(self.s)
+    }
+
+    /// A view of `data` with the trailer `t` parsed from the same bytes before (by
+    /// [`KeySetRef::parse_trailer`] or [`KeySetRef::parse`]). With a trailer of other
+    /// bytes the view stays within `data`: entries are checked on access as after
+    /// `parse_trailer`, and one that does not fit reads as `None`.
+    #[must_use]
+    pub fn with_trailer(data: &'a [u8], t: KeySetTrailer) -> Self {
+        Self { data, s: t.0 }
+    }
+
     /// Parses and checks the trailer and the area sizes only. `base_offset` is where `data`
     /// starts in its file (for error offsets).
     ///
@@ -1631,6 +1652,37 @@ mod tests {
     #[test]
     fn prefix_roundtrip() {
         roundtrip(BlockFormat::Prefix, 2);
+    }
+
+    /// A view rebuilt from a kept trailer reads what `parse_trailer` does; one given other
+    /// bytes stays within them (unreadable entries read as `None`, nothing panics).
+    #[test]
+    fn keyset_view_from_a_kept_trailer() {
+        let block = |n: usize, vlen: usize| {
+            let mut w = KeySetWriter::new(IndexKind::ValueRef);
+            for i in 0..n {
+                let k = make_internal_key(format!("k{i:04}").as_bytes(), 1, ValueKind::Value);
+                w.add_with_value(&k, &vec![i as u8; vlen]);
+            }
+            w.finish().to_vec()
+        };
+        let (a, b) = (block(20, 100), block(3, 7));
+        let t = KeySetRef::parse_trailer(&a, 0).unwrap();
+        let again = KeySetRef::with_trailer(&a, t.trailer());
+        assert_eq!(again.num_entries(), 20);
+        for i in 0..21 {
+            assert_eq!(
+                (again.key(i), again.value(i)),
+                (t.key(i), t.value(i)),
+                "{i}"
+            );
+        }
+        let wrong = KeySetRef::with_trailer(&b, t.trailer());
+        for i in 0..21 {
+            let _ = (wrong.key(i), wrong.value(i), wrong.index_field(i));
+        }
+        assert_eq!(wrong.value(19), None);
+        let _ = wrong.find(b"k0010", &KeyOrder::default());
     }
 
     #[test]

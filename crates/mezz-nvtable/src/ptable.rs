@@ -26,9 +26,13 @@
 //!
 //! Invariants:
 //! - A reader only resolves references that lie inside the extents it was given (the
-//!   table's own extent and the buffers it references); every entry read is checked
-//!   against its node's checksum, so a damaged entry is reported as `Corruption`, never
-//!   returned as data. Links are bounded by the committed node area.
+//!   table's own extent and the buffers it references); every entry is checked against
+//!   its node's checksum the first time a reader reads it, so a damaged entry is reported
+//!   as `Corruption`, never returned as data. The reader remembers the entries it checked
+//!   (one bit per 8 bytes of node area) and trusts them afterwards, as a block cache
+//!   trusts the blocks it checked when it read them: the bytes of a complete table and of
+//!   the buffers it references never change while a reader exists (below). `verify`
+//!   checks every entry again. Links are bounded by the committed node area.
 //! - A writer owns its extent (claimed in the region) until it is dropped; readers are only
 //!   built over complete tables (or, in recovery, incomplete ones nobody writes), so no
 //!   byte is written while a reader can see it. The engine frees an extent only once no
@@ -42,9 +46,10 @@
 //! methods take `&self`; iterators are single-owner.
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
-use mezz_format::block::{IndexKind, KeySetRef, KeySetWriter};
+use mezz_format::block::{IndexKind, KeySetRef, KeySetTrailer, KeySetWriter};
 use mezz_format::checksum::{crc32c, crc32c_extend, mask};
 use mezz_format::filter::{BloomBuilder, BloomFilter};
 use mezz_format::iter::{EntryRef, InternalIterator};
@@ -1063,7 +1068,7 @@ impl Walker<'_> {
     /// Key and value of node `n` (not checked against the checksum) and the checksum.
     fn entry(&self, n: usize) -> Result<(&[u8], &[u8], u32)> {
         let r = self.entry_ref(n)?;
-        let (k, v) = resolve(self.region, &self.data, r)?;
+        let (k, v) = resolve(self.region, &self.data, r, None)?;
         Ok((k, v, r.crc))
     }
 }
@@ -1074,11 +1079,19 @@ fn within(allowed: &[(u64, u64)], start: u64, end: u64) -> bool {
     i > 0 && allowed.get(i - 1).is_some_and(|&(_, e)| end <= e)
 }
 
+/// The block an iterator read last, and its parsed KeySet trailer: (offset, length,
+/// trailer).
+type LastBlock = Option<(u64, u32, KeySetTrailer)>;
+
 /// Key and value of the entry `r` points at, if its block lies inside one of `allowed`.
+/// `last`: the block the caller resolved last, whose trailer is not read again (a scan's
+/// consecutive entries often share a block, and the trailer is a cache line apart from
+/// the entry); updated to `r`'s block.
 fn resolve<'a>(
     region: &'a Region,
     allowed: &[(u64, u64)],
     r: EntryRef,
+    last: Option<&mut LastBlock>,
 ) -> Result<(&'a [u8], &'a [u8])> {
     let bad = |what: &str| corrupt(r.block, format!("NVM entry reference: {what}"));
     let end = r
@@ -1089,7 +1102,17 @@ fn resolve<'a>(
         return Err(bad("block outside the table's extents"));
     }
     let block = region_bytes(region, r.block as usize, r.block_len as usize);
-    let ks = KeySetRef::parse_trailer(block, r.block)?;
+    let ks = match last {
+        Some(&mut Some((b, l, t))) if b == r.block && l == r.block_len => {
+            KeySetRef::with_trailer(block, t)
+        }
+        Some(last) => {
+            let ks = KeySetRef::parse_trailer(block, r.block)?;
+            *last = Some((r.block, r.block_len, ks.trailer()));
+            ks
+        }
+        None => KeySetRef::parse_trailer(block, r.block)?,
+    };
     let slot = r.slot as usize;
     match (ks.key(slot), ks.value(slot)) {
         (Some(k), Some(v)) => Ok((k, v)),
@@ -1117,6 +1140,10 @@ pub struct PTable {
     order: KeyOrder,
     /// DRAM copy of the level-[`FENCE_LEVEL`] list, built by the first search.
     fences: OnceLock<Fences>,
+    /// The entries whose checksum a read has checked: bit `(n - head) / 8` for node `n`
+    /// (nodes are 8-aligned and longer than 8 bytes, so no two share a bit). Allocated by
+    /// the first checked read (1/64 of the node area).
+    checked: OnceLock<Box<[AtomicU64]>>,
     /// The node layout of the table's version.
     layout: Layout,
 }
@@ -1234,6 +1261,7 @@ impl PTable {
             prefix: Vec::new(),
             order: order.clone(),
             fences: OnceLock::new(),
+            checked: OnceLock::new(),
             layout,
         };
         if let Some(first) = t.walker().next(t.head, 0)? {
@@ -1345,7 +1373,7 @@ impl PTable {
     }
 
     fn resolve(&self, r: EntryRef) -> Result<(&[u8], &[u8])> {
-        resolve(&self.region, &self.data, r)
+        resolve(&self.region, &self.data, r, None)
     }
 
     /// Cost hook: a search read the first bytes of node `n` (one access).
@@ -1457,17 +1485,48 @@ impl PTable {
         Ok((x != self.head).then_some(x))
     }
 
-    /// Key, value and reference of node `n`, checked against the node's checksum.
+    /// Key, value and reference of node `n`, checked against the node's checksum the
+    /// first time this reader reads it (see the module's invariants).
     fn checked_entry(&self, n: usize) -> Result<EntryView<'_>> {
+        self.entry_at(n, false, None)
+    }
+
+    /// Where node `n`'s "checked" bit lives: (word, mask).
+    fn checked_bit(&self, n: usize) -> Option<(&AtomicU64, u64)> {
+        let i = n.checked_sub(self.head)? / 8;
+        let words = self.checked.get_or_init(|| {
+            let bits = self.node_end.saturating_sub(self.head) / 8 + 1;
+            (0..bits.div_ceil(64)).map(|_| AtomicU64::new(0)).collect()
+        });
+        Some((words.get(i / 64)?, 1u64 << (i % 64)))
+    }
+
+    /// Key, value and reference of node `n`, checked against the node's checksum unless
+    /// this reader checked it before (`always`: check it regardless). `last`: see
+    /// [`resolve`].
+    fn entry_at(
+        &self,
+        n: usize,
+        always: bool,
+        last: Option<&mut LastBlock>,
+    ) -> Result<EntryView<'_>> {
         let w = self.walker();
         let r = w.entry_ref(n)?;
-        let (k, v) = self.resolve(r)?;
+        let (k, v) = resolve(&self.region, &self.data, r, last)?;
         report_entry(&self.region, r, k, v);
-        if entry_crc(k, v) != r.crc {
-            return Err(corrupt(
-                self.off as u64 + n as u64,
-                "NVM table: entry does not match its checksum",
-            ));
+        let bit = self.checked_bit(n);
+        // Relaxed: the bit guards no other memory; a reader that misses a bit set by
+        // another thread only checks the entry once more.
+        if always || bit.is_none_or(|(w, m)| w.load(AtomicOrdering::Relaxed) & m == 0) {
+            if entry_crc(k, v) != r.crc {
+                return Err(corrupt(
+                    self.off as u64 + n as u64,
+                    "NVM table: entry does not match its checksum",
+                ));
+            }
+            if let Some((w, m)) = bit {
+                w.fetch_or(m, AtomicOrdering::Relaxed);
+            }
         }
         Ok((k, v, r))
     }
@@ -1547,7 +1606,7 @@ impl PTable {
                     "NVM table: node height out of place",
                 ));
             }
-            let (k, _, r) = self.checked_entry(n)?;
+            let (k, _, r) = self.entry_at(n, true, None)?;
             if self.node_key(n)? != k
                 || self.layout.node_fp(w.node(n)?)
                     != Some(self.layout.narrow(fingerprint(
@@ -1613,6 +1672,8 @@ pub struct PTableIter {
     node: Option<usize>,
     cur: Option<(usize, usize, usize, usize, EntryRef)>,
     status: Option<Error>,
+    /// The block of the last entry positioned on (see [`resolve`]).
+    last_block: LastBlock,
 }
 
 impl PTableIter {
@@ -1624,6 +1685,7 @@ impl PTableIter {
             node: None,
             cur: None,
             status: None,
+            last_block: None,
         }
     }
 
@@ -1631,7 +1693,7 @@ impl PTableIter {
         self.cur = None;
         self.node = None;
         match n {
-            Ok(Some(n)) => match self.table.checked_entry(n) {
+            Ok(Some(n)) => match self.table.entry_at(n, false, Some(&mut self.last_block)) {
                 Ok((k, v, r)) => {
                     let rb = self.table.region.base().as_ptr() as usize;
                     let ko = k.as_ptr() as usize - rb;
@@ -1769,6 +1831,50 @@ mod tests {
         }
         assert!(t.seek(&ikey(n)).unwrap().is_none());
         t
+    }
+
+    /// A reader checks an entry's checksum the first time it reads it, then trusts it;
+    /// `verify` checks every entry again. Damage is reported by the first read of a reader
+    /// that has not read the entry, and by `verify` on any reader.
+    #[test]
+    fn a_damaged_entry_is_reported_by_its_first_read_and_by_verify() {
+        let sim = SimNvm::new();
+        let pool = Pool::create(
+            Path::new("db"),
+            "NVM-POOL",
+            1024 * 4096,
+            [5; 16],
+            &RegionOptions::crash_sim(&sim),
+        )
+        .unwrap();
+        let n = 50;
+        let e = build(&pool, Layout::CURRENT, n, true);
+        let open = || PTable::open(pool.region().clone(), e, &[], &KeyOrder::default()).unwrap();
+        let base = pool.region().base().as_ptr() as usize;
+        let t = open();
+        // `t` reads entry 5: checked, and trusted by `t` from now on.
+        let (_, v5, _) = t.seek(&ikey(5)).unwrap().unwrap();
+        let at5 = v5.as_ptr() as usize - base;
+        // Entry 7's place, from a reader dropped before the damage.
+        let at7 = {
+            let other = open();
+            let (_, v7, _) = other.seek(&ikey(7)).unwrap().unwrap();
+            v7.as_ptr() as usize - base
+        };
+        for at in [at5, at7] {
+            let mut w = pool.region().claim(at, 1).unwrap();
+            w.write(0, b"X");
+        }
+        let fresh = open();
+        for i in [5, 7] {
+            assert!(fresh.seek(&ikey(i)).is_err(), "entry {i}: first read");
+        }
+        assert!(t.seek(&ikey(7)).is_err(), "entry 7: first read by t");
+        assert!(t.verify().is_err(), "verify checks what t trusted");
+        assert!(
+            fresh.seek(&ikey(6)).unwrap().is_some(),
+            "undamaged entries read"
+        );
     }
 
     #[test]
