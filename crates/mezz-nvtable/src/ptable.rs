@@ -1822,6 +1822,18 @@ mod tests {
         e
     }
 
+    /// A pool of 4 MiB on the simulated NVM `sim`.
+    fn sim_pool(sim: &SimNvm) -> Pool {
+        Pool::create(
+            Path::new("db"),
+            "NVM-POOL",
+            1024 * 4096,
+            [5; 16],
+            &RegionOptions::crash_sim(sim),
+        )
+        .unwrap()
+    }
+
     fn check(pool: &Pool, e: Extent, n: u32) -> PTable {
         let t = PTable::open(pool.region().clone(), e, &[], &KeyOrder::default()).unwrap();
         assert_eq!(t.verify().unwrap(), u64::from(n));
@@ -1839,14 +1851,7 @@ mod tests {
     #[test]
     fn a_damaged_entry_is_reported_by_its_first_read_and_by_verify() {
         let sim = SimNvm::new();
-        let pool = Pool::create(
-            Path::new("db"),
-            "NVM-POOL",
-            1024 * 4096,
-            [5; 16],
-            &RegionOptions::crash_sim(&sim),
-        )
-        .unwrap();
+        let pool = sim_pool(&sim);
         let n = 50;
         let e = build(&pool, Layout::CURRENT, n, true);
         let open = || PTable::open(pool.region().clone(), e, &[], &KeyOrder::default()).unwrap();
@@ -1880,14 +1885,7 @@ mod tests {
     #[test]
     fn version_1_tables_are_read_searched_and_resumed_beside_version_2() {
         let sim = SimNvm::new();
-        let pool = Pool::create(
-            Path::new("db"),
-            "NVM-POOL",
-            1024 * 4096,
-            [5; 16],
-            &RegionOptions::crash_sim(&sim),
-        )
-        .unwrap();
+        let pool = sim_pool(&sim);
         let n = 300;
         let old = build(&pool, Layout::of(1), n, true);
         let new = build(&pool, Layout::CURRENT, n, true);
