@@ -351,6 +351,87 @@ impl BenchArgs {
     }
 }
 
+/// A run's temporary NVM directory `<base>/mezz-nvm-XXXXXX`, and beside it the file
+/// `<dir>.owner`, locked (`flock`) for as long as the run holds the directory. Both are
+/// removed when it is dropped; a run killed before that (SIGKILL) leaves them, its lock
+/// released by its death, and the next run's [`TempNvmDir::create`] removes every
+/// directory whose owner file it can lock: no live run holds that lock, whatever PID
+/// namespace it runs in. A directory without an owner file is left alone.
+#[derive(Debug)]
+struct TempNvmDir {
+    dir: tempfile::TempDir,
+    owner: PathBuf,
+    /// Holds the lock.
+    _lock: std::fs::File,
+}
+
+impl TempNvmDir {
+    const PREFIX: &'static str = "mezz-nvm-";
+    const OWNER: &'static str = ".owner";
+
+    fn create(base: &Path) -> std::io::Result<TempNvmDir> {
+        Self::remove_abandoned(base);
+        let dir = tempfile::Builder::new()
+            .prefix(Self::PREFIX)
+            .tempdir_in(base)?;
+        let mut owner = dir.path().as_os_str().to_owned();
+        owner.push(Self::OWNER);
+        let owner = PathBuf::from(owner);
+        // Locked under another name, then renamed into place: another run's sweep never
+        // sees the owner file unlocked.
+        let mut unlocked = owner.clone().into_os_string();
+        unlocked.push(".new");
+        let unlocked = PathBuf::from(unlocked);
+        let lock = std::fs::File::create(&unlocked)?;
+        let locked = lock
+            .try_lock()
+            .map_err(|e| std::io::Error::other(format!("cannot lock: {e}")))
+            .and_then(|()| std::fs::rename(&unlocked, &owner));
+        if let Err(e) = locked {
+            let _ = std::fs::remove_file(&unlocked);
+            return Err(std::io::Error::other(format!("{}: {e}", owner.display())));
+        }
+        Ok(TempNvmDir {
+            dir,
+            owner,
+            _lock: lock,
+        })
+    }
+
+    /// Removes the directories of runs that ended without removing them (their owner file
+    /// can be locked). Best effort: what cannot be removed stays.
+    fn remove_abandoned(base: &Path) {
+        let Ok(entries) = std::fs::read_dir(base) else {
+            return;
+        };
+        for e in entries.filter_map(std::result::Result::ok) {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some(stem) = name
+                .strip_prefix(Self::PREFIX)
+                .and_then(|n| n.strip_suffix(Self::OWNER))
+            else {
+                continue;
+            };
+            let owner = e.path();
+            let Ok(f) = std::fs::OpenOptions::new().write(true).open(&owner) else {
+                continue;
+            };
+            if f.try_lock().is_ok() {
+                let _ = std::fs::remove_dir_all(base.join(format!("{}{stem}", Self::PREFIX)));
+                let _ = std::fs::remove_file(&owner);
+            }
+        }
+    }
+}
+
+impl Drop for TempNvmDir {
+    fn drop(&mut self) {
+        // The directory goes with `dir`'s own drop, right after this.
+        let _ = std::fs::remove_file(&self.owner);
+    }
+}
+
 /// Runs `mezz bench`.
 pub fn run(args: &mut Args) -> Result<()> {
     // Joined first so that it is left last: the temporary NVM directory below (tmpfs pages
@@ -362,7 +443,8 @@ pub fn run(args: &mut Args) -> Result<()> {
         _ => None,
     };
     // Without --nvm-dir, engines with an NVM tier get a temporary one on /dev/shm (memory
-    // emulating NVM) where it exists, removed at the end.
+    // emulating NVM) where it exists, removed at the end (and by a later run if this one
+    // is killed: see `TempNvmDir`).
     let _nvm_temp = if args.inner.nvm_dir.is_none() && !args.inner.list_engines {
         let shm = Path::new("/dev/shm");
         let base = if shm.is_dir() {
@@ -370,11 +452,9 @@ pub fn run(args: &mut Args) -> Result<()> {
         } else {
             std::env::temp_dir()
         };
-        let t = tempfile::Builder::new()
-            .prefix("mezz-nvm-")
-            .tempdir_in(&base)
+        let t = TempNvmDir::create(&base)
             .map_err(|e| CliError::Failed(format!("{}: {e}", base.display())))?;
-        args.inner.nvm_dir = Some(t.path().to_path_buf());
+        args.inner.nvm_dir = Some(t.dir.path().to_path_buf());
         Some(t)
     } else {
         None
@@ -474,6 +554,36 @@ pub fn run(args: &mut Args) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's temporary NVM directory and its owner file go when it ends; those of a run
+    /// that died (its owner file no longer locked) go with the next run's start; a live
+    /// run's, and a directory without an owner file, stay.
+    #[test]
+    fn abandoned_temp_nvm_dirs_are_removed_live_ones_kept() {
+        let base = tempfile::tempdir().unwrap();
+        let live = TempNvmDir::create(base.path()).unwrap();
+        std::fs::write(live.dir.path().join("pool"), b"x").unwrap();
+        // A dead run's leftovers: its directory and an owner file nobody locks.
+        let dead = base.path().join("mezz-nvm-dead01");
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join("pool"), b"x").unwrap();
+        std::fs::write(base.path().join("mezz-nvm-dead01.owner"), b"").unwrap();
+        let legacy = base.path().join("mezz-nvm-legacy");
+        std::fs::create_dir(&legacy).unwrap();
+        let next = TempNvmDir::create(base.path()).unwrap();
+        assert!(!dead.exists(), "a dead run's directory is removed");
+        assert!(!base.path().join("mezz-nvm-dead01.owner").exists());
+        assert!(live.dir.path().join("pool").exists(), "a live run's stays");
+        assert!(live.owner.exists());
+        assert!(legacy.exists(), "no owner file: left alone");
+        let (dir, owner) = (live.dir.path().to_path_buf(), live.owner.clone());
+        drop(live);
+        assert!(
+            !dir.exists() && !owner.exists(),
+            "removed when the run ends"
+        );
+        assert!(next.dir.path().exists());
+    }
 
     #[test]
     fn sizes_parse_with_binary_suffixes() {
