@@ -154,7 +154,7 @@ struct BenchArgs {
     /// Emulated NVM directory (e.g. under /dev/shm) for engines with an NVM tier or "-nvm"
     /// variants; each engine and sweep point gets a fresh subdirectory when several run.
     /// Default: a temporary directory on /dev/shm (else the system's temporary directory),
-    /// removed at the end.
+    /// removed at the end; one left by a killed run is removed by the next run.
     #[arg(long)]
     nvm_dir: Option<PathBuf>,
     /// The NVM bytes of comparators whose NVM is a directory (not Mezzanine, whose pool is
