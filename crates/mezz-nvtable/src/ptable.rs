@@ -1068,7 +1068,7 @@ impl Walker<'_> {
     /// Key and value of node `n` (not checked against the checksum) and the checksum.
     fn entry(&self, n: usize) -> Result<(&[u8], &[u8], u32)> {
         let r = self.entry_ref(n)?;
-        let (k, v) = resolve(self.region, &self.data, r, None)?;
+        let (k, v) = resolve(self.region, &self.data, r, &mut None)?;
         Ok((k, v, r.crc))
     }
 }
@@ -1086,12 +1086,12 @@ type LastBlock = Option<(u64, u32, KeySetTrailer)>;
 /// Key and value of the entry `r` points at, if its block lies inside one of `allowed`.
 /// `last`: the block the caller resolved last, whose trailer is not read again (a scan's
 /// consecutive entries often share a block, and the trailer is a cache line apart from
-/// the entry); updated to `r`'s block.
+/// the entry); updated to `r`'s block. A caller that keeps none passes `&mut None`.
 fn resolve<'a>(
     region: &'a Region,
     allowed: &[(u64, u64)],
     r: EntryRef,
-    last: Option<&mut LastBlock>,
+    last: &mut LastBlock,
 ) -> Result<(&'a [u8], &'a [u8])> {
     let bad = |what: &str| corrupt(r.block, format!("NVM entry reference: {what}"));
     let end = r
@@ -1102,16 +1102,13 @@ fn resolve<'a>(
         return Err(bad("block outside the table's extents"));
     }
     let block = region_bytes(region, r.block as usize, r.block_len as usize);
-    let ks = match last {
-        Some(&mut Some((b, l, t))) if b == r.block && l == r.block_len => {
-            KeySetRef::with_trailer(block, t)
-        }
-        Some(last) => {
+    let ks = match *last {
+        Some((b, l, t)) if b == r.block && l == r.block_len => KeySetRef::with_trailer(block, t),
+        _ => {
             let ks = KeySetRef::parse_trailer(block, r.block)?;
             *last = Some((r.block, r.block_len, ks.trailer()));
             ks
         }
-        None => KeySetRef::parse_trailer(block, r.block)?,
     };
     let slot = r.slot as usize;
     match (ks.key(slot), ks.value(slot)) {
@@ -1373,7 +1370,7 @@ impl PTable {
     }
 
     fn resolve(&self, r: EntryRef) -> Result<(&[u8], &[u8])> {
-        resolve(&self.region, &self.data, r, None)
+        resolve(&self.region, &self.data, r, &mut None)
     }
 
     /// Cost hook: a search read the first bytes of node `n` (one access).
@@ -1488,7 +1485,7 @@ impl PTable {
     /// Key, value and reference of node `n`, checked against the node's checksum the
     /// first time this reader reads it (see the module's invariants).
     fn checked_entry(&self, n: usize) -> Result<EntryView<'_>> {
-        self.entry_at(n, false, None)
+        self.entry_at(n, false, &mut None)
     }
 
     /// Where node `n`'s "checked" bit lives: (word, mask).
@@ -1504,12 +1501,7 @@ impl PTable {
     /// Key, value and reference of node `n`, checked against the node's checksum unless
     /// this reader checked it before (`always`: check it regardless). `last`: see
     /// [`resolve`].
-    fn entry_at(
-        &self,
-        n: usize,
-        always: bool,
-        last: Option<&mut LastBlock>,
-    ) -> Result<EntryView<'_>> {
+    fn entry_at(&self, n: usize, always: bool, last: &mut LastBlock) -> Result<EntryView<'_>> {
         let w = self.walker();
         let r = w.entry_ref(n)?;
         let (k, v) = resolve(&self.region, &self.data, r, last)?;
@@ -1606,7 +1598,7 @@ impl PTable {
                     "NVM table: node height out of place",
                 ));
             }
-            let (k, _, r) = self.entry_at(n, true, None)?;
+            let (k, _, r) = self.entry_at(n, true, &mut None)?;
             if self.node_key(n)? != k
                 || self.layout.node_fp(w.node(n)?)
                     != Some(self.layout.narrow(fingerprint(
@@ -1693,7 +1685,7 @@ impl PTableIter {
         self.cur = None;
         self.node = None;
         match n {
-            Ok(Some(n)) => match self.table.entry_at(n, false, Some(&mut self.last_block)) {
+            Ok(Some(n)) => match self.table.entry_at(n, false, &mut self.last_block) {
                 Ok((k, v, r)) => {
                     let rb = self.table.region.base().as_ptr() as usize;
                     let ko = k.as_ptr() as usize - rb;

@@ -374,14 +374,15 @@ impl TempNvmDir {
         let dir = tempfile::Builder::new()
             .prefix(Self::PREFIX)
             .tempdir_in(base)?;
-        let mut owner = dir.path().as_os_str().to_owned();
-        owner.push(Self::OWNER);
-        let owner = PathBuf::from(owner);
+        let with_suffix = |suffix: &str| {
+            let mut p = dir.path().as_os_str().to_owned();
+            p.push(suffix);
+            PathBuf::from(p)
+        };
+        let owner = with_suffix(Self::OWNER);
         // Locked under another name, then renamed into place: another run's sweep never
         // sees the owner file unlocked.
-        let mut unlocked = owner.clone().into_os_string();
-        unlocked.push(".new");
-        let unlocked = PathBuf::from(unlocked);
+        let unlocked = with_suffix(".owner.new");
         let lock = std::fs::File::create(&unlocked)?;
         let locked = lock
             .try_lock()
@@ -407,9 +408,9 @@ impl TempNvmDir {
         for e in entries.filter_map(std::result::Result::ok) {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
-            let Some(stem) = name
-                .strip_prefix(Self::PREFIX)
-                .and_then(|n| n.strip_suffix(Self::OWNER))
+            let Some(dir) = name
+                .strip_suffix(Self::OWNER)
+                .filter(|d| d.starts_with(Self::PREFIX))
             else {
                 continue;
             };
@@ -418,7 +419,7 @@ impl TempNvmDir {
                 continue;
             };
             if f.try_lock().is_ok() {
-                let _ = std::fs::remove_dir_all(base.join(format!("{}{stem}", Self::PREFIX)));
+                let _ = std::fs::remove_dir_all(base.join(dir));
                 let _ = std::fs::remove_file(&owner);
             }
         }

@@ -624,19 +624,19 @@ fn wal_file_never_written(locked: &LockedDir, number: u64) -> Result<bool> {
 /// Whether the file at `path` is empty or holds nothing but zeros, read from its start in
 /// chunks of 1 MiB until the first non-zero byte.
 fn file_holds_only_zeros(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
-    const CHUNK: u64 = 1 << 20;
+    const CHUNK: usize = 1 << 20;
     let file = fs.open_read(path).map_err(io_err(path))?;
     let size = file.size();
     let mut buf = Vec::new();
-    let mut offset = 0;
+    let mut offset = 0u64;
     while offset < size {
-        let n = (size - offset).min(CHUNK);
-        buf.resize(usize::try_from(n).unwrap_or(0), 0);
+        let n = usize::try_from(size - offset).map_or(CHUNK, |left| left.min(CHUNK));
+        buf.resize(n, 0);
         file.read_exact_at(offset, &mut buf).map_err(io_err(path))?;
         if buf.iter().any(|&b| b != 0) {
             return Ok(false);
         }
-        offset += n;
+        offset += n as u64;
     }
     Ok(true)
 }
