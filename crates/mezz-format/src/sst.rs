@@ -100,6 +100,60 @@ fn clock_overhead_nanos() -> u64 {
 fn timed_since(start: Instant) -> u64 {
     (start.elapsed().as_nanos() as u64).saturating_sub(clock_overhead_nanos())
 }
+
+/// The time a table writer spends encoding blocks: every block finish timed, one entry add
+/// in [`ENCODE_SAMPLE`] timed and the mean scaled to every add.
+///
+/// Reading the clock costs ~40-100 ns on VMs, so adds are sampled (less the clock's own
+/// cost). A timing far beyond what copying the entry can take held a preemption of the
+/// thread (every thread shares the cores with the others) and is left out.
+#[derive(Debug, Default, Clone)]
+pub struct EncodeClock {
+    /// Nanoseconds of block finishes (every one timed).
+    blocks: u64,
+    /// Entries added, and the timed ones among them: their count and nanoseconds.
+    added: u64,
+    samples: u64,
+    sample_nanos: u64,
+}
+
+impl EncodeClock {
+    /// Starts timing an add when it is one of the sampled ones.
+    #[must_use]
+    pub fn start_add(&self) -> Option<Instant> {
+        self.added.is_multiple_of(ENCODE_SAMPLE).then(Instant::now)
+    }
+
+    /// Ends an add of an entry of `entry_len` bytes begun with [`EncodeClock::start_add`].
+    pub fn end_add(&mut self, start: Option<Instant>, entry_len: usize) {
+        if let Some(start) = start {
+            let ns = timed_since(start);
+            if ns <= 10_000 + 2 * entry_len as u64 {
+                self.samples += 1;
+                self.sample_nanos += ns;
+            }
+        }
+        self.added += 1;
+    }
+
+    /// Counts the time since `start` as a block finish's.
+    pub fn end_block(&mut self, start: Instant) {
+        self.blocks += timed_since(start);
+    }
+
+    /// Nanoseconds spent encoding: block finishes, and the sampled adds' mean times the
+    /// adds.
+    #[must_use]
+    pub fn nanos(&self) -> u64 {
+        let adds = if self.samples == 0 {
+            0
+        } else {
+            let mean = self.sample_nanos as f64 / self.samples as f64;
+            (mean * self.added as f64) as u64
+        };
+        self.blocks + adds
+    }
+}
 /// Largest internal key accepted by the builder.
 pub const MAX_KEY_LEN: usize = 1 << 28;
 /// Largest value accepted by the builder.
@@ -350,8 +404,16 @@ fn block_frame_tail_of_parts(
 /// Appends a whole block frame (the contents, then [`block_frame_tail`]) to `out`: the
 /// layout of SST data blocks, of NVM buffers and of matrix rows.
 pub fn append_block_frame(out: &mut Vec<u8>, contents: &[u8], block_type: u8) {
-    let (tail, n) = block_frame_tail(contents, block_type);
-    out.extend_from_slice(contents);
+    append_block_frame_parts(out, &[contents], block_type);
+}
+
+/// [`append_block_frame`] of the contents made of `parts`, one after the other (a block
+/// builder's pieces, copied once).
+pub fn append_block_frame_parts(out: &mut Vec<u8>, parts: &[&[u8]], block_type: u8) {
+    let (tail, n) = block_frame_tail_of_parts(parts, block_type);
+    for p in parts {
+        out.extend_from_slice(p);
+    }
     out.extend_from_slice(tail.get(..n).unwrap_or(&tail));
 }
 
@@ -506,13 +568,8 @@ pub struct TableBuilder {
     pending: Option<BlockHandle>,
     offset: u64,
     props: TableProperties,
-    /// Nanoseconds of block finishes (every one timed).
-    encode_nanos: u64,
-    /// Entries added one by one (`add`), and the timed ones among them: their count and
-    /// nanoseconds (see `add`).
-    added: u64,
-    add_samples: u64,
-    add_sample_nanos: u64,
+    /// Time spent encoding blocks (see `add`).
+    encode: EncodeClock,
     compressor: BlockCompressor,
     compress_nanos: u64,
     failed: bool,
@@ -542,10 +599,7 @@ impl TableBuilder {
                 compression: opts.compression,
                 ..TableProperties::empty(opts.block_format)
             },
-            encode_nanos: 0,
-            added: 0,
-            add_samples: 0,
-            add_sample_nanos: 0,
+            encode: EncodeClock::default(),
             copied_block_bytes: 0,
             compressor: BlockCompressor::new(opts.compression, opts.zstd_level),
             compress_nanos: 0,
@@ -593,24 +647,12 @@ impl TableBuilder {
                 "table builder: keys not strictly increasing".into(),
             ));
         }
-        // Reading the clock costs ~40-100 ns on VMs, so one add in ENCODE_SAMPLE is timed
-        // (less the clock's own cost); `encode_nanos` scales the timed adds' mean to every
-        // add. Only the block's own encoding is timed: the filter, the index and the
-        // properties are the same work whatever the block format. A timing far beyond what
-        // copying the entry can take held a preemption of the thread (every thread shares
-        // the cores with the others) and is left out.
-        let start = self.added.is_multiple_of(ENCODE_SAMPLE).then(Instant::now);
+        // Only the block's own encoding is timed (see `EncodeClock`): the filter, the index
+        // and the properties are the same work whatever the block format.
+        let start = self.encode.start_add();
         self.data_block.add(ikey, value);
         let full = self.data_block.estimated_size() >= self.opts.block_size;
-        if let Some(start) = start {
-            let ns = timed_since(start);
-            let bound = 10_000 + 2 * (ikey.len() + value.len()) as u64;
-            if ns <= bound {
-                self.add_samples += 1;
-                self.add_sample_nanos += ns;
-            }
-        }
-        self.added += 1;
+        self.encode.end_add(start, ikey.len() + value.len());
         self.note_entry(ikey, &parsed, value.len());
         if full {
             self.flush_data_block()?;
@@ -715,11 +757,11 @@ impl TableBuilder {
             // Uncompressed, the block goes to the file in its builder's pieces: its values
             // (most of its bytes) are copied once, not gathered first.
             let parts = self.data_block.finish_parts();
-            self.encode_nanos += timed_since(start);
+            self.encode.end_block(start);
             write_block_parts(self.file.as_mut(), &mut self.offset, &parts, BLOCK_TYPE_RAW)
         } else {
             let contents = self.data_block.finish();
-            self.encode_nanos += timed_since(start);
+            self.encode.end_block(start);
             let (stored, block_type) = stored_form(
                 &mut self.compressor,
                 &mut self.props,
@@ -783,13 +825,7 @@ impl TableBuilder {
     /// Compression is not included: see [`TableBuilder::compress_nanos`].
     #[must_use]
     pub fn encode_nanos(&self) -> u64 {
-        let adds = if self.add_samples == 0 {
-            0
-        } else {
-            let mean = self.add_sample_nanos as f64 / self.add_samples as f64;
-            (mean * self.added as f64) as u64
-        };
-        self.encode_nanos + adds
+        self.encode.nanos()
     }
 
     /// Nanoseconds spent compressing data blocks (every block timed; 0 without compression).

@@ -499,3 +499,58 @@ fn merges_without_nvm_room_write_ssts_and_are_counted() {
     assert_eq!(roomy.nvm_tables.bytes_to_ssd_for_room, 0, "{roomy}");
     assert_eq!(roomy.nvm_tables.nvm_input_bytes_to_ssd, 0, "{roomy}");
 }
+
+/// A flushed `ps+bac+pb` table larger than a buffer chunk (4 MiB of blocks, the sink's
+/// `BUFFER_CHUNK_BYTES`) takes
+/// several buffer objects, each written when its blocks fill it: every entry reads back
+/// from them, across a reopen (the objects as the manifest recorded them) and after a
+/// compaction that points into them.
+#[test]
+fn a_table_larger_than_a_buffer_chunk_spans_several_buffers() {
+    const BUFFER_CHUNK_BYTES: usize = 4 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let nvm = nvm_dir();
+    let mut o = options(nvm.path(), NvmTableMethod::PsBacPb, NvmTiering::Full);
+    let table_bytes = 3 * BUFFER_CHUNK_BYTES + (BUFFER_CHUNK_BYTES / 2);
+    o.write_buffer_size = table_bytes + (1 << 20);
+    o.target_file_size = o.write_buffer_size as u64 * 2;
+    o.max_bytes_for_level_base = o.target_file_size * 4;
+    o.level0_compaction_trigger = 4;
+    o.block_size = 4096;
+    o.nvm_capacity = 96 << 20;
+    let mut model = BTreeMap::new();
+    let value = |i: u64| format!("{i:08}-{}", "v".repeat(1000)).into_bytes();
+    let n = (table_bytes / 1024) as u64;
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        for i in 0..n {
+            let k = format!("key{:010}", i * 7919 % n).into_bytes();
+            db.put(&k, &value(i)).unwrap();
+            model.insert(k, value(i));
+        }
+        db.flush().unwrap();
+        db.wait_for_background().unwrap();
+        let s = db.stats();
+        let nvm_files: usize = s.levels.iter().map(|l| l.nvm_files).sum();
+        assert_eq!(nvm_files, 1, "{s}");
+        // One index object and one buffer per chunk.
+        let chunks = table_bytes.div_ceil(BUFFER_CHUNK_BYTES);
+        assert!(
+            s.nvm_tables.objects > chunks,
+            "{} objects for a table of {table_bytes} bytes\n{s}",
+            s.nvm_tables.objects
+        );
+        check(&db, &model);
+        db.verify().unwrap();
+    }
+    let db = Db::open(dir.path(), o).unwrap();
+    check(&db, &model);
+    for i in (0..n).step_by(3) {
+        let k = format!("key{i:010}").into_bytes();
+        db.put(&k, b"over").unwrap();
+        model.insert(k, b"over".to_vec());
+    }
+    db.compact_range(None, None).unwrap();
+    check(&db, &model);
+    db.verify().unwrap();
+}

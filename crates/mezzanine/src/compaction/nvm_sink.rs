@@ -13,8 +13,14 @@
 //!   write it inside the table's own object as a one-entry block, node by node, each node
 //!   persisted before the next (the paper's persistent skip list).
 //!
-//! A table's entries are gathered in DRAM (keys and references; values only when they are
-//! copied) until the merge loop cuts it, so its objects are allocated at their exact size.
+//! A table's entries are gathered in DRAM (keys and references) until the merge loop cuts
+//! it, so its index object is allocated at its exact size. `ps+bac+pb` encodes each copied
+//! entry into a KeySet block as it arrives; finished blocks collect in a DRAM chunk that is
+//! written, one bulk copy, as a buffer object of its exact size when it reaches
+//! [`BUFFER_CHUNK_BYTES`] and when the table is cut. A table's copied entries so take one or
+//! more buffers, and gathering holds at most a chunk of their bytes in DRAM (a table of a
+//! 64 MiB memtable once staged all of them, twice). `ps` and `ps+bac` keep each copied
+//! value beside its key until the table is written inline.
 //! Compaction outputs record their objects through the [`NvmRecorder`] before writing and
 //! checkpoint their index every [`CHECKPOINT_BYTES`]; flush outputs are recorded by the
 //! edit that installs them (a crash before it frees them: the flush is redone from the WAL).
@@ -30,7 +36,7 @@ use std::time::Instant;
 
 use mezz_format::block::{IndexKind, KeySetRef, KeySetWriter};
 use mezz_format::ikey::{parse_internal_key, user_key};
-use mezz_format::sst::{BLOCK_TYPE_RAW, append_block_frame};
+use mezz_format::sst::{BLOCK_TYPE_RAW, EncodeClock, append_block_frame_parts};
 use mezz_format::{EntryRef, ValueKind};
 use mezz_nvtable::ptable::{
     self, PTableBuilder, PTableHeader, entry_crc, index_len, inline_block_len,
@@ -44,6 +50,11 @@ use crate::table::{NvmRef, TableLocation, TableMeta};
 
 /// Bytes of index between two checkpoints of a compaction output.
 pub const CHECKPOINT_BYTES: u64 = 64 << 10;
+
+/// Bytes of finished blocks that make a persistent buffer be written (`ps+bac+pb`): the
+/// blocks gathered reach this, and are written as one buffer object. The last buffer of a
+/// table is smaller; a block never straddles two.
+pub const BUFFER_CHUNK_BYTES: usize = 4 << 20;
 
 /// Records a compaction's output objects in the manifest before they are written.
 pub trait NvmRecorder: Sync {
@@ -137,44 +148,36 @@ impl NvmMetaBuilder {
     }
 }
 
-/// An entry of the table being gathered.
-/// A gathered entry: its key (and, when copied, its value right after it) in the sink's
-/// byte arena (`NvmSink::bytes`), so gathering costs no allocation per entry.
+/// A gathered entry: its key (and, when it is copied inline, its value right after it) in
+/// the sink's byte arena (`NvmSink::bytes`), so gathering costs no allocation per entry.
 struct Pending {
     /// Where the key starts in the arena.
     key_at: usize,
     key_len: usize,
-    /// Whether the value follows the key in the arena (the entry is copied).
-    copied: bool,
-    /// Where it lives, when it is pointed at.
+    /// Whether the value follows the key in the arena (copied inline: `ps`, `ps+bac`).
+    value_in_arena: bool,
+    /// Where it lives: where it is pointed at, or where it was copied into a buffer (an
+    /// offset in the chunk being gathered until that chunk is written, then in the region).
     at: Option<EntryRef>,
-    /// Where its key sits in the block `at` points at, when the input showed it there.
+    /// Where its key sits in the block `at` points at, when known.
     key_off: Option<u32>,
     value_len: usize,
-}
-
-/// A gathered entry seen through the arena.
-struct Entry<'b> {
-    key: &'b [u8],
-    /// The value, when the entry is copied.
-    value: Option<&'b [u8]>,
-    at: Option<EntryRef>,
-    key_off: Option<u32>,
-    value_len: usize,
+    /// `crc32c(key ++ value)`, for an entry copied into a buffer.
+    crc: u32,
+    /// The buffer object it was copied into, once written.
+    buffer: Option<u64>,
 }
 
 impl Pending {
-    fn view<'b>(&self, bytes: &'b [u8]) -> Entry<'b> {
+    fn key<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {
+        &bytes[self.key_at..self.key_at + self.key_len]
+    }
+
+    /// The value kept in the arena, for an entry copied inline.
+    fn inline_value<'b>(&self, bytes: &'b [u8]) -> Option<&'b [u8]> {
         let key_end = self.key_at + self.key_len;
-        Entry {
-            key: &bytes[self.key_at..key_end],
-            value: self
-                .copied
-                .then(|| &bytes[key_end..key_end + self.value_len]),
-            at: self.at,
-            key_off: self.key_off,
-            value_len: self.value_len,
-        }
+        self.value_in_arena
+            .then(|| &bytes[key_end..key_end + self.value_len])
     }
 }
 
@@ -202,9 +205,24 @@ pub struct NvmSink<'a> {
     /// inline entries), sorted.
     sources: Vec<(u64, u64, u64, bool)>,
     cur: Vec<Pending>,
-    /// The gathered entries' keys and copied values.
+    /// The gathered entries' keys, and the values copied inline.
     bytes: Vec<u8>,
     cur_bytes: u64,
+    /// Key and value bytes of the copied entries of the table being gathered.
+    cur_copied: u64,
+    /// `ps+bac+pb`: the block being filled with copied entries, and their indexes in `cur`.
+    block: KeySetWriter,
+    block_entries: Vec<usize>,
+    /// Finished blocks (framed) not written to NVM yet, the indexes in `cur` of their
+    /// entries, and the entries' weight.
+    chunk: Vec<u8>,
+    chunk_entries: Vec<usize>,
+    chunk_weight: u64,
+    /// The buffer objects written for the table being gathered, and their data bytes.
+    cur_buffers: Vec<NvmObject>,
+    cur_data_bytes: u64,
+    /// Time spent encoding the table being gathered's blocks.
+    encode: EncodeClock,
     written: Vec<WrittenTable>,
     /// Allocated, not recorded by any edit yet.
     unrecorded: Vec<NvmObject>,
@@ -267,6 +285,15 @@ impl<'a> NvmSink<'a> {
             cur: Vec::new(),
             bytes: Vec::new(),
             cur_bytes: 0,
+            cur_copied: 0,
+            block: KeySetWriter::new(IndexKind::ValueRef),
+            block_entries: Vec::new(),
+            chunk: Vec::new(),
+            chunk_entries: Vec::new(),
+            chunk_weight: 0,
+            cur_buffers: Vec::new(),
+            cur_data_bytes: 0,
+            encode: EncodeClock::default(),
             written: Vec::new(),
             unrecorded: Vec::new(),
             recorded: Vec::new(),
@@ -298,27 +325,94 @@ impl<'a> NvmSink<'a> {
     /// (an eighth more for their block framing) and its index.
     #[must_use]
     pub fn current_room_needed(&self) -> u64 {
-        let copied: u64 = self
-            .cur
-            .iter()
-            .filter(|e| e.copied)
-            .map(|e| (e.key_len + e.value_len) as u64)
-            .sum();
+        let copied = self.cur_copied;
         let inputs = self.out.inputs.as_ref().map_or(0, Vec::len);
         copied + copied / 8 + index_len(self.cur.len() as u64, inputs, self.bloom_bits)
     }
 
-    /// Writes the gathered entries as one table.
-    fn write_current(&mut self) -> Result<()> {
-        let mut pending = std::mem::take(&mut self.cur);
-        let mut bytes = std::mem::take(&mut self.bytes);
-        self.cur_bytes = 0;
-        if pending.is_empty() {
+    /// Finishes the block being filled (`ps+bac+pb`): frames it into the chunk and notes
+    /// where each of its entries landed. Writes the chunk when it is full.
+    fn finish_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
             return Ok(());
         }
-        let entries: Vec<Entry<'_>> = pending.iter().map(|p| p.view(&bytes)).collect();
-        let written = self.write_entries(&entries);
-        drop(entries);
+        let start = Instant::now();
+        let at = self.chunk.len();
+        let parts = self.block.finish_parts();
+        let clen: usize = parts.iter().map(|p| p.len()).sum();
+        append_block_frame_parts(&mut self.chunk, &parts, BLOCK_TYPE_RAW);
+        let contents = self.chunk.get(at..at + clen).unwrap_or_default();
+        let block = KeySetRef::parse_trailer(contents, at as u64)?;
+        for (slot, &i) in self.block_entries.iter().enumerate() {
+            let key_off = block
+                .key(slot)
+                .map(|k| (k.as_ptr() as usize - contents.as_ptr() as usize) as u32);
+            if let Some(p) = self.cur.get_mut(i) {
+                p.at = Some(EntryRef {
+                    block: at as u64,
+                    block_len: clen as u32,
+                    slot: slot as u32,
+                    crc: p.crc,
+                });
+                p.key_off = key_off;
+            }
+        }
+        self.chunk_entries.append(&mut self.block_entries);
+        self.block.reset();
+        self.encode.end_block(start);
+        if self.chunk.len() >= BUFFER_CHUNK_BYTES {
+            self.write_chunk()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the chunk's blocks as one buffer object (one bulk copy) and points its
+    /// entries into it.
+    fn write_chunk(&mut self) -> Result<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let bid = (self.new_file_number)();
+        let mut obj = self.tier.alloc_table_object(
+            bid,
+            NvmObjectKind::TableBuffer,
+            ptable::BUFFER_HEADER_LEN + self.chunk.len() as u64,
+        )?;
+        obj.weight = self.chunk_weight;
+        self.unrecorded.push(obj);
+        let data_at = ptable::write_buffer(self.tier.region(), obj.extent(), bid, &self.chunk)?;
+        for &i in &self.chunk_entries {
+            if let Some(p) = self.cur.get_mut(i) {
+                if let Some(r) = p.at.as_mut() {
+                    r.block += data_at;
+                }
+                p.buffer = Some(bid);
+            }
+        }
+        self.cur_data_bytes += self.chunk.len() as u64;
+        self.cur_buffers.push(obj);
+        self.chunk.clear();
+        self.chunk_entries.clear();
+        self.chunk_weight = 0;
+        Ok(())
+    }
+
+    /// Writes the gathered entries as one table.
+    fn write_current(&mut self) -> Result<()> {
+        self.finish_block()?;
+        self.write_chunk()?;
+        let mut pending = std::mem::take(&mut self.cur);
+        let mut bytes = std::mem::take(&mut self.bytes);
+        let buffers = std::mem::take(&mut self.cur_buffers);
+        let data_bytes = std::mem::take(&mut self.cur_data_bytes);
+        let encode_nanos = std::mem::take(&mut self.encode).nanos();
+        self.cur_bytes = 0;
+        self.cur_copied = 0;
+        let written = if pending.is_empty() {
+            Ok(())
+        } else {
+            self.write_index(&pending, &bytes, &buffers, data_bytes, encode_nanos)
+        };
         // The arena and the list keep their capacity for the next table.
         pending.clear();
         bytes.clear();
@@ -327,115 +421,38 @@ impl<'a> NvmSink<'a> {
         written
     }
 
-    /// Writes `entries` as one table.
-    fn write_entries(&mut self, entries: &[Entry<'_>]) -> Result<()> {
+    /// Writes the index of one table over `entries` (keys and inline values in `bytes`),
+    /// whose copied entries went to `buffers` (`data_bytes` of blocks, encoded in
+    /// `encode_nanos`).
+    fn write_index(
+        &mut self,
+        entries: &[Pending],
+        bytes: &[u8],
+        buffers: &[NvmObject],
+        data_bytes: u64,
+        encode_nanos: u64,
+    ) -> Result<()> {
         let region = Arc::clone(self.tier.region());
         let id = (self.new_file_number)();
-        let encode_start = Instant::now();
-        // Copied entries: into a new buffer (`pb`) or inline (`ps`, `ps+bac`).
-        let mut refs: Vec<Option<EntryRef>> = entries.iter().map(|e| e.at).collect();
-        // Where each copied entry's key sits in its block of the new buffer (known from the
-        // DRAM copy, so the index needs no read of the buffer to find it).
-        let mut key_offs: Vec<Option<u32>> = entries.iter().map(|e| e.key_off).collect();
-        let mut inline_bytes = 0u64;
-        let mut buffer: Option<NvmObject> = None;
-        let mut data_bytes = 0u64;
-        if self.method.persistent_buffer() {
-            let mut data = Vec::new();
-            let mut w = KeySetWriter::new(IndexKind::ValueRef);
-            let mut pending: Vec<usize> = Vec::new();
-            let flush = |w: &mut KeySetWriter,
-                         pending: &mut Vec<usize>,
-                         data: &mut Vec<u8>,
-                         refs: &mut Vec<Option<EntryRef>>,
-                         key_offs: &mut Vec<Option<u32>>|
-             -> Result<()> {
-                if w.is_empty() {
-                    return Ok(());
-                }
-                let at = data.len() as u64;
-                let contents = w.finish();
-                let clen = contents.len() as u32;
-                let block = KeySetRef::parse_trailer(contents, at)?;
-                for (slot, &i) in pending.iter().enumerate() {
-                    if let (Some(e), Some(r)) = (entries.get(i), refs.get_mut(i)) {
-                        *r = Some(EntryRef {
-                            block: at,
-                            block_len: clen,
-                            slot: slot as u32,
-                            crc: entry_crc(e.key, e.value.unwrap_or_default()),
-                        });
-                    }
-                    if let (Some(k), Some(o)) = (block.key(slot), key_offs.get_mut(i)) {
-                        *o = Some((k.as_ptr() as usize - contents.as_ptr() as usize) as u32);
-                    }
-                }
-                append_block_frame(data, contents, BLOCK_TYPE_RAW);
-                pending.clear();
-                w.reset();
-                Ok(())
-            };
-            for (i, e) in entries.iter().enumerate() {
-                let Some(v) = e.value else { continue };
-                w.add_with_value(e.key, v);
-                pending.push(i);
-                if w.estimated_size() >= self.block_size {
-                    flush(&mut w, &mut pending, &mut data, &mut refs, &mut key_offs)?;
-                }
-            }
-            flush(&mut w, &mut pending, &mut data, &mut refs, &mut key_offs)?;
-            if !data.is_empty() {
-                let bid = (self.new_file_number)();
-                let mut obj = self.tier.alloc_table_object(
-                    bid,
-                    NvmObjectKind::TableBuffer,
-                    ptable::BUFFER_HEADER_LEN + data.len() as u64,
-                )?;
-                obj.weight = entries
-                    .iter()
-                    .filter_map(|e| {
-                        e.value
-                            .as_ref()
-                            .map(|v| entry_weight(e.key, v.len(), false))
-                    })
-                    .sum();
-                self.unrecorded.push(obj);
-                let data_at = ptable::write_buffer(&region, obj.extent(), bid, &data)?;
-                for (r, e) in refs.iter_mut().zip(entries) {
-                    if e.value.is_some()
-                        && let Some(r) = r
-                    {
-                        r.block += data_at;
-                    }
-                }
-                data_bytes = data.len() as u64;
-                buffer = Some(obj);
-            }
-        } else {
-            for e in entries {
-                if let Some(v) = e.value {
-                    inline_bytes += inline_block_len(e.key.len(), v.len()) as u64;
-                }
-            }
-        }
-        let encode_nanos = encode_start.elapsed().as_nanos() as u64;
+        let inline_bytes: u64 = entries
+            .iter()
+            .filter(|p| p.value_in_arena)
+            .map(|p| inline_block_len(p.key_len, p.value_len) as u64)
+            .sum();
         let inputs = self.out.inputs.clone().unwrap_or_default();
         let len = index_len(entries.len() as u64, inputs.len(), self.bloom_bits) + inline_bytes;
         let mut idx = self
             .tier
             .alloc_table_object(id, NvmObjectKind::TableIndex, len)?;
-        idx.weight = if self.method.persistent_buffer() {
-            0
-        } else {
-            entries
-                .iter()
-                .filter_map(|e| e.value.as_ref().map(|v| entry_weight(e.key, v.len(), true)))
-                .sum()
-        };
+        idx.weight = entries
+            .iter()
+            .filter(|p| p.value_in_arena)
+            .map(|p| entry_weight(p.key(bytes), p.value_len, true))
+            .sum();
         self.unrecorded.push(idx);
         let resumable = self.out.inputs.is_some();
         if resumable && let Some(rec) = self.recorder {
-            let objs: Vec<NvmObject> = buffer.iter().copied().chain([idx]).collect();
+            let objs: Vec<NvmObject> = buffers.iter().copied().chain([idx]).collect();
             rec.record(&objs)?;
             self.unrecorded.retain(|o| !objs.contains(o));
             self.recorded.extend(objs);
@@ -444,7 +461,7 @@ impl<'a> NvmSink<'a> {
         // order.
         let prefix_len = match (entries.first(), entries.last()) {
             (Some(f), Some(l)) if self.order.is_bytewise() => {
-                let (a, b) = (user_key(f.key), user_key(l.key));
+                let (a, b) = (user_key(f.key(bytes)), user_key(l.key(bytes)));
                 a.iter().zip(b).take_while(|(x, y)| x == y).count()
             }
             _ => 0,
@@ -458,21 +475,21 @@ impl<'a> NvmSink<'a> {
         };
         let mut b =
             PTableBuilder::create(region, idx.extent(), &header, self.bloom_bits, &self.order)?;
-        let node_by_node = !self.method.persistent_buffer();
         let mut last_ck = b.bytes_written();
         let mut meta = NvmMetaBuilder::default();
-        for ((e, r), key_off) in entries.iter().zip(&refs).zip(&key_offs) {
-            match (r, e.value) {
+        for p in entries {
+            let key = p.key(bytes);
+            match (p.at, p.inline_value(bytes)) {
                 (Some(r), _) => {
-                    // A known offset: the entry was copied into this table's own buffer,
-                    // or the input iterator showed its key in place.
-                    match key_off {
-                        Some(o) => b.add_ref_at(e.key, *r, *o)?,
-                        None => b.add_ref(e.key, *r)?,
+                    // A known offset: the entry was copied into one of this table's
+                    // buffers, or the input iterator showed its key in place.
+                    match p.key_off {
+                        Some(o) => b.add_ref_at(key, r, o)?,
+                        None => b.add_ref(key, r)?,
                     }
-                    let owner = match (e.value.is_some(), buffer) {
-                        (true, Some(buf)) => Some((buf.id, false)),
-                        _ => self.source_of(r.block),
+                    let owner = match p.buffer {
+                        Some(buf) => Some((buf, false)),
+                        None => self.source_of(r.block),
                     };
                     let (owner, inline) = owner.ok_or_else(|| {
                         Error::corruption(
@@ -480,11 +497,11 @@ impl<'a> NvmSink<'a> {
                             "an NVM entry reference outside every input object",
                         )
                     })?;
-                    meta.add(e.key, e.value_len, owner, inline);
+                    meta.add(key, p.value_len, owner, inline);
                 }
                 (None, Some(v)) => {
-                    b.add_inline(e.key, v)?;
-                    meta.add(e.key, v.len(), id, true);
+                    b.add_inline(key, v)?;
+                    meta.add(key, v.len(), id, true);
                 }
                 (None, None) => {
                     return Err(Error::InvalidArgument(
@@ -494,20 +511,20 @@ impl<'a> NvmSink<'a> {
             }
             // `ps` persists node by node (the paper's persistent skip list); resumable
             // outputs checkpoint every CHECKPOINT_BYTES.
-            let per_node = node_by_node && e.value.is_some();
+            let per_node = p.value_in_arena && !self.method.persistent_buffer();
             if per_node || (resumable && b.bytes_written() - last_ck >= CHECKPOINT_BYTES) {
                 b.checkpoint()?;
                 last_ck = b.bytes_written();
             }
         }
         let index_bytes = b.finish()?;
-        let Some(meta) = meta.finish(id, |o| buffer.is_some_and(|b| b.id == o)) else {
+        let Some(meta) = meta.finish(id, |o| buffers.iter().any(|b| b.id == o)) else {
             return Ok(());
         };
         let objects: Vec<NvmObject> = self
             .unrecorded
             .iter()
-            .filter(|o| o.id == id || buffer.is_some_and(|b| b.id == o.id))
+            .filter(|o| o.id == id || buffers.iter().any(|b| b.id == o.id))
             .copied()
             .collect();
         self.written.push(WrittenTable {
@@ -538,19 +555,41 @@ impl TableSink for NvmSink<'_> {
         self.cur_bytes += (key.len() + value.len()) as u64;
         let key_off = point
             .and_then(|r| mezz_nvtable::ptable::key_offset_in_place(self.tier.region(), key, r));
+        let copied = point.is_none();
+        let into_buffer = copied && self.method.persistent_buffer();
         let key_at = self.bytes.len();
         self.bytes.extend_from_slice(key);
-        if point.is_none() {
+        if copied && !into_buffer {
             self.bytes.extend_from_slice(value);
+        }
+        if copied {
+            self.cur_copied += (key.len() + value.len()) as u64;
         }
         self.cur.push(Pending {
             key_at,
             key_len: key.len(),
-            copied: point.is_none(),
+            value_in_arena: copied && !into_buffer,
             at: point,
             key_off,
             value_len: value.len(),
+            crc: if into_buffer {
+                entry_crc(key, value)
+            } else {
+                0
+            },
+            buffer: None,
         });
+        if into_buffer {
+            let start = self.encode.start_add();
+            self.block.add_with_value(key, value);
+            let full = self.block.estimated_size() >= self.block_size;
+            self.encode.end_add(start, key.len() + value.len());
+            self.block_entries.push(self.cur.len() - 1);
+            self.chunk_weight += entry_weight(key, value.len(), false);
+            if full {
+                self.finish_block()?;
+            }
+        }
         Ok(())
     }
 
@@ -573,6 +612,12 @@ impl TableSink for NvmSink<'_> {
     fn abandon(&mut self) {
         self.cur.clear();
         self.bytes.clear();
+        self.block.reset();
+        self.block_entries.clear();
+        self.chunk.clear();
+        self.chunk_entries.clear();
+        self.chunk_weight = 0;
+        self.cur_buffers.clear();
         self.written.clear();
         for o in self.unrecorded.drain(..) {
             self.tier.free(&o);
