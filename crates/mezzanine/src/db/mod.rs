@@ -104,6 +104,8 @@ pub(crate) struct WriteState {
     wal: Option<WalWriter>,
     /// Nanoseconds of write delay owed but not yet slept (delays are slept in chunks).
     delay_debt_nanos: u64,
+    /// The rate writes ran at before any slowdown (the slowdown starts from it).
+    free_rate: write::FreeRate,
     /// What the group being committed has waited on so far (empty between groups:
     /// `finish_trace` takes it).
     trace: crate::stats::WriteTrace,

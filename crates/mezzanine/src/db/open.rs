@@ -1278,6 +1278,7 @@ fn assemble_db_inner(
             write: Mutex::new(WriteState {
                 wal: installed.wal,
                 delay_debt_nanos: 0,
+                free_rate: Default::default(),
                 trace: crate::stats::WriteTrace::default(),
                 last_assigned: rec.last_seq,
                 family_bytes: 0,

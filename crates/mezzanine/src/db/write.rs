@@ -59,8 +59,56 @@ use super::{DbInner, Pending, Slot, SlotState, Spare, SpareKind, State, WriteSta
 use crate::options::MAX_GROUP_BYTES;
 /// Write delays are slept in chunks of at least this many nanoseconds.
 const MIN_SLEEP_NANOS: u64 = 1_000_000;
-/// The delayed write rate never falls below this fraction of `delayed_write_rate`.
+/// The delayed write rate never falls below this fraction of the rate it starts from.
 const MIN_RATE_FRACTION: f64 = 0.05;
+/// Bytes written without back-pressure over which the free write rate is measured.
+const RATE_WINDOW_BYTES: u64 = 4 << 20;
+
+/// The rate writes run at while nothing holds them back (bytes/s), measured over windows of
+/// [`RATE_WINDOW_BYTES`] that no slowdown or stop interrupted, smoothed over the last few.
+/// A slowdown starts from it (or from `delayed_write_rate` if that is higher): writers are
+/// braked from the pace they had, toward the stop, instead of dropping at once to a fixed
+/// rate far below what the background work drains (which left a core idle while the one
+/// compaction caught up). Owned by the write-group leader (`WriteState`).
+#[derive(Debug, Default)]
+pub(crate) struct FreeRate {
+    since: Option<Instant>,
+    bytes: u64,
+    rate: f64,
+}
+
+impl FreeRate {
+    /// Counts a group of `bytes` written without back-pressure.
+    fn note(&mut self, bytes: usize) {
+        let Some(since) = self.since else {
+            self.since = Some(Instant::now());
+            self.bytes = 0;
+            return;
+        };
+        self.bytes += bytes as u64;
+        if self.bytes >= RATE_WINDOW_BYTES {
+            let secs = since.elapsed().as_secs_f64().max(1e-6);
+            let r = self.bytes as f64 / secs;
+            self.rate = if self.rate == 0.0 {
+                r
+            } else {
+                0.5 * (self.rate + r)
+            };
+            self.since = Some(Instant::now());
+            self.bytes = 0;
+        }
+    }
+
+    /// A slowdown or stop interrupts the window being measured.
+    fn interrupt(&mut self) {
+        self.since = None;
+    }
+
+    /// The measured rate (0 before the first window).
+    pub(crate) fn rate(&self) -> f64 {
+        self.rate
+    }
+}
 /// A queued writer spins this many times on its slot before yielding its core.
 const WAIT_SPINS: u32 = 200;
 /// A queued writer yields its core for at most this long before it parks.
@@ -883,6 +931,7 @@ impl DbInner {
                 None
             };
             if let Some(cause) = stop {
+                ws.free_rate.interrupt();
                 if !stopped {
                     stopped = true;
                     StatsCollector::add(&self.stats.stopped_writes, 1);
@@ -952,9 +1001,12 @@ impl DbInner {
             drop(st);
             let WritePressure::Slowdown { cause, progress: p } = pressure else {
                 ws.delay_debt_nanos = 0;
+                ws.free_rate.note(bytes);
                 return Ok(mem);
             };
-            let rate = (o.delayed_write_rate as f64 * (1.0 - p).max(MIN_RATE_FRACTION)).max(1.0);
+            ws.free_rate.interrupt();
+            let start = (o.delayed_write_rate as f64).max(ws.free_rate.rate());
+            let rate = (start * (1.0 - p).max(MIN_RATE_FRACTION)).max(1.0);
             ws.delay_debt_nanos += (bytes as f64 * 1e9 / rate) as u64;
             if ws.delay_debt_nanos >= MIN_SLEEP_NANOS {
                 let nanos = std::mem::take(&mut ws.delay_debt_nanos);

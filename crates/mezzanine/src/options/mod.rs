@@ -250,8 +250,9 @@ declare_options! {
         soft_pending_compaction_bytes: u64 = 64 << 30, Size;
         /// Estimated bytes of pending compaction at which writes stop. Default: 256 GiB.
         hard_pending_compaction_bytes: u64 = 256 << 30, Size;
-        /// Write rate (bytes/s) allowed when the slowdown starts; it falls as the debt grows.
-        /// Default: 16 MiB/s.
+        /// Lowest write rate (bytes/s) a slowdown starts from: it starts from this or the
+        /// rate writes ran at before it, whichever is higher, and falls as the debt grows
+        /// toward the stop. Default: 16 MiB/s.
         delayed_write_rate: u64 = 16 << 20, Size,
             check |v| *v > 0, "must be > 0";
         /// Background threads for flushes and compactions. Default: 2.
