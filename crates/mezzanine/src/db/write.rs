@@ -109,6 +109,7 @@ impl FreeRate {
         self.rate
     }
 }
+
 /// A queued writer spins this many times on its slot before yielding its core.
 const WAIT_SPINS: u32 = 200;
 /// A queued writer yields its core for at most this long before it parks.
@@ -1471,6 +1472,38 @@ mod tests {
     use super::*;
     use crate::table::LookupResult;
     use mezz_format::ikey::parse_internal_key;
+
+    /// The free rate counts only whole windows written without back-pressure: none before
+    /// the first, and a window a slowdown or stop interrupts is dropped, not counted with
+    /// the time the writer was held back.
+    #[test]
+    fn the_free_rate_counts_only_uninterrupted_windows() {
+        let mut r = FreeRate::default();
+        let group = 64 << 10;
+        let groups = (RATE_WINDOW_BYTES / group as u64) as usize;
+        for _ in 0..groups {
+            r.note(group);
+        }
+        assert_eq!(r.rate(), 0.0, "the first group only starts the window");
+        r.note(group);
+        let first = r.rate();
+        assert!(first > 0.0);
+        // Half a window, interrupted, then a pause: none of it is measured.
+        for _ in 0..groups / 2 {
+            r.note(group);
+        }
+        r.interrupt();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        for _ in 0..groups {
+            r.note(group);
+        }
+        assert_eq!(r.rate(), first, "no whole window since the interruption");
+        r.note(group);
+        // The new window's rate, out of the smoothing (`rate = (first + window) / 2`): 4 MiB
+        // noted in far less than the pause; had the pause been counted, at most 20 MiB/s.
+        let window = 2.0 * r.rate() - first;
+        assert!(window > 40.0 * f64::from(1 << 20), "{window} bytes/s");
+    }
 
     fn batch(writer: u8, n: usize) -> WriteBatch {
         let mut b = WriteBatch::new();
