@@ -509,10 +509,10 @@ impl<'a> NvmSink<'a> {
                     ));
                 }
             }
-            // `ps` persists node by node (the paper's persistent skip list); resumable
-            // outputs checkpoint every CHECKPOINT_BYTES.
-            let per_node = p.value_in_arena && !self.method.persistent_buffer();
-            if per_node || (resumable && b.bytes_written() - last_ck >= CHECKPOINT_BYTES) {
+            // `ps` persists node by node (the paper's persistent skip list: an entry copied
+            // inline exists only without a persistent buffer); resumable outputs checkpoint
+            // every CHECKPOINT_BYTES.
+            if p.value_in_arena || (resumable && b.bytes_written() - last_ck >= CHECKPOINT_BYTES) {
                 b.checkpoint()?;
                 last_ck = b.bytes_written();
             }
