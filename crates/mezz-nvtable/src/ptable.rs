@@ -28,7 +28,8 @@
 //! - A reader only resolves references that lie inside the extents it was given (the
 //!   table's own extent and the buffers it references); every entry is checked against
 //!   its node's checksum the first time a reader reads it, so a damaged entry is reported
-//!   as `Corruption`, never returned as data. The reader remembers the entries it checked
+//!   as `Corruption`, never returned as data. Entries of up to [`ALWAYS_CHECK_BYTES`] are
+//!   checked at every read; the reader remembers the larger entries it checked
 //!   (one bit per 8 bytes of node area) and trusts them afterwards, as a block cache
 //!   trusts the blocks it checked when it read them: the bytes of a complete table and of
 //!   the buffers it references never change while a reader exists (below). `verify`
@@ -1121,6 +1122,12 @@ fn resolve<'a>(
 /// An entry as read from a table: internal key, value, and where it lives.
 pub type EntryView<'a> = (&'a [u8], &'a [u8], EntryRef);
 
+/// Entries (key and value) of up to this many bytes are checked against their checksum at
+/// every read rather than once per reader: hashing them costs less than the cache miss on
+/// their "checked" bit (a random read of a table the size of the papers' TLSM shape spent
+/// 10 % of its time loading that bit), and the caller reads their bytes anyway.
+pub const ALWAYS_CHECK_BYTES: usize = 256;
+
 /// A complete table, validated on open (header, footer, filter); entries are checked
 /// against their checksums as they are read.
 #[derive(Debug)]
@@ -1156,6 +1163,10 @@ struct Fences {
     keys: Vec<u8>,
     /// One per node of the level, in key order.
     list: Vec<Fence>,
+    /// Each fence's key fingerprint (as a node holds it, [`Layout::narrow`]), in the same
+    /// order: a search compares these 8-byte words, packed eight to a cache line, and
+    /// reads a fence's key only when its fingerprint ties with the target's.
+    fps: Vec<u64>,
 }
 
 /// A node of the fenced level: its key (`keys[start..end]`) and its offset.
@@ -1181,7 +1192,9 @@ impl Fences {
     }
 
     fn bytes(&self) -> usize {
-        self.keys.capacity() + self.list.capacity() * std::mem::size_of::<Fence>()
+        self.keys.capacity()
+            + self.list.capacity() * std::mem::size_of::<Fence>()
+            + self.fps.capacity() * std::mem::size_of::<u64>()
     }
 }
 
@@ -1450,10 +1463,14 @@ impl PTable {
                 };
                 f.keys.extend_from_slice(k);
                 f.list.push(Fence { start, end, node });
+                let uk = mezz_format::ikey::user_key(k);
+                f.fps
+                    .push(self.layout.narrow(fingerprint(uk, self.prefix.len())));
                 x = nx;
             }
             f.keys.shrink_to_fit();
             f.list.shrink_to_fit();
+            f.fps.shrink_to_fit();
             f
         })
     }
@@ -1466,16 +1483,34 @@ impl PTable {
 
     /// Where a search for `ikey` starts: the last fence whose key is below `ikey` (or not
     /// above it with `inclusive`), else the head, and the levels still to walk (the
-    /// fence's successor at [`FENCE_LEVEL`] is already past `ikey`).
-    fn search_start(&self, ikey: &[u8], inclusive: bool) -> (usize, usize) {
+    /// fence's successor at [`FENCE_LEVEL`] is already past `ikey`). `tfp`: `ikey`'s
+    /// fingerprint ([`PTable::target_fp`]); with one, the fences' fingerprints decide
+    /// every comparison they can (as a node's do in [`PTable::cmp_node`]).
+    fn search_start(&self, ikey: &[u8], inclusive: bool, tfp: Option<u64>) -> (usize, usize) {
         let f = self.fences();
         if f.list.is_empty() {
             return (self.head, MAX_HEIGHT);
         }
-        let i = f.list.partition_point(|&e| {
-            let c = self.order.compare_internal(f.key(e), ikey);
+        let below = |j: usize| {
+            if let Some(t) = tfp
+                && let Some(&fp) = f.fps.get(j)
+                && fp != t
+            {
+                return fp < t;
+            }
+            let c = self.order.compare_internal(f.key(f.list[j]), ikey);
             c == Ordering::Less || (inclusive && c == Ordering::Equal)
-        });
+        };
+        // The first fence not below `ikey` (a lower bound over the fences).
+        let (mut i, mut hi) = (0, f.list.len());
+        while i < hi {
+            let mid = i + (hi - i) / 2;
+            if below(mid) {
+                i = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
         let x = i
             .checked_sub(1)
             .map_or(self.head, |p| f.list[p].node as usize);
@@ -1488,7 +1523,7 @@ impl PTable {
     fn seek_node(&self, ikey: &[u8]) -> Result<Option<usize>> {
         let w = self.walker();
         let tfp = self.target_fp(ikey);
-        let (mut x, top) = self.search_start(ikey, false);
+        let (mut x, top) = self.search_start(ikey, false, tfp);
         for l in (0..top).rev() {
             while let Some(nx) = w.next(x, l)? {
                 self.visit(nx);
@@ -1506,7 +1541,7 @@ impl PTable {
     fn seek_before(&self, ikey: &[u8], inclusive: bool) -> Result<Option<usize>> {
         let w = self.walker();
         let tfp = self.target_fp(ikey);
-        let (mut x, top) = self.search_start(ikey, inclusive);
+        let (mut x, top) = self.search_start(ikey, inclusive, tfp);
         for l in (0..top).rev() {
             while let Some(nx) = w.next(x, l)? {
                 self.visit(nx);
@@ -1539,7 +1574,8 @@ impl PTable {
         self.entry_at(n, false, &mut None)
     }
 
-    /// Where node `n`'s "checked" bit lives: (word, mask).
+    /// Where node `n`'s "checked" bit lives: (word, mask). Only entries larger than
+    /// [`ALWAYS_CHECK_BYTES`] use one.
     fn checked_bit(&self, n: usize) -> Option<(&AtomicU64, u64)> {
         let i = n.checked_sub(self.head)? / 8;
         let words = self.checked.get_or_init(|| {
@@ -1557,10 +1593,14 @@ impl PTable {
         let r = w.entry_ref(n)?;
         let (k, v) = resolve(&self.region, &self.data, r, last)?;
         report_entry(&self.region, r, k, v);
-        let bit = self.checked_bit(n);
+        let bit = if always || k.len() + v.len() <= ALWAYS_CHECK_BYTES {
+            None
+        } else {
+            self.checked_bit(n)
+        };
         // Relaxed: the bit guards no other memory; a reader that misses a bit set by
         // another thread only checks the entry once more.
-        if always || bit.is_none_or(|(w, m)| w.load(AtomicOrdering::Relaxed) & m == 0) {
+        if bit.is_none_or(|(w, m)| w.load(AtomicOrdering::Relaxed) & m == 0) {
             if entry_crc(k, v) != r.crc {
                 return Err(corrupt(
                     self.off as u64 + n as u64,
