@@ -1075,6 +1075,28 @@ impl Walker<'_> {
     }
 }
 
+/// Where a node's key lies: its block (offset and length in the region) and the key's
+/// offset and length in that block, as the node's fixed part records them (unchecked).
+#[derive(Clone, Copy)]
+struct KeyPlace {
+    block: u64,
+    block_len: u32,
+    key_off: u32,
+    key_len: u32,
+}
+
+impl KeyPlace {
+    /// Read from a node's fixed part `b` (at least 32 bytes, as [`Walker::node`] gives).
+    fn of(b: &[u8]) -> Self {
+        KeyPlace {
+            block: get_u64(b, 0).unwrap_or(0),
+            block_len: get_u32(b, 8).unwrap_or(0),
+            key_off: get_u32(b, 24).unwrap_or(0),
+            key_len: get_u32(b, 28).unwrap_or(0),
+        }
+    }
+}
+
 /// Whether `[start, end)` lies inside one of the sorted, disjoint `allowed` ranges.
 fn within(allowed: &[(u64, u64)], start: u64, end: u64) -> bool {
     let i = allowed.partition_point(|&(s, _)| s <= start);
@@ -1167,8 +1189,7 @@ struct Fences {
     keys: Vec<u8>,
     /// One per node of the level, in key order.
     list: Vec<Fence>,
-    /// Each fence's key fingerprint (as a node holds it, [`Layout::narrow`]), in the same
-    /// order: a search compares these 8-byte words, packed eight to a cache line, and
+    /// Each fence's key fingerprint, the one its node holds, in the same order: a search compares these 8-byte words, packed eight to a cache line, and
     /// reads a fence's key only when its fingerprint ties with the target's.
     fps: Vec<u64>,
 }
@@ -1300,11 +1321,12 @@ impl PTable {
     /// parse); bounded by the block and the table's extents.
     fn node_key(&self, n: usize) -> Result<&[u8]> {
         let w = self.walker();
-        let b = w.node(n)?;
-        let block = get_u64(b, 0).unwrap_or(0);
-        let block_len = get_u32(b, 8).unwrap_or(0);
-        let key_off = get_u32(b, 24).unwrap_or(0);
-        let key_len = get_u32(b, 28).unwrap_or(0);
+        let KeyPlace {
+            block,
+            block_len,
+            key_off,
+            key_len,
+        } = KeyPlace::of(w.node(n)?);
         let bad = || {
             corrupt(
                 self.off as u64 + n as u64,
@@ -1392,20 +1414,24 @@ impl PTable {
     }
 
     /// Starts loading what the next two steps after node `n` read first: each next
-    /// node's key and its block's trailer, and the node after those. After pointer-only
+    /// node's key and its block's trailer, and the node after those (`stepped`: `n` was
+    /// reached by a step from its predecessor, whose call prefetched `n`'s successor's
+    /// targets already, so only the entry two ahead is new). After pointer-only
     /// compaction a scan's consecutive entries lie in scattered blocks, so each step would
     /// otherwise wait for a cache miss on the trailer and another on the key (the merge
     /// compares it); prefetched ahead, they overlap the work of the entries between (a
     /// merge steps the other levels' iterators in between). Reads node `n`'s link and the
     /// next nodes' fixed parts, which those steps read too, and issues prefetches only
     /// (no cost hook: the accesses are charged when made).
-    fn prefetch_after(&self, n: usize) {
+    fn prefetch_after(&self, n: usize, stepped: bool) {
         let w = self.walker();
         let mut at = n;
-        for _ in 0..2 {
+        for ahead in 0..2 {
             let Ok(Some(nx)) = w.next(at, 0) else { return };
-            let Ok(b) = w.node(nx) else { return };
-            self.prefetch_targets(b);
+            if !(stepped && ahead == 0) {
+                let Ok(b) = w.node(nx) else { return };
+                self.prefetch_targets(b);
+            }
             at = nx;
         }
         if let Ok(Some(after)) = w.next(at, 0)
@@ -1433,11 +1459,12 @@ impl PTable {
     /// Prefetches the key and the block trailer a node (its fixed part `b`) points at,
     /// if they lie inside the region (a damaged node is reported by the read, not here).
     fn prefetch_targets(&self, b: &[u8]) {
-        let (Some(block), Some(block_len), Some(key_off)) =
-            (get_u64(b, 0), get_u32(b, 8), get_u32(b, 24))
-        else {
-            return;
-        };
+        let KeyPlace {
+            block,
+            block_len,
+            key_off,
+            ..
+        } = KeyPlace::of(b);
         let (block, block_len) = (block as usize, block_len as usize);
         if block_len < KEYSET_TRAILER_LEN
             || block
@@ -1479,11 +1506,12 @@ impl PTable {
                 ) else {
                     break;
                 };
+                let Some(fp) = w.node(nx).ok().and_then(|b| self.layout.node_fp(b)) else {
+                    break;
+                };
                 f.keys.extend_from_slice(k);
                 f.list.push(Fence { start, end, node });
-                let uk = mezz_format::ikey::user_key(k);
-                f.fps
-                    .push(self.layout.narrow(fingerprint(uk, self.prefix.len())));
+                f.fps.push(fp);
                 x = nx;
             }
             f.keys.shrink_to_fit();
@@ -1795,7 +1823,9 @@ impl PTableIter {
         }
     }
 
-    fn set(&mut self, n: Result<Option<usize>>) {
+    /// Positions on node `n` (`stepped`: by `next` from the node before, see
+    /// [`PTable::prefetch_after`]).
+    fn set(&mut self, n: Result<Option<usize>>, stepped: bool) {
         self.cur = None;
         self.node = None;
         match n {
@@ -1806,7 +1836,7 @@ impl PTableIter {
                     let vo = v.as_ptr() as usize - rb;
                     self.cur = Some((ko, k.len(), vo, v.len(), r));
                     self.node = Some(n);
-                    self.table.prefetch_after(n);
+                    self.table.prefetch_after(n, stepped);
                 }
                 Err(e) => self.status = Some(e),
             },
@@ -1825,19 +1855,19 @@ impl InternalIterator for PTableIter {
         if let Ok(Some(first)) = n {
             self.table.visit(first);
         }
-        self.set(n);
+        self.set(n, false);
     }
     fn seek_to_last(&mut self) {
         let n = self.table.last_node();
-        self.set(n);
+        self.set(n, false);
     }
     fn seek(&mut self, target: &[u8]) {
         let n = self.table.seek_node(target);
-        self.set(n);
+        self.set(n, false);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         let n = self.table.seek_before(target, true);
-        self.set(n);
+        self.set(n, false);
     }
     fn next(&mut self) {
         let Some(n) = self.node else { return };
@@ -1845,7 +1875,7 @@ impl InternalIterator for PTableIter {
         if let Ok(Some(next)) = nx {
             self.table.visit(next);
         }
-        self.set(nx);
+        self.set(nx, true);
     }
     fn prev(&mut self) {
         if self.node.is_none() {
@@ -1853,7 +1883,7 @@ impl InternalIterator for PTableIter {
         }
         let key = self.key().to_vec();
         let p = self.table.seek_before(&key, false);
-        self.set(p);
+        self.set(p, false);
     }
     fn key(&self) -> &[u8] {
         match self.cur {
