@@ -656,6 +656,31 @@ impl<'a> KeySetRef<'a> {
         self.data
     }
 
+    /// Where in the run reading entry `i`'s value first touches memory, without reading
+    /// anything but the trailer (already parsed): the value's first and last bytes when every
+    /// value has one length (layout 3 with a fixed value length), else the record that holds
+    /// where the value lies. For prefetching: unchecked, `None` past the last entry or for
+    /// an empty value; an offset may lie outside the run if the trailer lies.
+    #[must_use]
+    #[inline]
+    pub fn value_touch(&self, i: usize) -> [Option<usize>; 2] {
+        if i >= self.s.n {
+            return [None, None];
+        }
+        match self.s.records {
+            Records::Uniform {
+                value_len: Some(v), ..
+            } if v > 0 => {
+                let start = self.s.key_area_len + i * v;
+                [Some(start), Some(start + v - 1)]
+            }
+            Records::Uniform {
+                value_len: Some(_), ..
+            } => [None, None],
+            _ => [self.record(i), None],
+        }
+    }
+
     /// Where record `i` starts (`None` past the last entry). Layout 3: where entry `i`'s
     /// value end is (meaningful only with values of different lengths).
     #[inline]
@@ -2086,6 +2111,47 @@ mod tests {
         }
         let bytes = o.finish().to_vec();
         assert_eq!(bytes[bytes.len() - 2], 1);
+    }
+
+    /// `value_touch` names, from the trailer alone, the first and last byte of each value in
+    /// a run of fixed-length values, the record that places the value otherwise, and nothing
+    /// past the last entry or for empty values: what the NVM-table scan prefetches.
+    #[test]
+    fn value_touch_names_where_a_value_read_starts() {
+        let mut rng = StdRng::seed_from_u64(16);
+        let mut w = KeySetWriter::new(IndexKind::ValueRef);
+        let fixed = uniform_entries(&mut rng, 50, Some(100));
+        let bytes = written(&mut w, &fixed);
+        assert_eq!(bytes[bytes.len() - 2], 3);
+        let r = KeySetRef::parse_trailer(&bytes, 0).unwrap();
+        let base = bytes.as_ptr() as usize;
+        for i in 0..fixed.len() {
+            let v = r.value(i).unwrap();
+            let first = v.as_ptr() as usize - base;
+            assert_eq!(r.value_touch(i), [Some(first), Some(first + v.len() - 1)]);
+        }
+        assert_eq!(r.value_touch(fixed.len()), [None, None]);
+
+        let empty = uniform_entries(&mut rng, 50, Some(0));
+        let bytes = written(&mut w, &empty);
+        let r = KeySetRef::parse_trailer(&bytes, 0).unwrap();
+        assert_eq!(r.value_touch(3), [None, None]);
+
+        // Values of varied lengths (layout 3 with value ends) and keys of varied lengths
+        // (layout 2): the record that places the value.
+        for entries in [
+            uniform_entries(&mut rng, 50, None),
+            random_entries(&mut rng, 50),
+        ] {
+            let bytes = written(&mut w, &entries);
+            let r = KeySetRef::parse_trailer(&bytes, 0).unwrap();
+            for i in 0..entries.len() {
+                let at = r.value_touch(i);
+                assert_eq!(at, [r.record(i), None]);
+                assert!(at[0].unwrap() < bytes.len());
+            }
+            assert_eq!(r.value_touch(entries.len()), [None, None]);
+        }
     }
 
     /// A layout-3 trailer that does not describe its areas, a value end before the one

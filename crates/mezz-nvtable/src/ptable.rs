@@ -1416,7 +1416,8 @@ impl PTable {
     /// Starts loading what the next two steps after node `n` read first: each next
     /// node's key and its block's trailer, and the node after those (`stepped`: `n` was
     /// reached by a step from its predecessor, whose call prefetched `n`'s successor's
-    /// targets already, so only the entry two ahead is new). After pointer-only
+    /// targets already, so only the entry two ahead is new, and the successor's value,
+    /// placed by its now loaded trailer, is prefetched instead). After pointer-only
     /// compaction a scan's consecutive entries lie in scattered blocks, so each step would
     /// otherwise wait for a cache miss on the trailer and another on the key (the merge
     /// compares it); prefetched ahead, they overlap the work of the entries between (a
@@ -1428,8 +1429,10 @@ impl PTable {
         let mut at = n;
         for ahead in 0..2 {
             let Ok(Some(nx)) = w.next(at, 0) else { return };
-            if !(stepped && ahead == 0) {
-                let Ok(b) = w.node(nx) else { return };
+            let Ok(b) = w.node(nx) else { return };
+            if stepped && ahead == 0 {
+                self.prefetch_value(b);
+            } else {
                 self.prefetch_targets(b);
             }
             at = nx;
@@ -1479,6 +1482,34 @@ impl PTable {
         }
         if let Some(t) = bytes.get(block_len - KEYSET_TRAILER_LEN) {
             prefetch(t);
+        }
+    }
+
+    /// Prefetches where reading the value of the entry a node (its fixed part `b`) points
+    /// at starts (the value's first and last lines, or the record that places it), from the
+    /// block's trailer, which an earlier step prefetched ([`PTable::prefetch_targets`]). The
+    /// entry checksum every read verifies covers the value, so a scan (and a compaction's
+    /// merge) would otherwise wait for the value's line after the key's.
+    fn prefetch_value(&self, b: &[u8]) {
+        let KeyPlace {
+            block, block_len, ..
+        } = KeyPlace::of(b);
+        let (block, block_len) = (block as usize, block_len as usize);
+        if block
+            .checked_add(block_len)
+            .is_none_or(|end| end > self.region.len())
+        {
+            return;
+        }
+        let bytes = region_bytes(&self.region, block, block_len);
+        let Ok(ks) = KeySetRef::parse_trailer(bytes, block as u64) else {
+            return;
+        };
+        let slot = get_u32(b, 12).unwrap_or(0) as usize;
+        for at in ks.value_touch(slot).into_iter().flatten() {
+            if let Some(x) = bytes.get(at) {
+                prefetch(x);
+            }
         }
     }
 
