@@ -175,7 +175,8 @@ pub struct Stats {
 /// latency is its wait for the groups ahead of it plus its own group's).
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
 pub struct WriteTrace {
-    /// The whole group, from taking the write lock to the last memtable insert.
+    /// The whole group, from taking the write lock (a batch written alone: from the
+    /// write's call) to its publication.
     pub total: u64,
     /// Waiting for the engine's state lock (to check for room), held by another thread.
     pub state_lock: u64,
@@ -187,13 +188,25 @@ pub struct WriteTrace {
     pub switch: u64,
     /// Syncing older WALs before a `sync` write or an NVM memtable insert.
     pub older_wal_sync: u64,
-    /// Appending to the WAL (with its sync for a `sync` group).
+    /// Appending to the WAL (with its sync for a `sync` group); timed from the group's
+    /// start less the phases before it, so the rest of the room check counts here.
     pub wal: u64,
-    /// Inserting into the memtable (DRAM or NVM).
+    /// Inserting into the memtable (DRAM or NVM), and for a DRAM memtable waiting for
+    /// the groups logged before to be published.
     pub insert: u64,
 }
 
 impl WriteTrace {
+    /// The phases a group may go through before its WAL append, in microseconds.
+    #[must_use]
+    pub fn before_wal(&self) -> u64 {
+        self.state_lock
+            .saturating_add(self.slowdown)
+            .saturating_add(self.stop)
+            .saturating_add(self.switch)
+            .saturating_add(self.older_wal_sync)
+    }
+
     /// The phase that took the longest, by name.
     #[must_use]
     pub fn main_cause(&self) -> &'static str {

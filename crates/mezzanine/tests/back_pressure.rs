@@ -1,6 +1,7 @@
 //! With tiny memtables and L0 triggers (2 / 3 / 4), sustained writes outrun compaction:
 //! the write path slows down or stops (and says so in the statistics) instead of letting
-//! L0 grow without bound, and no write is lost.
+//! L0 grow without bound, and no write is lost; the write statistics and slow-group
+//! traces account for the waits.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +48,14 @@ fn back_pressure_engages_and_data_stays_correct() {
         "back-pressure never engaged: {s:?}"
     );
     assert!(s.stalls.total_micros() > 0);
+    // Every write's latency is counted once, and a slow group's phases (each timed from
+    // the clock reads the group shares) add up to no more than its total.
+    assert_eq!(s.write_latency.count, u64::from(threads * per_thread));
+    for t in &s.slow_writes.slowest {
+        assert!(t.total >= 1000, "{t:?}");
+        let phases = t.before_wal() + t.wal + t.insert;
+        assert!(phases <= t.total + 2, "phases {phases} > total: {t:?}");
+    }
     assert!(
         s.levels[0].files <= 4 + 1,
         "L0 stays bounded by the stop trigger (plus one racing flush)"

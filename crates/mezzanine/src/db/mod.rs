@@ -923,9 +923,15 @@ impl Db {
         let r = self
             .inner
             .enter()
-            .and_then(|_pass| self.inner.write(opts.sync, batch));
-        self.inner.stats.write_latency.record(elapsed_nanos(start));
-        r
+            .and_then(|_pass| self.inner.write(opts.sync, batch, start));
+        // A batch applied alone reports when (its group's trace read the clock there).
+        let end = match r {
+            Ok(Some(end)) => end,
+            _ => Instant::now(),
+        };
+        let nanos = end.saturating_duration_since(start).as_nanos();
+        (self.inner.stats.write_latency).record(u64::try_from(nanos).unwrap_or(u64::MAX));
+        r.map(|_| ())
     }
 
     /// The value of `key` in the latest state.
