@@ -3,9 +3,10 @@
 # LevelDB-NVM: fillrandom of 4 M records of 100 bytes, then 800 K random reads (4 MiB
 # memtables and tables, no filter, every file on a memory file system).
 # usage: reads.sh LABEL MEZZ_BINARY [ENGINE]   (ENGINE: mezzanine:tlsm, default, or leveldb)
+# Results in LABEL.txt and LABEL.jsonl in OUT_DIR (default: this script's directory).
 set -eu
 label=$1; bin=$2; eng=${3:-mezzanine:tlsm}
-fs=${NVM_FS:-/dev/shm}; out=$(cd "$(dirname "$0")" && pwd)
+fs=${NVM_FS:-/dev/shm}; out=${OUT_DIR:-$(cd "$(dirname "$0")" && pwd)}
 rm -rf "$fs/ab-nvm" "$fs/ab-db"
 nvm=()
 [ "$eng" = mezzanine:tlsm ] && nvm=(--opt nvm_tiering=none --opt nvm_capacity=4G
