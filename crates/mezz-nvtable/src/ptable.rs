@@ -1423,15 +1423,22 @@ impl PTable {
     /// compares it); prefetched ahead, they overlap the work of the entries between (a
     /// merge steps the other levels' iterators in between). Reads node `n`'s link and the
     /// next nodes' fixed parts, which those steps read too, and issues prefetches only
-    /// (no cost hook: the accesses are charged when made).
-    fn prefetch_after(&self, n: usize, stepped: bool) {
+    /// (no cost hook: the accesses are charged when made). Returns the successor's block
+    /// and its parsed trailer when the value's prefetch parsed it, for the step to it (see
+    /// [`resolve`]: it is used only for a reference inside the table's extents).
+    fn prefetch_after(&self, n: usize, stepped: bool) -> LastBlock {
         let w = self.walker();
         let mut at = n;
+        let mut next_block = None;
         for ahead in 0..2 {
-            let Ok(Some(nx)) = w.next(at, 0) else { return };
-            let Ok(b) = w.node(nx) else { return };
+            let Ok(Some(nx)) = w.next(at, 0) else {
+                return next_block;
+            };
+            let Ok(b) = w.node(nx) else {
+                return next_block;
+            };
             if stepped && ahead == 0 {
-                self.prefetch_value(b);
+                next_block = self.prefetch_value(b);
             } else {
                 self.prefetch_targets(b);
             }
@@ -1443,6 +1450,7 @@ impl PTable {
         {
             prefetch(first);
         }
+        next_block
     }
 
     /// Prefetches the node area from node `from` up to the start of node `to` (at most
@@ -1489,28 +1497,28 @@ impl PTable {
     /// at starts (the value's first and last lines, or the record that places it), from the
     /// block's trailer, which an earlier step prefetched ([`PTable::prefetch_targets`]). The
     /// entry checksum every read verifies covers the value, so a scan (and a compaction's
-    /// merge) would otherwise wait for the value's line after the key's.
-    fn prefetch_value(&self, b: &[u8]) {
+    /// merge) would otherwise wait for the value's line after the key's. Returns the block
+    /// and its parsed trailer, which the step to that entry then does not parse again.
+    fn prefetch_value(&self, b: &[u8]) -> LastBlock {
         let KeyPlace {
             block, block_len, ..
         } = KeyPlace::of(b);
-        let (block, block_len) = (block as usize, block_len as usize);
-        if block
-            .checked_add(block_len)
+        let (at, len) = (block as usize, block_len as usize);
+        if at
+            .checked_add(len)
             .is_none_or(|end| end > self.region.len())
         {
-            return;
+            return None;
         }
-        let bytes = region_bytes(&self.region, block, block_len);
-        let Ok(ks) = KeySetRef::parse_trailer(bytes, block as u64) else {
-            return;
-        };
+        let bytes = region_bytes(&self.region, at, len);
+        let ks = KeySetRef::parse_trailer(bytes, block).ok()?;
         let slot = get_u32(b, 12).unwrap_or(0) as usize;
-        for at in ks.value_touch(slot).into_iter().flatten() {
-            if let Some(x) = bytes.get(at) {
+        for off in ks.value_touch(slot).into_iter().flatten() {
+            if let Some(x) = bytes.get(off) {
                 prefetch(x);
             }
         }
+        Some((block, block_len, ks.trailer()))
     }
 
     /// Cost hook: a search read the first bytes of node `n` (one access).
@@ -1839,6 +1847,9 @@ pub struct PTableIter {
     status: Option<Error>,
     /// The block of the last entry positioned on (see [`resolve`]).
     last_block: LastBlock,
+    /// The block of the entry after it, parsed by the prefetch of its value
+    /// ([`PTable::prefetch_after`]): the next step by `next` resolves with it.
+    next_block: LastBlock,
 }
 
 impl PTableIter {
@@ -1851,6 +1862,7 @@ impl PTableIter {
             cur: None,
             status: None,
             last_block: None,
+            next_block: None,
         }
     }
 
@@ -1859,6 +1871,10 @@ impl PTableIter {
     fn set(&mut self, n: Result<Option<usize>>, stepped: bool) {
         self.cur = None;
         self.node = None;
+        let parsed = self.next_block.take();
+        if stepped && parsed.is_some() {
+            self.last_block = parsed;
+        }
         match n {
             Ok(Some(n)) => match self.table.entry_at(n, false, &mut self.last_block) {
                 Ok((k, v, r)) => {
@@ -1867,7 +1883,7 @@ impl PTableIter {
                     let vo = v.as_ptr() as usize - rb;
                     self.cur = Some((ko, k.len(), vo, v.len(), r));
                     self.node = Some(n);
-                    self.table.prefetch_after(n, stepped);
+                    self.next_block = self.table.prefetch_after(n, stepped);
                 }
                 Err(e) => self.status = Some(e),
             },
