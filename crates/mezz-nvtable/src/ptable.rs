@@ -1467,25 +1467,30 @@ impl PTable {
         }
     }
 
+    /// Where the block a node (its fixed part `b`) points at lies, and its bytes, if the
+    /// block lies inside the region and can hold a trailer (unchecked otherwise: for
+    /// prefetching, a damaged node is reported by the read).
+    fn block_of_node(&self, b: &[u8]) -> Option<(KeyPlace, &[u8])> {
+        let place = KeyPlace::of(b);
+        let (at, len) = (place.block as usize, place.block_len as usize);
+        if len < KEYSET_TRAILER_LEN
+            || at
+                .checked_add(len)
+                .is_none_or(|end| end > self.region.len())
+        {
+            return None;
+        }
+        Some((place, region_bytes(&self.region, at, len)))
+    }
+
     /// Prefetches the key and the block trailer a node (its fixed part `b`) points at,
     /// if they lie inside the region (a damaged node is reported by the read, not here).
     fn prefetch_targets(&self, b: &[u8]) {
-        let KeyPlace {
-            block,
-            block_len,
-            key_off,
-            ..
-        } = KeyPlace::of(b);
-        let (block, block_len) = (block as usize, block_len as usize);
-        if block_len < KEYSET_TRAILER_LEN
-            || block
-                .checked_add(block_len)
-                .is_none_or(|end| end > self.region.len())
-        {
+        let Some((place, bytes)) = self.block_of_node(b) else {
             return;
-        }
-        let bytes = region_bytes(&self.region, block, block_len);
-        if let Some(k) = bytes.get(key_off as usize) {
+        };
+        let block_len = bytes.len();
+        if let Some(k) = bytes.get(place.key_off as usize) {
             prefetch(k);
         }
         if let Some(t) = bytes.get(block_len - KEYSET_TRAILER_LEN) {
@@ -1500,17 +1505,12 @@ impl PTable {
     /// merge) would otherwise wait for the value's line after the key's. Returns the block
     /// and its parsed trailer, which the step to that entry then does not parse again.
     fn prefetch_value(&self, b: &[u8]) -> LastBlock {
-        let KeyPlace {
-            block, block_len, ..
-        } = KeyPlace::of(b);
-        let (at, len) = (block as usize, block_len as usize);
-        if at
-            .checked_add(len)
-            .is_none_or(|end| end > self.region.len())
-        {
-            return None;
-        }
-        let bytes = region_bytes(&self.region, at, len);
+        let (
+            KeyPlace {
+                block, block_len, ..
+            },
+            bytes,
+        ) = self.block_of_node(b)?;
         let ks = KeySetRef::parse_trailer(bytes, block).ok()?;
         let slot = get_u32(b, 12).unwrap_or(0) as usize;
         for off in ks.value_touch(slot).into_iter().flatten() {

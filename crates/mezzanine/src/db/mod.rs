@@ -329,7 +329,12 @@ pub struct Db {
 const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 fn elapsed_nanos(t: Instant) -> u64 {
-    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    nanos_between(t, Instant::now())
+}
+
+/// Nanoseconds from `t` to `end` (0 if `end` is earlier).
+fn nanos_between(t: Instant, end: Instant) -> u64 {
+    u64::try_from(end.saturating_duration_since(t).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// When a point read began, and what its thread had waited on by then (see
@@ -929,8 +934,7 @@ impl Db {
             Ok(Some(end)) => end,
             _ => Instant::now(),
         };
-        let nanos = end.saturating_duration_since(start).as_nanos();
-        (self.inner.stats.write_latency).record(u64::try_from(nanos).unwrap_or(u64::MAX));
+        (self.inner.stats.write_latency).record(nanos_between(start, end));
         r.map(|_| ())
     }
 
