@@ -1030,15 +1030,21 @@ impl RowBuilder {
         Ok(hints)
     }
 
-    /// Lays the row out in DRAM, copies it into its pages, persists, fences, commits.
+    /// Lays the row's header and key array out in DRAM, copies them and the built blocks
+    /// into its pages, persists, fences, commits. The blocks are copied straight from the
+    /// builder: laying the whole row out in one DRAM buffer first cost a second copy of
+    /// every byte and a fresh, zeroed buffer of the row's size per flush.
     fn write(&self, t: &RowTable, hints: &[u32]) -> Result<()> {
         let h = &t.header;
-        let mut buf = vec![0u8; h.row_len as usize];
+        let (ka, data) = (h.key_array_off as usize, h.data_off as usize);
+        if (h.row_len as usize).checked_sub(data) != Some(self.blocks.len()) {
+            return Err(invalid("matrix row data does not match its layout"));
+        }
+        let mut head = vec![0u8; data];
         let hb = h.encode();
-        buf.get_mut(HEADER_AT..HEADER_AT + hb.len())
+        head.get_mut(HEADER_AT..HEADER_AT + hb.len())
             .ok_or_else(|| invalid("matrix row header beyond its buffer"))?
             .copy_from_slice(&hb);
-        let (ka, data) = (h.key_array_off as usize, h.data_off as usize);
         for (i, (e, &hint)) in self.entries.iter().zip(hints).enumerate() {
             let &(rel, len) = self
                 .block_table
@@ -1054,30 +1060,39 @@ impl RowBuilder {
                 hint,
             };
             let at = ka + i * KEY_ENTRY_LEN;
-            buf.get_mut(at..at + KEY_ENTRY_LEN)
+            head.get_mut(at..at + KEY_ENTRY_LEN)
                 .ok_or_else(|| invalid("matrix row key array beyond its buffer"))?
                 .copy_from_slice(&entry.encode(h.row_id, i as u32));
         }
-        buf.get_mut(data..)
-            .filter(|d| d.len() == self.blocks.len())
-            .ok_or_else(|| invalid("matrix row data beyond its buffer"))?
-            .copy_from_slice(&self.blocks);
 
-        // One pass over the buffer: one copy per run of physically contiguous pages.
+        // One pass over the row: one copy per run of physically contiguous pages and
+        // source (the head buffer, then the blocks from `data` on).
         let region = &t.region;
         let runs = t.page_runs();
         for &(phys, lo, hi) in &runs {
-            let src = buf
-                .get(lo..hi)
-                .ok_or_else(|| invalid("matrix row run beyond its buffer"))?;
             // `check_space` verified that the page space lies inside the region, and every
             // page of the row is a page of the space, so `[phys, phys + len)` is inside the
             // region. The pages were just allocated to this row: nobody else reads or writes
             // them until the row is published (the commit word) and handed out. The claim
             // lasts for the copy.
-            region.claim(phys, src.len())?.write(0, src);
+            let mut claim = region.claim(phys, hi - lo)?;
+            if lo < data {
+                let src = head
+                    .get(lo..hi.min(data))
+                    .ok_or_else(|| invalid("matrix row run beyond its head"))?;
+                claim.write(0, src);
+            }
+            if hi > data {
+                let from = lo.max(data);
+                let src = self
+                    .blocks
+                    .get(from - data..hi - data)
+                    .ok_or_else(|| invalid("matrix row run beyond its blocks"))?;
+                claim.write(from - lo, src);
+            }
+            drop(claim);
             // One write access per run of contiguous pages.
-            region.on_write(src.len());
+            region.on_write(hi - lo);
         }
         for &(phys, lo, hi) in &runs {
             region
@@ -2854,6 +2869,16 @@ mod tests {
         assert_eq!(&pages[..4], &[1, 3, 4, 6]);
         assert!(pages.len() > 5);
         assert!(row.page_runs().len() >= 3);
+        // The header and key array are copied from one buffer and the blocks from
+        // another: some run of contiguous pages holds the end of one and the start of the
+        // other.
+        let data = row.header().data_off as usize;
+        assert!(
+            row.page_runs()
+                .iter()
+                .any(|&(_, lo, hi)| lo < data && data < hi),
+            "no run holds both the key array and the blocks"
+        );
         let straddles = (0..row.num_entries()).any(|i| {
             let e = row.entry(i).unwrap();
             let end = e.block_off as usize + e.block_len as usize + BLOCK_TRAILER_LEN;
