@@ -50,38 +50,39 @@ def ratio(a, b):
 
 def main(d):
     out = []
-    tl = [(n, rows(d, f"tlsm-{n}"), rows(d, f"leveldb-nvm-{n}"))
-          for n in (4000000, 16000000, 32000000, 64000000)]
-    tl = [t for t in tl if t[1] or t[2]]
-    if tl:
-        out += ["## TLSM (dram profile) against LevelDB-NVM by data size", "",
-                "| records | data GB | tlsm write µs | LevelDB-NVM write µs | write ratio (≤ 0.75) | "
-                "tlsm read µs | LevelDB-NVM read µs | read ratio (≤ 0.6) | tlsm table GB | "
-                "LevelDB-NVM table GB | bytes ratio (≤ 0.3) | stalled s (slow s), tlsm / LevelDB-NVM |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for n, t, l in tl:
-            tf, lf, tr, lr = t.get("fillrandom"), l.get("fillrandom"), t.get("readrandom"), l.get("readrandom")
-            tb, lb = table_bytes(tf), table_bytes(lf)
-            out.append(
-                f"| {n / 1e6:.0f} M | {n * 116 / 1e9:.2f} | {f(lat(tf, 'write'))} | {f(lat(lf, 'write'))} | "
-                f"{f(ratio(lat(tf, 'write'), lat(lf, 'write')))} | {f(lat(tr, 'read'))} | {f(lat(lr, 'read'))} | "
-                f"{f(ratio(lat(tr, 'read'), lat(lr, 'read')))} | {f(tb and tb / 1e9)} | {f(lb and lb / 1e9)} | "
-                f"{f(ratio(tb, lb))} | {stall(tf)} / {stall(lf)} |")
+    def tlsm_table(title, head, points, cells):
+        """A TLSM table: one row per (key, tlsm rows, LevelDB-NVM rows) point that ran."""
+        points = [p for p in points if p[1] or p[2]]
+        if not points:
+            return
+        out.extend([title, "", head, "|" + "---|" * (head.count("|") - 1)])
+        for k, t, l in points:
+            tf, lf = t.get("fillrandom"), l.get("fillrandom")
+            tr, lr = t.get("readrandom"), l.get("readrandom")
+            w = (lat(tf, "write"), lat(lf, "write"))
+            r = (lat(tr, "read"), lat(lr, "read"))
+            b = (table_bytes(tf), table_bytes(lf))
+            out.append("| " + " | ".join(cells(k, w, r, b, tf, lf)) + " |")
         out.append("")
-    tv = [(v, rows(d, f"tlsm-v{v}"), rows(d, f"leveldb-nvm-v{v}")) for v in (100, 400, 1600)]
-    tv = [t for t in tv if t[1] or t[2]]
-    if tv:
-        out += ["## TLSM (dram profile) against LevelDB-NVM by value size (464 MB of records)", "",
-                "| value B | records | write ratio | read ratio | tlsm table GB | LevelDB-NVM table GB | bytes ratio |",
-                "|---|---|---|---|---|---|---|"]
-        for v, t, l in tv:
-            tf, lf, tr, lr = t.get("fillrandom"), l.get("fillrandom"), t.get("readrandom"), l.get("readrandom")
-            tb, lb = table_bytes(tf), table_bytes(lf)
-            out.append(
-                f"| {v} | {464000000 // (16 + v):,} | {f(ratio(lat(tf, 'write'), lat(lf, 'write')))} | "
-                f"{f(ratio(lat(tr, 'read'), lat(lr, 'read')))} | {f(tb and tb / 1e9)} | {f(lb and lb / 1e9)} | "
-                f"{f(ratio(tb, lb))} |")
-        out.append("")
+
+    def gb(x):
+        return f(x and x / 1e9)
+
+    tlsm_table(
+        "## TLSM (dram profile) against LevelDB-NVM by data size",
+        "| records | data GB | tlsm write µs | LevelDB-NVM write µs | write ratio (≤ 0.75) | "
+        "tlsm read µs | LevelDB-NVM read µs | read ratio (≤ 0.6) | tlsm table GB | "
+        "LevelDB-NVM table GB | bytes ratio (≤ 0.3) | stalled s (slow s), tlsm / LevelDB-NVM |",
+        [(n, rows(d, f"tlsm-{n}"), rows(d, f"leveldb-nvm-{n}")) for n in (4000000, 16000000, 32000000, 64000000)],
+        lambda n, w, r, b, tf, lf: [f"{n / 1e6:.0f} M", f"{n * 116 / 1e9:.2f}", f(w[0]), f(w[1]), f(ratio(*w)),
+                                    f(r[0]), f(r[1]), f(ratio(*r)), gb(b[0]), gb(b[1]), f(ratio(*b)),
+                                    f"{stall(tf)} / {stall(lf)}"])
+    tlsm_table(
+        "## TLSM (dram profile) against LevelDB-NVM by value size (464 MB of records)",
+        "| value B | records | write ratio | read ratio | tlsm table GB | LevelDB-NVM table GB | bytes ratio |",
+        [(v, rows(d, f"tlsm-v{v}"), rows(d, f"leveldb-nvm-v{v}")) for v in (100, 400, 1600)],
+        lambda v, w, r, b, tf, lf: [str(v), f"{464000000 // (16 + v):,}", f(ratio(*w)), f(ratio(*r)),
+                                    gb(b[0]), gb(b[1]), f(ratio(*b))])
 
     def fill_rows(title, pairs, head):
         got = [(k, rows(d, a).get("fillrandom"), rows(d, b).get("fillrandom") if b else None)
@@ -89,7 +90,7 @@ def main(d):
         got = [g for g in got if g[1] or g[2]]
         if not got:
             return
-        out.extend([title, "", head, "|---|---|---|---|---|---|---|---|"])
+        out.extend([title, "", head, "|" + "---|" * (head.count("|") - 1)])
         for k, m, r in got:
             out.append(
                 f"| {k} | {f((m or {}).get('ops_per_sec'), '{:,.0f}')} | {f((r or {}).get('ops_per_sec'), '{:,.0f}')} | "
