@@ -17,8 +17,8 @@
 //!   word is set. [`PTableBuilder::resume`] reopens an incomplete table after a crash.
 //! - [`PTable`]: a validated reader of a complete table (search, iteration, verify), and
 //!   [`PTableIter`], its [`InternalIterator`]. A reader keeps a DRAM copy of every 16th key
-//!   (its fences, built once the table has been searched a 128th of its entry count
-//!   times), so that a search walks only the two lowest levels in NVM.
+//!   (its fences, built by its first search), so that a search walks only the two lowest
+//!   levels in NVM.
 //!
 //! Format: `docs/formats/nvm-table.md`. Node heights are a function of the node's position
 //! (a perfect skip list with branching 4), so the size of a table of `n` entries is known
@@ -47,7 +47,7 @@
 //! methods take `&self`; iterators are single-owner.
 
 use std::cmp::Ordering;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
 use mezz_format::block::{IndexKind, KEYSET_TRAILER_LEN, KeySetRef, KeySetTrailer, KeySetWriter};
@@ -1169,11 +1169,8 @@ pub struct PTable {
     /// The user-key prefix all keys share (`header.prefix_len` bytes of the first key).
     prefix: Vec<u8>,
     order: KeyOrder,
-    /// DRAM copy of the level-[`FENCE_LEVEL`] list, built by a search once the table has
-    /// been searched [`PTable::fence_after`] times (see [`PTable::search_start`]).
+    /// DRAM copy of the level-[`FENCE_LEVEL`] list, built by the first search.
     fences: OnceLock<Fences>,
-    /// Searches made before the fences were built.
-    searches: AtomicU32,
     /// The entries whose checksum a read has checked: bit `(n - head) / 8` for node `n`
     /// (nodes are 8-aligned and longer than 8 bytes, so no two share a bit). Allocated by
     /// the first checked read (1/64 of the node area).
@@ -1300,7 +1297,6 @@ impl PTable {
             prefix: Vec::new(),
             order: order.clone(),
             fences: OnceLock::new(),
-            searches: AtomicU32::new(0),
             checked: OnceLock::new(),
             layout,
         };
@@ -1564,14 +1560,7 @@ impl PTable {
         })
     }
 
-    /// Searches of the table, without fences, after which a search builds them: about the
-    /// number whose extra node visits (the levels above [`FENCE_LEVEL`], a few per search)
-    /// add up to the fence build's key reads (one per 16 entries).
-    fn fence_after(&self) -> u32 {
-        u32::try_from(self.entries >> 7).unwrap_or(u32::MAX)
-    }
-
-    /// Bytes of DRAM the table's search fences hold (0 before they are built).
+    /// Bytes of DRAM the table's search fences hold (0 before the first search).
     #[must_use]
     pub fn fence_bytes(&self) -> usize {
         self.fences.get().map_or(0, Fences::bytes)
@@ -1582,25 +1571,8 @@ impl PTable {
     /// fence's successor at [`FENCE_LEVEL`] is already past `ikey`). `tfp`: `ikey`'s
     /// fingerprint ([`PTable::target_fp`]); with one, the fences' fingerprints decide
     /// every comparison they can (as a node's do in [`PTable::cmp_node`]).
-    ///
-    /// Building the fences reads one key of every 16 entries from its block, a cache miss
-    /// each (about a millisecond for a table of 100 K entries); a search without them walks
-    /// the levels above [`FENCE_LEVEL`] in NVM too, a few node visits more. So a table
-    /// builds them only once its searches without them have cost about what building them
-    /// costs ([`PTable::fence_after`], the rent-or-buy rule): a table searched rarely, as
-    /// one reopened after the table cache evicted it is, never pays for fences it would
-    /// use a few times (with the cache holding a fifth of the tables, reads of a database
-    /// of 4 M entries took 175 µs against 2.1 µs when every reopened table built them).
     fn search_start(&self, ikey: &[u8], inclusive: bool, tfp: Option<u64>) -> (usize, usize) {
-        let f = match self.fences.get() {
-            Some(f) => f,
-            // Relaxed: a count; two searches that both see the threshold build once
-            // (`OnceLock`), and one that misses a racing increment builds one search later.
-            None if self.searches.fetch_add(1, AtomicOrdering::Relaxed) >= self.fence_after() => {
-                self.fences()
-            }
-            None => return (self.head, MAX_HEIGHT),
-        };
+        let f = self.fences();
         if f.list.is_empty() {
             return (self.head, MAX_HEIGHT);
         }

@@ -519,9 +519,8 @@ fn known_key_offsets_build_the_same_index_as_reading_them() {
     assert!(err.to_string().contains("outside its block"), "{err}");
 }
 
-/// A search starts from the table's DRAM copy of every 16th key (its fences, built once
-/// the table has been searched a 128th of its entry count times), then walks the two
-/// lowest levels in NVM. Every forward and backward seek, on keys present and
+/// A search starts from the table's DRAM copy of every 16th key (its fences), then walks
+/// the two lowest levels in NVM. Every forward and backward seek, on keys present and
 /// absent, before, between and after the fences, agrees with a sorted model, for tables
 /// with no fence, one, and many; with keys whose fingerprints order them (the fences'
 /// fingerprints decide) and with keys whose fingerprints all tie (whole keys decide).
@@ -539,7 +538,7 @@ fn seeks_from_the_dram_fences_agree_with_a_sorted_model() {
         let keys: Vec<u32> = (0..n).map(|i| i * 2 + 1).collect();
         let (te, be) = build_ref_table(&pool, &keys, 5, id);
         let t = open_table(&pool, te, be);
-        assert_eq!(t.fence_bytes(), 0, "an open table has no fences yet");
+        assert_eq!(t.fence_bytes(), 0, "fences are built by the first search");
         let mut it = PTableIter::new(Arc::clone(&t));
         for probe in 0..=(2 * n + 1) {
             // Above the stored sequence number: sorts before the stored entry of `probe`.
@@ -595,38 +594,5 @@ fn seeks_from_the_dram_fences_agree_with_a_sorted_model() {
         } else {
             assert_eq!(t.fence_bytes(), 0, "n {n}");
         }
-    }
-}
-
-/// A table searched fewer times than a 128th of its entries builds no fences: those
-/// searches walk every level from the head, and agree with a sorted model as the fenced
-/// ones after them do. A table reopened after the table cache dropped it is searched
-/// that rarely, and building its fences cost ~100x a search.
-#[test]
-fn rarely_searched_tables_build_no_fences() {
-    let sim = SimNvm::new();
-    let pool = pool(&sim);
-    let n = 4096u32;
-    let keys: Vec<u32> = (0..n).map(|i| i * 2 + 1).collect();
-    let (te, be) = build_ref_table(&pool, &keys, 5, 1);
-    let t = open_table(&pool, te, be);
-    let threshold = n as usize / 128;
-    let mut probes = (0..=(2 * n + 1)).step_by(61);
-    for _ in 0..threshold {
-        let probe = probes.next().unwrap();
-        let got = t.seek(&ikey(probe, 100)).unwrap().map(|e| e.0.to_vec());
-        let want = keys.iter().find(|&&k| k >= probe).map(|&k| ikey(k, 5));
-        assert_eq!(got, want, "unfenced seek {probe}");
-        assert_eq!(
-            t.fence_bytes(),
-            0,
-            "fences after fewer than {threshold} searches"
-        );
-    }
-    for probe in probes {
-        let got = t.seek(&ikey(probe, 100)).unwrap().map(|e| e.0.to_vec());
-        let want = keys.iter().find(|&&k| k >= probe).map(|&k| ikey(k, 5));
-        assert_eq!(got, want, "fenced seek {probe}");
-        assert!(t.fence_bytes() > 0, "no fences after {threshold} searches");
     }
 }
