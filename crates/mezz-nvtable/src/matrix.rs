@@ -1066,9 +1066,10 @@ impl RowBuilder {
         }
 
         // One pass over the row: one copy per run of physically contiguous pages and
-        // source (the head buffer, then the blocks from `data` on).
+        // source (the head buffer over `[0, data)`, the blocks over `[data, row_len)`).
         let region = &t.region;
         let runs = t.page_runs();
+        let sources = [(0, head.as_slice()), (data, self.blocks.as_slice())];
         for &(phys, lo, hi) in &runs {
             // `check_space` verified that the page space lies inside the region, and every
             // page of the row is a page of the space, so `[phys, phys + len)` is inside the
@@ -1076,19 +1077,11 @@ impl RowBuilder {
             // them until the row is published (the commit word) and handed out. The claim
             // lasts for the copy.
             let mut claim = region.claim(phys, hi - lo)?;
-            if lo < data {
-                let src = head
-                    .get(lo..hi.min(data))
-                    .ok_or_else(|| invalid("matrix row run beyond its head"))?;
-                claim.write(0, src);
-            }
-            if hi > data {
-                let from = lo.max(data);
-                let src = self
-                    .blocks
-                    .get(from - data..hi - data)
-                    .ok_or_else(|| invalid("matrix row run beyond its blocks"))?;
-                claim.write(from - lo, src);
+            for &(start, src) in &sources {
+                let (from, to) = (lo.max(start), hi.min(start + src.len()));
+                if from < to {
+                    claim.write(from - lo, &src[from - start..to - start]);
+                }
             }
             drop(claim);
             // One write access per run of contiguous pages.
