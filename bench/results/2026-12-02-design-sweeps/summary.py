@@ -87,7 +87,7 @@ def main(d):
     def fill_rows(title, pairs, head):
         got = [(k, rows(d, a).get("fillrandom"), rows(d, b).get("fillrandom") if b else None)
                for k, a, b in pairs]
-        got = [g for g in got if g[1] or g[2]]
+        got = [g for g in got if g[1]]
         if not got:
             return
         out.extend([title, "", head, "|" + "---|" * (head.count("|") - 1)])
