@@ -606,7 +606,8 @@ pub struct LifecycleFailure {
     pub set: String,
     /// `short` or `long`.
     pub size: &'static str,
-    /// The first failed check (empty when only violations were found).
+    /// The first failed check (empty when only violations were found), and where the
+    /// history of the run (the controller's phases, every handle's `LOG`) was saved.
     pub detail: String,
     /// Contract violations found (the run went on after each).
     pub violations: Vec<String>,
@@ -810,6 +811,8 @@ struct Shared {
     phase: Mutex<String>,
     /// Bumped by every op and every controller phase (the watchdog's progress).
     progress: AtomicU64,
+    /// The engine's info log; the controller's phases are written into it too.
+    run_log: Arc<RunLog>,
 }
 
 impl Shared {
@@ -836,6 +839,7 @@ impl Shared {
     }
 
     fn set_phase(&self, what: String) {
+        self.run_log.push(format!("controller: {what}"));
         *lock(&self.phase) = what;
         self.progress.fetch_add(1, Ordering::Relaxed);
     }
@@ -2045,6 +2049,49 @@ fn schedule(cfg: &LifecycleConfig, rng: &mut Xoshiro256PlusPlus) -> Vec<Event> {
         .collect()
 }
 
+/// The history of a run, saved to a file when it fails: the controller's phases,
+/// timestamped as the engine's `LOG` lines are, and each handle's `LOG`, taken from the
+/// run's file system once the handle is closed (a crashed handle's from the file system it
+/// wrote, which the crash froze). The engine writes its `LOG` as usual, so a run's timing is
+/// the one a user's database has.
+#[derive(Debug, Default)]
+struct RunLog {
+    lines: Mutex<Vec<String>>,
+}
+
+impl RunLog {
+    fn push(&self, line: String) {
+        let t = mezzanine::info_log::timestamp(std::time::SystemTime::now());
+        lock(&self.lines).push(format!("{t} {line}"));
+    }
+
+    /// Appends the `LOG` of the database in `fs` (`what`: whose it is).
+    fn take_log(&self, fs: &MemFs, what: &str) {
+        let bytes = fs
+            .read_all(&Path::new(DB_DIR).join("LOG"))
+            .unwrap_or_default();
+        let mut l = lock(&self.lines);
+        l.push(format!("== LOG of {what}"));
+        l.extend(String::from_utf8_lossy(&bytes).lines().map(str::to_string));
+        l.push(format!("== end of the LOG of {what}"));
+    }
+
+    /// Writes the history, with the `LOG` of the database in `fs` last, to a file in the
+    /// temporary directory named after the run; returns its path.
+    fn save(&self, fs: &MemFs, seed: u64, set: &str) -> Option<Box<Path>> {
+        self.take_log(fs, "the last handle (or failed open)");
+        let name = format!("mezz-lifecycle-{seed}-{}.log", set.replace('/', "_"));
+        let path = std::env::temp_dir().join(name);
+        let mut text = String::new();
+        for l in lock(&self.lines).iter() {
+            text.push_str(l);
+            text.push('\n');
+        }
+        std::fs::write(&path, text).ok()?;
+        Some(path.into_boxed_path())
+    }
+}
+
 /// The file system and options the controller opens the database with.
 struct DbEnv {
     mem: MemFs,
@@ -2276,6 +2323,9 @@ impl Controller<'_> {
         self.shared
             .set_phase(format!("closing handle {} (twice: {twice})", h.epoch));
         self.close(&h, twice)?;
+        self.shared
+            .run_log
+            .take_log(&self.env.mem, &format!("handle {}", h.epoch));
         if let Some((mut c, it)) = probes {
             // The next positioning call of each must answer `Closed`.
             if c.valid() {
@@ -2397,6 +2447,9 @@ impl Controller<'_> {
             .set_phase(format!("closing crashed handle {}", h.epoch));
         let _ = h.db.close();
         h.closed.store(true, Ordering::SeqCst);
+        self.shared
+            .run_log
+            .take_log(&self.env.mem, &format!("handle {} (crashed)", h.epoch));
         self.env = DbEnv {
             epoch: self.env.epoch,
             ..DbEnv::new(clone, {
@@ -2556,13 +2609,29 @@ pub fn run_one(
     if opts.nvm_sim.is_some() {
         opts.nvm_sim = Some(SimNvm::new());
     }
-    let fail = |detail: String, violations: Vec<String>, schedule: Vec<String>| LifecycleFailure {
-        seed: cfg.seed,
-        set: set.name.clone(),
-        size: cfg.size,
-        detail,
-        violations,
-        schedule,
+    let run_log = Arc::new(RunLog::default());
+    let fail = |detail: String,
+                violations: Vec<String>,
+                schedule: Vec<String>,
+                fs: &MemFs|
+     -> LifecycleFailure {
+        let saved = run_log.save(fs, cfg.seed, &set.name).map_or_else(
+            || "(the history of the run could not be saved)".to_string(),
+            |p| {
+                format!(
+                    "the history of the run (phases, every handle's LOG): {}",
+                    p.display()
+                )
+            },
+        );
+        LifecycleFailure {
+            seed: cfg.seed,
+            set: set.name.clone(),
+            size: cfg.size,
+            detail: format!("{detail}\n{saved}"),
+            violations,
+            schedule,
+        }
     };
     let cfg = &LifecycleConfig {
         mirror_family: cfg.mirror_family && !opts.nvm_memtable.in_place(),
@@ -2572,7 +2641,7 @@ pub fn run_one(
     env.mirror = cfg.mirror_family;
     let first = env
         .open()
-        .map_err(|e| fail(format!("open: {e}"), Vec::new(), Vec::new()))?;
+        .map_err(|e| fail(format!("open: {e}"), Vec::new(), Vec::new(), &env.mem))?;
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         manual: opts.manual_background,
@@ -2592,6 +2661,7 @@ pub fn run_one(
         doing: (0..cfg.workers).map(|_| Mutex::new("starting")).collect(),
         phase: Mutex::new("starting".into()),
         progress: AtomicU64::new(0),
+        run_log: Arc::clone(&run_log),
     });
     let worker_seeds: Vec<u64> = (0..cfg.workers).map(|_| rng.random()).collect();
     let threads: Vec<_> = worker_seeds
@@ -2645,7 +2715,12 @@ pub fn run_one(
     let failure = lock(&shared.failure).clone();
     let log = lock(&shared.log).clone();
     if failure.is_some() || !violations.is_empty() {
-        return Err(fail(failure.unwrap_or_default(), violations, log));
+        return Err(fail(
+            failure.unwrap_or_default(),
+            violations,
+            log,
+            &ctl.env.mem,
+        ));
     }
     let c = &shared.counters;
     Ok(LifecycleReport {

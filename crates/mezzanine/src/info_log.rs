@@ -171,7 +171,10 @@ fn thread_label() -> String {
 }
 
 /// `YYYY/MM/DD-HH:MM:SS.uuuuuu` in UTC (LevelDB's layout).
-fn timestamp(t: SystemTime) -> String {
+/// `t` as the info log writes it: `YYYY/MM/DD-HH:MM:SS.uuuuuu`, UTC (so that other logs
+/// can be read side by side with a `LOG`).
+#[must_use]
+pub fn timestamp(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (y, m, day) = civil_from_days((secs / 86_400) as i64);

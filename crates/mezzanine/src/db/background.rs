@@ -404,10 +404,20 @@ impl DbInner {
                     .records_nvm_refs()
                     .then_some(self as &dyn NvmRecorder),
             };
-            let result = run_compaction(&ctx, &version, plan)?;
+            let inputs: Vec<u64> = plan.all_inputs().map(|t| t.id).collect();
+            let result = run_compaction(&ctx, &version, plan).inspect_err(|e| {
+                self.info_log
+                    .log(format_args!("compaction of {inputs:?} failed: {e}"));
+            })?;
             // On failure the outputs stay: the edit may have reached the manifest even
             // though its sync failed, so only recovery (which knows) may delete them.
-            self.log_and_apply(result.edit.clone(), None, &[])?;
+            self.log_and_apply(result.edit.clone(), None, &[])
+                .inspect_err(|e| {
+                    self.info_log.log(format_args!(
+                        "compaction of {inputs:?} not installed ({e}); its outputs are left \
+                         for recovery"
+                    ));
+                })?;
             StatsCollector::add(&s.compaction_bytes_read, result.bytes_read);
             StatsCollector::add(&s.compaction_bytes_written, result.bytes_written);
             for w in &result.outputs {
@@ -427,15 +437,21 @@ impl DbInner {
                 StatsCollector::add(&s.nvm_input_bytes_to_ssd, left);
             }
             s.record_level_io(plan.output_level, result.bytes_read, result.bytes_written);
+            let ids = |ts: &mut dyn Iterator<Item = u64>| {
+                ts.map(|id| format!("#{id}")).collect::<Vec<_>>().join(" ")
+            };
             self.info_log.log(format_args!(
-                "compaction ({:?}) L{} -> L{}: {} + {} tables in, {} out; read {} bytes, wrote \
-                 {} bytes in {} ms",
+                "compaction ({:?}) L{} -> L{}: {} + {} tables in ({} + {}), {} out ({}); read \
+                 {} bytes, wrote {} bytes in {} ms",
                 plan.reason,
                 plan.level,
                 plan.output_level,
                 plan.inputs.len(),
                 plan.next_inputs.len(),
+                ids(&mut plan.inputs.iter().map(|t| t.id)),
+                ids(&mut plan.next_inputs.iter().map(|t| t.id)),
                 result.outputs.len(),
+                ids(&mut result.outputs.iter().map(|w| w.meta.id)),
                 result.bytes_read,
                 result.bytes_written,
                 start.elapsed().as_millis()
@@ -846,13 +862,32 @@ fn dead_nvm_objects(base: &crate::version::Version, edit: &mut VersionEdit) -> V
     dead
 }
 
+/// NVM objects as `#id [offset+len]`, for the info log.
+fn show_objects(objects: &[NvmObject]) -> String {
+    let v: Vec<String> = objects
+        .iter()
+        .map(|o| format!("#{} [{}+{}]", o.id, o.offset, o.len))
+        .collect();
+    v.join(", ")
+}
+
 impl NvmRecorder for DbInner {
     fn record(&self, objects: &[NvmObject]) -> Result<()> {
         let edit = VersionEdit {
             new_nvm_objects: objects.to_vec(),
             ..VersionEdit::default()
         };
-        self.log_and_apply(edit, None, &[])
+        let r = self.log_and_apply(edit, None, &[]);
+        self.info_log.log(format_args!(
+            "NVM objects {} recorded for a compaction's output{}",
+            show_objects(objects),
+            if r.is_ok() {
+                ""
+            } else {
+                " (manifest write failed)"
+            }
+        ));
+        r
     }
 
     fn forget(&self, objects: &[NvmObject]) {
@@ -860,7 +895,17 @@ impl NvmRecorder for DbInner {
             deleted_nvm_objects: objects.iter().map(|o| o.id).collect(),
             ..VersionEdit::default()
         };
-        if self.log_and_apply(edit, None, &[]).is_ok() {
+        let r = self.log_and_apply(edit, None, &[]);
+        self.info_log.log(format_args!(
+            "NVM objects {} of a failed compaction {}",
+            show_objects(objects),
+            if r.is_ok() {
+                "released"
+            } else {
+                "left for recovery (manifest write failed)"
+            }
+        ));
+        if r.is_ok() {
             self.storage.free_nvm(objects);
         }
     }

@@ -41,6 +41,10 @@ impl Host for DbInner {
         &self.stats
     }
 
+    fn log(&self, msg: std::fmt::Arguments<'_>) {
+        self.info_log.log(msg);
+    }
+
     fn placement(&self) -> &dyn Placement {
         self.placement.as_ref()
     }

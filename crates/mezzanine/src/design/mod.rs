@@ -61,6 +61,8 @@ pub(crate) trait Host: Sync {
     fn storage(&self) -> &Arc<Storage>;
     /// The engine's counters.
     fn stats(&self) -> &StatsCollector;
+    /// Writes a line to the info log (`LOG`).
+    fn log(&self, msg: std::fmt::Arguments<'_>);
     /// Decides which SSD unit each new table goes to.
     fn placement(&self) -> &dyn Placement;
     /// A new file (and table, row, NVM object) number.

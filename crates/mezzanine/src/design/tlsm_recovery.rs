@@ -9,7 +9,10 @@
 //!   that compaction is still in the version, the compaction resumes: complete outputs are
 //!   kept, the last one is sealed after its last durable entry, and the merge continues
 //!   after the last key they hold; one edit then installs all outputs and retires the
-//!   inputs. Otherwise (inputs gone, a damaged header) the objects are dropped.
+//!   inputs. Otherwise (inputs gone, a damaged header) the objects are dropped. Only a
+//!   chain is kept: outputs in id order, each after the one before in key order, none
+//!   after an incomplete or dropped one; outputs that overlap were not written by one run,
+//!   so none of them is kept and the compaction runs again from its start.
 //! - an object whose header names another table was recorded and given an extent that
 //!   still held a freed table's header; its own header never became durable, so nothing
 //!   of it was written: it is dropped (resuming from the old header would take a freed
@@ -183,7 +186,13 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                 // A header naming another id is an older object's, left in an extent
                 // that was freed and given to this one, whose own header never became
                 // durable: nothing of this object was written.
-                Ok(h) if h.id != o.id => drop_objs.push(*o),
+                Ok(h) if h.id != o.id => {
+                    host.log(format_args!(
+                        "recovery: NVM object #{} [{}+{}] holds the header of #{}: dropped",
+                        o.id, o.offset, o.len, h.id
+                    ));
+                    drop_objs.push(*o);
+                }
                 Ok(h)
                     if h.kind == 1
                         && !h.inputs.is_empty()
@@ -197,7 +206,21 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                         .1
                         .push(*o);
                 }
-                _ => drop_objs.push(*o),
+                Ok(h) => {
+                    host.log(format_args!(
+                        "recovery: NVM object #{} [{}+{}] (kind {}, inputs {:?}) is not an \
+                         output of a resumable compaction: dropped",
+                        o.id, o.offset, o.len, h.kind, h.inputs
+                    ));
+                    drop_objs.push(*o);
+                }
+                Err(e) => {
+                    host.log(format_args!(
+                        "recovery: NVM object #{} [{}+{}] has no valid header ({e}): dropped",
+                        o.id, o.offset, o.len
+                    ));
+                    drop_objs.push(*o);
+                }
             }
         }
         let mut used_buffers: Vec<u64> = Vec::new();
@@ -251,12 +274,29 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
             let mut kept = Vec::new();
             let mut kept_objs: Vec<NvmObject> = Vec::new();
             let mut group_buffers: Vec<u64> = Vec::new();
+            // One run writes its outputs one after another, in key order, each complete
+            // before the next is recorded: what was kept must be such a chain. Past a
+            // dropped or incomplete output nothing is kept (it would not continue the
+            // kept prefix); outputs that overlap were not written by one run, and none of
+            // them is kept (the compaction runs again from its start; its inputs are all
+            // in the version).
+            let mut cut = false;
             for o in &outs {
+                if cut {
+                    host.log(format_args!(
+                        "recovery: output #{} of the compaction of {inputs:?} follows a \
+                         dropped or incomplete one: dropped",
+                        o.id
+                    ));
+                    drop_objs.push(*o);
+                    continue;
+                }
                 let data: Vec<Extent> = sources
                     .iter()
                     .filter(|s| s.id != o.id)
                     .map(NvmObject::extent)
                     .collect();
+                let mut state = "complete";
                 if PTable::open(Arc::clone(tier.region()), o.extent(), &data, &order).is_err() {
                     // Incomplete: keep its durable prefix.
                     match PTableBuilder::resume(
@@ -268,15 +308,50 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                     ) {
                         Ok((b, _)) => {
                             b.finish()?;
+                            state = "sealed after its durable prefix";
+                            cut = true;
                         }
-                        Err(_) => {
+                        Err(e) => {
+                            host.log(format_args!(
+                                "recovery: output #{} of the compaction of {inputs:?} cannot \
+                                 be resumed ({e}): dropped",
+                                o.id
+                            ));
                             drop_objs.push(*o);
+                            cut = true;
                             continue;
                         }
                     }
                 }
                 match kept_meta(&tier, o, &sources, &buffer_ids, &order) {
+                    Ok(Some(w))
+                        if kept.last().is_some_and(|p: &WrittenTable| {
+                            order
+                                .compare_internal(&p.meta.largest, &w.meta.smallest)
+                                .is_ge()
+                        }) =>
+                    {
+                        host.log(format_args!(
+                            "recovery: output #{} of the compaction of {inputs:?} overlaps the \
+                             output before it: no output is kept, the compaction runs again",
+                            o.id
+                        ));
+                        drop_objs.push(*o);
+                        drop_objs.append(&mut kept_objs);
+                        kept.clear();
+                        group_buffers.clear();
+                        cut = true;
+                    }
                     Ok(Some(w)) => {
+                        host.log(format_args!(
+                            "recovery: output #{} [{}+{}] of the compaction of {inputs:?} \
+                             kept ({state}): [{}..{}]",
+                            o.id,
+                            o.offset,
+                            o.len,
+                            w.meta.smallest_user_key().escape_ascii(),
+                            w.meta.largest_user_key().escape_ascii()
+                        ));
                         for r in &w.meta.nvm_refs {
                             if buffers.iter().any(|b| b.id == r.object) {
                                 group_buffers.push(r.object);
@@ -285,7 +360,16 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                         kept.push(w);
                         kept_objs.push(*o);
                     }
-                    _ => drop_objs.push(*o),
+                    other => {
+                        host.log(format_args!(
+                            "recovery: output #{} of the compaction of {inputs:?} is empty or \
+                             unreadable ({:?}): dropped",
+                            o.id,
+                            other.err()
+                        ));
+                        drop_objs.push(*o);
+                        cut = true;
+                    }
                 }
             }
             // Outputs are cut between user keys in key order, so the kept ones are a
@@ -306,6 +390,7 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
             match resume_compaction(&ctx, &version, &plan, kept) {
                 Ok(result) => {
                     let shape = describe_resume(&plan, &result.edit, &kept_ids);
+                    host.log(format_args!("recovery: resumed a compaction: {shape}"));
                     host.install(result.edit, None, &mut |_| {}).map_err(|e| {
                         crate::error::Error::Background(format!(
                             "resuming an interrupted compaction: {e} ({shape})"
