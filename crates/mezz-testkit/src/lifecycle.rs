@@ -2870,6 +2870,42 @@ pub fn run_long(default_base: u64) -> Option<Result<LifecycleReport, LifecycleFa
 mod tests {
     use super::*;
 
+    /// A failed run's history holds the controller's phases and each handle's `LOG` lines,
+    /// in the order they were taken.
+    #[test]
+    fn run_log_keeps_phases_and_each_handles_log() {
+        let fs = MemFs::new();
+        let dir = Path::new(DB_DIR);
+        fs.create_dir_all(dir).unwrap();
+        let write_log = |text: &str| {
+            let mut f = fs.create(&dir.join("LOG")).unwrap();
+            f.append(text.as_bytes()).unwrap();
+            f.close().unwrap();
+        };
+        let log = RunLog::default();
+        log.push("closing handle 1".into());
+        write_log("first handle line\n");
+        log.take_log(&fs, "handle 1");
+        write_log("second handle line\n");
+        let path = log.save(&fs, 7, "tlsm/parallel-reads").unwrap();
+        assert!(
+            path.to_string_lossy()
+                .ends_with("mezz-lifecycle-7-tlsm_parallel-reads.log")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("{needle:?} missing from:\n{text}"))
+        };
+        assert!(at("closing handle 1") < at("== LOG of handle 1"));
+        assert!(at("== LOG of handle 1") < at("first handle line"));
+        assert!(at("first handle line") < at("second handle line"));
+        // Phases carry the LOG's timestamp format.
+        let phase = text.lines().next().unwrap();
+        assert_eq!(phase.as_bytes()[4], b'/', "{phase}");
+    }
+
     fn w(id: u64, writes: Vec<(u32, Option<u64>)>, outcome: Outcome) -> Write {
         Write {
             id,
