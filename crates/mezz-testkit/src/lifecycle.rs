@@ -2323,6 +2323,9 @@ impl Controller<'_> {
         self.shared
             .set_phase(format!("closing handle {} (twice: {twice})", h.epoch));
         self.close(&h, twice)?;
+        // Nothing of a closed handle may write to NVM any more (the next handle maps the
+        // same pool): its persist count must not move while the checks below run.
+        let persisted = self.env.opts.nvm_sim.as_ref().map(SimNvm::persist_points);
         self.shared
             .run_log
             .take_log(&self.env.mem, &format!("handle {}", h.epoch));
@@ -2356,6 +2359,15 @@ impl Controller<'_> {
                     }
                 ));
             }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+        let now = self.env.opts.nvm_sim.as_ref().map(SimNvm::persist_points);
+        if now != persisted {
+            self.shared.violation(format!(
+                "handle {}: NVM persists went on after close() returned ({persisted:?} -> \
+                 {now:?})",
+                h.epoch
+            ));
         }
         self.shared
             .set_phase(format!("reopening after closing handle {}", h.epoch));
