@@ -41,6 +41,8 @@
 //!   state for the keys it saw; values decode to their own key;
 //! - errors: on a file system that was not crashed only `Closed`, and only from a handle
 //!   whose close began; nothing panics;
+//! - a handle whose `close()` returned persists nothing more to the NVM pool (the next
+//!   handle maps the same one);
 //! - the close contract (collected as violations; the run goes on and fails at its end):
 //!   a call made after `close` returned gets `Closed`; a cursor or `Iter` made before it
 //!   answers `Closed` at its next positioning call, and an `Iter` never yields a pair that a
