@@ -1358,6 +1358,108 @@ mod tests {
         db.close().unwrap();
     }
 
+    /// Two recorded, complete outputs of one input set whose key ranges overlap were not
+    /// written by one run of that compaction (seen once in a lifecycle run). Recovery keeps
+    /// neither and runs the compaction again from its inputs: the open succeeds, the forged
+    /// outputs' old values do not come back, and every key keeps its value.
+    #[test]
+    fn overlapping_outputs_of_one_input_set_are_not_resumed() {
+        use crate::compaction::nvm_sink::NvmRecorder;
+        use crate::storage::nvm::NvmObjectKind;
+        use mezz_format::ValueKind;
+        use mezz_format::ikey::make_internal_key;
+        use mezz_nvtable::ptable::{PTableBuilder, PTableHeader, index_len, inline_block_len};
+
+        let opts = Options {
+            fs: Arc::new(mezz_env::MemFs::new()),
+            nvm_dir: Some("/nvm".into()),
+            nvm_sim: Some(crate::options::SimNvm::new()),
+            nvm_persistence: crate::options::PersistMode::CrashSim,
+            nvm_capacity: 16 << 20,
+            nvm_prefault: false,
+            nvm_tiering: crate::options::NvmTiering::Full,
+            manual_background: true,
+            write_buffer_size: 4 << 10,
+            ..Options::preset(crate::Preset::Tlsm)
+        };
+        let db = Db::open("/db", opts.clone()).unwrap();
+        let mut model = std::collections::BTreeMap::new();
+        for i in 0..300u32 {
+            let (k, v) = (format!("k{i:04}"), format!("v{i}-{}", "x".repeat(40)));
+            db.put(k.as_bytes(), v.as_bytes()).unwrap();
+            model.insert(k.into_bytes(), v.into_bytes());
+        }
+        db.flush().unwrap();
+        db.run_background_work(usize::MAX).unwrap();
+        let inner = &db.inner;
+        let (level, input, lo, hi) = {
+            let v = Arc::clone(&inner.jobs.state.lock().version);
+            let (l, t) = v
+                .all_tables()
+                .find(|(_, t)| matches!(t.location, crate::table::TableLocation::Nvm { .. }))
+                .expect("an NVM table");
+            (
+                l,
+                t.id,
+                t.smallest_user_key().to_vec(),
+                t.largest_user_key().to_vec(),
+            )
+        };
+        assert!(lo < hi, "the input table holds one key");
+        let tier = Arc::clone(inner.storage.nvm().unwrap());
+        let order = inner.storage.order().clone();
+        let bloom = inner.opts.bloom_bits_per_key;
+        // Two complete outputs naming the live table as their input: [lo, hi] and
+        // [lo, hi] again, with old values (sequence 1).
+        for tag in ["first", "second"] {
+            let entries: Vec<(Vec<u8>, Vec<u8>)> = [&lo, &hi]
+                .iter()
+                .map(|k| {
+                    (
+                        make_internal_key(k, 1, ValueKind::Value),
+                        format!("old-{tag}").into_bytes(),
+                    )
+                })
+                .collect();
+            let len = index_len(2, 1, bloom)
+                + entries
+                    .iter()
+                    .map(|(k, v)| inline_block_len(k.len(), v.len()) as u64)
+                    .sum::<u64>();
+            let obj = tier
+                .alloc_table_object(inner.new_file_number(), NvmObjectKind::TableIndex, len)
+                .unwrap();
+            inner.record(&[obj]).unwrap();
+            let header = PTableHeader {
+                id: obj.id,
+                level: u32::try_from(level).unwrap(),
+                kind: 1,
+                inputs: vec![input],
+                prefix_len: 0,
+            };
+            let mut b = PTableBuilder::create(
+                Arc::clone(tier.region()),
+                obj.extent(),
+                &header,
+                bloom,
+                &order,
+            )
+            .unwrap();
+            for (k, v) in &entries {
+                b.add_inline(k, v).unwrap();
+            }
+            b.finish().unwrap();
+        }
+        db.close().unwrap();
+
+        let db = Db::open("/db", opts).unwrap();
+        for (k, v) in &model {
+            assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_slice()), "{k:?}");
+        }
+        db.verify().unwrap();
+        db.close().unwrap();
+    }
+
     /// Regression: after a background error nothing more is appended to the manifest. A
     /// failed manifest append can leave a partial record at the end; a later edit landing
     /// behind it would turn that torn tail into mid-file corruption and fail the next open
