@@ -1258,22 +1258,9 @@ mod tests {
         Db::open("/db", opts).unwrap()
     }
 
-    /// Regression (the lifecycle stress, TLSM with manual background work): an NVM object
-    /// the manifest records, whose own header never became durable, may sit in an extent
-    /// that still holds the header of an older table, freed before. When that old header
-    /// names input tables that are all live, recovery took the old table for an output of
-    /// an interrupted compaction of those inputs and resumed after its last key: the
-    /// inputs' other keys were dropped, the old table's keys came back, and outputs came
-    /// out of key order (the open failed: "tables ... overlap or are out of order").
-    /// Recovery drops such an object: nothing of it was written.
-    #[test]
-    fn an_old_header_in_a_reused_nvm_extent_is_not_resumed() {
-        use crate::compaction::nvm_sink::NvmRecorder;
-        use crate::storage::nvm::NvmObjectKind;
-        use mezz_format::ValueKind;
-        use mezz_format::ikey::make_internal_key;
-        use mezz_nvtable::ptable::{PTableBuilder, PTableHeader, index_len, inline_block_len};
-
+    /// A `tlsm` database on a simulated NVM pool (background work run by the caller) holding
+    /// 300 keys in NVM tables, and the keys' values.
+    fn tlsm_db_in_sim_nvm() -> (Db, Options, std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
         let opts = Options {
             fs: Arc::new(mezz_env::MemFs::new()),
             nvm_dir: Some("/nvm".into()),
@@ -1295,6 +1282,26 @@ mod tests {
         }
         db.flush().unwrap();
         db.run_background_work(usize::MAX).unwrap();
+        (db, opts, model)
+    }
+
+    /// Regression (the lifecycle stress, TLSM with manual background work): an NVM object
+    /// the manifest records, whose own header never became durable, may sit in an extent
+    /// that still holds the header of an older table, freed before. When that old header
+    /// names input tables that are all live, recovery took the old table for an output of
+    /// an interrupted compaction of those inputs and resumed after its last key: the
+    /// inputs' other keys were dropped, the old table's keys came back, and outputs came
+    /// out of key order (the open failed: "tables ... overlap or are out of order").
+    /// Recovery drops such an object: nothing of it was written.
+    #[test]
+    fn an_old_header_in_a_reused_nvm_extent_is_not_resumed() {
+        use crate::compaction::nvm_sink::NvmRecorder;
+        use crate::storage::nvm::NvmObjectKind;
+        use mezz_format::ValueKind;
+        use mezz_format::ikey::make_internal_key;
+        use mezz_nvtable::ptable::{PTableBuilder, PTableHeader, index_len, inline_block_len};
+
+        let (db, opts, model) = tlsm_db_in_sim_nvm();
         let inner = &db.inner;
         let (level, input) = {
             let v = Arc::clone(&inner.jobs.state.lock().version);
@@ -1370,27 +1377,7 @@ mod tests {
         use mezz_format::ikey::make_internal_key;
         use mezz_nvtable::ptable::{PTableBuilder, PTableHeader, index_len, inline_block_len};
 
-        let opts = Options {
-            fs: Arc::new(mezz_env::MemFs::new()),
-            nvm_dir: Some("/nvm".into()),
-            nvm_sim: Some(crate::options::SimNvm::new()),
-            nvm_persistence: crate::options::PersistMode::CrashSim,
-            nvm_capacity: 16 << 20,
-            nvm_prefault: false,
-            nvm_tiering: crate::options::NvmTiering::Full,
-            manual_background: true,
-            write_buffer_size: 4 << 10,
-            ..Options::preset(crate::Preset::Tlsm)
-        };
-        let db = Db::open("/db", opts.clone()).unwrap();
-        let mut model = std::collections::BTreeMap::new();
-        for i in 0..300u32 {
-            let (k, v) = (format!("k{i:04}"), format!("v{i}-{}", "x".repeat(40)));
-            db.put(k.as_bytes(), v.as_bytes()).unwrap();
-            model.insert(k.into_bytes(), v.into_bytes());
-        }
-        db.flush().unwrap();
-        db.run_background_work(usize::MAX).unwrap();
+        let (db, opts, model) = tlsm_db_in_sim_nvm();
         let inner = &db.inner;
         let (level, input, lo, hi) = {
             let v = Arc::clone(&inner.jobs.state.lock().version);
