@@ -1258,6 +1258,40 @@ mod tests {
         Db::open("/db", opts).unwrap()
     }
 
+    /// Writes `entries` (internal keys, inline values) into `obj` as a complete NVM table
+    /// (a filter of `bloom` bits per key) whose header says a compaction of table `input`
+    /// into `level` wrote it.
+    fn write_resumable_output(
+        tier: &crate::storage::nvm::NvmTier,
+        obj: crate::storage::nvm::NvmObject,
+        level: usize,
+        input: u64,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        bloom: u32,
+        order: &mezz_format::KeyOrder,
+    ) {
+        use mezz_nvtable::ptable::{PTableBuilder, PTableHeader};
+        let header = PTableHeader {
+            id: obj.id,
+            level: u32::try_from(level).unwrap(),
+            kind: 1,
+            inputs: vec![input],
+            prefix_len: 0,
+        };
+        let mut b = PTableBuilder::create(
+            Arc::clone(tier.region()),
+            obj.extent(),
+            &header,
+            bloom,
+            order,
+        )
+        .unwrap();
+        for (k, v) in entries {
+            b.add_inline(k, v).unwrap();
+        }
+        b.finish().unwrap();
+    }
+
     /// A `tlsm` database on a simulated NVM pool (background work run by the caller) holding
     /// 300 keys in NVM tables, and the keys' values.
     fn tlsm_db_in_sim_nvm() -> (Db, Options, std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
@@ -1299,7 +1333,7 @@ mod tests {
         use crate::storage::nvm::NvmObjectKind;
         use mezz_format::ValueKind;
         use mezz_format::ikey::make_internal_key;
-        use mezz_nvtable::ptable::{PTableBuilder, PTableHeader, index_len, inline_block_len};
+        use mezz_nvtable::ptable::{index_len, inline_block_len};
 
         let (db, opts, model) = tlsm_db_in_sim_nvm();
         let inner = &db.inner;
@@ -1321,23 +1355,15 @@ mod tests {
         let old = tier
             .alloc_table_object(inner.new_file_number(), NvmObjectKind::TableIndex, len)
             .unwrap();
-        let header = PTableHeader {
-            id: old.id,
-            level: u32::try_from(level).unwrap(),
-            kind: 1,
-            inputs: vec![input],
-            prefix_len: 0,
-        };
-        let mut b = PTableBuilder::create(
-            Arc::clone(tier.region()),
-            old.extent(),
-            &header,
+        write_resumable_output(
+            &tier,
+            old,
+            level,
+            input,
+            &[(key, value.to_vec())],
             bloom,
             &order,
-        )
-        .unwrap();
-        b.add_inline(&key, value).unwrap();
-        b.finish().unwrap();
+        );
         tier.free(&old);
         // A new object of the same size gets its extent and is recorded; the power cut
         // comes before its header is written.
@@ -1375,7 +1401,7 @@ mod tests {
         use crate::storage::nvm::NvmObjectKind;
         use mezz_format::ValueKind;
         use mezz_format::ikey::make_internal_key;
-        use mezz_nvtable::ptable::{PTableBuilder, PTableHeader, index_len, inline_block_len};
+        use mezz_nvtable::ptable::{index_len, inline_block_len};
 
         let (db, opts, model) = tlsm_db_in_sim_nvm();
         let inner = &db.inner;
@@ -1417,25 +1443,7 @@ mod tests {
                 .alloc_table_object(inner.new_file_number(), NvmObjectKind::TableIndex, len)
                 .unwrap();
             inner.record(&[obj]).unwrap();
-            let header = PTableHeader {
-                id: obj.id,
-                level: u32::try_from(level).unwrap(),
-                kind: 1,
-                inputs: vec![input],
-                prefix_len: 0,
-            };
-            let mut b = PTableBuilder::create(
-                Arc::clone(tier.region()),
-                obj.extent(),
-                &header,
-                bloom,
-                &order,
-            )
-            .unwrap();
-            for (k, v) in &entries {
-                b.add_inline(k, v).unwrap();
-            }
-            b.finish().unwrap();
+            write_resumable_output(&tier, obj, level, input, &entries, bloom, &order);
         }
         db.close().unwrap();
 
