@@ -404,18 +404,19 @@ impl DbInner {
                     .records_nvm_refs()
                     .then_some(self as &dyn NvmRecorder),
             };
-            let inputs: Vec<u64> = plan.all_inputs().map(|t| t.id).collect();
+            let inputs = || plan.all_inputs().map(|t| t.id).collect::<Vec<_>>();
             let result = run_compaction(&ctx, &version, plan).inspect_err(|e| {
                 self.info_log
-                    .log(format_args!("compaction of {inputs:?} failed: {e}"));
+                    .log(format_args!("compaction of {:?} failed: {e}", inputs()));
             })?;
             // On failure the outputs stay: the edit may have reached the manifest even
             // though its sync failed, so only recovery (which knows) may delete them.
             self.log_and_apply(result.edit.clone(), None, &[])
                 .inspect_err(|e| {
                     self.info_log.log(format_args!(
-                        "compaction of {inputs:?} not installed ({e}); its outputs are left \
-                         for recovery"
+                        "compaction of {:?} not installed ({e}); its outputs are left for \
+                         recovery",
+                        inputs()
                     ));
                 })?;
             StatsCollector::add(&s.compaction_bytes_read, result.bytes_read);

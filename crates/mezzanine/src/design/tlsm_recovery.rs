@@ -344,13 +344,11 @@ pub(crate) fn recover(host: &dyn Host) -> Result<()> {
                     }
                     Ok(Some(w)) => {
                         host.log(format_args!(
-                            "recovery: output #{} [{}+{}] of the compaction of {inputs:?} \
-                             kept ({state}): [{}..{}]",
-                            o.id,
+                            "recovery: output {} [{}+{}] of the compaction of {inputs:?} kept \
+                             ({state})",
+                            show_table(out_level, &w.meta),
                             o.offset,
-                            o.len,
-                            w.meta.smallest_user_key().escape_ascii(),
-                            w.meta.largest_user_key().escape_ascii()
+                            o.len
                         ));
                         for r in &w.meta.nvm_refs {
                             if buffers.iter().any(|b| b.id == r.object) {
