@@ -404,6 +404,9 @@ pub struct NvmTableStats {
     pub tier_moves: u64,
     /// Tables rewritten to free mostly dead NVM objects.
     pub rewrites: u64,
+    /// SSTs at levels kept in NVM (written there for want of pool room) that returned
+    /// into NVM tables once the pool had room.
+    pub tier_returns: u64,
     /// Compactions into NVM tables that a crash interrupted and the last open resumed
     /// after the outputs they had written.
     pub resumed_compactions: u64,
@@ -551,6 +554,7 @@ pub struct StatsCollector {
     pub compaction_micros: AtomicU64,
     pub nvm_tier_moves: AtomicU64,
     pub nvm_rewrites: AtomicU64,
+    pub nvm_tier_returns: AtomicU64,
     pub nvm_resumed_compactions: AtomicU64,
     pub nvm_moved_block_bytes: AtomicU64,
     pub nvm_moved_encoded_bytes: AtomicU64,
@@ -737,7 +741,7 @@ impl std::fmt::Display for Stats {
             writeln!(
                 f,
                 "NVM tables: {} objects, {} allocated, {} live ({:.1} %), {} moved to SSD ({} of \
-                 blocks copied, {} encoded), {} rewritten; {} merges wrote {} of SSTs for \
+                 blocks copied, {} encoded), {} back from SSD, {} rewritten; {} merges wrote {} of SSTs for \
                  want of NVM room, {} of it from NVM tables",
                 n.objects,
                 fmt_bytes(n.allocated_bytes),
@@ -746,6 +750,7 @@ impl std::fmt::Display for Stats {
                 n.tier_moves,
                 fmt_bytes(n.moved_block_bytes),
                 fmt_bytes(n.moved_encoded_bytes),
+                n.tier_returns,
                 n.rewrites,
                 n.merges_to_ssd_for_room,
                 fmt_bytes(n.bytes_to_ssd_for_room),

@@ -92,7 +92,7 @@ impl CompactionResult {
             || !opts.level_in_nvm(plan.output_level)
             || matches!(
                 plan.reason,
-                CompactionReason::TierMove | CompactionReason::NvmGc
+                CompactionReason::TierMove | CompactionReason::NvmGc | CompactionReason::TierReturn
             )
         {
             return None;
@@ -258,7 +258,7 @@ pub fn run_compaction(
     let outputs = write_outputs(ctx, version, plan, None, |sink| match plan.reason {
         // Both keep the one input table's every entry, at its level.
         CompactionReason::TierMove => move_to_ssd(ctx, plan, iter.as_mut(), sink),
-        CompactionReason::NvmGc => copy_into(iter.as_mut(), sink),
+        CompactionReason::NvmGc | CompactionReason::TierReturn => copy_into(iter.as_mut(), sink),
         _ => merge_into(ctx, version, plan, iter.as_mut(), sink, None),
     })?;
     Ok(compaction_result(plan, outputs, &version.order))
@@ -326,7 +326,7 @@ fn output_tier(ctx: &CompactionContext<'_>, plan: &CompactionPlan, row_bytes: Op
     }
     match plan.reason {
         CompactionReason::TierMove => Tier::Ssd,
-        CompactionReason::NvmGc => Tier::Nvm,
+        CompactionReason::NvmGc | CompactionReason::TierReturn => Tier::Nvm,
         _ if !ctx.opts.level_in_nvm(plan.output_level) => Tier::Ssd,
         // Under a tiering that allows SSTs, a merge whose first table the pool cannot
         // hold now writes SSTs from the start: the entries of inputs that are not NVM
@@ -403,10 +403,12 @@ fn with_sink(
     let sink: &mut dyn TableSink = match (tier, ctx.storage.nvm()) {
         (Tier::Nvm, Some(nvm)) => {
             // A column's outputs are not resumed after a crash (its rows' consumed counts
-            // are in its edit only): the next column redoes it.
+            // are in its edit only): the next column redoes it. Neither are a rewrite's or
+            // a return's (one table copied at its own level): the input stays, and the
+            // policy plans it again.
             let resumable = !matches!(
                 plan.reason,
-                CompactionReason::NvmGc | CompactionReason::Column
+                CompactionReason::NvmGc | CompactionReason::Column | CompactionReason::TierReturn
             );
             let mut s = NvmSink::new(
                 nvm,
@@ -445,9 +447,13 @@ fn with_sink(
 
 /// Whether a merge into NVM tables may go on in SSTs once the pool has no room for
 /// another table ([`SpillSink`]): under a tiering that allows SSTs, for every merge but a
-/// rewrite of NVM tables (whose point is to stay in NVM).
+/// rewrite of NVM tables or a return of an SST into NVM (whose point is to be in NVM).
 fn spills(opts: &Options, plan: &CompactionPlan) -> bool {
-    opts.nvm_tiering.allows_ssd() && plan.reason != CompactionReason::NvmGc
+    opts.nvm_tiering.allows_ssd()
+        && !matches!(
+            plan.reason,
+            CompactionReason::NvmGc | CompactionReason::TierReturn
+        )
 }
 
 /// The room a merge must find in the pool to write one more NVM table: the bytes a table

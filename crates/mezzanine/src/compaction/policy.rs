@@ -34,6 +34,9 @@ pub enum CompactionReason {
     TierMove,
     /// An NVM table is rewritten so that a mostly dead NVM object can be freed.
     NvmGc,
+    /// LRU tiering: an SST at a level kept in NVM (written there for want of pool room)
+    /// returns into an NVM table at its level once the pool has room again.
+    TierReturn,
     /// MatrixKV: a column of the matrix container's compactor rows merges into L1.
     Column,
     /// Point reads searched a table in vain often enough (`Options::seek_compaction`).

@@ -19,6 +19,13 @@
 //!    entries cost nothing and the rewrites would.
 //! 3. Everything else is the leveled policy's, except that under `leveled:K` a trivial move
 //!    from level K to K+1 becomes a merge (an NVM table must not land in an SST level).
+//! 4. **Return to NVM** (LRU tiering, when nothing above has work): a merge that found the
+//!    pool full wrote SSTs at a level kept in NVM (the pool's other users, memtables and
+//!    WALs in NVM, and the inputs of merges in flight take its room for a while). Once NVM
+//!    tables hold, with it, at most 7/8 of their budget and the pool has room for it, the
+//!    newest such SST is copied into an NVM table at its level (reason
+//!    [`CompactionReason::TierReturn`]). The 1/8 between that mark and the budget keeps a
+//!    return from being undone by the next LRU move.
 //!
 //! Invariants: pure functions of the version, the options and the claims; the plans it adds
 //! take one table, write at its own level (`output_level == level`), and keep every entry
@@ -148,11 +155,25 @@ fn in_place(level: usize, t: &Arc<TableMeta>, reason: CompactionReason) -> Compa
     }
 }
 
+/// Whether the NVM pool has room now for NVM tables of the given bytes (the pool's free
+/// ranges as they are, beside the headroom its other users need).
+pub type PoolRoom = Arc<dyn Fn(u64) -> bool + Send + Sync>;
+
 /// The leveled policy plus TLSM's tiering. See the module documentation.
-#[derive(Debug)]
 pub struct TieredPolicy {
     inner: LeveledPolicy,
     opts: Options,
+    /// The pool's room now, for returns to NVM (none: the version's objects alone decide).
+    room: Option<PoolRoom>,
+}
+
+impl std::fmt::Debug for TieredPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TieredPolicy")
+            .field("inner", &self.inner)
+            .field("room", &self.room.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl TieredPolicy {
@@ -162,6 +183,18 @@ impl TieredPolicy {
         Self {
             inner: LeveledPolicy::new(opts),
             opts: opts.clone(),
+            room: None,
+        }
+    }
+
+    /// The policy for `opts` over a pool whose room `room` tells: a return to NVM is
+    /// planned only when the pool can take the table now (a merge that found no room
+    /// would write an SST again, and the next pick would plan the same return).
+    #[must_use]
+    pub fn with_room(opts: &Options, room: PoolRoom) -> Self {
+        Self {
+            room: Some(room),
+            ..Self::new(opts)
         }
     }
 
@@ -179,6 +212,35 @@ impl TieredPolicy {
             })
             .min_by_key(|(_, t)| t.id)?;
         let plan = in_place(level, t, CompactionReason::TierMove);
+        (!claims.conflicts(&plan)).then_some(plan)
+    }
+
+    /// See the module documentation, item 4.
+    fn tier_return(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
+        if !matches!(self.opts.nvm_tiering, NvmTiering::Lru(_)) {
+            return None;
+        }
+        let (level, t) = version
+            .all_tables()
+            .filter(|(level, t)| {
+                matches!(t.location, TableLocation::Sst { .. })
+                    && self.opts.level_in_nvm(*level)
+                    && !claims.is_claimed(t.id)
+            })
+            .max_by_key(|(_, t)| t.id)?;
+        // The table's entries and its index (as a merge's room for one table counts it).
+        let need = t.size.saturating_add(t.size / 4);
+        let budget = self.opts.nvm_table_budget();
+        if lru_held_bytes(version, claims).saturating_add(need) > budget / 8 * 7 {
+            return None;
+        }
+        let pool_used: u64 = version.nvm_objects.values().map(|o| o.len).sum();
+        if pool_used.saturating_add(need) > self.opts.nvm_capacity / 8 * 7
+            || self.room.as_ref().is_some_and(|room| !room(need))
+        {
+            return None;
+        }
+        let plan = in_place(level, t, CompactionReason::TierReturn);
         (!claims.conflicts(&plan)).then_some(plan)
     }
 
@@ -219,8 +281,10 @@ impl CompactionPolicy for TieredPolicy {
         if let Some(p) = self.reclaim(version, claims) {
             return Some(p);
         }
-        let plan = self.inner.pick(version, claims)?;
-        Some(self.no_move_out_of_nvm(plan))
+        match self.inner.pick(version, claims) {
+            Some(plan) => Some(self.no_move_out_of_nvm(plan)),
+            None => self.tier_return(version, claims),
+        }
     }
 
     fn seek_plan(
@@ -342,6 +406,52 @@ mod tests {
         o.nvm_tiering = NvmTiering::Lru(2_000);
         let next = TieredPolicy::new(&o).pick(&v, &c).unwrap();
         assert_eq!(next.inputs[0].id, 9);
+    }
+
+    #[test]
+    fn an_sst_at_an_nvm_level_returns_once_the_pool_has_room() {
+        // L1: NVM table 5 (8 KiB object) and SSTs 11 and 12 that merges wrote for want of
+        // pool room; no level is over its target, so the leveled policy has nothing to do.
+        let mut o = Options {
+            nvm_tiering: NvmTiering::Lru(100_000),
+            nvm_capacity: 1 << 20,
+            ..Options::default()
+        };
+        let objs = [obj(5, NvmObjectKind::TableIndex, 4096, 8192)];
+        let v = version(
+            &[
+                (1, nvm_table(5, "a", "c", &[(5, 4096)])),
+                (1, meta(11, "d", "f", (1, 1), 1000)),
+                (1, meta(12, "g", "i", (2, 2), 1000)),
+            ],
+            &objs,
+        );
+        let plan = TieredPolicy::new(&o).pick(&v, &Claims::new()).unwrap();
+        assert_eq!(plan.reason, CompactionReason::TierReturn);
+        assert_eq!((plan.level, plan.output_level), (1, 1));
+        assert_eq!(plan.inputs[0].id, 12, "the newest SST first");
+        // Table 12 on its way: table 11 is next.
+        let mut c = Claims::new();
+        c.claim(&plan);
+        assert_eq!(TieredPolicy::new(&o).pick(&v, &c).unwrap().inputs[0].id, 11);
+        // 8,192 held + 1,250 for the table is over 7/8 of a 10,000-byte budget: it stays
+        // (a return would be undone by the next LRU move).
+        o.nvm_tiering = NvmTiering::Lru(10_000);
+        assert!(TieredPolicy::new(&o).pick(&v, &Claims::new()).is_none());
+        // Room in the budget but not in the pool (its other users hold it).
+        o.nvm_tiering = NvmTiering::Lru(100_000);
+        o.nvm_capacity = 10_000;
+        assert!(TieredPolicy::new(&o).pick(&v, &Claims::new()).is_none());
+        // A pool whose free ranges cannot take it now (fragmented, or held by objects the
+        // version does not list yet).
+        o.nvm_capacity = 1 << 20;
+        let full = TieredPolicy::with_room(&o, Arc::new(|_| false));
+        assert!(full.pick(&v, &Claims::new()).is_none());
+        let roomy = TieredPolicy::with_room(&o, Arc::new(|_| true));
+        assert!(roomy.pick(&v, &Claims::new()).is_some());
+        // Only LRU tiering returns tables.
+        o.nvm_tiering = NvmTiering::Full;
+        assert!(TieredPolicy::new(&o).pick(&v, &Claims::new()).is_none());
     }
 
     #[test]

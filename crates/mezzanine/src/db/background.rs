@@ -465,6 +465,9 @@ impl DbInner {
             crate::compaction::CompactionReason::NvmGc => {
                 StatsCollector::add(&s.nvm_rewrites, 1);
             }
+            crate::compaction::CompactionReason::TierReturn => {
+                StatsCollector::add(&s.nvm_tier_returns, 1);
+            }
             crate::compaction::CompactionReason::Column => {
                 StatsCollector::add(&s.matrix_columns, 1);
             }

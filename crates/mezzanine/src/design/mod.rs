@@ -316,7 +316,8 @@ impl Design {
         let memtables = memtable_design(opts);
         // The levels' policy (TLSM's tiering over NVM tables, else leveled), under the
         // matrix container's column compactions when L0 is one.
-        let levels = |o: &Options| tlsm::policy(o).unwrap_or_else(|| leveldb::policy(o));
+        let levels =
+            |o: &Options| tlsm::policy(o, storage.nvm()).unwrap_or_else(|| leveldb::policy(o));
         let policy = matrixkv::policy(opts, &levels).unwrap_or_else(|| levels(opts));
         Design {
             targets,

@@ -20,7 +20,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::{Stats, StatsCollector};
 use crate::storage::Storage;
-use crate::storage::nvm::{NvmObjectKind, falls_back_to_ssd};
+use crate::storage::nvm::{NvmObjectKind, NvmTier, falls_back_to_ssd};
 use crate::version::Version;
 
 use super::leveldb::table_output;
@@ -66,9 +66,22 @@ impl FlushTarget for NvmTableTarget {
     }
 }
 
-/// The tiering policy, when the options tier levels over NVM.
-pub(crate) fn policy(opts: &Options) -> Option<Arc<dyn CompactionPolicy>> {
-    records_nvm_refs(opts).then(|| Arc::new(TieredPolicy::new(opts)) as Arc<dyn CompactionPolicy>)
+/// The tiering policy, when the options tier levels over NVM (`nvm`: the pool, whose room
+/// decides when an SST returns into NVM).
+pub(crate) fn policy(
+    opts: &Options,
+    nvm: Option<&Arc<NvmTier>>,
+) -> Option<Arc<dyn CompactionPolicy>> {
+    records_nvm_refs(opts).then(|| {
+        let p = match nvm {
+            Some(tier) => {
+                let tier = Arc::clone(tier);
+                TieredPolicy::with_room(opts, Arc::new(move |b| tier.has_room_for_tables(b)))
+            }
+            None => TieredPolicy::new(opts),
+        };
+        Arc::new(p) as Arc<dyn CompactionPolicy>
+    })
 }
 
 /// Whether compactions write NVM tables (and so record the objects they point into).
@@ -99,6 +112,7 @@ pub(crate) fn fill_stats(s: &mut Stats, v: &Version, c: &StatsCollector) {
     }
     n.tier_moves = c.nvm_tier_moves.load(Ordering::Relaxed);
     n.rewrites = c.nvm_rewrites.load(Ordering::Relaxed);
+    n.tier_returns = c.nvm_tier_returns.load(Ordering::Relaxed);
     n.resumed_compactions = c.nvm_resumed_compactions.load(Ordering::Relaxed);
     n.moved_block_bytes = c.nvm_moved_block_bytes.load(Ordering::Relaxed);
     n.moved_encoded_bytes = c.nvm_moved_encoded_bytes.load(Ordering::Relaxed);
