@@ -25,7 +25,7 @@ use mezz_format::{InternalIterator, SeqNo, ValueKind};
 use crate::compaction::leveled::max_grandparent_overlap;
 use crate::compaction::nvm_sink::{NvmOutput, NvmRecorder, NvmSink};
 use crate::compaction::policy::CompactionPlan;
-use crate::compaction::policy::CompactionReason;
+use crate::compaction::policy::{CompactionReason, nvm_table_room};
 use crate::compaction::sink::{SstSink, TableSink, WrittenTable};
 use crate::compaction::spill::SpillSink;
 use crate::error::{Error, Result};
@@ -90,10 +90,7 @@ impl CompactionResult {
         let nvm = |l: &TableLocation| matches!(l, TableLocation::Nvm { .. });
         if !opts.nvm_tiering.enabled()
             || !opts.level_in_nvm(plan.output_level)
-            || matches!(
-                plan.reason,
-                CompactionReason::TierMove | CompactionReason::NvmGc | CompactionReason::TierReturn
-            )
+            || plan.reason.keeps_its_table()
         {
             return None;
         }
@@ -258,7 +255,7 @@ pub fn run_compaction(
     let outputs = write_outputs(ctx, version, plan, None, |sink| match plan.reason {
         // Both keep the one input table's every entry, at its level.
         CompactionReason::TierMove => move_to_ssd(ctx, plan, iter.as_mut(), sink),
-        CompactionReason::NvmGc | CompactionReason::TierReturn => copy_into(iter.as_mut(), sink),
+        r if r.copies_into_nvm() => copy_into(iter.as_mut(), sink),
         _ => merge_into(ctx, version, plan, iter.as_mut(), sink, None),
     })?;
     Ok(compaction_result(plan, outputs, &version.order))
@@ -326,7 +323,7 @@ fn output_tier(ctx: &CompactionContext<'_>, plan: &CompactionPlan, row_bytes: Op
     }
     match plan.reason {
         CompactionReason::TierMove => Tier::Ssd,
-        CompactionReason::NvmGc | CompactionReason::TierReturn => Tier::Nvm,
+        r if r.copies_into_nvm() => Tier::Nvm,
         _ if !ctx.opts.level_in_nvm(plan.output_level) => Tier::Ssd,
         // Under a tiering that allows SSTs, a merge whose first table the pool cannot
         // hold now writes SSTs from the start: the entries of inputs that are not NVM
@@ -403,13 +400,10 @@ fn with_sink(
     let sink: &mut dyn TableSink = match (tier, ctx.storage.nvm()) {
         (Tier::Nvm, Some(nvm)) => {
             // A column's outputs are not resumed after a crash (its rows' consumed counts
-            // are in its edit only): the next column redoes it. Neither are a rewrite's or
-            // a return's (one table copied at its own level): the input stays, and the
-            // policy plans it again.
-            let resumable = !matches!(
-                plan.reason,
-                CompactionReason::NvmGc | CompactionReason::Column | CompactionReason::TierReturn
-            );
+            // are in its edit only): the next column redoes it. Neither are a copy's into
+            // NVM (`copies_into_nvm`).
+            let resumable =
+                !(plan.reason.copies_into_nvm() || plan.reason == CompactionReason::Column);
             let mut s = NvmSink::new(
                 nvm,
                 ctx.opts,
@@ -449,19 +443,14 @@ fn with_sink(
 /// another table ([`SpillSink`]): under a tiering that allows SSTs, for every merge but a
 /// rewrite of NVM tables or a return of an SST into NVM (whose point is to be in NVM).
 fn spills(opts: &Options, plan: &CompactionPlan) -> bool {
-    opts.nvm_tiering.allows_ssd()
-        && !matches!(
-            plan.reason,
-            CompactionReason::NvmGc | CompactionReason::TierReturn
-        )
+    opts.nvm_tiering.allows_ssd() && !plan.reason.copies_into_nvm()
 }
 
 /// The room a merge must find in the pool to write one more NVM table: the bytes a table
 /// copies at most (its entries, `target_file_size`, the cut coming after the entry that
 /// passes it) and a quarter more for its index and the last entry.
 fn spill_table_bytes(opts: &Options) -> u64 {
-    opts.target_file_size
-        .saturating_add(opts.target_file_size / 4)
+    nvm_table_room(opts.target_file_size)
 }
 
 /// Moves an NVM table to an SST (LRU tiering): every block of a persistent buffer whose

@@ -7,7 +7,9 @@
 //! TLSM's tiering and MatrixKV's column compaction are further implementations.
 //!
 //! Invariants: a policy is a pure function of the version, its options and the claims (no
-//! I/O, no engine state). A plan is only started when it conflicts with no claim (see
+//! I/O, no engine state), with one exception: TLSM's tiering asks the NVM pool whether a
+//! free range would take a table now before it plans a return from SSD (a read of the
+//! allocator under its own lock, `compaction::tiering`). A plan is only started when it conflicts with no claim (see
 //! [`Claims::conflicts`]), so two running jobs never read or write the same table, and never
 //! write overlapping key ranges into one level.
 //!
@@ -41,6 +43,33 @@ pub enum CompactionReason {
     Column,
     /// Point reads searched a table in vain often enough (`Options::seek_compaction`).
     Seek,
+}
+
+impl CompactionReason {
+    /// Whether the job copies one table at its own level, keeping every entry (a tier
+    /// move, a rewrite, a return): the level's contents do not change.
+    #[must_use]
+    pub fn keeps_its_table(self) -> bool {
+        matches!(
+            self,
+            CompactionReason::TierMove | CompactionReason::NvmGc | CompactionReason::TierReturn
+        )
+    }
+
+    /// Whether the job copies one table into NVM tables at its own level (a rewrite, a
+    /// return from SSD): its point is to be in NVM, so it never goes on in SSTs, and its
+    /// outputs are not resumed after a crash (the input stays; the policy plans it again).
+    #[must_use]
+    pub fn copies_into_nvm(self) -> bool {
+        matches!(self, CompactionReason::NvmGc | CompactionReason::TierReturn)
+    }
+}
+
+/// The room the pool must have for an NVM table copying `bytes` of entries: a quarter
+/// more for its index (and, for a merge's cut, the entry that passes the target size).
+#[must_use]
+pub fn nvm_table_room(bytes: u64) -> u64 {
+    bytes.saturating_add(bytes / 4)
 }
 
 /// One planned compaction: inputs from `level` and `level + 1`, output to `level + 1` (or,

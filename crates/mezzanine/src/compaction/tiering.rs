@@ -27,9 +27,10 @@
 //!    [`CompactionReason::TierReturn`]). The 1/8 between that mark and the budget keeps a
 //!    return from being undone by the next LRU move.
 //!
-//! Invariants: pure functions of the version, the options and the claims; the plans it adds
+//! Invariants: pure functions of the version, the options and the claims (and, for a
+//! return, the pool's free ranges now: [`TieredPolicy::with_room`]); the plans it adds
 //! take one table, write at its own level (`output_level == level`), and keep every entry
-//! (see `executor::run_copy`), so the level's ordering and contents do not change.
+//! (see `CompactionReason::keeps_its_table`), so the level's ordering and contents do not change.
 //!
 //! Thread-safety: stateless, `Send + Sync`.
 
@@ -38,7 +39,7 @@ use std::sync::Arc;
 
 use crate::compaction::leveled::LeveledPolicy;
 use crate::compaction::policy::{
-    Claims, CompactionPlan, CompactionPolicy, CompactionReason, WritePressure,
+    Claims, CompactionPlan, CompactionPolicy, CompactionReason, WritePressure, nvm_table_room,
 };
 use crate::options::{NvmTiering, Options};
 use crate::table::{TableLocation, TableMeta};
@@ -228,8 +229,7 @@ impl TieredPolicy {
                     && !claims.is_claimed(t.id)
             })
             .max_by_key(|(_, t)| t.id)?;
-        // The table's entries and its index (as a merge's room for one table counts it).
-        let need = t.size.saturating_add(t.size / 4);
+        let need = nvm_table_room(t.size);
         let budget = self.opts.nvm_table_budget();
         if lru_held_bytes(version, claims).saturating_add(need) > budget / 8 * 7 {
             return None;
