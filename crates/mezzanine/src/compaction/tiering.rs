@@ -10,20 +10,29 @@
 //!    budget (their objects' live shares, [`lru_held_bytes`]), the NVM table that has
 //!    stayed in NVM longest (lowest id) moves to an SST file at its level (reason
 //!    [`CompactionReason::TierMove`]).
-//! 2. **Buffer reclamation**: byte-addressable compaction leaves entries no live table
+//! 2. **Upper levels first** (LRU tiering): when a flush or merge found the pool full and
+//!    wrote SSTs at L0 or L1 while a deeper level holds NVM tables, and NVM tables hold,
+//!    with such an SST,
+//!    more than 7/8 of their budget, the oldest NVM table at the deepest level that has
+//!    them moves to SSD (reason [`CompactionReason::TierMove`]). Upper levels take every
+//!    flush and most merges: an SST there is read and rewritten by each of them, a table
+//!    at the deepest level by few. The next merge into the upper level (or item 5) then
+//!    writes its tables in NVM.
+//! 3. **Buffer reclamation**: byte-addressable compaction leaves entries no live table
 //!    points at in the objects its inputs pointed into. An object whose live share falls
 //!    below `nvm_gc_live_ratio` has one live table that points into it rewritten in place,
 //!    copying the entries it holds there (reason [`CompactionReason::NvmGc`]); once no live
 //!    table points into it, the object is freed. Only while the pool's table objects take
 //!    `nvm_gc_pool_share` of their budget ([`pool_wants_room`]): below that, the dead
 //!    entries cost nothing and the rewrites would.
-//! 3. Everything else is the leveled policy's, except that under `leveled:K` a trivial move
+//! 4. Everything else is the leveled policy's, except that under `leveled:K` a trivial move
 //!    from level K to K+1 becomes a merge (an NVM table must not land in an SST level).
-//! 4. **Return to NVM** (LRU tiering, when nothing above has work): a merge that found the
+//! 5. **Return to NVM** (LRU tiering, when nothing above has work): a merge that found the
 //!    pool full wrote SSTs at a level kept in NVM (the pool's other users, memtables and
 //!    WALs in NVM, and the inputs of merges in flight take its room for a while). Once NVM
 //!    tables hold, with it, at most 7/8 of their budget and the pool has room for it, the
-//!    newest such SST is copied into an NVM table at its level (reason
+//!    newest such SST of the shallowest level that has one is copied into an NVM table at
+//!    its level (reason
 //!    [`CompactionReason::TierReturn`]). The 1/8 between that mark and the budget keeps a
 //!    return from being undone by the next LRU move.
 //!
@@ -142,6 +151,10 @@ pub fn lru_held_bytes(version: &Version, claims: &Claims) -> u64 {
         .sum()
 }
 
+/// The levels that every flush reaches (L0, and L1 by the next merge): an SST there
+/// makes room below (see the module documentation, item 2). Deeper levels keep LRU order.
+const UPPER_LEVELS: usize = 1;
+
 /// A plan that rewrites table `t` of `level` in place.
 fn in_place(level: usize, t: &Arc<TableMeta>, reason: CompactionReason) -> CompactionPlan {
     CompactionPlan {
@@ -216,7 +229,36 @@ impl TieredPolicy {
         (!claims.conflicts(&plan)).then_some(plan)
     }
 
-    /// See the module documentation, item 4.
+    /// See the module documentation, item 2.
+    fn make_room_above(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
+        if !matches!(self.opts.nvm_tiering, NvmTiering::Lru(_)) {
+            return None;
+        }
+        let (upper, sst) = version
+            .all_tables()
+            .filter(|(level, t)| {
+                *level <= UPPER_LEVELS && matches!(t.location, TableLocation::Sst { .. })
+            })
+            .min_by_key(|(level, t)| (*level, std::cmp::Reverse(t.id)))?;
+        let need = nvm_table_room(sst.size);
+        if lru_held_bytes(version, claims).saturating_add(need)
+            <= self.opts.nvm_table_budget() / 8 * 7
+        {
+            return None;
+        }
+        let (level, t) = version
+            .all_tables()
+            .filter(|(level, t)| {
+                *level > upper
+                    && matches!(t.location, TableLocation::Nvm { .. })
+                    && !claims.is_claimed(t.id)
+            })
+            .min_by_key(|(level, t)| (std::cmp::Reverse(*level), t.id))?;
+        let plan = in_place(level, t, CompactionReason::TierMove);
+        (!claims.conflicts(&plan)).then_some(plan)
+    }
+
+    /// See the module documentation, item 5.
     fn tier_return(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
         if !matches!(self.opts.nvm_tiering, NvmTiering::Lru(_)) {
             return None;
@@ -228,7 +270,10 @@ impl TieredPolicy {
                     && self.opts.level_in_nvm(*level)
                     && !claims.is_claimed(t.id)
             })
-            .max_by_key(|(_, t)| t.id)?;
+            // The shallowest level first (as item 2 makes room for), its newest SST: a
+            // deeper one returned first would take the room item 2 made and be moved out
+            // again.
+            .min_by_key(|(level, t)| (*level, std::cmp::Reverse(t.id)))?;
         let need = nvm_table_room(t.size);
         let budget = self.opts.nvm_table_budget();
         if lru_held_bytes(version, claims).saturating_add(need) > budget / 8 * 7 {
@@ -276,6 +321,9 @@ impl TieredPolicy {
 impl CompactionPolicy for TieredPolicy {
     fn pick(&self, version: &Version, claims: &Claims) -> Option<CompactionPlan> {
         if let Some(p) = self.lru_move(version, claims) {
+            return Some(p);
+        }
+        if let Some(p) = self.make_room_above(version, claims) {
             return Some(p);
         }
         if let Some(p) = self.reclaim(version, claims) {
@@ -452,6 +500,89 @@ mod tests {
         // Only LRU tiering returns tables.
         o.nvm_tiering = NvmTiering::Full;
         assert!(TieredPolicy::new(&o).pick(&v, &Claims::new()).is_none());
+    }
+
+    #[test]
+    fn an_sst_above_nvm_tables_has_the_deepest_oldest_one_move_to_ssd() {
+        // L1: NVM table 20 and SST 21 (a merge found the pool full); L2: NVM tables 5 and
+        // 9, L3: NVM tables 7 and 8 and SST 3. 4 x 8 KiB + 4 KiB held, with SST 21's
+        // 1,250 bytes, is over 7/8 of a 40,000-byte budget (and within it: no LRU move).
+        let mut o = Options {
+            nvm_tiering: NvmTiering::Lru(40_000),
+            nvm_capacity: 1 << 20,
+            ..Options::default()
+        };
+        let objs = [
+            obj(5, NvmObjectKind::TableIndex, 4096, 8192),
+            obj(7, NvmObjectKind::TableIndex, 12_288, 8192),
+            obj(8, NvmObjectKind::TableIndex, 20_480, 8192),
+            obj(9, NvmObjectKind::TableIndex, 28_672, 8192),
+            obj(20, NvmObjectKind::TableIndex, 36_864, 4096),
+        ];
+        let tables = [
+            (1, nvm_table(20, "a", "c", &[(20, 0)])),
+            (1, meta(21, "d", "f", (1, 1), 1000)),
+            (2, nvm_table(5, "a", "c", &[(5, 4096)])),
+            (2, nvm_table(9, "d", "f", &[(9, 4096)])),
+            (3, nvm_table(7, "a", "b", &[(7, 4096)])),
+            (3, nvm_table(8, "c", "d", &[(8, 4096)])),
+            (3, meta(3, "e", "f", (3, 3), 1000)),
+        ];
+        let v = version(&tables, &objs);
+        assert_eq!(lru_held_bytes(&v, &Claims::new()), 36_864);
+        let plan = TieredPolicy::new(&o).pick(&v, &Claims::new()).unwrap();
+        assert_eq!(plan.reason, CompactionReason::TierMove);
+        assert_eq!((plan.level, plan.output_level), (3, 3));
+        assert_eq!(
+            plan.inputs[0].id, 7,
+            "the oldest table of the deepest NVM level"
+        );
+        // Table 7 on its way: 28,672 + 1,250 is within 7/8 of the budget, nothing more moves.
+        let mut c = Claims::new();
+        c.claim(&plan);
+        assert!(TieredPolicy::new(&o).make_room_above(&v, &c).is_none());
+        // With a smaller budget the next one is table 8, then L2's oldest.
+        o.nvm_tiering = NvmTiering::Lru(30_000);
+        let next = TieredPolicy::new(&o).make_room_above(&v, &c).unwrap();
+        assert_eq!(next.inputs[0].id, 8);
+        c.claim(&next);
+        o.nvm_tiering = NvmTiering::Lru(20_000);
+        assert_eq!(
+            TieredPolicy::new(&o)
+                .make_room_above(&v, &c)
+                .unwrap()
+                .inputs[0]
+                .id,
+            5
+        );
+        // SSTs only at the deepest level (below every NVM table): nothing moves.
+        let v = version(
+            &[tables[0].clone(), tables[2].clone(), tables[6].clone()],
+            &objs,
+        );
+        o.nvm_tiering = NvmTiering::Lru(10_000);
+        assert!(
+            TieredPolicy::new(&o)
+                .make_room_above(&v, &Claims::new())
+                .is_none()
+        );
+        // Room made: L1's SST returns before a newer SST of a deeper level (which would take
+        // the room and be moved out again).
+        let mut t = tables.to_vec();
+        t.push((3, meta(30, "g", "h", (4, 4), 1000)));
+        let v = version(&t, &objs);
+        o.nvm_tiering = NvmTiering::Lru(100_000);
+        let back = TieredPolicy::new(&o).pick(&v, &Claims::new()).unwrap();
+        assert_eq!(back.reason, CompactionReason::TierReturn);
+        assert_eq!((back.level, back.inputs[0].id), (1, 21));
+        // Only LRU tiering moves tables.
+        let v = version(&tables, &objs);
+        o.nvm_tiering = NvmTiering::Full;
+        assert!(
+            TieredPolicy::new(&o)
+                .make_room_above(&v, &Claims::new())
+                .is_none()
+        );
     }
 
     #[test]
