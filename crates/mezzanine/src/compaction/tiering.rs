@@ -12,12 +12,11 @@
 //!    [`CompactionReason::TierMove`]).
 //! 2. **Upper levels first** (LRU tiering): when a flush or merge found the pool full and
 //!    wrote SSTs at L0 or L1 while a deeper level holds NVM tables, and NVM tables hold,
-//!    with such an SST,
-//!    more than 7/8 of their budget, the oldest NVM table at the deepest level that has
-//!    them moves to SSD (reason [`CompactionReason::TierMove`]). Upper levels take every
-//!    flush and most merges: an SST there is read and rewritten by each of them, a table
-//!    at the deepest level by few. The next merge into the upper level (or item 5) then
-//!    writes its tables in NVM.
+//!    with such an SST, more than 7/8 of their budget, the oldest NVM table at the deepest
+//!    level that has them moves to SSD (reason [`CompactionReason::TierMove`]). Upper
+//!    levels take every flush and most merges: an SST there is read and rewritten by each
+//!    of them, a table at the deepest level by few. The next merge into the upper level
+//!    (or item 5) then writes its tables in NVM.
 //! 3. **Buffer reclamation**: byte-addressable compaction leaves entries no live table
 //!    points at in the objects its inputs pointed into. An object whose live share falls
 //!    below `nvm_gc_live_ratio` has one live table that points into it rewritten in place,
@@ -32,9 +31,8 @@
 //!    WALs in NVM, and the inputs of merges in flight take its room for a while). Once NVM
 //!    tables hold, with it, at most 7/8 of their budget and the pool has room for it, the
 //!    newest such SST of the shallowest level that has one is copied into an NVM table at
-//!    its level (reason
-//!    [`CompactionReason::TierReturn`]). The 1/8 between that mark and the budget keeps a
-//!    return from being undone by the next LRU move.
+//!    its level (reason [`CompactionReason::TierReturn`]). The 1/8 between that mark and
+//!    the budget keeps a return from being undone by the next LRU move.
 //!
 //! Invariants: pure functions of the version, the options and the claims (and, for a
 //! return, the pool's free ranges now: [`TieredPolicy::with_room`]); the plans it adds
