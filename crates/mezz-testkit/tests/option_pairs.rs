@@ -913,10 +913,44 @@ fn side_matches(pattern: Option<&str>, name: &str) -> bool {
     }
 }
 
+/// How long one run may take (they take well under a second; a debug build on a busy
+/// machine, a few): a run still going after it is stuck, and waiting on would only end
+/// in the test runner's timeout without naming the pair.
+const RUN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// [`run_pair`] on a thread of its own (its panic caught), failing the test at once, with
+/// the pair's name, when it does not end within [`RUN_DEADLINE`] (a background job that
+/// plans itself again without end keeps `wait_for_background` from returning: the pair
+/// `nvm-immutable-tight-pool -> tlsm` did so once, a return to NVM that never found room).
+fn run_pair_in_time(
+    a: &Arc<Profile>,
+    b: &Arc<Profile>,
+    mode: Mode,
+    variant: usize,
+    pair: &str,
+) -> std::thread::Result<Step<Vec<Refusal>>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (a, b) = (Arc::clone(a), Arc::clone(b));
+    std::thread::Builder::new()
+        .name("option-pair".into())
+        .spawn(move || {
+            let r = catch_unwind(AssertUnwindSafe(|| run_pair(&a, &b, mode, variant)));
+            let _ = tx.send(r);
+        })
+        .expect("spawn a run's thread");
+    match rx.recv_timeout(RUN_DEADLINE) {
+        Ok(r) => r,
+        Err(_) => panic!(
+            "option_pairs: {pair} did not end within {RUN_DEADLINE:?} (stuck background \
+             work?); rerun it alone with MEZZ_PAIR"
+        ),
+    }
+}
+
 /// Runs every pair whose index (in A-major order) is `part` modulo `parts`, or only the
 /// pairs `MEZZ_PAIR` names; fails listing every failing pair.
 fn run_pairs(part: usize, parts: usize) {
-    let profiles = profiles();
+    let profiles: Vec<Arc<Profile>> = profiles().into_iter().map(Arc::new).collect();
     for p in &profiles {
         let o = Run::new(modes(0, 0, true)[0]).options(p);
         o.validate()
@@ -958,7 +992,7 @@ fn run_pairs(part: usize, parts: usize) {
                 }
                 let pair = pair_name(a, b, mode);
                 let t = Instant::now();
-                let r = catch_unwind(AssertUnwindSafe(|| run_pair(a, b, mode, ia + ib)));
+                let r = run_pair_in_time(a, b, mode, ia + ib, &pair);
                 if verbose {
                     eprintln!("option_pairs: {pair}: {:?}", t.elapsed());
                 }

@@ -303,6 +303,11 @@ fn write_outputs(
     loop {
         match with_sink(ctx, version, plan, tier, &mut body) {
             Err(e) if tier == Tier::Nvm && falls_back_to_ssd(&e, ctx.opts.nvm_tiering) => {
+                if plan.reason == CompactionReason::TierReturn
+                    && let Some(nvm) = ctx.storage.nvm()
+                {
+                    nvm.note_return_fell_short();
+                }
                 tier = Tier::Ssd;
             }
             res => return res,

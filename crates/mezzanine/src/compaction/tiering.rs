@@ -32,7 +32,9 @@
 //!    tables hold, with it, at most 7/8 of their budget and the pool has room for it, the
 //!    newest such SST of the shallowest level that has one is copied into an NVM table at
 //!    its level (reason [`CompactionReason::TierReturn`]). The 1/8 between that mark and
-//!    the budget keeps a return from being undone by the next LRU move.
+//!    the budget keeps a return from being undone by the next LRU move. A return that
+//!    found no room after all (the room is an estimate) is not planned again until the
+//!    pool frees an extent (the pool's room, `NvmTier::has_room_for_return`).
 //!
 //! Invariants: pure functions of the version, the options and the claims (and, for a
 //! return, the pool's free ranges now: [`TieredPolicy::with_room`]); the plans it adds

@@ -76,7 +76,7 @@ pub(crate) fn policy(
         let p = match nvm {
             Some(tier) => {
                 let tier = Arc::clone(tier);
-                TieredPolicy::with_room(opts, Arc::new(move |b| tier.has_room_for_tables(b)))
+                TieredPolicy::with_room(opts, Arc::new(move |b| tier.has_room_for_return(b)))
             }
             None => TieredPolicy::new(opts),
         };

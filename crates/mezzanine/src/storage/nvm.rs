@@ -129,6 +129,12 @@ fn extent_len(len: u64) -> u64 {
     len.div_ceil(mezz_pmem::pool::EXTENT_ALIGN) * mezz_pmem::pool::EXTENT_ALIGN
 }
 
+/// The extents NVM tables of `bytes` in all take at the least: their bytes in whole
+/// extents, and one more for the second object (buffer and index are allocated apart).
+fn table_extents_len(bytes: u64) -> u64 {
+    extent_len(bytes).saturating_add(mezz_pmem::pool::EXTENT_ALIGN)
+}
+
 /// Whether `e` says the NVM pool had no free range large enough for an allocation.
 #[must_use]
 pub fn is_pool_full(e: &Error) -> bool {
@@ -154,6 +160,12 @@ pub struct NvmTier {
     /// Set when the database closes: the free list is this handle's view of the pool,
     /// which a later open rebuilds from its manifest, so nothing is given out after.
     closed: std::sync::atomic::AtomicBool,
+    /// Extents given back so far ([`NvmTier::free`]): the pool's room can only have grown
+    /// when this changed.
+    frees: std::sync::atomic::AtomicU64,
+    /// `frees` when a return to NVM last found no room after all (see
+    /// [`NvmTier::has_room_for_return`]); `u64::MAX`: none did.
+    return_fell_short_at: std::sync::atomic::AtomicU64,
 }
 
 fn pmem_err(e: mezz_format::Error, path: &Path) -> Error {
@@ -262,6 +274,8 @@ impl NvmTier {
             mode: opts.nvm_persistence,
             table_reserve: opts.nvm_transient_bytes(),
             closed: std::sync::atomic::AtomicBool::new(false),
+            frees: std::sync::atomic::AtomicU64::new(0),
+            return_fell_short_at: std::sync::atomic::AtomicU64::new(u64::MAX),
         }))
     }
 
@@ -376,10 +390,35 @@ impl NvmTier {
     /// Whether NVM tables of about `bytes` in all would find room now (beside the
     /// headroom the WALs and memtables need): a job that would not is better written to
     /// SSTs at once than abandoned when the pool runs out half way.
+    ///
+    /// A table takes at least two objects (a buffer and an index), each rounded up to whole
+    /// extents: the room asked is `bytes` rounded up plus one more extent. Asking for
+    /// `bytes` alone let a return of a table of 1,776 bytes be planned into a free range of
+    /// one extent, fall back to an SST for want of the second, and be planned again, forever.
     #[must_use]
     pub fn has_room_for_tables(&self, bytes: u64) -> bool {
         let headroom = self.table_headroom();
-        self.pool.lock().largest_free() >= bytes.saturating_add(headroom)
+        self.pool.lock().largest_free() >= table_extents_len(bytes).saturating_add(headroom)
+    }
+
+    /// [`NvmTier::has_room_for_tables`] for a return of an SST to NVM (TLSM's tiering),
+    /// unless a return found no room after all and no extent was freed since: a table's
+    /// room in NVM is an estimate from its SST (compressed blocks and small entries take
+    /// more in NVM), and a return that falls back to an SST leaves the pool as it was, so
+    /// planning it again at once would repeat it without end.
+    #[must_use]
+    pub fn has_room_for_return(&self, bytes: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        self.return_fell_short_at.load(Ordering::Acquire) != self.frees.load(Ordering::Acquire)
+            && self.has_room_for_tables(bytes)
+    }
+
+    /// Notes that a return to NVM found no room after all (see
+    /// [`NvmTier::has_room_for_return`]).
+    pub fn note_return_fell_short(&self) {
+        use std::sync::atomic::Ordering;
+        self.return_fell_short_at
+            .store(self.frees.load(Ordering::Acquire), Ordering::Release);
     }
 
     /// As [`NvmTier::alloc`], but for a full pool.
@@ -451,6 +490,7 @@ impl NvmTier {
         self.objects.lock().remove(&obj.id);
         // A double free (a bug) is refused by the allocator and changes nothing.
         let _ = self.pool.lock().free(obj.extent());
+        self.frees.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     pub(crate) fn media(&self) -> Arc<dyn Media> {
@@ -577,5 +617,67 @@ impl WritableFile for NvmLogFile {
     }
     fn size(&self) -> u64 {
         self.size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{NvmTiering, SimNvm};
+    use mezz_pmem::pool::EXTENT_ALIGN;
+
+    /// A simulated pool of 1 MiB with nothing reserved for WALs or memtables.
+    fn tier() -> Arc<NvmTier> {
+        let opts = Options {
+            nvm_dir: Some("/nvm".into()),
+            nvm_persistence: PersistMode::CrashSim,
+            nvm_sim: Some(SimNvm::new()),
+            nvm_capacity: 1 << 20,
+            nvm_tiering: NvmTiering::Lru(1 << 20),
+            nvm_prefault: false,
+            ..Options::default()
+        };
+        NvmTier::open(&opts, [7; 16], &[], true).unwrap()
+    }
+
+    /// Takes all of the pool's largest free range but `left` bytes.
+    fn fill_but(t: &NvmTier, id: u64, left: u64) -> NvmObject {
+        let free = t.pool.lock().largest_free();
+        t.alloc_table_object(id, NvmObjectKind::TableBuffer, free - left)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_table_needs_room_for_two_extents() {
+        let t = tier();
+        assert_eq!(t.table_headroom(), 0);
+        fill_but(&t, 1, EXTENT_ALIGN);
+        // One extent is free: a table of 1,776 bytes takes a buffer and an index.
+        assert!(!t.has_room_for_tables(1776));
+        let a = t.alloc_table_object(2, NvmObjectKind::TableBuffer, 1776);
+        assert!(a.is_ok());
+        assert!(is_pool_full(
+            &t.alloc_table_object(3, NvmObjectKind::TableIndex, 100)
+                .unwrap_err()
+        ));
+    }
+
+    #[test]
+    fn a_return_that_fell_short_waits_for_a_free() {
+        let t = tier();
+        let big = fill_but(&t, 1, 16 * EXTENT_ALIGN);
+        assert!(t.has_room_for_return(1776));
+        t.note_return_fell_short();
+        // Nothing was freed: the pool is as it was when the return found no room.
+        assert!(!t.has_room_for_return(1776));
+        assert!(t.has_room_for_tables(1776));
+        let small = t
+            .alloc_table_object(2, NvmObjectKind::TableIndex, 100)
+            .unwrap();
+        assert!(!t.has_room_for_return(1776));
+        t.free(&small);
+        assert!(t.has_room_for_return(1776));
+        t.free(&big);
+        assert!(t.has_room_for_return(1 << 19));
     }
 }
