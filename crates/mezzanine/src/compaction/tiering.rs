@@ -263,17 +263,19 @@ impl TieredPolicy {
         if !matches!(self.opts.nvm_tiering, NvmTiering::Lru(_)) {
             return None;
         }
-        let (level, t) = version
-            .all_tables()
-            .filter(|(level, t)| {
-                matches!(t.location, TableLocation::Sst { .. })
-                    && self.opts.level_in_nvm(*level)
-                    && !claims.is_claimed(t.id)
+        let ssts = || {
+            version.all_tables().filter(|(level, t)| {
+                matches!(t.location, TableLocation::Sst { .. }) && self.opts.level_in_nvm(*level)
             })
-            // The shallowest level first (as item 2 makes room for), its newest SST: a
-            // deeper one returned first would take the room item 2 made and be moved out
-            // again.
-            .min_by_key(|(level, t)| (*level, std::cmp::Reverse(t.id)))?;
+        };
+        // The shallowest level first (as item 2 makes room for), its newest SST: a deeper
+        // one returned first would take the room item 2 made and be moved out again. While
+        // that level's SSTs are all in compactions, nothing returns (a deeper one would
+        // still be moved out again).
+        let top = ssts().map(|(level, _)| level).min()?;
+        let (level, t) = ssts()
+            .filter(|(level, t)| *level == top && !claims.is_claimed(t.id))
+            .min_by_key(|(_, t)| std::cmp::Reverse(t.id))?;
         let need = nvm_table_room(t.size);
         let budget = self.opts.nvm_table_budget();
         if lru_held_bytes(version, claims).saturating_add(need) > budget / 8 * 7 {
@@ -575,6 +577,11 @@ mod tests {
         let back = TieredPolicy::new(&o).pick(&v, &Claims::new()).unwrap();
         assert_eq!(back.reason, CompactionReason::TierReturn);
         assert_eq!((back.level, back.inputs[0].id), (1, 21));
+        // L1's SST in a compaction: no deeper SST returns meanwhile.
+        let mut c = Claims::new();
+        c.claim(&in_place(1, &v.levels[1][1], CompactionReason::Seek));
+        assert_eq!(v.levels[1][1].id, 21);
+        assert!(TieredPolicy::new(&o).tier_return(&v, &c).is_none());
         // Only LRU tiering moves tables.
         let v = version(&tables, &objs);
         o.nvm_tiering = NvmTiering::Full;
