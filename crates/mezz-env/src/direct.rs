@@ -25,10 +25,18 @@
 //!   does, and `sync` then `fdatasync`s: `O_DIRECT` bypasses the page cache but not the
 //!   device's volatile cache, nor the file's size in its metadata. After `sync` the tail
 //!   stays in the buffer; the next write rewrites its block in place.
+//! - A full buffer is written behind: a thread of the writer's own (started with its first
+//!   full buffer) writes it while appends fill a second one, so a flush or compaction does
+//!   not wait for the device at every MiB. At most one write is in flight; `flush`,
+//!   `sync`, `close` and the next full buffer wait for it, and its error surfaces there
+//!   (after which every call fails: the file misses a buffer). Without the overlap a
+//!   compaction thread alternates merging, reading and writing, each waiting for the
+//!   others.
 //! - Early writeback (`sync_file_range`) is never started: there are no dirty pages.
 //!
 //! Thread-safety: a reader takes `&self` (positional reads; each thread reuses its own
-//! scratch buffer); a writer is owned by one thread (`&mut self`).
+//! scratch buffer); a writer is owned by one thread (`&mut self`), its write-behind thread
+//! only ever holds a buffer the writer handed over and no longer touches.
 
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
@@ -239,6 +247,96 @@ pub struct DirectWritableFile {
     tail_in_file: bool,
     /// `close` ran: only `sync` and `size` may follow.
     closed: bool,
+    /// The thread writing the previous full buffer while this one fills (started with
+    /// the first full buffer; `None` before, or when no thread could be started).
+    behind: Option<WriteBehind>,
+    /// A write behind failed: every later call fails (the file is incomplete).
+    failed: bool,
+}
+
+/// One full buffer for the write-behind thread: `storage[start..start + len]` at `offset`.
+struct BehindJob {
+    storage: Vec<u8>,
+    start: usize,
+    len: usize,
+    offset: u64,
+}
+
+/// The write-behind thread of a [`DirectWritableFile`] and the one write it may have in
+/// flight. Dropping it ends the thread (after its write) and waits for it.
+struct WriteBehind {
+    jobs: Option<crossbeam_channel::Sender<BehindJob>>,
+    done: crossbeam_channel::Receiver<(Vec<u8>, io::Result<()>)>,
+    in_flight: bool,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for WriteBehind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBehind")
+            .field("in_flight", &self.in_flight)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WriteBehind {
+    /// A thread writing to a duplicate of `file`'s descriptor.
+    fn start(file: &File, path: &Path) -> io::Result<Self> {
+        let file = file.try_clone()?;
+        let path = path.to_path_buf();
+        let (jobs, rx) = crossbeam_channel::bounded::<BehindJob>(1);
+        let (tx, done) = crossbeam_channel::bounded(1);
+        let thread = std::thread::Builder::new()
+            .name("mezz-write-behind".into())
+            .spawn(move || {
+                for job in rx {
+                    let r = file
+                        .write_all_at(&job.storage[job.start..job.start + job.len], job.offset)
+                        .map_err(|e| with_path(e, "write (direct I/O)", &path));
+                    if tx.send((job.storage, r)).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(Self {
+            jobs: Some(jobs),
+            done,
+            in_flight: false,
+            thread: Some(thread),
+        })
+    }
+
+    /// Waits for the write in flight, if any: its buffer back, or its error.
+    fn wait(&mut self) -> io::Result<Option<Vec<u8>>> {
+        if !self.in_flight {
+            return Ok(None);
+        }
+        self.in_flight = false;
+        let (storage, r) = self
+            .done
+            .recv()
+            .map_err(|_| io::Error::other("the write-behind thread ended"))?;
+        r.map(|()| Some(storage))
+    }
+
+    fn submit(&mut self, job: BehindJob) -> io::Result<()> {
+        debug_assert!(!self.in_flight);
+        self.jobs
+            .as_ref()
+            .and_then(|j| j.send(job).ok())
+            .ok_or_else(|| io::Error::other("the write-behind thread ended"))?;
+        self.in_flight = true;
+        Ok(())
+    }
+}
+
+impl Drop for WriteBehind {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl DirectWritableFile {
@@ -255,7 +353,52 @@ impl DirectWritableFile {
             filled: 0,
             tail_in_file: true,
             closed: false,
+            behind: None,
+            failed: false,
         }
+    }
+
+    /// Fails once a write behind has failed (the file misses a buffer).
+    fn check_failed(&self) -> io::Result<()> {
+        if self.failed {
+            return Err(io::Error::other(format!(
+                "{}: an earlier write (direct I/O) failed",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Waits for the write behind in flight, if any; returns its buffer for reuse.
+    fn drain(&mut self) -> io::Result<Option<Vec<u8>>> {
+        self.check_failed()?;
+        let Some(b) = self.behind.as_mut() else {
+            return Ok(None);
+        };
+        b.wait().inspect_err(|_| self.failed = true)
+    }
+
+    /// Hands the full buffer to the write-behind thread and goes on in another (the one
+    /// the previous write returned). Without a thread (none could be started) the buffer
+    /// is written here.
+    fn write_full_buffer(&mut self) -> io::Result<()> {
+        let spare = self.drain()?;
+        if self.behind.is_none() {
+            self.behind = WriteBehind::start(&self.file, &self.path).ok();
+        }
+        let Some(b) = self.behind.as_mut() else {
+            return self.write_blocks(DIRECT_WRITE_BUFFER_SIZE);
+        };
+        let next = spare.unwrap_or_else(|| vec![0u8; DIRECT_WRITE_BUFFER_SIZE + DIRECT_IO_ALIGN]);
+        let storage = std::mem::replace(&mut self.storage, next);
+        let job = BehindJob {
+            storage,
+            start: self.start,
+            len: DIRECT_WRITE_BUFFER_SIZE,
+            offset: self.base,
+        };
+        self.start = aligned_start(&self.storage);
+        b.submit(job).inspect_err(|_| self.failed = true)
     }
 
     fn buffer(&mut self) -> &mut [u8] {
@@ -274,6 +417,7 @@ impl DirectWritableFile {
     /// Writes the buffered tail padded to a whole block and truncates the file to the
     /// bytes appended (nothing to do if the tail is in the file already).
     fn write_tail(&mut self) -> io::Result<()> {
+        self.drain()?;
         if self.tail_in_file {
             return Ok(());
         }
@@ -291,6 +435,7 @@ impl DirectWritableFile {
 
 impl WritableFile for DirectWritableFile {
     fn append(&mut self, mut data: &[u8]) -> io::Result<()> {
+        self.check_failed()?;
         if self.closed {
             return Err(io::Error::other(format!(
                 "append to {}: the file is closed",
@@ -306,8 +451,9 @@ impl WritableFile for DirectWritableFile {
             data = &data[n..];
             if self.filled == DIRECT_WRITE_BUFFER_SIZE {
                 // On error the writer is not usable reliably (as a buffered one): the
-                // buffer is kept, and the caller deletes the file.
-                self.write_blocks(DIRECT_WRITE_BUFFER_SIZE)?;
+                // caller deletes the file. The write goes on behind the next buffer's
+                // appends; its error surfaces at the next call that waits for it.
+                self.write_full_buffer()?;
                 self.base += DIRECT_WRITE_BUFFER_SIZE as u64;
                 self.filled = 0;
                 self.tail_in_file = true;
@@ -319,6 +465,7 @@ impl WritableFile for DirectWritableFile {
     /// Writes the buffer's whole blocks; an unaligned tail stays buffered (direct I/O
     /// cannot write part of a block) until `sync` or `close`.
     fn flush(&mut self) -> io::Result<()> {
+        self.drain()?;
         if self.tail_in_file {
             return Ok(());
         }
@@ -594,5 +741,45 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         assert!(e.to_string().contains("missing"), "{e}");
+    }
+
+    /// A full buffer written behind that fails (here: a descriptor opened read-only) fails
+    /// the call that waits for it and every call after: no sync reports a file complete
+    /// that misses a buffer.
+    #[test]
+    fn a_failed_write_behind_fails_the_next_call_and_every_later_one() {
+        let Some(dir) = direct_dir() else { return };
+        let path = dir.path().join("ro.sst");
+        drop(create(&path).unwrap());
+        let ro = open_direct(OpenOptions::new().read(true), &path, "open").unwrap();
+        let mut w = DirectWritableFile::new(ro, &path);
+        let data = pattern(DIRECT_WRITE_BUFFER_SIZE + 100, 3);
+        // The full buffer is handed over; the append itself may still succeed.
+        let _ = w.append(&data);
+        let e = w.sync().unwrap_err();
+        assert!(e.to_string().contains("ro.sst"), "{e}");
+        assert!(w.append(b"more").is_err());
+        assert!(w.flush().is_err());
+        assert!(w.sync().is_err());
+        assert!(w.close().is_err());
+    }
+
+    /// Many full buffers back to back (each written behind the next one's appends) and a
+    /// sync between them: the file holds every byte in order.
+    #[test]
+    fn buffers_written_behind_land_in_order() {
+        let Some(dir) = direct_dir() else { return };
+        let path = dir.path().join("b.sst");
+        let mut w = DirectWritableFile::new(create(&path).unwrap(), &path);
+        let data = pattern(9 * DIRECT_WRITE_BUFFER_SIZE + 4321, 5);
+        for (i, chunk) in data.chunks(DIRECT_WRITE_BUFFER_SIZE / 3 + 17).enumerate() {
+            w.append(chunk).unwrap();
+            if i == 13 {
+                w.sync().unwrap();
+            }
+        }
+        w.close().unwrap();
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), data);
     }
 }

@@ -1354,7 +1354,8 @@ impl TableReader {
             data: None,
             data_offset: u64::MAX,
             fill_cache,
-            readahead: (readahead > 0).then(|| Readahead::new(readahead)),
+            readahead: (readahead > 0)
+                .then(|| Readahead::new(readahead, Some(Arc::clone(&self.file)))),
             err: None,
         }
     }
@@ -1375,7 +1376,8 @@ impl TableReader {
     /// # Errors
     /// As [`TableReader::verify`].
     pub fn verify_with_readahead(&self, readahead: usize) -> Result<u64> {
-        let mut window = (readahead > 0).then(|| Readahead::new(readahead));
+        let mut window =
+            (readahead > 0).then(|| Readahead::new(readahead, Some(Arc::clone(&self.file))));
         let n = self.index_len();
         let ks = self.index.keyset();
         let mut prev: Option<Vec<u8>> = None;
@@ -1627,7 +1629,10 @@ const READAHEAD_ALIGN: u64 = 4096;
 
 /// A scan's read-ahead window: the bytes of the file at `start..start + len`, held at
 /// `storage[at..at + len]`, read about `size` bytes at a time (see
-/// [`TableReader::iter_with_readahead`]).
+/// [`TableReader::iter_with_readahead`]). A forward scan has the next window read ahead on
+/// a thread of its own while it works through this one (`next`), so it waits for the
+/// device only when it outruns it: a compaction's input reads then overlap its merging and
+/// its writes, as with RocksDB's asynchronous read-ahead.
 #[derive(Debug)]
 struct Readahead {
     size: usize,
@@ -1637,24 +1642,150 @@ struct Readahead {
     /// `at` is its first [`READAHEAD_ALIGN`]-aligned address.
     storage: Vec<u8>,
     at: usize,
+    /// The file, for the reads ahead (`None`: none are made).
+    file: Option<Arc<dyn RandomAccessFile>>,
+    /// The window after this one, being read.
+    next: Option<NextWindow>,
+    /// The memory of the window before, for the next read ahead.
+    spare: Vec<u8>,
+}
+
+/// Bytes a window read ahead keeps free before its data, for the part of the window
+/// before it that a block straddling the two needs (a larger part reads the block again).
+const READ_AHEAD_HEADROOM: usize = 256 << 10;
+
+/// A window being read ahead: `len` bytes from `start`, into `storage` at its first
+/// aligned byte.
+#[derive(Debug)]
+struct NextWindow {
+    start: u64,
+    len: usize,
+    thread: std::thread::JoinHandle<(Vec<u8>, std::io::Result<()>)>,
+}
+
+/// A buffer of at least `len` bytes and an alignment unit, reusing `v`; returns it and its
+/// first [`READAHEAD_ALIGN`]-aligned position.
+fn aligned_buffer(mut v: Vec<u8>, len: usize) -> (Vec<u8>, usize) {
+    let align = READAHEAD_ALIGN as usize;
+    if v.len() < len + align {
+        v.resize(len + align, 0);
+    }
+    let at = aligned_buffer_start(&v);
+    (v, at)
+}
+
+/// The first [`READAHEAD_ALIGN`]-aligned position of `v` (address arithmetic only).
+fn aligned_buffer_start(v: &[u8]) -> usize {
+    let align = READAHEAD_ALIGN as usize;
+    (align - v.as_ptr() as usize % align) % align
 }
 
 impl Readahead {
-    fn new(size: usize) -> Self {
+    fn new(size: usize, file: Option<Arc<dyn RandomAccessFile>>) -> Self {
         Self {
             size,
             start: 0,
             len: 0,
             storage: Vec::new(),
             at: 0,
+            file,
+            next: None,
+            spare: Vec::new(),
+        }
+    }
+
+    /// The window read ahead, if it holds `offset..end` (with what is left of this window
+    /// before it, for a block that straddles the two): waits for it and makes it the
+    /// window (the old window's memory goes to the next read ahead). Any other window read
+    /// ahead is left to end on its own.
+    fn take_next(&mut self, offset: u64, end: u64) -> bool {
+        let Some(next) = self.next.take() else {
+            return false;
+        };
+        let window_end = self.start + self.len as u64;
+        // The part of this window the new one keeps: from `offset`'s aligned unit on.
+        let keep_from = (offset / READAHEAD_ALIGN * READAHEAD_ALIGN).max(self.start);
+        let kept = if offset >= next.start {
+            0
+        } else if offset >= self.start && next.start == window_end {
+            (window_end - keep_from) as usize
+        } else {
+            return false;
+        };
+        if end > next.start + next.len as u64 || kept > READ_AHEAD_HEADROOM {
+            return false;
+        }
+        match next.thread.join() {
+            Ok((mut storage, Ok(()))) => {
+                // The next window's data starts after the headroom, at an aligned byte.
+                let data_at = aligned_buffer_start(&storage) + READ_AHEAD_HEADROOM;
+                let at = data_at - kept;
+                if kept > 0 {
+                    let from = self.at + (keep_from - self.start) as usize;
+                    match (
+                        storage.get_mut(at..data_at),
+                        self.storage.get(from..from + kept),
+                    ) {
+                        (Some(to), Some(part)) => to.copy_from_slice(part),
+                        _ => return false,
+                    }
+                }
+                self.spare = std::mem::replace(&mut self.storage, storage);
+                self.at = at;
+                self.start = next.start - kept as u64;
+                self.len = next.len + kept;
+                true
+            }
+            // A failed read ahead is read again, here, and its error reported from there.
+            _ => false,
+        }
+    }
+
+    /// Starts reading the window after this one (up to `limit`), if any is left.
+    fn read_ahead(&mut self, limit: u64) {
+        let Some(file) = self.file.as_ref() else {
+            return;
+        };
+        let start = self.start + self.len as u64;
+        let end = start
+            .saturating_add(self.size as u64)
+            .min(limit)
+            .div_ceil(READAHEAD_ALIGN)
+            .saturating_mul(READAHEAD_ALIGN)
+            .min(file.size());
+        let Ok(len) = usize::try_from(end.saturating_sub(start)) else {
+            return;
+        };
+        if len == 0 || !start.is_multiple_of(READAHEAD_ALIGN) {
+            return;
+        }
+        let file = Arc::clone(file);
+        let spare = std::mem::take(&mut self.spare);
+        let spawned = std::thread::Builder::new()
+            .name("mezz-read-ahead".into())
+            .spawn(move || {
+                let (mut storage, at) = aligned_buffer(spare, READ_AHEAD_HEADROOM + len);
+                let data = at + READ_AHEAD_HEADROOM;
+                let r = match storage.get_mut(data..data + len) {
+                    Some(window) => file.read_exact_at(start, window),
+                    None => Err(std::io::Error::other(
+                        "read-ahead window outside its storage",
+                    )),
+                };
+                (storage, r)
+            });
+        // No thread: the next window is read when it is needed.
+        if let Ok(thread) = spawned {
+            self.next = Some(NextWindow { start, len, thread });
         }
     }
 
     /// Copies `out.len()` bytes at `offset` of `file` into `out`: from the window, refilled
-    /// first when it does not hold them all, with `size` bytes (at least `out`'s, never
-    /// past `limit`) from `offset` on, or, for a scan going backwards (a block before the
-    /// window), ending where `out`'s bytes end; the window is then widened to whole
-    /// [`READAHEAD_ALIGN`] units of the file (not past its end).
+    /// first when it does not hold them all (from the window read ahead when that holds
+    /// them), with `size` bytes (at least `out`'s, never past `limit`) from `offset` on, or,
+    /// for a scan going backwards (a block before the window), ending where `out`'s bytes
+    /// end; the window is then widened to whole [`READAHEAD_ALIGN`] units of the file (not
+    /// past its end). A forward refill starts reading the window after it.
     fn read(
         &mut self,
         file: &dyn RandomAccessFile,
@@ -1664,37 +1795,42 @@ impl Readahead {
     ) -> std::io::Result<()> {
         let end = offset + out.len() as u64;
         if offset < self.start || end > self.start + self.len as u64 {
-            let (fill_start, fill_end) = if offset < self.start && self.len != 0 {
-                (end.saturating_sub(self.size as u64).min(offset), end)
-            } else {
-                (
-                    offset,
-                    offset.saturating_add(self.size as u64).min(limit).max(end),
-                )
-            };
-            let fill_start = fill_start / READAHEAD_ALIGN * READAHEAD_ALIGN;
-            let fill_end = fill_end
-                .div_ceil(READAHEAD_ALIGN)
-                .saturating_mul(READAHEAD_ALIGN)
-                .min(file.size())
-                .max(fill_end);
-            let len = usize::try_from(fill_end - fill_start)
-                .map_err(|_| std::io::Error::other("read-ahead window too large"))?;
-            let align = READAHEAD_ALIGN as usize;
-            if self.storage.len() < len + align {
-                self.storage.resize(len + align, 0);
+            let backwards = offset < self.start && self.len != 0;
+            if backwards || !self.take_next(offset, end) {
+                let (fill_start, fill_end) = if backwards {
+                    (end.saturating_sub(self.size as u64).min(offset), end)
+                } else {
+                    (
+                        offset,
+                        offset.saturating_add(self.size as u64).min(limit).max(end),
+                    )
+                };
+                let fill_start = fill_start / READAHEAD_ALIGN * READAHEAD_ALIGN;
+                let fill_end = fill_end
+                    .div_ceil(READAHEAD_ALIGN)
+                    .saturating_mul(READAHEAD_ALIGN)
+                    .min(file.size())
+                    .max(fill_end);
+                let len = usize::try_from(fill_end - fill_start)
+                    .map_err(|_| std::io::Error::other("read-ahead window too large"))?;
+                let (storage, at) = aligned_buffer(std::mem::take(&mut self.storage), len);
+                self.storage = storage;
+                self.at = at;
+                self.start = fill_start;
+                self.len = len;
+                let window = self
+                    .storage
+                    .get_mut(self.at..self.at + len)
+                    .ok_or_else(|| {
+                        std::io::Error::other("read-ahead window outside its storage")
+                    })?;
+                if let Err(e) = file.read_exact_at(fill_start, window) {
+                    self.len = 0;
+                    return Err(e);
+                }
             }
-            // Address arithmetic only: the first aligned byte of the storage.
-            self.at = (align - self.storage.as_ptr() as usize % align) % align;
-            self.start = fill_start;
-            self.len = len;
-            let window = self
-                .storage
-                .get_mut(self.at..self.at + len)
-                .ok_or_else(|| std::io::Error::other("read-ahead window outside its storage"))?;
-            if let Err(e) = file.read_exact_at(fill_start, window) {
-                self.len = 0;
-                return Err(e);
+            if !backwards {
+                self.read_ahead(limit);
             }
         }
         let held = usize::try_from(offset - self.start)
@@ -2234,6 +2370,55 @@ mod tests {
         fn size(&self) -> u64 {
             self.0.len() as u64
         }
+    }
+
+    /// A file whose reads fail where they touch bytes `.1...2` (a bad stretch of data
+    /// blocks; the index and footer after them read fine).
+    #[derive(Debug)]
+    struct FailingFrom(Vec<u8>, u64, u64);
+
+    impl RandomAccessFile for FailingFrom {
+        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            if offset < self.2 && offset + buf.len() as u64 > self.1 {
+                return Err(std::io::Error::other("injected read error"));
+            }
+            crate::testfile::VecFile(self.0.clone()).read_exact_at(offset, buf)
+        }
+        fn size(&self) -> u64 {
+            self.0.len() as u64
+        }
+    }
+
+    /// A window read ahead that fails is read again when the scan needs it, and the scan
+    /// stops with the error there: no entry after it is skipped silently, none before it
+    /// is lost.
+    #[test]
+    fn a_failed_read_ahead_stops_the_scan_with_its_error() {
+        let e = entries(10_000, 22);
+        let (bytes, props, _) = build(&e, TableBuilderOptions::default());
+        let bad_from = props.data_size / 2;
+        let file = Arc::new(FailingFrom(bytes, bad_from, props.data_size));
+        let t = Arc::new(
+            TableReader::open(
+                file as Arc<dyn RandomAccessFile>,
+                props.file_size,
+                1,
+                None,
+                &KeyOrder::default(),
+            )
+            .unwrap(),
+        );
+        let mut it = t.iter_with_readahead(false, 64 << 10);
+        it.seek_to_first();
+        let mut seen = 0;
+        while it.valid() {
+            assert_eq!(it.key(), &e[seen].0[..]);
+            seen += 1;
+            it.next();
+        }
+        assert!(it.status().is_err(), "the scan ends on the error");
+        assert!(seen > 0 && seen < e.len(), "{seen} of {}", e.len());
+        assert!(t.verify_with_readahead(64 << 10).is_err());
     }
 
     /// A scan with a read-ahead window returns what a scan without one does, both ways and
