@@ -69,6 +69,11 @@ fn round_up(n: u64) -> u64 {
     n.div_ceil(ALIGN) * ALIGN
 }
 
+/// A writer's buffer memory: [`DIRECT_WRITE_BUFFER_SIZE`] and one alignment unit.
+fn new_storage() -> Vec<u8> {
+    vec![0u8; DIRECT_WRITE_BUFFER_SIZE + DIRECT_IO_ALIGN]
+}
+
 /// Where the first aligned byte of `v` is.
 fn aligned_start(v: &[u8]) -> usize {
     let misalignment = v.as_ptr().addr() % DIRECT_IO_ALIGN;
@@ -254,11 +259,11 @@ pub struct DirectWritableFile {
     failed: bool,
 }
 
-/// One full buffer for the write-behind thread: `storage[start..start + len]` at `offset`.
+/// One full buffer for the write-behind thread: `storage[start..start +
+/// DIRECT_WRITE_BUFFER_SIZE]` at `offset`.
 struct BehindJob {
     storage: Vec<u8>,
     start: usize,
-    len: usize,
     offset: u64,
 }
 
@@ -291,7 +296,10 @@ impl WriteBehind {
             .spawn(move || {
                 for job in rx {
                     let r = file
-                        .write_all_at(&job.storage[job.start..job.start + job.len], job.offset)
+                        .write_all_at(
+                            &job.storage[job.start..job.start + DIRECT_WRITE_BUFFER_SIZE],
+                            job.offset,
+                        )
                         .map_err(|e| with_path(e, "write (direct I/O)", &path));
                     if tx.send((job.storage, r)).is_err() {
                         break;
@@ -342,7 +350,7 @@ impl Drop for WriteBehind {
 impl DirectWritableFile {
     /// A writer appending to `file`, created empty at `path` with `O_DIRECT`.
     pub(crate) fn new(file: File, path: &Path) -> Self {
-        let storage = vec![0u8; DIRECT_WRITE_BUFFER_SIZE + DIRECT_IO_ALIGN];
+        let storage = new_storage();
         let start = aligned_start(&storage);
         Self {
             file,
@@ -389,12 +397,11 @@ impl DirectWritableFile {
         let Some(b) = self.behind.as_mut() else {
             return self.write_blocks(DIRECT_WRITE_BUFFER_SIZE);
         };
-        let next = spare.unwrap_or_else(|| vec![0u8; DIRECT_WRITE_BUFFER_SIZE + DIRECT_IO_ALIGN]);
+        let next = spare.unwrap_or_else(new_storage);
         let storage = std::mem::replace(&mut self.storage, next);
         let job = BehindJob {
             storage,
             start: self.start,
-            len: DIRECT_WRITE_BUFFER_SIZE,
             offset: self.base,
         };
         self.start = aligned_start(&self.storage);

@@ -1354,8 +1354,7 @@ impl TableReader {
             data: None,
             data_offset: u64::MAX,
             fill_cache,
-            readahead: (readahead > 0)
-                .then(|| Readahead::new(readahead, Some(Arc::clone(&self.file)))),
+            readahead: (readahead > 0).then(|| Readahead::new(readahead, Arc::clone(&self.file))),
             err: None,
         }
     }
@@ -1376,8 +1375,7 @@ impl TableReader {
     /// # Errors
     /// As [`TableReader::verify`].
     pub fn verify_with_readahead(&self, readahead: usize) -> Result<u64> {
-        let mut window =
-            (readahead > 0).then(|| Readahead::new(readahead, Some(Arc::clone(&self.file))));
+        let mut window = (readahead > 0).then(|| Readahead::new(readahead, Arc::clone(&self.file)));
         let n = self.index_len();
         let ks = self.index.keyset();
         let mut prev: Option<Vec<u8>> = None;
@@ -1642,8 +1640,8 @@ struct Readahead {
     /// `at` is its first [`READAHEAD_ALIGN`]-aligned address.
     storage: Vec<u8>,
     at: usize,
-    /// The file, for the reads ahead (`None`: none are made).
-    file: Option<Arc<dyn RandomAccessFile>>,
+    /// The table's file.
+    file: Arc<dyn RandomAccessFile>,
     /// The window after this one, being read.
     next: Option<NextWindow>,
     /// The memory of the window before, for the next read ahead.
@@ -1654,8 +1652,8 @@ struct Readahead {
 /// before it that a block straddling the two needs (a larger part reads the block again).
 const READ_AHEAD_HEADROOM: usize = 256 << 10;
 
-/// A window being read ahead: `len` bytes from `start`, into `storage` at its first
-/// aligned byte.
+/// A window being read ahead: `len` bytes from `start`, into the thread's buffer after
+/// [`READ_AHEAD_HEADROOM`] bytes from its first aligned byte.
 #[derive(Debug)]
 struct NextWindow {
     start: u64,
@@ -1674,6 +1672,13 @@ fn aligned_buffer(mut v: Vec<u8>, len: usize) -> (Vec<u8>, usize) {
     (v, at)
 }
 
+/// `end` rounded up to a whole [`READAHEAD_ALIGN`] unit, but not past the file's end.
+fn aligned_end(end: u64, file_size: u64) -> u64 {
+    end.div_ceil(READAHEAD_ALIGN)
+        .saturating_mul(READAHEAD_ALIGN)
+        .min(file_size)
+}
+
 /// The first [`READAHEAD_ALIGN`]-aligned position of `v` (address arithmetic only).
 fn aligned_buffer_start(v: &[u8]) -> usize {
     let align = READAHEAD_ALIGN as usize;
@@ -1681,7 +1686,7 @@ fn aligned_buffer_start(v: &[u8]) -> usize {
 }
 
 impl Readahead {
-    fn new(size: usize, file: Option<Arc<dyn RandomAccessFile>>) -> Self {
+    fn new(size: usize, file: Arc<dyn RandomAccessFile>) -> Self {
         Self {
             size,
             start: 0,
@@ -1743,23 +1748,18 @@ impl Readahead {
 
     /// Starts reading the window after this one (up to `limit`), if any is left.
     fn read_ahead(&mut self, limit: u64) {
-        let Some(file) = self.file.as_ref() else {
-            return;
-        };
         let start = self.start + self.len as u64;
-        let end = start
-            .saturating_add(self.size as u64)
-            .min(limit)
-            .div_ceil(READAHEAD_ALIGN)
-            .saturating_mul(READAHEAD_ALIGN)
-            .min(file.size());
+        let end = aligned_end(
+            start.saturating_add(self.size as u64).min(limit),
+            self.file.size(),
+        );
         let Ok(len) = usize::try_from(end.saturating_sub(start)) else {
             return;
         };
         if len == 0 || !start.is_multiple_of(READAHEAD_ALIGN) {
             return;
         }
-        let file = Arc::clone(file);
+        let file = Arc::clone(&self.file);
         let spare = std::mem::take(&mut self.spare);
         let spawned = std::thread::Builder::new()
             .name("mezz-read-ahead".into())
@@ -1786,13 +1786,7 @@ impl Readahead {
     /// for a scan going backwards (a block before the window), ending where `out`'s bytes
     /// end; the window is then widened to whole [`READAHEAD_ALIGN`] units of the file (not
     /// past its end). A forward refill starts reading the window after it.
-    fn read(
-        &mut self,
-        file: &dyn RandomAccessFile,
-        offset: u64,
-        out: &mut [u8],
-        limit: u64,
-    ) -> std::io::Result<()> {
+    fn read(&mut self, offset: u64, out: &mut [u8], limit: u64) -> std::io::Result<()> {
         let end = offset + out.len() as u64;
         if offset < self.start || end > self.start + self.len as u64 {
             let backwards = offset < self.start && self.len != 0;
@@ -1806,11 +1800,7 @@ impl Readahead {
                     )
                 };
                 let fill_start = fill_start / READAHEAD_ALIGN * READAHEAD_ALIGN;
-                let fill_end = fill_end
-                    .div_ceil(READAHEAD_ALIGN)
-                    .saturating_mul(READAHEAD_ALIGN)
-                    .min(file.size())
-                    .max(fill_end);
+                let fill_end = aligned_end(fill_end, self.file.size()).max(fill_end);
                 let len = usize::try_from(fill_end - fill_start)
                     .map_err(|_| std::io::Error::other("read-ahead window too large"))?;
                 let (storage, at) = aligned_buffer(std::mem::take(&mut self.storage), len);
@@ -1824,7 +1814,7 @@ impl Readahead {
                     .ok_or_else(|| {
                         std::io::Error::other("read-ahead window outside its storage")
                     })?;
-                if let Err(e) = file.read_exact_at(fill_start, window) {
+                if let Err(e) = self.file.read_exact_at(fill_start, window) {
                     self.len = 0;
                     return Err(e);
                 }
@@ -1871,7 +1861,7 @@ fn read_block_bytes(
     let mut buf = mezz_util::spare::zeroed(total);
     let started = std::time::Instant::now();
     match readahead {
-        Some(window) => window.read(file, h.offset, &mut buf, limit)?,
+        Some(window) => window.read(h.offset, &mut buf, limit)?,
         None => file.read_exact_at(h.offset, &mut buf)?,
     }
     mezz_util::trace::block_read(started);
