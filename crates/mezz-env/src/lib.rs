@@ -13,6 +13,8 @@
 //!   to a [`DeviceModel`] of an SSD with parallel units (per-unit FIFO queues, flash service
 //!   times, a write buffer), in real or virtual time; plus [`DeviceSpec`] to configure it from a
 //!   string and [`simulate_mix`], a deterministic fio-like read/write mix on the model.
+//! - [`PrefetchFile`] (module `prefetch`): a file read once from start to end, its next
+//!   chunks read ahead on a thread while the caller works on the current one.
 //!
 //! A crash test writes through a [`MemFs`], takes [`MemFs::crash_clone`] and reopens the
 //! database on the clone:
@@ -52,6 +54,7 @@ mod fault;
 mod mapped;
 mod mem;
 mod posix;
+mod prefetch;
 mod units;
 mod worker;
 
@@ -61,6 +64,7 @@ pub use direct::{
 pub use fault::{FaultFs, FaultOp, FaultRule, Trigger, is_injected};
 pub use mem::{CrashOptions, KeepUnsynced, MemFs};
 pub use posix::{AllocateFn, MapReadFn, MapWindowFn, PosixFs, WriteHintFn};
+pub use prefetch::{PREFETCH_CHUNK, PREFETCH_CHUNKS_AHEAD, PrefetchFile};
 pub use units::{
     Arrangement, Clock, DeviceConfig, DeviceModel, DeviceSpec, IoKind, Layout, MAX_UNITS,
     MixConfig, MixMode, MixResult, Profile, SpecLayout, UnitFs, UnitParams, UnitRandomAccessFile,

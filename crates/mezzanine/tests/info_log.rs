@@ -53,6 +53,11 @@ fn the_log_file_tells_what_happened_and_rotates() {
         log.contains("recovering") && !log.contains("creating"),
         "{log}"
     );
+    // The recovery line says how long the open's steps took.
+    let recovered = log.lines().find(|l| l.contains("recovered:")).unwrap();
+    for step in ["ms (manifest ", "nvm ", "wal replay ", "install "] {
+        assert!(recovered.contains(step), "{step:?} missing: {recovered}");
+    }
     let old: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())

@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use mezz_env::{FileLock, FileSystem};
@@ -106,10 +107,13 @@ pub(super) fn open_with(
         opts.key_order().name(),
         opts.to_text()
     ));
+    let started = Instant::now();
     let rec = replay_manifest(&locked, &opts)?;
     let snapshots = snapshots.unwrap_or_default();
     let families = open_families(&locked, &opts, &rec, &snapshots)?;
-    let opened = open_recovered(locked, opts, info_log, rec, &families, snapshots);
+    let mut phases = OpenPhases::new(started);
+    phases.mark("manifest");
+    let opened = open_recovered(locked, opts, info_log, rec, &families, snapshots, phases);
     if opened.is_err() {
         for f in families.values() {
             let _ = super::family::close_family(f);
@@ -169,8 +173,10 @@ fn open_recovered(
     mut rec: Recovery,
     families: &BTreeMap<u32, Arc<super::family::Family>>,
     snapshots: Arc<SnapshotList>,
+    mut phases: OpenPhases,
 ) -> Result<Arc<DbInner>> {
     let mut nvm = open_nvm(&locked, &opts, &mut rec)?;
+    phases.mark("nvm");
     let storage = Arc::new(
         Storage::new(
             Arc::clone(&locked.fs),
@@ -195,6 +201,7 @@ fn open_recovered(
             .with_wide_units(opts.placement_wide_paths)
             .with_write_pace(opts.placement_write_pace),
     );
+    phases.mark("checks");
     let wals = collect_wals(&locked, &nvm, &mut rec)?;
     let replayed = replay_wals(
         &locked,
@@ -215,6 +222,7 @@ fn open_recovered(
             .last_seq
             .max(f.db.versions.last_seq.load(Ordering::Acquire));
     }
+    phases.mark("wal replay");
     let lists = arrange_memtables(
         replayed.kept_mems,
         nvm.mems,
@@ -236,9 +244,10 @@ fn open_recovered(
         &installed,
     )?;
     free_released(nvm.tier.as_ref(), &rec.released);
+    phases.mark("install");
     info_log.log(format_args!(
         "recovered: {} tables, {} WALs replayed, {} memtables kept, last sequence {}, \
-         new WAL {}, manifest {}",
+         new WAL {}, manifest {}; {phases}",
         rec.version.all_tables().count(),
         wals.len(),
         lists.imms.len() + lists.nvm_sealed.len(),
@@ -1390,6 +1399,42 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// How long each step of an open took, for the LOG's `recovered:` line (the manifest,
+/// the NVM pool and its structures, the checks of units and reachability, the WAL replay,
+/// the new manifest and the files removed).
+struct OpenPhases {
+    last: Instant,
+    spent: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl OpenPhases {
+    fn new(started: Instant) -> Self {
+        Self {
+            last: started,
+            spent: Vec::new(),
+        }
+    }
+
+    /// Ends the step named `name` now.
+    fn mark(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.spent.push((name, now - self.last));
+        self.last = now;
+    }
+}
+
+impl std::fmt::Display for OpenPhases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total: std::time::Duration = self.spent.iter().map(|(_, d)| *d).sum();
+        write!(f, "{:.1} ms (", total.as_secs_f64() * 1e3)?;
+        for (i, (name, d)) in self.spent.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}{name} {:.1}", d.as_secs_f64() * 1e3)?;
+        }
+        f.write_str(")")
+    }
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
