@@ -1401,9 +1401,10 @@ fn start_background_threads(inner: &Arc<DbInner>) -> Result<()> {
     Ok(())
 }
 
-/// How long each step of an open took, for the LOG's `recovered:` line (the manifest,
-/// the NVM pool and its structures, the checks of units and reachability, the WAL replay,
-/// the new manifest and the files removed).
+/// How long each step of an open took, for the LOG's `recovered:` line: `manifest` (its
+/// replay, and the column families' opens), `nvm` (the NVM pool and its structures),
+/// `checks` (units and reachability), `wal replay` (with the families' flushes of what it
+/// gave them) and `install` (the new manifest, the files removed).
 struct OpenPhases {
     last: Instant,
     spent: Vec<(&'static str, std::time::Duration)>,
