@@ -65,6 +65,17 @@ impl fmt::Debug for PrefetchFile {
 }
 
 impl PrefetchFile {
+    /// `inner` read ahead, if it is larger than one chunk; else `inner` itself (a reader of
+    /// a single chunk would only wait for the thread to read it).
+    #[must_use]
+    pub fn over(inner: Arc<dyn RandomAccessFile>) -> Arc<dyn RandomAccessFile> {
+        if inner.size() > PREFETCH_CHUNK as u64 {
+            Arc::new(Self::new(inner))
+        } else {
+            inner
+        }
+    }
+
     /// Starts reading `inner` from its start on a thread. Without a thread (the system
     /// refused one), every read goes to `inner`.
     #[must_use]
@@ -295,6 +306,19 @@ mod tests {
         let mut buf = vec![0; 10];
         f.read_exact_at(3 * c, &mut buf).unwrap();
         assert_eq!(buf, expect(3 * c, 10));
+    }
+
+    /// `over` reads ahead only a file of more than one chunk.
+    #[test]
+    fn only_a_file_of_several_chunks_is_read_ahead() {
+        let c = PREFETCH_CHUNK as u64;
+        let small: Arc<dyn RandomAccessFile> = Pattern::new(c, None);
+        assert!(Arc::ptr_eq(&PrefetchFile::over(Arc::clone(&small)), &small));
+        let large: Arc<dyn RandomAccessFile> = Pattern::new(c + 1, None);
+        assert!(!Arc::ptr_eq(
+            &PrefetchFile::over(Arc::clone(&large)),
+            &large
+        ));
     }
 
     /// An empty file and one dropped before it is read end their threads.

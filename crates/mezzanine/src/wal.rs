@@ -234,12 +234,13 @@ pub fn replay_wal(
         .map_err(|e| Error::from(e).in_file(path))?;
     // Past one chunk, the next chunks are read on a thread while this one's records are
     // applied: a cold WAL's device time and its replay overlap (docs/impl.md, "Recovery").
-    let file: Arc<dyn RandomAccessFile> = if file.size() > mezz_env::PREFETCH_CHUNK as u64 {
-        Arc::new(mezz_env::PrefetchFile::new(file))
-    } else {
-        file
-    };
-    replay_log(file, path, true, tolerate_tail, apply)
+    replay_log(
+        mezz_env::PrefetchFile::over(file),
+        path,
+        true,
+        tolerate_tail,
+        apply,
+    )
 }
 
 /// Seals the existing WAL file `path`, which ends at its records without an END marker:
