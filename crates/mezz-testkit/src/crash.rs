@@ -636,6 +636,11 @@ pub fn crash_options(rng: &mut Xoshiro256PlusPlus) -> Options {
             }
             // MatrixKV's NVM WAL in half.
             o.wal_on_nvm = t_rng.random_bool(0.5);
+            // Half the `overflow` runs hand memtables of large entries to NVM too (the
+            // threshold is low enough for the workload's entries to reach it).
+            if o.nvm_memtable == NvmMemtable::Overflow && t_rng.random_bool(0.5) {
+                o.nvm_memtable_large_entry = 48;
+            }
         }
     }
     // Half the runs with deterministic background work: flushes and compactions run only

@@ -185,6 +185,13 @@ const VARIATIONS: &[Variation] = &[
         tiny_sst(o);
         o.nvm_memtable = NvmMemtable::Mutable;
     }),
+    // The preset's `overflow` NVM memtable, taking memtables of large entries while DRAM
+    // has room (a threshold the generated entries reach).
+    ("nvm-overflow-large-entries", |o| {
+        tiny_sst(o);
+        o.nvm_memtable = NvmMemtable::Overflow;
+        o.nvm_memtable_large_entry = 48;
+    }),
     ("parallel-reads", |o| {
         tiny_sst(o);
         o.parallel_reads = true;

@@ -147,6 +147,52 @@ fn overflow_goes_to_nvm_only_when_the_dram_memtables_are_taken() {
     newest_survives(db, &o, b"v4");
 }
 
+/// `overflow` with `nvm_memtable_large_entry`: with the flushes kept up (DRAM always has
+/// room), DRAM memtables of large entries hand over to NVM memtables, which take no WAL,
+/// while small entries keep to DRAM memtables and their WALs, as with the rule off. The
+/// newest value wins across them, after all background work and a reopen.
+#[test]
+fn overflow_hands_large_entries_to_nvm_while_dram_has_room() {
+    // The WALs made while `value_len`-byte entries are written with the flushes kept up.
+    let wals_made = |large_entry: usize, value_len: usize| {
+        let (fs, sim) = (MemFs::new(), SimNvm::new());
+        let mut o = manual(NvmMemtable::Overflow, &fs, &sim);
+        o.nvm_memtable_large_entry = large_entry;
+        let db = Db::open("/db", o.clone()).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..(600 << 10) / value_len {
+            db.put(format!("f-{i:06}").as_bytes(), &vec![b'x'; value_len])
+                .unwrap();
+            if i % 97 == 0 {
+                db.put(b"k", format!("v{i}").as_bytes()).unwrap();
+            }
+            if db.stats().immutable_memtables > 0 {
+                db.wait_for_background().unwrap();
+            }
+            use mezz_env::FileSystem;
+            for n in fs.list_dir(std::path::Path::new("/db")).unwrap() {
+                if n.ends_with(".log") {
+                    seen.insert(n);
+                }
+            }
+            assert_eq!(db.stats().stalls.memtable_stop_micros, 0);
+        }
+        db.put(b"k", b"last").unwrap();
+        newest_survives(db, &o, b"last");
+        seen.len()
+    };
+    let (large_on, large_off) = (wals_made(900, 1000), wals_made(0, 1000));
+    assert!(
+        large_on * 4 < large_off,
+        "1000-byte entries: {large_on} WALs with the rule, {large_off} without"
+    );
+    assert_eq!(
+        wals_made(900, 100),
+        wals_made(0, 100),
+        "100-byte entries keep to DRAM memtables"
+    );
+}
+
 /// Immutable mode: a memtable too large for the receiver goes to L0 directly; the older
 /// data in the receiver must reach L0 before it.
 #[test]

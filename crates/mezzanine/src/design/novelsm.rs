@@ -27,6 +27,8 @@ use super::{Host, MemtableDesign, NextActive};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NvmMemtables {
     mode: NvmMemtable,
+    /// `Options::nvm_memtable_large_entry` (0: off).
+    large_entry: usize,
 }
 
 impl NvmMemtables {
@@ -34,7 +36,18 @@ impl NvmMemtables {
     pub(crate) fn for_options(opts: &Options) -> Option<Self> {
         (opts.nvm_memtable != NvmMemtable::Off).then_some(NvmMemtables {
             mode: opts.nvm_memtable,
+            large_entry: opts.nvm_memtable_large_entry,
         })
+    }
+
+    /// Whether the entries of `mem` averaged at least `large_entry` bytes (with their
+    /// bookkeeping, as `MemTable::approximate_memory_usage` counts them). An empty
+    /// memtable says nothing of its entries: false.
+    fn holds_large_entries(&self, mem: &MemTable) -> bool {
+        if self.large_entry == 0 || mem.is_empty() {
+            return false;
+        }
+        mem.approximate_memory_usage() / mem.len().max(1) >= self.large_entry
     }
 
     /// Whether the immutable memtable `imm` is merged into the NVM receiver (`immutable`
@@ -165,15 +178,19 @@ impl MemtableDesign for NvmMemtables {
     }
 
     /// Under `mutable`, a DRAM memtable hands over to an NVM one and an NVM one to a DRAM
-    /// one; under `overflow`, a DRAM memtable to an NVM one only when a new DRAM one would
-    /// wait for a flush; under `immutable`, always DRAM.
+    /// one; under `overflow`, a DRAM memtable to an NVM one when a new DRAM one would
+    /// wait for a flush, or when its entries were large (`nvm_memtable_large_entry`);
+    /// under `immutable`, always DRAM.
     fn next_active(&self, full: &MemTable, dram_full: bool) -> NextActive {
+        if full.is_nvm() {
+            return NextActive::Dram;
+        }
         let to_nvm = match self.mode {
             NvmMemtable::Mutable => true,
-            NvmMemtable::Overflow => dram_full,
+            NvmMemtable::Overflow => dram_full || self.holds_large_entries(full),
             NvmMemtable::Off | NvmMemtable::Immutable => false,
         };
-        if to_nvm && !full.is_nvm() {
+        if to_nvm {
             NextActive::NvmIfRoom
         } else {
             NextActive::Dram
@@ -232,5 +249,54 @@ mod tests {
         assert!(!overflow.merges_into_nvm(&dram));
         let mutable = NvmMemtables::for_options(&with_mode(NvmMemtable::Mutable)).unwrap();
         assert_eq!(mutable.next_active(&dram, true), NextActive::NvmIfRoom);
+    }
+
+    /// Entries averaging `nvm_memtable_large_entry` bytes or more hand over to an NVM
+    /// memtable under `overflow` with DRAM memtables free; smaller ones, an empty memtable
+    /// or the rule turned off (0) do not.
+    #[test]
+    fn overflow_hands_large_entries_to_nvm() {
+        let order = mezz_format::KeyOrder::default();
+        let fill = |value_len: usize| {
+            let m = MemTable::new(1, 64 << 20, order.clone());
+            for i in 0..100u64 {
+                m.add(
+                    i + 1,
+                    mezz_format::ValueKind::Value,
+                    &i.to_be_bytes(),
+                    &vec![7u8; value_len],
+                )
+                .unwrap();
+            }
+            m
+        };
+        let overflow = NvmMemtables::for_options(&Options {
+            nvm_memtable_large_entry: 2 << 10,
+            ..with_mode(NvmMemtable::Overflow)
+        })
+        .unwrap();
+        assert_eq!(
+            overflow.next_active(&fill(4096), false),
+            NextActive::NvmIfRoom
+        );
+        assert_eq!(
+            overflow.next_active(&fill(2048), false),
+            NextActive::NvmIfRoom
+        );
+        assert_eq!(overflow.next_active(&fill(1000), false), NextActive::Dram);
+        assert_eq!(overflow.next_active(&fill(100), false), NextActive::Dram);
+        let empty = MemTable::new(1, 64 << 20, order.clone());
+        assert_eq!(overflow.next_active(&empty, false), NextActive::Dram);
+        // Off by default.
+        let off = NvmMemtables::for_options(&with_mode(NvmMemtable::Overflow)).unwrap();
+        assert_eq!(off.next_active(&fill(4096), false), NextActive::Dram);
+        assert_eq!(off.next_active(&fill(4096), true), NextActive::NvmIfRoom);
+        // The rule is `overflow`'s: `immutable` never makes an active NVM memtable.
+        let immutable = NvmMemtables::for_options(&Options {
+            nvm_memtable_large_entry: 2 << 10,
+            ..with_mode(NvmMemtable::Immutable)
+        })
+        .unwrap();
+        assert_eq!(immutable.next_active(&fill(4096), false), NextActive::Dram);
     }
 }

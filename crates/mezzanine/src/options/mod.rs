@@ -327,6 +327,15 @@ declare_options! {
         nvm_memtable: NvmMemtable = NvmMemtable::Off, Name;
         /// Bytes of one NVM memtable. Default: 256 MiB.
         nvm_memtable_size: usize = 256 * MIB, Size;
+        /// Under `nvm_memtable = overflow`: a full DRAM memtable whose entries averaged at
+        /// least this many bytes (key, value and the entry's bookkeeping) hands over to an
+        /// NVM memtable even while DRAM memtables are free, as under `mutable`: for large
+        /// entries an in-place NVM insert, which writes no WAL, costs less than a DRAM
+        /// insert and its WAL record; for small ones the search through the device's
+        /// latency costs more. With LRU-tiered NVM tables the larger memtables' flushes
+        /// can push more tables to SSD (see `docs/impl.md`). 0: only when the DRAM
+        /// memtables are all taken. Default: 0 (off).
+        nvm_memtable_large_entry: usize = 0, Size;
         /// Probe the memtables and the SST levels concurrently on a small thread pool for
         /// `get` (NoveLSM's parallel reads); the newest hit wins. Default: false.
         parallel_reads: bool = false, Flag;

@@ -79,6 +79,7 @@ fn changed() -> Options {
         wal_on_nvm: true,
         nvm_memtable: NvmMemtable::Immutable,
         nvm_memtable_size: 64 << 20,
+        nvm_memtable_large_entry: 8 << 10,
         parallel_reads: true,
         nvm_tiering: NvmTiering::Leveled(2),
         nvm_table_method: NvmTableMethod::Ps,
