@@ -883,11 +883,25 @@ impl DbInner {
     /// Whether a switch of the full active memtable now would make an NVM memtable the
     /// active one (the design asks for one and the pool has room for it).
     fn switches_to_nvm(&self, st: &State) -> bool {
-        self.next_active_now(st) == NextActive::NvmIfRoom
-            && self
+        match self.next_active_now(st) {
+            NextActive::NvmIfRoom => self
                 .storage
                 .nvm()
-                .is_some_and(|t| t.has_room_for(self.opts.nvm_memtable_len()))
+                .is_some_and(|t| t.has_room_for(self.opts.nvm_memtable_len())),
+            NextActive::NvmIfAmpleRoom => self.ample_room_for_nvm_memtable(),
+            NextActive::Dram => false,
+        }
+    }
+
+    /// For [`NextActive::NvmIfAmpleRoom`]: whether the pool has room for an NVM memtable
+    /// and for the NVM table its flush writes (with the headroom NVM tables leave).
+    fn ample_room_for_nvm_memtable(&self) -> bool {
+        let len = self.opts.nvm_memtable_len();
+        self.storage.nvm().is_some_and(|t| {
+            t.has_room_for_tables(
+                len.saturating_add(crate::compaction::policy::nvm_table_room(len)),
+            )
+        })
     }
 
     /// Waits until the group of `bytes` may be written: hard stops wait for background
@@ -1169,6 +1183,14 @@ impl DbInner {
             debug_assert_eq!(s.for_active, active, "a spare outlived its memtable");
             self.release_spare(Some(s.kind))?;
         }
+        // A hand-over by choice goes to NVM only with room for the memtable's flush too.
+        let next = match next {
+            NextActive::NvmIfAmpleRoom if self.ample_room_for_nvm_memtable() => {
+                NextActive::NvmIfRoom
+            }
+            NextActive::NvmIfAmpleRoom => NextActive::Dram,
+            other => other,
+        };
         let (number, wal) = match spare.map(|s| s.kind) {
             Some(SpareKind::Memtable(mem)) if next == NextActive::NvmIfRoom => {
                 self.install_new_memtable(ws, mem, None);
@@ -1309,6 +1331,9 @@ impl DbInner {
             return Ok(());
         }
         let kind = match next {
+            // Made at the switch, if the pool has room then: a spare would hold the room
+            // idle while the active memtable fills.
+            NextActive::NvmIfAmpleRoom => return Ok(()),
             NextActive::NvmIfRoom => {
                 match self.design.memtables().new_memtable(
                     self,

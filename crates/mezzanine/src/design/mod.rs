@@ -180,6 +180,11 @@ pub(crate) enum NextActive {
     Dram,
     /// A new NVM memtable (no WAL: its inserts are durable in place), if the pool has room.
     NvmIfRoom,
+    /// A new NVM memtable if the pool has room for it and, beside it, for the NVM table
+    /// its flush will write (a hand-over by choice, not to spare the writers a wait: one
+    /// whose flush would find the pool full would write an SST at L0 and push NVM tables
+    /// to SSD to make room above). Not made ahead as a spare.
+    NvmIfAmpleRoom,
 }
 
 /// Where memtables live and go: what replaces a full active memtable, what happens to a

@@ -185,15 +185,11 @@ impl MemtableDesign for NvmMemtables {
         if full.is_nvm() {
             return NextActive::Dram;
         }
-        let to_nvm = match self.mode {
-            NvmMemtable::Mutable => true,
-            NvmMemtable::Overflow => dram_full || self.holds_large_entries(full),
-            NvmMemtable::Off | NvmMemtable::Immutable => false,
-        };
-        if to_nvm {
-            NextActive::NvmIfRoom
-        } else {
-            NextActive::Dram
+        match self.mode {
+            NvmMemtable::Mutable => NextActive::NvmIfRoom,
+            NvmMemtable::Overflow if dram_full => NextActive::NvmIfRoom,
+            NvmMemtable::Overflow if self.holds_large_entries(full) => NextActive::NvmIfAmpleRoom,
+            _ => NextActive::Dram,
         }
     }
 
@@ -277,10 +273,15 @@ mod tests {
         .unwrap();
         assert_eq!(
             overflow.next_active(&fill(4096), false),
-            NextActive::NvmIfRoom
+            NextActive::NvmIfAmpleRoom
         );
         assert_eq!(
             overflow.next_active(&fill(2048), false),
+            NextActive::NvmIfAmpleRoom
+        );
+        // With the DRAM memtables all taken, the hand-over spares the writers a wait.
+        assert_eq!(
+            overflow.next_active(&fill(4096), true),
             NextActive::NvmIfRoom
         );
         assert_eq!(overflow.next_active(&fill(1000), false), NextActive::Dram);
