@@ -100,12 +100,17 @@ fn mutable_then_immutable_keeps_the_newest_value() {
 }
 
 fn wal_files(fs: &MemFs) -> usize {
+    wal_names(fs).len()
+}
+
+/// The names of the WAL files in `/db`.
+fn wal_names(fs: &MemFs) -> Vec<String> {
     use mezz_env::FileSystem;
     fs.list_dir(std::path::Path::new("/db"))
         .unwrap()
-        .iter()
+        .into_iter()
         .filter(|n| n.ends_with(".log"))
-        .count()
+        .collect()
 }
 
 /// Overflow mode: a full DRAM memtable hands over to a new DRAM memtable (and WAL) while
@@ -169,12 +174,7 @@ fn overflow_hands_large_entries_to_nvm_while_dram_has_room() {
             if db.stats().immutable_memtables > 0 {
                 db.wait_for_background().unwrap();
             }
-            use mezz_env::FileSystem;
-            for n in fs.list_dir(std::path::Path::new("/db")).unwrap() {
-                if n.ends_with(".log") {
-                    seen.insert(n);
-                }
-            }
+            seen.extend(wal_names(&fs));
             assert_eq!(db.stats().stalls.memtable_stop_micros, 0);
         }
         db.put(b"k", b"last").unwrap();

@@ -872,25 +872,32 @@ impl DbInner {
     }
 
     /// What the design would replace the active memtable with if it were switched now
-    /// (`dram_full`: the DRAM memtables are all taken, `max_write_buffer_number`).
+    /// (`dram_full`: the DRAM memtables are all taken, `max_write_buffer_number`). A
+    /// hand-over by choice ([`NextActive::NvmIfAmpleRoom`]) is settled here, against the
+    /// pool as it is now: never returned.
     fn next_active_now(&self, st: &State) -> NextActive {
         let dram_full = st.mems.dram_memtables() >= self.opts.max_write_buffer_number;
-        self.design
+        match self
+            .design
             .memtables()
             .next_active(st.mems.active(), dram_full)
+        {
+            NextActive::NvmIfAmpleRoom if self.ample_room_for_nvm_memtable() => {
+                NextActive::NvmIfRoom
+            }
+            NextActive::NvmIfAmpleRoom => NextActive::Dram,
+            other => other,
+        }
     }
 
     /// Whether a switch of the full active memtable now would make an NVM memtable the
     /// active one (the design asks for one and the pool has room for it).
     fn switches_to_nvm(&self, st: &State) -> bool {
-        match self.next_active_now(st) {
-            NextActive::NvmIfRoom => self
+        self.next_active_now(st) == NextActive::NvmIfRoom
+            && self
                 .storage
                 .nvm()
-                .is_some_and(|t| t.has_room_for(self.opts.nvm_memtable_len())),
-            NextActive::NvmIfAmpleRoom => self.ample_room_for_nvm_memtable(),
-            NextActive::Dram => false,
-        }
+                .is_some_and(|t| t.has_room_for(self.opts.nvm_memtable_len()))
     }
 
     /// For [`NextActive::NvmIfAmpleRoom`]: whether the pool has room for an NVM memtable
@@ -1165,8 +1172,10 @@ impl DbInner {
         // The new memtable (and its WAL) first: if creating it fails, nothing has changed
         // (the old memtable and WAL stay active).
         // NoveLSM, mutable: a full DRAM memtable hands over to an NVM memtable (no WAL),
-        // a full NVM memtable to a new DRAM one (`overflow`: to NVM only when a new DRAM
-        // memtable would wait for a flush). Without room in the pool, stay in DRAM.
+        // a full NVM memtable to a new DRAM one (`overflow`: to NVM when a new DRAM
+        // memtable would wait for a flush, or, with `nvm_memtable_large_entry`, after
+        // large entries if the pool has room for the flush too). Without room in the
+        // pool, stay in DRAM.
         let (next, active) = {
             let st = self.jobs.state.lock();
             (self.next_active_now(&st), st.mems.active().id())
@@ -1183,14 +1192,6 @@ impl DbInner {
             debug_assert_eq!(s.for_active, active, "a spare outlived its memtable");
             self.release_spare(Some(s.kind))?;
         }
-        // A hand-over by choice goes to NVM only with room for the memtable's flush too.
-        let next = match next {
-            NextActive::NvmIfAmpleRoom if self.ample_room_for_nvm_memtable() => {
-                NextActive::NvmIfRoom
-            }
-            NextActive::NvmIfAmpleRoom => NextActive::Dram,
-            other => other,
-        };
         let (number, wal) = match spare.map(|s| s.kind) {
             Some(SpareKind::Memtable(mem)) if next == NextActive::NvmIfRoom => {
                 self.install_new_memtable(ws, mem, None);

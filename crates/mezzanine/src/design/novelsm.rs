@@ -47,7 +47,7 @@ impl NvmMemtables {
         if self.large_entry == 0 || mem.is_empty() {
             return false;
         }
-        mem.approximate_memory_usage() / mem.len().max(1) >= self.large_entry
+        mem.approximate_memory_usage() / mem.len() >= self.large_entry
     }
 
     /// Whether the immutable memtable `imm` is merged into the NVM receiver (`immutable`
