@@ -41,13 +41,16 @@ impl NvmMemtables {
     }
 
     /// Whether the entries of `mem` averaged at least `large_entry` bytes (with their
-    /// bookkeeping, as `MemTable::approximate_memory_usage` counts them). An empty
-    /// memtable says nothing of its entries: false.
+    /// bookkeeping, as `MemTable::approximate_memory_usage` counts them). A memtable that
+    /// counts no entry says nothing of them: false. The count is read once: a memtable
+    /// taking its first insert meanwhile may already look non-empty (its entry linked)
+    /// while it still counts none (its count raised after the link).
     fn holds_large_entries(&self, mem: &MemTable) -> bool {
-        if self.large_entry == 0 || mem.is_empty() {
+        let entries = mem.len();
+        if self.large_entry == 0 || entries == 0 {
             return false;
         }
-        mem.approximate_memory_usage() / mem.len() >= self.large_entry
+        mem.approximate_memory_usage() / entries >= self.large_entry
     }
 
     /// Whether the immutable memtable `imm` is merged into the NVM receiver (`immutable`
